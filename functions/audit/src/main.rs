@@ -1,0 +1,6 @@
+//! The `audit` Lambda function: Berth's shared runtime running this group's router.
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    berth_shared::runtime::run_function("audit", berth_fn_audit::router).await
+}

@@ -1,0 +1,6 @@
+//! The `members` Lambda function: Berth's shared runtime running this group's router.
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    berth_shared::runtime::run_function("members", berth_fn_members::router).await
+}

@@ -1,0 +1,81 @@
+//! Process configuration, read once at start from the environment.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `BERTH_TABLE`: the DynamoDB table (default `berth`).
+    pub table: String,
+    /// `BERTH_INSECURE_COOKIES=true` drops the `Secure` cookie flag for plain-http local runs.
+    pub secure_cookies: bool,
+    /// `BERTH_SESSION_HOURS`: absolute session lifetime (default 12 h).
+    pub session_lifetime: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(String);
+
+impl Config {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table = lookup("BERTH_TABLE").unwrap_or_else(|| "berth".to_owned());
+        if table.len() < 3 {
+            return Err(ConfigError("BERTH_TABLE needs at least 3 characters".into()));
+        }
+        let insecure = match lookup("BERTH_INSECURE_COOKIES").as_deref() {
+            None | Some("") | Some("false") | Some("0") => false,
+            Some("true") | Some("1") => true,
+            Some(other) => {
+                return Err(ConfigError(format!(
+                    "BERTH_INSECURE_COOKIES must be true or false, not {other:?}"
+                )));
+            }
+        };
+        let session_hours = match lookup("BERTH_SESSION_HOURS") {
+            None => 12,
+            Some(v) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|h| (1..=24 * 30).contains(h))
+                .ok_or_else(|| ConfigError("BERTH_SESSION_HOURS must be 1 to 720".into()))?,
+        };
+        Ok(Self {
+            table,
+            secure_cookies: !insecure,
+            session_lifetime: Duration::from_secs(session_hours * 3600),
+        })
+    }
+
+    /// The configuration tests use: a given table, plain-http cookies.
+    pub fn for_table(table: impl Into<String>) -> Self {
+        Self {
+            table: table.into(),
+            secure_cookies: false,
+            session_lifetime: Duration::from_secs(12 * 3600),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let config = Config::from_lookup(|_| None).expect("defaults are valid");
+        assert_eq!(config.table, "berth");
+        assert!(config.secure_cookies);
+        assert_eq!(config.session_lifetime, Duration::from_secs(12 * 3600));
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        assert!(Config::from_lookup(|n| (n == "BERTH_SESSION_HOURS").then(|| "0".into())).is_err());
+        assert!(Config::from_lookup(|n| (n == "BERTH_INSECURE_COOKIES").then(|| "yes".into())).is_err());
+        assert!(Config::from_lookup(|n| (n == "BERTH_TABLE").then(|| "ab".into())).is_err());
+    }
+}

@@ -1,0 +1,255 @@
+//! The one error type of the API and its Problem Details rendering (DESIGN §4).
+//! Everything else returns `Result<_, ApiError>` and uses `?`.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::http::scope;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("{0}")]
+    ValidationFailed(String),
+    #[error("authentication required")]
+    Unauthenticated,
+    #[error("invalid email or password")]
+    InvalidCredentials,
+    #[error("the password must be changed first")]
+    PasswordChangeRequired,
+    #[error("permission denied")]
+    Forbidden(String),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("project still has environments")]
+    ProjectNotEmpty,
+    #[error("environment is being deleted")]
+    EnvironmentDeleting,
+    #[error("secret is not managed by Berth")]
+    SecretNotManaged,
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("too many requests")]
+    TooManyRequests { retry_after_secs: u64 },
+    /// A bug. The message is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("no cluster configured")]
+    NoCluster,
+    /// The message is logged, never sent: it may name internal addresses.
+    #[error("cluster unavailable: {0}")]
+    ClusterUnavailable(String),
+    /// The message is logged, never sent.
+    #[error("storage unavailable: {0}")]
+    StorageUnavailable(String),
+}
+
+/// The Problem Details body of every error response.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct Problem {
+    pub code: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: Option<String>,
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            Self::ValidationFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unauthenticated | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            Self::PasswordChangeRequired | Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_)
+            | Self::ProjectNotEmpty
+            | Self::EnvironmentDeleting
+            | Self::SecretNotManaged => StatusCode::CONFLICT,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::NoCluster | Self::ClusterUnavailable(_) | Self::StorageUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidRequest(_) => "invalid_request",
+            Self::ValidationFailed(_) => "validation_failed",
+            Self::Unauthenticated => "unauthenticated",
+            Self::InvalidCredentials => "invalid_credentials",
+            Self::PasswordChangeRequired => "password_change_required",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict(_) => "conflict",
+            Self::ProjectNotEmpty => "project_not_empty",
+            Self::EnvironmentDeleting => "environment_deleting",
+            Self::SecretNotManaged => "secret_not_managed",
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::TooManyRequests { .. } => "too_many_requests",
+            Self::Internal(_) => "internal",
+            Self::NoCluster => "no_cluster",
+            Self::ClusterUnavailable(_) => "cluster_unavailable",
+            Self::StorageUnavailable(_) => "storage_unavailable",
+        }
+    }
+
+    fn title(&self) -> &'static str {
+        match self {
+            Self::InvalidRequest(_) => "Invalid request",
+            Self::ValidationFailed(_) => "Validation failed",
+            Self::Unauthenticated => "Not authenticated",
+            Self::InvalidCredentials => "Invalid credentials",
+            Self::PasswordChangeRequired => "Password change required",
+            Self::Forbidden(_) => "Forbidden",
+            Self::NotFound => "Not found",
+            Self::MethodNotAllowed => "Method not allowed",
+            Self::Conflict(_) => "Conflict",
+            Self::ProjectNotEmpty => "Project not empty",
+            Self::EnvironmentDeleting => "Environment is being deleted",
+            Self::SecretNotManaged => "Secret not managed by Berth",
+            Self::PayloadTooLarge => "Payload too large",
+            Self::UnsupportedMediaType(_) => "Unsupported media type",
+            Self::TooManyRequests { .. } => "Too many requests",
+            Self::Internal(_) => "Internal error",
+            Self::NoCluster => "No cluster configured",
+            Self::ClusterUnavailable(_) => "Cluster unavailable",
+            Self::StorageUnavailable(_) => "Storage unavailable",
+        }
+    }
+
+    /// What the caller may read. Internal causes stay in the log.
+    fn public_detail(&self) -> Option<String> {
+        match self {
+            Self::InvalidRequest(d)
+            | Self::ValidationFailed(d)
+            | Self::Forbidden(d)
+            | Self::Conflict(d)
+            | Self::UnsupportedMediaType(d) => Some(d.clone()),
+            Self::Unauthenticated => Some("valid credentials are required".into()),
+            Self::InvalidCredentials => Some("the email or password is not correct".into()),
+            Self::PasswordChangeRequired => {
+                Some("replace the temporary password with POST /api/v1/me/password first".into())
+            }
+            Self::NotFound => Some("no such resource".into()),
+            Self::MethodNotAllowed => Some("the method is not allowed on this path".into()),
+            Self::ProjectNotEmpty => Some("delete the project's environments first".into()),
+            Self::EnvironmentDeleting => {
+                Some("the environment is scheduled for deletion and cannot change".into())
+            }
+            Self::SecretNotManaged => {
+                Some("a secret of that name exists and was not created by Berth".into())
+            }
+            Self::PayloadTooLarge => Some("the request body is larger than 256 KiB".into()),
+            Self::TooManyRequests { retry_after_secs } => {
+                Some(format!("too many failed attempts; retry in {retry_after_secs} s"))
+            }
+            Self::Internal(_) => Some(format!(
+                "an internal error occurred; request id {}",
+                scope::request_id().unwrap_or_default()
+            )),
+            Self::NoCluster => Some("no Kubernetes cluster is configured for Berth".into()),
+            Self::ClusterUnavailable(_) => {
+                Some("the Kubernetes cluster did not answer or failed; try again".into())
+            }
+            Self::StorageUnavailable(_) => {
+                Some("the data store did not answer or failed; try again".into())
+            }
+        }
+    }
+
+    pub fn problem(&self) -> Problem {
+        Problem {
+            code: self.code().to_owned(),
+            title: self.title().to_owned(),
+            status: self.status().as_u16(),
+            detail: self.public_detail(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match &self {
+            Self::Internal(cause) => tracing::error!(cause = %cause, "internal error"),
+            Self::ClusterUnavailable(cause) => tracing::warn!(cause = %cause, "cluster unavailable"),
+            Self::StorageUnavailable(cause) => tracing::warn!(cause = %cause, "storage unavailable"),
+            _ => {}
+        }
+        let mut response = (self.status(), Json(self.problem())).into_response();
+        if let Self::TooManyRequests { retry_after_secs } = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_renders_its_design_code_and_status() {
+        let cases = [
+            (ApiError::InvalidRequest("x".into()), 400, "invalid_request"),
+            (ApiError::ValidationFailed("x".into()), 422, "validation_failed"),
+            (ApiError::Unauthenticated, 401, "unauthenticated"),
+            (ApiError::InvalidCredentials, 401, "invalid_credentials"),
+            (ApiError::PasswordChangeRequired, 403, "password_change_required"),
+            (ApiError::Forbidden("x".into()), 403, "forbidden"),
+            (ApiError::NotFound, 404, "not_found"),
+            (ApiError::MethodNotAllowed, 405, "method_not_allowed"),
+            (ApiError::Conflict("x".into()), 409, "conflict"),
+            (ApiError::ProjectNotEmpty, 409, "project_not_empty"),
+            (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
+            (ApiError::SecretNotManaged, 409, "secret_not_managed"),
+            (ApiError::PayloadTooLarge, 413, "payload_too_large"),
+            (ApiError::UnsupportedMediaType("x".into()), 415, "unsupported_media_type"),
+            (ApiError::TooManyRequests { retry_after_secs: 3 }, 429, "too_many_requests"),
+            (ApiError::Internal("x".into()), 500, "internal"),
+            (ApiError::NoCluster, 503, "no_cluster"),
+            (ApiError::ClusterUnavailable("x".into()), 503, "cluster_unavailable"),
+            (ApiError::StorageUnavailable("x".into()), 503, "storage_unavailable"),
+        ];
+        for (error, status, code) in cases {
+            let problem = error.problem();
+            assert_eq!((problem.status, problem.code.as_str()), (status, code));
+            assert!(!problem.title.is_empty());
+        }
+    }
+
+    #[test]
+    fn internal_causes_never_reach_the_body() {
+        for error in [
+            ApiError::Internal("secret-cause".into()),
+            ApiError::StorageUnavailable("http://10.0.0.1 secret-cause".into()),
+            ApiError::ClusterUnavailable("https://10.0.0.2 secret-cause".into()),
+        ] {
+            let detail = error.problem().detail.unwrap_or_default();
+            assert!(!detail.contains("secret-cause"), "{detail}");
+        }
+    }
+
+    #[test]
+    fn throttling_sets_retry_after() {
+        let response = ApiError::TooManyRequests { retry_after_secs: 42 }.into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "42");
+    }
+}

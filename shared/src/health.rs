@@ -1,0 +1,97 @@
+//! The health report (DESIGN §3): each subsystem's status and latency.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::store::{self, Store};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubsystemStatus {
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Subsystem {
+    pub name: &'static str,
+    pub status: SubsystemStatus,
+    pub latency_ms: u64,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OverallStatus {
+    Ok,
+    Degraded,
+    Down,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthReport {
+    pub status: OverallStatus,
+    pub version: &'static str,
+    pub subsystems: Vec<Subsystem>,
+}
+
+impl HealthReport {
+    pub fn of(subsystems: Vec<Subsystem>) -> Self {
+        let up = subsystems.iter().filter(|s| s.status == SubsystemStatus::Up).count();
+        let status = match up {
+            n if n == subsystems.len() => OverallStatus::Ok,
+            0 => OverallStatus::Down,
+            _ => OverallStatus::Degraded,
+        };
+        Self { status, version: env!("CARGO_PKG_VERSION"), subsystems }
+    }
+
+    pub fn all_up(&self) -> bool {
+        self.status == OverallStatus::Ok
+    }
+}
+
+/// DynamoDB answers a consistent read of the table.
+pub async fn dynamodb(store: &Store) -> Subsystem {
+    let started = Instant::now();
+    let read = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(store::key("HEALTH".into(), "HEALTH")))
+        .consistent_read(true)
+        .send()
+        .await;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match read {
+        Ok(_) => Subsystem { name: "dynamodb", status: SubsystemStatus::Up, latency_ms, detail: None },
+        Err(error) => {
+            tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
+            Subsystem {
+                name: "dynamodb",
+                status: SubsystemStatus::Down,
+                latency_ms,
+                detail: Some("the table could not be read".into()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subsystem(status: SubsystemStatus) -> Subsystem {
+        Subsystem { name: "x", status, latency_ms: 1, detail: None }
+    }
+
+    #[test]
+    fn overall_status_follows_the_subsystems() {
+        use SubsystemStatus::{Down, Up};
+        assert_eq!(HealthReport::of(vec![subsystem(Up), subsystem(Up)]).status, OverallStatus::Ok);
+        assert_eq!(HealthReport::of(vec![subsystem(Up), subsystem(Down)]).status, OverallStatus::Degraded);
+        assert_eq!(HealthReport::of(vec![subsystem(Down)]).status, OverallStatus::Down);
+        assert!(!HealthReport::of(vec![subsystem(Down)]).all_up());
+    }
+}

@@ -1,0 +1,99 @@
+//! Extractors whose rejections are Problem Details, and [`Caller`], the
+//! authenticated caller of a handler.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+
+use crate::identity::{Authentication, Principal};
+use crate::{ApiError, Operation, Permission};
+
+/// A JSON request body. Bad JSON or wrong types are 400, another content type
+/// 415, an oversized body 413.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct JsonBody<T>(pub T);
+
+/// Query parameters; values that do not parse are 400.
+#[derive(Debug, FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct QueryParams<T>(pub T);
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => {
+                ApiError::UnsupportedMediaType("the body must be application/json".into())
+            }
+            JsonRejection::JsonSyntaxError(_) => {
+                ApiError::InvalidRequest("the body is not valid JSON".into())
+            }
+            JsonRejection::JsonDataError(error) => ApiError::InvalidRequest(error.body_text()),
+            JsonRejection::BytesRejection(error) => bytes_rejection(&error),
+            other => ApiError::InvalidRequest(other.body_text()),
+        }
+    }
+}
+
+fn bytes_rejection(error: &BytesRejection) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge
+    } else {
+        ApiError::InvalidRequest("the body could not be read".into())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::InvalidRequest(rejection.body_text())
+    }
+}
+
+/// The authenticated caller. Rejects anonymous and revoked credentials (401)
+/// and, while the password must change, every operation but the few allowed (403).
+#[derive(Debug, Clone)]
+pub struct Caller(pub Arc<Principal>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Authentication>() {
+            Some(Authentication::Authenticated(principal)) => {
+                let operation = parts.extensions.get::<Operation>().copied();
+                if principal.user.must_change_password
+                    && !operation.is_some_and(Operation::allowed_before_password_change)
+                {
+                    return Err(ApiError::PasswordChangeRequired);
+                }
+                Ok(Caller(principal.clone()))
+            }
+            Some(Authentication::Unavailable) => {
+                Err(ApiError::StorageUnavailable("credentials could not be checked".into()))
+            }
+            _ => Err(ApiError::Unauthenticated),
+        }
+    }
+}
+
+impl Caller {
+    pub fn require(&self, permission: Permission) -> Result<(), ApiError> {
+        if self.0.can(permission) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!("this needs the {} permission", permission.as_str())))
+        }
+    }
+}
+
+impl Deref for Caller {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.0
+    }
+}

@@ -1,0 +1,55 @@
+//! HTTP glue shared by every function: the request pipeline (request id,
+//! authentication, audit, logging), the extractors whose rejections are
+//! Problem Details, and the per-route operation tag.
+
+pub mod extract;
+pub mod pipeline;
+pub mod scope;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use tower_http::catch_panic::CatchPanicLayer;
+
+pub use extract::{Caller, JsonBody, QueryParams};
+
+use crate::{ApiError, AppState, Operation};
+
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// Tags a route with its operation id. The tag reaches the handler's
+/// extractors (the password-change gate) and the pipeline (the audit event).
+pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.layer(middleware::from_fn_with_state(op, tag_operation))
+}
+
+async fn tag_operation(State(op): State<Operation>, mut request: Request, next: Next) -> Response {
+    request.extensions_mut().insert(op);
+    let mut response = next.run(request).await;
+    response.extensions_mut().insert(op);
+    response
+}
+
+/// Wraps routes into the served application: unknown routes and methods,
+/// the body limit, panics, and the pipeline around all of it.
+pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
+    routes
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_panic| {
+            ApiError::Internal("a handler panicked".into()).into_response()
+        }))
+        .layer(middleware::from_fn_with_state(state.clone(), pipeline::pipeline))
+        .with_state(state)
+}
+
+async fn unknown_route() -> ApiError {
+    ApiError::NotFound
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

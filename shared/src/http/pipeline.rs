@@ -1,0 +1,127 @@
+//! The one middleware around every function: it names the request, resolves
+//! its credentials, runs the route, then writes the call's audit event and its
+//! log line before the response leaves.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+use lambda_http::RequestExt;
+use lambda_http::request::RequestContext;
+
+use super::scope::{AuditNotes, RequestScope};
+use crate::audit::{ActorKind, Call, Outcome};
+use crate::identity::{Authentication, authenticate::authenticate};
+use crate::store::keys::SYSTEM_ORG;
+use crate::{AppState, Operation};
+
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// The caller's address, as API Gateway or the socket saw it.
+#[derive(Debug, Clone)]
+pub struct ClientIp(pub String);
+
+pub async fn pipeline(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let (gateway_request_id, source_ip) = gateway_context(&request);
+    let request_id = gateway_request_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let ip = source_ip.or_else(|| {
+        request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip().to_string())
+    });
+    let authentication = authenticate(&state.store, request.headers()).await;
+    request.extensions_mut().insert(authentication.clone());
+    request.extensions_mut().insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));
+
+    let scope = RequestScope::new(request_id.clone());
+    let mut response = scope.clone().run(next.run(request)).await;
+
+    let operation =
+        response.extensions().get::<Operation>().copied().unwrap_or(Operation::UnknownRoute);
+    let status = response.status().as_u16();
+    let call = describe_call(&authentication, scope.notes(), operation, status, ip, &request_id);
+    for org in audit_partitions(&authentication, &scope.notes()) {
+        if let Err(error) = state.audit.record(&org, &call).await {
+            tracing::error!(request_id = %request_id, operation = operation.id(), org = %org,
+                error = %error_cause(&error), "writing the audit event failed");
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    tracing::info!(
+        request_id = %request_id,
+        operation = operation.id(),
+        status,
+        outcome = ?Outcome::of_status(status),
+        actor_kind = ?call.actor_kind,
+        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
+
+fn error_cause(error: &crate::ApiError) -> String {
+    match error {
+        crate::ApiError::StorageUnavailable(cause) | crate::ApiError::Internal(cause) => cause.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The API Gateway request id and source address, when running on Lambda.
+fn gateway_context(request: &Request) -> (Option<String>, Option<String>) {
+    match request.request_context_ref() {
+        Some(RequestContext::ApiGatewayV2(context)) => {
+            (context.request_id.clone(), context.http.source_ip.clone())
+        }
+        _ => (None, None),
+    }
+}
+
+fn describe_call(
+    authentication: &Authentication,
+    notes: AuditNotes,
+    operation: Operation,
+    status: u16,
+    ip: Option<String>,
+    request_id: &str,
+) -> Call {
+    let (actor_kind, actor) = match (authentication, &notes.login_account) {
+        (Authentication::Authenticated(principal), _) => {
+            let kind = match principal.via() {
+                "token" => ActorKind::Token,
+                _ => ActorKind::Session,
+            };
+            (kind, Some(principal.user.email.clone()))
+        }
+        (_, Some(account)) => (ActorKind::User, Some(account.email.clone())),
+        _ => (ActorKind::Anonymous, None),
+    };
+    let (target_kind, target) = notes.target.map_or((None, None), |(kind, name)| (Some(kind), Some(name)));
+    Call {
+        actor_kind,
+        actor,
+        action: operation.id(),
+        target_kind,
+        target,
+        status,
+        ip,
+        request_id: request_id.to_owned(),
+    }
+}
+
+/// Where the event goes: the caller's organization; the system partition for
+/// calls without one; both for a refused login of a known account.
+fn audit_partitions(authentication: &Authentication, notes: &AuditNotes) -> Vec<String> {
+    match (authentication, &notes.login_account) {
+        (Authentication::Authenticated(principal), _) => vec![principal.user.org.clone()],
+        (_, Some(account)) if notes.login_succeeded => vec![account.org.clone()],
+        (_, Some(account)) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+        _ => vec![SYSTEM_ORG.to_owned()],
+    }
+}

@@ -1,0 +1,66 @@
+//! What the pipeline and the handler of one request share while it runs: the
+//! request id (for error details) and notes for the audit event. It lives in a
+//! task-local set by the pipeline, so handlers note things with one call.
+
+use std::sync::{Arc, Mutex};
+
+use crate::identity::User;
+
+tokio::task_local! {
+    static SCOPE: Arc<RequestScope>;
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct AuditNotes {
+    pub target: Option<(String, String)>,
+    /// The account a login named, when the call has no credentials.
+    pub login_account: Option<User>,
+    pub login_succeeded: bool,
+}
+
+#[derive(Debug)]
+pub struct RequestScope {
+    pub request_id: String,
+    notes: Mutex<AuditNotes>,
+}
+
+impl RequestScope {
+    pub fn new(request_id: String) -> Arc<Self> {
+        Arc::new(Self { request_id, notes: Mutex::new(AuditNotes::default()) })
+    }
+
+    pub fn notes(&self) -> AuditNotes {
+        self.notes.lock().map(|notes| notes.clone()).unwrap_or_default()
+    }
+
+    pub async fn run<F: Future>(self: Arc<Self>, future: F) -> F::Output {
+        SCOPE.scope(self, future).await
+    }
+}
+
+fn with_notes(change: impl FnOnce(&mut AuditNotes)) {
+    let _ = SCOPE.try_with(|scope| {
+        if let Ok(mut notes) = scope.notes.lock() {
+            change(&mut notes);
+        }
+    });
+}
+
+pub fn request_id() -> Option<String> {
+    SCOPE.try_with(|scope| scope.request_id.clone()).ok()
+}
+
+/// Names what the call acts on, for its audit event.
+pub fn audit_target(kind: &str, name: impl Into<String>) {
+    let name = name.into();
+    with_notes(|notes| notes.target = Some((kind.to_owned(), name)));
+}
+
+/// Names the account a login attempt was for, and whether it signed in, for
+/// its audit event.
+pub fn audit_login_account(user: User, succeeded: bool) {
+    with_notes(|notes| {
+        notes.login_account = Some(user);
+        notes.login_succeeded = succeeded;
+    });
+}

@@ -1,0 +1,204 @@
+//! Signing in with email and password, and changing the password.
+
+use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem, Update};
+
+use super::profile::{self, EmailItem, ProfileItem};
+use super::sessions::{self, NewSession, SessionItem};
+use super::throttle::{self, Counter, Subject};
+use super::{Credential, Principal, User, normalize_email, password};
+use crate::config::Config;
+use crate::store::{self, Item, Store, keys};
+use crate::{ApiError, clock, credentials};
+
+/// What a login attempt found out, whatever its outcome: the account the email
+/// belongs to (for the audit log), and the session or the refusal.
+pub struct LoginAttempt {
+    pub account: Option<User>,
+    pub outcome: Result<(User, NewSession), ApiError>,
+}
+
+pub async fn login(
+    store: &Store,
+    config: &Config,
+    email: &str,
+    password: String,
+    client_ip: &str,
+) -> Result<LoginAttempt, ApiError> {
+    let email = normalize_email(email);
+    let lookup = LoginLookup::read(store, &email, client_ip).await?;
+    let account = match &lookup.user_id {
+        Some(user_id) => profile::get_profile(store, user_id).await?,
+        None => {
+            // Read a profile that does not exist: unknown and known emails
+            // cost the same round trips.
+            profile::get_profile(store, &credentials::new_user_id()).await?;
+            None
+        }
+    };
+    let user = account.as_ref().map(ProfileItem::user);
+    let now = clock::unix_seconds();
+    let blocked = [(Subject::Email, &lookup.email_counter), (Subject::Ip, &lookup.ip_counter)]
+        .into_iter()
+        .filter_map(|(subject, counter)| counter.as_ref()?.blocked_for(subject, now))
+        .max();
+    if let Some(retry_after_secs) = blocked {
+        return Ok(LoginAttempt {
+            account: user,
+            outcome: Err(ApiError::TooManyRequests { retry_after_secs }),
+        });
+    }
+    let stored_hash = account.as_ref().filter(|a| a.active).map(|a| a.password_hash.clone());
+    let verified = password::verify(password, stored_hash).await?;
+    let Some(account) = account.filter(|_| verified) else {
+        throttle::record_failure(store, Subject::Email, &email).await?;
+        throttle::record_failure(store, Subject::Ip, client_ip).await?;
+        return Ok(LoginAttempt { account: user, outcome: Err(ApiError::InvalidCredentials) });
+    };
+    if lookup.email_counter.is_some() {
+        throttle::clear(store, Subject::Email, &email).await?;
+    }
+    let session = sessions::create(store, config, &account.id, account.session_epoch).await?;
+    let user = account.user();
+    Ok(LoginAttempt { account: Some(user.clone()), outcome: Ok((user, session)) })
+}
+
+/// The email's account and both throttle counters, read in one round trip.
+struct LoginLookup {
+    user_id: Option<String>,
+    email_counter: Option<Counter>,
+    ip_counter: Option<Counter>,
+}
+
+impl LoginLookup {
+    async fn read(store: &Store, email: &str, client_ip: &str) -> Result<Self, ApiError> {
+        let wanted = KeysAndAttributes::builder()
+            .keys(store::key(keys::email(email), keys::EMAIL_SK))
+            .keys(throttle::key(Subject::Email, email))
+            .keys(throttle::key(Subject::Ip, client_ip))
+            .consistent_read(true)
+            .build()
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
+        let output = store
+            .client()
+            .batch_get_item()
+            .request_items(store.table(), wanted)
+            .send()
+            .await?;
+        if output.unprocessed_keys.as_ref().is_some_and(|left| !left.is_empty()) {
+            return Err(ApiError::StorageUnavailable("login lookup left keys unprocessed".into()));
+        }
+        let items = output
+            .responses
+            .and_then(|mut by_table| by_table.remove(store.table()))
+            .unwrap_or_default();
+        let pk_of = |item: &Item| item.get(keys::PK).and_then(|v| v.as_s().ok()).cloned();
+        let mut lookup = Self { user_id: None, email_counter: None, ip_counter: None };
+        for item in items {
+            let pk = pk_of(&item).unwrap_or_default();
+            if pk == keys::email(email) {
+                lookup.user_id = Some(store::from_item::<EmailItem>(item)?.user_id);
+            } else if pk == Subject::Email.pk(email) {
+                lookup.email_counter = Some(store::from_item(item)?);
+            } else if pk == Subject::Ip.pk(client_ip) {
+                lookup.ip_counter = Some(store::from_item(item)?);
+            }
+        }
+        Ok(lookup)
+    }
+}
+
+/// Replaces the caller's password and signs out every other session of the
+/// user. Bumping the profile's session epoch is what signs them out, in the
+/// same transaction that stores the new hash; deleting their items afterwards
+/// only tidies up.
+pub async fn change_password(
+    store: &Store,
+    principal: &Principal,
+    current_password: String,
+    new_password: String,
+) -> Result<(), ApiError> {
+    password::check_policy("new_password", &new_password)?;
+    if credentials::same_secret(&current_password, &new_password) {
+        return Err(ApiError::ValidationFailed(
+            "new_password: must differ from the current password".into(),
+        ));
+    }
+    let user = &principal.user;
+    let profile = profile::get_profile(store, &user.id).await?.ok_or(ApiError::Unauthenticated)?;
+    let throttle_lookup = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(throttle::key(Subject::Email, &user.email)))
+        .consistent_read(true)
+        .send()
+        .await?;
+    if let Some(item) = throttle_lookup.item {
+        let counter: Counter = store::from_item(item)?;
+        if let Some(retry_after_secs) = counter.blocked_for(Subject::Email, clock::unix_seconds()) {
+            return Err(ApiError::TooManyRequests { retry_after_secs });
+        }
+    }
+    if !password::verify(current_password, Some(profile.password_hash.clone())).await? {
+        throttle::record_failure(store, Subject::Email, &user.email).await?;
+        return Err(ApiError::ValidationFailed("current_password: is not correct".into()));
+    }
+    let new_hash = password::hash(new_password).await?;
+    let epoch = profile.session_epoch + 1;
+    let build = |e: aws_sdk_dynamodb::error::BuildError| ApiError::Internal(e.to_string());
+    let mut writes = vec![TransactWriteItem::builder()
+        .update(
+            Update::builder()
+                .table_name(store.table())
+                .set_key(Some(store::key(keys::user(&user.id), keys::PROFILE_SK)))
+                .update_expression(
+                    "SET password_hash = :new, must_change_password = :false, session_epoch = :epoch",
+                )
+                .condition_expression("password_hash = :old")
+                .expression_attribute_values(":new", store::s(new_hash))
+                .expression_attribute_values(":old", store::s(profile.password_hash))
+                .expression_attribute_values(":false", aws_sdk_dynamodb::types::AttributeValue::Bool(false))
+                .expression_attribute_values(":epoch", store::n(epoch))
+                .build()
+                .map_err(build)?,
+        )
+        .build()];
+    if let Credential::Session { digest } = &principal.credential {
+        writes.push(
+            TransactWriteItem::builder()
+                .update(
+                    Update::builder()
+                        .table_name(store.table())
+                        .set_key(Some(store::key(keys::user(&user.id), &keys::session_sk(digest))))
+                        .update_expression("SET epoch = :epoch")
+                        .condition_expression("attribute_exists(pk)")
+                        .expression_attribute_values(":epoch", store::n(epoch))
+                        .build()
+                        .map_err(build)?,
+                )
+                .build(),
+        );
+    }
+    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    match written {
+        Ok(_) => {}
+        Err(e) if store::cancelled_conditions(&e).is_some_and(|failed| failed.contains(&true)) => {
+            return Err(ApiError::Conflict("the password was changed meanwhile; sign in again".into()));
+        }
+        Err(e) => return Err(store::transaction_failure(e)),
+    }
+    if let Err(error) = delete_stale_sessions(store, &user.id, epoch).await {
+        tracing::warn!(error = %error, "tidying up signed-out sessions failed; they are already invalid");
+    }
+    Ok(())
+}
+
+async fn delete_stale_sessions(store: &Store, user_id: &str, epoch: u64) -> Result<(), ApiError> {
+    for item in profile::user_items(store, user_id, keys::SESSION_SK_PREFIX).await? {
+        let session: SessionItem = store::from_item(item)?;
+        if session.epoch != epoch {
+            sessions::delete_by_sk(store, user_id, &session.sk).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,368 @@
+//! Organization members: accounts, roles, and the rule that an organization
+//! always keeps an owner. The organization item counts its owners, and every
+//! write that changes the count does so in the same transaction as the member
+//! change, conditioned on at least one owner remaining.
+
+use aws_sdk_dynamodb::error::BuildError;
+use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Update};
+use serde::Serialize;
+
+use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
+use super::{Principal, normalize_email, password, validate_email};
+use crate::roles::Permission;
+use crate::store::{self, Item, Store, keys};
+use crate::{ApiError, Role, clock, credentials};
+
+pub const MAX_DISPLAY_NAME_LEN: usize = 100;
+pub const MAX_ORG_NAME_LEN: usize = 40;
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct MemberRecord {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub role: Role,
+    pub must_change_password: bool,
+    pub active: bool,
+}
+
+impl From<&ProfileItem> for MemberRecord {
+    fn from(profile: &ProfileItem) -> Self {
+        Self {
+            id: profile.id.clone(),
+            email: profile.email.clone(),
+            display_name: profile.display_name.clone(),
+            role: profile.role,
+            must_change_password: profile.must_change_password,
+            active: profile.active,
+        }
+    }
+}
+
+/// A new account and the temporary password it was given, shown this once.
+#[derive(Serialize)]
+pub struct NewMember {
+    #[serde(flatten)]
+    pub member: MemberRecord,
+    pub temporary_password: String,
+}
+
+fn build_error(error: BuildError) -> ApiError {
+    ApiError::Internal(error.to_string())
+}
+
+/// The members of an organization, by email.
+pub async fn list(store: &Store, org: &str) -> Result<Vec<MemberRecord>, ApiError> {
+    let mut members = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .client()
+            .query()
+            .table_name(store.table())
+            .index_name(keys::GSI1)
+            .key_condition_expression("gsi1pk = :members")
+            .expression_attribute_values(":members", store::s(keys::members_of(org)))
+            .set_exclusive_start_key(start)
+            .send()
+            .await?;
+        for item in page.items.unwrap_or_default() {
+            members.push(MemberRecord::from(&store::from_item::<ProfileItem>(item)?));
+        }
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(members);
+        }
+    }
+}
+
+fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
+    match display_name {
+        Some(name) if name.trim().is_empty() || name.chars().count() > MAX_DISPLAY_NAME_LEN => {
+            Err(ApiError::ValidationFailed(format!(
+                "display_name: must be 1 to {MAX_DISPLAY_NAME_LEN} characters"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), ApiError> {
+    if roles.contains(&Role::Owner) && !caller.can(Permission::ManageOwners) {
+        return Err(ApiError::Forbidden("only owners manage owners".into()));
+    }
+    Ok(())
+}
+
+/// Invites a member of the caller's organization: a new account with a
+/// temporary password that must be replaced at first sign-in.
+pub async fn invite(
+    store: &Store,
+    caller: &Principal,
+    email: &str,
+    role: Role,
+    display_name: Option<String>,
+) -> Result<NewMember, ApiError> {
+    let email = normalize_email(email);
+    validate_email(&email)?;
+    validate_display_name(display_name.as_deref())?;
+    require_owner_rights(caller, &[role])?;
+    let temporary_password = credentials::new_temporary_password();
+    let profile = ProfileItem::new(NewProfile {
+        id: &credentials::new_user_id(),
+        email: &email,
+        display_name,
+        org: &caller.user.org,
+        role,
+        password_hash: password::hash(temporary_password.clone()).await?,
+        must_change_password: true,
+    });
+    create_account(store, &profile, OrgWrite::Existing).await?;
+    Ok(NewMember { member: MemberRecord::from(&profile), temporary_password })
+}
+
+/// Creates an organization and its first owner (the admin CLI's bootstrap).
+pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMember, ApiError> {
+    validate_org_name(org)?;
+    let email = normalize_email(email);
+    validate_email(&email)?;
+    let temporary_password = credentials::new_temporary_password();
+    let profile = ProfileItem::new(NewProfile {
+        id: &credentials::new_user_id(),
+        email: &email,
+        display_name: None,
+        org,
+        role: Role::Owner,
+        password_hash: password::hash(temporary_password.clone()).await?,
+        must_change_password: true,
+    });
+    create_account(store, &profile, OrgWrite::Create).await?;
+    Ok(NewMember { member: MemberRecord::from(&profile), temporary_password })
+}
+
+pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
+    let bytes = org.as_bytes();
+    let valid = (1..=MAX_ORG_NAME_LEN).contains(&org.len())
+        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::ValidationFailed(format!(
+            "org: must be a DNS label of 1 to {MAX_ORG_NAME_LEN} characters"
+        )))
+    }
+}
+
+enum OrgWrite {
+    /// The organization must exist already.
+    Existing,
+    /// The organization is created with this account as its one owner.
+    Create,
+}
+
+async fn create_account(store: &Store, profile: &ProfileItem, org: OrgWrite) -> Result<(), ApiError> {
+    let table = store.table();
+    let put = |item: Item| -> Result<TransactWriteItem, ApiError> {
+        Ok(TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(item))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build())
+    };
+    let org_key = store::key(keys::org(&profile.org), keys::ORG_SK);
+    let org_write = match org {
+        OrgWrite::Create => put(store::to_item(&OrgItem {
+            pk: keys::org(&profile.org),
+            sk: keys::ORG_SK.to_owned(),
+            name: profile.org.clone(),
+            owners: 1,
+            created_at: clock::unix_seconds(),
+        })?)?,
+        OrgWrite::Existing if profile.role == Role::Owner => TransactWriteItem::builder()
+            .update(
+                Update::builder()
+                    .table_name(table)
+                    .set_key(Some(org_key))
+                    .update_expression("ADD owners :one")
+                    .condition_expression("attribute_exists(pk)")
+                    .expression_attribute_values(":one", store::n(1))
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build(),
+        OrgWrite::Existing => TransactWriteItem::builder()
+            .condition_check(
+                ConditionCheck::builder()
+                    .table_name(table)
+                    .set_key(Some(org_key))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build(),
+    };
+    let writes = vec![
+        put(store::to_item(&EmailItem::new(&profile.email, &profile.id))?)?,
+        put(store::to_item(profile)?)?,
+        org_write,
+    ];
+    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    match written {
+        Ok(_) => Ok(()),
+        Err(e) => match store::cancelled_conditions(&e).as_deref() {
+            Some([true, ..]) => Err(ApiError::Conflict("an account with this email already exists".into())),
+            Some([_, _, true]) => Err(match org {
+                OrgWrite::Create => ApiError::Conflict(format!("organization {} already exists", profile.org)),
+                OrgWrite::Existing => ApiError::NotFound,
+            }),
+            _ => Err(store::transaction_failure(e)),
+        },
+    }
+}
+
+/// Changes a member's role.
+pub async fn change_role(
+    store: &Store,
+    caller: &Principal,
+    member_id: &str,
+    role: Role,
+) -> Result<MemberRecord, ApiError> {
+    let mut target = profile::get_member(store, &caller.user.org, member_id).await?;
+    require_owner_rights(caller, &[target.role, role])?;
+    if target.role == role {
+        return Ok(MemberRecord::from(&target));
+    }
+    let mut writes = vec![TransactWriteItem::builder()
+        .update(
+            Update::builder()
+                .table_name(store.table())
+                .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+                .update_expression("SET #role = :new")
+                .condition_expression("#role = :old AND org = :org")
+                .expression_attribute_names("#role", "role")
+                .expression_attribute_values(":new", store::s(role.as_str()))
+                .expression_attribute_values(":old", store::s(target.role.as_str()))
+                .expression_attribute_values(":org", store::s(&caller.user.org))
+                .build()
+                .map_err(build_error)?,
+        )
+        .build()];
+    let owners_delta = i64::from(role == Role::Owner) - i64::from(target.role == Role::Owner);
+    if owners_delta != 0 {
+        writes.push(owner_count_change(store, &caller.user.org, owners_delta)?);
+    }
+    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    match written {
+        Ok(_) => {
+            target.role = role;
+            Ok(MemberRecord::from(&target))
+        }
+        Err(e) => Err(match store::cancelled_conditions(&e).as_deref() {
+            Some([true, ..]) => ApiError::Conflict("the member was changed meanwhile; try again".into()),
+            Some([_, true]) => last_owner_conflict(),
+            _ => store::transaction_failure(e),
+        }),
+    }
+}
+
+/// Removes a member: the account, its sessions and its tokens. The account is
+/// deleted first, in one transaction, so every credential stops working at once.
+pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Result<(), ApiError> {
+    let target = profile::get_member(store, &caller.user.org, member_id).await?;
+    require_owner_rights(caller, &[target.role])?;
+    let mut writes = vec![
+        TransactWriteItem::builder()
+            .delete(
+                Delete::builder()
+                    .table_name(store.table())
+                    .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+                    .condition_expression("#role = :role AND org = :org")
+                    .expression_attribute_names("#role", "role")
+                    .expression_attribute_values(":role", store::s(target.role.as_str()))
+                    .expression_attribute_values(":org", store::s(&caller.user.org))
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .delete(
+                Delete::builder()
+                    .table_name(store.table())
+                    .set_key(Some(store::key(keys::email(&target.email), keys::EMAIL_SK)))
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build(),
+    ];
+    if target.role == Role::Owner {
+        writes.push(owner_count_change(store, &caller.user.org, -1)?);
+    }
+    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    if let Err(e) = written {
+        return Err(match store::cancelled_conditions(&e).as_deref() {
+            Some([true, ..]) => ApiError::Conflict("the member was changed meanwhile; try again".into()),
+            Some([_, _, true]) => last_owner_conflict(),
+            _ => store::transaction_failure(e),
+        });
+    }
+    if let Err(error) = delete_credentials(store, member_id).await {
+        tracing::warn!(error = %error, "tidying up a removed member's credentials failed; they are already invalid");
+    }
+    Ok(())
+}
+
+fn last_owner_conflict() -> ApiError {
+    ApiError::Conflict("an organization must keep at least one owner".into())
+}
+
+fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWriteItem, ApiError> {
+    let mut update = Update::builder()
+        .table_name(store.table())
+        .set_key(Some(store::key(keys::org(org), keys::ORG_SK)))
+        .update_expression("ADD owners :delta")
+        .expression_attribute_values(":delta", store::n(delta));
+    update = if delta < 0 {
+        update
+            .condition_expression("owners > :one")
+            .expression_attribute_values(":one", store::n(1))
+    } else {
+        update.condition_expression("attribute_exists(pk)")
+    };
+    Ok(TransactWriteItem::builder().update(update.build().map_err(build_error)?).build())
+}
+
+async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {
+    for prefix in [keys::SESSION_SK_PREFIX, keys::TOKEN_SK_PREFIX] {
+        for item in profile::user_items(store, user_id, prefix).await? {
+            let sk = item.get(keys::SK).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+            store
+                .client()
+                .delete_item()
+                .table_name(store.table())
+                .set_key(Some(store::key(keys::user(user_id), &sk)))
+                .send()
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn org_names_are_dns_labels() {
+        for good in ["default", "acme-1", "a"] {
+            assert!(super::validate_org_name(good).is_ok(), "{good}");
+        }
+        for bad in ["", "-a", "a-", "Acme", "a_b", &"a".repeat(41)] {
+            assert!(super::validate_org_name(bad).is_err(), "{bad}");
+        }
+    }
+}

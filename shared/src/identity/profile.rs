@@ -1,0 +1,143 @@
+//! The stored account (profile item), the email → account marker and the
+//! organization item.
+
+use serde::{Deserialize, Serialize};
+
+use super::User;
+use crate::store::{self, Store, keys};
+use crate::{ApiError, Role};
+
+/// A user profile as stored. No `Debug`: it holds the password hash.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ProfileItem {
+    pub pk: String,
+    pub sk: String,
+    pub gsi1pk: String,
+    pub gsi1sk: String,
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub org: String,
+    pub role: Role,
+    pub password_hash: String,
+    pub must_change_password: bool,
+    pub active: bool,
+    /// Sessions made under an older epoch are dead (password changes bump it).
+    pub session_epoch: u64,
+    pub created_at: i64,
+}
+
+pub struct NewProfile<'a> {
+    pub id: &'a str,
+    pub email: &'a str,
+    pub display_name: Option<String>,
+    pub org: &'a str,
+    pub role: Role,
+    pub password_hash: String,
+    pub must_change_password: bool,
+}
+
+impl ProfileItem {
+    pub fn new(new: NewProfile<'_>) -> Self {
+        Self {
+            pk: keys::user(new.id),
+            sk: keys::PROFILE_SK.to_owned(),
+            gsi1pk: keys::members_of(new.org),
+            gsi1sk: new.email.to_owned(),
+            id: new.id.to_owned(),
+            email: new.email.to_owned(),
+            display_name: new.display_name,
+            org: new.org.to_owned(),
+            role: new.role,
+            password_hash: new.password_hash,
+            must_change_password: new.must_change_password,
+            active: true,
+            session_epoch: 0,
+            created_at: crate::clock::unix_seconds(),
+        }
+    }
+
+    pub fn user(&self) -> User {
+        User {
+            id: self.id.clone(),
+            email: self.email.clone(),
+            display_name: self.display_name.clone(),
+            org: self.org.clone(),
+            role: self.role,
+            must_change_password: self.must_change_password,
+            active: self.active,
+            session_epoch: self.session_epoch,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct EmailItem {
+    pub pk: String,
+    pub sk: String,
+    pub user_id: String,
+}
+
+impl EmailItem {
+    pub fn new(email: &str, user_id: &str) -> Self {
+        Self { pk: keys::email(email), sk: keys::EMAIL_SK.to_owned(), user_id: user_id.to_owned() }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct OrgItem {
+    pub pk: String,
+    pub sk: String,
+    pub name: String,
+    /// How many owners the organization has; writes keep it at one or more.
+    pub owners: u64,
+    pub created_at: i64,
+}
+
+pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileItem>, ApiError> {
+    let output = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(store::key(keys::user(user_id), keys::PROFILE_SK)))
+        .consistent_read(true)
+        .send()
+        .await?;
+    output.item.map(store::from_item).transpose()
+}
+
+/// The profile of a member of `org`; anyone else's is not found.
+pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<ProfileItem, ApiError> {
+    match get_profile(store, user_id).await? {
+        Some(profile) if profile.org == org => Ok(profile),
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+/// Every item under a user's partition whose sort key starts with `prefix`.
+pub async fn user_items(
+    store: &Store,
+    user_id: &str,
+    prefix: &str,
+) -> Result<Vec<store::Item>, ApiError> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .client()
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", store::s(keys::user(user_id)))
+            .expression_attribute_values(":prefix", store::s(prefix))
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}

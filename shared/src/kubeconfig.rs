@@ -1,0 +1,185 @@
+//! The stored kubeconfig (DESIGN §7): how Berth reaches its cluster. The admin
+//! CLI writes it; functions that need the cluster read it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{self, Store, keys};
+use crate::{ApiError, clock};
+
+#[derive(Serialize, Deserialize)]
+pub struct StoredKubeconfig {
+    pub pk: String,
+    pub sk: String,
+    /// The kubeconfig YAML. Holds credentials: never logged or printed.
+    pub kubeconfig: String,
+    pub context: Option<String>,
+    pub updated_at: i64,
+}
+
+/// What may be shown of a stored kubeconfig: no credentials.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct KubeconfigSummary {
+    pub context: String,
+    pub cluster: String,
+    pub server: String,
+    pub updated_at: String,
+}
+
+#[derive(Deserialize)]
+struct Named<T> {
+    name: String,
+    #[serde(flatten)]
+    value: T,
+}
+
+#[derive(Deserialize)]
+struct ClusterEntry {
+    cluster: ClusterDetails,
+}
+
+#[derive(Deserialize)]
+struct ClusterDetails {
+    server: String,
+}
+
+#[derive(Deserialize)]
+struct ContextEntry {
+    context: ContextDetails,
+}
+
+#[derive(Deserialize)]
+struct ContextDetails {
+    cluster: String,
+}
+
+#[derive(Deserialize)]
+struct KubeconfigShape {
+    #[serde(default)]
+    clusters: Vec<Named<ClusterEntry>>,
+    #[serde(default)]
+    contexts: Vec<Named<ContextEntry>>,
+    #[serde(rename = "current-context")]
+    current_context: Option<String>,
+}
+
+/// Checks that a kubeconfig parses and that the context to use (the named one,
+/// else its current context) leads to a cluster with a server.
+pub fn summarize(kubeconfig: &str, context: Option<&str>) -> Result<(String, String, String), ApiError> {
+    let invalid = |why: String| ApiError::ValidationFailed(format!("kubeconfig: {why}"));
+    let shape: KubeconfigShape =
+        serde_yaml::from_str(kubeconfig).map_err(|e| invalid(format!("not a kubeconfig ({e})")))?;
+    let context_name = context
+        .map(str::to_owned)
+        .or(shape.current_context)
+        .filter(|name| !name.is_empty())
+        .ok_or_else(|| invalid("no context named and no current-context".into()))?;
+    let context = shape
+        .contexts
+        .iter()
+        .find(|c| c.name == context_name)
+        .ok_or_else(|| invalid(format!("no context named {context_name:?}")))?;
+    let cluster = shape
+        .clusters
+        .iter()
+        .find(|c| c.name == context.value.context.cluster)
+        .ok_or_else(|| invalid(format!("context {context_name:?} names a missing cluster")))?;
+    Ok((context_name, cluster.name.clone(), cluster.value.cluster.server.clone()))
+}
+
+fn key() -> store::Item {
+    store::key(keys::CLUSTER_PK.to_owned(), keys::KUBECONFIG_SK)
+}
+
+pub async fn store_kubeconfig(
+    store: &Store,
+    kubeconfig: String,
+    context: Option<String>,
+) -> Result<KubeconfigSummary, ApiError> {
+    summarize(&kubeconfig, context.as_deref())?;
+    let item = StoredKubeconfig {
+        pk: keys::CLUSTER_PK.to_owned(),
+        sk: keys::KUBECONFIG_SK.to_owned(),
+        kubeconfig,
+        context,
+        updated_at: clock::unix_seconds(),
+    };
+    store
+        .client()
+        .put_item()
+        .table_name(store.table())
+        .set_item(Some(store::to_item(&item)?))
+        .send()
+        .await?;
+    summary(&item)
+}
+
+pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, ApiError> {
+    let output = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(key()))
+        .consistent_read(true)
+        .send()
+        .await?;
+    output.item.map(store::from_item).transpose()
+}
+
+pub fn summary(stored: &StoredKubeconfig) -> Result<KubeconfigSummary, ApiError> {
+    let (context, cluster, server) = summarize(&stored.kubeconfig, stored.context.as_deref())?;
+    Ok(KubeconfigSummary { context, cluster, server, updated_at: clock::rfc3339(stored.updated_at) })
+}
+
+/// Removes the stored kubeconfig; true when there was one.
+pub async fn clear(store: &Store) -> Result<bool, ApiError> {
+    let output = store
+        .client()
+        .delete_item()
+        .table_name(store.table())
+        .set_key(Some(key()))
+        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+        .send()
+        .await?;
+    Ok(output.attributes.is_some_and(|old| !old.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECONFIG: &str = r#"
+apiVersion: v1
+kind: Config
+clusters:
+- name: a
+  cluster: {server: "https://a.example:6443"}
+- name: b
+  cluster: {server: "http://127.0.0.1:6443"}
+contexts:
+- name: ctx-a
+  context: {cluster: a, user: u}
+- name: ctx-b
+  context: {cluster: b, user: u}
+current-context: ctx-a
+users:
+- name: u
+  user: {token: SECRET-TOKEN}
+"#;
+
+    #[test]
+    fn uses_the_named_or_current_context() {
+        let (context, cluster, server) = summarize(KUBECONFIG, None).unwrap();
+        assert_eq!((context.as_str(), cluster.as_str(), server.as_str()), ("ctx-a", "a", "https://a.example:6443"));
+        let (context, _, server) = summarize(KUBECONFIG, Some("ctx-b")).unwrap();
+        assert_eq!((context.as_str(), server.as_str()), ("ctx-b", "http://127.0.0.1:6443"));
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_used_without_echoing_it() {
+        for (config, context) in [("not: [yaml", None), (KUBECONFIG, Some("nope")), ("clusters: []", None)] {
+            let error = summarize(config, context).unwrap_err();
+            assert!(matches!(error, ApiError::ValidationFailed(_)));
+            assert!(!error.to_string().contains("SECRET-TOKEN"));
+        }
+    }
+}

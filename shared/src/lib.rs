@@ -1,0 +1,30 @@
+//! Berth's common library. Every function crate links it; the function crates
+//! themselves only declare routes and translate HTTP to calls into these modules.
+//!
+//! - [`config`], [`state`], [`runtime`], [`telemetry`]: start-up and the process.
+//! - [`error`]: the one error type and its Problem Details rendering.
+//! - [`store`]: the DynamoDB table, its schema and key layout.
+//! - [`identity`]: users, passwords, sessions, tokens, members, login throttling.
+//! - [`audit`]: the audit log, written once for every call.
+//! - [`http`]: the request pipeline, extractors and per-route operation tags.
+
+pub mod audit;
+pub mod clock;
+pub mod config;
+pub mod credentials;
+pub mod error;
+pub mod health;
+pub mod http;
+pub mod identity;
+pub mod kubeconfig;
+pub mod operation;
+pub mod roles;
+pub mod runtime;
+pub mod state;
+pub mod store;
+pub mod telemetry;
+
+pub use error::ApiError;
+pub use operation::Operation;
+pub use roles::{Permission, Role};
+pub use state::AppState;

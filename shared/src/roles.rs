@@ -1,0 +1,118 @@
+//! Roles and the permissions each grants (DESIGN §5).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Viewer,
+    Operator,
+    Developer,
+    Admin,
+    Owner,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Permission {
+    Read,
+    AppOperate,
+    AppWrite,
+    AppDeploy,
+    SecretWrite,
+    EnvWrite,
+    SecretRead,
+    EnvDeleteProtected,
+    ProjectWrite,
+    MemberManage,
+    AuditRead,
+    ManageOwners,
+}
+
+impl Role {
+    pub const ALL: [Role; 5] = [Role::Viewer, Role::Operator, Role::Developer, Role::Admin, Role::Owner];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Operator => "operator",
+            Role::Developer => "developer",
+            Role::Admin => "admin",
+            Role::Owner => "owner",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|role| role.as_str() == value)
+    }
+
+    /// The least role that holds each permission; roles are strictly ordered.
+    pub fn grants(self, permission: Permission) -> bool {
+        use Permission::*;
+        let least = match permission {
+            Read => Role::Viewer,
+            AppOperate | AppWrite => Role::Operator,
+            AppDeploy | SecretWrite | EnvWrite => Role::Developer,
+            SecretRead | EnvDeleteProtected | ProjectWrite | MemberManage | AuditRead => Role::Admin,
+            ManageOwners => Role::Owner,
+        };
+        self >= least
+    }
+}
+
+impl Permission {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::AppOperate => "app-operate",
+            Permission::AppWrite => "app-write",
+            Permission::AppDeploy => "app-deploy",
+            Permission::SecretWrite => "secret-write",
+            Permission::EnvWrite => "env-write",
+            Permission::SecretRead => "secret-read",
+            Permission::EnvDeleteProtected => "env-delete-protected",
+            Permission::ProjectWrite => "project-write",
+            Permission::MemberManage => "member-manage",
+            Permission::AuditRead => "audit-read",
+            Permission::ManageOwners => "manage owners",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Permission::*;
+    use super::*;
+
+    /// DESIGN §5, row by row: which roles hold each permission.
+    #[test]
+    fn matches_the_design_table() {
+        let table: [(Permission, [bool; 5]); 12] = [
+            (Read, [true, true, true, true, true]),
+            (AppOperate, [false, true, true, true, true]),
+            (AppWrite, [false, true, true, true, true]),
+            (AppDeploy, [false, false, true, true, true]),
+            (SecretWrite, [false, false, true, true, true]),
+            (EnvWrite, [false, false, true, true, true]),
+            (SecretRead, [false, false, false, true, true]),
+            (EnvDeleteProtected, [false, false, false, true, true]),
+            (ProjectWrite, [false, false, false, true, true]),
+            (MemberManage, [false, false, false, true, true]),
+            (AuditRead, [false, false, false, true, true]),
+            (ManageOwners, [false, false, false, false, true]),
+        ];
+        for (permission, expected) in table {
+            for (role, want) in Role::ALL.into_iter().zip(expected) {
+                assert_eq!(role.grants(permission), want, "{role:?} {}", permission.as_str());
+            }
+        }
+    }
+
+    #[test]
+    fn parses_only_known_roles() {
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()), Some(role));
+        }
+        assert_eq!(Role::parse("root"), None);
+        assert_eq!(Role::parse("Owner"), None);
+    }
+}

@@ -1,0 +1,36 @@
+//! What every handler shares, built once when the process starts.
+
+use std::sync::Arc;
+
+use aws_config::BehaviorVersion;
+
+use crate::audit::AuditLog;
+use crate::config::{Config, ConfigError};
+use crate::store::Store;
+
+#[derive(Clone, Debug)]
+pub struct AppState {
+    pub store: Store,
+    pub config: Arc<Config>,
+    pub audit: Arc<AuditLog>,
+}
+
+impl AppState {
+    pub fn new(client: aws_sdk_dynamodb::Client, config: Config) -> Self {
+        let store = Store::new(client, config.table.as_str());
+        Self { audit: Arc::new(AuditLog::new(store.clone())), store, config: Arc::new(config) }
+    }
+
+    /// Configuration and the DynamoDB client from the environment
+    /// (`BERTH_*`, `AWS_ENDPOINT_URL_DYNAMODB`, region, credentials).
+    pub async fn from_env() -> Result<Self, ConfigError> {
+        let config = Config::from_env()?;
+        Ok(Self::new(dynamodb_client().await, config))
+    }
+}
+
+/// The DynamoDB client as the SDK's own configuration chain describes it.
+pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    let sdk_config = aws_config::defaults(BehaviorVersion::v2026_01_12()).load().await;
+    aws_sdk_dynamodb::Client::new(&sdk_config)
+}

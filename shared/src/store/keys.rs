@@ -1,0 +1,87 @@
+//! The key layout of the single table. Each kind of item has one function here.
+//!
+//! | item | pk | sk |
+//! |---|---|---|
+//! | organization | `ORG#{org}` | `ORG` |
+//! | user profile | `USER#{id}` | `PROFILE` (index `gsi1`: `MEMBERS#{org}` / email) |
+//! | session | `USER#{id}` | `SESSION#{sha256}` (TTL) |
+//! | API token | `USER#{id}` | `TOKEN#{sha256}` (TTL when it expires) |
+//! | email → user | `EMAIL#{email}` | `EMAIL` |
+//! | login throttle | `THROTTLE#{EMAIL or IP}#{subject}` | `THROTTLE` (TTL) |
+//! | audit counter | `AUDIT#{org}` | `COUNTER` |
+//! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` |
+//! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
+//!
+//! A user's sessions and tokens share the profile's partition, so a request is
+//! authenticated with one `BatchGetItem`, and everything a user holds is found
+//! with one `Query`.
+
+pub const PK: &str = "pk";
+pub const SK: &str = "sk";
+pub const GSI1: &str = "gsi1";
+pub const GSI1_PK: &str = "gsi1pk";
+pub const GSI1_SK: &str = "gsi1sk";
+/// Unix seconds after which DynamoDB may delete the item. Readers check it too:
+/// deletion is lazy.
+pub const TTL: &str = "ttl";
+
+/// The audit partition of calls made without a known organization.
+pub const SYSTEM_ORG: &str = "_system";
+
+pub const ORG_SK: &str = "ORG";
+pub const PROFILE_SK: &str = "PROFILE";
+pub const SESSION_SK_PREFIX: &str = "SESSION#";
+pub const TOKEN_SK_PREFIX: &str = "TOKEN#";
+pub const EMAIL_SK: &str = "EMAIL";
+pub const THROTTLE_SK: &str = "THROTTLE";
+pub const AUDIT_COUNTER_SK: &str = "COUNTER";
+pub const AUDIT_EVENT_SK_PREFIX: &str = "SEQ#";
+
+pub fn org(org: &str) -> String {
+    format!("ORG#{org}")
+}
+
+pub fn user(user_id: &str) -> String {
+    format!("USER#{user_id}")
+}
+
+pub fn session_sk(digest: &str) -> String {
+    format!("{SESSION_SK_PREFIX}{digest}")
+}
+
+pub fn token_sk(digest: &str) -> String {
+    format!("{TOKEN_SK_PREFIX}{digest}")
+}
+
+pub fn email(email: &str) -> String {
+    format!("EMAIL#{email}")
+}
+
+pub fn members_of(org: &str) -> String {
+    format!("MEMBERS#{org}")
+}
+
+pub fn throttle(kind: &str, subject: &str) -> String {
+    format!("THROTTLE#{kind}#{subject}")
+}
+
+pub fn audit(org: &str) -> String {
+    format!("AUDIT#{org}")
+}
+
+pub fn audit_event_sk(seq: u64) -> String {
+    format!("{AUDIT_EVENT_SK_PREFIX}{seq:020}")
+}
+
+pub const CLUSTER_PK: &str = "CLUSTER";
+pub const KUBECONFIG_SK: &str = "KUBECONFIG";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn audit_keys_sort_by_sequence() {
+        assert!(super::audit_event_sk(9) < super::audit_event_sk(10));
+        assert!(super::audit_event_sk(99_999) < super::audit_event_sk(100_000));
+        assert!(super::AUDIT_COUNTER_SK < super::AUDIT_EVENT_SK_PREFIX);
+    }
+}

@@ -1,0 +1,26 @@
+//! `berth-local`: the whole API on http://127.0.0.1:3000 (`BERTH_PORT`), without Lambda.
+
+use std::process::ExitCode;
+
+use berth_shared::{AppState, runtime, telemetry};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    telemetry::init();
+    let port = match runtime::port_from_env() {
+        Ok(port) => port,
+        Err(error) => {
+            eprintln!("berth-local: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let state = match AppState::from_env().await {
+        Ok(state) => state,
+        Err(error) => {
+            eprintln!("berth-local: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    eprintln!("berth-local: the whole API on http://127.0.0.1:{port} (table {})", state.config.table);
+    runtime::serve_local(berth_local::app(state), port).await
+}

@@ -1,0 +1,126 @@
+//! The real `berth-admin` binary against DynamoDB Local.
+
+use std::process::{Command, Output};
+
+use crate::support::{self, TestApp};
+
+fn admin(table: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .args(args)
+        .env("BERTH_TABLE", table)
+        .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env_remove("AWS_PROFILE")
+        .output()
+        .expect("running berth-admin")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn create_table_and_bootstrap() {
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let created = admin(&table, &["create-table"]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert_eq!(stdout(&created).trim(), format!("created table {table}"));
+    let again = admin(&table, &["create-table"]);
+    assert!(again.status.success());
+    assert_eq!(stdout(&again).trim(), format!("table {table} already exists"));
+
+    let boot = admin(&table, &["bootstrap", "--org", "default", "--email", "admin@localhost", "--json"]);
+    assert!(boot.status.success(), "{}", stderr(&boot));
+    let shown: serde_json::Value = serde_json::from_slice(&boot.stdout).expect("JSON");
+    assert_eq!(shown["email"], "admin@localhost");
+    let password = shown["temporary_password"].as_str().unwrap().to_owned();
+    assert_eq!(shown.as_object().unwrap().len(), 2);
+
+    let app = TestApp::over_table(&table).await;
+    let login = app
+        .post("/api/v1/auth/login")
+        .json(serde_json::json!({ "email": "admin@localhost", "password": password }))
+        .send()
+        .await;
+    login.assert_status(200);
+    assert_eq!(login.json()["must_change_password"], true);
+
+    let twice = admin(&table, &["bootstrap", "--org", "default", "--email", "other@localhost"]);
+    assert!(!twice.status.success());
+    assert!(stderr(&twice).contains("already exists"), "{}", stderr(&twice));
+    let taken = admin(&table, &["bootstrap", "--org", "second", "--email", "admin@localhost"]);
+    assert!(!taken.status.success());
+    let bad = admin(&table, &["bootstrap", "--org", "Not A Label", "--email", "x@localhost"]);
+    assert!(!bad.status.success());
+    assert!(stderr(&bad).contains("DNS label"), "{}", stderr(&bad));
+
+    let plain = admin(&table, &["bootstrap", "--org", "third", "--email", "third@localhost"]);
+    assert!(plain.status.success());
+    assert!(stdout(&plain).contains("temporary password"), "{}", stdout(&plain));
+}
+
+#[tokio::test]
+async fn stores_shows_and_clears_the_kubeconfig() {
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    assert!(admin(&table, &["create-table"]).status.success());
+    let none = admin(&table, &["cluster", "show"]);
+    assert!(none.status.success());
+    assert_eq!(stdout(&none).trim(), "no kubeconfig stored");
+
+    let dir = std::env::temp_dir().join(format!("berth-kubeconfig-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("config");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: dev\n  cluster: {server: 'http://127.0.0.1:6443'}\n\
+         - name: prod\n  cluster: {server: 'https://prod.example:6443'}\n\
+         contexts:\n- name: dev\n  context: {cluster: dev, user: me}\n- name: prod\n  context: {cluster: prod, user: me}\n\
+         current-context: dev\nusers:\n- name: me\n  user: {token: VERY-SECRET-TOKEN}\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let set = admin(&table, &["cluster", "set", "--kubeconfig", path, "--context", "prod"]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    assert!(stdout(&set).contains("https://prod.example:6443"), "{}", stdout(&set));
+    let shown = admin(&table, &["cluster", "show"]);
+    let text = stdout(&shown);
+    assert!(text.contains("context:    prod") && text.contains("server:     https://prod.example:6443"), "{text}");
+    assert!(!text.contains("VERY-SECRET-TOKEN"));
+
+    let wrong_context = admin(&table, &["cluster", "set", "--kubeconfig", path, "--context", "nope"]);
+    assert!(!wrong_context.status.success());
+    assert!(stderr(&wrong_context).contains("no context named"), "{}", stderr(&wrong_context));
+    assert!(!stderr(&wrong_context).contains("VERY-SECRET-TOKEN"));
+    let missing = admin(&table, &["cluster", "set", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    assert!(!missing.status.success());
+    // The refused writes left the stored one as it was.
+    assert!(stdout(&admin(&table, &["cluster", "show"])).contains("context:    prod"));
+
+    let cleared = admin(&table, &["cluster", "clear"]);
+    assert_eq!(stdout(&cleared).trim(), "stored kubeconfig removed");
+    assert_eq!(stdout(&admin(&table, &["cluster", "show"])).trim(), "no kubeconfig stored");
+    assert_eq!(stdout(&admin(&table, &["cluster", "clear"])).trim(), "no kubeconfig was stored");
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[tokio::test]
+async fn explains_an_unreachable_store() {
+    let output = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .args(["create-table"])
+        .env("BERTH_TABLE", "berth")
+        .env("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("AWS_MAX_ATTEMPTS", "1")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("DynamoDB did not answer or failed"), "{}", stderr(&output));
+}

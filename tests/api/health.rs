@@ -1,0 +1,39 @@
+//! The liveness probe and the per-subsystem health report.
+
+use crate::support::TestApp;
+
+#[tokio::test]
+async fn liveness_needs_no_credentials() {
+    let app = TestApp::new().await;
+    let response = app.get("/api/v1/healthz").send().await;
+    response.assert_status(200);
+    assert_eq!(response.json(), serde_json::json!({ "status": "ok" }));
+}
+
+#[tokio::test]
+async fn details_report_each_subsystem() {
+    let app = TestApp::new().await;
+    app.get("/api/v1/healthz/details").send().await.assert_problem(401, "unauthenticated");
+    let response = app.get("/api/v1/healthz/details").as_user(&app.owner).send().await;
+    response.assert_status(200);
+    let report = response.json();
+    assert_eq!(report["status"], "ok");
+    assert_eq!(report["version"], env!("CARGO_PKG_VERSION"));
+    let subsystems = report["subsystems"].as_array().unwrap();
+    let dynamodb = subsystems.iter().find(|s| s["name"] == "dynamodb").expect("dynamodb is reported");
+    assert_eq!(dynamodb["status"], "up");
+    assert!(dynamodb["latency_ms"].as_u64().is_some());
+    assert!(dynamodb.get("detail").is_some());
+}
+
+#[tokio::test]
+async fn details_answer_503_when_the_store_is_gone() {
+    let app = TestApp::new().await;
+    let response = app.get("/api/v1/healthz/details").as_user(&app.owner).send().await;
+    response.assert_status(200);
+    // The table disappears; the credentials were checked against it, so the
+    // caller is told the store is unavailable rather than unauthenticated.
+    app.state.store.client().delete_table().table_name(app.state.store.table()).send().await.unwrap();
+    app.get("/api/v1/healthz/details").as_user(&app.owner).send().await.assert_problem(503, "storage_unavailable");
+    app.get("/api/v1/healthz").send().await.assert_status(200);
+}

@@ -1,0 +1,94 @@
+//! Every file in `events/` goes through its function as Lambda would deliver
+//! it: the API Gateway event is converted by lambda_http, then served by that
+//! function's router with the shared pipeline.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::support::{PASSWORD, TestApp};
+use berth_shared::AppState;
+
+fn function(name: &str) -> fn() -> Router<AppState> {
+    match name {
+        "auth" => berth_fn_auth::router,
+        "tokens" => berth_fn_tokens::router,
+        "members" => berth_fn_members::router,
+        "audit" => berth_fn_audit::router,
+        "health" => berth_fn_health::router,
+        other => panic!("events/{other}: no such function"),
+    }
+}
+
+/// Each event file and the status its function answers.
+const EXPECTED: &[(&str, u16)] = &[
+    ("auth/login.json", 200),
+    ("auth/me.json", 200),
+    ("auth/change-password.json", 200),
+    ("auth/logout.json", 204),
+    ("tokens/list.json", 200),
+    ("tokens/create.json", 201),
+    ("tokens/delete.json", 404),
+    ("members/list.json", 200),
+    ("members/invite.json", 201),
+    ("members/update.json", 404),
+    ("members/remove.json", 404),
+    ("audit/list.json", 200),
+    ("health/liveness.json", 200),
+    ("health/details.json", 200),
+];
+
+fn event_files() -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
+    let mut files = BTreeSet::new();
+    for function in std::fs::read_dir(&root).unwrap() {
+        let function = function.unwrap().path();
+        if function.is_dir() {
+            for file in std::fs::read_dir(&function).unwrap() {
+                let file = file.unwrap().path();
+                files.insert(file.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn every_event_file_is_answered_by_its_function() {
+    let expected: BTreeSet<String> = EXPECTED.iter().map(|(file, _)| (*file).to_owned()).collect();
+    assert_eq!(event_files(), expected, "every event file has an expectation, and every expectation a file");
+
+    let app = TestApp::new().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
+    for (file, status) in EXPECTED {
+        let mut event: Value = serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
+        if event["headers"].get("authorization").is_some() {
+            event["headers"]["authorization"] = json!(format!("Bearer {}", app.owner.token));
+        }
+        match *file {
+            "auth/login.json" => {
+                event["body"] = json!(json!({ "email": app.owner.email, "password": PASSWORD }).to_string());
+            }
+            "auth/change-password.json" => {
+                event["body"] = json!(json!({ "current_password": PASSWORD, "new_password": "a brand new passphrase" }).to_string());
+            }
+            _ => {}
+        }
+        let request = lambda_http::request::from_str(&event.to_string())
+            .unwrap_or_else(|e| panic!("{file}: not an API Gateway event: {e}"));
+        let function_name = file.split('/').next().unwrap();
+        let router = berth_shared::http::serve(function(function_name)(), app.state.clone());
+        let response = router.oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        assert_eq!(parts.status.as_u16(), *status, "{file}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(parts.headers["x-request-id"], event["requestContext"]["requestId"].as_str().unwrap(), "{file}");
+        let recorded = app.last_audit_event(if *file == "health/liveness.json" { "_system" } else { "acme" }).await;
+        assert_eq!(recorded.ip.as_deref(), Some("192.0.2.10"), "{file}: the gateway's source address is recorded");
+        assert_ne!(recorded.action, "unknownRoute", "{file}");
+    }
+}

@@ -1,0 +1,15 @@
+//! Black-box tests of the whole API: one binary, one module per area.
+
+mod admin_cli;
+mod audit;
+mod auth;
+mod errors;
+mod health;
+mod lambda_events;
+mod members;
+mod packaging;
+mod permissions;
+mod round_trips;
+mod secrecy;
+mod support;
+mod tokens;

@@ -1,0 +1,89 @@
+//! The SAM template agrees with the code: the table has the shape the code
+//! creates, every function is packaged for Lambda, and every route the
+//! template sends to a function is an operation of that function.
+
+use std::collections::BTreeSet;
+
+use serde_yaml::Value;
+use tower::ServiceExt;
+
+use crate::support::TestApp;
+use berth_shared::Operation;
+use berth_shared::store::keys;
+
+fn template() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn strings(value: &Value, field: &str) -> BTreeSet<String> {
+    value
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|entry| entry[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_table_matches_the_code() {
+    let template = template();
+    let table = &template["Resources"]["Table"]["Properties"];
+    let key_names: BTreeSet<String> = strings(&table["KeySchema"], "AttributeName");
+    assert_eq!(key_names, BTreeSet::from([keys::PK.to_owned(), keys::SK.to_owned()]));
+    let index = &table["GlobalSecondaryIndexes"][0];
+    assert_eq!(index["IndexName"].as_str(), Some(keys::GSI1));
+    assert_eq!(strings(&index["KeySchema"], "AttributeName"), BTreeSet::from([keys::GSI1_PK.to_owned(), keys::GSI1_SK.to_owned()]));
+    assert_eq!(table["TimeToLiveSpecification"]["AttributeName"].as_str(), Some(keys::TTL));
+    assert_eq!(table["TimeToLiveSpecification"]["Enabled"].as_bool(), Some(true));
+    assert_eq!(table["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
+}
+
+#[tokio::test]
+async fn every_template_route_reaches_its_functions_operation() {
+    let template = template();
+    let app = TestApp::new().await;
+    let globals = &template["Globals"]["Function"];
+    assert_eq!(globals["Runtime"].as_str(), Some("provided.al2023"));
+    assert_eq!(globals["Architectures"][0].as_str(), Some("arm64"));
+    assert_eq!(globals["Handler"].as_str(), Some("bootstrap"));
+
+    let mut routed = BTreeSet::new();
+    let mut functions = BTreeSet::new();
+    for (name, resource) in template["Resources"].as_mapping().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
+            continue;
+        }
+        assert_eq!(resource["Metadata"]["BuildMethod"].as_str(), Some("rust-cargolambda"), "{name:?}");
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap().to_owned();
+        functions.insert(binary.clone());
+        let routes = match binary.as_str() {
+            "auth" => berth_fn_auth::router(),
+            "tokens" => berth_fn_tokens::router(),
+            "members" => berth_fn_members::router(),
+            "audit" => berth_fn_audit::router(),
+            "health" => berth_fn_health::router(),
+            other => panic!("the template packages an unknown function {other}"),
+        };
+        let router = berth_shared::http::serve(routes, app.state.clone());
+        for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
+            assert_eq!(event["Type"].as_str(), Some("HttpApi"));
+            let method = event["Properties"]["Method"].as_str().unwrap();
+            let path = event["Properties"]["Path"].as_str().unwrap().replace(['{', '}'], "");
+            let request = http::Request::builder().method(method).uri(&path).body(axum::body::Body::empty()).unwrap();
+            let response = router.clone().oneshot(request).await.unwrap();
+            let operation = response.extensions().get::<Operation>().copied();
+            assert!(
+                operation.is_some_and(|op| op != Operation::UnknownRoute),
+                "{method} {path} is not an operation of {binary}"
+            );
+            routed.insert(operation.unwrap().id());
+        }
+    }
+    assert_eq!(functions, BTreeSet::from(["audit", "auth", "health", "members", "tokens"].map(String::from)));
+    let expected = [
+        "login", "logout", "getCurrentUser", "changePassword", "listTokens", "createToken", "deleteToken",
+        "listMembers", "inviteMember", "updateMember", "removeMember", "listAuditEvents", "getHealthDetails", "getHealth",
+    ];
+    assert_eq!(routed, BTreeSet::from(expected), "every operation of the built groups has a route");
+}

@@ -1,0 +1,74 @@
+//! No password, temporary password, token or session secret is shown after its
+//! one-time display: not in responses, not in the audit log, not in the logs.
+
+use serde_json::json;
+
+use crate::support::{PASSWORD, TestApp, logs};
+
+#[tokio::test]
+async fn secrets_never_leak() {
+    let app = TestApp::new().await;
+    let mut secrets = vec![PASSWORD.to_owned(), app.owner.token.clone()];
+    let mut later_bodies = Vec::new();
+
+    let invited = app
+        .post("/api/v1/members")
+        .as_user(&app.owner)
+        .json(json!({ "email": "leak-check@example.org", "role": "developer" }))
+        .send()
+        .await;
+    let temporary = invited.json()["temporary_password"].as_str().unwrap().to_owned();
+    secrets.push(temporary.clone());
+    let session = app.sign_in("leak-check@example.org", &temporary).await;
+    secrets.push(session.clone());
+    let new_password = "leak check new passphrase";
+    secrets.push(new_password.to_owned());
+    later_bodies.push(
+        app.post("/api/v1/me/password")
+            .session(&session)
+            .json(json!({ "current_password": temporary, "new_password": new_password }))
+            .send()
+            .await,
+    );
+    let created = app.post("/api/v1/tokens").session(&session).json(json!({ "name": "leak" })).send().await;
+    let token = created.json()["token"].as_str().unwrap().to_owned();
+    secrets.push(token.clone());
+    // Failed attempts carry secrets too.
+    later_bodies.push(
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": "leak-check@example.org", "password": "leak check wrong guess" }))
+            .send()
+            .await,
+    );
+    secrets.push("leak check wrong guess".to_owned());
+    later_bodies.push(
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": "leak check typed into email", "password": "x" }))
+            .send()
+            .await,
+    );
+    secrets.push("leak check typed into email".to_owned());
+    later_bodies.push(app.get("/api/v1/tokens").bearer(&token).send().await);
+    later_bodies.push(app.get("/api/v1/members").bearer(&token).send().await);
+    later_bodies.push(app.get("/api/v1/me").session(&session).send().await);
+    later_bodies.push(app.get("/api/v1/audit?limit=200").as_user(&app.owner).send().await);
+    later_bodies.push(app.get("/api/v1/me").bearer(&format!("{token}x")).send().await);
+    later_bodies.push(app.post("/api/v1/auth/logout").session(&session).send().await);
+
+    for response in &later_bodies {
+        let text = format!("{:?} {}", response.headers, response.text());
+        for secret in &secrets {
+            assert!(!text.contains(secret.as_str()), "a response shows a secret: {text}");
+        }
+    }
+    let mut audit = String::new();
+    for org in ["acme", berth_shared::store::keys::SYSTEM_ORG] {
+        audit.push_str(&format!("{:?}", app.audit_events(org).await));
+    }
+    let logged = logs::captured();
+    assert!(logged.contains("request"), "the capture works");
+    for secret in &secrets {
+        assert!(!audit.contains(secret.as_str()), "the audit log holds a secret");
+        assert!(!logged.contains(secret.as_str()), "the log holds a secret");
+    }
+}

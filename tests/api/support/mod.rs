@@ -1,0 +1,320 @@
+//! The one helper layer of the black-box tests: a real DynamoDB Local (started
+//! by `make test`, reached over HTTP with the real SDK), a fresh table per
+//! test, the whole API in process, and accounts of every role.
+
+pub mod logs;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::sync::OnceCell;
+use tower::ServiceExt;
+
+use berth_shared::audit::AuditEvent;
+use berth_shared::config::Config;
+use berth_shared::identity::members;
+use berth_shared::identity::{Credential, Principal, User, password, tokens};
+use berth_shared::store::round_trips::RoundTripCounter;
+use berth_shared::store::{self, keys, schema};
+use berth_shared::{AppState, Role};
+
+/// The password every test account has (unless a test changes it).
+pub const PASSWORD: &str = "correct horse battery staple";
+
+pub fn dynamodb_endpoint() -> String {
+    std::env::var("BERTH_TEST_DYNAMODB_ENDPOINT").unwrap_or_else(|_| {
+        panic!(
+            "BERTH_TEST_DYNAMODB_ENDPOINT is not set: run the tests with `make test`, \
+             which installs and starts DynamoDB Local"
+        )
+    })
+}
+
+/// A DynamoDB client for DynamoDB Local that counts its round trips.
+pub fn dynamodb_client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(BehaviorVersion::v2026_01_12())
+        .region(Region::new("us-east-1"))
+        .credentials_provider(Credentials::new("local", "local", None, None, "berth-tests"))
+        .endpoint_url(dynamodb_endpoint())
+        .interceptor(counter.clone())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+async fn known_password_hash() -> &'static str {
+    static HASH: OnceCell<String> = OnceCell::const_new();
+    HASH.get_or_init(|| async { password::hash(PASSWORD.to_owned()).await.expect("hashing") })
+        .await
+}
+
+/// An account made for a test, with a working API token.
+#[derive(Debug, Clone)]
+pub struct TestUser {
+    pub id: String,
+    pub email: String,
+    pub org: String,
+    pub role: Role,
+    pub token: String,
+}
+
+impl TestUser {
+    pub fn principal(&self) -> Principal {
+        Principal {
+            user: User {
+                id: self.id.clone(),
+                email: self.email.clone(),
+                display_name: None,
+                org: self.org.clone(),
+                role: self.role,
+                must_change_password: false,
+                active: true,
+                session_epoch: 0,
+            },
+            credential: Credential::Token { id: "fixture".into() },
+        }
+    }
+}
+
+/// The whole API over its own fresh table.
+pub struct TestApp {
+    pub state: AppState,
+    pub app: Router,
+    pub round_trips: RoundTripCounter,
+    pub owner: TestUser,
+}
+
+impl TestApp {
+    /// A fresh table with organization `acme` and its owner.
+    pub async fn new() -> Self {
+        Self::with_config(|_| {}).await
+    }
+
+    pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> Self {
+        logs::capture();
+        let round_trips = RoundTripCounter::default();
+        let client = dynamodb_client(&round_trips);
+        let table = format!("t-{}", uuid::Uuid::new_v4().simple());
+        schema::create_table(&client, &table).await.expect("creating the test table");
+        let mut config = Config::for_table(&table);
+        adjust(&mut config);
+        let state = AppState::new(client, config);
+        let app = berth_local::app(state.clone());
+        let owner = bootstrap_org(&state, "acme").await;
+        Self { state, app, round_trips, owner }
+    }
+
+    /// The API over a table made elsewhere (by the admin CLI); its `owner` is
+    /// a fresh organization's.
+    pub async fn over_table(table: &str) -> Self {
+        logs::capture();
+        let round_trips = RoundTripCounter::default();
+        let state = AppState::new(dynamodb_client(&round_trips), Config::for_table(table));
+        let app = berth_local::app(state.clone());
+        let owner = bootstrap_org(&state, &format!("o{}", &uuid::Uuid::new_v4().simple().to_string()[..12])).await;
+        Self { state, app, round_trips, owner }
+    }
+
+    /// Another organization in the same table, and its owner.
+    pub async fn other_org(&self, org: &str) -> TestUser {
+        bootstrap_org(&self.state, org).await
+    }
+
+    /// A member of the owner's organization with `role`.
+    pub async fn user(&self, role: Role) -> TestUser {
+        self.user_of(&self.owner, role).await
+    }
+
+    /// A member of `owner`'s organization with `role`.
+    pub async fn user_of(&self, owner: &TestUser, role: Role) -> TestUser {
+        let email = format!("{}-{}@example.org", role.as_str(), uuid::Uuid::new_v4().simple());
+        let invited = members::invite(&self.state.store, &owner.principal(), &email, role, None)
+            .await
+            .expect("inviting a test member");
+        activate(&self.state, &invited.member.id, &owner.org, &email, role).await
+    }
+
+    pub fn request(&self, method: Method, path: &str) -> TestRequest<'_> {
+        TestRequest {
+            app: &self.app,
+            method,
+            path: path.to_owned(),
+            headers: HeaderMap::new(),
+            body: Vec::new(),
+            ip: IpAddr::V4(Ipv4Addr::new(203, 0, 113, 7)),
+        }
+    }
+
+    pub fn get(&self, path: &str) -> TestRequest<'_> {
+        self.request(Method::GET, path)
+    }
+
+    pub fn post(&self, path: &str) -> TestRequest<'_> {
+        self.request(Method::POST, path)
+    }
+
+    /// Signs in and returns the session cookie's value.
+    pub async fn sign_in(&self, email: &str, password: &str) -> String {
+        let response = self
+            .post("/api/v1/auth/login")
+            .json(serde_json::json!({ "email": email, "password": password }))
+            .send()
+            .await;
+        assert_eq!(response.status, StatusCode::OK, "sign-in failed: {}", response.text());
+        response.session_cookie().expect("a session cookie")
+    }
+
+    /// Every audit event of an organization, oldest first.
+    pub async fn audit_events(&self, org: &str) -> Vec<AuditEvent> {
+        let mut events = Vec::new();
+        let mut before = None;
+        loop {
+            let page = self.state.audit.page(org, 200, before).await.expect("reading the audit log");
+            events.extend(page.events);
+            match page.next_before {
+                Some(next) => before = Some(next),
+                None => break,
+            }
+        }
+        events.reverse();
+        events
+    }
+
+    pub async fn last_audit_event(&self, org: &str) -> AuditEvent {
+        self.state.audit.page(org, 1, None).await.expect("reading the audit log").events.remove(0)
+    }
+}
+
+async fn bootstrap_org(state: &AppState, org: &str) -> TestUser {
+    let email = format!("owner-{}@{org}.example", uuid::Uuid::new_v4().simple());
+    let owner = members::bootstrap(&state.store, org, &email).await.expect("bootstrapping");
+    activate(state, &owner.member.id, org, &email, Role::Owner).await
+}
+
+/// Gives a fixture account the known password and a token, as if its owner
+/// had signed in and replaced the temporary password.
+async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role) -> TestUser {
+    state
+        .store
+        .client()
+        .update_item()
+        .table_name(state.store.table())
+        .set_key(Some(store::key(keys::user(id), keys::PROFILE_SK)))
+        .update_expression("SET password_hash = :hash, must_change_password = :false")
+        .expression_attribute_values(":hash", store::s(known_password_hash().await))
+        .expression_attribute_values(":false", aws_sdk_dynamodb::types::AttributeValue::Bool(false))
+        .send()
+        .await
+        .expect("activating a test account");
+    let token = tokens::create(&state.store, id, "fixture", None).await.expect("creating a token").token;
+    TestUser { id: id.to_owned(), email: email.to_owned(), org: org.to_owned(), role, token }
+}
+
+pub struct TestRequest<'a> {
+    app: &'a Router,
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+    ip: IpAddr,
+}
+
+impl TestRequest<'_> {
+    pub fn header(mut self, name: &'static str, value: &str) -> Self {
+        self.headers.append(name, HeaderValue::from_str(value).expect("header value"));
+        self
+    }
+
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("authorization", &format!("Bearer {token}"))
+    }
+
+    pub fn as_user(self, user: &TestUser) -> Self {
+        self.bearer(&user.token)
+    }
+
+    pub fn session(self, cookie: &str) -> Self {
+        self.header("cookie", &format!("berth_session={cookie}"))
+    }
+
+    pub fn json(mut self, body: Value) -> Self {
+        self.body = serde_json::to_vec(&body).expect("json");
+        self.header("content-type", "application/json")
+    }
+
+    pub fn raw(mut self, body: impl Into<Vec<u8>>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    pub fn from_ip(mut self, ip: IpAddr) -> Self {
+        self.ip = ip;
+        self
+    }
+
+    pub async fn send(self) -> TestResponse {
+        let mut request = Request::builder()
+            .method(self.method)
+            .uri(self.path)
+            .body(Body::from(self.body))
+            .expect("request");
+        *request.headers_mut() = self.headers;
+        request.extensions_mut().insert(ConnectInfo(SocketAddr::new(self.ip, 40_000)));
+        let response = self.app.clone().oneshot(request).await.expect("infallible");
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.expect("body").to_bytes().to_vec();
+        TestResponse { status: parts.status, headers: parts.headers, body }
+    }
+}
+
+#[derive(Debug)]
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl TestResponse {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.text()))
+    }
+
+    /// Asserts a Problem Details error with this status and code.
+    #[track_caller]
+    pub fn assert_problem(&self, status: u16, code: &str) {
+        assert_eq!(self.status.as_u16(), status, "{}", self.text());
+        assert_eq!(self.headers[header::CONTENT_TYPE], "application/json");
+        let body = self.json();
+        assert_eq!(body["code"], code, "{body}");
+        assert_eq!(body["status"], status, "{body}");
+        assert!(body["title"].as_str().is_some_and(|t| !t.is_empty()), "{body}");
+        assert!(body.get("detail").is_some(), "{body}");
+    }
+
+    #[track_caller]
+    pub fn assert_status(&self, status: u16) -> &Self {
+        assert_eq!(self.status.as_u16(), status, "{}", self.text());
+        self
+    }
+
+    pub fn set_cookie(&self) -> Option<String> {
+        self.headers.get(header::SET_COOKIE).and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+
+    pub fn session_cookie(&self) -> Option<String> {
+        let cookie = self.set_cookie()?;
+        let value = cookie.strip_prefix("berth_session=")?.split(';').next()?;
+        (!value.is_empty()).then(|| value.to_owned())
+    }
+}
