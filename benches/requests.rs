@@ -1,1 +1,459 @@
-fn main(){}
+//! `make bench`: Berth's request path against DynamoDB Local.
+//!
+//! 1. `GET /api/v1/me` through the full router (pipeline, authentication,
+//!    handler, audit) against a baseline: a bare axum handler making the same
+//!    DynamoDB calls directly with the SDK. Both run in this process against
+//!    the same DynamoDB Local, interleaved in rounds so drift hits both alike.
+//! 2. The DynamoDB round trips of every operation, counted by an SDK
+//!    interceptor, warm (the steady state of a Lambda instance).
+//!
+//! `BERTH_BENCH_ITERATIONS` (default 2000) sets the requests per contender.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
+use axum::body::Body;
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use berth_shared::AppState;
+use berth_shared::config::Config;
+use berth_shared::credentials;
+use berth_shared::identity::members;
+use berth_shared::store::round_trips::RoundTripCounter;
+use berth_shared::store::{keys, schema};
+
+fn client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
+    let endpoint = std::env::var("BERTH_TEST_DYNAMODB_ENDPOINT")
+        .expect("BERTH_TEST_DYNAMODB_ENDPOINT: run the benchmark with `make bench`");
+    aws_sdk_dynamodb::Client::from_conf(
+        aws_sdk_dynamodb::Config::builder()
+            .behavior_version(BehaviorVersion::v2026_01_12())
+            .region(Region::new("us-east-1"))
+            .credentials_provider(Credentials::new("local", "local", None, None, "bench"))
+            .endpoint_url(endpoint)
+            .interceptor(counter.clone())
+            .build(),
+    )
+}
+
+struct Call {
+    router: Router,
+}
+
+impl Call {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let body = match body {
+            Some(body) => {
+                request = request.header("content-type", "application/json");
+                Body::from(body.to_string())
+            }
+            None => Body::empty(),
+        };
+        let response = self
+            .router
+            .clone()
+            .oneshot(request.body(body).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+}
+
+/// The baseline: what `GET /api/v1/me` asks of DynamoDB, written by hand.
+#[derive(Clone)]
+struct Baseline {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    user_id: String,
+    token_digest: String,
+    seq: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
+    let user = keys::user(&baseline.user_id);
+    let key = |sk: String| {
+        HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(user.clone())),
+            ("sk".to_owned(), AttributeValue::S(sk)),
+        ])
+    };
+    let wanted = KeysAndAttributes::builder()
+        .keys(key(keys::PROFILE_SK.to_owned()))
+        .keys(key(keys::token_sk(&baseline.token_digest)))
+        .consistent_read(true)
+        .build()
+        .unwrap();
+    let read = baseline
+        .client
+        .batch_get_item()
+        .request_items(&baseline.table, wanted)
+        .send()
+        .await
+        .unwrap();
+    let items = read.responses.unwrap().remove(&baseline.table).unwrap();
+    let profile = items
+        .iter()
+        .find(|i| i["sk"].as_s().unwrap() == keys::PROFILE_SK)
+        .unwrap();
+    let seq = baseline
+        .seq
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        + 1;
+    let org = "baseline";
+    let event = HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(keys::audit(org))),
+        (
+            "sk".to_owned(),
+            AttributeValue::S(keys::audit_event_sk(seq)),
+        ),
+        ("seq".to_owned(), AttributeValue::N(seq.to_string())),
+        (
+            "action".to_owned(),
+            AttributeValue::S("getCurrentUser".into()),
+        ),
+        ("outcome".to_owned(), AttributeValue::S("success".into())),
+    ]);
+    let writes = vec![
+        TransactWriteItem::builder()
+            .update(
+                Update::builder()
+                    .table_name(&baseline.table)
+                    .key("pk", AttributeValue::S(keys::audit(org)))
+                    .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
+                    .update_expression("SET seq = :seq")
+                    .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(&baseline.table)
+                    .set_item(Some(event))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+    ];
+    baseline
+        .client
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await
+        .unwrap();
+    Json(json!({
+        "id": baseline.user_id,
+        "email": profile["email"].as_s().unwrap(),
+        "display_name": null,
+        "via": "token",
+        "must_change_password": profile["must_change_password"].as_bool().unwrap(),
+    }))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::args().any(|arg| arg == "--list") {
+        return; // `cargo bench -- --list` and `cargo test --benches` ask this.
+    }
+    let iterations: usize = std::env::var("BERTH_BENCH_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let counter = RoundTripCounter::default();
+    let client = client(&counter);
+    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    schema::create_table(&client, &table).await.unwrap();
+    let state = AppState::new(client.clone(), Config::for_table(&table));
+    let berth = Call {
+        router: berth_local::app(state.clone()),
+    };
+
+    // Every operation once, through the API, counting round trips (warm).
+    let owner = members::bootstrap(&state.store, "bench", "owner@bench.example")
+        .await
+        .unwrap();
+    let mut trips: Vec<(&str, u64, StatusCode)> = Vec::new();
+    let mut measure = async |name: &'static str,
+                             method: Method,
+                             path: &str,
+                             token: Option<&str>,
+                             body: Option<Value>| {
+        let before = counter.get();
+        let (status, value) = berth.send(method, path, token, body).await;
+        trips.push((name, counter.get() - before, status));
+        value
+    };
+    let login = json!({ "email": "owner@bench.example", "password": owner.temporary_password });
+    measure(
+        "login",
+        Method::POST,
+        "/api/v1/auth/login",
+        None,
+        Some(login.clone()),
+    )
+    .await;
+    measure(
+        "login",
+        Method::POST,
+        "/api/v1/auth/login",
+        None,
+        Some(login),
+    )
+    .await;
+    let bootstrap_token =
+        berth_shared::identity::tokens::create(&state.store, &owner.member.id, "bench", None)
+            .await
+            .unwrap()
+            .token;
+    let new_password = "benchmark passphrase";
+    measure(
+        "changePassword (token)",
+        Method::POST,
+        "/api/v1/me/password",
+        Some(&bootstrap_token),
+        Some(json!({ "current_password": owner.temporary_password, "new_password": new_password })),
+    )
+    .await;
+    let created = measure(
+        "createToken",
+        Method::POST,
+        "/api/v1/tokens",
+        Some(&bootstrap_token),
+        Some(json!({ "name": "bench" })),
+    )
+    .await;
+    let token = created["token"].as_str().unwrap().to_owned();
+    measure(
+        "getCurrentUser (token's first use)",
+        Method::GET,
+        "/api/v1/me",
+        Some(&token),
+        None,
+    )
+    .await;
+    measure(
+        "getCurrentUser",
+        Method::GET,
+        "/api/v1/me",
+        Some(&token),
+        None,
+    )
+    .await;
+    measure(
+        "listTokens",
+        Method::GET,
+        "/api/v1/tokens",
+        Some(&token),
+        None,
+    )
+    .await;
+    let other = created["id"].as_str().unwrap().to_owned();
+    let spare = measure(
+        "createToken",
+        Method::POST,
+        "/api/v1/tokens",
+        Some(&token),
+        Some(json!({ "name": "spare" })),
+    )
+    .await;
+    measure(
+        "deleteToken",
+        Method::DELETE,
+        &format!("/api/v1/tokens/{}", spare["id"].as_str().unwrap()),
+        Some(&token),
+        None,
+    )
+    .await;
+    let invited = measure(
+        "inviteMember",
+        Method::POST,
+        "/api/v1/members",
+        Some(&token),
+        Some(json!({ "email": "dev@bench.example", "role": "developer" })),
+    )
+    .await;
+    let member = invited["id"].as_str().unwrap().to_owned();
+    measure(
+        "listMembers",
+        Method::GET,
+        "/api/v1/members",
+        Some(&token),
+        None,
+    )
+    .await;
+    measure(
+        "updateMember",
+        Method::PATCH,
+        &format!("/api/v1/members/{member}"),
+        Some(&token),
+        Some(json!({ "role": "admin" })),
+    )
+    .await;
+    measure(
+        "removeMember",
+        Method::DELETE,
+        &format!("/api/v1/members/{member}"),
+        Some(&token),
+        None,
+    )
+    .await;
+    measure(
+        "listAuditEvents",
+        Method::GET,
+        "/api/v1/audit",
+        Some(&token),
+        None,
+    )
+    .await;
+    measure(
+        "getHealthDetails",
+        Method::GET,
+        "/api/v1/healthz/details",
+        Some(&token),
+        None,
+    )
+    .await;
+    measure("getHealth", Method::GET, "/api/v1/healthz", None, None).await;
+    measure("getHealth", Method::GET, "/api/v1/healthz", None, None).await;
+    measure(
+        "getCurrentUser, no credentials",
+        Method::GET,
+        "/api/v1/me",
+        None,
+        None,
+    )
+    .await;
+    measure("unknownRoute", Method::GET, "/api/v1/nowhere", None, None).await;
+    let session_login = json!({ "email": "owner@bench.example", "password": new_password });
+    let _ = other;
+    measure(
+        "login",
+        Method::POST,
+        "/api/v1/auth/login",
+        None,
+        Some(session_login),
+    )
+    .await;
+    measure(
+        "logout (token)",
+        Method::POST,
+        "/api/v1/auth/logout",
+        Some(&token),
+        None,
+    )
+    .await;
+
+    println!("DynamoDB round trips per call (SDK requests, counted by an interceptor)");
+    println!("{:<42} {:>6} {:>7}", "operation", "trips", "status");
+    for (name, count, status) in &trips {
+        println!("{name:<42} {count:>6} {:>7}", status.as_u16());
+    }
+
+    // GET /api/v1/me: Berth against the bare baseline.
+    let profile_id = owner.member.id.clone();
+    let baseline_state = Baseline {
+        client: client.clone(),
+        table: table.clone(),
+        user_id: profile_id,
+        token_digest: credentials::digest(&token),
+        seq: Default::default(),
+    };
+    let baseline = Call {
+        router: Router::new()
+            .route("/api/v1/me", get(baseline_me))
+            .with_state(baseline_state),
+    };
+    for _ in 0..100 {
+        assert_eq!(
+            berth
+                .send(Method::GET, "/api/v1/me", Some(&token), None)
+                .await
+                .0,
+            StatusCode::OK
+        );
+        assert_eq!(
+            baseline
+                .send(Method::GET, "/api/v1/me", Some(&token), None)
+                .await
+                .0,
+            StatusCode::OK
+        );
+    }
+    let mut berth_times = Vec::with_capacity(iterations);
+    let mut baseline_times = Vec::with_capacity(iterations);
+    let round = 100;
+    for _ in 0..iterations.div_ceil(round) {
+        for (call, times) in [(&berth, &mut berth_times), (&baseline, &mut baseline_times)] {
+            for _ in 0..round {
+                let started = Instant::now();
+                let (status, _) = call
+                    .send(Method::GET, "/api/v1/me", Some(&token), None)
+                    .await;
+                times.push(started.elapsed());
+                assert_eq!(status, StatusCode::OK);
+            }
+        }
+    }
+    berth_times.sort();
+    baseline_times.sort();
+    let mean = |times: &[Duration]| times.iter().sum::<Duration>() / times.len() as u32;
+    println!();
+    println!(
+        "GET /api/v1/me, {} requests each, interleaved in rounds of {round}",
+        berth_times.len()
+    );
+    println!(
+        "{:<28} {:>10} {:>10} {:>10} {:>10}",
+        "", "mean", "p50", "p90", "p99"
+    );
+    for (name, times) in [
+        ("baseline (bare axum + SDK)", &baseline_times),
+        ("berth (full router)", &berth_times),
+    ] {
+        println!(
+            "{name:<28} {:>10.3?} {:>10.3?} {:>10.3?} {:>10.3?}",
+            mean(times),
+            percentile(times, 0.5),
+            percentile(times, 0.9),
+            percentile(times, 0.99)
+        );
+    }
+    let ratio = |f: &dyn Fn(&[Duration]) -> Duration| {
+        f(&berth_times).as_secs_f64() / f(&baseline_times).as_secs_f64()
+    };
+    println!(
+        "ratio berth / baseline: mean {:.3}x, p50 {:.3}x, p90 {:.3}x (goal <= 1.2x)",
+        ratio(&|t| mean(t)),
+        ratio(&|t| percentile(t, 0.5)),
+        ratio(&|t| percentile(t, 0.9))
+    );
+}

@@ -21,6 +21,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    eprintln!("berth-local: the whole API on http://127.0.0.1:{port} (table {})", state.config.table);
+    eprintln!(
+        "berth-local: the whole API on http://127.0.0.1:{port} (table {})",
+        state.config.table
+    );
     runtime::serve_local(berth_local::app(state), port).await
 }

@@ -88,7 +88,8 @@ stop() {
   [ -f "$pidfile" ] || return 0
   local pid
   pid=$(cat "$pidfile")
-  if kill "$pid" 2>/dev/null; then
+  # Only ever stop a DynamoDB Local: the pid may have been reused since.
+  if grep -q DynamoDBLocal "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   fi

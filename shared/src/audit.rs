@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::store::{self, Store, keys};
@@ -106,11 +108,17 @@ pub struct AuditLog {
 
 impl AuditLog {
     pub fn new(store: Store) -> Self {
-        Self { store, last_seq: Mutex::new(HashMap::new()) }
+        Self {
+            store,
+            last_seq: Mutex::new(HashMap::new()),
+        }
     }
 
     fn remembered(&self, org: &str) -> u64 {
-        self.last_seq.lock().map(|seen| seen.get(org).copied().unwrap_or(0)).unwrap_or(0)
+        self.last_seq
+            .lock()
+            .map(|seen| seen.get(org).copied().unwrap_or(0))
+            .unwrap_or(0)
     }
 
     fn remember(&self, org: &str, seq: u64) {
@@ -141,13 +149,19 @@ impl AuditLog {
                 ip: call.ip.clone(),
                 request_id: Some(call.request_id.clone()),
             };
-            let item = EventItem { pk: keys::audit(org), sk: keys::audit_event_sk(seq), event };
+            let item = EventItem {
+                pk: keys::audit(org),
+                sk: keys::audit_event_sk(seq),
+                event,
+            };
             let counter = Update::builder()
                 .table_name(table)
                 .set_key(Some(store::key(keys::audit(org), keys::AUDIT_COUNTER_SK)))
                 .update_expression("SET seq = :seq")
                 .expression_attribute_values(":seq", store::n(seq))
-                .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+                .return_values_on_condition_check_failure(
+                    ReturnValuesOnConditionCheckFailure::AllOld,
+                );
             let counter = if previous == 0 {
                 counter.condition_expression("attribute_not_exists(seq)")
             } else {
@@ -156,7 +170,9 @@ impl AuditLog {
                     .expression_attribute_values(":previous", store::n(previous))
             };
             let writes = vec![
-                TransactWriteItem::builder().update(counter.build().map_err(build)?).build(),
+                TransactWriteItem::builder()
+                    .update(counter.build().map_err(build)?)
+                    .build(),
                 TransactWriteItem::builder()
                     .put(
                         Put::builder()
@@ -168,8 +184,13 @@ impl AuditLog {
                     )
                     .build(),
             ];
-            let written =
-                self.store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+            let written = self
+                .store
+                .client()
+                .transact_write_items()
+                .set_transact_items(Some(writes))
+                .send()
+                .await;
             let error = match written {
                 Ok(_) => {
                     self.remember(org, seq);
@@ -189,16 +210,26 @@ impl AuditLog {
                 .and_then(|seq| seq.parse::<u64>().ok())
             {
                 self.remember(org, current);
-            } else if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+            } else if reasons
+                .iter()
+                .any(|r| r.code() == Some("TransactionConflict"))
+            {
                 let jitter = rand::random_range(1..=10u64) * (1 + attempt as u64).min(10);
                 tokio::time::sleep(Duration::from_millis(jitter)).await;
             }
         }
-        Err(ApiError::StorageUnavailable(format!("audit counter of {org} kept changing")))
+        Err(ApiError::StorageUnavailable(format!(
+            "audit counter of {org} kept changing"
+        )))
     }
 
     /// A page of an organization's events, newest first, older than `before`.
-    pub async fn page(&self, org: &str, limit: u32, before: Option<u64>) -> Result<AuditPage, ApiError> {
+    pub async fn page(
+        &self,
+        org: &str,
+        limit: u32,
+        before: Option<u64>,
+    ) -> Result<AuditPage, ApiError> {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let query = self
             .store
@@ -209,11 +240,19 @@ impl AuditLog {
             .scan_index_forward(false)
             .consistent_read(true);
         let query = match before {
-            Some(0 | 1) => return Ok(AuditPage { events: Vec::new(), next_before: None }),
+            Some(0 | 1) => {
+                return Ok(AuditPage {
+                    events: Vec::new(),
+                    next_before: None,
+                });
+            }
             Some(before) => query
                 .key_condition_expression("pk = :pk AND sk BETWEEN :lowest AND :highest")
                 .expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX))
-                .expression_attribute_values(":highest", store::s(keys::audit_event_sk(before - 1))),
+                .expression_attribute_values(
+                    ":highest",
+                    store::s(keys::audit_event_sk(before - 1)),
+                ),
             None => query
                 .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
                 .expression_attribute_values(":events", store::s(keys::AUDIT_EVENT_SK_PREFIX)),
@@ -223,7 +262,12 @@ impl AuditLog {
         let mut start = None;
         loop {
             let wanted = i32::try_from(limit + 1 - events.len()).unwrap_or(i32::MAX);
-            let page = query.clone().limit(wanted).set_exclusive_start_key(start).send().await?;
+            let page = query
+                .clone()
+                .limit(wanted)
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
             for item in page.items.unwrap_or_default() {
                 events.push(store::from_item::<EventItem>(item)?.event);
             }
@@ -234,7 +278,10 @@ impl AuditLog {
         }
         let next_before = (events.len() > limit).then(|| events[limit - 1].seq);
         events.truncate(limit);
-        Ok(AuditPage { events, next_before })
+        Ok(AuditPage {
+            events,
+            next_before,
+        })
     }
 }
 

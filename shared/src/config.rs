@@ -24,7 +24,9 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let table = lookup("BERTH_TABLE").unwrap_or_else(|| "berth".to_owned());
         if table.len() < 3 {
-            return Err(ConfigError("BERTH_TABLE needs at least 3 characters".into()));
+            return Err(ConfigError(
+                "BERTH_TABLE needs at least 3 characters".into(),
+            ));
         }
         let insecure = match lookup("BERTH_INSECURE_COOKIES").as_deref() {
             None | Some("") | Some("false") | Some("0") => false,
@@ -75,7 +77,9 @@ mod tests {
     #[test]
     fn rejects_bad_values() {
         assert!(Config::from_lookup(|n| (n == "BERTH_SESSION_HOURS").then(|| "0".into())).is_err());
-        assert!(Config::from_lookup(|n| (n == "BERTH_INSECURE_COOKIES").then(|| "yes".into())).is_err());
+        assert!(
+            Config::from_lookup(|n| (n == "BERTH_INSECURE_COOKIES").then(|| "yes".into())).is_err()
+        );
         assert!(Config::from_lookup(|n| (n == "BERTH_TABLE").then(|| "ab".into())).is_err());
     }
 }

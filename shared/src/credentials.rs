@@ -56,15 +56,19 @@ pub fn new_session_secret(user_id: &str) -> String {
 }
 
 fn valid_user_id(id: &str) -> bool {
-    id.len() == USER_ID_LEN && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    id.len() == USER_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// The user id inside a well-formed API token.
 pub fn user_of_api_token(token: &str) -> Option<&str> {
     let body = token.strip_prefix(TOKEN_PREFIX)?;
-    (body.len() == TOKEN_SECRET_LEN + USER_ID_LEN && body.bytes().all(|b| b.is_ascii_alphanumeric()))
-        .then(|| &body[TOKEN_SECRET_LEN..])
-        .filter(|id| valid_user_id(id))
+    (body.len() == TOKEN_SECRET_LEN + USER_ID_LEN
+        && body.bytes().all(|b| b.is_ascii_alphanumeric()))
+    .then(|| &body[TOKEN_SECRET_LEN..])
+    .filter(|id| valid_user_id(id))
 }
 
 /// The user id inside a well-formed session secret.

@@ -156,9 +156,9 @@ impl ApiError {
                 Some("a secret of that name exists and was not created by Berth".into())
             }
             Self::PayloadTooLarge => Some("the request body is larger than 256 KiB".into()),
-            Self::TooManyRequests { retry_after_secs } => {
-                Some(format!("too many failed attempts; retry in {retry_after_secs} s"))
-            }
+            Self::TooManyRequests { retry_after_secs } => Some(format!(
+                "too many failed attempts; retry in {retry_after_secs} s"
+            )),
             Self::Internal(_) => Some(format!(
                 "an internal error occurred; request id {}",
                 scope::request_id().unwrap_or_default()
@@ -187,8 +187,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match &self {
             Self::Internal(cause) => tracing::error!(cause = %cause, "internal error"),
-            Self::ClusterUnavailable(cause) => tracing::warn!(cause = %cause, "cluster unavailable"),
-            Self::StorageUnavailable(cause) => tracing::warn!(cause = %cause, "storage unavailable"),
+            Self::ClusterUnavailable(cause) => {
+                tracing::warn!(cause = %cause, "cluster unavailable")
+            }
+            Self::StorageUnavailable(cause) => {
+                tracing::warn!(cause = %cause, "storage unavailable")
+            }
             _ => {}
         }
         let mut response = (self.status(), Json(self.problem())).into_response();
@@ -209,10 +213,18 @@ mod tests {
     fn every_error_renders_its_design_code_and_status() {
         let cases = [
             (ApiError::InvalidRequest("x".into()), 400, "invalid_request"),
-            (ApiError::ValidationFailed("x".into()), 422, "validation_failed"),
+            (
+                ApiError::ValidationFailed("x".into()),
+                422,
+                "validation_failed",
+            ),
             (ApiError::Unauthenticated, 401, "unauthenticated"),
             (ApiError::InvalidCredentials, 401, "invalid_credentials"),
-            (ApiError::PasswordChangeRequired, 403, "password_change_required"),
+            (
+                ApiError::PasswordChangeRequired,
+                403,
+                "password_change_required",
+            ),
             (ApiError::Forbidden("x".into()), 403, "forbidden"),
             (ApiError::NotFound, 404, "not_found"),
             (ApiError::MethodNotAllowed, 405, "method_not_allowed"),
@@ -221,12 +233,30 @@ mod tests {
             (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
             (ApiError::SecretNotManaged, 409, "secret_not_managed"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
-            (ApiError::UnsupportedMediaType("x".into()), 415, "unsupported_media_type"),
-            (ApiError::TooManyRequests { retry_after_secs: 3 }, 429, "too_many_requests"),
+            (
+                ApiError::UnsupportedMediaType("x".into()),
+                415,
+                "unsupported_media_type",
+            ),
+            (
+                ApiError::TooManyRequests {
+                    retry_after_secs: 3,
+                },
+                429,
+                "too_many_requests",
+            ),
             (ApiError::Internal("x".into()), 500, "internal"),
             (ApiError::NoCluster, 503, "no_cluster"),
-            (ApiError::ClusterUnavailable("x".into()), 503, "cluster_unavailable"),
-            (ApiError::StorageUnavailable("x".into()), 503, "storage_unavailable"),
+            (
+                ApiError::ClusterUnavailable("x".into()),
+                503,
+                "cluster_unavailable",
+            ),
+            (
+                ApiError::StorageUnavailable("x".into()),
+                503,
+                "storage_unavailable",
+            ),
         ];
         for (error, status, code) in cases {
             let problem = error.problem();
@@ -249,7 +279,10 @@ mod tests {
 
     #[test]
     fn throttling_sets_retry_after() {
-        let response = ApiError::TooManyRequests { retry_after_secs: 42 }.into_response();
+        let response = ApiError::TooManyRequests {
+            retry_after_secs: 42,
+        }
+        .into_response();
         assert_eq!(response.headers()[header::RETRY_AFTER], "42");
     }
 }

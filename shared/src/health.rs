@@ -38,13 +38,20 @@ pub struct HealthReport {
 
 impl HealthReport {
     pub fn of(subsystems: Vec<Subsystem>) -> Self {
-        let up = subsystems.iter().filter(|s| s.status == SubsystemStatus::Up).count();
+        let up = subsystems
+            .iter()
+            .filter(|s| s.status == SubsystemStatus::Up)
+            .count();
         let status = match up {
             n if n == subsystems.len() => OverallStatus::Ok,
             0 => OverallStatus::Down,
             _ => OverallStatus::Degraded,
         };
-        Self { status, version: env!("CARGO_PKG_VERSION"), subsystems }
+        Self {
+            status,
+            version: env!("CARGO_PKG_VERSION"),
+            subsystems,
+        }
     }
 
     pub fn all_up(&self) -> bool {
@@ -65,7 +72,12 @@ pub async fn dynamodb(store: &Store) -> Subsystem {
         .await;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     match read {
-        Ok(_) => Subsystem { name: "dynamodb", status: SubsystemStatus::Up, latency_ms, detail: None },
+        Ok(_) => Subsystem {
+            name: "dynamodb",
+            status: SubsystemStatus::Up,
+            latency_ms,
+            detail: None,
+        },
         Err(error) => {
             tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
             Subsystem {
@@ -83,15 +95,29 @@ mod tests {
     use super::*;
 
     fn subsystem(status: SubsystemStatus) -> Subsystem {
-        Subsystem { name: "x", status, latency_ms: 1, detail: None }
+        Subsystem {
+            name: "x",
+            status,
+            latency_ms: 1,
+            detail: None,
+        }
     }
 
     #[test]
     fn overall_status_follows_the_subsystems() {
         use SubsystemStatus::{Down, Up};
-        assert_eq!(HealthReport::of(vec![subsystem(Up), subsystem(Up)]).status, OverallStatus::Ok);
-        assert_eq!(HealthReport::of(vec![subsystem(Up), subsystem(Down)]).status, OverallStatus::Degraded);
-        assert_eq!(HealthReport::of(vec![subsystem(Down)]).status, OverallStatus::Down);
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Up), subsystem(Up)]).status,
+            OverallStatus::Ok
+        );
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Up), subsystem(Down)]).status,
+            OverallStatus::Degraded
+        );
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Down)]).status,
+            OverallStatus::Down
+        );
         assert!(!HealthReport::of(vec![subsystem(Down)]).all_up());
     }
 }

@@ -64,7 +64,10 @@ struct KubeconfigShape {
 
 /// Checks that a kubeconfig parses and that the context to use (the named one,
 /// else its current context) leads to a cluster with a server.
-pub fn summarize(kubeconfig: &str, context: Option<&str>) -> Result<(String, String, String), ApiError> {
+pub fn summarize(
+    kubeconfig: &str,
+    context: Option<&str>,
+) -> Result<(String, String, String), ApiError> {
     let invalid = |why: String| ApiError::ValidationFailed(format!("kubeconfig: {why}"));
     let shape: KubeconfigShape =
         serde_yaml::from_str(kubeconfig).map_err(|e| invalid(format!("not a kubeconfig ({e})")))?;
@@ -83,7 +86,11 @@ pub fn summarize(kubeconfig: &str, context: Option<&str>) -> Result<(String, Str
         .iter()
         .find(|c| c.name == context.value.context.cluster)
         .ok_or_else(|| invalid(format!("context {context_name:?} names a missing cluster")))?;
-    Ok((context_name, cluster.name.clone(), cluster.value.cluster.server.clone()))
+    Ok((
+        context_name,
+        cluster.name.clone(),
+        cluster.value.cluster.server.clone(),
+    ))
 }
 
 fn key() -> store::Item {
@@ -127,7 +134,12 @@ pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, ApiError> {
 
 pub fn summary(stored: &StoredKubeconfig) -> Result<KubeconfigSummary, ApiError> {
     let (context, cluster, server) = summarize(&stored.kubeconfig, stored.context.as_deref())?;
-    Ok(KubeconfigSummary { context, cluster, server, updated_at: clock::rfc3339(stored.updated_at) })
+    Ok(KubeconfigSummary {
+        context,
+        cluster,
+        server,
+        updated_at: clock::rfc3339(stored.updated_at),
+    })
 }
 
 /// Removes the stored kubeconfig; true when there was one.
@@ -169,14 +181,24 @@ users:
     #[test]
     fn uses_the_named_or_current_context() {
         let (context, cluster, server) = summarize(KUBECONFIG, None).unwrap();
-        assert_eq!((context.as_str(), cluster.as_str(), server.as_str()), ("ctx-a", "a", "https://a.example:6443"));
+        assert_eq!(
+            (context.as_str(), cluster.as_str(), server.as_str()),
+            ("ctx-a", "a", "https://a.example:6443")
+        );
         let (context, _, server) = summarize(KUBECONFIG, Some("ctx-b")).unwrap();
-        assert_eq!((context.as_str(), server.as_str()), ("ctx-b", "http://127.0.0.1:6443"));
+        assert_eq!(
+            (context.as_str(), server.as_str()),
+            ("ctx-b", "http://127.0.0.1:6443")
+        );
     }
 
     #[test]
     fn refuses_what_cannot_be_used_without_echoing_it() {
-        for (config, context) in [("not: [yaml", None), (KUBECONFIG, Some("nope")), ("clusters: []", None)] {
+        for (config, context) in [
+            ("not: [yaml", None),
+            (KUBECONFIG, Some("nope")),
+            ("clusters: []", None),
+        ] {
             let error = summarize(config, context).unwrap_err();
             assert!(matches!(error, ApiError::ValidationFailed(_)));
             assert!(!error.to_string().contains("SECRET-TOKEN"));

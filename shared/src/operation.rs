@@ -64,7 +64,10 @@ operations! {
 impl Operation {
     /// What a caller whose password must change may still do (DESIGN §4).
     pub fn allowed_before_password_change(self) -> bool {
-        matches!(self, Operation::GetCurrentUser | Operation::ChangePassword | Operation::Logout)
+        matches!(
+            self,
+            Operation::GetCurrentUser | Operation::ChangePassword | Operation::Logout
+        )
     }
 }
 

@@ -29,7 +29,13 @@ pub enum Permission {
 }
 
 impl Role {
-    pub const ALL: [Role; 5] = [Role::Viewer, Role::Operator, Role::Developer, Role::Admin, Role::Owner];
+    pub const ALL: [Role; 5] = [
+        Role::Viewer,
+        Role::Operator,
+        Role::Developer,
+        Role::Admin,
+        Role::Owner,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -52,7 +58,9 @@ impl Role {
             Read => Role::Viewer,
             AppOperate | AppWrite => Role::Operator,
             AppDeploy | SecretWrite | EnvWrite => Role::Developer,
-            SecretRead | EnvDeleteProtected | ProjectWrite | MemberManage | AuditRead => Role::Admin,
+            SecretRead | EnvDeleteProtected | ProjectWrite | MemberManage | AuditRead => {
+                Role::Admin
+            }
             ManageOwners => Role::Owner,
         };
         self >= least
@@ -102,7 +110,12 @@ mod tests {
         ];
         for (permission, expected) in table {
             for (role, want) in Role::ALL.into_iter().zip(expected) {
-                assert_eq!(role.grants(permission), want, "{role:?} {}", permission.as_str());
+                assert_eq!(
+                    role.grants(permission),
+                    want,
+                    "{role:?} {}",
+                    permission.as_str()
+                );
             }
         }
     }

@@ -14,7 +14,9 @@ pub const DEFAULT_PORT: u16 = 3000;
 pub fn port_from_env() -> Result<u16, String> {
     match std::env::var("BERTH_PORT") {
         Err(_) => Ok(DEFAULT_PORT),
-        Ok(value) => value.parse().map_err(|_| format!("BERTH_PORT must be a port number, not {value:?}")),
+        Ok(value) => value
+            .parse()
+            .map_err(|_| format!("BERTH_PORT must be a port number, not {value:?}")),
     }
 }
 
@@ -64,11 +66,14 @@ pub async fn serve_local(app: Router, port: u16) -> ExitCode {
         }
     };
     tracing::info!(%addr, "serving");
-    let served = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await;
+    let served = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
     match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -18,7 +18,11 @@ pub struct AppState {
 impl AppState {
     pub fn new(client: aws_sdk_dynamodb::Client, config: Config) -> Self {
         let store = Store::new(client, config.table.as_str());
-        Self { audit: Arc::new(AuditLog::new(store.clone())), store, config: Arc::new(config) }
+        Self {
+            audit: Arc::new(AuditLog::new(store.clone())),
+            store,
+            config: Arc::new(config),
+        }
     }
 
     /// Configuration and the DynamoDB client from the environment
@@ -31,6 +35,8 @@ impl AppState {
 
 /// The DynamoDB client as the SDK's own configuration chain describes it.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    let sdk_config = aws_config::defaults(BehaviorVersion::v2026_01_12()).load().await;
+    let sdk_config = aws_config::defaults(BehaviorVersion::v2026_01_12())
+        .load()
+        .await;
     aws_sdk_dynamodb::Client::new(&sdk_config)
 }

@@ -11,7 +11,12 @@ pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _already_set = if on_lambda() {
-        builder.json().flatten_event(true).with_current_span(false).with_target(false).try_init()
+        builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_target(false)
+            .try_init()
     } else {
         builder.try_init()
     };

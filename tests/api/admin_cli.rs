@@ -33,9 +33,22 @@ async fn create_table_and_bootstrap() {
     assert_eq!(stdout(&created).trim(), format!("created table {table}"));
     let again = admin(&table, &["create-table"]);
     assert!(again.status.success());
-    assert_eq!(stdout(&again).trim(), format!("table {table} already exists"));
+    assert_eq!(
+        stdout(&again).trim(),
+        format!("table {table} already exists")
+    );
 
-    let boot = admin(&table, &["bootstrap", "--org", "default", "--email", "admin@localhost", "--json"]);
+    let boot = admin(
+        &table,
+        &[
+            "bootstrap",
+            "--org",
+            "default",
+            "--email",
+            "admin@localhost",
+            "--json",
+        ],
+    );
     assert!(boot.status.success(), "{}", stderr(&boot));
     let shown: serde_json::Value = serde_json::from_slice(&boot.stdout).expect("JSON");
     assert_eq!(shown["email"], "admin@localhost");
@@ -51,18 +64,50 @@ async fn create_table_and_bootstrap() {
     login.assert_status(200);
     assert_eq!(login.json()["must_change_password"], true);
 
-    let twice = admin(&table, &["bootstrap", "--org", "default", "--email", "other@localhost"]);
+    let twice = admin(
+        &table,
+        &[
+            "bootstrap",
+            "--org",
+            "default",
+            "--email",
+            "other@localhost",
+        ],
+    );
     assert!(!twice.status.success());
-    assert!(stderr(&twice).contains("already exists"), "{}", stderr(&twice));
-    let taken = admin(&table, &["bootstrap", "--org", "second", "--email", "admin@localhost"]);
+    assert!(
+        stderr(&twice).contains("already exists"),
+        "{}",
+        stderr(&twice)
+    );
+    let taken = admin(
+        &table,
+        &["bootstrap", "--org", "second", "--email", "admin@localhost"],
+    );
     assert!(!taken.status.success());
-    let bad = admin(&table, &["bootstrap", "--org", "Not A Label", "--email", "x@localhost"]);
+    let bad = admin(
+        &table,
+        &[
+            "bootstrap",
+            "--org",
+            "Not A Label",
+            "--email",
+            "x@localhost",
+        ],
+    );
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("DNS label"), "{}", stderr(&bad));
 
-    let plain = admin(&table, &["bootstrap", "--org", "third", "--email", "third@localhost"]);
+    let plain = admin(
+        &table,
+        &["bootstrap", "--org", "third", "--email", "third@localhost"],
+    );
     assert!(plain.status.success());
-    assert!(stdout(&plain).contains("temporary password"), "{}", stdout(&plain));
+    assert!(
+        stdout(&plain).contains("temporary password"),
+        "{}",
+        stdout(&plain)
+    );
 }
 
 #[tokio::test]
@@ -73,7 +118,10 @@ async fn stores_shows_and_clears_the_kubeconfig() {
     assert!(none.status.success());
     assert_eq!(stdout(&none).trim(), "no kubeconfig stored");
 
-    let dir = std::env::temp_dir().join(format!("berth-kubeconfig-{}", uuid::Uuid::new_v4().simple()));
+    let dir = std::env::temp_dir().join(format!(
+        "berth-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("config");
     std::fs::write(
@@ -85,27 +133,53 @@ async fn stores_shows_and_clears_the_kubeconfig() {
     )
     .unwrap();
     let path = path.to_str().unwrap();
-    let set = admin(&table, &["cluster", "set", "--kubeconfig", path, "--context", "prod"]);
+    let set = admin(
+        &table,
+        &["cluster", "set", "--kubeconfig", path, "--context", "prod"],
+    );
     assert!(set.status.success(), "{}", stderr(&set));
-    assert!(stdout(&set).contains("https://prod.example:6443"), "{}", stdout(&set));
+    assert!(
+        stdout(&set).contains("https://prod.example:6443"),
+        "{}",
+        stdout(&set)
+    );
     let shown = admin(&table, &["cluster", "show"]);
     let text = stdout(&shown);
-    assert!(text.contains("context:    prod") && text.contains("server:     https://prod.example:6443"), "{text}");
+    assert!(
+        text.contains("context:    prod") && text.contains("server:     https://prod.example:6443"),
+        "{text}"
+    );
     assert!(!text.contains("VERY-SECRET-TOKEN"));
 
-    let wrong_context = admin(&table, &["cluster", "set", "--kubeconfig", path, "--context", "nope"]);
+    let wrong_context = admin(
+        &table,
+        &["cluster", "set", "--kubeconfig", path, "--context", "nope"],
+    );
     assert!(!wrong_context.status.success());
-    assert!(stderr(&wrong_context).contains("no context named"), "{}", stderr(&wrong_context));
+    assert!(
+        stderr(&wrong_context).contains("no context named"),
+        "{}",
+        stderr(&wrong_context)
+    );
     assert!(!stderr(&wrong_context).contains("VERY-SECRET-TOKEN"));
-    let missing = admin(&table, &["cluster", "set", "--kubeconfig", "/nonexistent/kubeconfig"]);
+    let missing = admin(
+        &table,
+        &["cluster", "set", "--kubeconfig", "/nonexistent/kubeconfig"],
+    );
     assert!(!missing.status.success());
     // The refused writes left the stored one as it was.
     assert!(stdout(&admin(&table, &["cluster", "show"])).contains("context:    prod"));
 
     let cleared = admin(&table, &["cluster", "clear"]);
     assert_eq!(stdout(&cleared).trim(), "stored kubeconfig removed");
-    assert_eq!(stdout(&admin(&table, &["cluster", "show"])).trim(), "no kubeconfig stored");
-    assert_eq!(stdout(&admin(&table, &["cluster", "clear"])).trim(), "no kubeconfig was stored");
+    assert_eq!(
+        stdout(&admin(&table, &["cluster", "show"])).trim(),
+        "no kubeconfig stored"
+    );
+    assert_eq!(
+        stdout(&admin(&table, &["cluster", "clear"])).trim(),
+        "no kubeconfig was stored"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -122,5 +196,9 @@ async fn explains_an_unreachable_store() {
         .output()
         .unwrap();
     assert!(!output.status.success());
-    assert!(stderr(&output).contains("DynamoDB did not answer or failed"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("DynamoDB did not answer or failed"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -50,7 +50,12 @@ fn event_files() -> BTreeSet<String> {
         if function.is_dir() {
             for file in std::fs::read_dir(&function).unwrap() {
                 let file = file.unwrap().path();
-                files.insert(file.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+                files.insert(
+                    file.strip_prefix(&root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
         }
     }
@@ -59,19 +64,28 @@ fn event_files() -> BTreeSet<String> {
 
 #[tokio::test]
 async fn every_event_file_is_answered_by_its_function() {
-    let expected: BTreeSet<String> = EXPECTED.iter().map(|(file, _)| (*file).to_owned()).collect();
-    assert_eq!(event_files(), expected, "every event file has an expectation, and every expectation a file");
+    let expected: BTreeSet<String> = EXPECTED
+        .iter()
+        .map(|(file, _)| (*file).to_owned())
+        .collect();
+    assert_eq!(
+        event_files(),
+        expected,
+        "every event file has an expectation, and every expectation a file"
+    );
 
     let app = TestApp::new().await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
     for (file, status) in EXPECTED {
-        let mut event: Value = serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
+        let mut event: Value =
+            serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
         if event["headers"].get("authorization").is_some() {
             event["headers"]["authorization"] = json!(format!("Bearer {}", app.owner.token));
         }
         match *file {
             "auth/login.json" => {
-                event["body"] = json!(json!({ "email": app.owner.email, "password": PASSWORD }).to_string());
+                event["body"] =
+                    json!(json!({ "email": app.owner.email, "password": PASSWORD }).to_string());
             }
             "auth/change-password.json" => {
                 event["body"] = json!(json!({ "current_password": PASSWORD, "new_password": "a brand new passphrase" }).to_string());
@@ -85,10 +99,29 @@ async fn every_event_file_is_answered_by_its_function() {
         let response = router.oneshot(request).await.unwrap();
         let (parts, body) = response.into_parts();
         let body = body.collect().await.unwrap().to_bytes();
-        assert_eq!(parts.status.as_u16(), *status, "{file}: {}", String::from_utf8_lossy(&body));
-        assert_eq!(parts.headers["x-request-id"], event["requestContext"]["requestId"].as_str().unwrap(), "{file}");
-        let recorded = app.last_audit_event(if *file == "health/liveness.json" { "_system" } else { "acme" }).await;
-        assert_eq!(recorded.ip.as_deref(), Some("192.0.2.10"), "{file}: the gateway's source address is recorded");
+        assert_eq!(
+            parts.status.as_u16(),
+            *status,
+            "{file}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        assert_eq!(
+            parts.headers["x-request-id"],
+            event["requestContext"]["requestId"].as_str().unwrap(),
+            "{file}"
+        );
+        let recorded = app
+            .last_audit_event(if *file == "health/liveness.json" {
+                "_system"
+            } else {
+                "acme"
+            })
+            .await;
+        assert_eq!(
+            recorded.ip.as_deref(),
+            Some("192.0.2.10"),
+            "{file}: the gateway's source address is recorded"
+        );
         assert_ne!(recorded.action, "unknownRoute", "{file}");
     }
 }

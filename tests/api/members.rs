@@ -11,7 +11,7 @@ async fn invite_then_sign_in_with_the_temporary_password() {
     let admin = app.user(Role::Admin).await;
     let invited = app
         .post("/api/v1/members")
-        .as_user(&admin)
+        .by(&admin)
         .json(json!({ "email": " Dev@Example.org ", "role": "developer", "display_name": "Dev" }))
         .send()
         .await;
@@ -26,29 +26,65 @@ async fn invite_then_sign_in_with_the_temporary_password() {
     let temporary = body["temporary_password"].as_str().unwrap().to_owned();
     assert!(temporary.len() >= 12);
 
-    let listed = app.get("/api/v1/members").as_user(&admin).send().await;
+    let listed = app.get("/api/v1/members").by(&admin).send().await;
     listed.assert_status(200);
     let members = listed.json();
-    let entry = members.as_array().unwrap().iter().find(|m| m["id"] == id.as_str()).unwrap().clone();
-    assert_eq!(entry, json!({
-        "id": id, "email": "dev@example.org", "display_name": "Dev", "role": "developer",
-        "must_change_password": true, "active": true
-    }));
-    assert!(!listed.text().contains(&temporary), "the temporary password is shown once");
+    let entry = members
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["id"] == id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        entry,
+        json!({
+            "id": id, "email": "dev@example.org", "display_name": "Dev", "role": "developer",
+            "must_change_password": true, "active": true
+        })
+    );
+    assert!(
+        !listed.text().contains(&temporary),
+        "the temporary password is shown once"
+    );
     app.sign_in("dev@example.org", &temporary).await;
 }
 
 #[tokio::test]
 async fn invitations_are_validated() {
     let app = TestApp::new().await;
-    let invite = |body| app.post("/api/v1/members").as_user(&app.owner).json(body);
-    invite(json!({ "email": "not-an-email", "role": "viewer" })).send().await.assert_problem(422, "validation_failed");
-    invite(json!({ "email": "a@example.org", "role": "superuser" })).send().await.assert_problem(422, "validation_failed");
-    invite(json!({ "email": "a@example.org", "role": "viewer", "display_name": "" })).send().await.assert_problem(422, "validation_failed");
-    invite(json!({ "email": "a@example.org" })).send().await.assert_problem(400, "invalid_request");
-    invite(json!({ "email": app.owner.email.to_uppercase(), "role": "viewer" })).send().await.assert_problem(409, "conflict");
-    let members = app.get("/api/v1/members").as_user(&app.owner).send().await.json();
-    assert_eq!(members.as_array().unwrap().len(), 1, "nothing was created: {members}");
+    let invite = |body| app.post("/api/v1/members").by(&app.owner).json(body);
+    invite(json!({ "email": "not-an-email", "role": "viewer" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    invite(json!({ "email": "a@example.org", "role": "superuser" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    invite(json!({ "email": "a@example.org", "role": "viewer", "display_name": "" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    invite(json!({ "email": "a@example.org" }))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    invite(json!({ "email": app.owner.email.to_uppercase(), "role": "viewer" }))
+        .send()
+        .await
+        .assert_problem(409, "conflict");
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(
+        members.as_array().unwrap().len(),
+        1,
+        "nothing was created: {members}"
+    );
 }
 
 #[tokio::test]
@@ -56,7 +92,7 @@ async fn emails_are_unique_across_organizations() {
     let app = TestApp::new().await;
     let other = app.other_org("globex").await;
     app.post("/api/v1/members")
-        .as_user(&other)
+        .by(&other)
         .json(json!({ "email": app.owner.email, "role": "viewer" }))
         .send()
         .await
@@ -67,26 +103,46 @@ async fn emails_are_unique_across_organizations() {
 async fn role_changes_take_effect_at_once() {
     let app = TestApp::new().await;
     let member = app.user(Role::Viewer).await;
-    app.get("/api/v1/audit").as_user(&member).send().await.assert_problem(403, "forbidden");
+    app.get("/api/v1/audit")
+        .by(&member)
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
     let changed = app
-        .request("PATCH".parse().unwrap(), &format!("/api/v1/members/{}", member.id))
-        .as_user(&app.owner)
+        .request(
+            "PATCH".parse().unwrap(),
+            &format!("/api/v1/members/{}", member.id),
+        )
+        .by(&app.owner)
         .json(json!({ "role": "admin" }))
         .send()
         .await;
     changed.assert_status(200);
     assert_eq!(changed.json()["role"], "admin");
     assert_eq!(changed.json()["id"], member.id);
-    app.get("/api/v1/audit").as_user(&member).send().await.assert_status(200);
+    app.get("/api/v1/audit")
+        .by(&member)
+        .send()
+        .await
+        .assert_status(200);
     let patch = |body| {
-        app.request("PATCH".parse().unwrap(), &format!("/api/v1/members/{}", member.id))
-            .as_user(&app.owner)
-            .json(body)
+        app.request(
+            "PATCH".parse().unwrap(),
+            &format!("/api/v1/members/{}", member.id),
+        )
+        .by(&app.owner)
+        .json(body)
     };
-    patch(json!({ "role": "emperor" })).send().await.assert_problem(422, "validation_failed");
-    patch(json!({ "role": 3 })).send().await.assert_problem(400, "invalid_request");
+    patch(json!({ "role": "emperor" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    patch(json!({ "role": 3 }))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
     app.request("PATCH".parse().unwrap(), "/api/v1/members/nosuchmember0000")
-        .as_user(&app.owner)
+        .by(&app.owner)
         .json(json!({ "role": "viewer" }))
         .send()
         .await
@@ -102,44 +158,44 @@ async fn only_owners_manage_owners() {
     let path = |user: &crate::support::TestUser| format!("/api/v1/members/{}", user.id);
     // An admin may not make, change or remove owners.
     app.post("/api/v1/members")
-        .as_user(&admin)
+        .by(&admin)
         .json(json!({ "email": "boss@example.org", "role": "owner" }))
         .send()
         .await
         .assert_problem(403, "forbidden");
     app.request("PATCH".parse().unwrap(), &path(&target))
-        .as_user(&admin)
+        .by(&admin)
         .json(json!({ "role": "owner" }))
         .send()
         .await
         .assert_problem(403, "forbidden");
     app.request("PATCH".parse().unwrap(), &path(&second_owner))
-        .as_user(&admin)
+        .by(&admin)
         .json(json!({ "role": "viewer" }))
         .send()
         .await
         .assert_problem(403, "forbidden");
     app.request("DELETE".parse().unwrap(), &path(&second_owner))
-        .as_user(&admin)
+        .by(&admin)
         .send()
         .await
         .assert_problem(403, "forbidden");
     // An admin manages everyone else.
     app.request("PATCH".parse().unwrap(), &path(&target))
-        .as_user(&admin)
+        .by(&admin)
         .json(json!({ "role": "operator" }))
         .send()
         .await
         .assert_status(200);
     // An owner manages owners.
     app.request("PATCH".parse().unwrap(), &path(&target))
-        .as_user(&second_owner)
+        .by(&second_owner)
         .json(json!({ "role": "owner" }))
         .send()
         .await
         .assert_status(200);
     app.post("/api/v1/members")
-        .as_user(&second_owner)
+        .by(&second_owner)
         .json(json!({ "email": "boss@example.org", "role": "owner" }))
         .send()
         .await
@@ -151,31 +207,38 @@ async fn the_last_owner_stays() {
     let app = TestApp::new().await;
     let owner_path = format!("/api/v1/members/{}", app.owner.id);
     app.request("PATCH".parse().unwrap(), &owner_path)
-        .as_user(&app.owner)
+        .by(&app.owner)
         .json(json!({ "role": "admin" }))
         .send()
         .await
         .assert_problem(409, "conflict");
     app.request("DELETE".parse().unwrap(), &owner_path)
-        .as_user(&app.owner)
+        .by(&app.owner)
         .send()
         .await
         .assert_problem(409, "conflict");
-    app.get("/api/v1/me").as_user(&app.owner).send().await.assert_status(200);
+    app.get("/api/v1/me")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
     // With a second owner, the first may step down.
     let second = app.user(Role::Owner).await;
     app.request("PATCH".parse().unwrap(), &owner_path)
-        .as_user(&app.owner)
+        .by(&app.owner)
         .json(json!({ "role": "admin" }))
         .send()
         .await
         .assert_status(200);
     // Now the second is the last one.
-    app.request("DELETE".parse().unwrap(), &format!("/api/v1/members/{}", second.id))
-        .as_user(&second)
-        .send()
-        .await
-        .assert_problem(409, "conflict");
+    app.request(
+        "DELETE".parse().unwrap(),
+        &format!("/api/v1/members/{}", second.id),
+    )
+    .by(&second)
+    .send()
+    .await
+    .assert_problem(409, "conflict");
 }
 
 #[tokio::test]
@@ -183,15 +246,18 @@ async fn two_owners_demoting_each_other_at_once_leave_one() {
     let app = TestApp::new().await;
     let second = app.user(Role::Owner).await;
     let demote = |actor: &crate::support::TestUser, target: &crate::support::TestUser| {
-        app.request("PATCH".parse().unwrap(), &format!("/api/v1/members/{}", target.id))
-            .as_user(actor)
-            .json(json!({ "role": "viewer" }))
-            .send()
+        app.request(
+            "PATCH".parse().unwrap(),
+            &format!("/api/v1/members/{}", target.id),
+        )
+        .by(actor)
+        .json(json!({ "role": "viewer" }))
+        .send()
     };
     let (a, b) = tokio::join!(demote(&app.owner, &second), demote(&second, &app.owner));
     let statuses = [a.status.as_u16(), b.status.as_u16()];
     assert!(statuses.contains(&200), "{statuses:?}");
-    let members = app.get("/api/v1/members").as_user(&app.owner).send().await;
+    let members = app.get("/api/v1/members").by(&app.owner).send().await;
     let owners = members
         .json()
         .as_array()
@@ -209,29 +275,58 @@ async fn removing_a_member_revokes_everything_at_once() {
     let app = TestApp::new().await;
     let member = app.user(Role::Developer).await;
     let session = app.sign_in(&member.email, PASSWORD).await;
-    app.get("/api/v1/me").session(&session).send().await.assert_status(200);
-    app.request("DELETE".parse().unwrap(), &format!("/api/v1/members/{}", member.id))
-        .as_user(&app.owner)
+    app.get("/api/v1/me")
+        .session(&session)
         .send()
         .await
-        .assert_status(204);
-    app.get("/api/v1/me").session(&session).send().await.assert_problem(401, "unauthenticated");
-    app.get("/api/v1/me").as_user(&member).send().await.assert_problem(401, "unauthenticated");
+        .assert_status(200);
+    app.request(
+        "DELETE".parse().unwrap(),
+        &format!("/api/v1/members/{}", member.id),
+    )
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_status(204);
+    app.get("/api/v1/me")
+        .session(&session)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
+    app.get("/api/v1/me")
+        .by(&member)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
     app.post("/api/v1/auth/login")
         .json(json!({ "email": member.email, "password": PASSWORD }))
         .send()
         .await
         .assert_problem(401, "invalid_credentials");
-    let members = app.get("/api/v1/members").as_user(&app.owner).send().await.json();
-    assert!(members.as_array().unwrap().iter().all(|m| m["id"] != member.id.as_str()));
-    app.request("DELETE".parse().unwrap(), &format!("/api/v1/members/{}", member.id))
-        .as_user(&app.owner)
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
         .send()
         .await
-        .assert_problem(404, "not_found");
+        .json();
+    assert!(
+        members
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["id"] != member.id.as_str())
+    );
+    app.request(
+        "DELETE".parse().unwrap(),
+        &format!("/api/v1/members/{}", member.id),
+    )
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_problem(404, "not_found");
     // The email is free again.
     app.post("/api/v1/members")
-        .as_user(&app.owner)
+        .by(&app.owner)
         .json(json!({ "email": member.email, "role": "viewer" }))
         .send()
         .await
@@ -242,16 +337,29 @@ async fn removing_a_member_revokes_everything_at_once() {
 async fn another_organizations_members_are_invisible() {
     let app = TestApp::new().await;
     let stranger = app.other_org("initech").await;
-    let listed = app.get("/api/v1/members").as_user(&stranger).send().await.json();
-    let emails: Vec<_> = listed.as_array().unwrap().iter().map(|m| m["email"].clone()).collect();
+    let listed = app.get("/api/v1/members").by(&stranger).send().await.json();
+    let emails: Vec<_> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["email"].clone())
+        .collect();
     assert_eq!(emails, vec![json!(stranger.email)]);
     let path = format!("/api/v1/members/{}", app.owner.id);
     app.request("PATCH".parse().unwrap(), &path)
-        .as_user(&stranger)
+        .by(&stranger)
         .json(json!({ "role": "viewer" }))
         .send()
         .await
         .assert_problem(404, "not_found");
-    app.request("DELETE".parse().unwrap(), &path).as_user(&stranger).send().await.assert_problem(404, "not_found");
-    app.get("/api/v1/me").as_user(&app.owner).send().await.assert_status(200);
+    app.request("DELETE".parse().unwrap(), &path)
+        .by(&stranger)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+    app.get("/api/v1/me")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
 }

@@ -30,12 +30,24 @@ fn the_table_matches_the_code() {
     let template = template();
     let table = &template["Resources"]["Table"]["Properties"];
     let key_names: BTreeSet<String> = strings(&table["KeySchema"], "AttributeName");
-    assert_eq!(key_names, BTreeSet::from([keys::PK.to_owned(), keys::SK.to_owned()]));
+    assert_eq!(
+        key_names,
+        BTreeSet::from([keys::PK.to_owned(), keys::SK.to_owned()])
+    );
     let index = &table["GlobalSecondaryIndexes"][0];
     assert_eq!(index["IndexName"].as_str(), Some(keys::GSI1));
-    assert_eq!(strings(&index["KeySchema"], "AttributeName"), BTreeSet::from([keys::GSI1_PK.to_owned(), keys::GSI1_SK.to_owned()]));
-    assert_eq!(table["TimeToLiveSpecification"]["AttributeName"].as_str(), Some(keys::TTL));
-    assert_eq!(table["TimeToLiveSpecification"]["Enabled"].as_bool(), Some(true));
+    assert_eq!(
+        strings(&index["KeySchema"], "AttributeName"),
+        BTreeSet::from([keys::GSI1_PK.to_owned(), keys::GSI1_SK.to_owned()])
+    );
+    assert_eq!(
+        table["TimeToLiveSpecification"]["AttributeName"].as_str(),
+        Some(keys::TTL)
+    );
+    assert_eq!(
+        table["TimeToLiveSpecification"]["Enabled"].as_bool(),
+        Some(true)
+    );
     assert_eq!(table["BillingMode"].as_str(), Some("PAY_PER_REQUEST"));
 }
 
@@ -54,8 +66,15 @@ async fn every_template_route_reaches_its_functions_operation() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
         }
-        assert_eq!(resource["Metadata"]["BuildMethod"].as_str(), Some("rust-cargolambda"), "{name:?}");
-        let binary = resource["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap().to_owned();
+        assert_eq!(
+            resource["Metadata"]["BuildMethod"].as_str(),
+            Some("rust-cargolambda"),
+            "{name:?}"
+        );
+        let binary = resource["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         functions.insert(binary.clone());
         let routes = match binary.as_str() {
             "auth" => berth_fn_auth::router(),
@@ -69,8 +88,15 @@ async fn every_template_route_reaches_its_functions_operation() {
         for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
             let method = event["Properties"]["Method"].as_str().unwrap();
-            let path = event["Properties"]["Path"].as_str().unwrap().replace(['{', '}'], "");
-            let request = http::Request::builder().method(method).uri(&path).body(axum::body::Body::empty()).unwrap();
+            let path = event["Properties"]["Path"]
+                .as_str()
+                .unwrap()
+                .replace(['{', '}'], "");
+            let request = http::Request::builder()
+                .method(method)
+                .uri(&path)
+                .body(axum::body::Body::empty())
+                .unwrap();
             let response = router.clone().oneshot(request).await.unwrap();
             let operation = response.extensions().get::<Operation>().copied();
             assert!(
@@ -80,10 +106,29 @@ async fn every_template_route_reaches_its_functions_operation() {
             routed.insert(operation.unwrap().id());
         }
     }
-    assert_eq!(functions, BTreeSet::from(["audit", "auth", "health", "members", "tokens"].map(String::from)));
+    assert_eq!(
+        functions,
+        BTreeSet::from(["audit", "auth", "health", "members", "tokens"].map(String::from))
+    );
     let expected = [
-        "login", "logout", "getCurrentUser", "changePassword", "listTokens", "createToken", "deleteToken",
-        "listMembers", "inviteMember", "updateMember", "removeMember", "listAuditEvents", "getHealthDetails", "getHealth",
+        "login",
+        "logout",
+        "getCurrentUser",
+        "changePassword",
+        "listTokens",
+        "createToken",
+        "deleteToken",
+        "listMembers",
+        "inviteMember",
+        "updateMember",
+        "removeMember",
+        "listAuditEvents",
+        "getHealthDetails",
+        "getHealth",
     ];
-    assert_eq!(routed, BTreeSet::from(expected), "every operation of the built groups has a route");
+    assert_eq!(
+        routed,
+        BTreeSet::from(expected),
+        "every operation of the built groups has a route"
+    );
 }

@@ -8,7 +8,15 @@ use crate::support::{TestApp, TestUser};
 use berth_shared::Role;
 
 /// Who calls, in the order of the expectations below.
-const CALLERS: [&str; 7] = ["viewer", "operator", "developer", "admin", "owner", "anonymous", "other-org"];
+const CALLERS: [&str; 7] = [
+    "viewer",
+    "operator",
+    "developer",
+    "admin",
+    "owner",
+    "anonymous",
+    "other-org",
+];
 
 struct Case {
     operation: &'static str,
@@ -21,38 +29,102 @@ struct Case {
 
 fn cases() -> Vec<Case> {
     vec![
-        Case { operation: "getCurrentUser", method: Method::GET, path: |_| "/api/v1/me".into(), body: None,
-               expected: [200, 200, 200, 200, 200, 401, 200] },
+        Case {
+            operation: "getCurrentUser",
+            method: Method::GET,
+            path: |_| "/api/v1/me".into(),
+            body: None,
+            expected: [200, 200, 200, 200, 200, 401, 200],
+        },
         // A wrong current password: 422 shows the call got past authorization.
-        Case { operation: "changePassword", method: Method::POST, path: |_| "/api/v1/me/password".into(),
-               body: Some(|| json!({ "current_password": "not my password", "new_password": "whatever comes next" })),
-               expected: [422, 422, 422, 422, 422, 401, 422] },
-        Case { operation: "logout", method: Method::POST, path: |_| "/api/v1/auth/logout".into(), body: None,
-               expected: [204, 204, 204, 204, 204, 401, 204] },
-        Case { operation: "listTokens", method: Method::GET, path: |_| "/api/v1/tokens".into(), body: None,
-               expected: [200, 200, 200, 200, 200, 401, 200] },
-        Case { operation: "createToken", method: Method::POST, path: |_| "/api/v1/tokens".into(),
-               body: Some(|| json!({ "name": "matrix" })),
-               expected: [201, 201, 201, 201, 201, 401, 201] },
-        Case { operation: "deleteToken", method: Method::DELETE, path: |_| "/api/v1/tokens/nosuchtoken0".into(), body: None,
-               expected: [404, 404, 404, 404, 404, 401, 404] },
-        Case { operation: "listMembers", method: Method::GET, path: |_| "/api/v1/members".into(), body: None,
-               expected: [200, 200, 200, 200, 200, 401, 200] },
-        Case { operation: "inviteMember", method: Method::POST, path: |_| "/api/v1/members".into(),
-               body: Some(|| json!({ "email": format!("{}@example.org", uuid::Uuid::new_v4().simple()), "role": "viewer" })),
-               expected: [403, 403, 403, 201, 201, 401, 201] },
-        Case { operation: "updateMember", method: Method::PATCH, path: |target| format!("/api/v1/members/{}", target.id),
-               body: Some(|| json!({ "role": "operator" })),
-               expected: [403, 403, 403, 200, 200, 401, 404] },
-        Case { operation: "removeMember", method: Method::DELETE, path: |target| format!("/api/v1/members/{}", target.id),
-               body: None,
-               expected: [403, 403, 403, 204, 204, 401, 404] },
-        Case { operation: "listAuditEvents", method: Method::GET, path: |_| "/api/v1/audit".into(), body: None,
-               expected: [403, 403, 403, 200, 200, 401, 200] },
-        Case { operation: "getHealthDetails", method: Method::GET, path: |_| "/api/v1/healthz/details".into(), body: None,
-               expected: [200, 200, 200, 200, 200, 401, 200] },
-        Case { operation: "getHealth", method: Method::GET, path: |_| "/api/v1/healthz".into(), body: None,
-               expected: [200, 200, 200, 200, 200, 200, 200] },
+        Case {
+            operation: "changePassword",
+            method: Method::POST,
+            path: |_| "/api/v1/me/password".into(),
+            body: Some(
+                || json!({ "current_password": "not my password", "new_password": "whatever comes next" }),
+            ),
+            expected: [422, 422, 422, 422, 422, 401, 422],
+        },
+        Case {
+            operation: "logout",
+            method: Method::POST,
+            path: |_| "/api/v1/auth/logout".into(),
+            body: None,
+            expected: [204, 204, 204, 204, 204, 401, 204],
+        },
+        Case {
+            operation: "listTokens",
+            method: Method::GET,
+            path: |_| "/api/v1/tokens".into(),
+            body: None,
+            expected: [200, 200, 200, 200, 200, 401, 200],
+        },
+        Case {
+            operation: "createToken",
+            method: Method::POST,
+            path: |_| "/api/v1/tokens".into(),
+            body: Some(|| json!({ "name": "matrix" })),
+            expected: [201, 201, 201, 201, 201, 401, 201],
+        },
+        Case {
+            operation: "deleteToken",
+            method: Method::DELETE,
+            path: |_| "/api/v1/tokens/nosuchtoken0".into(),
+            body: None,
+            expected: [404, 404, 404, 404, 404, 401, 404],
+        },
+        Case {
+            operation: "listMembers",
+            method: Method::GET,
+            path: |_| "/api/v1/members".into(),
+            body: None,
+            expected: [200, 200, 200, 200, 200, 401, 200],
+        },
+        Case {
+            operation: "inviteMember",
+            method: Method::POST,
+            path: |_| "/api/v1/members".into(),
+            body: Some(
+                || json!({ "email": format!("{}@example.org", uuid::Uuid::new_v4().simple()), "role": "viewer" }),
+            ),
+            expected: [403, 403, 403, 201, 201, 401, 201],
+        },
+        Case {
+            operation: "updateMember",
+            method: Method::PATCH,
+            path: |target| format!("/api/v1/members/{}", target.id),
+            body: Some(|| json!({ "role": "operator" })),
+            expected: [403, 403, 403, 200, 200, 401, 404],
+        },
+        Case {
+            operation: "removeMember",
+            method: Method::DELETE,
+            path: |target| format!("/api/v1/members/{}", target.id),
+            body: None,
+            expected: [403, 403, 403, 204, 204, 401, 404],
+        },
+        Case {
+            operation: "listAuditEvents",
+            method: Method::GET,
+            path: |_| "/api/v1/audit".into(),
+            body: None,
+            expected: [403, 403, 403, 200, 200, 401, 200],
+        },
+        Case {
+            operation: "getHealthDetails",
+            method: Method::GET,
+            path: |_| "/api/v1/healthz/details".into(),
+            body: None,
+            expected: [200, 200, 200, 200, 200, 401, 200],
+        },
+        Case {
+            operation: "getHealth",
+            method: Method::GET,
+            path: |_| "/api/v1/healthz".into(),
+            body: None,
+            expected: [200, 200, 200, 200, 200, 200, 200],
+        },
     ]
 }
 
@@ -73,7 +145,7 @@ async fn every_operation_for_every_kind_of_caller() {
             let target = app.user(Role::Viewer).await;
             let mut request = app.request(case.method.clone(), &(case.path)(&target));
             if let Some(user) = caller {
-                request = request.as_user(user);
+                request = request.by(user);
             }
             if let Some(body) = case.body {
                 request = request.json(body());
@@ -83,10 +155,16 @@ async fn every_operation_for_every_kind_of_caller() {
             if response.status.as_u16() != want {
                 failures.push(format!(
                     "{} as {}: want {want}, got {} {}",
-                    case.operation, CALLERS[index], response.status, response.text()
+                    case.operation,
+                    CALLERS[index],
+                    response.status,
+                    response.text()
                 ));
             } else if want >= 400 {
-                let code = response.json()["code"].as_str().unwrap_or_default().to_owned();
+                let code = response.json()["code"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
                 let expected_code = match want {
                     401 => "unauthenticated",
                     403 => "forbidden",
@@ -95,7 +173,10 @@ async fn every_operation_for_every_kind_of_caller() {
                     _ => unreachable!(),
                 };
                 if code != expected_code {
-                    failures.push(format!("{} as {}: code {code}, want {expected_code}", case.operation, CALLERS[index]));
+                    failures.push(format!(
+                        "{} as {}: code {code}, want {expected_code}",
+                        case.operation, CALLERS[index]
+                    ));
                 }
             }
             let event = app
@@ -114,6 +195,17 @@ async fn every_operation_for_every_kind_of_caller() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The matrix changed no one's role where it was refused.
-    let members = app.get("/api/v1/members").as_user(&app.owner).send().await.json();
-    assert!(members.as_array().unwrap().iter().any(|m| m["role"] == "owner"));
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert!(
+        members
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["role"] == "owner")
+    );
 }

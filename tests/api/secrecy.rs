@@ -13,11 +13,14 @@ async fn secrets_never_leak() {
 
     let invited = app
         .post("/api/v1/members")
-        .as_user(&app.owner)
+        .by(&app.owner)
         .json(json!({ "email": "leak-check@example.org", "role": "developer" }))
         .send()
         .await;
-    let temporary = invited.json()["temporary_password"].as_str().unwrap().to_owned();
+    let temporary = invited.json()["temporary_password"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     secrets.push(temporary.clone());
     let session = app.sign_in("leak-check@example.org", &temporary).await;
     secrets.push(session.clone());
@@ -30,13 +33,20 @@ async fn secrets_never_leak() {
             .send()
             .await,
     );
-    let created = app.post("/api/v1/tokens").session(&session).json(json!({ "name": "leak" })).send().await;
+    let created = app
+        .post("/api/v1/tokens")
+        .session(&session)
+        .json(json!({ "name": "leak" }))
+        .send()
+        .await;
     let token = created.json()["token"].as_str().unwrap().to_owned();
     secrets.push(token.clone());
     // Failed attempts carry secrets too.
     later_bodies.push(
         app.post("/api/v1/auth/login")
-            .json(json!({ "email": "leak-check@example.org", "password": "leak check wrong guess" }))
+            .json(
+                json!({ "email": "leak-check@example.org", "password": "leak check wrong guess" }),
+            )
             .send()
             .await,
     );
@@ -51,14 +61,32 @@ async fn secrets_never_leak() {
     later_bodies.push(app.get("/api/v1/tokens").bearer(&token).send().await);
     later_bodies.push(app.get("/api/v1/members").bearer(&token).send().await);
     later_bodies.push(app.get("/api/v1/me").session(&session).send().await);
-    later_bodies.push(app.get("/api/v1/audit?limit=200").as_user(&app.owner).send().await);
-    later_bodies.push(app.get("/api/v1/me").bearer(&format!("{token}x")).send().await);
-    later_bodies.push(app.post("/api/v1/auth/logout").session(&session).send().await);
+    later_bodies.push(
+        app.get("/api/v1/audit?limit=200")
+            .by(&app.owner)
+            .send()
+            .await,
+    );
+    later_bodies.push(
+        app.get("/api/v1/me")
+            .bearer(&format!("{token}x"))
+            .send()
+            .await,
+    );
+    later_bodies.push(
+        app.post("/api/v1/auth/logout")
+            .session(&session)
+            .send()
+            .await,
+    );
 
     for response in &later_bodies {
         let text = format!("{:?} {}", response.headers, response.text());
         for secret in &secrets {
-            assert!(!text.contains(secret.as_str()), "a response shows a secret: {text}");
+            assert!(
+                !text.contains(secret.as_str()),
+                "a response shows a secret: {text}"
+            );
         }
     }
     let mut audit = String::new();
@@ -68,7 +96,10 @@ async fn secrets_never_leak() {
     let logged = logs::captured();
     assert!(logged.contains("request"), "the capture works");
     for secret in &secrets {
-        assert!(!audit.contains(secret.as_str()), "the audit log holds a secret");
+        assert!(
+            !audit.contains(secret.as_str()),
+            "the audit log holds a secret"
+        );
         assert!(!logged.contains(secret.as_str()), "the log holds a secret");
     }
 }

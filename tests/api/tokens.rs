@@ -11,7 +11,7 @@ async fn create_list_use_and_revoke() {
     let user = app.user(Role::Viewer).await;
     let created = app
         .post("/api/v1/tokens")
-        .as_user(&user)
+        .by(&user)
         .json(json!({ "name": "ci", "expires_in_days": 30 }))
         .send()
         .await;
@@ -36,18 +36,28 @@ async fn create_list_use_and_revoke() {
     let tokens = tokens.as_array().unwrap();
     assert_eq!(tokens.len(), 2, "the fixture token and the new one");
     let entry = tokens.iter().find(|t| t["id"] == id.as_str()).unwrap();
-    assert!(entry.get("token").is_none(), "secrets are shown once: {entry}");
-    assert!(entry["last_used_at"].as_str().is_some(), "the use was recorded: {entry}");
+    assert!(
+        entry.get("token").is_none(),
+        "secrets are shown once: {entry}"
+    );
+    assert!(
+        entry["last_used_at"].as_str().is_some(),
+        "the use was recorded: {entry}"
+    );
     assert!(!listed.text().contains(&token));
 
     app.request("DELETE".parse().unwrap(), &format!("/api/v1/tokens/{id}"))
-        .as_user(&user)
+        .by(&user)
         .send()
         .await
         .assert_status(204);
-    app.get("/api/v1/me").bearer(&token).send().await.assert_problem(401, "unauthenticated");
+    app.get("/api/v1/me")
+        .bearer(&token)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
     app.request("DELETE".parse().unwrap(), &format!("/api/v1/tokens/{id}"))
-        .as_user(&user)
+        .by(&user)
         .send()
         .await
         .assert_problem(404, "not_found");
@@ -58,39 +68,89 @@ async fn tokens_are_private_to_their_owner() {
     let app = TestApp::new().await;
     let alice = app.user(Role::Admin).await;
     let bob = app.user(Role::Admin).await;
-    let created = app.post("/api/v1/tokens").as_user(&alice).json(json!({ "name": "mine" })).send().await;
+    let created = app
+        .post("/api/v1/tokens")
+        .by(&alice)
+        .json(json!({ "name": "mine" }))
+        .send()
+        .await;
     let id = created.json()["id"].as_str().unwrap().to_owned();
-    let bobs = app.get("/api/v1/tokens").as_user(&bob).send().await.json();
-    assert!(bobs.as_array().unwrap().iter().all(|t| t["id"] != id.as_str()));
+    let bobs = app.get("/api/v1/tokens").by(&bob).send().await.json();
+    assert!(
+        bobs.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["id"] != id.as_str())
+    );
     app.request("DELETE".parse().unwrap(), &format!("/api/v1/tokens/{id}"))
-        .as_user(&bob)
+        .by(&bob)
         .send()
         .await
         .assert_problem(404, "not_found");
-    let alices = app.get("/api/v1/tokens").as_user(&alice).send().await.json();
-    assert!(alices.as_array().unwrap().iter().any(|t| t["id"] == id.as_str()));
+    let alices = app.get("/api/v1/tokens").by(&alice).send().await.json();
+    assert!(
+        alices
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == id.as_str())
+    );
 }
 
 #[tokio::test]
 async fn invalid_token_requests() {
     let app = TestApp::new().await;
-    let create = |body| app.post("/api/v1/tokens").as_user(&app.owner).json(body);
-    create(json!({ "name": "" })).send().await.assert_problem(422, "validation_failed");
-    create(json!({ "name": "x".repeat(65) })).send().await.assert_problem(422, "validation_failed");
-    create(json!({ "name": "ci", "expires_in_days": 0 })).send().await.assert_problem(422, "validation_failed");
-    create(json!({ "name": "ci", "expires_in_days": 366 })).send().await.assert_problem(422, "validation_failed");
-    create(json!({ "name": "ci", "expires_in_days": "soon" })).send().await.assert_problem(400, "invalid_request");
-    create(json!({ "name": "ci", "scopes": [] })).send().await.assert_problem(400, "invalid_request");
-    create(json!({})).send().await.assert_problem(400, "invalid_request");
-    let listed = app.get("/api/v1/tokens").as_user(&app.owner).send().await.json();
-    assert_eq!(listed.as_array().unwrap().len(), 1, "nothing was created: {listed}");
-    app.post("/api/v1/tokens").json(json!({ "name": "ci" })).send().await.assert_problem(401, "unauthenticated");
+    let create = |body| app.post("/api/v1/tokens").by(&app.owner).json(body);
+    create(json!({ "name": "" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    create(json!({ "name": "x".repeat(65) }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    create(json!({ "name": "ci", "expires_in_days": 0 }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    create(json!({ "name": "ci", "expires_in_days": 366 }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    create(json!({ "name": "ci", "expires_in_days": "soon" }))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    create(json!({ "name": "ci", "scopes": [] }))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    create(json!({}))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    let listed = app.get("/api/v1/tokens").by(&app.owner).send().await.json();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "nothing was created: {listed}"
+    );
+    app.post("/api/v1/tokens")
+        .json(json!({ "name": "ci" }))
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
 }
 
 #[tokio::test]
 async fn expired_tokens_stop_working() {
     let app = TestApp::new().await;
-    let created = app.post("/api/v1/tokens").as_user(&app.owner).json(json!({ "name": "short" })).send().await;
+    let created = app
+        .post("/api/v1/tokens")
+        .by(&app.owner)
+        .json(json!({ "name": "short" }))
+        .send()
+        .await;
     let token = created.json()["token"].as_str().unwrap().to_owned();
     // Age the token in the store: expiry is checked on read, whatever TTL does.
     let digest = berth_shared::credentials::digest(&token);
@@ -108,7 +168,15 @@ async fn expired_tokens_stop_working() {
         .send()
         .await
         .unwrap();
-    app.get("/api/v1/me").bearer(&token).send().await.assert_problem(401, "unauthenticated");
-    let listed = app.get("/api/v1/tokens").as_user(&app.owner).send().await.json();
-    assert_eq!(listed.as_array().unwrap().len(), 1, "expired tokens are not listed");
+    app.get("/api/v1/me")
+        .bearer(&token)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
+    let listed = app.get("/api/v1/tokens").by(&app.owner).send().await.json();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "expired tokens are not listed"
+    );
 }

@@ -10,7 +10,10 @@ use berth_shared::http::{Caller, QueryParams, operation};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/audit", operation(Operation::ListAuditEvents, get(list_audit_events)))
+    Router::new().route(
+        "/api/v1/audit",
+        operation(Operation::ListAuditEvents, get(list_audit_events)),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -28,7 +31,14 @@ async fn list_audit_events(
     caller.require(Permission::AuditRead)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::InvalidRequest(format!("limit: must be 1 to {MAX_PAGE}")));
+        return Err(ApiError::InvalidRequest(format!(
+            "limit: must be 1 to {MAX_PAGE}"
+        )));
     }
-    Ok(Json(state.audit.page(&caller.user.org, limit, query.before).await?))
+    Ok(Json(
+        state
+            .audit
+            .page(&caller.user.org, limit, query.before)
+            .await?,
+    ))
 }

@@ -15,10 +15,22 @@ use berth_shared::{ApiError, AppState, Operation};
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/auth/login", operation(Operation::Login, post(sign_in)))
-        .route("/api/v1/auth/logout", operation(Operation::Logout, post(sign_out)))
-        .route("/api/v1/me", operation(Operation::GetCurrentUser, get(current_user)))
-        .route("/api/v1/me/password", operation(Operation::ChangePassword, post(change_password)))
+        .route(
+            "/api/v1/auth/login",
+            operation(Operation::Login, post(sign_in)),
+        )
+        .route(
+            "/api/v1/auth/logout",
+            operation(Operation::Logout, post(sign_out)),
+        )
+        .route(
+            "/api/v1/me",
+            operation(Operation::GetCurrentUser, get(current_user)),
+        )
+        .route(
+            "/api/v1/me/password",
+            operation(Operation::ChangePassword, post(change_password)),
+        )
 }
 
 /// No `Debug`: it holds a password.
@@ -34,21 +46,31 @@ async fn sign_in(
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(body): JsonBody<LoginBody>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let attempt = login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
+    let attempt =
+        login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
     if let Some(account) = attempt.account {
         scope::audit_target("user", account.id.clone());
         scope::audit_login_account(account, attempt.outcome.is_ok());
     }
     let (user, session) = attempt.outcome?;
-    Ok(([(SET_COOKIE, session.set_cookie)], Json(Identity::of(&user, "session"))))
+    Ok((
+        [(SET_COOKIE, session.set_cookie)],
+        Json(Identity::of(&user, "session")),
+    ))
 }
 
-async fn sign_out(State(state): State<AppState>, caller: Caller) -> Result<impl IntoResponse, ApiError> {
+async fn sign_out(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<impl IntoResponse, ApiError> {
     scope::audit_target("user", caller.user.id.clone());
     if let Credential::Session { digest } = &caller.credential {
         sessions::delete(&state.store, &caller.user.id, digest).await?;
     }
-    Ok((StatusCode::NO_CONTENT, [(SET_COOKIE, sessions::clearing_cookie(&state.config))]))
+    Ok((
+        StatusCode::NO_CONTENT,
+        [(SET_COOKIE, sessions::clearing_cookie(&state.config))],
+    ))
 }
 
 async fn current_user(caller: Caller) -> Json<Identity> {
@@ -69,6 +91,12 @@ async fn change_password(
     JsonBody(body): JsonBody<PasswordChange>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     scope::audit_target("user", caller.user.id.clone());
-    login::change_password(&state.store, &caller, body.current_password, body.new_password).await?;
+    login::change_password(
+        &state.store,
+        &caller,
+        body.current_password,
+        body.new_password,
+    )
+    .await?;
     Ok(Json(serde_json::json!({ "changed": true })))
 }

@@ -11,8 +11,14 @@ use berth_shared::{AppState, Operation};
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/v1/healthz", operation(Operation::GetHealth, get(liveness)))
-        .route("/api/v1/healthz/details", operation(Operation::GetHealthDetails, get(details)))
+        .route(
+            "/api/v1/healthz",
+            operation(Operation::GetHealth, get(liveness)),
+        )
+        .route(
+            "/api/v1/healthz/details",
+            operation(Operation::GetHealthDetails, get(details)),
+        )
 }
 
 /// Answers while the process is up; asks nothing of DynamoDB, for load balancers.
@@ -20,8 +26,15 @@ async fn liveness() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
-async fn details(State(state): State<AppState>, _caller: Caller) -> (StatusCode, Json<HealthReport>) {
+async fn details(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> (StatusCode, Json<HealthReport>) {
     let report = HealthReport::of(vec![health::dynamodb(&state.store).await]);
-    let status = if report.all_up() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if report.all_up() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     (status, Json(report))
 }

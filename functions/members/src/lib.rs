@@ -14,13 +14,17 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(
             "/api/v1/members",
-            operation(Operation::ListMembers, get(list_members))
-                .merge(operation(Operation::InviteMember, axum::routing::post(invite_member))),
+            operation(Operation::ListMembers, get(list_members)).merge(operation(
+                Operation::InviteMember,
+                axum::routing::post(invite_member),
+            )),
         )
         .route(
             "/api/v1/members/{member}",
-            operation(Operation::UpdateMember, patch(update_member))
-                .merge(operation(Operation::RemoveMember, axum::routing::delete(remove_member))),
+            operation(Operation::UpdateMember, patch(update_member)).merge(operation(
+                Operation::RemoveMember,
+                axum::routing::delete(remove_member),
+            )),
         )
 }
 
@@ -32,7 +36,10 @@ fn parse_role(role: &str) -> Result<Role, ApiError> {
     })
 }
 
-async fn list_members(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<MemberRecord>>, ApiError> {
+async fn list_members(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<MemberRecord>>, ApiError> {
     caller.require(Permission::Read)?;
     Ok(Json(members::list(&state.store, &caller.user.org).await?))
 }
@@ -52,7 +59,8 @@ async fn invite_member(
 ) -> Result<(StatusCode, Json<NewMember>), ApiError> {
     caller.require(Permission::MemberManage)?;
     let role = parse_role(&body.role)?;
-    let invited = members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
+    let invited =
+        members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
     scope::audit_target("member", invited.member.id.clone());
     Ok((StatusCode::CREATED, Json(invited)))
 }
@@ -72,7 +80,9 @@ async fn update_member(
     scope::audit_target("member", member_id.clone());
     caller.require(Permission::MemberManage)?;
     let role = parse_role(&body.role)?;
-    Ok(Json(members::change_role(&state.store, &caller, &member_id, role).await?))
+    Ok(Json(
+        members::change_role(&state.store, &caller, &member_id, role).await?,
+    ))
 }
 
 async fn remove_member(

@@ -17,10 +17,16 @@ pub fn router() -> Router<AppState> {
             operation(Operation::ListTokens, get(list_tokens))
                 .merge(operation(Operation::CreateToken, post(create_token))),
         )
-        .route("/api/v1/tokens/{token}", operation(Operation::DeleteToken, delete(delete_token)))
+        .route(
+            "/api/v1/tokens/{token}",
+            operation(Operation::DeleteToken, delete(delete_token)),
+        )
 }
 
-async fn list_tokens(State(state): State<AppState>, caller: Caller) -> Result<Json<Vec<TokenRecord>>, ApiError> {
+async fn list_tokens(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Json<Vec<TokenRecord>>, ApiError> {
     let tokens = tokens::list(&state.store, &caller.user.id).await?;
     Ok(Json(tokens.iter().map(tokens::TokenItem::record).collect()))
 }
@@ -37,7 +43,13 @@ async fn create_token(
     caller: Caller,
     JsonBody(body): JsonBody<NewToken>,
 ) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
-    let created = tokens::create(&state.store, &caller.user.id, &body.name, body.expires_in_days).await?;
+    let created = tokens::create(
+        &state.store,
+        &caller.user.id,
+        &body.name,
+        body.expires_in_days,
+    )
+    .await?;
     scope::audit_target("token", created.record.id.clone());
     Ok((StatusCode::CREATED, Json(created)))
 }

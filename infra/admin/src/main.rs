@@ -14,7 +14,11 @@ use berth_shared::store::schema::{self, TableCreation};
 use berth_shared::{ApiError, AppState};
 
 #[derive(Parser)]
-#[command(name = "berth-admin", version, about = "Sets up and looks after a Berth installation")]
+#[command(
+    name = "berth-admin",
+    version,
+    about = "Sets up and looks after a Berth installation"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -77,7 +81,9 @@ async fn main() -> ExitCode {
 
 fn explain(error: ApiError) -> String {
     match error {
-        ApiError::StorageUnavailable(cause) => format!("DynamoDB did not answer or failed: {cause}"),
+        ApiError::StorageUnavailable(cause) => {
+            format!("DynamoDB did not answer or failed: {cause}")
+        }
         ApiError::Internal(cause) => format!("internal error: {cause}"),
         ApiError::ValidationFailed(detail) | ApiError::Conflict(detail) => detail,
         other => other.to_string(),
@@ -88,13 +94,18 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
     let table = state.store.table();
     match command {
         Command::CreateTable => {
-            match schema::create_table(state.store.client(), table).await.map_err(explain)? {
+            match schema::create_table(state.store.client(), table)
+                .await
+                .map_err(explain)?
+            {
                 TableCreation::Created => println!("created table {table}"),
                 TableCreation::AlreadyExisted => println!("table {table} already exists"),
             }
         }
         Command::Bootstrap { org, email, json } => {
-            let owner = members::bootstrap(&state.store, &org, &email).await.map_err(explain)?;
+            let owner = members::bootstrap(&state.store, &org, &email)
+                .await
+                .map_err(explain)?;
             if json {
                 let shown = serde_json::json!({
                     "email": owner.member.email,
@@ -102,29 +113,48 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
                 });
                 println!("{shown}");
             } else {
-                println!("organization {org} created with owner {}", owner.member.email);
-                println!("temporary password (shown once; change it at first sign-in): {}", owner.temporary_password);
+                println!(
+                    "organization {org} created with owner {}",
+                    owner.member.email
+                );
+                println!(
+                    "temporary password (shown once; change it at first sign-in): {}",
+                    owner.temporary_password
+                );
             }
         }
-        Command::Cluster { command: ClusterCommand::Set { kubeconfig, context } } => {
+        Command::Cluster {
+            command:
+                ClusterCommand::Set {
+                    kubeconfig,
+                    context,
+                },
+        } => {
             let yaml = std::fs::read_to_string(&kubeconfig)
                 .map_err(|e| format!("cannot read {}: {e}", kubeconfig.display()))?;
-            let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await.map_err(explain)?;
-            println!("stored kubeconfig: context {}, cluster {} at {}", summary.context, summary.cluster, summary.server);
+            let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context)
+                .await
+                .map_err(explain)?;
+            println!(
+                "stored kubeconfig: context {}, cluster {} at {}",
+                summary.context, summary.cluster, summary.server
+            );
         }
-        Command::Cluster { command: ClusterCommand::Show } => {
-            match kubeconfig::load(&state.store).await.map_err(explain)? {
-                None => println!("no kubeconfig stored"),
-                Some(stored) => {
-                    let summary = kubeconfig::summary(&stored).map_err(explain)?;
-                    println!("context:    {}", summary.context);
-                    println!("cluster:    {}", summary.cluster);
-                    println!("server:     {}", summary.server);
-                    println!("updated at: {}", summary.updated_at);
-                }
+        Command::Cluster {
+            command: ClusterCommand::Show,
+        } => match kubeconfig::load(&state.store).await.map_err(explain)? {
+            None => println!("no kubeconfig stored"),
+            Some(stored) => {
+                let summary = kubeconfig::summary(&stored).map_err(explain)?;
+                println!("context:    {}", summary.context);
+                println!("cluster:    {}", summary.cluster);
+                println!("server:     {}", summary.server);
+                println!("updated at: {}", summary.updated_at);
             }
-        }
-        Command::Cluster { command: ClusterCommand::Clear } => {
+        },
+        Command::Cluster {
+            command: ClusterCommand::Clear,
+        } => {
             if kubeconfig::clear(&state.store).await.map_err(explain)? {
                 println!("stored kubeconfig removed");
             } else {

@@ -72,9 +72,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 }
                 Ok(Caller(principal.clone()))
             }
-            Some(Authentication::Unavailable) => {
-                Err(ApiError::StorageUnavailable("credentials could not be checked".into()))
-            }
+            Some(Authentication::Unavailable) => Err(ApiError::StorageUnavailable(
+                "credentials could not be checked".into(),
+            )),
             _ => Err(ApiError::Unauthenticated),
         }
     }
@@ -85,7 +85,10 @@ impl Caller {
         if self.0.can(permission) {
             Ok(())
         } else {
-            Err(ApiError::Forbidden(format!("this needs the {} permission", permission.as_str())))
+            Err(ApiError::Forbidden(format!(
+                "this needs the {} permission",
+                permission.as_str()
+            )))
         }
     }
 }

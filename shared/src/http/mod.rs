@@ -42,7 +42,10 @@ pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(|_panic| {
             ApiError::Internal("a handler panicked".into()).into_response()
         }))
-        .layer(middleware::from_fn_with_state(state.clone(), pipeline::pipeline))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            pipeline::pipeline,
+        ))
         .with_state(state)
 }
 

@@ -36,15 +36,27 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
     });
     let authentication = authenticate(&state.store, request.headers()).await;
     request.extensions_mut().insert(authentication.clone());
-    request.extensions_mut().insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));
+    request
+        .extensions_mut()
+        .insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));
 
     let scope = RequestScope::new(request_id.clone());
     let mut response = scope.clone().run(next.run(request)).await;
 
-    let operation =
-        response.extensions().get::<Operation>().copied().unwrap_or(Operation::UnknownRoute);
+    let operation = response
+        .extensions()
+        .get::<Operation>()
+        .copied()
+        .unwrap_or(Operation::UnknownRoute);
     let status = response.status().as_u16();
-    let call = describe_call(&authentication, scope.notes(), operation, status, ip, &request_id);
+    let call = describe_call(
+        &authentication,
+        scope.notes(),
+        operation,
+        status,
+        ip,
+        &request_id,
+    );
     for org in audit_partitions(&authentication, &scope.notes()) {
         if let Err(error) = state.audit.record(&org, &call).await {
             tracing::error!(request_id = %request_id, operation = operation.id(), org = %org,
@@ -68,7 +80,9 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
 
 fn error_cause(error: &crate::ApiError) -> String {
     match error {
-        crate::ApiError::StorageUnavailable(cause) | crate::ApiError::Internal(cause) => cause.clone(),
+        crate::ApiError::StorageUnavailable(cause) | crate::ApiError::Internal(cause) => {
+            cause.clone()
+        }
         other => other.to_string(),
     }
 }
@@ -102,7 +116,9 @@ fn describe_call(
         (_, Some(account)) => (ActorKind::User, Some(account.email.clone())),
         _ => (ActorKind::Anonymous, None),
     };
-    let (target_kind, target) = notes.target.map_or((None, None), |(kind, name)| (Some(kind), Some(name)));
+    let (target_kind, target) = notes
+        .target
+        .map_or((None, None), |(kind, name)| (Some(kind), Some(name)));
     Call {
         actor_kind,
         actor,

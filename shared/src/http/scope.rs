@@ -26,11 +26,17 @@ pub struct RequestScope {
 
 impl RequestScope {
     pub fn new(request_id: String) -> Arc<Self> {
-        Arc::new(Self { request_id, notes: Mutex::new(AuditNotes::default()) })
+        Arc::new(Self {
+            request_id,
+            notes: Mutex::new(AuditNotes::default()),
+        })
     }
 
     pub fn notes(&self) -> AuditNotes {
-        self.notes.lock().map(|notes| notes.clone()).unwrap_or_default()
+        self.notes
+            .lock()
+            .map(|notes| notes.clone())
+            .unwrap_or_default()
     }
 
     pub async fn run<F: Future>(self: Arc<Self>, future: F) -> F::Output {

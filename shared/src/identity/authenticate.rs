@@ -97,7 +97,10 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         }
         Credential::Session { digest }
     };
-    Ok(Some(Principal { user: profile.user(), credential }))
+    Ok(Some(Principal {
+        user: profile.user(),
+        credential,
+    }))
 }
 
 /// Reads a user's profile and one of its credentials in one round trip.
@@ -124,15 +127,24 @@ async fn read_pair(
         if let Some(mut responses) = output.responses {
             found.extend(responses.remove(store.table()).unwrap_or_default());
         }
-        match output.unprocessed_keys.and_then(|mut left| left.remove(store.table())) {
+        match output
+            .unprocessed_keys
+            .and_then(|mut left| left.remove(store.table()))
+        {
             Some(left) if !left.keys().is_empty() => wanted = left,
             _ => break,
         }
     }
     let is_profile = |item: &Item| {
-        item.get(keys::SK).and_then(|v| v.as_s().ok()).map(String::as_str) == Some(keys::PROFILE_SK)
+        item.get(keys::SK)
+            .and_then(|v| v.as_s().ok())
+            .map(String::as_str)
+            == Some(keys::PROFILE_SK)
     };
-    let profile = found.iter().position(is_profile).map(|at| found.swap_remove(at));
+    let profile = found
+        .iter()
+        .position(is_profile)
+        .map(|at| found.swap_remove(at));
     Ok(match (profile, found.pop()) {
         (Some(profile), Some(credential)) => Some((profile, credential)),
         _ => None,

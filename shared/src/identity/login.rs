@@ -37,29 +37,41 @@ pub async fn login(
     };
     let user = account.as_ref().map(ProfileItem::user);
     let now = clock::unix_seconds();
-    let blocked = [(Subject::Email, &lookup.email_counter), (Subject::Ip, &lookup.ip_counter)]
-        .into_iter()
-        .filter_map(|(subject, counter)| counter.as_ref()?.blocked_for(subject, now))
-        .max();
+    let blocked = [
+        (Subject::Email, &lookup.email_counter),
+        (Subject::Ip, &lookup.ip_counter),
+    ]
+    .into_iter()
+    .filter_map(|(subject, counter)| counter.as_ref()?.blocked_for(subject, now))
+    .max();
     if let Some(retry_after_secs) = blocked {
         return Ok(LoginAttempt {
             account: user,
             outcome: Err(ApiError::TooManyRequests { retry_after_secs }),
         });
     }
-    let stored_hash = account.as_ref().filter(|a| a.active).map(|a| a.password_hash.clone());
+    let stored_hash = account
+        .as_ref()
+        .filter(|a| a.active)
+        .map(|a| a.password_hash.clone());
     let verified = password::verify(password, stored_hash).await?;
     let Some(account) = account.filter(|_| verified) else {
         throttle::record_failure(store, Subject::Email, &email).await?;
         throttle::record_failure(store, Subject::Ip, client_ip).await?;
-        return Ok(LoginAttempt { account: user, outcome: Err(ApiError::InvalidCredentials) });
+        return Ok(LoginAttempt {
+            account: user,
+            outcome: Err(ApiError::InvalidCredentials),
+        });
     };
     if lookup.email_counter.is_some() {
         throttle::clear(store, Subject::Email, &email).await?;
     }
     let session = sessions::create(store, config, &account.id, account.session_epoch).await?;
     let user = account.user();
-    Ok(LoginAttempt { account: Some(user.clone()), outcome: Ok((user, session)) })
+    Ok(LoginAttempt {
+        account: Some(user.clone()),
+        outcome: Ok((user, session)),
+    })
 }
 
 /// The email's account and both throttle counters, read in one round trip.
@@ -84,15 +96,25 @@ impl LoginLookup {
             .request_items(store.table(), wanted)
             .send()
             .await?;
-        if output.unprocessed_keys.as_ref().is_some_and(|left| !left.is_empty()) {
-            return Err(ApiError::StorageUnavailable("login lookup left keys unprocessed".into()));
+        if output
+            .unprocessed_keys
+            .as_ref()
+            .is_some_and(|left| !left.is_empty())
+        {
+            return Err(ApiError::StorageUnavailable(
+                "login lookup left keys unprocessed".into(),
+            ));
         }
         let items = output
             .responses
             .and_then(|mut by_table| by_table.remove(store.table()))
             .unwrap_or_default();
         let pk_of = |item: &Item| item.get(keys::PK).and_then(|v| v.as_s().ok()).cloned();
-        let mut lookup = Self { user_id: None, email_counter: None, ip_counter: None };
+        let mut lookup = Self {
+            user_id: None,
+            email_counter: None,
+            ip_counter: None,
+        };
         for item in items {
             let pk = pk_of(&item).unwrap_or_default();
             if pk == keys::email(email) {
@@ -124,7 +146,9 @@ pub async fn change_password(
         ));
     }
     let user = &principal.user;
-    let profile = profile::get_profile(store, &user.id).await?.ok_or(ApiError::Unauthenticated)?;
+    let profile = profile::get_profile(store, &user.id)
+        .await?
+        .ok_or(ApiError::Unauthenticated)?;
     let throttle_lookup = store
         .client()
         .get_item()
@@ -141,7 +165,9 @@ pub async fn change_password(
     }
     if !password::verify(current_password, Some(profile.password_hash.clone())).await? {
         throttle::record_failure(store, Subject::Email, &user.email).await?;
-        return Err(ApiError::ValidationFailed("current_password: is not correct".into()));
+        return Err(ApiError::ValidationFailed(
+            "current_password: is not correct".into(),
+        ));
     }
     let new_hash = password::hash(new_password).await?;
     let epoch = profile.session_epoch + 1;
@@ -169,7 +195,10 @@ pub async fn change_password(
                 .update(
                     Update::builder()
                         .table_name(store.table())
-                        .set_key(Some(store::key(keys::user(&user.id), &keys::session_sk(digest))))
+                        .set_key(Some(store::key(
+                            keys::user(&user.id),
+                            &keys::session_sk(digest),
+                        )))
                         .update_expression("SET epoch = :epoch")
                         .condition_expression("attribute_exists(pk)")
                         .expression_attribute_values(":epoch", store::n(epoch))
@@ -179,11 +208,18 @@ pub async fn change_password(
                 .build(),
         );
     }
-    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    let written = store
+        .client()
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await;
     match written {
         Ok(_) => {}
         Err(e) if store::cancelled_conditions(&e).is_some_and(|failed| failed.contains(&true)) => {
-            return Err(ApiError::Conflict("the password was changed meanwhile; sign in again".into()));
+            return Err(ApiError::Conflict(
+                "the password was changed meanwhile; sign in again".into(),
+            ));
         }
         Err(e) => return Err(store::transaction_failure(e)),
     }

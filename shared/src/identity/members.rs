@@ -118,7 +118,10 @@ pub async fn invite(
         must_change_password: true,
     });
     create_account(store, &profile, OrgWrite::Existing).await?;
-    Ok(NewMember { member: MemberRecord::from(&profile), temporary_password })
+    Ok(NewMember {
+        member: MemberRecord::from(&profile),
+        temporary_password,
+    })
 }
 
 /// Creates an organization and its first owner (the admin CLI's bootstrap).
@@ -137,13 +140,18 @@ pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMembe
         must_change_password: true,
     });
     create_account(store, &profile, OrgWrite::Create).await?;
-    Ok(NewMember { member: MemberRecord::from(&profile), temporary_password })
+    Ok(NewMember {
+        member: MemberRecord::from(&profile),
+        temporary_password,
+    })
 }
 
 pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
     let bytes = org.as_bytes();
     let valid = (1..=MAX_ORG_NAME_LEN).contains(&org.len())
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
         && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
         && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
     if valid {
@@ -162,7 +170,11 @@ enum OrgWrite {
     Create,
 }
 
-async fn create_account(store: &Store, profile: &ProfileItem, org: OrgWrite) -> Result<(), ApiError> {
+async fn create_account(
+    store: &Store,
+    profile: &ProfileItem,
+    org: OrgWrite,
+) -> Result<(), ApiError> {
     let table = store.table();
     let put = |item: Item| -> Result<TransactWriteItem, ApiError> {
         Ok(TransactWriteItem::builder()
@@ -209,17 +221,29 @@ async fn create_account(store: &Store, profile: &ProfileItem, org: OrgWrite) -> 
             .build(),
     };
     let writes = vec![
-        put(store::to_item(&EmailItem::new(&profile.email, &profile.id))?)?,
+        put(store::to_item(&EmailItem::new(
+            &profile.email,
+            &profile.id,
+        ))?)?,
         put(store::to_item(profile)?)?,
         org_write,
     ];
-    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    let written = store
+        .client()
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await;
     match written {
         Ok(_) => Ok(()),
         Err(e) => match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => Err(ApiError::Conflict("an account with this email already exists".into())),
+            Some([true, ..]) => Err(ApiError::Conflict(
+                "an account with this email already exists".into(),
+            )),
             Some([_, _, true]) => Err(match org {
-                OrgWrite::Create => ApiError::Conflict(format!("organization {} already exists", profile.org)),
+                OrgWrite::Create => {
+                    ApiError::Conflict(format!("organization {} already exists", profile.org))
+                }
                 OrgWrite::Existing => ApiError::NotFound,
             }),
             _ => Err(store::transaction_failure(e)),
@@ -239,33 +263,42 @@ pub async fn change_role(
     if target.role == role {
         return Ok(MemberRecord::from(&target));
     }
-    let mut writes = vec![TransactWriteItem::builder()
-        .update(
-            Update::builder()
-                .table_name(store.table())
-                .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
-                .update_expression("SET #role = :new")
-                .condition_expression("#role = :old AND org = :org")
-                .expression_attribute_names("#role", "role")
-                .expression_attribute_values(":new", store::s(role.as_str()))
-                .expression_attribute_values(":old", store::s(target.role.as_str()))
-                .expression_attribute_values(":org", store::s(&caller.user.org))
-                .build()
-                .map_err(build_error)?,
-        )
-        .build()];
+    let mut writes = vec![
+        TransactWriteItem::builder()
+            .update(
+                Update::builder()
+                    .table_name(store.table())
+                    .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+                    .update_expression("SET #role = :new")
+                    .condition_expression("#role = :old AND org = :org")
+                    .expression_attribute_names("#role", "role")
+                    .expression_attribute_values(":new", store::s(role.as_str()))
+                    .expression_attribute_values(":old", store::s(target.role.as_str()))
+                    .expression_attribute_values(":org", store::s(&caller.user.org))
+                    .build()
+                    .map_err(build_error)?,
+            )
+            .build(),
+    ];
     let owners_delta = i64::from(role == Role::Owner) - i64::from(target.role == Role::Owner);
     if owners_delta != 0 {
         writes.push(owner_count_change(store, &caller.user.org, owners_delta)?);
     }
-    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    let written = store
+        .client()
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await;
     match written {
         Ok(_) => {
             target.role = role;
             Ok(MemberRecord::from(&target))
         }
         Err(e) => Err(match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => ApiError::Conflict("the member was changed meanwhile; try again".into()),
+            Some([true, ..]) => {
+                ApiError::Conflict("the member was changed meanwhile; try again".into())
+            }
             Some([_, true]) => last_owner_conflict(),
             _ => store::transaction_failure(e),
         }),
@@ -304,10 +337,17 @@ pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Resul
     if target.role == Role::Owner {
         writes.push(owner_count_change(store, &caller.user.org, -1)?);
     }
-    let written = store.client().transact_write_items().set_transact_items(Some(writes)).send().await;
+    let written = store
+        .client()
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await;
     if let Err(e) = written {
         return Err(match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => ApiError::Conflict("the member was changed meanwhile; try again".into()),
+            Some([true, ..]) => {
+                ApiError::Conflict("the member was changed meanwhile; try again".into())
+            }
             Some([_, _, true]) => last_owner_conflict(),
             _ => store::transaction_failure(e),
         });
@@ -335,13 +375,19 @@ fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWr
     } else {
         update.condition_expression("attribute_exists(pk)")
     };
-    Ok(TransactWriteItem::builder().update(update.build().map_err(build_error)?).build())
+    Ok(TransactWriteItem::builder()
+        .update(update.build().map_err(build_error)?)
+        .build())
 }
 
 async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {
     for prefix in [keys::SESSION_SK_PREFIX, keys::TOKEN_SK_PREFIX] {
         for item in profile::user_items(store, user_id, prefix).await? {
-            let sk = item.get(keys::SK).and_then(|v| v.as_s().ok()).cloned().unwrap_or_default();
+            let sk = item
+                .get(keys::SK)
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
             store
                 .client()
                 .delete_item()

@@ -109,7 +109,9 @@ pub fn validate_email(email: &str) -> Result<(), crate::ApiError> {
     if valid {
         Ok(())
     } else {
-        Err(crate::ApiError::ValidationFailed("email: not a valid email address".into()))
+        Err(crate::ApiError::ValidationFailed(
+            "email: not a valid email address".into(),
+        ))
     }
 }
 
@@ -122,7 +124,14 @@ mod tests {
         assert_eq!(normalize_email("  Ada@Example.ORG "), "ada@example.org");
         assert!(validate_email("ada@example.org").is_ok());
         assert!(validate_email("admin@localhost").is_ok());
-        for bad in ["", "ada", "@example.org", "ada@", "a b@example.org", "a@b@c"] {
+        for bad in [
+            "",
+            "ada",
+            "@example.org",
+            "ada@",
+            "a b@example.org",
+            "a@b@c",
+        ] {
             assert!(validate_email(bad).is_err(), "{bad}");
         }
     }

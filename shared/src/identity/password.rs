@@ -38,7 +38,9 @@ fn hash_blocking(password: &str) -> Result<String, ApiError> {
 }
 
 fn verify_blocking(password: &str, stored_hash: &str) -> bool {
-    let Ok(parsed) = PasswordHash::new(stored_hash) else { return false };
+    let Ok(parsed) = PasswordHash::new(stored_hash) else {
+        return false;
+    };
     hasher().is_ok_and(|argon| argon.verify_password(password.as_bytes(), &parsed).is_ok())
 }
 
@@ -78,9 +80,20 @@ mod tests {
     #[tokio::test]
     async fn hashes_with_argon2id_and_verifies() {
         let hash = hash("correct horse battery".into()).await.unwrap();
-        assert!(hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{hash}");
-        assert!(verify("correct horse battery".into(), Some(hash.clone())).await.unwrap());
-        assert!(!verify("wrong horse battery".into(), Some(hash)).await.unwrap());
+        assert!(
+            hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"),
+            "{hash}"
+        );
+        assert!(
+            verify("correct horse battery".into(), Some(hash.clone()))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !verify("wrong horse battery".into(), Some(hash))
+                .await
+                .unwrap()
+        );
         assert!(!verify("anything at all".into(), None).await.unwrap());
         assert!(!verify("x".into(), Some("not a hash".into())).await.unwrap());
     }

@@ -80,7 +80,11 @@ pub struct EmailItem {
 
 impl EmailItem {
     pub fn new(email: &str, user_id: &str) -> Self {
-        Self { pk: keys::email(email), sk: keys::EMAIL_SK.to_owned(), user_id: user_id.to_owned() }
+        Self {
+            pk: keys::email(email),
+            sk: keys::EMAIL_SK.to_owned(),
+            user_id: user_id.to_owned(),
+        }
     }
 }
 

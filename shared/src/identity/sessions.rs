@@ -2,10 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ApiError;
 use crate::config::Config;
 use crate::credentials;
 use crate::store::{self, Store, keys};
-use crate::ApiError;
 
 pub const COOKIE: &str = "berth_session";
 
@@ -72,7 +72,11 @@ pub(crate) async fn delete_by_sk(store: &Store, user_id: &str, sk: &str) -> Resu
 }
 
 fn cookie(config: &Config, value: &str, max_age: i64) -> String {
-    let secure = if config.secure_cookies { "; Secure" } else { "" };
+    let secure = if config.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
     format!("{COOKIE}={value}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}{secure}")
 }
 
@@ -96,7 +100,10 @@ mod tests {
 
     #[test]
     fn reads_the_session_cookie_among_others() {
-        assert_eq!(from_cookie_header("a=1; berth_session=xyz; b=2"), Some("xyz"));
+        assert_eq!(
+            from_cookie_header("a=1; berth_session=xyz; b=2"),
+            Some("xyz")
+        );
         assert_eq!(from_cookie_header("berth_session=xyz"), Some("xyz"));
         assert_eq!(from_cookie_header("other=1"), None);
         assert_eq!(from_cookie_header("xberth_session=1"), None);
@@ -111,6 +118,9 @@ mod tests {
             "berth_session=v; HttpOnly; SameSite=Lax; Path=/; Max-Age=60; Secure"
         );
         config.secure_cookies = false;
-        assert_eq!(clearing_cookie(&config), "berth_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0");
+        assert_eq!(
+            clearing_cookie(&config),
+            "berth_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0"
+        );
     }
 }

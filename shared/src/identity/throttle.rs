@@ -97,7 +97,9 @@ pub async fn record_failure(store: &Store, subject: Subject, value: &str) -> Res
             Err(e) => return Err(e.into()),
         }
     }
-    Err(ApiError::StorageUnavailable("throttle counter kept changing".into()))
+    Err(ApiError::StorageUnavailable(
+        "throttle counter kept changing".into(),
+    ))
 }
 
 /// Forgets a subject's failures (after a successful login).
@@ -118,12 +120,18 @@ mod tests {
 
     #[test]
     fn blocks_at_the_limit_until_the_window_ends() {
-        let counter = Counter { window_start: 1_000, failures: 5 };
+        let counter = Counter {
+            window_start: 1_000,
+            failures: 5,
+        };
         assert_eq!(counter.blocked_for(Subject::Email, 1_000), Some(900));
         assert_eq!(counter.blocked_for(Subject::Email, 1_899), Some(1));
         assert_eq!(counter.blocked_for(Subject::Email, 1_900), None);
         assert_eq!(counter.blocked_for(Subject::Ip, 1_000), None);
-        let counter = Counter { window_start: 1_000, failures: 4 };
+        let counter = Counter {
+            window_start: 1_000,
+            failures: 4,
+        };
         assert_eq!(counter.blocked_for(Subject::Email, 1_000), None);
     }
 }

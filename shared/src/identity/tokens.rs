@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ApiError;
 use crate::clock;
 use crate::credentials;
 use crate::store::{self, Store, keys};
-use crate::ApiError;
 
 pub const MAX_NAME_LEN: usize = 64;
 pub const MAX_LIFETIME_DAYS: u32 = 365;
@@ -109,19 +109,27 @@ pub async fn create(
         .condition_expression("attribute_not_exists(pk)")
         .send()
         .await?;
-    Ok(CreatedToken { record: item.record(), token })
+    Ok(CreatedToken {
+        record: item.record(),
+        token,
+    })
 }
 
 /// The user's live tokens, newest first.
 pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiError> {
     let now = clock::unix_seconds();
-    let mut tokens: Vec<TokenItem> = super::profile::user_items(store, user_id, keys::TOKEN_SK_PREFIX)
-        .await?
-        .into_iter()
-        .map(store::from_item::<TokenItem>)
-        .filter(|token| token.as_ref().map_or(true, |t| !t.expired(now)))
-        .collect::<Result<_, _>>()?;
-    tokens.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(&b.id)));
+    let mut tokens: Vec<TokenItem> =
+        super::profile::user_items(store, user_id, keys::TOKEN_SK_PREFIX)
+            .await?
+            .into_iter()
+            .map(store::from_item::<TokenItem>)
+            .filter(|token| token.as_ref().map_or(true, |t| !t.expired(now)))
+            .collect::<Result<_, _>>()?;
+    tokens.sort_by(|a, b| {
+        b.created_at
+            .cmp(&a.created_at)
+            .then_with(|| a.id.cmp(&b.id))
+    });
     Ok(tokens)
 }
 
@@ -157,7 +165,10 @@ pub async fn touch(store: &Store, user_id: &str, digest: &str, last_used_at: Opt
         .client()
         .update_item()
         .table_name(store.table())
-        .set_key(Some(store::key(keys::user(user_id), &keys::token_sk(digest))))
+        .set_key(Some(store::key(
+            keys::user(user_id),
+            &keys::token_sk(digest),
+        )))
         .update_expression("SET last_used_at = :now")
         .condition_expression("attribute_exists(pk)")
         .expression_attribute_values(":now", store::n(now))

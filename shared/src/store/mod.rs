@@ -34,7 +34,10 @@ pub struct Store {
 
 impl Store {
     pub fn new(client: Client, table: impl Into<Arc<str>>) -> Self {
-        Self { client, table: table.into() }
+        Self {
+            client,
+            table: table.into(),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -90,7 +93,9 @@ where
 }
 
 /// For a cancelled transaction: why each of its items was refused.
-pub fn cancellation_reasons<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<&[CancellationReason]> {
+pub fn cancellation_reasons<R>(
+    error: &SdkError<TransactWriteItemsError, R>,
+) -> Option<&[CancellationReason]> {
     match error {
         SdkError::ServiceError(service) => match service.err() {
             TransactWriteItemsError::TransactionCanceledException(cancelled) => {
@@ -105,15 +110,23 @@ pub fn cancellation_reasons<R>(error: &SdkError<TransactWriteItemsError, R>) -> 
 /// For a cancelled transaction: which of its items failed their condition.
 pub fn cancelled_conditions<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<Vec<bool>> {
     cancellation_reasons(error).map(|reasons| {
-        reasons.iter().map(|reason| reason.code() == Some("ConditionalCheckFailed")).collect()
+        reasons
+            .iter()
+            .map(|reason| reason.code() == Some("ConditionalCheckFailed"))
+            .collect()
     })
 }
 
 /// A failed transaction that no condition explains: a concurrent transaction
 /// on the same items won (409), or the store failed (503).
-pub fn transaction_failure<R: std::fmt::Debug>(error: SdkError<TransactWriteItemsError, R>) -> ApiError {
-    let conflicted = cancellation_reasons(&error)
-        .is_some_and(|reasons| reasons.iter().any(|r| r.code() == Some("TransactionConflict")));
+pub fn transaction_failure<R: std::fmt::Debug>(
+    error: SdkError<TransactWriteItemsError, R>,
+) -> ApiError {
+    let conflicted = cancellation_reasons(&error).is_some_and(|reasons| {
+        reasons
+            .iter()
+            .any(|r| r.code() == Some("TransactionConflict"))
+    });
     if conflicted {
         ApiError::Conflict("a concurrent change won; try again".into())
     } else {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-    Projection, ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
 };
 
 use super::keys::{GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL};
@@ -43,7 +43,11 @@ pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation,
         .index_name(GSI1)
         .key_schema(key(GSI1_PK, KeyType::Hash)?)
         .key_schema(key(GSI1_SK, KeyType::Range)?)
-        .projection(Projection::builder().projection_type(ProjectionType::All).build())
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
         .build()
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let created = client
@@ -92,5 +96,7 @@ async fn wait_until_active(client: &Client, table: &str) -> Result<(), ApiError>
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Err(ApiError::StorageUnavailable(format!("table {table} did not become active")))
+    Err(ApiError::StorageUnavailable(format!(
+        "table {table} did not become active"
+    )))
 }

@@ -10,7 +10,10 @@ struct CaptureWriter;
 
 impl Write for CaptureWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        CAPTURED.lock().map_err(|_| std::io::Error::other("poisoned"))?.extend_from_slice(buf);
+        CAPTURED
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?
+            .extend_from_slice(buf);
         Ok(buf.len())
     }
 

@@ -3,6 +3,7 @@
 //! test, the whole API in process, and accounts of every role.
 
 pub mod logs;
+pub mod store_faults;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -23,6 +24,7 @@ use berth_shared::identity::{Credential, Principal, User, password, tokens};
 use berth_shared::store::round_trips::RoundTripCounter;
 use berth_shared::store::{self, keys, schema};
 use berth_shared::{AppState, Role};
+pub use store_faults::StoreFaults;
 
 /// The password every test account has (unless a test changes it).
 pub const PASSWORD: &str = "correct horse battery staple";
@@ -37,13 +39,23 @@ pub fn dynamodb_endpoint() -> String {
 }
 
 /// A DynamoDB client for DynamoDB Local that counts its round trips.
-pub fn dynamodb_client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
+pub fn dynamodb_client(
+    counter: &RoundTripCounter,
+    faults: &StoreFaults,
+) -> aws_sdk_dynamodb::Client {
     let config = aws_sdk_dynamodb::Config::builder()
         .behavior_version(BehaviorVersion::v2026_01_12())
         .region(Region::new("us-east-1"))
-        .credentials_provider(Credentials::new("local", "local", None, None, "berth-tests"))
+        .credentials_provider(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "berth-tests",
+        ))
         .endpoint_url(dynamodb_endpoint())
         .interceptor(counter.clone())
+        .interceptor(faults.clone())
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
 }
@@ -77,7 +89,9 @@ impl TestUser {
                 active: true,
                 session_epoch: 0,
             },
-            credential: Credential::Token { id: "fixture".into() },
+            credential: Credential::Token {
+                id: "fixture".into(),
+            },
         }
     }
 }
@@ -87,6 +101,7 @@ pub struct TestApp {
     pub state: AppState,
     pub app: Router,
     pub round_trips: RoundTripCounter,
+    pub store_faults: StoreFaults,
     pub owner: TestUser,
 }
 
@@ -99,15 +114,24 @@ impl TestApp {
     pub async fn with_config(adjust: impl FnOnce(&mut Config)) -> Self {
         logs::capture();
         let round_trips = RoundTripCounter::default();
-        let client = dynamodb_client(&round_trips);
+        let store_faults = StoreFaults::default();
+        let client = dynamodb_client(&round_trips, &store_faults);
         let table = format!("t-{}", uuid::Uuid::new_v4().simple());
-        schema::create_table(&client, &table).await.expect("creating the test table");
+        schema::create_table(&client, &table)
+            .await
+            .expect("creating the test table");
         let mut config = Config::for_table(&table);
         adjust(&mut config);
         let state = AppState::new(client, config);
         let app = berth_local::app(state.clone());
         let owner = bootstrap_org(&state, "acme").await;
-        Self { state, app, round_trips, owner }
+        Self {
+            state,
+            app,
+            round_trips,
+            store_faults,
+            owner,
+        }
     }
 
     /// The API over a table made elsewhere (by the admin CLI); its `owner` is
@@ -115,10 +139,24 @@ impl TestApp {
     pub async fn over_table(table: &str) -> Self {
         logs::capture();
         let round_trips = RoundTripCounter::default();
-        let state = AppState::new(dynamodb_client(&round_trips), Config::for_table(table));
+        let store_faults = StoreFaults::default();
+        let state = AppState::new(
+            dynamodb_client(&round_trips, &store_faults),
+            Config::for_table(table),
+        );
         let app = berth_local::app(state.clone());
-        let owner = bootstrap_org(&state, &format!("o{}", &uuid::Uuid::new_v4().simple().to_string()[..12])).await;
-        Self { state, app, round_trips, owner }
+        let owner = bootstrap_org(
+            &state,
+            &format!("o{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+        )
+        .await;
+        Self {
+            state,
+            app,
+            round_trips,
+            store_faults,
+            owner,
+        }
     }
 
     /// Another organization in the same table, and its owner.
@@ -133,7 +171,11 @@ impl TestApp {
 
     /// A member of `owner`'s organization with `role`.
     pub async fn user_of(&self, owner: &TestUser, role: Role) -> TestUser {
-        let email = format!("{}-{}@example.org", role.as_str(), uuid::Uuid::new_v4().simple());
+        let email = format!(
+            "{}-{}@example.org",
+            role.as_str(),
+            uuid::Uuid::new_v4().simple()
+        );
         let invited = members::invite(&self.state.store, &owner.principal(), &email, role, None)
             .await
             .expect("inviting a test member");
@@ -166,7 +208,12 @@ impl TestApp {
             .json(serde_json::json!({ "email": email, "password": password }))
             .send()
             .await;
-        assert_eq!(response.status, StatusCode::OK, "sign-in failed: {}", response.text());
+        assert_eq!(
+            response.status,
+            StatusCode::OK,
+            "sign-in failed: {}",
+            response.text()
+        );
         response.session_cookie().expect("a session cookie")
     }
 
@@ -175,7 +222,12 @@ impl TestApp {
         let mut events = Vec::new();
         let mut before = None;
         loop {
-            let page = self.state.audit.page(org, 200, before).await.expect("reading the audit log");
+            let page = self
+                .state
+                .audit
+                .page(org, 200, before)
+                .await
+                .expect("reading the audit log");
             events.extend(page.events);
             match page.next_before {
                 Some(next) => before = Some(next),
@@ -187,13 +239,21 @@ impl TestApp {
     }
 
     pub async fn last_audit_event(&self, org: &str) -> AuditEvent {
-        self.state.audit.page(org, 1, None).await.expect("reading the audit log").events.remove(0)
+        self.state
+            .audit
+            .page(org, 1, None)
+            .await
+            .expect("reading the audit log")
+            .events
+            .remove(0)
     }
 }
 
 async fn bootstrap_org(state: &AppState, org: &str) -> TestUser {
     let email = format!("owner-{}@{org}.example", uuid::Uuid::new_v4().simple());
-    let owner = members::bootstrap(&state.store, org, &email).await.expect("bootstrapping");
+    let owner = members::bootstrap(&state.store, org, &email)
+        .await
+        .expect("bootstrapping");
     activate(state, &owner.member.id, org, &email, Role::Owner).await
 }
 
@@ -208,12 +268,24 @@ async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role
         .set_key(Some(store::key(keys::user(id), keys::PROFILE_SK)))
         .update_expression("SET password_hash = :hash, must_change_password = :false")
         .expression_attribute_values(":hash", store::s(known_password_hash().await))
-        .expression_attribute_values(":false", aws_sdk_dynamodb::types::AttributeValue::Bool(false))
+        .expression_attribute_values(
+            ":false",
+            aws_sdk_dynamodb::types::AttributeValue::Bool(false),
+        )
         .send()
         .await
         .expect("activating a test account");
-    let token = tokens::create(&state.store, id, "fixture", None).await.expect("creating a token").token;
-    TestUser { id: id.to_owned(), email: email.to_owned(), org: org.to_owned(), role, token }
+    let token = tokens::create(&state.store, id, "fixture", None)
+        .await
+        .expect("creating a token")
+        .token;
+    TestUser {
+        id: id.to_owned(),
+        email: email.to_owned(),
+        org: org.to_owned(),
+        role,
+        token,
+    }
 }
 
 pub struct TestRequest<'a> {
@@ -227,7 +299,8 @@ pub struct TestRequest<'a> {
 
 impl TestRequest<'_> {
     pub fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.append(name, HeaderValue::from_str(value).expect("header value"));
+        self.headers
+            .append(name, HeaderValue::from_str(value).expect("header value"));
         self
     }
 
@@ -235,7 +308,7 @@ impl TestRequest<'_> {
         self.header("authorization", &format!("Bearer {token}"))
     }
 
-    pub fn as_user(self, user: &TestUser) -> Self {
+    pub fn by(self, user: &TestUser) -> Self {
         self.bearer(&user.token)
     }
 
@@ -253,7 +326,7 @@ impl TestRequest<'_> {
         self
     }
 
-    pub fn from_ip(mut self, ip: IpAddr) -> Self {
+    pub fn client_ip(mut self, ip: IpAddr) -> Self {
         self.ip = ip;
         self
     }
@@ -265,11 +338,17 @@ impl TestRequest<'_> {
             .body(Body::from(self.body))
             .expect("request");
         *request.headers_mut() = self.headers;
-        request.extensions_mut().insert(ConnectInfo(SocketAddr::new(self.ip, 40_000)));
+        request
+            .extensions_mut()
+            .insert(ConnectInfo(SocketAddr::new(self.ip, 40_000)));
         let response = self.app.clone().oneshot(request).await.expect("infallible");
         let (parts, body) = response.into_parts();
         let body = body.collect().await.expect("body").to_bytes().to_vec();
-        TestResponse { status: parts.status, headers: parts.headers, body }
+        TestResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
     }
 }
 
@@ -298,7 +377,10 @@ impl TestResponse {
         let body = self.json();
         assert_eq!(body["code"], code, "{body}");
         assert_eq!(body["status"], status, "{body}");
-        assert!(body["title"].as_str().is_some_and(|t| !t.is_empty()), "{body}");
+        assert!(
+            body["title"].as_str().is_some_and(|t| !t.is_empty()),
+            "{body}"
+        );
         assert!(body.get("detail").is_some(), "{body}");
     }
 
@@ -309,7 +391,10 @@ impl TestResponse {
     }
 
     pub fn set_cookie(&self) -> Option<String> {
-        self.headers.get(header::SET_COOKIE).and_then(|v| v.to_str().ok()).map(str::to_owned)
+        self.headers
+            .get(header::SET_COOKIE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
     }
 
     pub fn session_cookie(&self) -> Option<String> {

@@ -1,0 +1,22 @@
+# Berth's two set-up commands, and a few more for everyday work.
+#   make dev    run the whole API locally on http://127.0.0.1:3000
+#   make test   run every test (DynamoDB Local and cfn-lint included)
+# Both install what is missing first. The cargo target directory lives outside
+# the clone, so later clones on the same machine reuse the build.
+
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
+
+.PHONY: dev test bench lint
+
+dev:
+	@scripts/dev.sh
+
+test:
+	@scripts/test.sh
+
+bench:
+	@scripts/with-dynamodb.sh cargo bench --bench requests
+
+lint:
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo fmt --all --check

@@ -1,0 +1,39 @@
+//! A stand-in Kubernetes API server for Berth's tests and local dev runs.
+//!
+//! It speaks the Kubernetes REST API over plain HTTP (discovery, CRUD, patches, server-side
+//! apply, the status subresource, finalizers, owner-reference garbage collection, namespace
+//! deletion, watches with bookmarks, CRDs and pod logs), so the real kube-rs client runs against
+//! it unchanged. Tests also get knobs a real cluster doesn't have: injected faults, an
+//! unreachable switch and pod logs. See the README for what differs from a real cluster.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use berth_kube_standin::{FaultKind, StandIn};
+//! let cluster = StandIn::start().await?;
+//! let kubeconfig = cluster.kubeconfig_yaml();
+//! cluster.fail_next(1, FaultKind::InternalError);
+//! # Ok(()) }
+//! ```
+
+mod defaults;
+mod discovery;
+mod faults;
+mod gc;
+mod handlers;
+mod knobs;
+mod logs;
+mod meta;
+mod patch;
+mod registry;
+mod scale;
+mod selector;
+mod server;
+mod status;
+mod store;
+mod validation;
+mod verbs;
+mod watch;
+
+pub use faults::{Fault, FaultKind};
+pub use logs::LogKey;
+pub use server::{Config, StandIn, kubeconfig_yaml};

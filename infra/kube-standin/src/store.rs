@@ -1,0 +1,192 @@
+//! The object store: objects by key, the global resourceVersion counter and a bounded history of
+//! change events that watches replay from.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// Where an object lives. Cluster-scoped objects have an empty namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjKey {
+    pub group: String,
+    pub resource: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjKey {
+    pub fn new(group: &str, resource: &str, namespace: &str, name: &str) -> Self {
+        ObjKey {
+            group: group.to_string(),
+            resource: resource.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as recorded in the history.
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub kind: EventType,
+    pub key: ObjKey,
+    /// The object after the change (for `Deleted`, its last state at the deletion's version).
+    pub object: Arc<Value>,
+    /// The object before the change, for watches whose selector it may have stopped matching.
+    pub previous: Option<Arc<Value>>,
+}
+
+/// The requested resourceVersion is older than the history kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Expired {
+    pub oldest_available: u64,
+}
+
+pub struct Store {
+    rv: u64,
+    objects: BTreeMap<ObjKey, Arc<Value>>,
+    history: VecDeque<Arc<Event>>,
+    history_limit: usize,
+    /// Events at or below this version are no longer in the history.
+    compacted_rv: u64,
+    notify: watch::Sender<u64>,
+}
+
+pub fn set_resource_version(obj: &mut Value, rv: u64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), json!(rv.to_string()));
+    }
+}
+
+impl Store {
+    pub fn new(history_limit: usize) -> Self {
+        let (notify, _) = watch::channel(0);
+        Store {
+            rv: 0,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            compacted_rv: 0,
+            notify,
+        }
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub fn get(&self, key: &ObjKey) -> Option<&Arc<Value>> {
+        self.objects.get(key)
+    }
+
+    /// Objects of one resource, optionally in one namespace, in key order.
+    pub fn list<'a>(
+        &'a self,
+        group: &'a str,
+        resource: &'a str,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a {
+        let start = ObjKey::new(group, resource, namespace.unwrap_or(""), "");
+        self.objects.range(start..).take_while(move |(k, _)| {
+            k.group == group
+                && k.resource == resource
+                && namespace.is_none_or(|ns| k.namespace == ns)
+        })
+    }
+
+    /// Every object, in key order.
+    pub fn all(&self) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
+        self.objects.iter()
+    }
+
+    /// Stores `object` under `key` at a new resourceVersion and records the change.
+    pub fn put(&mut self, key: ObjKey, mut object: Value) -> Arc<Value> {
+        self.rv += 1;
+        set_resource_version(&mut object, self.rv);
+        let object = Arc::new(object);
+        let previous = self.objects.insert(key.clone(), object.clone());
+        let kind = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(Event {
+            rv: self.rv,
+            kind,
+            key,
+            object: object.clone(),
+            previous,
+        });
+        object
+    }
+
+    /// Removes the object under `key`; returns its last state, stamped with the deletion's version.
+    pub fn remove(&mut self, key: &ObjKey) -> Option<Arc<Value>> {
+        let old = self.objects.remove(key)?;
+        self.rv += 1;
+        let mut last = (*old).clone();
+        set_resource_version(&mut last, self.rv);
+        let last = Arc::new(last);
+        self.record(Event {
+            rv: self.rv,
+            kind: EventType::Deleted,
+            key: key.clone(),
+            object: last.clone(),
+            previous: Some(old),
+        });
+        Some(last)
+    }
+
+    fn record(&mut self, event: Event) {
+        self.history.push_back(Arc::new(event));
+        while self.history.len() > self.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.compacted_rv = dropped.rv;
+            }
+        }
+        self.notify.send_replace(self.rv);
+    }
+
+    /// The recorded events after `rv`, or `Expired` when some of them are no longer kept.
+    pub fn events_after(&self, rv: u64) -> Result<Vec<Arc<Event>>, Expired> {
+        if rv < self.compacted_rv {
+            return Err(Expired {
+                oldest_available: self.compacted_rv,
+            });
+        }
+        let start = self.history.partition_point(|e| e.rv <= rv);
+        Ok(self.history.range(start..).cloned().collect())
+    }
+
+    /// Forgets the whole history, as an etcd compaction would: watches from any earlier version
+    /// then get `410 Gone`.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.compacted_rv = self.rv;
+    }
+
+    /// A receiver that changes whenever something is written.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.notify.subscribe()
+    }
+}

@@ -1,0 +1,13 @@
+//! Integration tests: the real kube client against the stand-in.
+//!
+//! Set `BERTH_TEST_KUBECONFIG=/path/to/kubeconfig` to run them against a real cluster instead;
+//! tests of stand-in-only knobs then skip themselves.
+
+mod binary;
+mod common;
+mod crd;
+mod crud;
+mod faults;
+mod lifecycle;
+mod logs;
+mod watching;
