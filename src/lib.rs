@@ -12,6 +12,8 @@ pub fn routes() -> Router<AppState> {
         .merge(berth_fn_members::router())
         .merge(berth_fn_audit::router())
         .merge(berth_fn_health::router())
+        .merge(berth_fn_projects::router())
+        .merge(berth_fn_environments::router())
 }
 
 /// The whole API, ready to serve.

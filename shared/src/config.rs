@@ -10,6 +10,15 @@ pub struct Config {
     pub secure_cookies: bool,
     /// `BERTH_SESSION_HOURS`: absolute session lifetime (default 12 h).
     pub session_lifetime: Duration,
+    /// `BERTH_PRODUCTION_GRACE_SECONDS`: how long a deleted production
+    /// environment waits before it is purged (default 72 h).
+    pub production_grace: Duration,
+    /// `BERTH_CLUSTER_TIMEOUT_SECONDS`: bound on connecting to the cluster and
+    /// on each read and write (default 10 s, well under API Gateway's 29 s).
+    pub cluster_timeout: Duration,
+    /// `BERTH_KUBECONFIG_RECHECK_SECONDS`: how soon a replaced stored
+    /// kubeconfig is noticed (default 60 s).
+    pub kubeconfig_recheck: Duration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,10 +54,24 @@ impl Config {
                 .filter(|h| (1..=24 * 30).contains(h))
                 .ok_or_else(|| ConfigError("BERTH_SESSION_HOURS must be 1 to 720".into()))?,
         };
+        let seconds = |name: &str, default: u64, max: u64| -> Result<Duration, ConfigError> {
+            match lookup(name) {
+                None => Ok(Duration::from_secs(default)),
+                Some(v) => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| (1..=max).contains(s))
+                    .map(Duration::from_secs)
+                    .ok_or_else(|| ConfigError(format!("{name} must be 1 to {max}"))),
+            }
+        };
         Ok(Self {
             table,
             secure_cookies: !insecure,
             session_lifetime: Duration::from_secs(session_hours * 3600),
+            production_grace: seconds("BERTH_PRODUCTION_GRACE_SECONDS", 72 * 3600, 90 * 86_400)?,
+            cluster_timeout: seconds("BERTH_CLUSTER_TIMEOUT_SECONDS", 10, 25)?,
+            kubeconfig_recheck: seconds("BERTH_KUBECONFIG_RECHECK_SECONDS", 60, 60)?,
         })
     }
 
@@ -58,6 +81,9 @@ impl Config {
             table: table.into(),
             secure_cookies: false,
             session_lifetime: Duration::from_secs(12 * 3600),
+            production_grace: Duration::from_secs(72 * 3600),
+            cluster_timeout: Duration::from_secs(10),
+            kubeconfig_recheck: Duration::from_secs(60),
         }
     }
 }
@@ -72,6 +98,8 @@ mod tests {
         assert_eq!(config.table, "berth");
         assert!(config.secure_cookies);
         assert_eq!(config.session_lifetime, Duration::from_secs(12 * 3600));
+        assert_eq!(config.production_grace, Duration::from_secs(72 * 3600));
+        assert_eq!(config.cluster_timeout, Duration::from_secs(10));
     }
 
     #[test]
@@ -81,5 +109,13 @@ mod tests {
             Config::from_lookup(|n| (n == "BERTH_INSECURE_COOKIES").then(|| "yes".into())).is_err()
         );
         assert!(Config::from_lookup(|n| (n == "BERTH_TABLE").then(|| "ab".into())).is_err());
+        assert!(
+            Config::from_lookup(|n| (n == "BERTH_CLUSTER_TIMEOUT_SECONDS").then(|| "30".into()))
+                .is_err()
+        );
+        assert!(
+            Config::from_lookup(|n| (n == "BERTH_PRODUCTION_GRACE_SECONDS").then(|| "x".into()))
+                .is_err()
+        );
     }
 }

@@ -90,6 +90,37 @@ pub async fn dynamodb(store: &Store) -> Subsystem {
     }
 }
 
+/// The cluster answers its version request.
+#[cfg(feature = "cluster")]
+pub async fn cluster(access: &crate::cluster::access::ClusterAccess) -> Subsystem {
+    let started = Instant::now();
+    let answer = match access.client().await {
+        Ok(client) => crate::cluster::cluster_version(&client).await,
+        Err(error) => Err(error),
+    };
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (status, detail) = match answer {
+        Ok(version) => (SubsystemStatus::Up, Some(format!("Kubernetes {version}"))),
+        Err(crate::ApiError::NoCluster) => (
+            SubsystemStatus::Down,
+            Some("no cluster configured".to_owned()),
+        ),
+        Err(error) => {
+            tracing::warn!(error = %error, "health: the cluster is down");
+            (
+                SubsystemStatus::Down,
+                Some("the cluster did not answer or failed".to_owned()),
+            )
+        }
+    };
+    Subsystem {
+        name: "cluster",
+        status,
+        latency_ms,
+        detail,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,8 @@
 
 pub mod audit;
 pub mod clock;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod config;
 pub mod credentials;
 pub mod error;
@@ -17,6 +19,7 @@ pub mod health;
 pub mod http;
 pub mod identity;
 pub mod kubeconfig;
+pub mod names;
 pub mod operation;
 pub mod roles;
 pub mod runtime;

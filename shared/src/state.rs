@@ -13,6 +13,9 @@ pub struct AppState {
     pub store: Store,
     pub config: Arc<Config>,
     pub audit: Arc<AuditLog>,
+    /// The cluster, reached on first use through the stored kubeconfig.
+    #[cfg(feature = "cluster")]
+    pub cluster: Arc<crate::cluster::access::ClusterAccess>,
 }
 
 impl AppState {
@@ -20,6 +23,12 @@ impl AppState {
         let store = Store::new(client, config.table.as_str());
         Self {
             audit: Arc::new(AuditLog::new(store.clone())),
+            #[cfg(feature = "cluster")]
+            cluster: Arc::new(crate::cluster::access::ClusterAccess::new(
+                store.clone(),
+                config.cluster_timeout,
+                config.kubeconfig_recheck,
+            )),
             store,
             config: Arc::new(config),
         }

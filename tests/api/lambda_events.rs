@@ -20,6 +20,8 @@ fn function(name: &str) -> fn() -> Router<AppState> {
         "members" => berth_fn_members::router,
         "audit" => berth_fn_audit::router,
         "health" => berth_fn_health::router,
+        "projects" => berth_fn_projects::router,
+        "environments" => berth_fn_environments::router,
         other => panic!("events/{other}: no such function"),
     }
 }
@@ -40,6 +42,14 @@ const EXPECTED: &[(&str, u16)] = &[
     ("audit/list.json", 200),
     ("health/liveness.json", 200),
     ("health/details.json", 200),
+    ("projects/create.json", 201),
+    ("projects/list.json", 200),
+    ("projects/get.json", 200),
+    ("environments/create.json", 201),
+    ("environments/list.json", 200),
+    ("environments/get.json", 200),
+    ("environments/delete.json", 202),
+    ("projects/delete.json", 404),
 ];
 
 fn event_files() -> BTreeSet<String> {
@@ -74,7 +84,7 @@ async fn every_event_file_is_answered_by_its_function() {
         "every event file has an expectation, and every expectation a file"
     );
 
-    let app = TestApp::new().await;
+    let app = TestApp::with_cluster().await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
     for (file, status) in EXPECTED {
         let mut event: Value =

@@ -3,12 +3,16 @@
 mod admin_cli;
 mod audit;
 mod auth;
+mod cluster_access;
+mod cluster_faults;
+mod environments;
 mod errors;
 mod health;
 mod lambda_events;
 mod members;
 mod packaging;
 mod permissions;
+mod projects;
 mod round_trips;
 mod secrecy;
 mod support;

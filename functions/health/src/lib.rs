@@ -30,7 +30,11 @@ async fn details(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> (StatusCode, Json<HealthReport>) {
-    let report = HealthReport::of(vec![health::dynamodb(&state.store).await]);
+    let (dynamodb, cluster) = tokio::join!(
+        health::dynamodb(&state.store),
+        health::cluster(&state.cluster)
+    );
+    let report = HealthReport::of(vec![dynamodb, cluster]);
     let status = if report.all_up() {
         StatusCode::OK
     } else {

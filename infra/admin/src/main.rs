@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use berth_shared::cluster::install;
 use berth_shared::identity::members;
 use berth_shared::kubeconfig;
 use berth_shared::store::schema::{self, TableCreation};
@@ -58,6 +59,8 @@ enum ClusterCommand {
     Show,
     /// Removes the stored kubeconfig.
     Clear,
+    /// Installs (or updates) Berth's CRDs in the stored kubeconfig's cluster.
+    Install,
 }
 
 #[tokio::main]
@@ -152,6 +155,14 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
                 println!("updated at: {}", summary.updated_at);
             }
         },
+        Command::Cluster {
+            command: ClusterCommand::Install,
+        } => {
+            let client = state.cluster.client().await.map_err(explain)?;
+            for name in install::install_crds(&client).await.map_err(explain)? {
+                println!("installed CRD {name}");
+            }
+        }
         Command::Cluster {
             command: ClusterCommand::Clear,
         } => {

@@ -77,14 +77,9 @@ pub async fn list(store: &Store, org: &str) -> Result<Vec<MemberRecord>, ApiErro
 }
 
 fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
-    match display_name {
-        Some(name) if name.trim().is_empty() || name.chars().count() > MAX_DISPLAY_NAME_LEN => {
-            Err(ApiError::ValidationFailed(format!(
-                "display_name: must be 1 to {MAX_DISPLAY_NAME_LEN} characters"
-            )))
-        }
-        _ => Ok(()),
-    }
+    display_name.map_or(Ok(()), |name| {
+        crate::names::text("display_name", name, MAX_DISPLAY_NAME_LEN)
+    })
 }
 
 fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), ApiError> {
@@ -147,20 +142,7 @@ pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMembe
 }
 
 pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
-    let bytes = org.as_bytes();
-    let valid = (1..=MAX_ORG_NAME_LEN).contains(&org.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::ValidationFailed(format!(
-            "org: must be a DNS label of 1 to {MAX_ORG_NAME_LEN} characters"
-        )))
-    }
+    crate::names::dns_label("org", org, MAX_ORG_NAME_LEN)
 }
 
 enum OrgWrite {

@@ -2,6 +2,7 @@
 //! by `make test`, reached over HTTP with the real SDK), a fresh table per
 //! test, the whole API in process, and accounts of every role.
 
+pub mod cluster;
 pub mod logs;
 pub mod store_faults;
 
@@ -24,6 +25,7 @@ use berth_shared::identity::{Credential, Principal, User, password, tokens};
 use berth_shared::store::round_trips::RoundTripCounter;
 use berth_shared::store::{self, keys, schema};
 use berth_shared::{AppState, Role};
+pub use cluster::{TestCluster, eventually, unique};
 pub use store_faults::StoreFaults;
 
 /// The password every test account has (unless a test changes it).
@@ -103,6 +105,8 @@ pub struct TestApp {
     pub round_trips: RoundTripCounter,
     pub store_faults: StoreFaults,
     pub owner: TestUser,
+    /// The cluster the stored kubeconfig points at, for apps made `with_cluster`.
+    pub cluster: Option<TestCluster>,
 }
 
 impl TestApp {
@@ -131,6 +135,7 @@ impl TestApp {
             round_trips,
             store_faults,
             owner,
+            cluster: None,
         }
     }
 
@@ -156,7 +161,42 @@ impl TestApp {
             round_trips,
             store_faults,
             owner,
+            cluster: None,
         }
+    }
+
+    /// A fresh table and a cluster (the stand-in, or `BERTH_TEST_KUBECONFIG`)
+    /// whose kubeconfig is stored, with the CRDs installed and the controller
+    /// running. Cluster calls time out after 2 s.
+    pub async fn with_cluster() -> Self {
+        Self::with_cluster_config(|_| {}).await
+    }
+
+    pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
+        let mut app = Self::with_config(|config| {
+            config.cluster_timeout = std::time::Duration::from_secs(2);
+            adjust(config);
+        })
+        .await;
+        let cluster = TestCluster::start().await;
+        berth_shared::kubeconfig::store_kubeconfig(
+            &app.state.store,
+            cluster.kubeconfig.clone(),
+            None,
+        )
+        .await
+        .expect("storing the kubeconfig");
+        app.cluster = Some(cluster);
+        app
+    }
+
+    pub fn cluster(&self) -> &TestCluster {
+        self.cluster.as_ref().expect("an app made with_cluster")
+    }
+
+    /// The stand-in's knobs; `None` against a real cluster (the test then skips).
+    pub fn standin(&self) -> Option<&berth_kube_standin::StandIn> {
+        self.cluster().standin.as_ref()
     }
 
     /// Another organization in the same table, and its owner.

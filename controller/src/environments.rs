@@ -1,0 +1,231 @@
+//! `Environment` → namespace `{project}-{environment}` with Berth's labels, a
+//! ResourceQuota from `quota` and a default LimitRange; status `Pending` →
+//! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
+//! `Terminating` while the namespace goes, then the resource itself.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use berth_shared::cluster::crd::{
+    Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
+    MANAGER,
+};
+use berth_shared::cluster::is_not_found;
+
+use crate::{Context, Error, FIELD_MANAGER};
+
+pub const QUOTA_NAME: &str = "berth-quota";
+pub const LIMIT_RANGE_NAME: &str = "berth-defaults";
+/// How often a provisioned environment is looked at again, to repair drift.
+const RESYNC: Duration = Duration::from_secs(300);
+
+pub async fn reconcile(
+    environment: Arc<Environment>,
+    context: Arc<Context>,
+) -> Result<Action, Error> {
+    let name = environment.name_any();
+    let result = reconcile_inner(&environment, &context).await;
+    match &result {
+        Ok(_) => context.succeeded(&name),
+        Err(error) => {
+            tracing::warn!(environment = %name, error = %error, "provisioning failed");
+            let degraded = EnvironmentStatus {
+                phase: Some("Degraded".into()),
+                ready: false,
+                message: Some(error.to_string()),
+                ..current_status(&environment)
+            };
+            // Best effort: the error is what gets retried.
+            let _ = set_status(&environment, &context, degraded).await;
+        }
+    }
+    result
+}
+
+pub fn error_policy(
+    environment: Arc<Environment>,
+    _error: &Error,
+    context: Arc<Context>,
+) -> Action {
+    context.backoff(environment.name_any())
+}
+
+fn current_status(environment: &Environment) -> EnvironmentStatus {
+    environment.status.clone().unwrap_or_default()
+}
+
+fn purge_at(environment: &Environment) -> Result<Option<i64>, Error> {
+    environment
+        .spec
+        .deletion_scheduled_at
+        .as_deref()
+        .map(|at| {
+            OffsetDateTime::parse(at, &Rfc3339)
+                .map(OffsetDateTime::unix_timestamp)
+                .map_err(|_| Error::BadSchedule(at.to_owned()))
+        })
+        .transpose()
+}
+
+async fn reconcile_inner(environment: &Environment, context: &Context) -> Result<Action, Error> {
+    if environment.metadata.deletion_timestamp.is_some() {
+        // Deleted directly: the namespace it owns goes with it.
+        return Ok(Action::await_change());
+    }
+    let mut requeue = RESYNC;
+    if let Some(at) = purge_at(environment)? {
+        let now = OffsetDateTime::now_utc().unix_timestamp();
+        if at <= now {
+            return purge(environment, context).await;
+        }
+        requeue = requeue.min(Duration::from_secs((at - now).unsigned_abs()));
+    }
+    if current_status(environment).phase.is_none() {
+        let pending = EnvironmentStatus {
+            phase: Some("Pending".into()),
+            ..current_status(environment)
+        };
+        set_status(environment, context, pending).await?;
+    }
+    provision(environment, context).await?;
+    let ready = EnvironmentStatus {
+        phase: Some("Ready".into()),
+        ready: true,
+        message: None,
+        namespace: Some(environment.name_any()),
+        observed_generation: environment.metadata.generation,
+    };
+    set_status(environment, context, ready).await?;
+    Ok(Action::requeue(requeue))
+}
+
+async fn provision(environment: &Environment, context: &Context) -> Result<(), Error> {
+    let namespace_name = environment.name_any();
+    let owner = environment
+        .controller_owner_ref(&())
+        .into_iter()
+        .collect::<Vec<_>>();
+    let labels = json!({
+        LABEL_ORG: environment.spec.org,
+        LABEL_PROJECT: environment.spec.project,
+        LABEL_ENVIRONMENT: environment.spec.name,
+        LABEL_MANAGED_BY: MANAGER,
+        "berth.dev/env-type": environment.spec.env_type.as_str(),
+    });
+    let apply = PatchParams::apply(FIELD_MANAGER).force();
+    let namespace = json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": { "name": namespace_name, "labels": labels, "ownerReferences": owner },
+    });
+    Api::<Namespace>::all(context.client.clone())
+        .patch(&namespace_name, &apply, &Patch::Apply(&namespace))
+        .await?;
+
+    let quotas: Api<ResourceQuota> = Api::namespaced(context.client.clone(), &namespace_name);
+    match &environment.spec.quota {
+        Some(quota) => {
+            let mut hard = serde_json::Map::new();
+            if let Some(cpu) = &quota.cpu {
+                hard.insert("requests.cpu".into(), json!(cpu));
+                hard.insert("limits.cpu".into(), json!(cpu));
+            }
+            if let Some(memory) = &quota.memory {
+                hard.insert("requests.memory".into(), json!(memory));
+                hard.insert("limits.memory".into(), json!(memory));
+            }
+            if let Some(pods) = quota.pods {
+                hard.insert("pods".into(), json!(pods.to_string()));
+            }
+            let resource_quota = json!({
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": { "name": QUOTA_NAME, "labels": { LABEL_MANAGED_BY: MANAGER } },
+                "spec": { "hard": hard },
+            });
+            quotas
+                .patch(QUOTA_NAME, &apply, &Patch::Apply(&resource_quota))
+                .await?;
+        }
+        None => match quotas.delete(QUOTA_NAME, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(error.into()),
+        },
+    }
+
+    // Defaults, so that pods without requests and limits still fit a quota.
+    let limit_range = json!({
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": { "name": LIMIT_RANGE_NAME, "labels": { LABEL_MANAGED_BY: MANAGER } },
+        "spec": { "limits": [{
+            "type": "Container",
+            "default": { "cpu": "500m", "memory": "512Mi" },
+            "defaultRequest": { "cpu": "100m", "memory": "128Mi" },
+        }]},
+    });
+    Api::<LimitRange>::namespaced(context.client.clone(), &namespace_name)
+        .patch(LIMIT_RANGE_NAME, &apply, &Patch::Apply(&limit_range))
+        .await?;
+    Ok(())
+}
+
+/// Deletes the namespace, waits until it is gone, then deletes the resource.
+async fn purge(environment: &Environment, context: &Context) -> Result<Action, Error> {
+    let name = environment.name_any();
+    let terminating = EnvironmentStatus {
+        phase: Some("Terminating".into()),
+        ready: false,
+        message: None,
+        ..current_status(environment)
+    };
+    set_status(environment, context, terminating).await?;
+    let namespaces: Api<Namespace> = Api::all(context.client.clone());
+    match namespaces.delete(&name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(error) if is_not_found(&error) => {}
+        Err(error) => return Err(error.into()),
+    }
+    if namespaces.get_opt(&name).await?.is_some() {
+        return Ok(Action::requeue(Duration::from_secs(2)));
+    }
+    match Api::<Environment>::all(context.client.clone())
+        .delete(&name, &DeleteParams::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(error) if is_not_found(&error) => {}
+        Err(error) => return Err(error.into()),
+    }
+    tracing::info!(environment = %name, "purged");
+    Ok(Action::await_change())
+}
+
+/// Writes the status only when it differs, so writing it starts no new round.
+async fn set_status(
+    environment: &Environment,
+    context: &Context,
+    status: EnvironmentStatus,
+) -> Result<(), Error> {
+    if environment.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<Environment> = Api::all(context.client.clone());
+    api.patch_status(
+        &environment.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await?;
+    tracing::info!(environment = %environment.name_any(), phase = ?status.phase, "status");
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! Berth's controller: reconciles `Environment` resources into namespaces with a
+//! quota and default limits, purges them when their deletion is due, and keeps
+//! `Project` resources until their environments are gone.
+//!
+//! Reconciles are idempotent (server-side apply; status written only when it
+//! changes) and failures back off exponentially per object.
+
+mod environments;
+mod projects;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+
+use berth_shared::cluster::crd::{Environment, LABEL_MANAGED_BY, MANAGER, Project};
+
+/// The field manager of everything the controller applies.
+pub const FIELD_MANAGER: &str = "berth-controller";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("kubernetes: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("project {0} still has environments")]
+    ProjectNotEmpty(String),
+    #[error("deletion time {0:?} is not RFC 3339")]
+    BadSchedule(String),
+    #[error("finalizer: {0}")]
+    Finalizer(String),
+}
+
+pub struct Context {
+    pub client: Client,
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    fn new(client: Client) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            failures: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// 1 s, 2 s, 4 s … up to 5 minutes, per object.
+    fn backoff(&self, key: String) -> Action {
+        let mut failures = self
+            .failures
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let count = failures.entry(key).or_insert(0);
+        *count = (*count + 1).min(9);
+        Action::requeue(Duration::from_secs(1 << (*count - 1)).min(Duration::from_secs(300)))
+    }
+
+    fn succeeded(&self, key: &str) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(key);
+        }
+    }
+}
+
+/// Runs both controllers until the watches end.
+pub async fn run(client: Client) {
+    let context = Context::new(client.clone());
+    let managed = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
+    let environments = Controller::new(
+        Api::<Environment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+        managed,
+    )
+    .run(
+        environments::reconcile,
+        environments::error_policy,
+        context.clone(),
+    )
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::warn!(error = %error, "environment reconcile failed");
+        }
+    });
+    let projects = Controller::new(Api::<Project>::all(client), watcher::Config::default())
+        .run(projects::reconcile, projects::error_policy, context)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(error = %error, "project reconcile deferred");
+            }
+        });
+    tokio::join!(environments, projects);
+}

@@ -1,0 +1,6 @@
+//! The `projects` Lambda function: Berth's shared runtime running this group's router.
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    berth_shared::runtime::run_function("projects", berth_fn_projects::router).await
+}

@@ -1,0 +1,104 @@
+//! The kube-rs client, built from the stored kubeconfig (DESIGN §7): loaded on
+//! first use, kept for the life of the instance, and replaced within a minute
+//! of the stored kubeconfig changing.
+
+use std::time::{Duration, Instant};
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use tokio::sync::Mutex;
+
+use crate::ApiError;
+use crate::kubeconfig;
+use crate::store::Store;
+
+struct Loaded {
+    client: kube::Client,
+    /// Digest of the kubeconfig and context the client was built from.
+    fingerprint: String,
+    checked: Instant,
+}
+
+pub struct ClusterAccess {
+    store: Store,
+    timeout: Duration,
+    /// How often the stored kubeconfig is looked at again.
+    recheck: Duration,
+    loaded: Mutex<Option<Loaded>>,
+}
+
+impl std::fmt::Debug for ClusterAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterAccess")
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterAccess {
+    /// `timeout` bounds connecting and each read and write, well under API
+    /// Gateway's 29 s; `recheck` is how soon a replaced kubeconfig is noticed.
+    pub fn new(store: Store, timeout: Duration, recheck: Duration) -> Self {
+        Self {
+            store,
+            timeout,
+            recheck,
+            loaded: Mutex::new(None),
+        }
+    }
+
+    /// The client for the stored kubeconfig; `no_cluster` when there is none.
+    pub async fn client(&self) -> Result<kube::Client, ApiError> {
+        let mut loaded = self.loaded.lock().await;
+        if let Some(current) = loaded.as_ref()
+            && current.checked.elapsed() < self.recheck
+        {
+            return Ok(current.client.clone());
+        }
+        let Some(stored) = kubeconfig::load(&self.store).await? else {
+            *loaded = None;
+            return Err(ApiError::NoCluster);
+        };
+        let fingerprint =
+            crate::credentials::digest(&format!("{:?}\n{}", stored.context, stored.kubeconfig));
+        if let Some(current) = loaded.as_mut()
+            && current.fingerprint == fingerprint
+        {
+            current.checked = Instant::now();
+            return Ok(current.client.clone());
+        }
+        let client =
+            client_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
+                .await?;
+        *loaded = Some(Loaded {
+            client: client.clone(),
+            fingerprint,
+            checked: Instant::now(),
+        });
+        Ok(client)
+    }
+}
+
+/// A kube client from kubeconfig YAML, with Berth's timeouts and no retries:
+/// an API call either answers in time or fails as `cluster_unavailable`.
+pub async fn client_from_kubeconfig(
+    yaml: &str,
+    context: Option<&str>,
+    timeout: Duration,
+) -> Result<kube::Client, ApiError> {
+    let unusable = |e: &dyn std::fmt::Display| {
+        ApiError::ClusterUnavailable(format!("the stored kubeconfig is unusable: {e}"))
+    };
+    let parsed = Kubeconfig::from_yaml(yaml).map_err(|e| unusable(&e))?;
+    let options = KubeConfigOptions {
+        context: context.map(str::to_owned),
+        ..KubeConfigOptions::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(parsed, &options)
+        .await
+        .map_err(|e| unusable(&e))?;
+    config.connect_timeout = Some(timeout);
+    config.read_timeout = Some(timeout);
+    config.write_timeout = Some(timeout);
+    config.default_retry = false;
+    kube::Client::try_from(config).map_err(|e| unusable(&e))
+}

@@ -1,0 +1,233 @@
+//! Berth's custom resources (group `berth.dev`, version `v1`). The CRDs with
+//! their OpenAPI schemas are generated from these types; `infra/k8s/crds.yaml`
+//! holds the same (a test compares them).
+
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const GROUP: &str = "berth.dev";
+/// Labels Berth puts on everything it creates.
+pub const LABEL_ORG: &str = "berth.dev/org";
+pub const LABEL_PROJECT: &str = "berth.dev/project";
+pub const LABEL_ENVIRONMENT: &str = "berth.dev/environment";
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub const MANAGER: &str = "berth";
+
+/// A project: a group of environments owned by one organization. Cluster-scoped.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Project",
+    plural = "projects",
+    shortname = "bproj",
+    status = "ProjectStatus",
+    printcolumn = r#"{"name":"Org","type":"string","jsonPath":".spec.org"}"#,
+    printcolumn = r#"{"name":"Ready","type":"boolean","jsonPath":".status.ready"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectSpec {
+    pub display_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub org: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProjectStatus {
+    #[serde(default)]
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// An environment of a project, provisioned by the controller as the namespace
+/// `{project}-{environment}` (also the resource's name). Cluster-scoped.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Environment",
+    plural = "environments",
+    shortname = "benv",
+    status = "EnvironmentStatus",
+    printcolumn = r#"{"name":"Project","type":"string","jsonPath":".spec.project"}"#,
+    printcolumn = r#"{"name":"Type","type":"string","jsonPath":".spec.envType"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentSpec {
+    pub project: String,
+    /// The short name used in URLs.
+    pub name: String,
+    pub org: String,
+    pub env_type: EnvType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<Quota>,
+    /// Set by a delete: the controller purges the environment at this time (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_scheduled_at: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvType {
+    Standard,
+    Production,
+    Preview,
+}
+
+impl EnvType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvType::Standard => "standard",
+            EnvType::Production => "production",
+            EnvType::Preview => "preview",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Self> {
+        [EnvType::Standard, EnvType::Production, EnvType::Preview]
+            .into_iter()
+            .find(|t| t.as_str() == value)
+    }
+}
+
+/// The environment's resource quota: CPU and memory in Kubernetes quantity
+/// notation, and a pod count.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods: Option<i32>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentStatus {
+    /// `Pending`, `Ready`, `Terminating` or `Degraded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default)]
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// An app in an environment's namespace; the workloads rendered from it are
+/// owned by it. Namespaced.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "App",
+    plural = "apps",
+    shortname = "bapp",
+    namespaced,
+    status = "AppStatus",
+    printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
+    printcolumn = r#"{"name":"Ready","type":"boolean","jsonPath":".status.ready"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct AppSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_repo: Option<String>,
+    pub processes: Vec<AppProcess>,
+    #[serde(default)]
+    pub env: Vec<AppEnvVar>,
+    #[serde(default)]
+    pub domains: Vec<String>,
+    #[serde(default)]
+    pub volumes: Vec<AppVolume>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_group: Option<i64>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppProcess {
+    pub name: String,
+    #[serde(default)]
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<i32>,
+    /// A size preset (`nano`, `small`, `medium`, `large`) or `CPU/MEMORY`.
+    pub size: String,
+    pub min_replicas: i32,
+    pub max_replicas: i32,
+    /// A 5-field cron expression: the process runs as a scheduled job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// `http` or `tcp`.
+    pub protocol: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct AppEnvVar {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret: Option<SecretKeyRef>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct SecretKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppVolume {
+    pub name: String,
+    pub mount_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStatus {
+    #[serde(default)]
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// The three CRDs, in the order they are installed.
+pub fn definitions()
+-> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
+{
+    use kube::CustomResourceExt;
+    vec![Project::crd(), Environment::crd(), App::crd()]
+}
+
+/// `infra/k8s/crds.yaml`: the CRDs as one multi-document YAML file.
+pub fn definitions_yaml() -> String {
+    definitions()
+        .iter()
+        .map(|crd| serde_yaml::to_string(crd).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("---\n")
+}

@@ -1,0 +1,257 @@
+//! Environments: `Environment` resources named `{project}-{environment}`,
+//! provisioned by the controller as namespaces of the same name. Deleting one
+//! schedules its purge: production after the configured grace, others at once.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use serde::Serialize;
+
+use super::crd::{
+    EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+    LABEL_PROJECT, MANAGER, Quota,
+};
+use super::{is_conflict, projects, timestamp};
+use crate::identity::Principal;
+use crate::{ApiError, Permission, clock, names};
+
+/// `{project}-{environment}` stays a DNS label of at most 63 characters.
+pub const MAX_NAME_LEN: usize = 22;
+pub const MAX_PODS: i32 = 10_000;
+
+/// The Environment record of the API (spec part 2).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct EnvironmentRecord {
+    pub name: String,
+    pub resource_name: String,
+    pub project: String,
+    pub env_type: String,
+    pub namespace: String,
+    pub phase: Option<String>,
+    pub ready: bool,
+    pub message: Option<String>,
+    pub deleting: bool,
+    pub deletion_scheduled_at: Option<String>,
+    pub created_at: Option<String>,
+}
+
+pub fn resource_name(project: &str, environment: &str) -> String {
+    format!("{project}-{environment}")
+}
+
+pub fn is_deleting(environment: &Environment) -> bool {
+    environment.spec.deletion_scheduled_at.is_some()
+        || environment.metadata.deletion_timestamp.is_some()
+}
+
+fn record(environment: &Environment) -> EnvironmentRecord {
+    let status = environment.status.clone().unwrap_or_default();
+    let name = environment.name_any();
+    EnvironmentRecord {
+        name: environment.spec.name.clone(),
+        namespace: status.namespace.clone().unwrap_or_else(|| name.clone()),
+        resource_name: name,
+        project: environment.spec.project.clone(),
+        env_type: environment.spec.env_type.as_str().to_owned(),
+        // Not yet seen by the controller: waiting to be provisioned.
+        phase: Some(status.phase.unwrap_or_else(|| "Pending".to_owned())),
+        ready: status.ready && !is_deleting(environment),
+        message: status.message,
+        deleting: is_deleting(environment),
+        deletion_scheduled_at: environment.spec.deletion_scheduled_at.clone(),
+        created_at: environment
+            .metadata
+            .creation_timestamp
+            .as_ref()
+            .map(timestamp),
+    }
+}
+
+/// The environment of a visible project; anything else is not found.
+pub async fn get_visible(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<Environment, ApiError> {
+    projects::get_visible(client, org, project).await?;
+    match Api::<Environment>::all(client.clone())
+        .get_opt(&resource_name(project, environment))
+        .await?
+    {
+        Some(found)
+            if found.spec.org == org
+                && found.spec.project == project
+                && found.spec.name == environment =>
+        {
+            Ok(found)
+        }
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+pub async fn list(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+) -> Result<Vec<EnvironmentRecord>, ApiError> {
+    projects::get_visible(client, org, project).await?;
+    let params =
+        ListParams::default().labels(&format!("{LABEL_PROJECT}={project},{LABEL_ORG}={org}"));
+    let mut records: Vec<_> = Api::<Environment>::all(client.clone())
+        .list(&params)
+        .await?
+        .items
+        .iter()
+        .filter(|e| e.spec.org == org && e.spec.project == project)
+        .map(record)
+        .collect();
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(records)
+}
+
+pub async fn get(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<EnvironmentRecord, ApiError> {
+    Ok(record(
+        &get_visible(client, org, project, environment).await?,
+    ))
+}
+
+pub struct NewEnvironment {
+    pub name: String,
+    pub env_type: String,
+    pub quota: Option<Quota>,
+}
+
+pub fn validate(new: &NewEnvironment) -> Result<EnvType, ApiError> {
+    names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    let env_type = EnvType::parse(&new.env_type).ok_or_else(|| {
+        ApiError::ValidationFailed("env_type: must be standard, production or preview".into())
+    })?;
+    if let Some(quota) = &new.quota {
+        if let Some(cpu) = &quota.cpu {
+            names::quantity("quota.cpu", cpu)?;
+        }
+        if let Some(memory) = &quota.memory {
+            names::quantity("quota.memory", memory)?;
+        }
+        if let Some(pods) = quota.pods
+            && !(1..=MAX_PODS).contains(&pods)
+        {
+            return Err(ApiError::ValidationFailed(format!(
+                "quota.pods: must be 1 to {MAX_PODS}"
+            )));
+        }
+    }
+    Ok(env_type)
+}
+
+pub async fn create(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    new: NewEnvironment,
+) -> Result<EnvironmentRecord, ApiError> {
+    let env_type = validate(&new)?;
+    let parent = projects::get_visible(client, org, project).await?;
+    if parent.metadata.deletion_timestamp.is_some() {
+        return Err(ApiError::Conflict(format!(
+            "project {project} is being deleted"
+        )));
+    }
+    let name = resource_name(project, &new.name);
+    let environment = Environment {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            labels: Some(
+                [
+                    (LABEL_ORG.to_owned(), org.to_owned()),
+                    (LABEL_PROJECT.to_owned(), project.to_owned()),
+                    (LABEL_ENVIRONMENT.to_owned(), new.name.clone()),
+                    (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        spec: EnvironmentSpec {
+            project: project.to_owned(),
+            name: new.name.clone(),
+            org: org.to_owned(),
+            env_type,
+            quota: new.quota,
+            deletion_scheduled_at: None,
+        },
+        status: None,
+    };
+    match Api::<Environment>::all(client.clone())
+        .create(&PostParams::default(), &environment)
+        .await
+    {
+        Ok(created) => Ok(record(&created)),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
+            "an environment named {} already exists in {project}",
+            new.name
+        ))),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Schedules the environment's purge. Production needs `env-delete-protected`
+/// and waits `production_grace`; other types are purged at once. Deleting an
+/// environment that is already being deleted changes nothing.
+pub async fn delete(
+    client: &kube::Client,
+    caller: &Principal,
+    project: &str,
+    environment: &str,
+    production_grace: Duration,
+) -> Result<EnvironmentRecord, ApiError> {
+    let found = get_visible(client, &caller.user.org, project, environment).await?;
+    let protected = found.spec.env_type == EnvType::Production;
+    let needed = if protected {
+        Permission::EnvDeleteProtected
+    } else {
+        Permission::EnvWrite
+    };
+    if !caller.can(needed) {
+        return Err(ApiError::Forbidden(format!(
+            "this needs the {} permission",
+            needed.as_str()
+        )));
+    }
+    if is_deleting(&found) {
+        return Ok(record(&found));
+    }
+    let grace = if protected {
+        i64::try_from(production_grace.as_secs()).unwrap_or(i64::MAX)
+    } else {
+        0
+    };
+    let scheduled = clock::rfc3339(clock::unix_seconds().saturating_add(grace));
+    // The resourceVersion makes the patch fail if the environment changed since it was read.
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": found.resource_version() },
+        "spec": { "deletionScheduledAt": scheduled },
+    });
+    match Api::<Environment>::all(client.clone())
+        .patch(
+            &found.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(patched) => Ok(record(&patched)),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(
+            "the environment changed meanwhile; try again".into(),
+        )),
+        Err(error) if super::is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) => Err(error.into()),
+    }
+}

@@ -1,0 +1,195 @@
+//! Projects: `Project` resources labelled with their organization. Another
+//! organization's project is not found.
+
+use std::collections::HashMap;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
+use serde::Serialize;
+
+use super::crd::{
+    Environment, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, Project, ProjectSpec,
+};
+use super::{is_conflict, timestamp};
+use crate::{ApiError, names};
+
+pub const MAX_NAME_LEN: usize = 40;
+pub const MAX_DISPLAY_NAME_LEN: usize = 100;
+pub const MAX_DESCRIPTION_LEN: usize = 1000;
+
+/// The Project record of the API (spec part 2).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ProjectRecord {
+    pub name: String,
+    pub uid: Option<String>,
+    pub display_name: String,
+    pub description: Option<String>,
+    pub org: Option<String>,
+    pub environments: i32,
+    pub ready: bool,
+    pub deleting: bool,
+    pub created_at: Option<String>,
+}
+
+fn record(project: &Project, environments: i32) -> ProjectRecord {
+    ProjectRecord {
+        name: project.name_any(),
+        uid: project.uid(),
+        display_name: project.spec.display_name.clone(),
+        description: project.spec.description.clone(),
+        org: Some(project.spec.org.clone()),
+        environments,
+        ready: project.status.as_ref().is_some_and(|s| s.ready)
+            && project.metadata.deletion_timestamp.is_none(),
+        deleting: project.metadata.deletion_timestamp.is_some(),
+        created_at: project.metadata.creation_timestamp.as_ref().map(timestamp),
+    }
+}
+
+fn of_org(org: &str) -> ListParams {
+    ListParams::default().labels(&format!("{LABEL_ORG}={org}"))
+}
+
+/// The organization's projects, by name.
+pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<ProjectRecord>, ApiError> {
+    let projects = Api::<Project>::all(client.clone())
+        .list(&of_org(org))
+        .await?;
+    let environments = Api::<Environment>::all(client.clone())
+        .list(&of_org(org))
+        .await?;
+    let mut counts: HashMap<&str, i32> = HashMap::new();
+    for environment in environments.items.iter().filter(|e| e.spec.org == org) {
+        *counts.entry(environment.spec.project.as_str()).or_default() += 1;
+    }
+    let mut records: Vec<ProjectRecord> = projects
+        .items
+        .iter()
+        .filter(|p| p.spec.org == org)
+        .map(|p| record(p, counts.get(p.name_any().as_str()).copied().unwrap_or(0)))
+        .collect();
+    records.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(records)
+}
+
+/// The organization's project of that name.
+pub async fn get_visible(
+    client: &kube::Client,
+    org: &str,
+    name: &str,
+) -> Result<Project, ApiError> {
+    match Api::<Project>::all(client.clone()).get_opt(name).await? {
+        Some(project) if project.spec.org == org => Ok(project),
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+async fn environment_count(client: &kube::Client, project: &str) -> Result<i32, ApiError> {
+    let params = ListParams::default().labels(&format!("{LABEL_PROJECT}={project}"));
+    let environments = Api::<Environment>::all(client.clone())
+        .list(&params)
+        .await?;
+    Ok(i32::try_from(environments.items.len()).unwrap_or(i32::MAX))
+}
+
+pub async fn get(client: &kube::Client, org: &str, name: &str) -> Result<ProjectRecord, ApiError> {
+    let project = get_visible(client, org, name).await?;
+    Ok(record(&project, environment_count(client, name).await?))
+}
+
+pub struct NewProject {
+    pub name: String,
+    pub display_name: String,
+    pub description: Option<String>,
+}
+
+pub fn validate(new: &NewProject) -> Result<(), ApiError> {
+    names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    names::text("display_name", &new.display_name, MAX_DISPLAY_NAME_LEN)?;
+    if let Some(description) = &new.description
+        && description.chars().count() > MAX_DESCRIPTION_LEN
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "description: must be at most {MAX_DESCRIPTION_LEN} characters"
+        )));
+    }
+    Ok(())
+}
+
+pub async fn create(
+    client: &kube::Client,
+    org: &str,
+    new: NewProject,
+) -> Result<ProjectRecord, ApiError> {
+    validate(&new)?;
+    let project = Project {
+        metadata: ObjectMeta {
+            name: Some(new.name.clone()),
+            labels: Some(
+                [
+                    (LABEL_ORG.to_owned(), org.to_owned()),
+                    (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+                ]
+                .into(),
+            ),
+            ..ObjectMeta::default()
+        },
+        spec: ProjectSpec {
+            display_name: new.display_name,
+            description: new.description,
+            org: org.to_owned(),
+        },
+        status: None,
+    };
+    match Api::<Project>::all(client.clone())
+        .create(&PostParams::default(), &project)
+        .await
+    {
+        Ok(created) => Ok(record(&created, 0)),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
+            "a project named {} already exists",
+            new.name
+        ))),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Deletes an empty project. The controller's finalizer keeps it until no
+/// environment refers to it, so a racing environment cannot be orphaned.
+pub async fn delete(
+    client: &kube::Client,
+    org: &str,
+    name: &str,
+) -> Result<ProjectRecord, ApiError> {
+    let project = get_visible(client, org, name).await?;
+    let environments = environment_count(client, name).await?;
+    if environments > 0 {
+        return Err(ApiError::ProjectNotEmpty);
+    }
+    let mut deleted = record(&project, 0);
+    if !deleted.deleting {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: project.uid(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match Api::<Project>::all(client.clone())
+            .delete(name, &params)
+            .await
+        {
+            Ok(_) => {}
+            Err(error) if super::is_not_found(&error) => {}
+            Err(error) if is_conflict(&error) => {
+                return Err(ApiError::Conflict(
+                    "the project was replaced meanwhile".into(),
+                ));
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    deleted.deleting = true;
+    deleted.ready = false;
+    Ok(deleted)
+}

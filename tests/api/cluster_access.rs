@@ -1,0 +1,140 @@
+//! Reaching the cluster through the stored kubeconfig: `no_cluster` before one
+//! is stored, and a replaced one noticed within the recheck interval.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{TestApp, TestCluster, eventually, unique};
+
+#[tokio::test]
+async fn without_a_stored_kubeconfig_cluster_calls_are_no_cluster() {
+    let app = TestApp::new().await;
+    app.get("/api/v1/projects")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": "web", "display_name": "Web" }))
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+    app.get("/api/v1/projects/web")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+    app.get("/api/v1/projects/web/environments")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+    app.post("/api/v1/projects/web/environments")
+        .by(&app.owner)
+        .json(json!({ "name": "dev" }))
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+    // Bad input is refused before the cluster is needed.
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": "Bad Name", "display_name": "Web" }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(event.action, "createProject");
+
+    let health = app
+        .get("/api/v1/healthz/details")
+        .by(&app.owner)
+        .send()
+        .await;
+    health.assert_status(503);
+    let report = health.json();
+    assert_eq!(report["status"], "degraded");
+    let cluster = report["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "cluster")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (cluster["status"].as_str(), cluster["detail"].as_str()),
+        (Some("down"), Some("no cluster configured"))
+    );
+}
+
+#[tokio::test]
+async fn a_replaced_kubeconfig_is_noticed() {
+    let app =
+        TestApp::with_cluster_config(|config| config.kubeconfig_recheck = Duration::from_secs(1))
+            .await;
+    if app.standin().is_none() {
+        return; // needs a second cluster
+    }
+    let name = unique("first");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": name, "display_name": "F" }))
+        .send()
+        .await
+        .assert_status(201);
+    let second = TestCluster::start().await;
+    berth_shared::kubeconfig::store_kubeconfig(&app.state.store, second.kubeconfig.clone(), None)
+        .await
+        .unwrap();
+    let path = format!("/api/v1/projects/{name}");
+    eventually("the second cluster is used", 10, || async {
+        app.get(&path).by(&app.owner).send().await.status == 404
+    })
+    .await;
+    berth_shared::kubeconfig::clear(&app.state.store)
+        .await
+        .unwrap();
+    eventually("no cluster once the kubeconfig is cleared", 10, || async {
+        app.get("/api/v1/projects")
+            .by(&app.owner)
+            .send()
+            .await
+            .status
+            == 503
+    })
+    .await;
+    app.get("/api/v1/projects")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "no_cluster");
+}
+
+#[tokio::test]
+async fn health_reports_the_cluster() {
+    let app = TestApp::with_cluster().await;
+    let response = app
+        .get("/api/v1/healthz/details")
+        .by(&app.owner)
+        .send()
+        .await;
+    response.assert_status(200);
+    let report = response.json();
+    assert_eq!(report["status"], "ok");
+    let names: Vec<_> = report["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["dynamodb", "cluster"]);
+    let cluster = &report["subsystems"][1];
+    assert_eq!(cluster["status"], "up");
+    assert!(
+        cluster["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Kubernetes ")),
+        "{cluster}"
+    );
+}

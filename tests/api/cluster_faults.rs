@@ -1,0 +1,216 @@
+//! The cluster failing, hanging or unreachable during each write: a 503
+//! `cluster_unavailable`, nothing half-made, and an audit event that says
+//! `error`. These need the stand-in's knobs and skip against a real cluster.
+
+use std::time::Duration;
+
+use berth_kube_standin::{Fault, FaultKind};
+use http::Method;
+use serde_json::json;
+
+use crate::support::{TestApp, eventually, unique};
+use berth_shared::audit::Outcome;
+
+async fn assert_error_recorded(app: &TestApp, action: &str) {
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (event.action.as_str(), event.outcome, event.status),
+        (action, Outcome::Error, Some(503))
+    );
+}
+
+#[tokio::test]
+async fn creating_a_project_while_the_cluster_fails() {
+    let app = TestApp::with_cluster().await;
+    let Some(standin) = app.standin() else { return };
+    for kind in [
+        FaultKind::ServiceUnavailable,
+        FaultKind::InternalError,
+        FaultKind::Hang,
+    ] {
+        let name = unique("fail");
+        standin.add_fault(
+            Fault::new(kind.clone(), 1)
+                .method("POST")
+                .path_contains("/projects"),
+        );
+        app.post("/api/v1/projects")
+            .by(&app.owner)
+            .json(json!({ "name": name, "display_name": "F" }))
+            .send()
+            .await
+            .assert_problem(503, "cluster_unavailable");
+        assert_error_recorded(&app, "createProject").await;
+        app.get(&format!("/api/v1/projects/{name}"))
+            .by(&app.owner)
+            .send()
+            .await
+            .assert_problem(404, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn creating_an_environment_while_the_cluster_fails() {
+    let app = TestApp::with_cluster().await;
+    let Some(standin) = app.standin() else { return };
+    let project = unique("p");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": project, "display_name": "P" }))
+        .send()
+        .await
+        .assert_status(201);
+    for (kind, method, path) in [
+        (FaultKind::ServiceUnavailable, "POST", "/environments"),
+        (FaultKind::Hang, "POST", "/environments"),
+        // The project lookup before the create fails instead.
+        (
+            FaultKind::InternalError,
+            "GET",
+            &*format!("/projects/{project}"),
+        ),
+    ] {
+        standin.add_fault(Fault::new(kind, 1).method(method).path_contains(path));
+        app.post(&format!("/api/v1/projects/{project}/environments"))
+            .by(&app.owner)
+            .json(json!({ "name": "dev" }))
+            .send()
+            .await
+            .assert_problem(503, "cluster_unavailable");
+        assert_error_recorded(&app, "createEnvironment").await;
+        standin.clear_faults();
+        let listed = app
+            .get(&format!("/api/v1/projects/{project}/environments"))
+            .by(&app.owner)
+            .send()
+            .await
+            .json();
+        assert_eq!(listed, json!([]), "no environment resource was made");
+        assert!(
+            !app.cluster()
+                .namespace_exists(&format!("{project}-dev"))
+                .await,
+            "no namespace was made"
+        );
+    }
+}
+
+#[tokio::test]
+async fn deleting_while_the_cluster_fails_changes_nothing() {
+    let app = TestApp::with_cluster().await;
+    let Some(standin) = app.standin() else { return };
+    let project = unique("p");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": project, "display_name": "P" }))
+        .send()
+        .await
+        .assert_status(201);
+    app.post(&format!("/api/v1/projects/{project}/environments"))
+        .by(&app.owner)
+        .json(json!({ "name": "dev" }))
+        .send()
+        .await
+        .assert_status(201);
+    let environment = format!("/api/v1/projects/{project}/environments/dev");
+    eventually("ready", 30, || async {
+        app.get(&environment).by(&app.owner).send().await.json()["phase"] == "Ready"
+    })
+    .await;
+
+    standin.add_fault(
+        Fault::new(FaultKind::ServiceUnavailable, 1)
+            .method("PATCH")
+            .path_contains(&format!("/environments/{project}-dev")),
+    );
+    app.request(Method::DELETE, &environment)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "cluster_unavailable");
+    assert_error_recorded(&app, "deleteEnvironment").await;
+    standin.clear_faults();
+    let record = app.get(&environment).by(&app.owner).send().await.json();
+    assert_eq!(
+        (
+            record["deleting"].as_bool(),
+            record["deletion_scheduled_at"].is_null()
+        ),
+        (Some(false), true)
+    );
+
+    // An empty project whose delete fails stays as it was.
+    let empty = unique("empty");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": empty, "display_name": "E" }))
+        .send()
+        .await
+        .assert_status(201);
+    standin.add_fault(
+        Fault::new(FaultKind::ServiceUnavailable, 1)
+            .method("DELETE")
+            .path_contains(&format!("/projects/{empty}")),
+    );
+    app.request(Method::DELETE, &format!("/api/v1/projects/{empty}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "cluster_unavailable");
+    assert_error_recorded(&app, "deleteProject").await;
+    standin.clear_faults();
+    let record = app
+        .get(&format!("/api/v1/projects/{empty}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(record["deleting"], false);
+}
+
+#[tokio::test]
+async fn an_unreachable_cluster_is_a_503_and_recovers() {
+    let app = TestApp::with_cluster().await;
+    let Some(standin) = app.standin() else { return };
+    // Use the cluster once, so that the client is built and kept.
+    app.get("/api/v1/projects")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+    standin.set_unreachable(true).await.unwrap();
+    let name = unique("down");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": name, "display_name": "D" }))
+        .send()
+        .await
+        .assert_problem(503, "cluster_unavailable");
+    assert_error_recorded(&app, "createProject").await;
+    app.get("/api/v1/projects")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(503, "cluster_unavailable");
+    let health = app
+        .get("/api/v1/healthz/details")
+        .by(&app.owner)
+        .send()
+        .await;
+    health.assert_status(503);
+    assert_eq!(health.json()["status"], "degraded");
+
+    standin.set_unreachable(false).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.get(&format!("/api/v1/projects/{name}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": name, "display_name": "D" }))
+        .send()
+        .await
+        .assert_status(201);
+}

@@ -1,0 +1,90 @@
+//! The cluster side of the tests: the stand-in Kubernetes API server (or, with
+//! `BERTH_TEST_KUBECONFIG`, a real cluster), Berth's CRDs, and the controller
+//! running in process, as it would beside the cluster.
+
+use std::future::Future;
+use std::time::Duration;
+
+use berth_kube_standin::StandIn;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+
+use berth_shared::cluster::{access, install};
+
+/// Point the cluster tests at a real cluster instead: they must pass there
+/// too (the fault tests, which need the stand-in's knobs, then skip).
+pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
+
+pub struct TestCluster {
+    pub standin: Option<StandIn>,
+    pub client: kube::Client,
+    pub kubeconfig: String,
+    controller: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        self.controller.abort();
+    }
+}
+
+impl TestCluster {
+    pub async fn start() -> Self {
+        let (standin, kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
+            Ok(path) => (
+                None,
+                std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
+            ),
+            Err(_) => {
+                let standin = StandIn::start().await.expect("the stand-in starts");
+                let kubeconfig = standin.kubeconfig_yaml();
+                (Some(standin), kubeconfig)
+            }
+        };
+        let client = access::client_from_kubeconfig(&kubeconfig, None, Duration::from_secs(10))
+            .await
+            .expect("a client for the test cluster");
+        install::install_crds(&client)
+            .await
+            .expect("installing the CRDs");
+        let controller = tokio::spawn(berth_controller::run(client.clone()));
+        Self {
+            standin,
+            client,
+            kubeconfig,
+            controller,
+        }
+    }
+
+    pub async fn namespace_exists(&self, name: &str) -> bool {
+        Api::<Namespace>::all(self.client.clone())
+            .get_opt(name)
+            .await
+            .expect("reading a namespace")
+            .is_some()
+    }
+}
+
+/// A name no other test (or earlier run on a real cluster) uses.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+/// Polls `check` until it holds, for at most `seconds`.
+pub async fn eventually<F, Fut>(what: &str, seconds: u64, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    while tokio::time::Instant::now() < deadline {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what}: not within {seconds} s");
+}
