@@ -220,10 +220,18 @@ async fn set_status(
         return Ok(());
     }
     let api: Api<Environment> = Api::all(context.client.clone());
+    // Explicit nulls: a merge patch only removes the fields it names.
+    let patch = json!({ "status": {
+        "phase": status.phase,
+        "ready": status.ready,
+        "message": status.message,
+        "namespace": status.namespace,
+        "observedGeneration": status.observed_generation,
+    }});
     api.patch_status(
         &environment.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({ "status": status })),
+        &Patch::Merge(patch),
     )
     .await?;
     tracing::info!(environment = %environment.name_any(), phase = ?status.phase, "status");

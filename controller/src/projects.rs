@@ -47,7 +47,9 @@ async fn mark_ready(project: &Project, context: &Context) -> Result<Action, Erro
             .patch_status(
                 &project.name_any(),
                 &PatchParams::default(),
-                &Patch::Merge(json!({ "status": ready })),
+                &Patch::Merge(
+                    json!({ "status": { "ready": ready.ready, "message": ready.message } }),
+                ),
             )
             .await?;
     }

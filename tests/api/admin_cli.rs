@@ -202,3 +202,68 @@ async fn explains_an_unreachable_store() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn installs_the_crds_into_the_stored_clusters() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    assert!(admin(&table, &["create-table"]).status.success());
+    let before = admin(&table, &["cluster", "install"]);
+    assert!(!before.status.success());
+    assert!(
+        stderr(&before).contains("no kubeconfig stored"),
+        "{}",
+        stderr(&before)
+    );
+
+    let (standin, kubeconfig) = match std::env::var(crate::support::cluster::REAL_CLUSTER_ENV) {
+        Ok(path) => (None, std::fs::read_to_string(path).unwrap()),
+        Err(_) => {
+            let standin = berth_kube_standin::StandIn::start().await.unwrap();
+            let kubeconfig = standin.kubeconfig_yaml();
+            (Some(standin), kubeconfig)
+        }
+    };
+    let path = std::env::temp_dir().join(format!(
+        "berth-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, &kubeconfig).unwrap();
+    assert!(
+        admin(
+            &table,
+            &["cluster", "set", "--kubeconfig", path.to_str().unwrap()]
+        )
+        .status
+        .success()
+    );
+    let installed = tokio::task::spawn_blocking(move || admin(&table, &["cluster", "install"]))
+        .await
+        .unwrap();
+    assert!(installed.status.success(), "{}", stderr(&installed));
+    for crd in [
+        "projects.berth.dev",
+        "environments.berth.dev",
+        "apps.berth.dev",
+    ] {
+        assert!(
+            stdout(&installed).contains(&format!("installed CRD {crd}")),
+            "{}",
+            stdout(&installed)
+        );
+    }
+    let client = berth_shared::cluster::access::client_from_kubeconfig(
+        &kubeconfig,
+        None,
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client);
+    crds.get("environments.berth.dev")
+        .await
+        .expect("the CRD is in the cluster");
+    std::fs::remove_file(path).ok();
+    drop(standin);
+}

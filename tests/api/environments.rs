@@ -344,3 +344,65 @@ async fn a_deleting_project_takes_no_new_environments() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_scheduled_purge_survives_a_controller_restart() {
+    let app =
+        TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
+            .await;
+    let project = project(&app).await;
+    environment(
+        &app,
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    wait_ready(&app, &project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    app.request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(202);
+    app.cluster().restart_controller().await;
+    eventually(
+        "the new controller purges it when its time comes",
+        30,
+        || async { app.get(&path).by(&app.owner).send().await.status == 404 },
+    )
+    .await;
+    assert!(
+        !app.cluster()
+            .namespace_exists(&format!("{project}-prod"))
+            .await
+    );
+}
+
+#[tokio::test]
+async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
+    let app = TestApp::with_cluster().await;
+    let Some(standin) = app.standin() else { return };
+    let project = project(&app).await;
+    standin.add_fault(
+        berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 2)
+            .method("PATCH")
+            .path_contains("/resourcequotas/"),
+    );
+    environment(
+        &app,
+        &project,
+        json!({ "name": "dev", "quota": { "cpu": "1" } }),
+    )
+    .await;
+    let path = format!("/api/v1/projects/{project}/environments/dev");
+    eventually("the environment shows as Degraded", 20, || async {
+        let record = app.get(&path).by(&app.owner).send().await.json();
+        record["phase"] == "Degraded"
+            && record["ready"] == false
+            && record["message"].as_str().is_some_and(|m| !m.is_empty())
+    })
+    .await;
+    // The controller backs off and tries again; the fault is spent.
+    let healed = wait_ready(&app, &project, "dev").await;
+    assert!(healed["message"].is_null(), "{healed}");
+}

@@ -9,6 +9,7 @@ mod environments;
 mod errors;
 mod health;
 mod lambda_events;
+mod manifests;
 mod members;
 mod packaging;
 mod permissions;

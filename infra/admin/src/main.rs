@@ -87,6 +87,12 @@ fn explain(error: ApiError) -> String {
         ApiError::StorageUnavailable(cause) => {
             format!("DynamoDB did not answer or failed: {cause}")
         }
+        ApiError::ClusterUnavailable(cause) => {
+            format!("the cluster did not answer or failed: {cause}")
+        }
+        ApiError::NoCluster => {
+            "no kubeconfig stored: run `berth-admin cluster set` first".to_owned()
+        }
         ApiError::Internal(cause) => format!("internal error: {cause}"),
         ApiError::ValidationFailed(detail) | ApiError::Conflict(detail) => detail,
         other => other.to_string(),

@@ -19,12 +19,14 @@ pub struct TestCluster {
     pub standin: Option<StandIn>,
     pub client: kube::Client,
     pub kubeconfig: String,
-    controller: tokio::task::JoinHandle<()>,
+    controller: std::sync::Mutex<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        self.controller.abort();
+        if let Ok(controller) = self.controller.lock() {
+            controller.abort();
+        }
     }
 }
 
@@ -47,13 +49,26 @@ impl TestCluster {
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
-        let controller = tokio::spawn(berth_controller::run(client.clone()));
+        let controller = std::sync::Mutex::new(tokio::spawn(berth_controller::run(client.clone())));
         Self {
             standin,
             client,
             kubeconfig,
             controller,
         }
+    }
+
+    /// Stops the controller and starts a new one, as a rescheduled pod would.
+    pub async fn restart_controller(&self) {
+        let stopped = {
+            let mut controller = self.controller.lock().unwrap();
+            controller.abort();
+            std::mem::replace(
+                &mut *controller,
+                tokio::spawn(berth_controller::run(self.client.clone())),
+            )
+        };
+        let _ = stopped.await;
     }
 
     pub async fn namespace_exists(&self, name: &str) -> bool {
