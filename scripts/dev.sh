@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# `make dev`: DynamoDB Local on 127.0.0.1:${BERTH_DYNAMODB_PORT:-8000} keeping its
-# data under .local/, the table ${BERTH_TABLE:-berth} (bootstrapped with an owner
-# admin@localhost in organization `default` when new), and the whole API on
-# http://127.0.0.1:${BERTH_PORT:-3000}. Ctrl-C stops everything it started.
+# `make dev`: Berth on this machine.
+#
+# - DynamoDB Local on 127.0.0.1:${BERTH_DYNAMODB_PORT:-8000}, data kept under .local/;
+# - the table ${BERTH_TABLE:-berth}, bootstrapped with the owner admin@localhost in
+#   organization `default` when it is new;
+# - a cluster: with KUBECONFIG set, that one (a kind or k3d cluster works);
+#   without, Berth's stand-in Kubernetes API server on 127.0.0.1:${BERTH_STANDIN_PORT:-6443}
+#   (in memory: workloads are simulated, and its state goes when make dev stops);
+#   its kubeconfig is stored and the CRDs applied;
+# - the controller as a local process against that cluster;
+# - the whole API on http://127.0.0.1:${BERTH_PORT:-3000}.
+# Ctrl-C stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,16 +22,22 @@ export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$BERTH_DYNAMODB_PORT"
 export AWS_REGION=${AWS_REGION:-us-east-1}
 export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
 unset AWS_PROFILE AWS_SESSION_TOKEN
+standin_port=${BERTH_STANDIN_PORT:-6443}
 
 scripts/install-tools.sh
 echo "== building"
-cargo build --locked --bin berth-local --bin berth-admin
+cargo build --locked -p berth-local -p berth-kube-standin -p berth-controller --bins
 bin=${CARGO_TARGET_DIR:-target}/debug
 
 ddb=infra/dynamodb-local/dynamodb-local.sh
 pidfile=.local/dynamodb/dynamodb.pid
+children=()
+cleanup() {
+  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  "$ddb" stop "$pidfile"
+}
 "$ddb" stop "$pidfile" # a previous run that was killed hard
-trap '"$ddb" stop "$pidfile"' EXIT
+trap cleanup EXIT
 "$ddb" start "$BERTH_DYNAMODB_PORT" --data .local/dynamodb/data "$pidfile"
 
 created=$("$bin/berth-admin" create-table)
@@ -31,10 +45,29 @@ echo "$created"
 if [[ $created == "created table"* ]]; then
   "$bin/berth-admin" bootstrap --org default --email admin@localhost
   echo
-  echo "Sign in as admin@localhost with the temporary password above, then replace it:"
-  echo "  curl -c .local/cookies -H 'content-type: application/json' \\"
-  echo "       -d '{\"email\":\"admin@localhost\",\"password\":\"...\"}' http://127.0.0.1:$BERTH_PORT/api/v1/auth/login"
+  echo "Sign in as admin@localhost with the temporary password above, then replace it (see README)."
 fi
+
+if [ -n "${KUBECONFIG:-}" ]; then
+  kubeconfig=$KUBECONFIG
+  echo "== cluster: KUBECONFIG ($kubeconfig)"
+else
+  kubeconfig=.local/standin/kubeconfig
+  mkdir -p .local/standin
+  rm -f "$kubeconfig"
+  "$bin/kube-standin" --addr "127.0.0.1:$standin_port" --kubeconfig-out "$kubeconfig" >.local/standin/standin.log 2>&1 &
+  children+=($!)
+  for _ in $(seq 1 100); do [ -s "$kubeconfig" ] && break; sleep 0.1; done
+  [ -s "$kubeconfig" ] || { echo "the stand-in cluster did not start; see .local/standin/standin.log" >&2; exit 1; }
+  echo "== cluster: no KUBECONFIG, so Berth's stand-in Kubernetes API server on 127.0.0.1:$standin_port."
+  echo "   Workloads are simulated: nothing runs, and its state goes when make dev stops."
+fi
+"$bin/berth-admin" cluster set --kubeconfig "$kubeconfig"
+"$bin/berth-admin" cluster install
+KUBECONFIG=$kubeconfig "$bin/berth-controller" >.local/controller.log 2>&1 &
+children+=($!)
+echo "== controller running (log: .local/controller.log)"
+
 echo
 echo "Berth: http://127.0.0.1:$BERTH_PORT/api/v1 (DynamoDB Local on port $BERTH_DYNAMODB_PORT, data in .local/)"
 "$bin/berth-local"

@@ -82,6 +82,8 @@ async fn every_template_route_reaches_its_functions_operation() {
             "members" => berth_fn_members::router(),
             "audit" => berth_fn_audit::router(),
             "health" => berth_fn_health::router(),
+            "projects" => berth_fn_projects::router(),
+            "environments" => berth_fn_environments::router(),
             other => panic!("the template packages an unknown function {other}"),
         };
         let router = berth_shared::http::serve(routes, app.state.clone());
@@ -108,7 +110,18 @@ async fn every_template_route_reaches_its_functions_operation() {
     }
     assert_eq!(
         functions,
-        BTreeSet::from(["audit", "auth", "health", "members", "tokens"].map(String::from))
+        BTreeSet::from(
+            [
+                "audit",
+                "auth",
+                "environments",
+                "health",
+                "members",
+                "projects",
+                "tokens"
+            ]
+            .map(String::from)
+        )
     );
     let expected = [
         "login",
@@ -125,6 +138,14 @@ async fn every_template_route_reaches_its_functions_operation() {
         "listAuditEvents",
         "getHealthDetails",
         "getHealth",
+        "listProjects",
+        "createProject",
+        "getProject",
+        "deleteProject",
+        "listEnvironments",
+        "createEnvironment",
+        "getEnvironment",
+        "deleteEnvironment",
     ];
     assert_eq!(
         routed,
