@@ -12,9 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, Update};
 use serde::{Deserialize, Serialize};
 
 use crate::store::{self, Store, keys};
@@ -131,7 +129,6 @@ impl AuditLog {
     /// Appends one event to an organization's log; returns its `seq`.
     pub async fn record(&self, org: &str, call: &Call) -> Result<u64, ApiError> {
         let table = self.store.table();
-        let build = |e: aws_sdk_dynamodb::error::BuildError| ApiError::Internal(e.to_string());
         for attempt in 0..MAX_WRITE_ATTEMPTS {
             let previous = self.remembered(org);
             let seq = previous + 1;
@@ -170,27 +167,15 @@ impl AuditLog {
                     .expression_attribute_values(":previous", store::n(previous))
             };
             let writes = vec![
-                TransactWriteItem::builder()
-                    .update(counter.build().map_err(build)?)
-                    .build(),
-                TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(table)
-                            .set_item(Some(store::to_item(&item)?))
-                            .condition_expression("attribute_not_exists(pk)")
-                            .build()
-                            .map_err(build)?,
-                    )
-                    .build(),
+                store::tx_update(counter)?,
+                store::tx_put(
+                    Put::builder()
+                        .table_name(table)
+                        .set_item(Some(store::to_item(&item)?))
+                        .condition_expression("attribute_not_exists(pk)"),
+                )?,
             ];
-            let written = self
-                .store
-                .client()
-                .transact_write_items()
-                .set_transact_items(Some(writes))
-                .send()
-                .await;
+            let written = self.store.transact(writes).await;
             let error = match written {
                 Ok(_) => {
                     self.remember(org, seq);

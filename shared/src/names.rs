@@ -48,7 +48,7 @@ pub fn quantity(field: &str, value: &str) -> Result<(), ApiError> {
     let valid = !whole.is_empty()
         && digits(whole)
         && digits(fraction)
-        && (fraction.is_empty() == !number.contains('.'))
+        && (fraction.is_empty() != number.contains('.'))
         && value.len() <= 32;
     if valid {
         Ok(())

@@ -30,7 +30,7 @@ async fn creating_a_project_while_the_cluster_fails() {
     ] {
         let name = unique("fail");
         standin.add_fault(
-            Fault::new(kind.clone(), 1)
+            Fault::new(kind, 1)
                 .method("POST")
                 .path_contains("/projects"),
         );
@@ -121,7 +121,7 @@ async fn deleting_while_the_cluster_fails_changes_nothing() {
     standin.add_fault(
         Fault::new(FaultKind::ServiceUnavailable, 1)
             .method("PATCH")
-            .path_contains(&format!("/environments/{project}-dev")),
+            .path_contains(format!("/environments/{project}-dev")),
     );
     app.request(Method::DELETE, &environment)
         .by(&app.owner)
@@ -150,7 +150,7 @@ async fn deleting_while_the_cluster_fails_changes_nothing() {
     standin.add_fault(
         Fault::new(FaultKind::ServiceUnavailable, 1)
             .method("DELETE")
-            .path_contains(&format!("/projects/{empty}")),
+            .path_contains(format!("/projects/{empty}")),
     );
     app.request(Method::DELETE, &format!("/api/v1/projects/{empty}"))
         .by(&app.owner)

@@ -212,46 +212,49 @@ pub async fn delete(
     environment: &str,
     production_grace: Duration,
 ) -> Result<EnvironmentRecord, ApiError> {
-    let found = get_visible(client, &caller.user.org, project, environment).await?;
-    let protected = found.spec.env_type == EnvType::Production;
-    let needed = if protected {
-        Permission::EnvDeleteProtected
-    } else {
-        Permission::EnvWrite
-    };
-    if !caller.can(needed) {
-        return Err(ApiError::Forbidden(format!(
-            "this needs the {} permission",
-            needed.as_str()
-        )));
+    // The patch is conditioned on the version read; the controller writing the
+    // status meanwhile is the usual reason to read again.
+    for _ in 0..5 {
+        let found = get_visible(client, &caller.user.org, project, environment).await?;
+        let protected = found.spec.env_type == EnvType::Production;
+        let needed = if protected {
+            Permission::EnvDeleteProtected
+        } else {
+            Permission::EnvWrite
+        };
+        if !caller.can(needed) {
+            return Err(ApiError::Forbidden(format!(
+                "this needs the {} permission",
+                needed.as_str()
+            )));
+        }
+        if is_deleting(&found) {
+            return Ok(record(&found));
+        }
+        let grace = if protected {
+            i64::try_from(production_grace.as_secs()).unwrap_or(i64::MAX)
+        } else {
+            0
+        };
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": found.resource_version() },
+            "spec": { "deletionScheduledAt": clock::rfc3339(clock::unix_seconds().saturating_add(grace)) },
+        });
+        match Api::<Environment>::all(client.clone())
+            .patch(
+                &found.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+        {
+            Ok(patched) => return Ok(record(&patched)),
+            Err(error) if is_conflict(&error) => continue,
+            Err(error) if super::is_not_found(&error) => return Err(ApiError::NotFound),
+            Err(error) => return Err(error.into()),
+        }
     }
-    if is_deleting(&found) {
-        return Ok(record(&found));
-    }
-    let grace = if protected {
-        i64::try_from(production_grace.as_secs()).unwrap_or(i64::MAX)
-    } else {
-        0
-    };
-    let scheduled = clock::rfc3339(clock::unix_seconds().saturating_add(grace));
-    // The resourceVersion makes the patch fail if the environment changed since it was read.
-    let patch = serde_json::json!({
-        "metadata": { "resourceVersion": found.resource_version() },
-        "spec": { "deletionScheduledAt": scheduled },
-    });
-    match Api::<Environment>::all(client.clone())
-        .patch(
-            &found.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(patched) => Ok(record(&patched)),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(
-            "the environment changed meanwhile; try again".into(),
-        )),
-        Err(error) if super::is_not_found(&error) => Err(ApiError::NotFound),
-        Err(error) => Err(error.into()),
-    }
+    Err(ApiError::Conflict(
+        "the environment kept changing; try again".into(),
+    ))
 }

@@ -1,6 +1,6 @@
 //! Signing in with email and password, and changing the password.
 
-use aws_sdk_dynamodb::types::{KeysAndAttributes, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Update};
 
 use super::profile::{self, EmailItem, ProfileItem};
 use super::sessions::{self, NewSession, SessionItem};
@@ -171,51 +171,35 @@ pub async fn change_password(
     }
     let new_hash = password::hash(new_password).await?;
     let epoch = profile.session_epoch + 1;
-    let build = |e: aws_sdk_dynamodb::error::BuildError| ApiError::Internal(e.to_string());
-    let mut writes = vec![TransactWriteItem::builder()
-        .update(
+    let mut writes = vec![store::tx_update(
+        Update::builder()
+            .table_name(store.table())
+            .set_key(Some(store::key(keys::user(&user.id), keys::PROFILE_SK)))
+            .update_expression(
+                "SET password_hash = :new, must_change_password = :false, session_epoch = :epoch",
+            )
+            .condition_expression("password_hash = :old")
+            .expression_attribute_values(":new", store::s(new_hash))
+            .expression_attribute_values(":old", store::s(profile.password_hash))
+            .expression_attribute_values(":false", AttributeValue::Bool(false))
+            .expression_attribute_values(":epoch", store::n(epoch)),
+    )?];
+    // The session making the change stays signed in: it moves to the new epoch.
+    if let Credential::Session { digest } = &principal.credential {
+        writes.push(store::tx_update(
             Update::builder()
                 .table_name(store.table())
-                .set_key(Some(store::key(keys::user(&user.id), keys::PROFILE_SK)))
-                .update_expression(
-                    "SET password_hash = :new, must_change_password = :false, session_epoch = :epoch",
-                )
-                .condition_expression("password_hash = :old")
-                .expression_attribute_values(":new", store::s(new_hash))
-                .expression_attribute_values(":old", store::s(profile.password_hash))
-                .expression_attribute_values(":false", aws_sdk_dynamodb::types::AttributeValue::Bool(false))
-                .expression_attribute_values(":epoch", store::n(epoch))
-                .build()
-                .map_err(build)?,
-        )
-        .build()];
-    if let Credential::Session { digest } = &principal.credential {
-        writes.push(
-            TransactWriteItem::builder()
-                .update(
-                    Update::builder()
-                        .table_name(store.table())
-                        .set_key(Some(store::key(
-                            keys::user(&user.id),
-                            &keys::session_sk(digest),
-                        )))
-                        .update_expression("SET epoch = :epoch")
-                        .condition_expression("attribute_exists(pk)")
-                        .expression_attribute_values(":epoch", store::n(epoch))
-                        .build()
-                        .map_err(build)?,
-                )
-                .build(),
-        );
+                .set_key(Some(store::key(
+                    keys::user(&user.id),
+                    &keys::session_sk(digest),
+                )))
+                .update_expression("SET epoch = :epoch")
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_values(":epoch", store::n(epoch)),
+        )?);
     }
-    let written = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(writes))
-        .send()
-        .await;
-    match written {
-        Ok(_) => {}
+    match store.transact(writes).await {
+        Ok(()) => {}
         Err(e) if store::cancelled_conditions(&e).is_some_and(|failed| failed.contains(&true)) => {
             return Err(ApiError::Conflict(
                 "the password was changed meanwhile; sign in again".into(),

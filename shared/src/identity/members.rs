@@ -3,7 +3,6 @@
 //! write that changes the count does so in the same transaction as the member
 //! change, conditioned on at least one owner remaining.
 
-use aws_sdk_dynamodb::error::BuildError;
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Update};
 use serde::Serialize;
 
@@ -47,33 +46,22 @@ pub struct NewMember {
     pub temporary_password: String,
 }
 
-fn build_error(error: BuildError) -> ApiError {
-    ApiError::Internal(error.to_string())
-}
-
 /// The members of an organization, by email.
 pub async fn list(store: &Store, org: &str) -> Result<Vec<MemberRecord>, ApiError> {
-    let mut members = Vec::new();
-    let mut start = None;
-    loop {
-        let page = store
+    let items = store::query_all(
+        store
             .client()
             .query()
             .table_name(store.table())
             .index_name(keys::GSI1)
             .key_condition_expression("gsi1pk = :members")
-            .expression_attribute_values(":members", store::s(keys::members_of(org)))
-            .set_exclusive_start_key(start)
-            .send()
-            .await?;
-        for item in page.items.unwrap_or_default() {
-            members.push(MemberRecord::from(&store::from_item::<ProfileItem>(item)?));
-        }
-        start = page.last_evaluated_key;
-        if start.is_none() {
-            return Ok(members);
-        }
-    }
+            .expression_attribute_values(":members", store::s(keys::members_of(org))),
+    )
+    .await?;
+    items
+        .into_iter()
+        .map(|item| Ok(MemberRecord::from(&store::from_item::<ProfileItem>(item)?)))
+        .collect()
 }
 
 fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
@@ -98,51 +86,38 @@ pub async fn invite(
     role: Role,
     display_name: Option<String>,
 ) -> Result<NewMember, ApiError> {
-    let email = normalize_email(email);
-    validate_email(&email)?;
     validate_display_name(display_name.as_deref())?;
     require_owner_rights(caller, &[role])?;
-    let temporary_password = credentials::new_temporary_password();
-    let profile = ProfileItem::new(NewProfile {
-        id: &credentials::new_user_id(),
-        email: &email,
+    let account = NewAccount {
+        email,
         display_name,
         org: &caller.user.org,
         role,
-        password_hash: password::hash(temporary_password.clone()).await?,
-        must_change_password: true,
-    });
-    create_account(store, &profile, OrgWrite::Existing).await?;
-    Ok(NewMember {
-        member: MemberRecord::from(&profile),
-        temporary_password,
-    })
+    };
+    create_account(store, account, OrgWrite::Existing).await
 }
 
 /// Creates an organization and its first owner (the admin CLI's bootstrap).
 pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMember, ApiError> {
     validate_org_name(org)?;
-    let email = normalize_email(email);
-    validate_email(&email)?;
-    let temporary_password = credentials::new_temporary_password();
-    let profile = ProfileItem::new(NewProfile {
-        id: &credentials::new_user_id(),
-        email: &email,
+    let account = NewAccount {
+        email,
         display_name: None,
         org,
         role: Role::Owner,
-        password_hash: password::hash(temporary_password.clone()).await?,
-        must_change_password: true,
-    });
-    create_account(store, &profile, OrgWrite::Create).await?;
-    Ok(NewMember {
-        member: MemberRecord::from(&profile),
-        temporary_password,
-    })
+    };
+    create_account(store, account, OrgWrite::Create).await
 }
 
 pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
     crate::names::dns_label("org", org, MAX_ORG_NAME_LEN)
+}
+
+struct NewAccount<'a> {
+    email: &'a str,
+    display_name: Option<String>,
+    org: &'a str,
+    role: Role,
 }
 
 enum OrgWrite {
@@ -152,85 +127,79 @@ enum OrgWrite {
     Create,
 }
 
+/// Writes the account, its email marker and the organization's side in one
+/// transaction; the account gets a temporary password.
 async fn create_account(
     store: &Store,
-    profile: &ProfileItem,
+    account: NewAccount<'_>,
     org: OrgWrite,
-) -> Result<(), ApiError> {
+) -> Result<NewMember, ApiError> {
+    let email = normalize_email(account.email);
+    validate_email(&email)?;
+    let temporary_password = credentials::new_temporary_password();
+    let profile = ProfileItem::new(NewProfile {
+        id: &credentials::new_user_id(),
+        email: &email,
+        display_name: account.display_name,
+        org: account.org,
+        role: account.role,
+        password_hash: password::hash(temporary_password.clone()).await?,
+        must_change_password: true,
+    });
     let table = store.table();
-    let put = |item: Item| -> Result<TransactWriteItem, ApiError> {
-        Ok(TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build())
+    let put_new = |item: Item| {
+        store::tx_put(
+            Put::builder()
+                .table_name(table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)"),
+        )
     };
     let org_key = store::key(keys::org(&profile.org), keys::ORG_SK);
     let org_write = match org {
-        OrgWrite::Create => put(store::to_item(&OrgItem {
+        OrgWrite::Create => put_new(store::to_item(&OrgItem {
             pk: keys::org(&profile.org),
             sk: keys::ORG_SK.to_owned(),
             name: profile.org.clone(),
             owners: 1,
             created_at: clock::unix_seconds(),
         })?)?,
-        OrgWrite::Existing if profile.role == Role::Owner => TransactWriteItem::builder()
-            .update(
-                Update::builder()
-                    .table_name(table)
-                    .set_key(Some(org_key))
-                    .update_expression("ADD owners :one")
-                    .condition_expression("attribute_exists(pk)")
-                    .expression_attribute_values(":one", store::n(1))
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build(),
-        OrgWrite::Existing => TransactWriteItem::builder()
-            .condition_check(
-                ConditionCheck::builder()
-                    .table_name(table)
-                    .set_key(Some(org_key))
-                    .condition_expression("attribute_exists(pk)")
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build(),
+        OrgWrite::Existing if profile.role == Role::Owner => {
+            owner_count_change(store, &profile.org, 1)?
+        }
+        OrgWrite::Existing => store::tx_check(
+            ConditionCheck::builder()
+                .table_name(table)
+                .set_key(Some(org_key))
+                .condition_expression("attribute_exists(pk)"),
+        )?,
     };
     let writes = vec![
-        put(store::to_item(&EmailItem::new(
+        put_new(store::to_item(&EmailItem::new(
             &profile.email,
             &profile.id,
         ))?)?,
-        put(store::to_item(profile)?)?,
+        put_new(store::to_item(&profile)?)?,
         org_write,
     ];
-    let written = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(writes))
-        .send()
-        .await;
-    match written {
-        Ok(_) => Ok(()),
-        Err(e) => match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => Err(ApiError::Conflict(
-                "an account with this email already exists".into(),
-            )),
-            Some([_, _, true]) => Err(match org {
+    if let Err(e) = store.transact(writes).await {
+        return Err(match store::cancelled_conditions(&e).as_deref() {
+            Some([true, ..]) => {
+                ApiError::Conflict("an account with this email already exists".into())
+            }
+            Some([_, _, true]) => match org {
                 OrgWrite::Create => {
                     ApiError::Conflict(format!("organization {} already exists", profile.org))
                 }
                 OrgWrite::Existing => ApiError::NotFound,
-            }),
-            _ => Err(store::transaction_failure(e)),
-        },
+            },
+            _ => store::transaction_failure(e),
+        });
     }
+    Ok(NewMember {
+        member: MemberRecord::from(&profile),
+        temporary_password,
+    })
 }
 
 /// Changes a member's role.
@@ -245,46 +214,26 @@ pub async fn change_role(
     if target.role == role {
         return Ok(MemberRecord::from(&target));
     }
-    let mut writes = vec![
-        TransactWriteItem::builder()
-            .update(
-                Update::builder()
-                    .table_name(store.table())
-                    .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
-                    .update_expression("SET #role = :new")
-                    .condition_expression("#role = :old AND org = :org")
-                    .expression_attribute_names("#role", "role")
-                    .expression_attribute_values(":new", store::s(role.as_str()))
-                    .expression_attribute_values(":old", store::s(target.role.as_str()))
-                    .expression_attribute_values(":org", store::s(&caller.user.org))
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build(),
-    ];
+    let mut writes = vec![store::tx_update(
+        Update::builder()
+            .table_name(store.table())
+            .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+            .update_expression("SET #role = :new")
+            .condition_expression("#role = :old AND org = :org")
+            .expression_attribute_names("#role", "role")
+            .expression_attribute_values(":new", store::s(role.as_str()))
+            .expression_attribute_values(":old", store::s(target.role.as_str()))
+            .expression_attribute_values(":org", store::s(&caller.user.org)),
+    )?];
     let owners_delta = i64::from(role == Role::Owner) - i64::from(target.role == Role::Owner);
     if owners_delta != 0 {
         writes.push(owner_count_change(store, &caller.user.org, owners_delta)?);
     }
-    let written = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(writes))
-        .send()
-        .await;
-    match written {
-        Ok(_) => {
-            target.role = role;
-            Ok(MemberRecord::from(&target))
-        }
-        Err(e) => Err(match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => {
-                ApiError::Conflict("the member was changed meanwhile; try again".into())
-            }
-            Some([_, true]) => last_owner_conflict(),
-            _ => store::transaction_failure(e),
-        }),
+    if let Err(e) = store.transact(writes).await {
+        return Err(member_change_failure(e));
     }
+    target.role = role;
+    Ok(MemberRecord::from(&target))
 }
 
 /// Removes a member: the account, its sessions and its tokens. The account is
@@ -293,73 +242,61 @@ pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Resul
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
     require_owner_rights(caller, &[target.role])?;
     let mut writes = vec![
-        TransactWriteItem::builder()
-            .delete(
-                Delete::builder()
-                    .table_name(store.table())
-                    .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
-                    .condition_expression("#role = :role AND org = :org")
-                    .expression_attribute_names("#role", "role")
-                    .expression_attribute_values(":role", store::s(target.role.as_str()))
-                    .expression_attribute_values(":org", store::s(&caller.user.org))
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build(),
-        TransactWriteItem::builder()
-            .delete(
-                Delete::builder()
-                    .table_name(store.table())
-                    .set_key(Some(store::key(keys::email(&target.email), keys::EMAIL_SK)))
-                    .build()
-                    .map_err(build_error)?,
-            )
-            .build(),
+        store::tx_delete(
+            Delete::builder()
+                .table_name(store.table())
+                .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+                .condition_expression("#role = :role AND org = :org")
+                .expression_attribute_names("#role", "role")
+                .expression_attribute_values(":role", store::s(target.role.as_str()))
+                .expression_attribute_values(":org", store::s(&caller.user.org)),
+        )?,
+        store::tx_delete(
+            Delete::builder()
+                .table_name(store.table())
+                .set_key(Some(store::key(keys::email(&target.email), keys::EMAIL_SK))),
+        )?,
     ];
     if target.role == Role::Owner {
         writes.push(owner_count_change(store, &caller.user.org, -1)?);
     }
-    let written = store
-        .client()
-        .transact_write_items()
-        .set_transact_items(Some(writes))
-        .send()
-        .await;
-    if let Err(e) = written {
-        return Err(match store::cancelled_conditions(&e).as_deref() {
-            Some([true, ..]) => {
-                ApiError::Conflict("the member was changed meanwhile; try again".into())
-            }
-            Some([_, _, true]) => last_owner_conflict(),
-            _ => store::transaction_failure(e),
-        });
-    }
+    store
+        .transact(writes)
+        .await
+        .map_err(member_change_failure)?;
     if let Err(error) = delete_credentials(store, member_id).await {
         tracing::warn!(error = %error, "tidying up a removed member's credentials failed; they are already invalid");
     }
     Ok(())
 }
 
-fn last_owner_conflict() -> ApiError {
-    ApiError::Conflict("an organization must keep at least one owner".into())
+/// A member change's transaction refused: the member changed meanwhile (the
+/// first item), or the organization would lose its last owner (the last).
+fn member_change_failure(error: store::TransactError) -> ApiError {
+    let conditions = store::cancelled_conditions(&error).unwrap_or_default();
+    if conditions.first() == Some(&true) {
+        ApiError::Conflict("the member was changed meanwhile; try again".into())
+    } else if conditions.len() > 1 && conditions.last() == Some(&true) {
+        ApiError::Conflict("an organization must keep at least one owner".into())
+    } else {
+        store::transaction_failure(error)
+    }
 }
 
+/// Moves the organization's owner count; a decrease must leave one owner.
 fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWriteItem, ApiError> {
-    let mut update = Update::builder()
+    let update = Update::builder()
         .table_name(store.table())
         .set_key(Some(store::key(keys::org(org), keys::ORG_SK)))
         .update_expression("ADD owners :delta")
         .expression_attribute_values(":delta", store::n(delta));
-    update = if delta < 0 {
+    store::tx_update(if delta < 0 {
         update
             .condition_expression("owners > :one")
             .expression_attribute_values(":one", store::n(1))
     } else {
         update.condition_expression("attribute_exists(pk)")
-    };
-    Ok(TransactWriteItem::builder()
-        .update(update.build().map_err(build_error)?)
-        .build())
+    })
 }
 
 async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {

@@ -124,24 +124,15 @@ pub async fn user_items(
     user_id: &str,
     prefix: &str,
 ) -> Result<Vec<store::Item>, ApiError> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
-        let page = store
+    store::query_all(
+        store
             .client()
             .query()
             .table_name(store.table())
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
             .expression_attribute_values(":pk", store::s(keys::user(user_id)))
             .expression_attribute_values(":prefix", store::s(prefix))
-            .consistent_read(true)
-            .set_exclusive_start_key(start)
-            .send()
-            .await?;
-        items.extend(page.items.unwrap_or_default());
-        start = page.last_evaluated_key;
-        if start.is_none() {
-            return Ok(items);
-        }
-    }
+            .consistent_read(true),
+    )
+    .await
 }

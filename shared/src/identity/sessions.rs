@@ -44,14 +44,7 @@ pub async fn create(
         expires_at,
         ttl: expires_at,
     };
-    store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .set_item(Some(store::to_item(&item)?))
-        .condition_expression("attribute_not_exists(pk)")
-        .send()
-        .await?;
+    store.put_new(store::to_item(&item)?).await?;
     let set_cookie = cookie(config, &secret, lifetime);
     Ok(NewSession { secret, set_cookie })
 }

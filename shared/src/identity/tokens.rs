@@ -101,14 +101,7 @@ pub async fn create(
         last_used_at: None,
         ttl: expires_at,
     };
-    store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .set_item(Some(store::to_item(&item)?))
-        .condition_expression("attribute_not_exists(pk)")
-        .send()
-        .await?;
+    store.put_new(store::to_item(&item)?).await?;
     Ok(CreatedToken {
         record: item.record(),
         token,

@@ -16,8 +16,12 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason};
+use aws_sdk_dynamodb::types::builders::{
+    ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder,
+};
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, TransactWriteItem};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -131,5 +135,76 @@ pub fn transaction_failure<R: std::fmt::Debug>(
         ApiError::Conflict("a concurrent change won; try again".into())
     } else {
         error.into()
+    }
+}
+
+fn built<T>(result: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, ApiError> {
+    result.map_err(|e| ApiError::Internal(format!("building a request: {e}")))
+}
+
+/// One item of a `TransactWriteItems` call, from its builder.
+pub fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .put(built(put.build())?)
+        .build())
+}
+
+pub fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .update(built(update.build())?)
+        .build())
+}
+
+pub fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .delete(built(delete.build())?)
+        .build())
+}
+
+pub fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .condition_check(built(check.build())?)
+        .build())
+}
+
+/// Every item a query finds, following its pages.
+pub async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = query.clone().set_exclusive_start_key(start).send().await?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
+/// The error of a `TransactWriteItems` call.
+pub type TransactError =
+    SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>;
+
+impl Store {
+    /// Writes items in one transaction: all of them or none.
+    pub async fn transact(&self, writes: Vec<TransactWriteItem>) -> Result<(), TransactError> {
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Writes a new item; fails (as a storage error) if one with its key exists.
+    pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await?;
+        Ok(())
     }
 }
