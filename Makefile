@@ -15,7 +15,9 @@ test:
 	@scripts/test.sh
 
 bench:
-	@scripts/with-dynamodb.sh cargo bench --bench requests
+	cargo build --release --locked --workspace --bins --example bare_lambda
+	cargo bench --locked --bench cold_start
+	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -173,6 +173,16 @@ impl ApiError {
         }
     }
 
+    /// What went wrong, for the log: the internal cause where there is one.
+    pub fn cause(&self) -> String {
+        match self {
+            Self::StorageUnavailable(cause)
+            | Self::ClusterUnavailable(cause)
+            | Self::Internal(cause) => cause.clone(),
+            other => other.to_string(),
+        }
+    }
+
     pub fn problem(&self) -> Problem {
         Problem {
             code: self.code().to_owned(),

@@ -49,18 +49,12 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
         .copied()
         .unwrap_or(Operation::UnknownRoute);
     let status = response.status().as_u16();
-    let call = describe_call(
-        &authentication,
-        scope.notes(),
-        operation,
-        status,
-        ip,
-        &request_id,
-    );
-    for org in audit_partitions(&authentication, &scope.notes()) {
+    let notes = scope.notes();
+    let call = describe_call(&authentication, &notes, operation, status, ip, &request_id);
+    for org in audit_partitions(&authentication, &notes) {
         if let Err(error) = state.audit.record(&org, &call).await {
             tracing::error!(request_id = %request_id, operation = operation.id(), org = %org,
-                error = %error_cause(&error), "writing the audit event failed");
+                error = %error.cause(), "writing the audit event failed");
         }
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -78,15 +72,6 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
     response
 }
 
-fn error_cause(error: &crate::ApiError) -> String {
-    match error {
-        crate::ApiError::StorageUnavailable(cause) | crate::ApiError::Internal(cause) => {
-            cause.clone()
-        }
-        other => other.to_string(),
-    }
-}
-
 /// The API Gateway request id and source address, when running on Lambda.
 fn gateway_context(request: &Request) -> (Option<String>, Option<String>) {
     match request.request_context_ref() {
@@ -99,7 +84,7 @@ fn gateway_context(request: &Request) -> (Option<String>, Option<String>) {
 
 fn describe_call(
     authentication: &Authentication,
-    notes: AuditNotes,
+    notes: &AuditNotes,
     operation: Operation,
     status: u16,
     ip: Option<String>,
@@ -118,6 +103,7 @@ fn describe_call(
     };
     let (target_kind, target) = notes
         .target
+        .clone()
         .map_or((None, None), |(kind, name)| (Some(kind), Some(name)));
     Call {
         actor_kind,

@@ -50,16 +50,9 @@ pub async fn authenticate(store: &Store, headers: &HeaderMap) -> Authentication 
         Ok(Some(principal)) => Authentication::Authenticated(Arc::new(principal)),
         Ok(None) => Authentication::Rejected,
         Err(error) => {
-            tracing::warn!(error = %error_cause(&error), "authentication could not reach the store");
+            tracing::warn!(error = %error.cause(), "authentication could not reach the store");
             Authentication::Unavailable
         }
-    }
-}
-
-fn error_cause(error: &ApiError) -> String {
-    match error {
-        ApiError::StorageUnavailable(cause) | ApiError::Internal(cause) => cause.clone(),
-        other => other.to_string(),
     }
 }
 
