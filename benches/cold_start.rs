@@ -6,6 +6,12 @@
 //! process first asks for an invocation (`GET …/runtime/invocation/next`):
 //! that is the cold start a Lambda pays before the handler runs. The
 //! process's resident memory is read at that moment.
+//!
+//! Most of a function's start is the AWS SDK loading the platform's root
+//! certificates (rustls-native-certs), which costs what the machine's
+//! certificate store costs: Debian's `/etc/ssl/certs` holds ~300 files. Each
+//! binary is therefore also started as on Lambda's AL2023, where the store is
+//! one CA bundle (`SSL_CERT_FILE` set, `SSL_CERT_DIR` an empty folder).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -54,7 +60,13 @@ struct Measured {
     rss_kib: u64,
 }
 
-fn measure(name: &str, binary: &Path, port: u16, ready: &mpsc::Receiver<Instant>) -> Measured {
+fn measure(
+    name: &str,
+    binary: &Path,
+    port: u16,
+    ready: &mpsc::Receiver<Instant>,
+    extra_env: &[(&str, String)],
+) -> Measured {
     let mut times = Vec::with_capacity(RUNS);
     let mut rss = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
@@ -72,6 +84,7 @@ fn measure(name: &str, binary: &Path, port: u16, ready: &mpsc::Receiver<Instant>
             .env("AWS_SECRET_ACCESS_KEY", "bench")
             .env("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
             .env("BERTH_TABLE", "berth")
+            .envs(extra_env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -94,46 +107,15 @@ fn measure(name: &str, binary: &Path, port: u16, ready: &mpsc::Receiver<Instant>
     }
 }
 
-fn main() {
-    if std::env::args().any(|arg| arg == "--list") {
-        return;
-    }
-    let dir = binaries_dir();
-    let (port, ready) = runtime_api();
-    let mut results = vec![measure(
-        "bare lambda_http",
-        &dir.join("examples/bare_lambda"),
-        port,
-        &ready,
-    )];
-    for function in [
-        "auth",
-        "tokens",
-        "members",
-        "audit",
-        "health",
-        "projects",
-        "environments",
-    ] {
-        let binary = dir.join(function);
-        if !binary.exists() {
-            panic!(
-                "{} is missing: `make bench` builds the function binaries first",
-                binary.display()
-            );
-        }
-        results.push(measure(function, &binary, port, &ready));
-    }
+fn report(title: &str, results: &[Measured]) {
     let baseline = results[0].median.as_secs_f64();
     let baseline_rss = results[0].rss_kib as f64;
-    println!(
-        "Cold start: process start to its first `invocation/next`, {RUNS} starts each (release build)"
-    );
+    println!("{title}");
     println!(
         "{:<18} {:>10} {:>10} {:>8} {:>10} {:>8}",
         "binary", "median", "p90", "ratio", "RSS", "ratio"
     );
-    for result in &results {
+    for result in results {
         println!(
             "{:<18} {:>10.2?} {:>10.2?} {:>7.2}x {:>7} KiB {:>7.2}x",
             result.name,
@@ -144,4 +126,64 @@ fn main() {
             result.rss_kib as f64 / baseline_rss
         );
     }
+    println!();
+}
+
+fn main() {
+    if std::env::args().any(|arg| arg == "--list") {
+        return;
+    }
+    let dir = binaries_dir();
+    let (port, ready) = runtime_api();
+    let functions = [
+        "auth",
+        "tokens",
+        "members",
+        "audit",
+        "health",
+        "projects",
+        "environments",
+    ];
+    for function in functions {
+        let binary = dir.join(function);
+        assert!(
+            binary.exists(),
+            "{} is missing: `make bench` builds the function binaries first",
+            binary.display()
+        );
+    }
+    let empty = std::env::temp_dir().join(format!("berth-no-certs-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let setups: [(&str, Vec<(&str, String)>); 2] = [
+        ("this machine's certificate store", vec![]),
+        (
+            "one CA bundle, as on Lambda's AL2023",
+            vec![
+                (
+                    "SSL_CERT_FILE",
+                    "/etc/ssl/certs/ca-certificates.crt".to_owned(),
+                ),
+                ("SSL_CERT_DIR", empty.display().to_string()),
+            ],
+        ),
+    ];
+    for (setup, env) in &setups {
+        let mut results = vec![measure(
+            "bare lambda_http",
+            &dir.join("examples/bare_lambda"),
+            port,
+            &ready,
+            env,
+        )];
+        for function in functions {
+            results.push(measure(function, &dir.join(function), port, &ready, env));
+        }
+        report(
+            &format!(
+                "Cold start ({setup}): process start to its first `invocation/next`, {RUNS} starts each"
+            ),
+            &results,
+        );
+    }
+    let _ = std::fs::remove_dir(empty);
 }

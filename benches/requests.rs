@@ -335,7 +335,7 @@ async fn main() {
     )
     .await;
     measure(
-        "getHealthDetails",
+        "getHealthDetails (no cluster: 503)",
         Method::GET,
         "/api/v1/healthz/details",
         Some(&token),

@@ -43,9 +43,17 @@ impl AppState {
 }
 
 /// The DynamoDB client as the SDK's own configuration chain describes it.
+/// On Lambda, credentials and region come from the environment; the default
+/// chain would also build the clients of profiles, SSO and STS, which a
+/// function never uses, at every cold start.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    let sdk_config = aws_config::defaults(BehaviorVersion::v2026_01_12())
-        .load()
-        .await;
-    aws_sdk_dynamodb::Client::new(&sdk_config)
+    let mut loader = aws_config::defaults(BehaviorVersion::v2026_01_12());
+    if crate::telemetry::on_lambda() {
+        loader = loader
+            .credentials_provider(
+                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+            )
+            .region(aws_config::environment::EnvironmentVariableRegionProvider::new());
+    }
+    aws_sdk_dynamodb::Client::new(&loader.load().await)
 }

@@ -406,3 +406,44 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     let healed = wait_ready(&app, &project, "dev").await;
     assert!(healed["message"].is_null(), "{healed}");
 }
+
+#[tokio::test]
+async fn a_purge_shows_terminating_while_the_namespace_goes() {
+    let app = TestApp::with_cluster().await;
+    let project = project(&app).await;
+    environment(&app, &project, json!({ "name": "dev" })).await;
+    wait_ready(&app, &project, "dev").await;
+    // Something in the cluster holds the namespace, as a slow cleanup would.
+    let namespace = format!("{project}-dev");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let hold =
+        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
+        .await
+        .unwrap();
+
+    let path = format!("/api/v1/projects/{project}/environments/dev");
+    app.request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(202);
+    eventually("the environment shows Terminating", 20, || async {
+        let record = app.get(&path).by(&app.owner).send().await.json();
+        record["phase"] == "Terminating" && record["ready"] == false && record["deleting"] == true
+    })
+    .await;
+    assert!(app.cluster().namespace_exists(&namespace).await);
+
+    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &release)
+        .await
+        .unwrap();
+    eventually("the environment is purged", 30, || async {
+        app.get(&path).by(&app.owner).send().await.status == 404
+    })
+    .await;
+}

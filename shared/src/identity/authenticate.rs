@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::types::KeysAndAttributes;
 use axum::http::{HeaderMap, header};
 
 use super::profile::ProfileItem;
@@ -102,32 +101,12 @@ async fn read_pair(
     user_id: &str,
     credential_sk: &str,
 ) -> Result<Option<(Item, Item)>, ApiError> {
-    let mut wanted = KeysAndAttributes::builder()
-        .keys(store::key(keys::user(user_id), keys::PROFILE_SK))
-        .keys(store::key(keys::user(user_id), credential_sk))
-        .consistent_read(true)
-        .build()
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let mut found: Vec<Item> = Vec::with_capacity(2);
-    // BatchGetItem may leave keys unprocessed under load; ask again for those.
-    for _ in 0..5 {
-        let output = store
-            .client()
-            .batch_get_item()
-            .request_items(store.table(), wanted)
-            .send()
-            .await?;
-        if let Some(mut responses) = output.responses {
-            found.extend(responses.remove(store.table()).unwrap_or_default());
-        }
-        match output
-            .unprocessed_keys
-            .and_then(|mut left| left.remove(store.table()))
-        {
-            Some(left) if !left.keys().is_empty() => wanted = left,
-            _ => break,
-        }
-    }
+    let mut found = store
+        .get_many(vec![
+            store::key(keys::user(user_id), keys::PROFILE_SK),
+            store::key(keys::user(user_id), credential_sk),
+        ])
+        .await?;
     let is_profile = |item: &Item| {
         item.get(keys::SK)
             .and_then(|v| v.as_s().ok())

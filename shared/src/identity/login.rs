@@ -1,6 +1,6 @@
 //! Signing in with email and password, and changing the password.
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Update};
 
 use super::profile::{self, EmailItem, ProfileItem};
 use super::sessions::{self, NewSession, SessionItem};
@@ -83,32 +83,13 @@ struct LoginLookup {
 
 impl LoginLookup {
     async fn read(store: &Store, email: &str, client_ip: &str) -> Result<Self, ApiError> {
-        let wanted = KeysAndAttributes::builder()
-            .keys(store::key(keys::email(email), keys::EMAIL_SK))
-            .keys(throttle::key(Subject::Email, email))
-            .keys(throttle::key(Subject::Ip, client_ip))
-            .consistent_read(true)
-            .build()
-            .map_err(|e| ApiError::Internal(e.to_string()))?;
-        let output = store
-            .client()
-            .batch_get_item()
-            .request_items(store.table(), wanted)
-            .send()
+        let items = store
+            .get_many(vec![
+                store::key(keys::email(email), keys::EMAIL_SK),
+                throttle::key(Subject::Email, email),
+                throttle::key(Subject::Ip, client_ip),
+            ])
             .await?;
-        if output
-            .unprocessed_keys
-            .as_ref()
-            .is_some_and(|left| !left.is_empty())
-        {
-            return Err(ApiError::StorageUnavailable(
-                "login lookup left keys unprocessed".into(),
-            ));
-        }
-        let items = output
-            .responses
-            .and_then(|mut by_table| by_table.remove(store.table()))
-            .unwrap_or_default();
         let pk_of = |item: &Item| item.get(keys::PK).and_then(|v| v.as_s().ok()).cloned();
         let mut lookup = Self {
             user_id: None,

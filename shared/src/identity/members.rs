@@ -307,13 +307,7 @@ async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError
                 .and_then(|v| v.as_s().ok())
                 .cloned()
                 .unwrap_or_default();
-            store
-                .client()
-                .delete_item()
-                .table_name(store.table())
-                .set_key(Some(store::key(keys::user(user_id), &sk)))
-                .send()
-                .await?;
+            store.delete(store::key(keys::user(user_id), &sk)).await?;
         }
     }
     Ok(())

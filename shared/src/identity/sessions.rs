@@ -54,14 +54,7 @@ pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), Ap
 }
 
 pub(crate) async fn delete_by_sk(store: &Store, user_id: &str, sk: &str) -> Result<(), ApiError> {
-    store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .set_key(Some(store::key(keys::user(user_id), sk)))
-        .send()
-        .await?;
-    Ok(())
+    store.delete(store::key(keys::user(user_id), sk)).await
 }
 
 fn cookie(config: &Config, value: &str, max_age: i64) -> String {

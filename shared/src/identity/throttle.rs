@@ -104,14 +104,7 @@ pub async fn record_failure(store: &Store, subject: Subject, value: &str) -> Res
 
 /// Forgets a subject's failures (after a successful login).
 pub async fn clear(store: &Store, subject: Subject, value: &str) -> Result<(), ApiError> {
-    store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .set_key(Some(key(subject, value)))
-        .send()
-        .await?;
-    Ok(())
+    store.delete(key(subject, value)).await
 }
 
 #[cfg(test)]

@@ -196,6 +196,50 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes an item, if it is there.
+    pub async fn delete(&self, key: Item) -> Result<(), ApiError> {
+        self.client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Reads several items in one round trip, consistently. DynamoDB may
+    /// leave keys unprocessed under load; those are asked for again.
+    pub async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
+        let mut wanted = built(
+            aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build(),
+        )?;
+        let mut found = Vec::new();
+        for _ in 0..5 {
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(self.table(), wanted)
+                .send()
+                .await?;
+            if let Some(mut responses) = output.responses {
+                found.extend(responses.remove(self.table()).unwrap_or_default());
+            }
+            match output
+                .unprocessed_keys
+                .and_then(|mut left| left.remove(self.table()))
+            {
+                Some(left) if !left.keys().is_empty() => wanted = left,
+                _ => return Ok(found),
+            }
+        }
+        Err(ApiError::StorageUnavailable(
+            "DynamoDB kept keys of a batch read unprocessed".into(),
+        ))
+    }
+
     /// Writes a new item; fails (as a storage error) if one with its key exists.
     pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
         self.client
