@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{TestApp, TestCluster, eventually, unique};
+use crate::support::{TestApp, TestCluster, eventually};
 
 #[tokio::test]
 async fn without_a_stored_kubeconfig_cluster_calls_are_no_cluster() {
@@ -76,13 +76,7 @@ async fn a_replaced_kubeconfig_is_noticed() {
     if app.standin().is_none() {
         return; // needs a second cluster
     }
-    let name = unique("first");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "F" }))
-        .send()
-        .await
-        .assert_status(201);
+    let name = app.create_project("first").await;
     let second = TestCluster::start().await;
     berth_shared::kubeconfig::store_kubeconfig(&app.state.store, second.kubeconfig.clone(), None)
         .await

@@ -53,13 +53,7 @@ async fn creating_a_project_while_the_cluster_fails() {
 async fn creating_an_environment_while_the_cluster_fails() {
     let app = TestApp::with_cluster().await;
     let Some(standin) = app.standin() else { return };
-    let project = unique("p");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": project, "display_name": "P" }))
-        .send()
-        .await
-        .assert_status(201);
+    let project = app.create_project("p").await;
     for (kind, method, path) in [
         (FaultKind::ServiceUnavailable, "POST", "/environments"),
         (FaultKind::Hang, "POST", "/environments"),
@@ -99,13 +93,7 @@ async fn creating_an_environment_while_the_cluster_fails() {
 async fn deleting_while_the_cluster_fails_changes_nothing() {
     let app = TestApp::with_cluster().await;
     let Some(standin) = app.standin() else { return };
-    let project = unique("p");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": project, "display_name": "P" }))
-        .send()
-        .await
-        .assert_status(201);
+    let project = app.create_project("p").await;
     app.post(&format!("/api/v1/projects/{project}/environments"))
         .by(&app.owner)
         .json(json!({ "name": "dev" }))
@@ -140,13 +128,7 @@ async fn deleting_while_the_cluster_fails_changes_nothing() {
     );
 
     // An empty project whose delete fails stays as it was.
-    let empty = unique("empty");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": empty, "display_name": "E" }))
-        .send()
-        .await
-        .assert_status(201);
+    let empty = app.create_project("empty").await;
     standin.add_fault(
         Fault::new(FaultKind::ServiceUnavailable, 1)
             .method("DELETE")

@@ -8,30 +8,8 @@ use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use kube::Api;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, eventually, unique};
+use crate::support::{TestApp, eventually};
 use berth_shared::Role;
-
-async fn project(app: &TestApp) -> String {
-    let name = unique("p");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "P" }))
-        .send()
-        .await
-        .assert_status(201);
-    name
-}
-
-async fn environment(app: &TestApp, project: &str, body: Value) -> Value {
-    let created = app
-        .post(&format!("/api/v1/projects/{project}/environments"))
-        .by(&app.owner)
-        .json(body)
-        .send()
-        .await;
-    created.assert_status(201);
-    created.json()
-}
 
 async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     let path = format!("/api/v1/projects/{project}/environments/{environment}");
@@ -45,7 +23,7 @@ async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
 #[tokio::test]
 async fn an_environment_becomes_a_namespace_with_its_quota() {
     let app = TestApp::with_cluster().await;
-    let project = project(&app).await;
+    let project = app.create_project("p").await;
     let created = app
         .post(&format!("/api/v1/projects/{project}/environments"))
         .by(&app.owner)
@@ -118,8 +96,9 @@ async fn an_environment_becomes_a_namespace_with_its_quota() {
 #[tokio::test]
 async fn deleting_a_standard_environment_purges_it() {
     let app = TestApp::with_cluster().await;
-    let project = project(&app).await;
-    environment(&app, &project, json!({ "name": "dev" })).await;
+    let project = app.create_project("p").await;
+    app.create_environment(&project, json!({ "name": "dev" }))
+        .await;
     wait_ready(&app, &project, "dev").await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     let deleted = app
@@ -151,9 +130,8 @@ async fn a_production_environment_waits_for_its_grace() {
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
     let developer = app.user(Role::Developer).await;
-    let project = project(&app).await;
-    environment(
-        &app,
+    let project = app.create_project("p").await;
+    app.create_environment(
         &project,
         json!({ "name": "prod", "env_type": "production" }),
     )
@@ -228,7 +206,7 @@ async fn a_production_environment_waits_for_its_grace() {
 #[tokio::test]
 async fn environment_requests_are_validated() {
     let app = TestApp::with_cluster().await;
-    let project = project(&app).await;
+    let project = app.create_project("p").await;
     let create = |body| {
         app.post(&format!("/api/v1/projects/{project}/environments"))
             .by(&app.owner)
@@ -299,7 +277,7 @@ async fn environment_requests_are_validated() {
 #[tokio::test]
 async fn a_deleting_project_takes_no_new_environments() {
     let app = TestApp::with_cluster().await;
-    let project = project(&app).await;
+    let project = app.create_project("p").await;
     let path = format!("/api/v1/projects/{project}");
     // Wait for the controller's finalizer, which keeps the project while it is deleting.
     eventually("the project becomes ready", 20, || async {
@@ -350,9 +328,8 @@ async fn a_scheduled_purge_survives_a_controller_restart() {
     let app =
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
-    let project = project(&app).await;
-    environment(
-        &app,
+    let project = app.create_project("p").await;
+    app.create_environment(
         &project,
         json!({ "name": "prod", "env_type": "production" }),
     )
@@ -382,18 +359,14 @@ async fn a_scheduled_purge_survives_a_controller_restart() {
 async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     let app = TestApp::with_cluster().await;
     let Some(standin) = app.standin() else { return };
-    let project = project(&app).await;
+    let project = app.create_project("p").await;
     standin.add_fault(
         berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 2)
             .method("PATCH")
             .path_contains("/resourcequotas/"),
     );
-    environment(
-        &app,
-        &project,
-        json!({ "name": "dev", "quota": { "cpu": "1" } }),
-    )
-    .await;
+    app.create_environment(&project, json!({ "name": "dev", "quota": { "cpu": "1" } }))
+        .await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     eventually("the environment shows as Degraded", 20, || async {
         let record = app.get(&path).by(&app.owner).send().await.json();
@@ -410,8 +383,9 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
 #[tokio::test]
 async fn a_purge_shows_terminating_while_the_namespace_goes() {
     let app = TestApp::with_cluster().await;
-    let project = project(&app).await;
-    environment(&app, &project, json!({ "name": "dev" })).await;
+    let project = app.create_project("p").await;
+    app.create_environment(&project, json!({ "name": "dev" }))
+        .await;
     wait_ready(&app, &project, "dev").await;
     // Something in the cluster holds the namespace, as a slow cleanup would.
     let namespace = format!("{project}-dev");

@@ -254,16 +254,7 @@ async fn make_target(app: &TestApp, target: Target, project: &str) -> String {
         Target::Nothing => String::new(),
         Target::Member => app.user(Role::Viewer).await.id,
         Target::Project => project.to_owned(),
-        Target::EmptyProject => {
-            let name = unique("empty");
-            app.post("/api/v1/projects")
-                .by(&app.owner)
-                .json(json!({ "name": name, "display_name": "E" }))
-                .send()
-                .await
-                .assert_status(201);
-            name
-        }
+        Target::EmptyProject => app.create_project("empty").await,
         Target::StandardEnvironment => environment("standard").await,
         Target::ProductionEnvironment => environment("production").await,
     }
@@ -279,13 +270,7 @@ async fn every_operation_for_every_kind_of_caller() {
     callers.push(Some(app.owner.clone()));
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
-    let project = unique("matrix");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": project, "display_name": "M" }))
-        .send()
-        .await
-        .assert_status(201);
+    let project = app.create_project("matrix").await;
 
     let mut failures = Vec::new();
     for case in cases() {

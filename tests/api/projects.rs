@@ -147,13 +147,7 @@ async fn names_are_validated_and_unique() {
 #[tokio::test]
 async fn a_project_with_environments_cannot_be_deleted() {
     let app = TestApp::with_cluster().await;
-    let name = unique("busy");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "Busy" }))
-        .send()
-        .await
-        .assert_status(201);
+    let name = app.create_project("busy").await;
     app.post(&format!("/api/v1/projects/{name}/environments"))
         .by(&app.owner)
         .json(json!({ "name": "dev" }))
@@ -180,13 +174,7 @@ async fn a_project_with_environments_cannot_be_deleted() {
 async fn other_organizations_projects_are_not_found() {
     let app = TestApp::with_cluster().await;
     let stranger = app.other_org("wayne").await;
-    let name = unique("secret");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "S" }))
-        .send()
-        .await
-        .assert_status(201);
+    let name = app.create_project("secret").await;
     let path = format!("/api/v1/projects/{name}");
     app.get(&path)
         .by(&stranger)

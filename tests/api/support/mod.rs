@@ -199,6 +199,30 @@ impl TestApp {
         self.cluster().standin.as_ref()
     }
 
+    /// A new project of the owner's organization; its name starts with `prefix`.
+    pub async fn create_project(&self, prefix: &str) -> String {
+        let name = unique(prefix);
+        self.post("/api/v1/projects")
+            .by(&self.owner)
+            .json(serde_json::json!({ "name": name, "display_name": name }))
+            .send()
+            .await
+            .assert_status(201);
+        name
+    }
+
+    /// A new environment in `project`, created by the owner; its record.
+    pub async fn create_environment(&self, project: &str, body: Value) -> Value {
+        let created = self
+            .post(&format!("/api/v1/projects/{project}/environments"))
+            .by(&self.owner)
+            .json(body)
+            .send()
+            .await;
+        created.assert_status(201);
+        created.json()
+    }
+
     /// Another organization in the same table, and its owner.
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await
