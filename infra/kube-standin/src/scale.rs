@@ -7,7 +7,7 @@ use crate::meta;
 use crate::patch::{self, PatchType};
 use crate::registry::ResourceType;
 use crate::status::{ApiError, ApiResult};
-use crate::verbs::{State, Subresource, WriteOptions, object_key};
+use crate::verbs::{State, Subresource, WriteOptions};
 
 /// A label selector object rendered the way `Scale.status.selector` shows it.
 fn selector_string(selector: Option<&Value>) -> String {
@@ -76,11 +76,8 @@ impl State {
         namespace: Option<&str>,
         name: &str,
     ) -> ApiResult<Value> {
-        let key = object_key(rt, namespace, name);
-        self.store
-            .get(&key)
-            .map(|o| scale_of(o))
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
+        let (_, object) = self.existing(rt, namespace, name)?;
+        Ok(scale_of(&object))
     }
 
     /// Replaces the `Scale`: sets `spec.replicas` of the workload.
@@ -93,12 +90,7 @@ impl State {
         scale: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        let key = object_key(rt, namespace, name);
-        let old = self
-            .store
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let (_, old) = self.existing(rt, namespace, name)?;
         let rv = meta::resource_version(scale);
         if !rv.is_empty() && rv != meta::resource_version(&old) {
             return Err(ApiError::conflict(&rt.plural, &rt.group, name));

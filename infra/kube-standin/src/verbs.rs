@@ -156,6 +156,22 @@ fn crd_status(crd: &Value, old_status: Option<&Value>) -> Value {
 }
 
 impl State {
+    /// The stored object a request names, or the NotFound a real API server answers.
+    pub(crate) fn existing(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> ApiResult<(ObjKey, Arc<Value>)> {
+        let key = object_key(rt, namespace, name);
+        let object = self
+            .store
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        Ok((key, object))
+    }
+
     pub fn new(history_limit: usize) -> Self {
         let mut state = State {
             registry: Registry::builtin(),
@@ -182,11 +198,8 @@ impl State {
         namespace: Option<&str>,
         name: &str,
     ) -> ApiResult<Value> {
-        let key = object_key(rt, namespace, name);
-        self.store
-            .get(&key)
-            .map(|o| present(rt, version, o))
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
+        let (_, object) = self.existing(rt, namespace, name)?;
+        Ok(present(rt, version, &object))
     }
 
     /// A `XList` of the matching objects, with the store's current resourceVersion.
@@ -477,12 +490,7 @@ impl State {
         sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
-        let key = object_key(rt, namespace, name);
-        let old = self
-            .store
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let (key, old) = self.existing(rt, namespace, name)?;
         self.replace_existing(rt, version, &key, old, body, sub, opts)
     }
 
@@ -784,12 +792,7 @@ impl State {
         name: &str,
         opts: &DeleteOptions,
     ) -> ApiResult<Deletion> {
-        let key = object_key(rt, namespace, name);
-        let old = self
-            .store
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let (key, old) = self.existing(rt, namespace, name)?;
         if let Some(uid) = &opts.precondition_uid
             && uid != meta::uid(&old)
         {

@@ -31,14 +31,6 @@ pub fn is_conflict(error: &kube::Error) -> bool {
     status_of(error) == Some(409)
 }
 
-/// Reads an object, `None` when absent.
-pub async fn get_opt<K>(api: &kube::Api<K>, name: &str) -> Result<Option<K>, ApiError>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    Ok(api.get_opt(name).await?)
-}
-
 /// RFC 3339 of a Kubernetes timestamp.
 pub fn timestamp(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> String {
     time.0.to_string()

@@ -107,12 +107,7 @@ async fn read_pair(
             store::key(keys::user(user_id), credential_sk),
         ])
         .await?;
-    let is_profile = |item: &Item| {
-        item.get(keys::SK)
-            .and_then(|v| v.as_s().ok())
-            .map(String::as_str)
-            == Some(keys::PROFILE_SK)
-    };
+    let is_profile = |item: &Item| store::sort_key(item) == keys::PROFILE_SK;
     let profile = found
         .iter()
         .position(is_profile)

@@ -127,22 +127,27 @@ pub async fn change_password(
         ));
     }
     let user = &principal.user;
-    let profile = profile::get_profile(store, &user.id)
+    // The profile (for its hash) and the email's throttle counter, in one round trip.
+    let mut profile = None;
+    let mut counter = None;
+    for item in store
+        .get_many(vec![
+            store::key(keys::user(&user.id), keys::PROFILE_SK),
+            throttle::key(Subject::Email, &user.email),
+        ])
         .await?
-        .ok_or(ApiError::Unauthenticated)?;
-    let throttle_lookup = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(throttle::key(Subject::Email, &user.email)))
-        .consistent_read(true)
-        .send()
-        .await?;
-    if let Some(item) = throttle_lookup.item {
-        let counter: Counter = store::from_item(item)?;
-        if let Some(retry_after_secs) = counter.blocked_for(Subject::Email, clock::unix_seconds()) {
-            return Err(ApiError::TooManyRequests { retry_after_secs });
+    {
+        if store::sort_key(&item) == keys::PROFILE_SK {
+            profile = Some(store::from_item::<ProfileItem>(item)?);
+        } else {
+            counter = Some(store::from_item::<Counter>(item)?);
         }
+    }
+    let profile = profile.ok_or(ApiError::Unauthenticated)?;
+    if let Some(retry_after_secs) =
+        counter.and_then(|c| c.blocked_for(Subject::Email, clock::unix_seconds()))
+    {
+        return Err(ApiError::TooManyRequests { retry_after_secs });
     }
     if !password::verify(current_password, Some(profile.password_hash.clone())).await? {
         throttle::record_failure(store, Subject::Email, &user.email).await?;

@@ -302,12 +302,9 @@ fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWr
 async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {
     for prefix in [keys::SESSION_SK_PREFIX, keys::TOKEN_SK_PREFIX] {
         for item in profile::user_items(store, user_id, prefix).await? {
-            let sk = item
-                .get(keys::SK)
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_default();
-            store.delete(store::key(keys::user(user_id), &sk)).await?;
+            store
+                .delete(store::key(keys::user(user_id), store::sort_key(&item)))
+                .await?;
         }
     }
     Ok(())

@@ -20,9 +20,8 @@ pub struct SessionItem {
     pub ttl: i64,
 }
 
-/// A new session: the cookie secret (returned once) and its stored item.
+/// A new session: the `Set-Cookie` value that hands its secret to the browser, once.
 pub struct NewSession {
-    pub secret: String,
     pub set_cookie: String,
 }
 
@@ -46,7 +45,7 @@ pub async fn create(
     };
     store.put_new(store::to_item(&item)?).await?;
     let set_cookie = cookie(config, &secret, lifetime);
-    Ok(NewSession { secret, set_cookie })
+    Ok(NewSession { set_cookie })
 }
 
 pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), ApiError> {

@@ -71,6 +71,13 @@ pub fn key(pk: String, sk: &str) -> Item {
     ])
 }
 
+/// An item's sort key (empty if it has none).
+pub fn sort_key(item: &Item) -> &str {
+    item.get(keys::SK)
+        .and_then(|v| v.as_s().ok())
+        .map_or("", String::as_str)
+}
+
 pub fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
     serde_dynamo::to_item(value).map_err(|e| ApiError::Internal(format!("encoding an item: {e}")))
 }
