@@ -14,6 +14,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod credentials;
+pub mod domain;
 pub mod error;
 pub mod health;
 pub mod http;

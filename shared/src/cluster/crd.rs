@@ -125,7 +125,13 @@ pub struct EnvironmentStatus {
 }
 
 /// An app in an environment's namespace; the workloads rendered from it are
-/// owned by it. Namespaced.
+/// owned by it. Namespaced, labelled with its organization, project and
+/// environment (`LABEL_*`), which is how the API decides who sees it.
+///
+/// The App resource is the commit point of every change: its `release` names
+/// the revision its spec is, so the newest release always describes what the
+/// resource holds (release history in DynamoDB is written after the commit and
+/// backfilled from here when that write was lost).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",
@@ -136,14 +142,31 @@ pub struct EnvironmentStatus {
     namespaced,
     status = "AppStatus",
     printcolumn = r#"{"name":"Image","type":"string","jsonPath":".spec.image"}"#,
-    printcolumn = r#"{"name":"Ready","type":"boolean","jsonPath":".status.ready"}"#
+    printcolumn = r#"{"name":"Revision","type":"integer","jsonPath":".spec.release.revision"}"#,
+    printcolumn = r#"{"name":"Ready","type":"boolean","jsonPath":".status.ready"}"#,
+    printcolumn = r#"{"name":"Reason","type":"string","jsonPath":".status.reason"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct AppSpec {
+    /// What should run: the snapshot every release holds.
+    #[serde(flatten)]
+    pub config: AppConfig,
+    /// The release this spec is.
+    pub release: ReleaseMark,
+    /// Set by a restart (RFC 3339): rolls the pods of every always-on process
+    /// with no spec change and no new revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_repo: Option<String>,
+    pub restarted_at: Option<String>,
+}
+
+/// An app's configuration: what a release snapshots and a rollback restores.
+/// Values are stored as parsed at the API's edge (`crate::domain`); the
+/// controller still treats them as untrusted, since anyone with cluster
+/// access can edit the resource.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppConfig {
+    pub image: String,
     pub processes: Vec<AppProcess>,
     #[serde(default)]
     pub env: Vec<AppEnvVar>,
@@ -151,16 +174,21 @@ pub struct AppSpec {
     pub domains: Vec<String>,
     #[serde(default)]
     pub volumes: Vec<AppVolume>,
+    /// The HTTP path of readiness and liveness probes of `http` processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health_check_path: Option<String>,
+    /// The pods' `fsGroup`, owning the volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs_group: Option<i64>,
 }
 
+/// One process of an app: always-on (a Deployment, with a Service when it has
+/// a port) or scheduled (a CronJob, when it has a schedule).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppProcess {
     pub name: String,
+    /// Replaces the image's entrypoint when not empty.
     #[serde(default)]
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -168,16 +196,25 @@ pub struct AppProcess {
     /// A size preset (`nano`, `small`, `medium`, `large`) or `CPU/MEMORY`.
     pub size: String,
     pub min_replicas: i32,
+    /// CPU autoscaling up to this many replicas when above `minReplicas`.
     pub max_replicas: i32,
     /// A 5-field cron expression: the process runs as a scheduled job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// The IANA time zone of `schedule`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
     /// `http` or `tcp`.
     pub protocol: String,
 }
 
+impl AppProcess {
+    pub fn is_scheduled(&self) -> bool {
+        self.schedule.is_some()
+    }
+}
+
+/// An environment variable: a plain value or a reference to a secret's key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 pub struct AppEnvVar {
     pub name: String,
@@ -187,19 +224,37 @@ pub struct AppEnvVar {
     pub secret: Option<SecretKeyRef>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 pub struct SecretKeyRef {
     pub name: String,
     pub key: String,
 }
 
+/// A persistent volume: one PersistentVolumeClaim, kept when the volume is
+/// removed from the app (and when the app is deleted, unless asked).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppVolume {
     pub name: String,
     pub mount_path: String,
+    /// A Kubernetes storage quantity such as `5Gi`; grows, never shrinks.
+    pub size: String,
+}
+
+/// Which release an App's spec is, and how it came about.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseMark {
+    pub revision: i64,
+    /// `create`, `deploy`, `config`, `rollback`, `promote` or `template`.
+    pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size: Option<String>,
+    pub note: Option<String>,
+    /// The email of whoever made the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Unix milliseconds.
+    pub created_at: i64,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -207,12 +262,37 @@ pub struct AppVolume {
 pub struct AppStatus {
     #[serde(default)]
     pub ready: bool,
+    /// `Progressing`, `Available`, `RolloutFailed` or `Scheduled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// `https://` and the app's first host, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Labels of everything rendered from an app, besides the environment's.
+pub const LABEL_APP: &str = "berth.dev/app";
+pub const LABEL_PROCESS: &str = "berth.dev/process";
+
+/// Object names of what an app becomes (one place, so the API, the
+/// controller and the tests agree).
+pub mod object_names {
+    /// Deployment, Service, HPA or CronJob of a process.
+    pub fn workload(app: &str, process: &str) -> String {
+        format!("{app}-{process}")
+    }
+    /// The PersistentVolumeClaim of a volume.
+    pub fn claim(app: &str, volume: &str) -> String {
+        format!("{app}-{volume}")
+    }
+    /// The Ingress of an app's hosts.
+    pub fn ingress(app: &str) -> String {
+        app.to_owned()
+    }
 }
 
 /// The three CRDs, in the order they are installed.
