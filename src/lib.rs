@@ -14,6 +14,7 @@ pub fn routes() -> Router<AppState> {
         .merge(berth_fn_health::router())
         .merge(berth_fn_projects::router())
         .merge(berth_fn_environments::router())
+        .merge(berth_fn_apps::router())
 }
 
 /// The whole API, ready to serve.

@@ -8,6 +8,8 @@
 //! - [`audit`]: the audit log, written once for every call.
 //! - [`http`]: the request pipeline, extractors and per-route operation tags.
 
+#[cfg(feature = "cluster")]
+pub mod apps;
 pub mod audit;
 pub mod clock;
 #[cfg(feature = "cluster")]

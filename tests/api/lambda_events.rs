@@ -22,6 +22,7 @@ fn function(name: &str) -> fn() -> Router<AppState> {
         "health" => berth_fn_health::router,
         "projects" => berth_fn_projects::router,
         "environments" => berth_fn_environments::router,
+        "apps" => berth_fn_apps::router,
         other => panic!("events/{other}: no such function"),
     }
 }
@@ -48,6 +49,15 @@ const EXPECTED: &[(&str, u16)] = &[
     ("environments/create.json", 201),
     ("environments/list.json", 200),
     ("environments/get.json", 200),
+    ("apps/create.json", 201),
+    ("apps/list.json", 200),
+    ("apps/get.json", 200),
+    ("apps/update.json", 200),
+    ("apps/releases.json", 200),
+    ("apps/rollback.json", 200),
+    // The sample promotes to `production`, which this test does not create.
+    ("apps/promote.json", 422),
+    ("apps/delete.json", 204),
     ("environments/delete.json", 202),
     ("projects/delete.json", 404),
 ];
@@ -87,6 +97,10 @@ async fn every_event_file_is_answered_by_its_function() {
     let app = TestApp::with_cluster().await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
     for (file, status) in EXPECTED {
+        if *file == "apps/create.json" {
+            // Apps go into the environment's namespace, once it is provisioned.
+            app.wait_for_environment("web", "staging").await;
+        }
         let mut event: Value =
             serde_json::from_str(&std::fs::read_to_string(root.join(file)).unwrap()).unwrap();
         if event["headers"].get("authorization").is_some() {

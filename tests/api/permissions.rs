@@ -33,6 +33,10 @@ enum Target {
     StandardEnvironment,
     /// A fresh production environment in the shared project.
     ProductionEnvironment,
+    /// The shared, provisioned environment (its path).
+    Environment,
+    /// A fresh app in the shared environment (its path).
+    App,
 }
 
 struct Case {
@@ -236,10 +240,92 @@ fn cases() -> Vec<Case> {
             None,
             [403, 403, 403, 202, 202, 401, 404],
         ),
+        case(
+            "listApps",
+            Method::GET,
+            Environment,
+            |e| format!("{e}/apps"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "createApp",
+            Method::POST,
+            Environment,
+            |e| format!("{e}/apps"),
+            Some(|| json!({ "name": unique("a"), "image": "nginx:1.27" })),
+            [403, 403, 201, 201, 201, 401, 404],
+        ),
+        case(
+            "getApp",
+            Method::GET,
+            App,
+            |a| a.to_owned(),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        // Replicas alone need app-operate; a new image needs app-deploy.
+        case(
+            "updateApp",
+            Method::PATCH,
+            App,
+            |a| a.to_owned(),
+            Some(|| json!({ "replicas": 2 })),
+            [403, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "updateApp",
+            Method::PATCH,
+            App,
+            |a| a.to_owned(),
+            Some(|| json!({ "image": "nginx:1.28" })),
+            [403, 403, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "updateApp",
+            Method::PATCH,
+            App,
+            |a| a.to_owned(),
+            Some(|| json!({ "domains": ["matrix.example.com"] })),
+            [403, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "deleteApp",
+            Method::DELETE,
+            App,
+            |a| a.to_owned(),
+            None,
+            [403, 403, 204, 204, 204, 401, 404],
+        ),
+        case(
+            "listReleases",
+            Method::GET,
+            App,
+            |a| format!("{a}/releases"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "rollbackApp",
+            Method::POST,
+            App,
+            |a| format!("{a}/rollback"),
+            Some(|| json!({ "revision": 1 })),
+            [403, 403, 200, 200, 200, 401, 404],
+        ),
+        // No such environment: 422 shows the call got past authorization.
+        case(
+            "promoteApp",
+            Method::POST,
+            App,
+            |a| format!("{a}/promote"),
+            Some(|| json!({ "environment": "nosuch" })),
+            [403, 403, 422, 422, 422, 401, 404],
+        ),
     ]
 }
 
-async fn make_target(app: &TestApp, target: Target, project: &str) -> String {
+async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str) -> String {
     let environment = |env_type: &'static str| async move {
         let name = unique("e");
         app.post(&format!("/api/v1/projects/{project}/environments"))
@@ -257,6 +343,17 @@ async fn make_target(app: &TestApp, target: Target, project: &str) -> String {
         Target::EmptyProject => app.create_project("empty").await,
         Target::StandardEnvironment => environment("standard").await,
         Target::ProductionEnvironment => environment("production").await,
+        Target::Environment => shared.to_owned(),
+        Target::App => {
+            let name = unique("a");
+            app.post(&format!("{shared}/apps"))
+                .by(&app.owner)
+                .json(json!({ "name": name, "image": "nginx:1.27" }))
+                .send()
+                .await
+                .assert_status(201);
+            format!("{shared}/apps/{name}")
+        }
     }
 }
 
@@ -270,12 +367,13 @@ async fn every_operation_for_every_kind_of_caller() {
     callers.push(Some(app.owner.clone()));
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
-    let project = app.create_project("matrix").await;
+    let project = app.ready_environment("matrix", "shared").await;
+    let shared = format!("/api/v1/projects/{project}/environments/shared");
 
     let mut failures = Vec::new();
     for case in cases() {
         for (index, caller) in callers.iter().enumerate() {
-            let target = make_target(&app, case.target, &project).await;
+            let target = make_target(&app, case.target, &project, &shared).await;
             let mut request = app.request(case.method.clone(), &(case.path)(&target));
             if let Some(user) = caller {
                 request = request.by(user);

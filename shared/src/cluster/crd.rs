@@ -130,8 +130,8 @@ pub struct EnvironmentStatus {
 ///
 /// The App resource is the commit point of every change: its `release` names
 /// the revision its spec is, so the newest release always describes what the
-/// resource holds (release history in DynamoDB is written after the commit and
-/// backfilled from here when that write was lost).
+/// resource holds (see `apps::releases` for how the history in DynamoDB
+/// follows it).
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "berth.dev",

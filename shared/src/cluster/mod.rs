@@ -2,6 +2,7 @@
 //! stored kubeconfig, and the projects and environments kept there.
 
 pub mod access;
+pub mod apps;
 pub mod crd;
 pub mod environments;
 pub mod install;

@@ -11,6 +11,7 @@
 //! | audit counter | `AUDIT#{org}` | `COUNTER` |
 //! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` |
 //! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
+//! | app release | `RELEASES#{app uid}` | `REV#{revision, 12 digits}` |
 //!
 //! A user's sessions and tokens share the profile's partition, so a request is
 //! authenticated with one `BatchGetItem`, and everything a user holds is found
@@ -71,6 +72,18 @@ pub fn audit(org: &str) -> String {
 
 pub fn audit_event_sk(seq: u64) -> String {
     format!("{AUDIT_EVENT_SK_PREFIX}{seq:020}")
+}
+
+/// An app's release history, keyed by the App resource's uid: a recreated
+/// app of the same name starts a history of its own.
+pub fn releases(app_uid: &str) -> String {
+    format!("RELEASES#{app_uid}")
+}
+
+pub const RELEASE_SK_PREFIX: &str = "REV#";
+
+pub fn release_sk(revision: i64) -> String {
+    format!("{RELEASE_SK_PREFIX}{revision:012}")
 }
 
 pub const CLUSTER_PK: &str = "CLUSTER";

@@ -223,6 +223,25 @@ impl TestApp {
         created.json()
     }
 
+    /// Waits until the controller has provisioned the environment.
+    pub async fn wait_for_environment(&self, project: &str, environment: &str) {
+        let path = format!("/api/v1/projects/{project}/environments/{environment}");
+        eventually("the environment becomes Ready", 30, || async {
+            self.get(&path).by(&self.owner).send().await.json()["phase"] == "Ready"
+        })
+        .await;
+    }
+
+    /// A new project with a provisioned `standard` environment `environment`;
+    /// the project's name.
+    pub async fn ready_environment(&self, prefix: &str, environment: &str) -> String {
+        let project = self.create_project(prefix).await;
+        self.create_environment(&project, serde_json::json!({ "name": environment }))
+            .await;
+        self.wait_for_environment(&project, environment).await;
+        project
+    }
+
     /// Another organization in the same table, and its owner.
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await

@@ -1,0 +1,790 @@
+//! The app bodies of the API (spec 4.2, 4.3) and how they become an
+//! [`AppConfig`]: every value is parsed into its domain type here, once, and
+//! every rule of DESIGN §2 is checked before anything is written.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use crate::cluster::crd::{
+    AppConfig, AppEnvVar, AppProcess, AppVolume, SecretKeyRef, object_names,
+};
+use crate::domain::image::ImageRef;
+use crate::domain::names::{AppName, EnvName, Hostname, ProcessName, SecretKey, SecretName, VolumeName};
+use crate::domain::numbers::{FsGroup, Port, Replicas};
+use crate::domain::paths::{HealthCheckPath, MountPath};
+use crate::domain::schedule::{Schedule, TimeZone};
+use crate::domain::size::{Quantity, Size};
+use crate::{ApiError, Permission};
+
+pub const DEFAULT_SIZE: &str = "small";
+pub const DEFAULT_VOLUME_SIZE: &str = "1Gi";
+pub const DEFAULT_TIME_ZONE: &str = "UTC";
+const MAX_PROCESSES: usize = 20;
+const MAX_ENV: usize = 500;
+const MAX_DOMAINS: usize = 50;
+const MAX_VOLUMES: usize = 20;
+const MAX_COMMAND_ARGS: usize = 100;
+const MAX_COMMAND_ARG_BYTES: usize = 4096;
+/// Kubernetes' limit on object names that become labels and DNS labels.
+const MAX_OBJECT_NAME: usize = 63;
+/// A CronJob's Jobs add 11 characters to its name.
+const MAX_CRONJOB_NAME: usize = 52;
+
+/// The main process's fields, flat in a create or update body.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessBody {
+    pub name: Option<String>,
+    pub command: Option<Vec<String>>,
+    pub port: Option<i64>,
+    pub size: Option<String>,
+    pub replicas: Option<i64>,
+    pub max_replicas: Option<i64>,
+    pub schedule: Option<String>,
+    pub time_zone: Option<String>,
+    pub protocol: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvBody {
+    pub name: String,
+    pub value: Option<String>,
+    pub secret: Option<SecretRefBody>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretRefBody {
+    pub name: String,
+    pub key: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeBody {
+    pub name: String,
+    pub mount_path: String,
+    pub size: Option<String>,
+}
+
+/// `POST ENV/apps`: the spec's flat fields, or `processes` for an app of
+/// several processes (never both).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBody {
+    pub name: String,
+    pub image: String,
+    pub port: Option<i64>,
+    pub command: Option<Vec<String>>,
+    pub replicas: Option<i64>,
+    pub max_replicas: Option<i64>,
+    pub size: Option<String>,
+    pub schedule: Option<String>,
+    pub time_zone: Option<String>,
+    pub protocol: Option<String>,
+    pub processes: Option<Vec<ProcessBody>>,
+    pub env: Option<Vec<EnvBody>>,
+    pub domains: Option<Vec<String>>,
+    pub health_check_path: Option<String>,
+    pub volumes: Option<Vec<VolumeBody>>,
+    pub fs_group: Option<i64>,
+}
+
+/// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced whole.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateBody {
+    pub image: Option<String>,
+    pub port: Option<i64>,
+    pub command: Option<Vec<String>>,
+    pub replicas: Option<i64>,
+    pub max_replicas: Option<i64>,
+    pub size: Option<String>,
+    pub schedule: Option<String>,
+    pub time_zone: Option<String>,
+    pub protocol: Option<String>,
+    pub processes: Option<Vec<ProcessBody>>,
+    pub env: Option<Vec<EnvBody>>,
+    pub domains: Option<Vec<String>>,
+    pub health_check_path: Option<String>,
+    pub volumes: Option<Vec<VolumeBody>>,
+    pub fs_group: Option<i64>,
+}
+
+impl CreateBody {
+    fn main_process(&self) -> ProcessBody {
+        ProcessBody {
+            name: None,
+            command: self.command.clone(),
+            port: self.port,
+            size: self.size.clone(),
+            replicas: self.replicas,
+            max_replicas: self.max_replicas,
+            schedule: self.schedule.clone(),
+            time_zone: self.time_zone.clone(),
+            protocol: self.protocol.clone(),
+        }
+    }
+
+    fn has_flat_process_fields(&self) -> bool {
+        self.port.is_some()
+            || self.command.is_some()
+            || self.replicas.is_some()
+            || self.max_replicas.is_some()
+            || self.size.is_some()
+            || self.schedule.is_some()
+            || self.time_zone.is_some()
+            || self.protocol.is_some()
+    }
+}
+
+impl UpdateBody {
+    fn has_flat_process_fields(&self) -> bool {
+        self.port.is_some()
+            || self.command.is_some()
+            || self.replicas.is_some()
+            || self.max_replicas.is_some()
+            || self.size.is_some()
+            || self.schedule.is_some()
+            || self.time_zone.is_some()
+            || self.protocol.is_some()
+    }
+}
+
+/// A new app's name and configuration, every rule checked.
+pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {
+    let name = AppName::parse(&body.name).map_err(|e| e.at("name"))?;
+    let processes = match (&body.processes, body.has_flat_process_fields()) {
+        (Some(_), true) => return Err(both_process_forms()),
+        (Some(list), false) => list
+            .iter()
+            .enumerate()
+            .map(|(i, p)| parse_process(p, None, &format!("processes[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+        (None, _) => vec![parse_process(&body.main_process(), None, "")?],
+    };
+    let env = parse_env(body.env.as_deref().unwrap_or_default(), &[])?;
+    let volumes = parse_volumes(body.volumes.as_deref().unwrap_or_default(), &[])?;
+    let config = AppConfig {
+        image: parse_image(&body.image)?,
+        processes,
+        env,
+        domains: parse_domains(body.domains.as_deref().unwrap_or_default())?,
+        volumes,
+        health_check_path: parse_health_check_path(body.health_check_path.as_deref())?,
+        fs_group: parse_fs_group(body.fs_group)?,
+    };
+    check_whole(&name, &config)?;
+    Ok((name, config))
+}
+
+/// The configuration a PATCH asks for, from the current one.
+pub fn apply_update(
+    app: &AppName,
+    current: &AppConfig,
+    body: &UpdateBody,
+) -> Result<AppConfig, ApiError> {
+    let mut next = current.clone();
+    if let Some(image) = &body.image {
+        next.image = parse_image(image)?;
+    }
+    match (&body.processes, body.has_flat_process_fields()) {
+        (Some(_), true) => return Err(both_process_forms()),
+        (Some(list), false) => {
+            next.processes = list
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let field = format!("processes[{i}]");
+                    let existing = p
+                        .name
+                        .as_deref()
+                        .and_then(|n| current.processes.iter().find(|c| c.name == n));
+                    parse_process(p, existing, &field)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+        }
+        (None, true) => {
+            let main = current.processes.first().ok_or_else(|| {
+                ApiError::ValidationFailed("processes: the app has no process to change".into())
+            })?;
+            let flat = ProcessBody {
+                name: Some(main.name.clone()),
+                command: body.command.clone(),
+                port: body.port,
+                size: body.size.clone(),
+                replicas: body.replicas,
+                max_replicas: body.max_replicas,
+                schedule: body.schedule.clone(),
+                time_zone: body.time_zone.clone(),
+                protocol: body.protocol.clone(),
+            };
+            next.processes[0] = parse_process(&flat, Some(main), "")?;
+        }
+        (None, false) => {}
+    }
+    if let Some(env) = &body.env {
+        next.env = parse_env(env, &current.env)?;
+    }
+    if let Some(domains) = &body.domains {
+        next.domains = parse_domains(domains)?;
+    }
+    if let Some(volumes) = &body.volumes {
+        next.volumes = parse_volumes(volumes, &current.volumes)?;
+    }
+    if let Some(path) = &body.health_check_path {
+        next.health_check_path = if path.is_empty() {
+            None
+        } else {
+            parse_health_check_path(Some(path))?
+        };
+    }
+    if let Some(fs_group) = body.fs_group {
+        next.fs_group = if fs_group == 0 {
+            None
+        } else {
+            parse_fs_group(Some(fs_group))?
+        };
+    }
+    check_whole(app, &next)?;
+    Ok(next)
+}
+
+fn both_process_forms() -> ApiError {
+    ApiError::ValidationFailed(
+        "processes: give either `processes` or the main process's fields (port, command, \
+         replicas, max_replicas, size, schedule, time_zone, protocol), not both"
+            .into(),
+    )
+}
+
+fn field(prefix: &str, name: &str) -> String {
+    if prefix.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{prefix}.{name}")
+    }
+}
+
+fn parse_image(image: &str) -> Result<String, ApiError> {
+    Ok(ImageRef::parse(image)
+        .map_err(|e| e.at("image"))?
+        .as_str()
+        .to_owned())
+}
+
+/// A process from its body; `existing` (in an update) supplies what the body
+/// leaves out. An empty `schedule` removes the schedule.
+fn parse_process(
+    body: &ProcessBody,
+    existing: Option<&AppProcess>,
+    prefix: &str,
+) -> Result<AppProcess, ApiError> {
+    let port = match body.port {
+        Some(port) => Some(i32::from(
+            Port::parse(port)
+                .map_err(|e| e.at(&field(prefix, "port")))?
+                .get(),
+        )),
+        None => existing.and_then(|p| p.port),
+    };
+    let schedule = match body.schedule.as_deref() {
+        Some("") => None,
+        Some(schedule) => Some(
+            Schedule::parse(schedule)
+                .map_err(|e| e.at(&field(prefix, "schedule")))?
+                .as_str()
+                .to_owned(),
+        ),
+        None => existing.and_then(|p| p.schedule.clone()),
+    };
+    let time_zone = match body.time_zone.as_deref() {
+        Some(zone) => Some(
+            TimeZone::parse(zone)
+                .map_err(|e| e.at(&field(prefix, "time_zone")))?
+                .as_str()
+                .to_owned(),
+        ),
+        None => existing.and_then(|p| p.time_zone.clone()),
+    };
+    let time_zone = match (&schedule, time_zone) {
+        (Some(_), zone) => Some(zone.unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned())),
+        (None, _) if body.time_zone.is_some() => {
+            return Err(ApiError::ValidationFailed(format!(
+                "{}: needs a schedule",
+                field(prefix, "time_zone")
+            )));
+        }
+        (None, _) => None,
+    };
+    if schedule.is_some() && port.is_some() {
+        return Err(ApiError::ValidationFailed(format!(
+            "{}: a scheduled process runs as a job and has no port",
+            field(prefix, "port")
+        )));
+    }
+    let name = match (&body.name, existing) {
+        (Some(name), _) => ProcessName::parse(name)
+            .map_err(|e| e.at(&field(prefix, "name")))?
+            .as_str()
+            .to_owned(),
+        (None, Some(existing)) => existing.name.clone(),
+        // The main process of the flat fields is named by what it is.
+        (None, None) if prefix.is_empty() => match (&port, &schedule) {
+            (Some(_), _) => "web".to_owned(),
+            (None, Some(_)) => "job".to_owned(),
+            (None, None) => "worker".to_owned(),
+        },
+        (None, None) => {
+            return Err(ApiError::ValidationFailed(format!(
+                "{}: is required",
+                field(prefix, "name")
+            )));
+        }
+    };
+    let command = match &body.command {
+        Some(command) => parse_command(command, &field(prefix, "command"))?,
+        None => existing.map(|p| p.command.clone()).unwrap_or_default(),
+    };
+    let size = match body.size.as_deref() {
+        Some(size) => Size::parse(size)
+            .map_err(|e| e.at(&field(prefix, "size")))?
+            .as_str()
+            .to_owned(),
+        None => existing.map_or_else(|| DEFAULT_SIZE.to_owned(), |p| p.size.clone()),
+    };
+    let replicas = |value: i64, name: &str| -> Result<i32, ApiError> {
+        Ok(Replicas::parse(value)
+            .map_err(|e| e.at(&field(prefix, name)))?
+            .get())
+    };
+    let min_replicas = match body.replicas {
+        Some(value) => replicas(value, "replicas")?,
+        None => existing.map_or(1, |p| p.min_replicas),
+    };
+    let max_replicas = match (body.max_replicas, existing) {
+        (Some(value), _) => replicas(value, "max_replicas")?,
+        // Without autoscaling, a new replica count moves both bounds.
+        (None, Some(p)) if p.max_replicas > p.min_replicas => p.max_replicas.max(min_replicas),
+        (None, _) => min_replicas,
+    };
+    if max_replicas < min_replicas {
+        return Err(ApiError::ValidationFailed(format!(
+            "{}: must be at least replicas",
+            field(prefix, "max_replicas")
+        )));
+    }
+    let protocol = match body.protocol.as_deref() {
+        Some(protocol @ ("http" | "tcp")) => protocol.to_owned(),
+        Some(_) => {
+            return Err(ApiError::ValidationFailed(format!(
+                "{}: must be http or tcp",
+                field(prefix, "protocol")
+            )));
+        }
+        None => existing.map_or_else(|| "http".to_owned(), |p| p.protocol.clone()),
+    };
+    Ok(AppProcess {
+        name,
+        command,
+        port,
+        size,
+        min_replicas,
+        max_replicas,
+        schedule,
+        time_zone,
+        protocol,
+    })
+}
+
+fn parse_command(command: &[String], field: &str) -> Result<Vec<String>, ApiError> {
+    if command.len() > MAX_COMMAND_ARGS
+        || command
+            .iter()
+            .any(|arg| arg.len() > MAX_COMMAND_ARG_BYTES || arg.contains('\0'))
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "{field}: at most {MAX_COMMAND_ARGS} arguments of at most {MAX_COMMAND_ARG_BYTES} bytes, without NUL"
+        )));
+    }
+    Ok(command.to_vec())
+}
+
+/// Environment variables; in an update, an entry with only a name keeps that
+/// variable's current value or reference (callers without `secret-read`
+/// never see values, yet can edit the list).
+fn parse_env(entries: &[EnvBody], current: &[AppEnvVar]) -> Result<Vec<AppEnvVar>, ApiError> {
+    if entries.len() > MAX_ENV {
+        return Err(ApiError::ValidationFailed(format!(
+            "env: at most {MAX_ENV} variables"
+        )));
+    }
+    let mut seen = HashSet::new();
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let name = EnvName::parse(&entry.name)
+                .map_err(|e| e.at(&format!("env[{i}].name")))?
+                .as_str()
+                .to_owned();
+            if !seen.insert(name.clone()) {
+                return Err(duplicate(&format!("env[{i}].name")));
+            }
+            let secret = entry
+                .secret
+                .as_ref()
+                .map(|s| -> Result<SecretKeyRef, ApiError> {
+                    Ok(SecretKeyRef {
+                        name: SecretName::parse(&s.name)
+                            .map_err(|e| e.at(&format!("env[{i}].secret.name")))?
+                            .as_str()
+                            .to_owned(),
+                        key: SecretKey::parse(&s.key)
+                            .map_err(|e| e.at(&format!("env[{i}].secret.key")))?
+                            .as_str()
+                            .to_owned(),
+                    })
+                })
+                .transpose()?;
+            match (entry.value.clone(), secret) {
+                (Some(_), Some(_)) => Err(ApiError::ValidationFailed(format!(
+                    "env[{i}]: give either value or secret, not both"
+                ))),
+                (value @ Some(_), None) => Ok(AppEnvVar {
+                    name,
+                    value,
+                    secret: None,
+                }),
+                (None, secret @ Some(_)) => Ok(AppEnvVar {
+                    name,
+                    value: None,
+                    secret,
+                }),
+                (None, None) => current
+                    .iter()
+                    .find(|c| c.name == name)
+                    .cloned()
+                    .ok_or_else(|| {
+                        ApiError::ValidationFailed(format!(
+                            "env[{i}]: needs a value or a secret"
+                        ))
+                    }),
+            }
+        })
+        .collect()
+}
+
+fn parse_domains(domains: &[String]) -> Result<Vec<String>, ApiError> {
+    if domains.len() > MAX_DOMAINS {
+        return Err(ApiError::ValidationFailed(format!(
+            "domains: at most {MAX_DOMAINS} hostnames"
+        )));
+    }
+    let mut seen = HashSet::new();
+    domains
+        .iter()
+        .enumerate()
+        .map(|(i, domain)| {
+            let host = Hostname::parse(domain)
+                .map_err(|e| e.at(&format!("domains[{i}]")))?
+                .as_str()
+                .to_owned();
+            if seen.insert(host.clone()) {
+                Ok(host)
+            } else {
+                Err(duplicate(&format!("domains[{i}]")))
+            }
+        })
+        .collect()
+}
+
+/// Volumes; in an update a volume keeps its size unless the body gives one,
+/// and may grow, never shrink.
+fn parse_volumes(volumes: &[VolumeBody], current: &[AppVolume]) -> Result<Vec<AppVolume>, ApiError> {
+    if volumes.len() > MAX_VOLUMES {
+        return Err(ApiError::ValidationFailed(format!(
+            "volumes: at most {MAX_VOLUMES} volumes"
+        )));
+    }
+    let mut names = HashSet::new();
+    let mut paths = HashSet::new();
+    volumes
+        .iter()
+        .enumerate()
+        .map(|(i, volume)| {
+            let name = VolumeName::parse(&volume.name)
+                .map_err(|e| e.at(&format!("volumes[{i}].name")))?
+                .as_str()
+                .to_owned();
+            if !names.insert(name.clone()) {
+                return Err(duplicate(&format!("volumes[{i}].name")));
+            }
+            let mount_path = MountPath::parse(&volume.mount_path)
+                .map_err(|e| e.at(&format!("volumes[{i}].mount_path")))?
+                .as_str()
+                .to_owned();
+            if !paths.insert(mount_path.clone()) {
+                return Err(duplicate(&format!("volumes[{i}].mount_path")));
+            }
+            let existing = current.iter().find(|v| v.name == name);
+            let size = match (&volume.size, existing) {
+                (Some(size), _) => {
+                    let field = format!("volumes[{i}].size");
+                    let wanted = Quantity::parse(size).map_err(|e| e.at(&field))?;
+                    if let Some(existing) = existing
+                        && Quantity::parse(&existing.size).is_ok_and(|had| wanted < had)
+                    {
+                        return Err(ApiError::ValidationFailed(format!(
+                            "{field}: a volume can grow, never shrink (it is {})",
+                            existing.size
+                        )));
+                    }
+                    wanted.as_str().to_owned()
+                }
+                (None, Some(existing)) => existing.size.clone(),
+                (None, None) => DEFAULT_VOLUME_SIZE.to_owned(),
+            };
+            Ok(AppVolume {
+                name,
+                mount_path,
+                size,
+            })
+        })
+        .collect()
+}
+
+fn parse_health_check_path(path: Option<&str>) -> Result<Option<String>, ApiError> {
+    path.map(|path| {
+        Ok(HealthCheckPath::parse(path)
+            .map_err(|e| e.at("health_check_path"))?
+            .as_str()
+            .to_owned())
+    })
+    .transpose()
+}
+
+fn parse_fs_group(fs_group: Option<i64>) -> Result<Option<i64>, ApiError> {
+    fs_group
+        .map(|group| {
+            Ok(FsGroup::parse(group)
+                .map_err(|e| e.at("fs_group"))?
+                .get())
+        })
+        .transpose()
+}
+
+fn duplicate(field: &str) -> ApiError {
+    ApiError::ValidationFailed(format!("{field}: is given twice"))
+}
+
+/// Rules across fields: process names, object name lengths, and one replica
+/// for apps with volumes.
+fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
+    if config.processes.is_empty() || config.processes.len() > MAX_PROCESSES {
+        return Err(ApiError::ValidationFailed(format!(
+            "processes: an app has 1 to {MAX_PROCESSES} processes"
+        )));
+    }
+    let mut names = HashSet::new();
+    for (i, process) in config.processes.iter().enumerate() {
+        if !names.insert(process.name.as_str()) {
+            return Err(duplicate(&format!("processes[{i}].name")));
+        }
+        let object = object_names::workload(app.as_str(), &process.name);
+        let max = if process.is_scheduled() {
+            MAX_CRONJOB_NAME
+        } else {
+            MAX_OBJECT_NAME
+        };
+        if object.len() > max {
+            return Err(ApiError::ValidationFailed(format!(
+                "processes[{i}].name: with the app's name it makes `{object}`, longer than {max} characters"
+            )));
+        }
+        if !config.volumes.is_empty() && !process.is_scheduled() && process.max_replicas > 1 {
+            return Err(ApiError::ValidationFailed(format!(
+                "processes[{i}].replicas: an app with volumes runs at most one replica \
+                 (a volume is ReadWriteOnce)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What a change needs (DESIGN §5): a new image `app-deploy`; replica counts
+/// alone `app-operate`; anything else `app-write`. A change that mixes them
+/// needs each.
+pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
+    let mut needed = vec![Permission::AppOperate];
+    if current.image != next.image {
+        needed.push(Permission::AppDeploy);
+    }
+    let without_replicas = |config: &AppConfig| {
+        let mut config = config.clone();
+        config.image.clear();
+        for process in &mut config.processes {
+            process.min_replicas = 0;
+            process.max_replicas = 0;
+        }
+        config
+    };
+    if without_replicas(current) != without_replicas(next) {
+        needed.push(Permission::AppWrite);
+    }
+    needed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn create(json: serde_json::Value) -> Result<(AppName, AppConfig), ApiError> {
+        parse_create(serde_json::from_value(json).expect("a create body"))
+    }
+
+    fn config(json: serde_json::Value) -> AppConfig {
+        create(json).expect("a valid app").1
+    }
+
+    fn update(current: &AppConfig, json: serde_json::Value) -> Result<AppConfig, ApiError> {
+        let body: UpdateBody = serde_json::from_value(json).expect("an update body");
+        apply_update(&AppName::parse("shop").expect("name"), current, &body)
+    }
+
+    fn detail(error: ApiError) -> String {
+        match error {
+            ApiError::ValidationFailed(detail) => detail,
+            other => panic!("expected validation_failed, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn flat_fields_make_a_main_process_named_by_its_kind() {
+        let web = config(serde_json::json!({"name": "shop", "image": "nginx:1.27", "port": 8080}));
+        assert_eq!(web.processes[0].name, "web");
+        assert_eq!(web.processes[0].port, Some(8080));
+        assert_eq!(web.processes[0].size, "small");
+        assert_eq!((web.processes[0].min_replicas, web.processes[0].max_replicas), (1, 1));
+        assert_eq!(web.processes[0].protocol, "http");
+        let job = config(serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 3 * * *"}));
+        assert_eq!(job.processes[0].name, "job");
+        assert_eq!(job.processes[0].time_zone.as_deref(), Some("UTC"));
+        let worker = config(serde_json::json!({"name": "shop", "image": "nginx"}));
+        assert_eq!(worker.processes[0].name, "worker");
+    }
+
+    #[test]
+    fn refuses_flat_fields_with_processes() {
+        let error = create(serde_json::json!({
+            "name": "shop", "image": "nginx", "port": 80,
+            "processes": [{"name": "web", "port": 80}]
+        }))
+        .unwrap_err();
+        assert!(detail(error).starts_with("processes:"));
+    }
+
+    #[test]
+    fn names_the_field_of_each_broken_rule() {
+        let cases = [
+            (serde_json::json!({"name": "Shop", "image": "nginx"}), "name:"),
+            (serde_json::json!({"name": "shop", "image": "Nginx"}), "image:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "port": 0}), "port:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "port": 70000}), "port:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "size": "huge"}), "size:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 101}), "replicas:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 3, "max_replicas": 2}), "max_replicas:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "* * *"}), "schedule:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "time_zone": "Mars/Base"}), "time_zone:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "time_zone": "UTC"}), "time_zone:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "port": 80}), "port:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "protocol": "udp"}), "protocol:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "domains": ["not a host"]}), "domains[0]:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "domains": ["a.example.com", "A.example.com"]}), "domains[1]:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "1X", "value": "v"}]}), "env[0].name:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v"}, {"name": "X", "value": "w"}]}), "env[1].name:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X"}]}), "env[0]:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v", "secret": {"name": "s", "key": "k"}}]}), "env[0]:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/"}]}), "volumes[0].mount_path:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a/../b"}]}), "volumes[0].mount_path:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a"}, {"name": "data", "mount_path": "/b"}]}), "volumes[1].name:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 2, "volumes": [{"name": "data", "mount_path": "/a"}]}), "processes[0].replicas:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"name": "web"}, {"name": "web"}]}), "processes[1].name:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"port": 80}]}), "processes[0].name:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "fs_group": -1}), "fs_group:"),
+            (serde_json::json!({"name": "shop", "image": "nginx", "health_check_path": "health"}), "health_check_path:"),
+        ];
+        for (body, field) in cases {
+            let error = create(body.clone()).expect_err(&body.to_string());
+            let detail = detail(error);
+            assert!(detail.starts_with(field), "{body}: {detail}");
+        }
+    }
+
+    #[test]
+    fn several_processes() {
+        let app = config(serde_json::json!({
+            "name": "shop", "image": "ghcr.io/acme/shop:1.0",
+            "processes": [
+                {"name": "web", "port": 8080, "replicas": 2, "max_replicas": 5},
+                {"name": "worker", "command": ["bin/worker"], "size": "medium"},
+                {"name": "nightly", "schedule": "0 3 * * *", "time_zone": "Europe/Berlin"}
+            ]
+        }));
+        assert_eq!(app.processes.len(), 3);
+        assert_eq!(app.processes[0].max_replicas, 5);
+        assert_eq!(app.processes[1].command, ["bin/worker"]);
+        assert_eq!(app.processes[2].time_zone.as_deref(), Some("Europe/Berlin"));
+    }
+
+    #[test]
+    fn updates_change_only_what_they_name() {
+        let current = config(serde_json::json!({
+            "name": "shop", "image": "nginx:1", "port": 80, "replicas": 2,
+            "env": [{"name": "A", "value": "1"}, {"name": "B", "secret": {"name": "db", "key": "url"}}],
+            "health_check_path": "/health", "fs_group": 1000
+        }));
+        let next = update(&current, serde_json::json!({"replicas": 3})).expect("valid");
+        assert_eq!((next.processes[0].min_replicas, next.processes[0].max_replicas), (3, 3));
+        assert_eq!(next.image, "nginx:1");
+        // Entries with only a name keep their value or reference.
+        let next = update(&current, serde_json::json!({"env": [{"name": "B"}, {"name": "A"}, {"name": "C", "value": "3"}]})).expect("valid");
+        assert_eq!(next.env[0], current.env[1]);
+        assert_eq!(next.env[1], current.env[0]);
+        assert_eq!(next.env[2].value.as_deref(), Some("3"));
+        // Empty strings and zero remove.
+        let next = update(&current, serde_json::json!({"health_check_path": "", "fs_group": 0})).expect("valid");
+        assert_eq!((next.health_check_path, next.fs_group), (None, None));
+        let error = update(&current, serde_json::json!({"port": 80, "processes": []})).unwrap_err();
+        assert!(detail(error).starts_with("processes:"));
+    }
+
+    #[test]
+    fn volumes_grow_never_shrink() {
+        let current = config(serde_json::json!({
+            "name": "shop", "image": "postgres:16", "port": 5432, "protocol": "tcp",
+            "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "5Gi"}]
+        }));
+        let grown = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "10Gi"}]})).expect("grows");
+        assert_eq!(grown.volumes[0].size, "10Gi");
+        let kept = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data"}]})).expect("keeps its size");
+        assert_eq!(kept.volumes[0].size, "5Gi");
+        let error = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data", "size": "4Gi"}]})).unwrap_err();
+        assert!(detail(error).starts_with("volumes[0].size:"));
+        let default = config(serde_json::json!({"name": "shop", "image": "redis", "volumes": [{"name": "data", "mount_path": "/data"}]}));
+        assert_eq!(default.volumes[0].size, "1Gi");
+    }
+
+    #[test]
+    fn permissions_follow_what_changes() {
+        let current = config(serde_json::json!({"name": "shop", "image": "nginx:1", "port": 80}));
+        let scaled = update(&current, serde_json::json!({"replicas": 4})).expect("valid");
+        assert_eq!(permissions_for(&current, &scaled), [Permission::AppOperate]);
+        let deployed = update(&current, serde_json::json!({"image": "nginx:2"})).expect("valid");
+        assert_eq!(permissions_for(&current, &deployed), [Permission::AppOperate, Permission::AppDeploy]);
+        let configured = update(&current, serde_json::json!({"domains": ["shop.example.com"], "replicas": 2})).expect("valid");
+        assert_eq!(permissions_for(&current, &configured), [Permission::AppOperate, Permission::AppWrite]);
+    }
+}

@@ -1,0 +1,13 @@
+//! Apps (issue: the heart of Berth): an app is an `App` resource in its
+//! environment's namespace, the one source of truth for what should run; the
+//! controller renders it into workloads. Every change adds a release revision.
+//!
+//! - [`body`]: the API's bodies, parsed into an [`AppConfig`](crate::cluster::crd::AppConfig);
+//! - [`record`]: what the API answers (App record, detail, pods);
+//! - [`releases`]: the release history in DynamoDB and its consistency rules;
+//! - [`service`]: the operations.
+
+pub mod body;
+pub mod record;
+pub mod releases;
+pub mod service;

@@ -1,0 +1,233 @@
+//! Release history in DynamoDB: one item per revision, a full snapshot of the
+//! app's configuration, in the partition of the app's history id.
+//!
+//! The App resource is the commit point. A change writes, in one transaction,
+//! the App's current revision (copied from the resource, so it is always
+//! right, and marked `confirmed`) and the new revision (unconfirmed, unless an
+//! earlier attempt's copy is already confirmed: then another change committed
+//! that revision first, and this one is a conflict). Only then is the resource
+//! replaced, conditioned on the version that was read. So:
+//! - a store fault leaves the old state and no visible new revision;
+//! - a refused or failed replace leaves a revision above the resource's, which
+//!   readers ignore and the next attempt overwrites;
+//! - a revision below the resource's is always the confirmed snapshot.
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, Select};
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::crd::{AppConfig, ReleaseMark};
+use crate::store::{self, Store, keys};
+use crate::ApiError;
+
+/// The Release record of the API (spec part 2).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReleaseRecord {
+    pub revision: i64,
+    pub image: Option<String>,
+    pub reason: String,
+    pub note: Option<String>,
+    pub actor: Option<String>,
+    pub created_at: i64,
+    pub current: bool,
+}
+
+/// The newest revisions `listReleases` shows.
+pub const HISTORY_SHOWN: i32 = 50;
+
+/// One revision as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredRelease {
+    pub revision: i64,
+    pub reason: String,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    pub created_at: i64,
+    pub image: String,
+    /// The configuration as JSON: restored as a whole by a rollback.
+    pub config: String,
+    pub confirmed: bool,
+}
+
+impl StoredRelease {
+    pub fn new(mark: &ReleaseMark, config: &AppConfig, confirmed: bool) -> Result<Self, ApiError> {
+        Ok(Self {
+            revision: mark.revision,
+            reason: mark.reason.clone(),
+            note: mark.note.clone(),
+            actor: mark.actor.clone(),
+            created_at: mark.created_at,
+            image: config.image.clone(),
+            config: serde_json::to_string(config)
+                .map_err(|e| ApiError::Internal(format!("encoding a release: {e}")))?,
+            confirmed,
+        })
+    }
+
+    pub fn config(&self) -> Result<AppConfig, ApiError> {
+        serde_json::from_str(&self.config)
+            .map_err(|e| ApiError::Internal(format!("decoding release {}: {e}", self.revision)))
+    }
+
+    fn record(&self, current: bool) -> ReleaseRecord {
+        ReleaseRecord {
+            revision: self.revision,
+            image: Some(self.image.clone()),
+            reason: self.reason.clone(),
+            note: self.note.clone(),
+            actor: self.actor.clone(),
+            created_at: self.created_at,
+            current,
+        }
+    }
+}
+
+/// The stored shape: the release plus its key.
+#[derive(Serialize)]
+struct ReleaseItem<'a> {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    release: &'a StoredRelease,
+}
+
+/// Writes a change's revisions before its commit (see the module docs):
+/// `current` is the App's revision as the resource holds it (None for a new
+/// app), `next` the revision about to be committed.
+pub async fn prepare(
+    store: &Store,
+    history: &str,
+    current: Option<&StoredRelease>,
+    next: &StoredRelease,
+) -> Result<(), ApiError> {
+    let mut writes = Vec::new();
+    if let Some(current) = current {
+        writes.push(store::tx_put(
+            Put::builder()
+                .table_name(store.table())
+                .set_item(Some(item(history, current)?)),
+        )?);
+    }
+    writes.push(store::tx_put(
+        Put::builder()
+            .table_name(store.table())
+            .set_item(Some(item(history, next)?))
+            .condition_expression("attribute_not_exists(pk) OR confirmed = :false")
+            .expression_attribute_values(":false", AttributeValue::Bool(false)),
+    )?);
+    match store.transact(writes).await {
+        Ok(()) => Ok(()),
+        Err(error)
+            if store::cancelled_conditions(&error)
+                .is_some_and(|failed| failed.contains(&true)) =>
+        {
+            Err(changed_meanwhile())
+        }
+        Err(error) => Err(store::transaction_failure(error)),
+    }
+}
+
+pub fn changed_meanwhile() -> ApiError {
+    ApiError::Conflict("the app was changed meanwhile; read it again and retry".into())
+}
+
+fn item(history: &str, release: &StoredRelease) -> Result<store::Item, ApiError> {
+    store::to_item(&ReleaseItem {
+        pk: keys::releases(history),
+        sk: keys::release_sk(release.revision),
+        release,
+    })
+}
+
+/// One stored revision, if it exists and the App has reached it.
+pub async fn get(
+    store: &Store,
+    history: &str,
+    revision: i64,
+) -> Result<Option<StoredRelease>, ApiError> {
+    let found = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(store::key(
+            keys::releases(history),
+            &keys::release_sk(revision),
+        )))
+        .consistent_read(true)
+        .send()
+        .await?;
+    found.item.map(store::from_item).transpose()
+}
+
+/// The newest revisions, newest first, as the App (whose own release is
+/// `current`) has them: revisions above it never committed and are left out;
+/// its own comes from the resource, the rest from the store.
+pub async fn list(
+    store: &Store,
+    history: &str,
+    current: &StoredRelease,
+) -> Result<Vec<ReleaseRecord>, ApiError> {
+    let older = store
+        .client()
+        .query()
+        .table_name(store.table())
+        .key_condition_expression("pk = :pk AND sk < :current")
+        .expression_attribute_values(":pk", store::s(keys::releases(history)))
+        .expression_attribute_values(":current", store::s(keys::release_sk(current.revision)))
+        .scan_index_forward(false)
+        .limit(HISTORY_SHOWN - 1)
+        .consistent_read(true)
+        .select(Select::AllAttributes)
+        .send()
+        .await?;
+    let mut records = vec![current.record(true)];
+    for item in older.items.unwrap_or_default() {
+        records.push(store::from_item::<StoredRelease>(item)?.record(false));
+    }
+    Ok(records)
+}
+
+/// Deletes a history (after its app is gone).
+pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
+    let keys_only = store::query_all(
+        store
+            .client()
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", store::s(keys::releases(history)))
+            .projection_expression("pk, sk"),
+    )
+    .await?;
+    for chunk in keys_only.chunks(25) {
+        let mut requests = chunk
+            .iter()
+            .map(|key| {
+                let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
+                    .set_key(Some(key.clone()))
+                    .build()
+                    .map_err(|e| ApiError::Internal(format!("building a delete: {e}")))?;
+                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .delete_request(delete)
+                    .build())
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        for _ in 0..5 {
+            let output = store
+                .client()
+                .batch_write_item()
+                .request_items(store.table(), requests)
+                .send()
+                .await?;
+            match output
+                .unprocessed_items
+                .and_then(|mut left| left.remove(store.table()))
+            {
+                Some(left) if !left.is_empty() => requests = left,
+                _ => break,
+            }
+        }
+    }
+    Ok(())
+}

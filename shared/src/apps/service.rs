@@ -1,0 +1,447 @@
+//! The app operations: each reads what it needs, checks every rule and
+//! permission, then commits (release history first, the App resource last;
+//! see [`super::releases`]).
+
+use std::collections::BTreeMap;
+
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+
+use super::body::{self, CreateBody, UpdateBody};
+use super::record::{self, AppDetail, AppRecord, EnvValues};
+use super::releases::{self, ReleaseRecord, StoredRelease};
+use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
+use crate::cluster::crd::{
+    App, AppConfig, AppSpec, Environment, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+    LABEL_PROJECT, MANAGER, ReleaseMark,
+};
+use crate::cluster::environments;
+use crate::domain::names::AppName;
+use crate::domain::size::Quantity;
+use crate::identity::Principal;
+use crate::store::Store;
+use crate::{ApiError, Permission, clock};
+
+/// Why a revision was made (spec part 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Create,
+    Deploy,
+    Config,
+    Rollback,
+    Promote,
+    Template,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Create => "create",
+            Reason::Deploy => "deploy",
+            Reason::Config => "config",
+            Reason::Rollback => "rollback",
+            Reason::Promote => "promote",
+            Reason::Template => "template",
+        }
+    }
+}
+
+fn values_for(caller: &Principal) -> EnvValues {
+    if caller.can(Permission::SecretRead) {
+        EnvValues::Shown
+    } else {
+        EnvValues::Hidden
+    }
+}
+
+fn require(caller: &Principal, permission: Permission) -> Result<(), ApiError> {
+    if caller.can(permission) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(format!(
+            "this needs the {} permission",
+            permission.as_str()
+        )))
+    }
+}
+
+pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
+    record::app_record(app, &path.project, &path.environment, values_for(caller))
+}
+
+/// The environment a change goes into: visible, and not being deleted.
+async fn writable_environment(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<Environment, ApiError> {
+    let found = environments::get_visible(client, org, project, environment).await?;
+    if environments::is_deleting(&found) {
+        return Err(ApiError::EnvironmentDeleting);
+    }
+    Ok(found)
+}
+
+fn mark(revision: i64, reason: Reason, note: Option<String>, caller: &Principal) -> ReleaseMark {
+    ReleaseMark {
+        revision,
+        reason: reason.as_str().to_owned(),
+        note,
+        actor: Some(caller.user.email.clone()),
+        created_at: clock::unix_millis(),
+    }
+}
+
+fn history_of(app: &App) -> Result<String, ApiError> {
+    app.annotations()
+        .get(ANNOTATION_HISTORY)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::Internal(format!(
+                "app {} has no {ANNOTATION_HISTORY} annotation",
+                app.name_any()
+            ))
+        })
+}
+
+fn current_release(app: &App) -> Result<StoredRelease, ApiError> {
+    StoredRelease::new(&app.spec.release, &app.spec.config, true)
+}
+
+/// Commits a new app: its first revision, then the resource.
+async fn commit_new(
+    store: &Store,
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+    config: AppConfig,
+    release: ReleaseMark,
+) -> Result<App, ApiError> {
+    let history = uuid::Uuid::new_v4().simple().to_string();
+    releases::prepare(store, &history, None, &StoredRelease::new(&release, &config, false)?)
+        .await?;
+    let app = App {
+        metadata: ObjectMeta {
+            name: Some(path.app.clone()),
+            namespace: Some(path.namespace()),
+            labels: Some(BTreeMap::from([
+                (LABEL_ORG.to_owned(), org.to_owned()),
+                (LABEL_PROJECT.to_owned(), path.project.clone()),
+                (LABEL_ENVIRONMENT.to_owned(), path.environment.clone()),
+                (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+            ])),
+            annotations: Some(BTreeMap::from([(ANNOTATION_HISTORY.to_owned(), history.clone())])),
+            ..ObjectMeta::default()
+        },
+        spec: AppSpec {
+            config,
+            release,
+            restarted_at: None,
+        },
+        status: None,
+    };
+    match cluster_apps::create(client, &app).await {
+        Ok(created) => Ok(created),
+        Err(error) => {
+            // The revision was never reached: nothing refers to it.
+            if let Err(cleanup) = releases::delete_all(store, &history).await {
+                tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Commits a change of an existing app: its revision, then the resource,
+/// conditioned on the version that was read.
+async fn commit_change(
+    store: &Store,
+    client: &kube::Client,
+    current: &App,
+    config: AppConfig,
+    release: ReleaseMark,
+) -> Result<App, ApiError> {
+    let history = history_of(current)?;
+    releases::prepare(
+        store,
+        &history,
+        Some(&current_release(current)?),
+        &StoredRelease::new(&release, &config, false)?,
+    )
+    .await?;
+    let mut next = current.clone();
+    next.spec.config = config;
+    next.spec.release = release;
+    next.status = None;
+    cluster_apps::replace(client, &next).await
+}
+
+pub async fn list(
+    client: &kube::Client,
+    caller: &Principal,
+    project: &str,
+    environment: &str,
+) -> Result<Vec<AppRecord>, ApiError> {
+    let org = &caller.user.org;
+    environments::get_visible(client, org, project, environment).await?;
+    let apps = cluster_apps::list(client, org, project, environment).await?;
+    Ok(apps
+        .iter()
+        .map(|app| {
+            let path = AppPath {
+                project: project.to_owned(),
+                environment: environment.to_owned(),
+                app: app.name_any(),
+            };
+            record_of(app, &path, caller)
+        })
+        .collect())
+}
+
+/// The app and its pods, read at once.
+pub async fn get(
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+) -> Result<AppDetail, ApiError> {
+    let org = &caller.user.org;
+    let (app, pods) = tokio::join!(
+        cluster_apps::get_visible(client, org, path),
+        cluster_apps::pods(client, org, path)
+    );
+    let app = app?;
+    Ok(AppDetail {
+        app: record_of(&app, path, caller),
+        pods: pods?.iter().map(record::pod_record).collect(),
+    })
+}
+
+pub async fn create(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    project: &str,
+    environment: &str,
+    body: CreateBody,
+) -> Result<AppRecord, ApiError> {
+    require(caller, Permission::AppDeploy)?;
+    let (name, config) = body::parse_create(body)?;
+    let org = &caller.user.org;
+    writable_environment(client, org, project, environment).await?;
+    let path = AppPath {
+        project: project.to_owned(),
+        environment: environment.to_owned(),
+        app: name.as_str().to_owned(),
+    };
+    let created = commit_new(
+        store,
+        client,
+        org,
+        &path,
+        config,
+        mark(1, Reason::Create, None, caller),
+    )
+    .await?;
+    Ok(record_of(&created, &path, caller))
+}
+
+pub async fn update(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+    body: &UpdateBody,
+) -> Result<AppRecord, ApiError> {
+    require(caller, Permission::AppOperate)?;
+    let org = &caller.user.org;
+    let (environment, current) = tokio::join!(
+        writable_environment(client, org, &path.project, &path.environment),
+        cluster_apps::get_visible(client, org, path)
+    );
+    let current = current?;
+    environment?;
+    let name = AppName::parse(&path.app).map_err(|_| ApiError::NotFound)?;
+    let config = body::apply_update(&name, &current.spec.config, body)?;
+    for permission in body::permissions_for(&current.spec.config, &config) {
+        require(caller, permission)?;
+    }
+    if config == current.spec.config {
+        // Nothing changes: no new revision.
+        return Ok(record_of(&current, path, caller));
+    }
+    let reason = if config.image == current.spec.config.image {
+        Reason::Config
+    } else {
+        Reason::Deploy
+    };
+    let release = mark(current.spec.release.revision + 1, reason, None, caller);
+    let updated = commit_change(store, client, &current, config, release).await?;
+    Ok(record_of(&updated, path, caller))
+}
+
+/// Restores a revision's configuration as a new revision. Volumes never
+/// shrink: a volume that has grown since keeps its size.
+pub async fn rollback(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+    revision: i64,
+) -> Result<AppRecord, ApiError> {
+    require(caller, Permission::AppDeploy)?;
+    let org = &caller.user.org;
+    let (environment, current) = tokio::join!(
+        writable_environment(client, org, &path.project, &path.environment),
+        cluster_apps::get_visible(client, org, path)
+    );
+    let current = current?;
+    environment?;
+    let head = current.spec.release.revision;
+    let restored = if revision == head {
+        current.spec.config.clone()
+    } else {
+        let found = if (1..head).contains(&revision) {
+            releases::get(store, &history_of(&current)?, revision).await?
+        } else {
+            None
+        };
+        found
+            .ok_or_else(|| {
+                ApiError::ValidationFailed(format!(
+                    "revision: the app has no revision {revision}"
+                ))
+            })?
+            .config()?
+    };
+    let config = keep_grown_volumes(restored, &current.spec.config);
+    let release = mark(
+        head + 1,
+        Reason::Rollback,
+        Some(format!("rollback to revision {revision}")),
+        caller,
+    );
+    let updated = commit_change(store, client, &current, config, release).await?;
+    Ok(record_of(&updated, path, caller))
+}
+
+fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
+    for volume in &mut config.volumes {
+        if let Some(now) = current.volumes.iter().find(|v| v.name == volume.name)
+            && let (Ok(now_size), Ok(restored_size)) =
+                (Quantity::parse(&now.size), Quantity::parse(&volume.size))
+            && now_size > restored_size
+        {
+            volume.size.clone_from(&now.size);
+        }
+    }
+    config
+}
+
+/// Copies image and processes to the app of the same name in another
+/// environment of the project, creating it there (without domains) if absent.
+pub async fn promote(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+    target_environment: &str,
+) -> Result<AppRecord, ApiError> {
+    require(caller, Permission::AppDeploy)?;
+    let org = &caller.user.org;
+    if target_environment == path.environment {
+        return Err(ApiError::ValidationFailed(
+            "environment: promote to another environment of the project".into(),
+        ));
+    }
+    let source = cluster_apps::get_visible(client, org, path).await?;
+    let target_path = AppPath {
+        project: path.project.clone(),
+        environment: target_environment.to_owned(),
+        app: path.app.clone(),
+    };
+    match writable_environment(client, org, &path.project, target_environment).await {
+        Err(ApiError::NotFound) => {
+            return Err(ApiError::ValidationFailed(format!(
+                "environment: project {} has no environment {target_environment}",
+                path.project
+            )));
+        }
+        other => other?,
+    };
+    let note = Some(format!(
+        "promoted from {} revision {}",
+        path.environment, source.spec.release.revision
+    ));
+    let promoted = match cluster_apps::get_visible(client, org, &target_path).await {
+        Ok(target) => {
+            let mut config = target.spec.config.clone();
+            config.image.clone_from(&source.spec.config.image);
+            config.processes.clone_from(&source.spec.config.processes);
+            check_config(&target_path, &config)?;
+            let release = mark(target.spec.release.revision + 1, Reason::Promote, note, caller);
+            commit_change(store, client, &target, config, release).await?
+        }
+        Err(ApiError::NotFound) => {
+            let mut config = source.spec.config.clone();
+            config.domains.clear();
+            let release = mark(1, Reason::Promote, note, caller);
+            commit_new(store, client, org, &target_path, config, release).await?
+        }
+        Err(error) => return Err(error),
+    };
+    Ok(record_of(&promoted, &target_path, caller))
+}
+
+/// The rules of a configuration assembled from two apps (a promotion keeps
+/// the target's volumes with the source's processes).
+fn check_config(path: &AppPath, config: &AppConfig) -> Result<(), ApiError> {
+    let name = AppName::parse(&path.app).map_err(|e| e.at("name"))?;
+    body::apply_update(&name, config, &UpdateBody::default()).map(|_| ())
+}
+
+/// Deletes the app, its workloads (through their owner references) and its
+/// release history; its volumes' claims only when asked. A retried delete of
+/// an app already gone still removes claims it left.
+pub async fn delete(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+    delete_volumes: bool,
+) -> Result<(), ApiError> {
+    require(caller, Permission::AppDeploy)?;
+    let org = &caller.user.org;
+    let app = match cluster_apps::get_visible(client, org, path).await {
+        Ok(app) => app,
+        Err(ApiError::NotFound) if delete_volumes => {
+            environments::get_visible(client, org, &path.project, &path.environment).await?;
+            return match cluster_apps::delete_claims(client, org, path).await? {
+                0 => Err(ApiError::NotFound),
+                _ => Ok(()),
+            };
+        }
+        Err(error) => return Err(error),
+    };
+    cluster_apps::delete(client, &app).await?;
+    if let Ok(history) = history_of(&app)
+        && let Err(error) = releases::delete_all(store, &history).await
+    {
+        // Unreachable once the App is gone: a later clean-up finds it by key.
+        tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+    }
+    if delete_volumes {
+        cluster_apps::delete_claims(client, org, path).await?;
+    }
+    Ok(())
+}
+
+pub async fn list_releases(
+    store: &Store,
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+) -> Result<Vec<ReleaseRecord>, ApiError> {
+    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
+    releases::list(store, &history_of(&app)?, &current_release(&app)?).await
+}

@@ -1,0 +1,176 @@
+//! App resources in their environment's namespace, the pods rendered from
+//! them, and their volumes' claims. Visibility: an App carries its
+//! organization, project and environment as labels, so reading it alone
+//! decides whether the caller may see it.
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::ResourceExt;
+
+use super::crd::{App, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
+use super::{environments, is_conflict, is_not_found};
+use crate::ApiError;
+
+/// The key of an app's release history in Berth's table (see
+/// `apps::releases`); chosen when the app is created, kept for its life.
+pub const ANNOTATION_HISTORY: &str = "berth.dev/release-history";
+
+/// Where an app lives: its project, environment and name, as in the URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppPath {
+    pub project: String,
+    pub environment: String,
+    pub app: String,
+}
+
+impl AppPath {
+    pub fn namespace(&self) -> String {
+        environments::resource_name(&self.project, &self.environment)
+    }
+
+    /// The audit target: `project/environment/app`.
+    pub fn target(&self) -> String {
+        format!("{}/{}/{}", self.project, self.environment, self.app)
+    }
+}
+
+fn api(client: &kube::Client, namespace: &str) -> Api<App> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+fn belongs(app: &App, org: &str, project: &str, environment: &str) -> bool {
+    let labels = app.labels();
+    labels.get(LABEL_ORG).map(String::as_str) == Some(org)
+        && labels.get(LABEL_PROJECT).map(String::as_str) == Some(project)
+        && labels.get(LABEL_ENVIRONMENT).map(String::as_str) == Some(environment)
+}
+
+/// The organization's app at that path; anything else is not found.
+pub async fn get_visible(client: &kube::Client, org: &str, path: &AppPath) -> Result<App, ApiError> {
+    match api(client, &path.namespace()).get_opt(&path.app).await {
+        Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => Ok(app),
+        Ok(_) => Err(ApiError::NotFound),
+        // The namespace itself may be gone (a purged environment).
+        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The organization's apps of an environment (whose visibility the caller
+/// has checked), by name.
+pub async fn list(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<Vec<App>, ApiError> {
+    let namespace = environments::resource_name(project, environment);
+    let params = ListParams::default().labels(&format!("{LABEL_ORG}={org}"));
+    let mut apps: Vec<App> = match api(client, &namespace).list(&params).await {
+        Ok(list) => list.items,
+        Err(error) if is_not_found(&error) => Vec::new(),
+        Err(error) => return Err(error.into()),
+    };
+    apps.retain(|app| belongs(app, org, project, environment));
+    apps.sort_by_key(ResourceExt::name_any);
+    Ok(apps)
+}
+
+pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+    let namespace = app.namespace().unwrap_or_default();
+    match api(client, &namespace).create(&PostParams::default(), app).await {
+        Ok(created) => Ok(created),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
+            "an app named {} already exists in this environment",
+            app.name_any()
+        ))),
+        // The controller has not made the namespace yet.
+        Err(error) if is_not_found(&error) => Err(ApiError::Conflict(
+            "the environment is still being provisioned; try again in a moment".into(),
+        )),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Replaces an App whose `resourceVersion` is the one read: a concurrent
+/// change that won is a conflict, and this one changes nothing.
+pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+    let namespace = app.namespace().unwrap_or_default();
+    match api(client, &namespace)
+        .replace(&app.name_any(), &PostParams::default(), app)
+        .await
+    {
+        Ok(replaced) => Ok(replaced),
+        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Deletes the App that was read (uid precondition); its workloads follow
+/// through their owner references.
+pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: app.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match api(client, &app.namespace().unwrap_or_default())
+        .delete(&app.name_any(), &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn app_selector(org: &str, path: &AppPath) -> String {
+    format!("{LABEL_ORG}={org},{LABEL_APP}={}", path.app)
+}
+
+/// The pods of an app, newest first.
+pub async fn pods(client: &kube::Client, org: &str, path: &AppPath) -> Result<Vec<Pod>, ApiError> {
+    let params = ListParams::default().labels(&app_selector(org, path));
+    let mut pods = match Api::<Pod>::namespaced(client.clone(), &path.namespace())
+        .list(&params)
+        .await
+    {
+        Ok(list) => list.items,
+        Err(error) if is_not_found(&error) => Vec::new(),
+        Err(error) => return Err(error.into()),
+    };
+    pods.sort_by(|a, b| {
+        b.metadata
+            .creation_timestamp
+            .cmp(&a.metadata.creation_timestamp)
+            .then_with(|| a.name_any().cmp(&b.name_any()))
+    });
+    Ok(pods)
+}
+
+/// Deletes the claims of an app's volumes; answers how many there were.
+pub async fn delete_claims(
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+) -> Result<usize, ApiError> {
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &path.namespace());
+    let params = ListParams::default().labels(&app_selector(org, path));
+    let found = match claims.list(&params).await {
+        Ok(list) => list.items,
+        Err(error) if is_not_found(&error) => return Ok(0),
+        Err(error) => return Err(error.into()),
+    };
+    for claim in &found {
+        match claims.delete(&claim.name_any(), &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(found.len())
+}
