@@ -4,17 +4,32 @@
 use axum::Router;
 use berth_shared::AppState;
 
+/// Every function, by its binary's name (as `template.yaml` packages it), with
+/// its routes.
+pub const FUNCTIONS: &[(&str, fn() -> Router<AppState>)] = &[
+    ("auth", berth_fn_auth::router),
+    ("tokens", berth_fn_tokens::router),
+    ("members", berth_fn_members::router),
+    ("audit", berth_fn_audit::router),
+    ("health", berth_fn_health::router),
+    ("projects", berth_fn_projects::router),
+    ("environments", berth_fn_environments::router),
+    ("apps", berth_fn_apps::router),
+];
+
+/// The routes of the function of that name.
+pub fn function(name: &str) -> Option<fn() -> Router<AppState>> {
+    FUNCTIONS
+        .iter()
+        .find(|(function, _)| *function == name)
+        .map(|(_, routes)| *routes)
+}
+
 /// Every function's routes, unserved.
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .merge(berth_fn_auth::router())
-        .merge(berth_fn_tokens::router())
-        .merge(berth_fn_members::router())
-        .merge(berth_fn_audit::router())
-        .merge(berth_fn_health::router())
-        .merge(berth_fn_projects::router())
-        .merge(berth_fn_environments::router())
-        .merge(berth_fn_apps::router())
+    FUNCTIONS
+        .iter()
+        .fold(Router::new(), |all, (_, routes)| all.merge(routes()))
 }
 
 /// The whole API, ready to serve.

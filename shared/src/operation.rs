@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::Permission;
+
 macro_rules! operations {
     ($($variant:ident => $id:literal,)*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -62,6 +64,30 @@ operations! {
 }
 
 impl Operation {
+    /// The least permission a caller needs for the operation at all (DESIGN
+    /// §5), checked before the body is read, so that a caller who may not
+    /// make the call learns that first. Handlers check what a particular
+    /// request needs beyond it (a new image, a production environment).
+    pub fn minimum_permission(self) -> Option<Permission> {
+        use Operation::*;
+        Some(match self {
+            ListProjects | GetProject | ListEnvironments | GetEnvironment | ListApps | GetApp
+            | GetAppLogs | ListReleases | CheckAppDomains | ListSecrets | ListTemplates
+            | ListMembers => Permission::Read,
+            CreateProject | DeleteProject => Permission::ProjectWrite,
+            CreateEnvironment | DeleteEnvironment => Permission::EnvWrite,
+            CreateApp | DeleteApp | RollbackApp | PromoteApp | DeployTemplate => {
+                Permission::AppDeploy
+            }
+            UpdateApp | RestartApp | RunApp => Permission::AppOperate,
+            PutSecret | DeleteSecret => Permission::SecretWrite,
+            InviteMember | UpdateMember | RemoveMember => Permission::MemberManage,
+            ListAuditEvents => Permission::AuditRead,
+            Login | Logout | GetCurrentUser | ChangePassword | ListTokens | CreateToken
+            | DeleteToken | GetHealthDetails | GetHealth | UnknownRoute => return None,
+        })
+    }
+
     /// What a caller whose password must change may still do (DESIGN §4).
     pub fn allowed_before_password_change(self) -> bool {
         matches!(

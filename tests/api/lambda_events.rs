@@ -14,17 +14,7 @@ use crate::support::{PASSWORD, TestApp};
 use berth_shared::AppState;
 
 fn function(name: &str) -> fn() -> Router<AppState> {
-    match name {
-        "auth" => berth_fn_auth::router,
-        "tokens" => berth_fn_tokens::router,
-        "members" => berth_fn_members::router,
-        "audit" => berth_fn_audit::router,
-        "health" => berth_fn_health::router,
-        "projects" => berth_fn_projects::router,
-        "environments" => berth_fn_environments::router,
-        "apps" => berth_fn_apps::router,
-        other => panic!("events/{other}: no such function"),
-    }
+    berth_local::function(name).unwrap_or_else(|| panic!("events/{name}: no such function"))
 }
 
 /// Each event file and the status its function answers.

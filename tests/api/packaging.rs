@@ -76,16 +76,8 @@ async fn every_template_route_reaches_its_functions_operation() {
             .unwrap()
             .to_owned();
         functions.insert(binary.clone());
-        let routes = match binary.as_str() {
-            "auth" => berth_fn_auth::router(),
-            "tokens" => berth_fn_tokens::router(),
-            "members" => berth_fn_members::router(),
-            "audit" => berth_fn_audit::router(),
-            "health" => berth_fn_health::router(),
-            "projects" => berth_fn_projects::router(),
-            "environments" => berth_fn_environments::router(),
-            other => panic!("the template packages an unknown function {other}"),
-        };
+        let routes = berth_local::function(&binary)
+            .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))();
         let router = berth_shared::http::serve(routes, app.state.clone());
         for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
@@ -110,18 +102,11 @@ async fn every_template_route_reaches_its_functions_operation() {
     }
     assert_eq!(
         functions,
-        BTreeSet::from(
-            [
-                "audit",
-                "auth",
-                "environments",
-                "health",
-                "members",
-                "projects",
-                "tokens"
-            ]
-            .map(String::from)
-        )
+        berth_local::FUNCTIONS
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .collect::<BTreeSet<_>>(),
+        "the template packages every function"
     );
     let expected = [
         "login",
@@ -146,6 +131,14 @@ async fn every_template_route_reaches_its_functions_operation() {
         "createEnvironment",
         "getEnvironment",
         "deleteEnvironment",
+        "listApps",
+        "createApp",
+        "getApp",
+        "updateApp",
+        "deleteApp",
+        "listReleases",
+        "rollbackApp",
+        "promoteApp",
     ];
     assert_eq!(
         routed,

@@ -70,7 +70,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 {
                     return Err(ApiError::PasswordChangeRequired);
                 }
-                Ok(Caller(principal.clone()))
+                let caller = Caller(principal.clone());
+                if let Some(permission) = operation.and_then(Operation::minimum_permission) {
+                    caller.require(permission)?;
+                }
+                Ok(caller)
             }
             Some(Authentication::Unavailable) => Err(ApiError::StorageUnavailable(
                 "credentials could not be checked".into(),
