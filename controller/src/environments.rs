@@ -2,12 +2,18 @@
 //! ResourceQuota from `quota` and a default LimitRange; status `Pending` →
 //! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
 //! `Terminating` while the namespace goes, then the resource itself.
+//!
+//! The controller only ever touches a namespace it created: one whose
+//! controller owner reference is this Environment, by uid. A namespace of
+//! that name that exists without it (`kube-system`, another tenant's, an
+//! earlier environment's) is left exactly as it is — no labels, quota or
+//! limits applied, never deleted — and the environment shows `Degraded`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -18,7 +24,7 @@ use berth_shared::cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
     MANAGER,
 };
-use berth_shared::cluster::is_not_found;
+use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::{Context, Error, FIELD_MANAGER};
 
@@ -107,8 +113,51 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
     Ok(Action::requeue(requeue))
 }
 
+/// Whether `namespace` is this environment's: its controller owner
+/// reference names the Environment by uid.
+fn owned_by(namespace: &Namespace, environment: &Environment) -> bool {
+    let Some(uid) = environment.metadata.uid.as_deref() else {
+        return false;
+    };
+    namespace
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| {
+            owner.uid == uid && owner.kind == "Environment" && owner.controller == Some(true)
+        })
+}
+
+/// Why a namespace of the environment's name is not its own, in words a
+/// tenant can read.
+fn not_ours(namespace: &Namespace, environment: &Environment) -> Error {
+    let name = environment.name_any();
+    let earlier = namespace
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|owner| owner.kind == "Environment" && owner.name == name);
+    if earlier {
+        Error::NamespaceOfEarlierEnvironment(name)
+    } else {
+        Error::NamespaceNotManaged(name)
+    }
+}
+
 async fn provision(environment: &Environment, context: &Context) -> Result<(), Error> {
     let namespace_name = environment.name_any();
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    // Look before applying: server-side apply would adopt whatever namespace
+    // has this name. A missing one is created (which fails if someone else
+    // makes it first), an owned one is applied to repair drift.
+    let existing = namespaces.get_opt(&namespace_name).await?;
+    if let Some(namespace) = &existing
+        && !owned_by(namespace, environment)
+    {
+        return Err(not_ours(namespace, environment));
+    }
     let owner = environment
         .controller_owner_ref(&())
         .into_iter()
@@ -126,9 +175,24 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
         "kind": "Namespace",
         "metadata": { "name": namespace_name, "labels": labels, "ownerReferences": owner },
     });
-    Api::<Namespace>::all(context.client.clone())
-        .patch(&namespace_name, &apply, &Patch::Apply(&namespace))
-        .await?;
+    if existing.is_none() {
+        let new: Namespace = serde_json::from_value(namespace)?;
+        match namespaces.create(&PostParams::default(), &new).await {
+            Ok(_) => {}
+            Err(error) if is_conflict(&error) => {
+                // Made by someone else since the look: it is theirs.
+                return Err(match namespaces.get_opt(&namespace_name).await? {
+                    Some(namespace) => not_ours(&namespace, environment),
+                    None => Error::Kube(error),
+                });
+            }
+            Err(error) => return Err(error.into()),
+        }
+    } else {
+        namespaces
+            .patch(&namespace_name, &apply, &Patch::Apply(&namespace))
+            .await?;
+    }
 
     let quotas: Api<ResourceQuota> = Api::namespaced(context.client.clone(), &namespace_name);
     match &environment.spec.quota {
@@ -190,13 +254,31 @@ async fn purge(environment: &Environment, context: &Context) -> Result<Action, E
     };
     set_status(environment, context, terminating).await?;
     let namespaces: Api<Namespace> = Api::all(context.client.clone());
-    match namespaces.delete(&name, &DeleteParams::default()).await {
-        Ok(_) => {}
-        Err(error) if is_not_found(&error) => {}
-        Err(error) => return Err(error.into()),
-    }
-    if namespaces.get_opt(&name).await?.is_some() {
-        return Ok(Action::requeue(Duration::from_secs(2)));
+    // Only a namespace this environment owns goes, and only that very one
+    // (the uid precondition): a foreign namespace of the same name stays.
+    if let Some(namespace) = namespaces.get_opt(&name).await?
+        && owned_by(&namespace, environment)
+    {
+        let only_this_one = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: namespace.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match namespaces.delete(&name, &only_this_one).await {
+            Ok(_) => {}
+            // Gone, or replaced by another namespace since the look: not ours.
+            Err(error) if is_not_found(&error) || is_conflict(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+        if namespaces
+            .get_opt(&name)
+            .await?
+            .is_some_and(|namespace| owned_by(&namespace, environment))
+        {
+            return Ok(Action::requeue(Duration::from_secs(2)));
+        }
     }
     match Api::<Environment>::all(context.client.clone())
         .delete(&name, &DeleteParams::default())

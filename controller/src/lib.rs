@@ -32,6 +32,14 @@ pub enum Error {
     BadSchedule(String),
     #[error("finalizer: {0}")]
     Finalizer(String),
+    #[error("namespace {0} already exists and is not managed by Berth")]
+    NamespaceNotManaged(String),
+    #[error(
+        "namespace {0} still belongs to an earlier environment of that name; waiting for it to go"
+    )]
+    NamespaceOfEarlierEnvironment(String),
+    #[error("encoding a manifest: {0}")]
+    Manifest(#[from] serde_json::Error),
 }
 
 pub struct Context {

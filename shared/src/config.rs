@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::names::ReservedNamespaces;
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `BERTH_TABLE`: the DynamoDB table (default `berth`).
@@ -19,6 +21,10 @@ pub struct Config {
     /// `BERTH_KUBECONFIG_RECHECK_SECONDS`: how soon a replaced stored
     /// kubeconfig is noticed (default 60 s).
     pub kubeconfig_recheck: Duration,
+    /// `BERTH_RESERVED_NAMESPACES`: namespaces (`name`) and prefixes
+    /// (`prefix*`) no environment may get, beyond the built-in `default`,
+    /// `kube-*` and `berth-*` (comma-separated).
+    pub reserved_namespaces: ReservedNamespaces,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +78,10 @@ impl Config {
             production_grace: seconds("BERTH_PRODUCTION_GRACE_SECONDS", 72 * 3600, 90 * 86_400)?,
             cluster_timeout: seconds("BERTH_CLUSTER_TIMEOUT_SECONDS", 10, 25)?,
             kubeconfig_recheck: seconds("BERTH_KUBECONFIG_RECHECK_SECONDS", 60, 60)?,
+            reserved_namespaces: ReservedNamespaces::with_configured(
+                &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
+            )
+            .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?,
         })
     }
 
@@ -84,6 +94,7 @@ impl Config {
             production_grace: Duration::from_secs(72 * 3600),
             cluster_timeout: Duration::from_secs(10),
             kubeconfig_recheck: Duration::from_secs(60),
+            reserved_namespaces: ReservedNamespaces::default(),
         }
     }
 }
@@ -100,6 +111,22 @@ mod tests {
         assert_eq!(config.session_lifetime, Duration::from_secs(12 * 3600));
         assert_eq!(config.production_grace, Duration::from_secs(72 * 3600));
         assert_eq!(config.cluster_timeout, Duration::from_secs(10));
+        assert_eq!(config.reserved_namespaces, ReservedNamespaces::default());
+    }
+
+    #[test]
+    fn reads_reserved_namespaces() {
+        let config = Config::from_lookup(|n| {
+            (n == "BERTH_RESERVED_NAMESPACES").then(|| "ingress-nginx,cert-manager*".into())
+        })
+        .expect("a valid list");
+        assert!(config.reserved_namespaces.is_reserved("ingress-nginx"));
+        assert!(config.reserved_namespaces.is_reserved("cert-manager-x"));
+        assert!(config.reserved_namespaces.is_reserved("kube-system"));
+        assert!(
+            Config::from_lookup(|n| (n == "BERTH_RESERVED_NAMESPACES").then(|| "Nope".into()))
+                .is_err()
+        );
     }
 
     #[test]

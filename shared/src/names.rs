@@ -59,9 +59,112 @@ pub fn quantity(field: &str, value: &str) -> Result<(), ApiError> {
     }
 }
 
+/// Namespaces no environment may be given (its namespace is
+/// `{project}-{environment}`): `default`, every `kube-*` and `berth-*`
+/// (Kubernetes' own and Berth's), and those of `BERTH_RESERVED_NAMESPACES`,
+/// where `name` reserves one namespace and `prefix*` every one it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReservedNamespaces {
+    exact: Vec<String>,
+    prefixes: Vec<String>,
+}
+
+impl Default for ReservedNamespaces {
+    fn default() -> Self {
+        Self {
+            exact: vec!["default".into()],
+            prefixes: vec!["kube-".into(), "berth-".into()],
+        }
+    }
+}
+
+impl ReservedNamespaces {
+    /// The built-in reservations plus a comma-separated list of `name` and
+    /// `prefix*` entries (white space and empty entries ignored).
+    pub fn with_configured(list: &str) -> Result<Self, String> {
+        let mut reserved = Self::default();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, is_prefix) = match entry.strip_suffix('*') {
+                Some(prefix) => (prefix, true),
+                None => (entry, false),
+            };
+            let valid = !name.is_empty()
+                && name.len() <= 63
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !valid {
+                return Err(format!(
+                    "{entry:?} is not a namespace name or a prefix of one followed by *"
+                ));
+            }
+            if is_prefix {
+                reserved.prefixes.push(name.to_owned());
+            } else {
+                reserved.exact.push(name.to_owned());
+            }
+        }
+        Ok(reserved)
+    }
+
+    pub fn is_reserved(&self, namespace: &str) -> bool {
+        self.exact.iter().any(|name| name == namespace)
+            || self
+                .prefixes
+                .iter()
+                .any(|p| namespace.starts_with(p.as_str()))
+    }
+
+    /// A project whose every namespace (`{project}-…`) would be reserved:
+    /// `kube` and `berth` themselves, and any `kube-…` or `berth-…`.
+    pub fn reserves_project(&self, project: &str) -> bool {
+        let every = format!("{project}-");
+        self.prefixes.iter().any(|p| every.starts_with(p.as_str()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserved_namespaces() {
+        let reserved = ReservedNamespaces::with_configured(" ingress-nginx, cert-manager* ,")
+            .expect("a valid list");
+        for name in [
+            "default",
+            "kube-system",
+            "kube-public",
+            "berth-system",
+            "ingress-nginx",
+            "cert-manager",
+            "cert-manager-webhook",
+        ] {
+            assert!(reserved.is_reserved(name), "{name}");
+        }
+        for name in [
+            "default-dev",
+            "kubes-dev",
+            "ingress-nginx-x",
+            "berthing-dev",
+        ] {
+            assert!(!reserved.is_reserved(name), "{name}");
+        }
+        for project in ["kube", "berth", "kube-x", "berth-a-b", "cert-manager"] {
+            assert!(reserved.reserves_project(project), "{project}");
+        }
+        // Only some of their environments would be reserved: checked at create.
+        for project in ["ku", "kubes", "cert", "ingress", "default"] {
+            assert!(!reserved.reserves_project(project), "{project}");
+        }
+        for bad in ["*", "Kube-*", "a b", "x_y"] {
+            assert!(ReservedNamespaces::with_configured(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            ReservedNamespaces::with_configured("").unwrap(),
+            ReservedNamespaces::default()
+        );
+    }
 
     #[test]
     fn dns_labels() {

@@ -8,6 +8,7 @@ use serde_json::json;
 
 use crate::support::{PASSWORD, TestApp};
 use berth_shared::Role;
+use berth_shared::identity::password;
 
 #[tokio::test]
 async fn login_sets_a_session_cookie_and_returns_the_identity() {
@@ -406,4 +407,84 @@ async fn other_sessions_are_signed_out_even_when_tidying_up_fails() {
         .send()
         .await
         .assert_status(200);
+}
+
+/// Many guesses at once: each is counted before its password is checked, so
+/// at most the limit of them is ever verified, and the rest are throttled.
+#[tokio::test]
+async fn parallel_guesses_are_counted_before_they_are_checked() {
+    let app = TestApp::new().await;
+    let before = password::verifications_on_this_thread();
+    let guesses = (0..50).map(|n| {
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": app.owner.email, "password": format!("wrong guess {n:02}") }))
+            .send()
+    });
+    let answers = futures::future::join_all(guesses).await;
+    let verified = password::verifications_on_this_thread() - before;
+    let refused = answers.iter().filter(|a| a.status == 401).count();
+    let throttled = answers.iter().filter(|a| a.status == 429).count();
+    assert!(verified <= 5, "{verified} passwords were verified");
+    assert!(refused <= 5, "{refused} answers were 401");
+    assert_eq!(refused + throttled, 50, "every other answer is 429");
+    for answer in answers.iter().filter(|a| a.status == 429) {
+        answer.assert_problem(429, "too_many_requests");
+        assert!(answer.headers.contains_key(header::RETRY_AFTER));
+    }
+    // The right password is throttled now too, and is not even checked.
+    let before = password::verifications_on_this_thread();
+    app.post("/api/v1/auth/login")
+        .json(json!({ "email": app.owner.email, "password": PASSWORD }))
+        .send()
+        .await
+        .assert_problem(429, "too_many_requests");
+    assert_eq!(password::verifications_on_this_thread(), before);
+}
+
+/// The current password of a password change is a guess like a login's.
+#[tokio::test]
+async fn parallel_guesses_at_the_current_password_are_bounded_too() {
+    let app = TestApp::new().await;
+    let before = password::verifications_on_this_thread();
+    let guesses = (0..20).map(|n| {
+        app.post("/api/v1/me/password")
+            .by(&app.owner)
+            .json(json!({
+                "current_password": format!("wrong guess {n:02}"),
+                "new_password": "a fine new passphrase",
+            }))
+            .send()
+    });
+    let answers = futures::future::join_all(guesses).await;
+    let verified = password::verifications_on_this_thread() - before;
+    assert!(verified <= 5, "{verified} passwords were verified");
+    let refused = answers.iter().filter(|a| a.status == 422).count();
+    let throttled = answers.iter().filter(|a| a.status == 429).count();
+    assert!(refused <= 5, "{refused} answers were 422");
+    assert_eq!(refused + throttled, 20, "every other answer is 429");
+}
+
+/// A success gives its attempt back: signing in many times from one address
+/// never throttles it, and it forgets the email's earlier failures.
+#[tokio::test]
+async fn successful_logins_are_not_counted() {
+    let app = TestApp::new().await;
+    for _ in 0..4 {
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": app.owner.email, "password": "a wrong password!" }))
+            .send()
+            .await
+            .assert_problem(401, "invalid_credentials");
+    }
+    app.sign_in(&app.owner.email, PASSWORD).await;
+    for _ in 0..4 {
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": app.owner.email, "password": "a wrong password!" }))
+            .send()
+            .await
+            .assert_problem(401, "invalid_credentials");
+    }
+    for _ in 0..55 {
+        app.sign_in(&app.owner.email, PASSWORD).await;
+    }
 }

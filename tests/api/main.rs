@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod cluster_access;
 mod cluster_faults;
+mod cluster_names;
 mod environments;
 mod errors;
 mod health;

@@ -78,9 +78,9 @@ async fn create_environment(
         env_type: body.env_type,
         quota: body.quota,
     };
-    environments::validate(&new)?;
+    let new = environments::validate(&project, new, &state.config.reserved_namespaces)?;
     let client = state.cluster.client().await?;
-    let created = environments::create(&client, &caller.user.org, &project, new).await?;
+    let created = environments::create(&client, &caller.user.org, new).await?;
     let location = format!("/api/v1/projects/{project}/environments/{}", created.name);
     Ok((
         StatusCode::CREATED,

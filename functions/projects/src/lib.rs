@@ -62,7 +62,7 @@ async fn create_project(
         display_name: body.display_name,
         description: body.description,
     };
-    projects::validate(&new)?;
+    let new = projects::validate(new, &state.config.reserved_namespaces)?;
     let client = state.cluster.client().await?;
     let created = projects::create(&client, &caller.user.org, new).await?;
     let location = format!("/api/v1/projects/{}", created.name);

@@ -14,6 +14,7 @@ use super::crd::{
 };
 use super::{is_conflict, projects, timestamp};
 use crate::identity::Principal;
+use crate::names::ReservedNamespaces;
 use crate::{ApiError, Permission, clock, names};
 
 /// `{project}-{environment}` stays a DNS label of at most 63 characters.
@@ -128,8 +129,29 @@ pub struct NewEnvironment {
     pub quota: Option<Quota>,
 }
 
-pub fn validate(new: &NewEnvironment) -> Result<EnvType, ApiError> {
+/// An environment create request that keeps every rule; only [`validate`]
+/// makes one.
+pub struct ValidEnvironment {
+    project: String,
+    name: String,
+    env_type: EnvType,
+    quota: Option<Quota>,
+}
+
+/// Checks the request against the rules, including that its namespace
+/// `{project}-{environment}` is not reserved for the cluster or Berth.
+pub fn validate(
+    project: &str,
+    new: NewEnvironment,
+    reserved: &ReservedNamespaces,
+) -> Result<ValidEnvironment, ApiError> {
     names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    let namespace = resource_name(project, &new.name);
+    if reserved.is_reserved(&namespace) {
+        return Err(ApiError::ValidationFailed(format!(
+            "name: the namespace {namespace} is reserved for the cluster or Berth; choose another name"
+        )));
+    }
     let env_type = EnvType::parse(&new.env_type).ok_or_else(|| {
         ApiError::ValidationFailed("env_type: must be standard, production or preview".into())
     })?;
@@ -148,16 +170,24 @@ pub fn validate(new: &NewEnvironment) -> Result<EnvType, ApiError> {
             )));
         }
     }
-    Ok(env_type)
+    Ok(ValidEnvironment {
+        project: project.to_owned(),
+        name: new.name,
+        env_type,
+        quota: new.quota,
+    })
 }
 
+/// Creates the environment. Its resource and namespace are named
+/// `{project}-{environment}` cluster-wide, so project `a` + environment `b-c`
+/// and project `a-b` + environment `c` would share `a-b-c`: the second is a
+/// conflict that says the cluster name is taken, never a shared namespace.
 pub async fn create(
     client: &kube::Client,
     org: &str,
-    project: &str,
-    new: NewEnvironment,
+    new: ValidEnvironment,
 ) -> Result<EnvironmentRecord, ApiError> {
-    let env_type = validate(&new)?;
+    let project = new.project.as_str();
     let parent = projects::get_visible(client, org, project).await?;
     if parent.metadata.deletion_timestamp.is_some() {
         return Err(ApiError::Conflict(format!(
@@ -183,21 +213,31 @@ pub async fn create(
             project: project.to_owned(),
             name: new.name.clone(),
             org: org.to_owned(),
-            env_type,
+            env_type: new.env_type,
             quota: new.quota,
             deletion_scheduled_at: None,
         },
         status: None,
     };
-    match Api::<Environment>::all(client.clone())
-        .create(&PostParams::default(), &environment)
-        .await
-    {
+    let api = Api::<Environment>::all(client.clone());
+    match api.create(&PostParams::default(), &environment).await {
         Ok(created) => Ok(record(&created)),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
-            "an environment named {} already exists in {project}",
-            new.name
-        ))),
+        Err(error) if is_conflict(&error) => {
+            // Ours, or another project's (of any organization) that maps to
+            // the same name: say which without telling whose.
+            let same = get_visible(client, org, project, &new.name).await.is_ok();
+            Err(ApiError::Conflict(if same {
+                format!(
+                    "an environment named {} already exists in {project}",
+                    new.name
+                )
+            } else {
+                format!(
+                    "the cluster name {name} is taken: an environment's resource and namespace \
+                     are named {{project}}-{{environment}} across the platform; choose another name"
+                )
+            }))
+        }
         Err(error) => Err(error.into()),
     }
 }

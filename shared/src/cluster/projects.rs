@@ -11,6 +11,7 @@ use super::crd::{
     Environment, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, Project, ProjectSpec,
 };
 use super::{is_conflict, timestamp};
+use crate::names::ReservedNamespaces;
 use crate::{ApiError, names};
 
 pub const MAX_NAME_LEN: usize = 40;
@@ -103,8 +104,26 @@ pub struct NewProject {
     pub description: Option<String>,
 }
 
-pub fn validate(new: &NewProject) -> Result<(), ApiError> {
+/// A project create request that keeps every rule; only [`validate`] makes one.
+pub struct ValidProject(NewProject);
+
+impl ValidProject {
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+}
+
+/// Checks the request's names and sizes. A project whose every environment
+/// would get a reserved namespace (`kube`, `berth-…`, see
+/// [`ReservedNamespaces`]) is refused here, before anything is made.
+pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidProject, ApiError> {
     names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    if reserved.reserves_project(&new.name) {
+        return Err(ApiError::ValidationFailed(format!(
+            "name: {}-… namespaces are reserved for the cluster and Berth; choose another name",
+            new.name
+        )));
+    }
     names::text("display_name", &new.display_name, MAX_DISPLAY_NAME_LEN)?;
     if let Some(description) = &new.description
         && description.chars().count() > MAX_DESCRIPTION_LEN
@@ -113,15 +132,19 @@ pub fn validate(new: &NewProject) -> Result<(), ApiError> {
             "description: must be at most {MAX_DESCRIPTION_LEN} characters"
         )));
     }
-    Ok(())
+    Ok(ValidProject(new))
 }
 
+/// Creates the project. `Project` resources are cluster-scoped and named by
+/// the project, so a name is unique across the platform, not only within the
+/// organization: a name taken anywhere is a conflict that says so and nothing
+/// about who took it.
 pub async fn create(
     client: &kube::Client,
     org: &str,
-    new: NewProject,
+    new: ValidProject,
 ) -> Result<ProjectRecord, ApiError> {
-    validate(&new)?;
+    let ValidProject(new) = new;
     let project = Project {
         metadata: ObjectMeta {
             name: Some(new.name.clone()),
@@ -147,7 +170,7 @@ pub async fn create(
     {
         Ok(created) => Ok(record(&created, 0)),
         Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
-            "a project named {} already exists",
+            "the project name {} is taken: project names are unique across the platform",
             new.name
         ))),
         Err(error) => Err(error.into()),

@@ -4,11 +4,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, Update};
 
 use super::profile::{self, EmailItem, ProfileItem};
 use super::sessions::{self, NewSession, SessionItem};
-use super::throttle::{self, Counter, Subject};
+use super::throttle::{self, Attempts, Subject};
 use super::{Credential, Principal, User, normalize_email, password};
 use crate::config::Config;
 use crate::store::{self, Item, Store, keys};
-use crate::{ApiError, clock, credentials};
+use crate::{ApiError, credentials};
 
 /// What a login attempt found out, whatever its outcome: the account the email
 /// belongs to (for the audit log), and the session or the refusal.
@@ -36,36 +36,44 @@ pub async fn login(
         }
     };
     let user = account.as_ref().map(ProfileItem::user);
-    let now = clock::unix_seconds();
-    let blocked = [
-        (Subject::Email, &lookup.email_counter),
-        (Subject::Ip, &lookup.ip_counter),
-    ]
-    .into_iter()
-    .filter_map(|(subject, counter)| counter.as_ref()?.blocked_for(subject, now))
-    .max();
-    if let Some(retry_after_secs) = blocked {
-        return Ok(LoginAttempt {
-            account: user,
-            outcome: Err(ApiError::TooManyRequests { retry_after_secs }),
-        });
-    }
+    let throttled = |error| {
+        Ok(LoginAttempt {
+            account: user.clone(),
+            outcome: Err(error),
+        })
+    };
+    // Both attempts are counted before the password is checked (throttle.rs
+    // says why); unknown emails are counted alike and cost the same writes.
+    let email_slot =
+        match throttle::reserve(store, Subject::Email, &email, lookup.email_attempts).await {
+            Ok(slot) => slot,
+            Err(error @ ApiError::TooManyRequests { .. }) => return throttled(error),
+            Err(error) => return Err(error),
+        };
+    let ip_slot = match throttle::reserve(store, Subject::Ip, client_ip, lookup.ip_attempts).await {
+        Ok(slot) => slot,
+        Err(error @ ApiError::TooManyRequests { .. }) => {
+            // Refused for the address, not the email: no guess at this email
+            // was made, so it does not count against it.
+            email_slot.release(store).await?;
+            return throttled(error);
+        }
+        Err(error) => return Err(error),
+    };
     let stored_hash = account
         .as_ref()
         .filter(|a| a.active)
         .map(|a| a.password_hash.clone());
     let verified = password::verify(password, stored_hash).await?;
     let Some(account) = account.filter(|_| verified) else {
-        throttle::record_failure(store, Subject::Email, &email).await?;
-        throttle::record_failure(store, Subject::Ip, client_ip).await?;
-        return Ok(LoginAttempt {
-            account: user,
-            outcome: Err(ApiError::InvalidCredentials),
-        });
+        // Both attempts stay counted: they were failures.
+        return throttled(ApiError::InvalidCredentials);
     };
-    if lookup.email_counter.is_some() {
-        throttle::clear(store, Subject::Email, &email).await?;
-    }
+    // A success forgets the email's failures and is no failure of the address.
+    tokio::try_join!(
+        throttle::clear(store, Subject::Email, &email),
+        ip_slot.release(store),
+    )?;
     let session = sessions::create(store, config, &account.id, account.session_epoch).await?;
     let user = account.user();
     Ok(LoginAttempt {
@@ -74,11 +82,11 @@ pub async fn login(
     })
 }
 
-/// The email's account and both throttle counters, read in one round trip.
+/// The email's account and both subjects' recent attempts, read in one round trip.
 struct LoginLookup {
     user_id: Option<String>,
-    email_counter: Option<Counter>,
-    ip_counter: Option<Counter>,
+    email_attempts: Attempts,
+    ip_attempts: Attempts,
 }
 
 impl LoginLookup {
@@ -93,17 +101,17 @@ impl LoginLookup {
         let pk_of = |item: &Item| item.get(keys::PK).and_then(|v| v.as_s().ok()).cloned();
         let mut lookup = Self {
             user_id: None,
-            email_counter: None,
-            ip_counter: None,
+            email_attempts: Attempts::none(Subject::Email),
+            ip_attempts: Attempts::none(Subject::Ip),
         };
         for item in items {
             let pk = pk_of(&item).unwrap_or_default();
             if pk == keys::email(email) {
                 lookup.user_id = Some(store::from_item::<EmailItem>(item)?.user_id);
             } else if pk == Subject::Email.pk(email) {
-                lookup.email_counter = Some(store::from_item(item)?);
+                lookup.email_attempts = Attempts::from_item(Subject::Email, &item);
             } else if pk == Subject::Ip.pk(client_ip) {
-                lookup.ip_counter = Some(store::from_item(item)?);
+                lookup.ip_attempts = Attempts::from_item(Subject::Ip, &item);
             }
         }
         Ok(lookup)
@@ -127,9 +135,9 @@ pub async fn change_password(
         ));
     }
     let user = &principal.user;
-    // The profile (for its hash) and the email's throttle counter, in one round trip.
+    // The profile (for its hash) and the email's throttle slots, in one round trip.
     let mut profile = None;
-    let mut counter = None;
+    let mut attempts = Attempts::none(Subject::Email);
     for item in store
         .get_many(vec![
             store::key(keys::user(&user.id), keys::PROFILE_SK),
@@ -140,21 +148,19 @@ pub async fn change_password(
         if store::sort_key(&item) == keys::PROFILE_SK {
             profile = Some(store::from_item::<ProfileItem>(item)?);
         } else {
-            counter = Some(store::from_item::<Counter>(item)?);
+            attempts = Attempts::from_item(Subject::Email, &item);
         }
     }
     let profile = profile.ok_or(ApiError::Unauthenticated)?;
-    if let Some(retry_after_secs) =
-        counter.and_then(|c| c.blocked_for(Subject::Email, clock::unix_seconds()))
-    {
-        return Err(ApiError::TooManyRequests { retry_after_secs });
-    }
+    // The current password is a guess like a login's: counted before it is
+    // checked, so parallel guesses through a stolen session are bounded too.
+    let slot = throttle::reserve(store, Subject::Email, &user.email, attempts).await?;
     if !password::verify(current_password, Some(profile.password_hash.clone())).await? {
-        throttle::record_failure(store, Subject::Email, &user.email).await?;
         return Err(ApiError::ValidationFailed(
             "current_password: is not correct".into(),
         ));
     }
+    slot.release(store).await?;
     let new_hash = password::hash(new_password).await?;
     let epoch = profile.session_epoch + 1;
     let mut writes = vec![store::tx_update(

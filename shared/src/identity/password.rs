@@ -1,6 +1,7 @@
 //! Argon2id password hashing (DESIGN §2). Hashing and verifying take tens of
 //! milliseconds of CPU, so they run on the blocking pool, off the async runtime.
 
+use std::cell::Cell;
 use std::sync::OnceLock;
 
 use argon2::password_hash::phc::PasswordHash;
@@ -59,9 +60,22 @@ pub async fn hash(password: String) -> Result<String, ApiError> {
         .map_err(|e| ApiError::Internal(format!("password hashing task: {e}")))?
 }
 
+thread_local! {
+    static VERIFICATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many passwords were verified from this thread. Lets a test prove what
+/// the login throttle promises — at most its limit of guesses is ever checked
+/// — by counting the checks themselves. Per thread, because tests run side by
+/// side in one process, each on its own single-threaded runtime.
+pub fn verifications_on_this_thread() -> u64 {
+    VERIFICATIONS.with(Cell::get)
+}
+
 /// Verifies `password` against `stored_hash`, or against the decoy when there
 /// is no account, taking the same time either way.
 pub async fn verify(password: String, stored_hash: Option<String>) -> Result<bool, ApiError> {
+    VERIFICATIONS.with(|count| count.set(count.get() + 1));
     tokio::task::spawn_blocking(move || match stored_hash {
         Some(hash) => verify_blocking(&password, &hash),
         None => {

@@ -1,10 +1,26 @@
-//! Login throttling (DESIGN §2): per email, 5 failures within 15 minutes; per
-//! client IP, 50. Once a subject reaches its limit every login for it answers
-//! 429 until its window ends, even with the right password. A window starts at
-//! the subject's first failure; the counter items expire through TTL.
+//! Login throttling (DESIGN §2): per email, 5 failed logins within 15 minutes;
+//! per client IP, 50. Once a subject reaches its limit every login for it
+//! answers 429 until its oldest counted attempt leaves the window, even with
+//! the right password.
+//!
+//! An attempt is counted *before* its password is verified, by one
+//! conditional write that refuses once the limit is reached: however many
+//! guesses arrive at once, at most `limit` of them are verified per window.
+//! (Reading the counters, verifying and then counting the failure let every
+//! guess of a parallel burst through.)
+//!
+//! A subject's item holds one slot per allowed attempt, `a0` … `a{limit-1}`,
+//! each the time of the attempt that took it. A slot is free when it is empty
+//! or older than the window, so the window slides: 4 failures at the end of
+//! one quarter hour and 4 at the start of the next are 8 within 15 minutes.
+//! Taking a slot is a write conditioned on it still being free; of two
+//! attempts racing for one slot, the loser learns the item as it is now and
+//! tries another free slot. An attempt whose password turns out right gives
+//! its slots back, so only failures stay counted.
 
-use aws_sdk_dynamodb::types::AttributeValue;
-use serde::Deserialize;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use rand::seq::IndexedRandom;
 
 use crate::store::{self, Item, Store, keys};
 use crate::{ApiError, clock};
@@ -18,7 +34,7 @@ pub enum Subject {
 }
 
 impl Subject {
-    pub fn limit(self) -> u64 {
+    pub fn limit(self) -> usize {
         match self {
             Subject::Email => 5,
             Subject::Ip => 50,
@@ -37,72 +53,171 @@ impl Subject {
     }
 }
 
-#[derive(Debug, Deserialize)]
-pub struct Counter {
-    pub window_start: i64,
-    pub failures: u64,
-}
-
-impl Counter {
-    /// Seconds until the window ends, when the limit has been reached.
-    pub fn blocked_for(&self, subject: Subject, now: i64) -> Option<u64> {
-        let ends = self.window_start + WINDOW_SECS;
-        (self.failures >= subject.limit() && now < ends).then(|| (ends - now).unsigned_abs())
-    }
-}
-
 pub fn key(subject: Subject, value: &str) -> Item {
     store::key(subject.pk(value), keys::THROTTLE_SK)
 }
 
-/// Counts one failure against a subject.
-pub async fn record_failure(store: &Store, subject: Subject, value: &str) -> Result<(), ApiError> {
-    let now = clock::unix_seconds();
-    let cutoff = now - WINDOW_SECS;
-    for _ in 0..3 {
-        let bumped = store
+fn slot_name(slot: usize) -> String {
+    format!("a{slot}")
+}
+
+/// The recent attempts of one subject: the time in each of its slots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempts {
+    slots: Vec<Option<i64>>,
+}
+
+impl Attempts {
+    /// No attempt yet (no item).
+    pub fn none(subject: Subject) -> Self {
+        Self {
+            slots: vec![None; subject.limit()],
+        }
+    }
+
+    /// The slots of a subject's item; anything unreadable counts as empty.
+    pub fn from_item(subject: Subject, item: &Item) -> Self {
+        Self {
+            slots: (0..subject.limit())
+                .map(|slot| {
+                    item.get(&slot_name(slot))
+                        .and_then(|v| v.as_n().ok())
+                        .and_then(|n| n.parse().ok())
+                })
+                .collect(),
+        }
+    }
+
+    fn is_free(at: Option<i64>, now: i64) -> bool {
+        at.is_none_or(|at| at <= now - WINDOW_SECS)
+    }
+
+    fn free_slots(&self, now: i64) -> Vec<usize> {
+        (0..self.slots.len())
+            .filter(|&slot| Self::is_free(self.slots[slot], now))
+            .collect()
+    }
+
+    /// Seconds until a slot frees up, when every slot is taken.
+    pub fn blocked_for(&self, now: i64) -> Option<u64> {
+        if !self.free_slots(now).is_empty() {
+            return None;
+        }
+        let oldest = self.slots.iter().flatten().min()?;
+        Some((oldest + WINDOW_SECS - now).max(1).unsigned_abs())
+    }
+}
+
+/// One counted attempt: the slot it took.
+#[derive(Debug)]
+#[must_use = "a reserved attempt stays counted unless it is released"]
+pub struct Reserved {
+    subject: Subject,
+    value: String,
+    slot: usize,
+    at: i64,
+}
+
+/// Counts an attempt against a subject, or refuses it with
+/// `too_many_requests` when the subject has reached its limit. `seen` is the
+/// subject's item as last read (the login reads it with the account, in the
+/// same round trip); a refused write brings the item as it is now.
+pub async fn reserve(
+    store: &Store,
+    subject: Subject,
+    value: &str,
+    mut seen: Attempts,
+) -> Result<Reserved, ApiError> {
+    // Every refused write means another attempt took a slot meanwhile, so
+    // after `limit` of them no slot is left and the answer is 429.
+    for _ in 0..=subject.limit() {
+        let now = clock::unix_seconds();
+        let free = seen.free_slots(now);
+        // A random free slot, so that racing attempts rarely pick the same one.
+        let Some(&slot) = free.choose(&mut rand::rng()) else {
+            return Err(ApiError::TooManyRequests {
+                retry_after_secs: seen.blocked_for(now).unwrap_or(1),
+            });
+        };
+        let taken = store
             .client()
             .update_item()
             .table_name(store.table())
             .set_key(Some(key(subject, value)))
-            .update_expression("ADD failures :one")
-            .condition_expression("window_start > :cutoff")
-            .expression_attribute_values(":one", store::n(1))
-            .expression_attribute_values(":cutoff", store::n(cutoff))
+            .update_expression("SET #slot = :now, #ttl = :expires")
+            .condition_expression("attribute_not_exists(#slot) OR #slot <= :cutoff")
+            .expression_attribute_names("#slot", slot_name(slot))
+            .expression_attribute_names("#ttl", keys::TTL)
+            .expression_attribute_values(":now", store::n(now))
+            .expression_attribute_values(":expires", store::n(now + WINDOW_SECS))
+            .expression_attribute_values(":cutoff", store::n(now - WINDOW_SECS))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match bumped {
-            Ok(_) => return Ok(()),
-            Err(e) if store::is_condition_failure(&e) => {}
-            Err(e) => return Err(e.into()),
-        }
-        // No window, or an ended one: start a new window with this failure.
-        let mut item: Item = key(subject, value);
-        item.insert("window_start".into(), store::n(now));
-        item.insert("failures".into(), store::n(1));
-        item.insert(keys::TTL.into(), store::n(now + WINDOW_SECS));
-        let started = store
-            .client()
-            .put_item()
-            .table_name(store.table())
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk) OR window_start <= :cutoff")
-            .expression_attribute_values(":cutoff", AttributeValue::N(cutoff.to_string()))
-            .send()
-            .await;
-        match started {
-            Ok(_) => return Ok(()),
-            // Another failure started the window meanwhile: count into it.
-            Err(e) if store::is_condition_failure(&e) => {}
-            Err(e) => return Err(e.into()),
-        }
+        let error = match taken {
+            Ok(_) => {
+                return Ok(Reserved {
+                    subject,
+                    value: value.to_owned(),
+                    slot,
+                    at: now,
+                });
+            }
+            Err(error) => error,
+        };
+        seen = match error.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(failed)) => match failed.item() {
+                Some(item) => Attempts::from_item(subject, item),
+                None => read(store, subject, value).await?,
+            },
+            _ => return Err(error.into()),
+        };
     }
     Err(ApiError::StorageUnavailable(
-        "throttle counter kept changing".into(),
+        "the login throttle kept changing".into(),
     ))
 }
 
-/// Forgets a subject's failures (after a successful login).
+/// A subject's attempts, read consistently.
+async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, ApiError> {
+    let found = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(key(subject, value)))
+        .consistent_read(true)
+        .send()
+        .await?;
+    Ok(found.item().map_or_else(
+        || Attempts::none(subject),
+        |item| Attempts::from_item(subject, item),
+    ))
+}
+
+impl Reserved {
+    /// Gives the slot back: the attempt was not a failure of this subject.
+    /// A slot already emptied or taken again is left as it is.
+    pub async fn release(self, store: &Store) -> Result<(), ApiError> {
+        let released = store
+            .client()
+            .update_item()
+            .table_name(store.table())
+            .set_key(Some(key(self.subject, &self.value)))
+            .update_expression("REMOVE #slot")
+            .condition_expression("#slot = :at")
+            .expression_attribute_names("#slot", slot_name(self.slot))
+            .expression_attribute_values(":at", store::n(self.at))
+            .send()
+            .await;
+        match released {
+            Ok(_) => Ok(()),
+            Err(e) if store::is_condition_failure(&e) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Forgets all of a subject's attempts (after a successful login).
 pub async fn clear(store: &Store, subject: Subject, value: &str) -> Result<(), ApiError> {
     store.delete(key(subject, value)).await
 }
@@ -111,20 +226,47 @@ pub async fn clear(store: &Store, subject: Subject, value: &str) -> Result<(), A
 mod tests {
     use super::*;
 
+    fn attempts(subject: Subject, times: &[i64]) -> Attempts {
+        let mut attempts = Attempts::none(subject);
+        for (slot, at) in times.iter().enumerate() {
+            attempts.slots[slot] = Some(*at);
+        }
+        attempts
+    }
+
     #[test]
-    fn blocks_at_the_limit_until_the_window_ends() {
-        let counter = Counter {
-            window_start: 1_000,
-            failures: 5,
-        };
-        assert_eq!(counter.blocked_for(Subject::Email, 1_000), Some(900));
-        assert_eq!(counter.blocked_for(Subject::Email, 1_899), Some(1));
-        assert_eq!(counter.blocked_for(Subject::Email, 1_900), None);
-        assert_eq!(counter.blocked_for(Subject::Ip, 1_000), None);
-        let counter = Counter {
-            window_start: 1_000,
-            failures: 4,
-        };
-        assert_eq!(counter.blocked_for(Subject::Email, 1_000), None);
+    fn blocks_at_the_limit_until_the_oldest_attempt_leaves_the_window() {
+        let full = attempts(Subject::Email, &[1_000, 1_100, 1_200, 1_300, 1_400]);
+        assert_eq!(full.blocked_for(1_400), Some(500));
+        assert_eq!(full.blocked_for(1_899), Some(1));
+        assert_eq!(full.blocked_for(1_900), None, "the first attempt has left");
+        assert_eq!(full.free_slots(1_900), vec![0]);
+        let four = attempts(Subject::Email, &[1_000, 1_000, 1_000, 1_000]);
+        assert_eq!(four.blocked_for(1_000), None);
+        assert_eq!(four.free_slots(1_000), vec![4]);
+        // The IP limit is higher.
+        let five = attempts(Subject::Ip, &[1_000; 5]);
+        assert_eq!(five.blocked_for(1_000), None);
+    }
+
+    #[test]
+    fn the_window_slides() {
+        // 4 failures just before a quarter hour ends and 4 just after: a fixed
+        // window would let all 8 through; a sliding one refuses the fifth.
+        let late = attempts(Subject::Email, &[899, 899, 899, 899]);
+        assert_eq!(late.free_slots(901).len(), 1);
+        let five = attempts(Subject::Email, &[899, 899, 899, 899, 901]);
+        assert_eq!(five.blocked_for(902), Some(897));
+    }
+
+    #[test]
+    fn reads_slots_from_an_item() {
+        let mut item = key(Subject::Email, "a@example.org");
+        item.insert("a0".into(), store::n(10));
+        item.insert("a3".into(), store::n(20));
+        item.insert("a9".into(), store::n(30)); // beyond the email's limit
+        item.insert("a1".into(), store::s("garbage"));
+        let read = Attempts::from_item(Subject::Email, &item);
+        assert_eq!(read.slots, vec![Some(10), None, None, Some(20), None]);
     }
 }

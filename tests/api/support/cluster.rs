@@ -12,7 +12,8 @@ use kube::Api;
 use berth_shared::cluster::{access, install};
 
 /// Point the cluster tests at a real cluster instead: they must pass there
-/// too (the fault tests, which need the stand-in's knobs, then skip).
+/// too. The fault tests, which need the stand-in's knobs, are then built as
+/// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
 pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
 
 pub struct TestCluster {

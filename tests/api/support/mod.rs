@@ -194,9 +194,14 @@ impl TestApp {
         self.cluster.as_ref().expect("an app made with_cluster")
     }
 
-    /// The stand-in's knobs; `None` against a real cluster (the test then skips).
-    pub fn standin(&self) -> Option<&berth_kube_standin::StandIn> {
-        self.cluster().standin.as_ref()
+    /// The stand-in's knobs. Only the fault tests use them, and those are
+    /// ignored when built for a real cluster (`build.rs`), so a test that gets
+    /// here runs on the stand-in.
+    pub fn standin(&self) -> &berth_kube_standin::StandIn {
+        self.cluster().standin.as_ref().expect(
+            "the stand-in's knobs: a test that needs them must be \
+             #[cfg_attr(berth_real_cluster, ignore = \"needs the stand-in's fault knobs\")]",
+        )
     }
 
     /// A new project of the owner's organization; its name starts with `prefix`.
