@@ -201,3 +201,78 @@ async fn an_unreachable_cluster_is_a_503_and_recovers() {
         .await
         .assert_status(201);
 }
+
+/// A change of an app whose commit (the App's replacement) fails: 503, the
+/// app as it was, and no new revision in its history — also when the
+/// cluster fails after the history was written.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
+    let app = TestApp::with_cluster().await;
+    let standin = app.standin();
+    let project = app.ready_environment("f", "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    app.post(&apps)
+        .by(&app.owner)
+        .json(json!({ "name": "shop", "image": "nginx:1" }))
+        .send()
+        .await
+        .assert_status(201);
+    let shop = format!("{apps}/shop");
+    for (kind, method) in [
+        (FaultKind::ServiceUnavailable, "PUT"),
+        (FaultKind::Hang, "PUT"),
+        (FaultKind::InternalError, "GET"),
+    ] {
+        standin.add_fault(Fault::new(kind, 1).method(method).path_contains("/apps/shop"));
+        app.request(Method::PATCH, &shop)
+            .by(&app.owner)
+            .json(json!({ "image": "nginx:2" }))
+            .send()
+            .await
+            .assert_problem(503, "cluster_unavailable");
+        assert_error_recorded(&app, "updateApp").await;
+        standin.clear_faults();
+        let record = app.get(&shop).by(&app.owner).send().await.json()["app"].clone();
+        assert_eq!(
+            (record["image"].as_str(), record["revision"].as_i64()),
+            (Some("nginx:1"), Some(1))
+        );
+        let history = app
+            .get(&format!("{shop}/releases"))
+            .by(&app.owner)
+            .send()
+            .await
+            .json();
+        assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+    }
+    // The revision an attempt wrote but never committed is replaced.
+    let updated = app
+        .request(Method::PATCH, &shop)
+        .by(&app.owner)
+        .json(json!({ "image": "nginx:3" }))
+        .send()
+        .await;
+    updated.assert_status(200);
+    let history = app
+        .get(&format!("{shop}/releases"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(history[0]["image"], "nginx:3");
+    assert_eq!(history[0]["revision"], 2);
+    // Creating one while the cluster fails leaves nothing behind.
+    standin.add_fault(Fault::new(FaultKind::ServiceUnavailable, 1).method("POST").path_contains("/apps"));
+    app.post(&apps)
+        .by(&app.owner)
+        .json(json!({ "name": "other", "image": "nginx" }))
+        .send()
+        .await
+        .assert_problem(503, "cluster_unavailable");
+    app.get(&format!("{apps}/other"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+}

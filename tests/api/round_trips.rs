@@ -36,3 +36,54 @@ async fn an_authenticated_read_costs_two_round_trips() {
         "liveness costs only its audit write"
     );
 }
+
+/// Round trips of the app operations (DynamoDB, Kubernetes), counted so that
+/// they cannot silently grow. The budgets: `getApp` at most 2 + 2 (App,
+/// pods); `updateApp` at most 3 + 3 (environment, App, its replacement).
+#[tokio::test]
+async fn app_operations_stay_within_their_round_trips() {
+    use http::Method;
+    use serde_json::json;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("rt", "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    let shop = format!("{apps}/shop");
+    app.post(&apps)
+        .by(&app.owner)
+        .json(json!({ "name": "shop", "image": "nginx:1", "port": 80 }))
+        .send()
+        .await
+        .assert_status(201);
+    let mut image = 1;
+    let mut next_image = || {
+        image += 1;
+        json!({ "image": format!("nginx:{image}") })
+    };
+    let calls: Vec<(&str, Method, String, Option<serde_json::Value>, u64, u64)> = vec![
+        ("getApp", Method::GET, shop.clone(), None, 2, 2),
+        ("updateApp", Method::PATCH, shop.clone(), Some(next_image()), 3, 3),
+        ("listApps", Method::GET, apps.clone(), None, 2, 2),
+        ("listReleases", Method::GET, format!("{shop}/releases"), None, 3, 1),
+        ("rollbackApp", Method::POST, format!("{shop}/rollback"), Some(json!({"revision": 1})), 4, 3),
+        ("createApp", Method::POST, apps.clone(), Some(json!({"name": "cart", "image": "nginx"})), 3, 2),
+        ("deleteApp", Method::DELETE, format!("{apps}/cart"), None, 4, 2),
+    ];
+    let mut table = Vec::new();
+    for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
+        let (dynamodb, kube) = (app.round_trips.get(), app.cluster_requests.get());
+        let mut request = app.request(method, &path).by(&app.owner);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let answer = request.send().await;
+        assert!(answer.status.is_success(), "{operation}: {}", answer.text());
+        let used = (app.round_trips.get() - dynamodb, app.cluster_requests.get() - kube);
+        table.push(format!("{operation}: {} DynamoDB, {} Kubernetes", used.0, used.1));
+        assert!(
+            used.0 <= dynamodb_budget && used.1 <= kube_budget,
+            "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
+        );
+    }
+    println!("{}", table.join("\n"));
+}

@@ -2,6 +2,8 @@
 //! first use, kept for the life of the instance, and replaced within a minute
 //! of the stored kubeconfig changing.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -24,6 +26,18 @@ pub struct ClusterAccess {
     /// How often the stored kubeconfig is looked at again.
     recheck: Duration,
     loaded: Mutex<Option<Loaded>>,
+    counter: Option<RequestCounter>,
+}
+
+/// Counts the requests a client sends to the cluster (benchmarks and the
+/// round-trip tests), as `store::round_trips` does for DynamoDB.
+#[derive(Debug, Clone, Default)]
+pub struct RequestCounter(Arc<AtomicU64>);
+
+impl RequestCounter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 impl std::fmt::Debug for ClusterAccess {
@@ -43,7 +57,14 @@ impl ClusterAccess {
             timeout,
             recheck,
             loaded: Mutex::new(None),
+            counter: None,
         }
+    }
+
+    /// Counts every request of the clients it builds.
+    pub fn counting(mut self, counter: RequestCounter) -> Self {
+        self.counter = Some(counter);
+        self
     }
 
     /// The client for the stored kubeconfig; `no_cluster` when there is none.
@@ -66,9 +87,9 @@ impl ClusterAccess {
             current.checked = Instant::now();
             return Ok(current.client.clone());
         }
-        let client =
-            client_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
-                .await?;
+        let config = config_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
+            .await?;
+        let client = build_client(config, self.counter.clone())?;
         *loaded = Some(Loaded {
             client: client.clone(),
             fingerprint,
@@ -85,9 +106,18 @@ pub async fn client_from_kubeconfig(
     context: Option<&str>,
     timeout: Duration,
 ) -> Result<kube::Client, ApiError> {
-    let unusable = |e: &dyn std::fmt::Display| {
-        ApiError::ClusterUnavailable(format!("the stored kubeconfig is unusable: {e}"))
-    };
+    build_client(config_from_kubeconfig(yaml, context, timeout).await?, None)
+}
+
+fn unusable(error: &dyn std::fmt::Display) -> ApiError {
+    ApiError::ClusterUnavailable(format!("the stored kubeconfig is unusable: {error}"))
+}
+
+async fn config_from_kubeconfig(
+    yaml: &str,
+    context: Option<&str>,
+    timeout: Duration,
+) -> Result<kube::Config, ApiError> {
     let parsed = Kubeconfig::from_yaml(yaml).map_err(|e| unusable(&e))?;
     let options = KubeConfigOptions {
         context: context.map(str::to_owned),
@@ -100,5 +130,19 @@ pub async fn client_from_kubeconfig(
     config.read_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
     config.default_retry = false;
-    kube::Client::try_from(config).map_err(|e| unusable(&e))
+    Ok(config)
+}
+
+fn build_client(config: kube::Config, counter: Option<RequestCounter>) -> Result<kube::Client, ApiError> {
+    let Some(counter) = counter else {
+        return kube::Client::try_from(config).map_err(|e| unusable(&e));
+    };
+    let count = tower::util::MapRequestLayer::new(move |request| {
+        counter.0.fetch_add(1, Ordering::SeqCst);
+        request
+    });
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| unusable(&e))?
+        .with_layer(&count)
+        .build())
 }

@@ -19,6 +19,7 @@ use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
 use berth_shared::audit::AuditEvent;
+use berth_shared::cluster::access::{ClusterAccess, RequestCounter};
 use berth_shared::config::Config;
 use berth_shared::identity::members;
 use berth_shared::identity::{Credential, Principal, User, password, tokens};
@@ -103,6 +104,8 @@ pub struct TestApp {
     pub state: AppState,
     pub app: Router,
     pub round_trips: RoundTripCounter,
+    /// Requests sent to the cluster.
+    pub cluster_requests: RequestCounter,
     pub store_faults: StoreFaults,
     pub owner: TestUser,
     /// The cluster the stored kubeconfig points at, for apps made `with_cluster`.
@@ -126,13 +129,23 @@ impl TestApp {
             .expect("creating the test table");
         let mut config = Config::for_table(&table);
         adjust(&mut config);
-        let state = AppState::new(client, config);
+        let mut state = AppState::new(client, config);
+        let cluster_requests = RequestCounter::default();
+        state.cluster = std::sync::Arc::new(
+            ClusterAccess::new(
+                state.store.clone(),
+                state.config.cluster_timeout,
+                state.config.kubeconfig_recheck,
+            )
+            .counting(cluster_requests.clone()),
+        );
         let app = berth_local::app(state.clone());
         let owner = bootstrap_org(&state, "acme").await;
         Self {
             state,
             app,
             round_trips,
+            cluster_requests,
             store_faults,
             owner,
             cluster: None,
@@ -159,6 +172,7 @@ impl TestApp {
             state,
             app,
             round_trips,
+            cluster_requests: RequestCounter::default(),
             store_faults,
             owner,
             cluster: None,
