@@ -18,6 +18,7 @@ bench:
 	cargo build --release --locked --workspace --bins --example bare_lambda
 	cargo bench --locked --bench cold_start
 	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
+	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

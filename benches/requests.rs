@@ -9,19 +9,16 @@
 //!
 //! `BERTH_BENCH_ITERATIONS` (default 2000) sets the requests per contender.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+mod common;
 
-use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use std::collections::HashMap;
+
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
-use axum::body::Body;
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
-use http::{Method, Request, StatusCode};
-use http_body_util::BodyExt;
+use http::{Method, StatusCode};
 use serde_json::{Value, json};
-use tower::ServiceExt;
 
 use berth_shared::AppState;
 use berth_shared::config::Config;
@@ -29,58 +26,6 @@ use berth_shared::credentials;
 use berth_shared::identity::members;
 use berth_shared::store::round_trips::RoundTripCounter;
 use berth_shared::store::{keys, schema};
-
-fn client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
-    let endpoint = std::env::var("BERTH_TEST_DYNAMODB_ENDPOINT")
-        .expect("BERTH_TEST_DYNAMODB_ENDPOINT: run the benchmark with `make bench`");
-    aws_sdk_dynamodb::Client::from_conf(
-        aws_sdk_dynamodb::Config::builder()
-            .behavior_version(BehaviorVersion::v2026_01_12())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("local", "local", None, None, "bench"))
-            .endpoint_url(endpoint)
-            .interceptor(counter.clone())
-            .build(),
-    )
-}
-
-struct Call {
-    router: Router,
-}
-
-impl Call {
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut request = Request::builder().method(method).uri(path);
-        if let Some(token) = token {
-            request = request.header("authorization", format!("Bearer {token}"));
-        }
-        let body = match body {
-            Some(body) => {
-                request = request.header("content-type", "application/json");
-                Body::from(body.to_string())
-            }
-            None => Body::empty(),
-        };
-        let response = self
-            .router
-            .clone()
-            .oneshot(request.body(body).unwrap())
-            .await
-            .unwrap();
-        let status = response.status();
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        (
-            status,
-            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        )
-    }
-}
 
 /// The baseline: what `GET /api/v1/me` asks of DynamoDB, written by hand.
 #[derive(Clone)]
@@ -175,9 +120,6 @@ async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
     }))
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
 
 #[tokio::main]
 async fn main() {
@@ -189,11 +131,11 @@ async fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
     let counter = RoundTripCounter::default();
-    let client = client(&counter);
+    let client = common::client(&counter);
     let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
     schema::create_table(&client, &table).await.unwrap();
     let state = AppState::new(client.clone(), Config::for_table(&table));
-    let berth = Call {
+    let berth = common::Call {
         router: berth_local::app(state.clone()),
     };
 
@@ -387,7 +329,7 @@ async fn main() {
         token_digest: credentials::digest(&token),
         seq: Default::default(),
     };
-    let baseline = Call {
+    let baseline = common::Call {
         router: Router::new()
             .route("/api/v1/me", get(baseline_me))
             .with_state(baseline_state),
@@ -408,52 +350,11 @@ async fn main() {
             StatusCode::OK
         );
     }
-    let mut berth_times = Vec::with_capacity(iterations);
-    let mut baseline_times = Vec::with_capacity(iterations);
-    let round = 100;
-    for _ in 0..iterations.div_ceil(round) {
-        for (call, times) in [(&berth, &mut berth_times), (&baseline, &mut baseline_times)] {
-            for _ in 0..round {
-                let started = Instant::now();
-                let (status, _) = call
-                    .send(Method::GET, "/api/v1/me", Some(&token), None)
-                    .await;
-                times.push(started.elapsed());
-                assert_eq!(status, StatusCode::OK);
-            }
-        }
-    }
-    berth_times.sort();
-    baseline_times.sort();
-    let mean = |times: &[Duration]| times.iter().sum::<Duration>() / times.len() as u32;
-    println!();
-    println!(
-        "GET /api/v1/me, {} requests each, interleaved in rounds of {round}",
-        berth_times.len()
-    );
-    println!(
-        "{:<28} {:>10} {:>10} {:>10} {:>10}",
-        "", "mean", "p50", "p90", "p99"
-    );
-    for (name, times) in [
-        ("baseline (bare axum + SDK)", &baseline_times),
-        ("berth (full router)", &berth_times),
-    ] {
-        println!(
-            "{name:<28} {:>10.3?} {:>10.3?} {:>10.3?} {:>10.3?}",
-            mean(times),
-            percentile(times, 0.5),
-            percentile(times, 0.9),
-            percentile(times, 0.99)
-        );
-    }
-    let ratio = |f: &dyn Fn(&[Duration]) -> Duration| {
-        f(&berth_times).as_secs_f64() / f(&baseline_times).as_secs_f64()
-    };
-    println!(
-        "ratio berth / baseline: mean {:.3}x, p50 {:.3}x, p90 {:.3}x (goal <= 1.2x)",
-        ratio(&|t| mean(t)),
-        ratio(&|t| percentile(t, 0.5)),
-        ratio(&|t| percentile(t, 0.9))
-    );
+    common::compare("GET /api/v1/me", iterations, &baseline, &berth, async |call| {
+        let (status, _) = call
+            .send(Method::GET, "/api/v1/me", Some(&token), None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    })
+    .await;
 }

@@ -1,0 +1,301 @@
+//! `make bench`: the app operations against DynamoDB Local and the stand-in
+//! Kubernetes API server, both in reach over HTTP.
+//!
+//! `getApp` and `updateApp` go through the full router (pipeline,
+//! authentication, rules, release history, audit) and, as the baseline,
+//! through bare axum handlers that make the same DynamoDB and Kubernetes calls
+//! directly with the SDK and kube-rs — the cost of Berth's own code on top of
+//! its round trips. `BERTH_BENCH_ITERATIONS` (default 1000) sets the requests
+//! per contender.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
+use axum::extract::{Path, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use http::{Method, StatusCode};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::api::{ListParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+
+use berth_shared::AppState;
+use berth_shared::cluster::crd::{App, Environment};
+use berth_shared::cluster::{access, install};
+use berth_shared::config::Config;
+use berth_shared::credentials;
+use berth_shared::identity::{members, tokens};
+use berth_shared::store::round_trips::RoundTripCounter;
+use berth_shared::store::{keys, schema};
+
+/// What the baseline handlers share: the clients and the caller's keys.
+#[derive(Clone)]
+struct Baseline {
+    dynamodb: aws_sdk_dynamodb::Client,
+    kube: kube::Client,
+    table: String,
+    user_id: String,
+    token_digest: String,
+    seq: Arc<AtomicU64>,
+    revision: Arc<AtomicU64>,
+}
+
+impl Baseline {
+    fn item(&self, pk: String, sk: String) -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(pk)),
+            ("sk".to_owned(), AttributeValue::S(sk)),
+        ])
+    }
+
+    /// Authentication: the profile and the token in one consistent read.
+    async fn authenticate(&self) {
+        let user = keys::user(&self.user_id);
+        let wanted = KeysAndAttributes::builder()
+            .keys(self.item(user.clone(), keys::PROFILE_SK.to_owned()))
+            .keys(self.item(user, keys::token_sk(&self.token_digest)))
+            .consistent_read(true)
+            .build()
+            .unwrap();
+        self.dynamodb
+            .batch_get_item()
+            .request_items(&self.table, wanted)
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// The audit event and its sequence number in one transaction.
+    async fn audit(&self, action: &str) {
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let org = "baseline";
+        let mut event = self.item(keys::audit(org), keys::audit_event_sk(seq));
+        event.insert("seq".into(), AttributeValue::N(seq.to_string()));
+        event.insert("action".into(), AttributeValue::S(action.into()));
+        let writes = vec![
+            TransactWriteItem::builder()
+                .update(
+                    Update::builder()
+                        .table_name(&self.table)
+                        .key("pk", AttributeValue::S(keys::audit(org)))
+                        .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
+                        .update_expression("SET seq = :seq")
+                        .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&self.table)
+                        .set_item(Some(event))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        ];
+        self.dynamodb
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await
+            .unwrap();
+    }
+}
+
+async fn baseline_get(
+    State(baseline): State<Baseline>,
+    Path((project, environment, app)): Path<(String, String, String)>,
+) -> Json<Value> {
+    baseline.authenticate().await;
+    let namespace = format!("{project}-{environment}");
+    let apps: Api<App> = Api::namespaced(baseline.kube.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(baseline.kube.clone(), &namespace);
+    let selector = ListParams::default().labels(&format!("berth.dev/app={app}"));
+    let (found, listed) = tokio::join!(apps.get(&app), pods.list(&selector));
+    let found = found.unwrap();
+    let listed = listed.unwrap();
+    baseline.audit("getApp").await;
+    Json(json!({ "app": found.spec.config, "pods": listed.items.len() }))
+}
+
+async fn baseline_update(
+    State(baseline): State<Baseline>,
+    Path((project, environment, app)): Path<(String, String, String)>,
+    Json(body): Json<Value>,
+) -> Json<Value> {
+    baseline.authenticate().await;
+    let namespace = format!("{project}-{environment}");
+    let apps: Api<App> = Api::namespaced(baseline.kube.clone(), &namespace);
+    let environments: Api<Environment> = Api::all(baseline.kube.clone());
+    let (found_environment, found) = tokio::join!(environments.get(&namespace), apps.get(&app));
+    found_environment.unwrap();
+    let mut next = found.unwrap();
+    let revision = baseline.revision.fetch_add(1, Ordering::SeqCst) as i64 + 1;
+    next.spec.config.image = body["image"].as_str().unwrap().to_owned();
+    next.spec.release.revision = revision;
+    let history = format!("RELEASES#baseline-{app}");
+    let release = |revision: i64| {
+        let mut item = baseline.item(history.clone(), keys::release_sk(revision));
+        item.insert(
+            "config".into(),
+            AttributeValue::S(serde_json::to_string(&next.spec.config).unwrap()),
+        );
+        item
+    };
+    baseline
+        .dynamodb
+        .transact_write_items()
+        .transact_items(
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&baseline.table)
+                        .set_item(Some(release(revision - 1)))
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .transact_items(
+            TransactWriteItem::builder()
+                .put(
+                    Put::builder()
+                        .table_name(&baseline.table)
+                        .set_item(Some(release(revision)))
+                        .condition_expression("attribute_not_exists(pk)")
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let replaced = apps
+        .replace(&app, &PostParams::default(), &next)
+        .await
+        .unwrap();
+    baseline.audit("updateApp").await;
+    Json(json!({ "name": replaced.name_any(), "image": replaced.spec.config.image }))
+}
+
+#[tokio::main]
+async fn main() {
+    if std::env::args().any(|arg| arg == "--list") {
+        return; // `cargo bench -- --list` and `cargo test --benches` ask this.
+    }
+    let iterations: usize = std::env::var("BERTH_BENCH_ITERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let counter = RoundTripCounter::default();
+    let dynamodb = common::client(&counter);
+    let table = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    schema::create_table(&dynamodb, &table).await.unwrap();
+    let state = AppState::new(dynamodb.clone(), Config::for_table(&table));
+    let berth = common::Call {
+        router: berth_local::app(state.clone()),
+    };
+
+    let cluster = berth_kube_standin::StandIn::start().await.unwrap();
+    let kubeconfig = cluster.kubeconfig_yaml();
+    let kube = access::client_from_kubeconfig(&kubeconfig, None, std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    install::install_crds(&kube).await.unwrap();
+    berth_shared::kubeconfig::store_kubeconfig(&state.store, kubeconfig, None)
+        .await
+        .unwrap();
+
+    let owner = members::bootstrap(&state.store, "bench", "owner@bench.example")
+        .await
+        .unwrap();
+    let token = tokens::create(&state.store, &owner.member.id, "bench", None)
+        .await
+        .unwrap()
+        .token;
+    let (status, _) = berth
+        .send(
+            Method::POST,
+            "/api/v1/me/password",
+            Some(&token),
+            Some(json!({ "current_password": owner.temporary_password, "new_password": "benchmark passphrase" })),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let send = async |method, path: &str, body| berth.send(method, path, Some(&token), body).await;
+    assert_eq!(
+        send(Method::POST, "/api/v1/projects", Some(json!({"name": "bench", "display_name": "Bench"}))).await.0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        send(Method::POST, "/api/v1/projects/bench/environments", Some(json!({"name": "dev"}))).await.0,
+        StatusCode::CREATED
+    );
+    // What the controller would do: the environment's namespace.
+    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "bench-dev"}})).unwrap();
+    Api::<Namespace>::all(kube.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let apps = "/api/v1/projects/bench/environments/dev/apps";
+    for name in ["shop", "base"] {
+        let (status, answer) = send(
+            Method::POST,
+            apps,
+            Some(json!({"name": name, "image": "nginx:1.27", "port": 8080, "env": [{"name": "A", "value": "1"}]})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+    }
+
+    let baseline = common::Call {
+        router: Router::new()
+            .route(
+                "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
+                get(baseline_get).patch(baseline_update),
+            )
+            .with_state(Baseline {
+                dynamodb,
+                kube,
+                table,
+                user_id: owner.member.id.clone(),
+                token_digest: credentials::digest(&token),
+                seq: Arc::default(),
+                revision: Arc::new(AtomicU64::new(1)),
+            }),
+    };
+    let app_path = |call: &common::Call| {
+        if std::ptr::eq(call, &baseline) {
+            format!("{apps}/base")
+        } else {
+            format!("{apps}/shop")
+        }
+    };
+    common::compare("getApp", iterations, &baseline, &berth, async |call| {
+        let (status, answer) = call.send(Method::GET, &app_path(call), Some(&token), None).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    })
+    .await;
+    let image = AtomicU64::new(0);
+    common::compare("updateApp (a new image)", iterations, &baseline, &berth, async |call| {
+        let tag = image.fetch_add(1, Ordering::SeqCst);
+        let (status, answer) = call
+            .send(
+                Method::PATCH,
+                &app_path(call),
+                Some(&token),
+                Some(json!({ "image": format!("nginx:{tag}") })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    })
+    .await;
+}
