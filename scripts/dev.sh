@@ -6,7 +6,8 @@
 #   organization `default` when it is new;
 # - a cluster: with KUBECONFIG set, that one (a kind or k3d cluster works);
 #   without, Berth's stand-in Kubernetes API server on 127.0.0.1:${BERTH_STANDIN_PORT:-6443}
-#   (in memory: workloads are simulated, and its state goes when make dev stops);
+#   (workloads are simulated: Deployments get pods that "run" on a simulated node with
+#   simulated logs; its objects are kept in .local/standin-state.json across runs);
 #   its kubeconfig is stored and the CRDs applied;
 # - the controller as a local process against that cluster;
 # - the whole API on http://127.0.0.1:${BERTH_PORT:-3000}.
@@ -55,12 +56,15 @@ else
   kubeconfig=.local/standin/kubeconfig
   mkdir -p .local/standin
   rm -f "$kubeconfig"
-  "$bin/kube-standin" --addr "127.0.0.1:$standin_port" --kubeconfig-out "$kubeconfig" >.local/standin/standin.log 2>&1 &
+  "$bin/kube-standin" --addr "127.0.0.1:$standin_port" --kubeconfig-out "$kubeconfig" \
+    --simulate-controllers --simulate-kubelet --state-file .local/standin-state.json \
+    >.local/standin/standin.log 2>&1 &
   children+=($!)
   for _ in $(seq 1 100); do [ -s "$kubeconfig" ] && break; sleep 0.1; done
   [ -s "$kubeconfig" ] || { echo "the stand-in cluster did not start; see .local/standin/standin.log" >&2; exit 1; }
   echo "== cluster: no KUBECONFIG, so Berth's stand-in Kubernetes API server on 127.0.0.1:$standin_port."
-  echo "   Workloads are simulated: nothing runs, and its state goes when make dev stops."
+  echo "   Workloads are simulated: pods \"run\" on a simulated node, but nothing runs."
+  echo "   Its objects are kept in .local/standin-state.json (delete it to start empty)."
 fi
 "$bin/berth-admin" cluster set --kubeconfig "$kubeconfig"
 "$bin/berth-admin" cluster install

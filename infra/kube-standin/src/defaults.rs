@@ -94,6 +94,44 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, services_allocated: u64) {
     }
 }
 
+/// A Job's generated selector (unless `spec.manualSelector`), set on create once the uid is
+/// known: the template gets the `job-name` and `controller-uid` labels (legacy and
+/// `batch.kubernetes.io/` ones), and the selector matches the controller uid.
+pub fn job_selector(job: &mut Value) {
+    let name = crate::meta::name(job).to_string();
+    let uid = crate::meta::uid(job).to_string();
+    let Some(spec) = obj_mut(job, "spec") else {
+        return;
+    };
+    if spec.get("manualSelector").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if let Some(t) = template.as_object_mut() {
+        let meta = t.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            let labels = m.entry("labels").or_insert_with(|| json!({}));
+            if let Some(l) = labels.as_object_mut() {
+                for (k, v) in [
+                    ("batch.kubernetes.io/controller-uid", &uid),
+                    ("batch.kubernetes.io/job-name", &name),
+                    ("controller-uid", &uid),
+                    ("job-name", &name),
+                ] {
+                    set_default(l, k, json!(v));
+                }
+            }
+        }
+    }
+    let selector = spec.entry("selector").or_insert_with(|| json!({}));
+    if let Some(sel) = selector.as_object_mut() {
+        let matches = sel.entry("matchLabels").or_insert_with(|| json!({}));
+        if let Some(m) = matches.as_object_mut() {
+            set_default(m, "batch.kubernetes.io/controller-uid", json!(uid));
+        }
+    }
+}
+
 /// Defaults the pod template under `spec.template.spec`.
 fn template(spec: &mut Map<String, Value>) {
     if let Some(pod) = spec.get_mut("template").and_then(|t| obj_mut(t, "spec")) {

@@ -101,6 +101,11 @@ impl Logs {
         self.changed.send_modify(|v| *v += 1);
     }
 
+    /// Whether a container has logged anything yet.
+    pub fn has(&self, key: &LogKey) -> bool {
+        self.lock().contains_key(key)
+    }
+
     pub fn clear(&self) {
         self.lock().clear();
         self.changed.send_modify(|v| *v += 1);

@@ -8,6 +8,7 @@ use std::time::Duration;
 use berth_kube_standin::{Config, StandIn};
 
 const USAGE: &str = "usage: kube-standin [--addr 127.0.0.1:6443] [--kubeconfig-out PATH] [--control-addr ADDR] [--bookmark-interval-secs N]
+                    [--simulate-controllers] [--simulate-kubelet] [--state-file PATH]
 
 Serves a stand-in Kubernetes API over plain HTTP until killed.
   --addr ADDR                 where to listen (default 127.0.0.1:6443; port 0 picks one)
@@ -15,6 +16,12 @@ Serves a stand-in Kubernetes API over plain HTTP until killed.
   --control-addr ADDR         also serve the /_standin test knobs here; this listener stays up
                               while the API is made unreachable
   --bookmark-interval-secs N  how often watches get BOOKMARK events (default 5)
+  --simulate-controllers      Deployments get ReplicaSets and pods, Jobs a pod, with the status
+                              kube-controller-manager writes (pods stay Pending: no node)
+  --simulate-kubelet          pods start after about a second on node standin-node, with
+                              simulated logs; Job pods then succeed (for local dev runs)
+  --state-file PATH           load the objects from PATH if it exists; save them there after
+                              changes and on shutdown
 Logging: RUST_LOG (e.g. RUST_LOG=berth_kube_standin=debug).";
 
 struct Args {
@@ -36,8 +43,17 @@ fn parse_args() -> Result<Args, String> {
             Some((f, v)) => (f.to_string(), Some(v.to_string())),
             None => (flag, None),
         };
-        if flag == "-h" || flag == "--help" {
-            return Err(String::new());
+        match flag.as_str() {
+            "-h" | "--help" => return Err(String::new()),
+            "--simulate-controllers" => {
+                config.simulate_controllers = true;
+                continue;
+            }
+            "--simulate-kubelet" => {
+                config.simulate_kubelet = true;
+                continue;
+            }
+            _ => {}
         }
         let value = inline
             .or_else(|| args.next())
@@ -50,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
             "--addr" => config.addr = addr(&value)?,
             "--kubeconfig-out" => kubeconfig_out = Some(PathBuf::from(value)),
             "--control-addr" => control_addr = Some(addr(&value)?),
+            "--state-file" => config.state_file = Some(PathBuf::from(value)),
             "--bookmark-interval-secs" => {
                 let secs: u64 = value.parse().map_err(|e| format!("{flag}: {e}"))?;
                 config.bookmark_interval = Duration::from_secs(secs.max(1));

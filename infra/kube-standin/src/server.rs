@@ -2,7 +2,7 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -18,8 +18,9 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::faults::{self, Fault, FaultKind, Faults};
 use crate::logs::{LogKey, Logs};
+use crate::sim::{self, Simulation};
 use crate::verbs::State;
-use crate::{handlers, knobs};
+use crate::{handlers, knobs, persist};
 
 /// How to run a stand-in.
 #[derive(Debug, Clone)]
@@ -31,6 +32,15 @@ pub struct Config {
     /// How many change events are kept for watches to resume from; older resourceVersions get
     /// `410 Gone`.
     pub history_limit: usize,
+    /// Simulate kube-controller-manager: Deployments get ReplicaSets and pods, Jobs get a pod,
+    /// and their status is kept as on a real cluster without nodes (pods stay `Pending`).
+    pub simulate_controllers: bool,
+    /// Simulate a kubelet (for local dev runs): pods start about a second after they appear,
+    /// on the node `standin-node`, with simulated logs; Job pods then succeed.
+    pub simulate_kubelet: bool,
+    /// Load the objects from this file at start if it exists, and save them to it after
+    /// changes (at most every 500 ms) and on shutdown.
+    pub state_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -39,6 +49,9 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             bookmark_interval: Duration::from_secs(5),
             history_limit: 10_000,
+            simulate_controllers: false,
+            simulate_kubelet: false,
+            state_file: None,
         }
     }
 }
@@ -181,6 +194,7 @@ async fn accept_loop(
 pub struct StandIn {
     app: App,
     tasks: Mutex<Vec<JoinHandle<()>>>,
+    state_file: Option<PathBuf>,
 }
 
 impl StandIn {
@@ -190,12 +204,18 @@ impl StandIn {
     }
 
     pub async fn start_with(config: Config) -> io::Result<StandIn> {
+        let mut state = State::new(config.history_limit);
+        if let Some(path) = &config.state_file
+            && persist::load(&mut state, path)?
+        {
+            tracing::info!("state loaded from {}", path.display());
+        }
         let listener = bind(config.addr).await?;
         let addr = listener.local_addr()?;
         let (wanted_tx, wanted_rx) = watch::channel(false);
         let (listening_tx, listening_rx) = watch::channel(true);
         let app = App {
-            state: Arc::new(Mutex::new(State::new(config.history_limit))),
+            state: Arc::new(Mutex::new(state)),
             logs: Logs::default(),
             faults: Faults::default(),
             reachability: Arc::new(Reachability {
@@ -222,10 +242,22 @@ impl StandIn {
             wanted_rx,
             listening_tx,
         ));
+        let mut tasks = vec![task];
+        if config.simulate_controllers || config.simulate_kubelet {
+            let simulation = Simulation {
+                controllers: config.simulate_controllers,
+                kubelet: config.simulate_kubelet,
+            };
+            tasks.push(tokio::spawn(sim::run(app.clone(), simulation)));
+        }
+        if let Some(path) = &config.state_file {
+            tasks.push(tokio::spawn(persist::run_saver(app.clone(), path.clone())));
+        }
         tracing::info!("kube stand-in listening on http://{addr}");
         Ok(StandIn {
             app,
-            tasks: Mutex::new(vec![task]),
+            tasks: Mutex::new(tasks),
+            state_file: config.state_file,
         })
     }
 
@@ -312,7 +344,8 @@ impl StandIn {
         self.app.state().store.current_rv()
     }
 
-    /// Stops the server now (dropping the handle does the same).
+    /// Stops the server now (dropping the handle does the same), saving the state file if
+    /// there is one.
     pub fn shutdown(self) {}
 }
 
@@ -320,6 +353,12 @@ impl Drop for StandIn {
     fn drop(&mut self) {
         for task in self.lock_tasks().drain(..) {
             task.abort();
+        }
+        // The last changes may be younger than the saver's debounce.
+        if let Some(path) = &self.state_file
+            && let Err(e) = persist::save(&self.app, path)
+        {
+            tracing::error!("saving the state to {}: {e}", path.display());
         }
     }
 }

@@ -185,6 +185,16 @@ impl Store {
         self.compacted_rv = self.rv;
     }
 
+    /// Replaces every object with saved ones, at the saved resourceVersion. The history starts
+    /// empty there: watches from before it get `410 Gone`, as after a compaction.
+    pub fn restore(&mut self, rv: u64, objects: impl IntoIterator<Item = (ObjKey, Value)>) {
+        self.objects = objects.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
+        self.rv = rv;
+        self.history.clear();
+        self.compacted_rv = self.rv;
+        self.notify.send_replace(self.rv);
+    }
+
     /// A receiver that changes whenever something is written.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.notify.subscribe()

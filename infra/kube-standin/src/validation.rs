@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::quantity::{self, Quantity};
 use crate::registry::ResourceType;
 use crate::status::{ApiError, ApiResult};
 
@@ -35,7 +36,80 @@ fn without(value: Option<&Value>, keys: &[&str]) -> Value {
     v
 }
 
-const PVC_MUTABLE: &[&str] = &["resources", "volumeAttributesClassName"];
+/// A claim's spec is immutable, except:
+/// - `resources.requests.storage`, and only while the claim is `Bound` (expansion);
+/// - `volumeName`, once, while it is empty (the binder sets it);
+/// - `volumeAttributesClassName`.
+///
+/// Quantities compare by value (`1Gi` == `1024Mi`). A bound claim may shrink only while it stays
+/// above `status.capacity`: that is 1.33's rule, with `RecoverVolumeExpansionFailure` on by
+/// default (beta since 1.32), and its message.
+fn check_claim_update(rt: &ResourceType, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
+    let bound = old.pointer("/status/phase").and_then(Value::as_str) == Some("Bound");
+    let old_requests = old.pointer("/spec/resources/requests");
+    let new_requests = new.pointer("/spec/resources/requests");
+    let old_storage = old_requests.and_then(|r| r.get("storage"));
+    let new_storage = new_requests.and_then(|r| r.get("storage"));
+
+    // The new requests as they are allowed to be compared: storage may differ on a bound claim.
+    let mut comparable_requests = new_requests.cloned();
+    if bound && let Some(reqs) = comparable_requests.as_mut().and_then(Value::as_object_mut) {
+        match old_storage {
+            Some(s) => reqs.insert("storage".into(), s.clone()),
+            None => reqs.remove("storage"),
+        };
+    }
+    let rest = |spec: Option<&Value>, keep_volume_name: bool| {
+        let mut v = without(spec, &["volumeAttributesClassName", "resources"]);
+        if !keep_volume_name && let Some(m) = v.as_object_mut() {
+            m.remove("volumeName");
+        }
+        v
+    };
+    let old_volume_name = old
+        .pointer("/spec/volumeName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let other_resources =
+        |v: &Value| without(v.pointer("/spec/resources"), &["requests", "limits"]);
+    let spec_same = rest(old.get("spec"), !old_volume_name.is_empty())
+        == rest(new.get("spec"), !old_volume_name.is_empty())
+        && quantity::same_map(old_requests, comparable_requests.as_ref())
+        && quantity::same_map(
+            old.pointer("/spec/resources/limits"),
+            new.pointer("/spec/resources/limits"),
+        )
+        && other_resources(old) == other_resources(new);
+    if !spec_same {
+        return Err(invalid(
+            rt,
+            name,
+            "spec",
+            "FieldValueForbidden",
+            "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims".to_string(),
+        ));
+    }
+    let (Some(old_size), Some(new_size)) = (
+        old_storage.and_then(Quantity::from_value),
+        new_storage.and_then(Quantity::from_value),
+    ) else {
+        return Ok(());
+    };
+    let capacity = old
+        .pointer("/status/capacity/storage")
+        .and_then(Quantity::from_value)
+        .unwrap_or(Quantity::ZERO);
+    if new_size < old_size && new_size <= capacity {
+        return Err(invalid(
+            rt,
+            name,
+            "spec.resources.requests.storage",
+            "FieldValueForbidden",
+            "Forbidden: field can not be less than status.capacity".to_string(),
+        ));
+    }
+    Ok(())
+}
 
 /// Checks an update of the main resource against the type's immutability rules.
 pub fn check_update(rt: &ResourceType, name: &str, old: &Value, new: &Value) -> ApiResult<()> {
@@ -134,11 +208,7 @@ pub fn check_update(rt: &ResourceType, name: &str, old: &Value, new: &Value) -> 
                 new.pointer("/spec/clusterIP"),
             ));
         }
-        ("", "persistentvolumeclaims")
-            if without(old.get("spec"), PVC_MUTABLE) != without(new.get("spec"), PVC_MUTABLE) =>
-        {
-            return Err(invalid(rt, name, "spec", "FieldValueForbidden", "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims".to_string()));
-        }
+        ("", "persistentvolumeclaims") => check_claim_update(rt, name, old, new)?,
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings")
             if !same("/roleRef") =>
         {

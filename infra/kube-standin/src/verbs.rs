@@ -58,11 +58,11 @@ pub struct State {
     pub registry: Registry,
     pub store: Store,
     /// The configuration each field manager last applied to each object (server-side apply).
-    applied: HashMap<(ObjKey, String), Value>,
+    pub(crate) applied: HashMap<(ObjKey, String), Value>,
     /// Uids of removed objects whose dependents the garbage collector has yet to look at.
     pub(crate) gc_queue: Vec<String>,
     /// How many service cluster IPs have been handed out.
-    services_allocated: u64,
+    pub(crate) services_allocated: u64,
 }
 
 /// Sets `apiVersion` and `kind` as served at `version`.
@@ -448,6 +448,9 @@ impl State {
             }
         }
         self.apply_defaults(rt, &mut obj);
+        if rt.is("batch", "jobs") {
+            defaults::job_selector(&mut obj);
+        }
         if rt.status_subresource {
             let map = obj
                 .as_object_mut()

@@ -39,7 +39,14 @@ impl TestCluster {
                 std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
             ),
             Err(_) => {
-                let standin = StandIn::start().await.expect("the stand-in starts");
+                // Controllers as on the real clusters Berth is checked against (pods stay
+                // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
+                let standin = StandIn::start_with(berth_kube_standin::Config {
+                    simulate_controllers: true,
+                    ..berth_kube_standin::Config::default()
+                })
+                .await
+                .expect("the stand-in starts");
                 let kubeconfig = standin.kubeconfig_yaml();
                 (Some(standin), kubeconfig)
             }

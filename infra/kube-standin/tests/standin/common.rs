@@ -76,6 +76,15 @@ impl TestEnv {
         }
     }
 
+    /// A stand-in that simulates kube-controller-manager (or the real cluster, which runs it).
+    pub async fn with_controllers() -> TestEnv {
+        Self::with_config(StandInConfig {
+            simulate_controllers: true,
+            ..StandInConfig::default()
+        })
+        .await
+    }
+
     /// Only for tests of stand-in knobs: `None` (the test returns) against a real cluster.
     pub async fn standin_only() -> Option<TestEnv> {
         Self::standin_only_with(StandInConfig::default()).await

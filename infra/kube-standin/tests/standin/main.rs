@@ -5,9 +5,13 @@
 
 mod binary;
 mod common;
+mod controllers;
 mod crd;
 mod crud;
 mod faults;
+mod kubelet;
 mod lifecycle;
 mod logs;
+mod pvc;
+mod state_file;
 mod watching;

@@ -1,0 +1,177 @@
+//! The Job controller: runs `min(parallelism, completions - succeeded)` pods at a time (one,
+//! for a default Job), counts them, and marks the Job complete or failed. CronJobs create
+//! nothing: no schedule fires in the stand-in.
+//!
+//! Not simulated: the `batch.kubernetes.io/job-tracking` finalizer on pods, pod failure
+//! policies, indexed completions, `activeDeadlineSeconds` and back-off delays.
+
+use serde_json::{Map, Value, json};
+
+use super::conditions::{Condition, set_condition};
+use super::objects::{
+    condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, pod_phase,
+    with_label,
+};
+use crate::meta;
+use crate::store::ObjKey;
+use crate::verbs::State;
+
+pub fn sync_all(state: &mut State, now: &str) {
+    let jobs = state.of_resource_where("batch", "jobs", |j| !meta::is_deleting(j));
+    for (key, job) in jobs {
+        sync(state, &key, &job, now);
+    }
+}
+
+fn finished(job: &Value) -> bool {
+    ["Complete", "Failed"].iter().any(|kind| {
+        condition(job, kind)
+            .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    })
+}
+
+fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
+    let pods = controlled_by(state, "", "pods", &key.namespace, meta::uid(job));
+    let active: Vec<&Value> = pods
+        .iter()
+        .map(|(_, p)| &**p)
+        .filter(|p| pod_is_active(p))
+        .collect();
+    let succeeded = pods
+        .iter()
+        .filter(|(_, p)| pod_phase(p) == "Succeeded")
+        .count() as i64;
+    let failed = pods
+        .iter()
+        .filter(|(_, p)| pod_phase(p) == "Failed")
+        .count() as i64;
+    let completions = int(job, "/spec/completions").unwrap_or(1).max(1);
+    let parallelism = int(job, "/spec/parallelism").unwrap_or(1).max(0);
+    let backoff_limit = int(job, "/spec/backoffLimit").unwrap_or(6);
+    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+
+    let old = job.get("status").cloned().unwrap_or_else(|| json!({}));
+    let mut conditions: Vec<Value> = old
+        .get("conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let cond = |kind: &'static str, reason: &str, message: &str| Condition {
+        kind,
+        status: "True".into(),
+        reason: reason.into(),
+        message: message.into(),
+        now: now.to_string(),
+    };
+    let mut status = Map::new();
+    let was_finished = finished(job);
+    if !was_finished && !suspended {
+        if succeeded >= completions {
+            set_condition(
+                &mut conditions,
+                cond(
+                    "SuccessCriteriaMet",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+            );
+            set_condition(
+                &mut conditions,
+                cond(
+                    "Complete",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+            );
+            status.insert("completionTime".into(), json!(now));
+        } else if failed > backoff_limit {
+            set_condition(
+                &mut conditions,
+                cond(
+                    "FailureTarget",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                ),
+            );
+            set_condition(
+                &mut conditions,
+                cond(
+                    "Failed",
+                    "BackoffLimitExceeded",
+                    "Job has reached the specified backoff limit",
+                ),
+            );
+        } else {
+            let wanted = parallelism.min(completions - succeeded);
+            let missing = wanted - active.len() as i64;
+            if missing > 0 {
+                for _ in 0..missing {
+                    state.sim_create("", "pods", &key.namespace, pod_for(job));
+                }
+                // Counted on the next pass, from the pods as they are then.
+                return;
+            }
+        }
+    }
+    for c in ["startTime", "completionTime"] {
+        if let Some(v) = old.get(c) {
+            status.entry(c).or_insert_with(|| v.clone());
+        }
+    }
+    if !suspended {
+        status.entry("startTime").or_insert_with(|| json!(now));
+    }
+    for (field, value) in [
+        ("active", active.len() as i64),
+        ("succeeded", succeeded),
+        ("failed", failed),
+    ] {
+        if value != 0 {
+            status.insert(field.into(), json!(value));
+        }
+    }
+    let ready = active.iter().filter(|p| pod_is_ready(p)).count();
+    status.insert("ready".into(), json!(ready));
+    status.insert("terminating".into(), json!(0));
+    status.insert("uncountedTerminatedPods".into(), json!({}));
+    if !conditions.is_empty() {
+        status.insert("conditions".into(), Value::Array(conditions));
+    }
+    state.sim_set_status(key, Value::Object(status));
+}
+
+/// A pod of a Job: the template, the Job's labels (set on the template when the Job was
+/// created, and again here for Jobs from before that) and a controller reference.
+fn pod_for(job: &Value) -> Value {
+    let template = job
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let name = meta::name(job);
+    let uid = meta::uid(job);
+    let mut labels = template.pointer("/metadata/labels").cloned();
+    for (k, v) in [
+        ("batch.kubernetes.io/controller-uid", uid),
+        ("batch.kubernetes.io/job-name", name),
+        ("controller-uid", uid),
+        ("job-name", name),
+    ] {
+        if labels.as_ref().and_then(|l| l.get(k)).is_none() {
+            labels = Some(with_label(labels.as_ref(), k, v));
+        }
+    }
+    let mut metadata = json!({
+        "generateName": format!("{name}-"),
+        "labels": labels,
+        "ownerReferences": [controller_ref("batch/v1", "Job", job)],
+    });
+    if let Some(a) = template.pointer("/metadata/annotations") {
+        metadata["annotations"] = a.clone();
+    }
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata,
+        "spec": template.get("spec").cloned().unwrap_or_else(|| json!({})),
+    })
+}

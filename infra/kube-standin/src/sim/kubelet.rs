@@ -1,0 +1,224 @@
+//! A kubelet that runs nothing: about a second after a pod appears it is bound to
+//! `standin-node` and reported `Running` and `Ready`, with a few log lines per container that
+//! say plainly that nothing runs. Job pods then succeed a second later. For `make dev` only:
+//! tests see what a cluster without nodes shows.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::objects::{controller_uid, pod_phase, str_at};
+use crate::logs::{LogKey, Logs};
+use crate::meta;
+use crate::store::ObjKey;
+use crate::verbs::State;
+
+pub const NODE_NAME: &str = "standin-node";
+/// How long a pod waits before it "starts", and a Job's pod runs before it "succeeds".
+const STEP: Duration = Duration::from_secs(1);
+
+/// When each pod (by uid) was first seen in its current phase.
+#[derive(Default)]
+pub struct Kubelet {
+    seen: HashMap<String, Instant>,
+    /// Pod IPs handed out, for `podIP`.
+    ips: u32,
+}
+
+impl Kubelet {
+    pub fn sync(&mut self, state: &mut State, logs: &Logs, now: &str) {
+        ensure_node(state, now);
+        let pods = state.of_resource_where("", "pods", |p| !meta::is_deleting(p));
+        let live: std::collections::HashSet<String> =
+            pods.iter().map(|(_, p)| meta::uid(p).to_string()).collect();
+        self.seen.retain(|uid, _| live.contains(uid));
+        for (key, pod) in pods {
+            let ours =
+                str_at(&pod, "/spec/nodeName").is_none_or(|n| n.is_empty() || n == NODE_NAME);
+            if !ours {
+                continue;
+            }
+            let uid = meta::uid(&pod).to_string();
+            match pod_phase(&pod) {
+                "Pending" if self.waited(&uid) => {
+                    self.start(state, logs, &key, &pod, now);
+                    self.seen.remove(&uid);
+                }
+                "Running" => {
+                    ensure_logs(logs, &key, &pod);
+                    if is_job_pod(state, &pod) && self.waited(&uid) {
+                        finish(state, &key, &pod, now);
+                        self.seen.remove(&uid);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the pod has been waiting a step (starting the clock on first sight).
+    fn waited(&mut self, uid: &str) -> bool {
+        let since = *self
+            .seen
+            .entry(uid.to_string())
+            .or_insert_with(Instant::now);
+        since.elapsed() >= STEP
+    }
+
+    fn start(&mut self, state: &mut State, logs: &Logs, key: &ObjKey, pod: &Value, now: &str) {
+        self.ips += 1;
+        let ip = format!("10.244.{}.{}", (self.ips / 250) % 250, self.ips % 250 + 1);
+        let statuses: Vec<Value> = containers(pod)
+            .map(|c| {
+                json!({
+                    "name": c.get("name").cloned().unwrap_or(Value::Null),
+                    "image": c.get("image").cloned().unwrap_or(Value::Null),
+                    "imageID": "",
+                    "containerID": format!("standin://{}", uuid::Uuid::new_v4().simple()),
+                    "ready": true,
+                    "started": true,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                    "lastState": {},
+                })
+            })
+            .collect();
+        let condition = |kind: &str| json!({"type": kind, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+        let status = json!({
+            "phase": "Running",
+            "conditions": [
+                condition("PodReadyToStartContainers"),
+                condition("Initialized"),
+                condition("Ready"),
+                condition("ContainersReady"),
+                condition("PodScheduled"),
+            ],
+            "hostIP": "127.0.0.1",
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "podIP": ip,
+            "podIPs": [{"ip": ip}],
+            "startTime": now,
+            "containerStatuses": statuses,
+            "qosClass": pod.pointer("/status/qosClass").cloned().unwrap_or_else(|| json!("BestEffort")),
+        });
+        // Binding sets `spec.nodeName`, which no update of a pod may change: the binding is
+        // written straight to the store, as the `binding` subresource would.
+        let mut new = pod.clone();
+        new["spec"]["nodeName"] = json!(NODE_NAME);
+        new["status"] = status;
+        state.put_raw(key.clone(), new.clone());
+        ensure_logs(logs, key, &new);
+    }
+}
+
+fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// Pods a Job controls run to completion; the others run until deleted.
+fn is_job_pod(state: &State, pod: &Value) -> bool {
+    let Some(owner) = controller_uid(pod) else {
+        return false;
+    };
+    let namespace = meta::meta_str(pod, "namespace").unwrap_or_default();
+    state
+        .store
+        .list("batch", "jobs", Some(namespace))
+        .any(|(_, j)| meta::uid(j) == owner)
+}
+
+fn finish(state: &mut State, key: &ObjKey, pod: &Value, now: &str) {
+    let mut status = pod.get("status").cloned().unwrap_or_else(|| json!({}));
+    status["phase"] = json!("Succeeded");
+    if let Some(conds) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conds.iter_mut() {
+            if matches!(
+                c.get("type").and_then(Value::as_str),
+                Some("Ready" | "ContainersReady")
+            ) {
+                c["status"] = json!("False");
+                c["reason"] = json!("PodCompleted");
+                c["lastTransitionTime"] = json!(now);
+            }
+        }
+    }
+    if let Some(cs) = status
+        .get_mut("containerStatuses")
+        .and_then(Value::as_array_mut)
+    {
+        for c in cs.iter_mut() {
+            let started = c
+                .pointer("/state/running/startedAt")
+                .cloned()
+                .unwrap_or_else(|| json!(now));
+            c["ready"] = json!(false);
+            c["started"] = json!(false);
+            c["state"] = json!({"terminated": {
+                "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now,
+                "containerID": c.get("containerID").cloned().unwrap_or(Value::Null),
+            }});
+        }
+    }
+    state.sim_set_status(key, status);
+}
+
+/// Gives each container of a running pod its simulated log, unless it has one (after a
+/// restart from a state file, logs, which are not saved, come back this way).
+fn ensure_logs(logs: &Logs, key: &ObjKey, pod: &Value) {
+    for c in containers(pod) {
+        let Some(name) = c.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let log_key = LogKey::new(&key.namespace, &key.name, name);
+        if logs.has(&log_key) {
+            continue;
+        }
+        let image = c.get("image").and_then(Value::as_str).unwrap_or("<none>");
+        logs.set(
+            log_key,
+            [
+                format!("[kube-standin] simulated container {name} of pod {}: nothing runs here", key.name),
+                format!("[kube-standin] image {image} was not pulled and no process was started"),
+                "[kube-standin] these lines stand in for the container's output (--simulate-kubelet)".to_string(),
+            ],
+        );
+    }
+}
+
+/// The node pods are bound to, so `kubectl get nodes` and a pod's `nodeName` agree.
+fn ensure_node(state: &mut State, now: &str) {
+    if state
+        .store
+        .get(&ObjKey::new("", "nodes", "", NODE_NAME))
+        .is_some()
+    {
+        return;
+    }
+    let node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": NODE_NAME, "labels": {
+            "kubernetes.io/hostname": NODE_NAME,
+            "kubernetes.io/os": "linux",
+        }},
+    });
+    let Some(created) = state.sim_create("", "nodes", "", node) else {
+        return;
+    };
+    let key = ObjKey::new("", "nodes", "", meta::name(&created));
+    let ready = json!({
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kube-standin simulates this node's kubelet; nothing runs on it",
+            "lastHeartbeatTime": now, "lastTransitionTime": now,
+        }],
+        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": NODE_NAME}],
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+    });
+    state.sim_set_status(&key, ready);
+}

@@ -1,0 +1,79 @@
+//! Playing the kubelet, for tests that need running pods: on the stand-in and on a real cluster
+//! without nodes alike, pods stay `Pending` until a test says otherwise.
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+/// Marks every Pod in `namespace` matching `label_selector` as Running and Ready (containers
+/// ready and started, no restarts) through the `pods/status` subresource, as a kubelet would
+/// report it; kube-controller-manager (or the stand-in's simulation of it) then counts the pods
+/// ready and updates the Deployment's status. Returns how many pods it marked.
+// Not every build of the test binary has a test that runs pods yet; the helper is kept here so
+// that those tests work unchanged on the stand-in and on a real cluster.
+#[allow(dead_code)]
+pub async fn play_kubelet(client: &kube::Client, namespace: &str, label_selector: &str) -> usize {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let list = pods
+        .list(&ListParams::default().labels(label_selector))
+        .await
+        .expect("listing the pods to play the kubelet for");
+    let now = now();
+    let mut marked = 0;
+    for pod in list.items {
+        let Some(name) = pod.metadata.name.as_deref() else {
+            continue;
+        };
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let containers: Vec<Value> = pod
+            .spec
+            .iter()
+            .flat_map(|s| s.containers.iter())
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "image": c.image.clone().unwrap_or_default(),
+                    "imageID": "",
+                    "ready": true,
+                    "started": true,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": now}},
+                })
+            })
+            .collect();
+        let condition =
+            |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now});
+        // A merge patch replaces the lists whole, so every condition a running pod has is sent.
+        let status = json!({"status": {
+            "phase": "Running",
+            "startTime": now,
+            "conditions": [
+                condition("PodScheduled"),
+                condition("Initialized"),
+                condition("ContainersReady"),
+                condition("Ready"),
+            ],
+            "containerStatuses": containers,
+        }});
+        pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .expect("patching a pod's status");
+        marked += 1;
+    }
+    marked
+}
+
+/// Now in seconds, as Kubernetes writes timestamps.
+#[allow(dead_code)]
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or_default();
+    k8s_openapi::jiff::Timestamp::from_second(secs)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
