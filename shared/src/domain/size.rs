@@ -1,1 +1,407 @@
-//! (being written)
+//! Kubernetes quantities and process sizes (DESIGN §2).
+//!
+//! A [`Quantity`] compares by value, exactly: `1Gi` > `1000Mi`, `1G` < `1Gi`,
+//! `1024Mi` == `1Gi`. That is what "a volume may grow, never shrink" needs,
+//! whatever notation the old and the new size were written in.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use super::Invalid;
+
+const QUANTITY_RULE: &str =
+    "must be a Kubernetes quantity such as 500m, 2, 1536Mi or 1Gi (digits, an optional fraction \
+     and an optional suffix: n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3)";
+
+/// Digits beyond this, and exponents beyond ±`MAX_EXPONENT`, are refused: no
+/// real size needs them, and they keep exact comparison cheap.
+const MAX_DIGITS: usize = 64;
+const MAX_EXPONENT: i32 = 64;
+
+/// A Kubernetes quantity (`500m`, `1.5Gi`, `2`, `1e3`), kept as written and
+/// compared by the value it stands for.
+#[derive(Clone)]
+pub struct Quantity {
+    text: String,
+    value: Value,
+}
+
+/// `±digits × 10^decimal × 2^binary`, with the decimal point folded into
+/// `decimal` and no trailing zeros in `digits`, so zero has one form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Value {
+    negative: bool,
+    /// Little-endian base-2³² limbs of the digits; empty for zero.
+    digits: Vec<u32>,
+    decimal: i32,
+    binary: i32,
+}
+
+impl Quantity {
+    pub fn parse(text: &str) -> Result<Self, Invalid> {
+        parse_value(text)
+            .map(|value| Self {
+                text: text.to_owned(),
+                value,
+            })
+            .ok_or_else(|| Invalid::new(QUANTITY_RULE))
+    }
+
+    /// As written: the form to put in a Kubernetes object.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_positive(&self) -> bool {
+        !self.value.negative && !self.value.digits.is_empty()
+    }
+}
+
+impl fmt::Debug for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Quantity({})", self.text)
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let (a, b) = (&self.value, &other.value);
+        match (a.digits.is_empty(), b.digits.is_empty()) {
+            (true, true) => return Ordering::Equal,
+            (true, false) => return if b.negative { Ordering::Greater } else { Ordering::Less },
+            (false, true) => return if a.negative { Ordering::Less } else { Ordering::Greater },
+            (false, false) => {}
+        }
+        match (a.negative, b.negative) {
+            (false, true) => Ordering::Greater,
+            (true, false) => Ordering::Less,
+            (false, false) => compare_magnitudes(a, b),
+            (true, true) => compare_magnitudes(b, a),
+        }
+    }
+}
+
+/// Compares `|a|` and `|b|` exactly by scaling both to the smaller powers of
+/// ten and two: `x·10^p·2^q` against `y·10^r·2^s` is
+/// `x·10^(p−m)·2^(q−n)` against `y·10^(r−m)·2^(s−n)`.
+fn compare_magnitudes(a: &Value, b: &Value) -> Ordering {
+    let decimal = a.decimal.min(b.decimal);
+    let binary = a.binary.min(b.binary);
+    let scale = |value: &Value| {
+        let mut digits = value.digits.clone();
+        for _ in decimal..value.decimal {
+            mul_small(&mut digits, 10);
+        }
+        for _ in binary..value.binary {
+            mul_small(&mut digits, 2);
+        }
+        digits
+    };
+    compare_limbs(&scale(a), &scale(b))
+}
+
+fn mul_small(limbs: &mut Vec<u32>, factor: u32) {
+    let mut carry = 0u64;
+    for limb in limbs.iter_mut() {
+        let product = u64::from(*limb) * u64::from(factor) + carry;
+        *limb = product as u32; // the low 32 bits; the rest carries
+        carry = product >> 32;
+    }
+    if carry > 0 {
+        limbs.push(carry as u32);
+    }
+}
+
+fn add_small(limbs: &mut Vec<u32>, addend: u32) {
+    let mut carry = u64::from(addend);
+    for limb in limbs.iter_mut() {
+        if carry == 0 {
+            return;
+        }
+        let sum = u64::from(*limb) + carry;
+        *limb = sum as u32;
+        carry = sum >> 32;
+    }
+    if carry > 0 {
+        limbs.push(carry as u32);
+    }
+}
+
+fn compare_limbs(a: &[u32], b: &[u32]) -> Ordering {
+    a.len()
+        .cmp(&b.len())
+        .then_with(|| a.iter().rev().cmp(b.iter().rev()))
+}
+
+/// `[+-]digits[.digits](suffix)`, as Kubernetes writes quantities.
+fn parse_value(text: &str) -> Option<Value> {
+    let (negative, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let number_end = unsigned
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(unsigned.len());
+    let (number, suffix) = unsigned.split_at(number_end);
+    let (whole, fraction) = match number.split_once('.') {
+        Some((whole, fraction)) if !fraction.is_empty() => (whole, fraction),
+        Some(_) => return None,
+        None => (number, ""),
+    };
+    if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+        return None;
+    }
+    let (mut decimal, binary) = parse_suffix(suffix)?;
+    let all_digits = format!("{whole}{fraction}");
+    let significant = all_digits.trim_start_matches('0');
+    let trimmed = significant.trim_end_matches('0');
+    if trimmed.len() > MAX_DIGITS {
+        return None;
+    }
+    // The fraction's digits move the point left; trailing zeros move it back.
+    decimal -= i32::try_from(fraction.len()).ok()?;
+    decimal += i32::try_from(significant.len() - trimmed.len()).ok()?;
+    let mut digits = Vec::new();
+    for digit in trimmed.bytes() {
+        mul_small(&mut digits, 10);
+        add_small(&mut digits, u32::from(digit - b'0'));
+    }
+    if digits.is_empty() {
+        decimal = 0;
+    }
+    Some(Value {
+        negative: negative && !digits.is_empty(),
+        binary: if digits.is_empty() { 0 } else { binary },
+        digits,
+        decimal,
+    })
+}
+
+/// The power of ten and of two a suffix stands for.
+fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
+    let known = match suffix {
+        "" => Some((0, 0)),
+        "n" => Some((-9, 0)),
+        "u" => Some((-6, 0)),
+        "m" => Some((-3, 0)),
+        "k" => Some((3, 0)),
+        "M" => Some((6, 0)),
+        "G" => Some((9, 0)),
+        "T" => Some((12, 0)),
+        "P" => Some((15, 0)),
+        "E" => Some((18, 0)),
+        "Ki" => Some((0, 10)),
+        "Mi" => Some((0, 20)),
+        "Gi" => Some((0, 30)),
+        "Ti" => Some((0, 40)),
+        "Pi" => Some((0, 50)),
+        "Ei" => Some((0, 60)),
+        _ => None,
+    };
+    if known.is_some() {
+        return known;
+    }
+    // `1e3`, `1E-3`: a decimal exponent (a lone `E` is exa, matched above).
+    let exponent = suffix.strip_prefix(['e', 'E'])?;
+    let unsigned = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+    if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) || unsigned.len() > 3
+    {
+        return None;
+    }
+    let power: i32 = exponent.parse().ok()?;
+    (power.abs() <= MAX_EXPONENT).then_some((power, 0))
+}
+
+const SIZE_RULE: &str = "must be nano, small, medium, large or CPU/MEMORY in Kubernetes \
+                         quantities, both above zero, such as 750m/1536Mi";
+
+/// The size presets: name, CPU, memory.
+const PRESETS: [(&str, &str, &str); 4] = [
+    ("nano", "100m", "128Mi"),
+    ("small", "250m", "512Mi"),
+    ("medium", "500m", "1Gi"),
+    ("large", "1", "2Gi"),
+];
+
+/// What a process gets: CPU and memory, as both request and limit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// The preset's name, when it is one.
+    preset: Option<&'static str>,
+    cpu: Quantity,
+    memory: Quantity,
+    text: String,
+}
+
+impl Size {
+    /// A preset (`nano`, `small`, `medium`, `large`) or `CPU/MEMORY`.
+    pub fn parse(text: &str) -> Result<Self, Invalid> {
+        if let Some((name, cpu, memory)) = PRESETS.iter().find(|(name, ..)| *name == text) {
+            return Ok(Self {
+                preset: Some(name),
+                cpu: Quantity::parse(cpu)?,
+                memory: Quantity::parse(memory)?,
+                text: (*name).to_owned(),
+            });
+        }
+        let invalid = || Invalid::new(SIZE_RULE);
+        let (cpu, memory) = text.split_once('/').ok_or_else(invalid)?;
+        let cpu = Quantity::parse(cpu).map_err(|_| invalid())?;
+        let memory = Quantity::parse(memory).map_err(|_| invalid())?;
+        if !cpu.is_positive() || !memory.is_positive() {
+            return Err(invalid());
+        }
+        Ok(Self {
+            preset: None,
+            text: format!("{cpu}/{memory}"),
+            cpu,
+            memory,
+        })
+    }
+
+    pub fn cpu(&self) -> &Quantity {
+        &self.cpu
+    }
+
+    pub fn memory(&self) -> &Quantity {
+        &self.memory
+    }
+
+    /// The form to store: the preset's name, or `CPU/MEMORY`.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_preset(&self) -> bool {
+        self.preset.is_some()
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str) -> Quantity {
+        Quantity::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn quantities_in_every_notation_parse() {
+        for text in [
+            "0", "1", "+1", "-1", "500m", "1.5", ".5", "1.5Gi", "100n", "3u", "2k", "2M", "2G",
+            "2T", "2P", "2E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei", "1e3", "1E3", "1e-3",
+            "1E+3", "0.000001",
+        ] {
+            assert_eq!(q(text).as_str(), text);
+        }
+    }
+
+    #[test]
+    fn malformed_quantities_are_refused_without_echoing_them() {
+        for text in [
+            "", " 1", "1 ", "Gi", "1.", ".", "1.2.3", "1gi", "1KI", "1K", "1b", "1e", "1e3.5",
+            "1Gi1", "--1", "1e9999", "abc", "1/2",
+        ] {
+            assert_eq!(Quantity::parse(text).expect_err(text).0, QUANTITY_RULE);
+        }
+    }
+
+    #[test]
+    fn quantities_compare_exactly_by_value() {
+        assert!(q("1Gi") > q("1000Mi"));
+        assert!(q("1G") < q("1Gi"));
+        assert_eq!(q("1024Mi"), q("1Gi"));
+        assert_eq!(q("1"), q("1000m"));
+        assert_eq!(q("1k"), q("1e3"));
+        assert_eq!(q("0.5"), q("500m"));
+        assert_eq!(q("1.5Gi"), q("1536Mi"));
+        assert_eq!(q("0"), q("0Gi"));
+        assert_eq!(q("-0"), q("0m"));
+        assert!(q("1n") > q("0"));
+        assert!(q("-1") < q("0"));
+        assert!(q("-2") < q("-1"));
+        assert!(q("1Ei") > q("1E"));
+        assert!(q("1000000000000000000000") > q("1Ei"));
+        assert!(q("999999999999999999999999") < q("1e24"));
+        assert!(q("1Mi") > q("1048575"));
+        assert_eq!(q("1Mi"), q("1048576"));
+        assert!(q("1001m") > q("1"));
+        assert!(q("5Gi") > q("5G"));
+        let mut sizes = vec![q("2Gi"), q("1G"), q("1500Mi"), q("1Gi"), q("100Mi")];
+        sizes.sort();
+        let sorted: Vec<_> = sizes.iter().map(Quantity::as_str).collect();
+        assert_eq!(sorted, ["100Mi", "1G", "1Gi", "1500Mi", "2Gi"]);
+    }
+
+    #[test]
+    fn positive_means_above_zero() {
+        assert!(q("1m").is_positive());
+        assert!(!q("0").is_positive());
+        assert!(!q("0.0Gi").is_positive());
+        assert!(!q("-1").is_positive());
+    }
+
+    #[test]
+    fn presets_have_their_cpu_and_memory() {
+        for (name, cpu, memory) in [
+            ("nano", "100m", "128Mi"),
+            ("small", "250m", "512Mi"),
+            ("medium", "500m", "1Gi"),
+            ("large", "1", "2Gi"),
+        ] {
+            let size = Size::parse(name).unwrap();
+            assert_eq!(size.as_str(), name);
+            assert!(size.is_preset());
+            assert_eq!(size.cpu().as_str(), cpu);
+            assert_eq!(size.memory().as_str(), memory);
+        }
+    }
+
+    #[test]
+    fn custom_sizes_are_cpu_slash_memory() {
+        let size = Size::parse("750m/1536Mi").unwrap();
+        assert_eq!(size.as_str(), "750m/1536Mi");
+        assert!(!size.is_preset());
+        assert_eq!(size.cpu(), &q("0.75"));
+        assert_eq!(size.memory(), &q("1.5Gi"));
+        assert_eq!(size.to_string(), "750m/1536Mi");
+    }
+
+    #[test]
+    fn bad_sizes_are_refused_without_echoing_them() {
+        for text in [
+            "", "huge", "Small", "750m", "750m/", "/1Gi", "0/1Gi", "1/0", "-1/1Gi", "1/1Gi/1",
+            "750 m/1Gi", "secret-value/1Gi",
+        ] {
+            let error = Size::parse(text).expect_err(text);
+            assert_eq!(error.0, SIZE_RULE);
+        }
+    }
+}
