@@ -367,11 +367,17 @@ mod tests {
         let crd = serde_json::to_value(App::crd()).unwrap();
         let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
         for field in ["image", "processes", "env", "domains", "volumes", "release"] {
-            assert!(spec["properties"][field].is_object(), "spec.{field}: {spec}");
+            assert!(
+                spec["properties"][field].is_object(),
+                "spec.{field}: {spec}"
+            );
         }
         let required: Vec<_> = spec["required"].as_array().unwrap().iter().collect();
         for field in ["image", "processes", "release"] {
-            assert!(required.contains(&&serde_json::Value::from(field)), "{field} required");
+            assert!(
+                required.contains(&&serde_json::Value::from(field)),
+                "{field} required"
+            );
         }
     }
 }

@@ -130,8 +130,12 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
                 fs_group: Some(fs_group),
                 ..Default::default()
             }),
-            volumes: (!volumes.is_empty())
-                .then(|| volumes.iter().map(|volume| volume.pod_volume.clone()).collect()),
+            volumes: (!volumes.is_empty()).then(|| {
+                volumes
+                    .iter()
+                    .map(|volume| volume.pod_volume.clone())
+                    .collect()
+            }),
             ..Default::default()
         };
         if let Some(schedule) = &process.spec.schedule {
@@ -140,8 +144,8 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
                 .push(cron_job(&context, &process, schedule, pod_spec));
             continue;
         }
-        let autoscaled = process.spec.min_replicas >= 1
-            && process.spec.max_replicas > process.spec.min_replicas;
+        let autoscaled =
+            process.spec.min_replicas >= 1 && process.spec.max_replicas > process.spec.min_replicas;
         rendered.deployments.push(deployment(
             &context,
             app,
@@ -388,7 +392,10 @@ struct RenderedVolume {
     mount: VolumeMount,
 }
 
-fn volumes(context: &AppContext<'_>, config: &AppConfig) -> Result<Vec<RenderedVolume>, RenderError> {
+fn volumes(
+    context: &AppContext<'_>,
+    config: &AppConfig,
+) -> Result<Vec<RenderedVolume>, RenderError> {
     config
         .volumes
         .iter()
@@ -496,9 +503,7 @@ fn container(
         name: process.spec.name.clone(),
         image: Some(config.image.clone()),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
-        env: (!config.env.is_empty())
-            .then(|| env(config))
-            .transpose()?,
+        env: (!config.env.is_empty()).then(|| env(config)).transpose()?,
         ports: port.map(|port| {
             vec![ContainerPort {
                 name: Some(process.port_name()),
@@ -633,9 +638,11 @@ fn deployment(
     autoscaled: bool,
     has_volumes: bool,
 ) -> Deployment {
-    let annotations = app.spec.restarted_at.as_ref().map(|at| {
-        BTreeMap::from([(RESTARTED_AT_ANNOTATION.to_owned(), at.clone())])
-    });
+    let annotations = app
+        .spec
+        .restarted_at
+        .as_ref()
+        .map(|at| BTreeMap::from([(RESTARTED_AT_ANNOTATION.to_owned(), at.clone())]));
     Deployment {
         metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
         spec: Some(DeploymentSpec {
@@ -649,7 +656,14 @@ fn deployment(
             // A ReadWriteOnce claim can't be mounted by the old and the new
             // pod at once on different nodes: stop the old one first.
             strategy: Some(DeploymentStrategy {
-                type_: Some(if has_volumes { "Recreate" } else { "RollingUpdate" }.to_owned()),
+                type_: Some(
+                    if has_volumes {
+                        "Recreate"
+                    } else {
+                        "RollingUpdate"
+                    }
+                    .to_owned(),
+                ),
                 rolling_update: None,
             }),
             progress_deadline_seconds: Some(settings.progress_deadline_seconds),
@@ -803,7 +817,11 @@ pub fn default_host_label(app: &str, environment: &str, project: &str) -> String
     format!("{}-{}", label[..54].trim_end_matches('-'), &digest[..8])
 }
 
-fn ingress(context: &AppContext<'_>, settings: &RenderSettings, hosts: &[String]) -> Option<Ingress> {
+fn ingress(
+    context: &AppContext<'_>,
+    settings: &RenderSettings,
+    hosts: &[String],
+) -> Option<Ingress> {
     let (service, port) = context.web.clone()?;
     if hosts.is_empty() {
         return None;
@@ -871,8 +889,14 @@ fn is_label_value(value: &str) -> bool {
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && value.bytes().next().is_none_or(|b| b.is_ascii_alphanumeric())
-        && value.bytes().last().is_none_or(|b| b.is_ascii_alphanumeric())
+        && value
+            .bytes()
+            .next()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
+        && value
+            .bytes()
+            .last()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
 }
 
 #[cfg(test)]
@@ -1005,9 +1029,23 @@ mod tests {
                 (LABEL_PROCESS.to_owned(), "web".to_owned()),
             ]))
         );
-        let template_labels = spec.template.metadata.as_ref().unwrap().labels.as_ref().unwrap();
+        let template_labels = spec
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap();
         assert_eq!(template_labels[LABEL_PROCESS], "web");
-        assert!(spec.template.metadata.as_ref().unwrap().annotations.is_none());
+        assert!(
+            spec.template
+                .metadata
+                .as_ref()
+                .unwrap()
+                .annotations
+                .is_none()
+        );
 
         let pod = pod_spec(deployment);
         assert!(pod.security_context.is_none());
@@ -1099,7 +1137,11 @@ mod tests {
             .map(|d| d.metadata.name.as_deref().unwrap())
             .collect();
         assert_eq!(names, ["shop-web", "shop-worker"]);
-        assert_eq!(rendered.services.len(), 1, "only the web process has a port");
+        assert_eq!(
+            rendered.services.len(),
+            1,
+            "only the web process has a port"
+        );
         let worker = only_container(pod_spec(&rendered.deployments[1]));
         assert!(worker.ports.is_none());
         assert!(worker.readiness_probe.is_none() && worker.liveness_probe.is_none());
@@ -1134,7 +1176,10 @@ mod tests {
         // The Ingress goes to the web process.
         let ingress = rendered.ingress.unwrap();
         let rules = ingress.spec.unwrap().rules.unwrap();
-        let backend = rules[0].http.as_ref().unwrap().paths[0].backend.service.clone();
+        let backend = rules[0].http.as_ref().unwrap().paths[0]
+            .backend
+            .service
+            .clone();
         assert_eq!(backend.unwrap().name, "shop-web");
     }
 
@@ -1168,7 +1213,10 @@ mod tests {
         assert_eq!(hpa_spec.max_replicas, 6);
         assert_eq!(hpa_spec.scale_target_ref.kind, "Deployment");
         assert_eq!(hpa_spec.scale_target_ref.name, "shop-web");
-        assert_eq!(hpa_spec.scale_target_ref.api_version.as_deref(), Some("apps/v1"));
+        assert_eq!(
+            hpa_spec.scale_target_ref.api_version.as_deref(),
+            Some("apps/v1")
+        );
         let metric = &hpa_spec.metrics.as_ref().unwrap()[0];
         assert_eq!(metric.type_, "Resource");
         let resource = metric.resource.as_ref().unwrap();
@@ -1211,14 +1259,21 @@ mod tests {
         ];
         let rendered = render(&app, &settings()).unwrap();
         let spec = rendered.deployments[0].spec.as_ref().unwrap();
-        assert_eq!(spec.strategy.as_ref().unwrap().type_.as_deref(), Some("Recreate"));
+        assert_eq!(
+            spec.strategy.as_ref().unwrap().type_.as_deref(),
+            Some("Recreate")
+        );
         let pod = pod_spec(&rendered.deployments[0]);
         assert_eq!(pod.security_context.as_ref().unwrap().fs_group, Some(1000));
         let volumes = pod.volumes.as_ref().unwrap();
         assert_eq!(volumes.len(), 2);
         assert_eq!(volumes[0].name, "data");
         assert_eq!(
-            volumes[0].persistent_volume_claim.as_ref().unwrap().claim_name,
+            volumes[0]
+                .persistent_volume_claim
+                .as_ref()
+                .unwrap()
+                .claim_name,
             "shop-data"
         );
         let mounts = only_container(pod).volume_mounts.as_ref().unwrap();
@@ -1230,11 +1285,23 @@ mod tests {
         let claim = &rendered.claims[0];
         assert_eq!(claim.metadata.name.as_deref(), Some("shop-data"));
         assert_eq!(claim.metadata.namespace.as_deref(), Some("store-prod"));
-        assert!(claim.metadata.owner_references.is_none(), "claims outlive apps");
+        assert!(
+            claim.metadata.owner_references.is_none(),
+            "claims outlive apps"
+        );
         assert_eq!(claim.metadata.labels.as_ref().unwrap()[LABEL_APP], "shop");
         let claim_spec = claim.spec.as_ref().unwrap();
-        assert_eq!(claim_spec.access_modes, Some(vec!["ReadWriteOnce".to_owned()]));
-        let requests = claim_spec.resources.as_ref().unwrap().requests.as_ref().unwrap();
+        assert_eq!(
+            claim_spec.access_modes,
+            Some(vec!["ReadWriteOnce".to_owned()])
+        );
+        let requests = claim_spec
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap();
         assert_eq!(requests["storage"], K8sQuantity("5Gi".to_owned()));
     }
 
@@ -1270,7 +1337,10 @@ mod tests {
             .secret_key_ref
             .as_ref()
             .unwrap();
-        assert_eq!((reference.name.as_str(), reference.key.as_str()), ("db", "url"));
+        assert_eq!(
+            (reference.name.as_str(), reference.key.as_str()),
+            ("db", "url")
+        );
         assert_eq!(env[1].value, None);
         assert!(env[1].value_from.is_none());
     }
@@ -1281,7 +1351,13 @@ mod tests {
         app.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
         let rendered = render(&app, &settings()).unwrap();
         let template = &rendered.deployments[0].spec.as_ref().unwrap().template;
-        let annotations = template.metadata.as_ref().unwrap().annotations.as_ref().unwrap();
+        let annotations = template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .annotations
+            .as_ref()
+            .unwrap();
         assert_eq!(annotations[RESTARTED_AT_ANNOTATION], "2025-05-01T10:00:00Z");
     }
 
@@ -1354,7 +1430,13 @@ mod tests {
             IntOrString::Int(5432)
         );
         assert!(container.liveness_probe.is_none());
-        let port = &rendered.services[0].spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
+        let port = &rendered.services[0]
+            .spec
+            .as_ref()
+            .unwrap()
+            .ports
+            .as_ref()
+            .unwrap()[0];
         assert_eq!(port.name.as_deref(), Some("tcp"));
         assert!(rendered.ingress.is_none());
     }
@@ -1375,7 +1457,10 @@ mod tests {
             label,
             default_host_label(&"a".repeat(40), &"e".repeat(22), &"q".repeat(40))
         );
-        assert_eq!(default_host_label("shop", "prod", "store"), "shop-prod-store");
+        assert_eq!(
+            default_host_label("shop", "prod", "store"),
+            "shop-prod-store"
+        );
     }
 
     fn refusal(app: &App) -> RenderError {
@@ -1462,7 +1547,10 @@ mod tests {
         job.name = "j".repeat(11);
         cron.spec.config.processes = vec![job];
         let rendered = render(&cron, &settings()).unwrap();
-        assert_eq!(rendered.cron_jobs[0].metadata.name.as_ref().unwrap().len(), 52);
+        assert_eq!(
+            rendered.cron_jobs[0].metadata.name.as_ref().unwrap().len(),
+            52
+        );
     }
 
     #[test]
