@@ -83,9 +83,13 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         Err(failure) => {
             // The raw error for operators; the status gets a sentence.
             tracing::warn!(app = %key, object = %failure.object, error = ?failure.error, "applying failed");
-            let status = failure_status(&app, rendered.url.clone(), failure.message());
-            // Best effort: the error is what gets retried.
-            let _ = set_status(&app, &context, status).await;
+            // A refusal is the app's failure; a cluster that is briefly
+            // unavailable is not, and is only retried.
+            if failure.is_refusal() {
+                let status = failure_status(&app, rendered.url.clone(), failure.message());
+                // Best effort: the error is what gets retried.
+                let _ = set_status(&app, &context, status).await;
+            }
             Err(Error::Apply {
                 object: failure.object,
                 source: failure.error,
@@ -118,6 +122,13 @@ impl Failure {
         move |error| Self { object, error }
     }
 
+    /// Whether the cluster refused the object (a 4xx other than throttling),
+    /// rather than failing to answer.
+    fn is_refusal(&self) -> bool {
+        matches!(&self.error, kube::Error::Api(status)
+            if (400..500).contains(&status.code) && status.code != 429)
+    }
+
     /// A plain sentence naming the object; for a refusal (422 Invalid), the
     /// apiserver's own words about what is wrong.
     fn message(&self) -> String {
@@ -134,8 +145,12 @@ impl Failure {
                 self.object,
                 status.message.trim_end_matches('.')
             ),
+            kube::Error::Api(status) if self.is_refusal() => format!(
+                "{} could not be written: the cluster answered {}.",
+                self.object, status.code
+            ),
             _ => format!(
-                "{} could not be written to the cluster; retrying.",
+                "{} could not be reached in the cluster; retrying.",
                 self.object
             ),
         }
@@ -731,9 +746,10 @@ mod tests {
         };
         let message = unavailable.message();
         assert!(
-            message.starts_with("Service shop-web could not be written"),
+            message.starts_with("Service shop-web could not be reached"),
             "{message}"
         );
+        assert!(refused.is_refusal() && !unavailable.is_refusal());
         assert!(!message.contains("etcd"), "{message}");
 
         let status = failure_status(&app(), None, refused.message());

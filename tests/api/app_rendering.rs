@@ -583,7 +583,33 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
     let claim: PersistentVolumeClaim = env.get("files-data").await.unwrap();
     assert_eq!(storage(&claim).as_deref(), Some("2Gi"));
 
+    // A bound claim grows in place (only the stand-in lets a test bind it).
+    if env.is_standin() {
+        env.objects::<PersistentVolumeClaim>()
+            .patch_status(
+                "files-data",
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": { "phase": "Bound" } })),
+            )
+            .await
+            .unwrap();
+        env.update(&app, |spec| spec.config.volumes[0].size = "3Gi".to_owned())
+            .await;
+        let grown = env
+            .wait_for::<PersistentVolumeClaim>("files-data", "the bound claim grows", |claim| {
+                storage(claim).as_deref() == Some("3Gi")
+            })
+            .await;
+        assert_eq!(grown.metadata.uid, claim.metadata.uid, "the same claim");
+    }
+
     // Removed: unmounted, the claim stays.
+    let claim_uid_before_removal = env
+        .get::<PersistentVolumeClaim>("files-data")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
     env.update(&app, |spec| spec.config.volumes.clear()).await;
     env.wait_for::<Deployment>("files-web", "the volume unmounted", |deployment| {
         pod_spec(deployment)
@@ -595,8 +621,8 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
             && strategy(deployment).as_deref() == Some("RollingUpdate")
     })
     .await;
-    let claim: PersistentVolumeClaim = env.get("files-data").await.expect("the claim is kept");
-    assert_eq!(storage(&claim).as_deref(), Some("2Gi"));
+    let kept: PersistentVolumeClaim = env.get("files-data").await.expect("the claim is kept");
+    assert_eq!(kept.metadata.uid, claim_uid_before_removal);
 }
 
 #[tokio::test]
