@@ -26,7 +26,7 @@ use berth_shared::cluster::crd::{
 };
 use berth_shared::cluster::{is_conflict, is_not_found};
 
-use crate::{Context, Error, FIELD_MANAGER};
+use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const QUOTA_NAME: &str = "berth-quota";
 pub const LIMIT_RANGE_NAME: &str = "berth-defaults";
@@ -40,7 +40,7 @@ pub async fn reconcile(
     let name = environment.name_any();
     let result = reconcile_inner(&environment, &context).await;
     match &result {
-        Ok(_) => context.succeeded(&name),
+        Ok(_) => context.succeeded(&backoff_key(environment.as_ref())),
         Err(error) => {
             tracing::warn!(environment = %name, error = %error, "provisioning failed");
             let degraded = EnvironmentStatus {
@@ -61,7 +61,7 @@ pub fn error_policy(
     _error: &Error,
     context: Arc<Context>,
 ) -> Action {
-    context.backoff(environment.name_any())
+    context.backoff(backoff_key(environment.as_ref()))
 }
 
 fn current_status(environment: &Environment) -> EnvironmentStatus {

@@ -1,10 +1,12 @@
 //! Berth's controller: reconciles `Environment` resources into namespaces with a
-//! quota and default limits, purges them when their deletion is due, and keeps
-//! `Project` resources until their environments are gone.
+//! quota and default limits, purges them when their deletion is due, keeps
+//! `Project` resources until their environments are gone, and turns `App`
+//! resources into the workloads that run them (`berth_shared::cluster::render`).
 //!
 //! Reconciles are idempotent (server-side apply; status written only when it
 //! changes) and failures back off exponentially per object.
 
+pub mod apps;
 mod environments;
 mod projects;
 
@@ -13,11 +15,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::CronJob;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::{Api, Client, Resource, ResourceExt};
 
-use berth_shared::cluster::crd::{Environment, LABEL_MANAGED_BY, MANAGER, Project};
+use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
+use berth_shared::cluster::render::RenderSettings;
 
 /// The field manager of everything the controller applies.
 pub const FIELD_MANAGER: &str = "berth-controller";
@@ -40,17 +45,47 @@ pub enum Error {
     NamespaceOfEarlierEnvironment(String),
     #[error("encoding a manifest: {0}")]
     Manifest(#[from] serde_json::Error),
+    /// An object rendered from an App could not be written (the App's status
+    /// says which, in words a user can read).
+    #[error("{object}: {source}")]
+    Apply {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What the controller is told at start (the binary reads it from the
+/// environment).
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// How apps are rendered: ingress class, default apps domain, progress
+    /// deadline.
+    pub render: RenderSettings,
 }
 
 pub struct Context {
     pub client: Client,
+    pub settings: Settings,
     failures: Mutex<HashMap<String, u32>>,
 }
 
+/// The backoff key of an object: kind, namespace and name, so that objects of
+/// different kinds or namespaces never share a count.
+fn backoff_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
 impl Context {
-    fn new(client: Client) -> Arc<Self> {
+    fn new(client: Client, settings: Settings) -> Arc<Self> {
         Arc::new(Self {
             client,
+            settings,
             failures: Mutex::new(HashMap::new()),
         })
     }
@@ -73,9 +108,9 @@ impl Context {
     }
 }
 
-/// Runs both controllers until the watches end.
-pub async fn run(client: Client) {
-    let context = Context::new(client.clone());
+/// Runs the controllers until the watches end.
+pub async fn run(client: Client, settings: Settings) {
+    let context = Context::new(client.clone(), settings);
     let managed = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
     let environments = Controller::new(
         Api::<Environment>::all(client.clone()),
@@ -83,7 +118,7 @@ pub async fn run(client: Client) {
     )
     .owns(
         Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
-        managed,
+        managed.clone(),
     )
     .run(
         environments::reconcile,
@@ -95,6 +130,17 @@ pub async fn run(client: Client) {
             tracing::warn!(error = %error, "environment reconcile failed");
         }
     });
+    // The workloads it owns are watched too, so an App's status follows
+    // their rollouts.
+    let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Deployment>::all(client.clone()), managed.clone())
+        .owns(Api::<CronJob>::all(client.clone()), managed.clone())
+        .run(apps::reconcile, apps::error_policy, context.clone())
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::warn!(error = %error, "app reconcile failed");
+            }
+        });
     let projects = Controller::new(Api::<Project>::all(client), watcher::Config::default())
         .run(projects::reconcile, projects::error_policy, context)
         .for_each(|result| async move {
@@ -102,5 +148,5 @@ pub async fn run(client: Client) {
                 tracing::debug!(error = %error, "project reconcile deferred");
             }
         });
-    tokio::join!(environments, projects);
+    tokio::join!(environments, apps, projects);
 }

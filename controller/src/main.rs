@@ -1,10 +1,55 @@
 //! `berth-controller`: runs in the cluster (or beside it, with `KUBECONFIG`).
+//!
+//! Settings from the environment: `BERTH_INGRESS_CLASS` (the class of every
+//! app's Ingress; the cluster's default when unset), `BERTH_APPS_DOMAIN` (web
+//! apps also answer at `{app}-{environment}-{project}.{BERTH_APPS_DOMAIN}`),
+//! `BERTH_PROGRESS_DEADLINE_SECONDS` (how long a rollout may make no progress
+//! before the app is reported `RolloutFailed`; 600 by default).
 
 use std::process::ExitCode;
+
+use berth_controller::Settings;
+use berth_shared::cluster::render::RenderSettings;
+
+const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
+
+/// An environment variable, unset when empty.
+fn setting(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+fn settings() -> Result<Settings, String> {
+    let progress_deadline_seconds = match setting("BERTH_PROGRESS_DEADLINE_SECONDS") {
+        None => DEFAULT_PROGRESS_DEADLINE_SECONDS,
+        Some(value) => value
+            .parse::<i32>()
+            .ok()
+            .filter(|seconds| *seconds > 0)
+            .ok_or("BERTH_PROGRESS_DEADLINE_SECONDS must be a positive number of seconds")?,
+    };
+    Ok(Settings {
+        render: RenderSettings {
+            ingress_class: setting("BERTH_INGRESS_CLASS"),
+            apps_domain: setting("BERTH_APPS_DOMAIN")
+                .map(|domain| domain.trim_matches('.').to_ascii_lowercase()),
+            progress_deadline_seconds,
+        },
+    })
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
     berth_shared::telemetry::init();
+    let settings = match settings() {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("berth-controller: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let client = match kube::Client::try_default().await {
         Ok(client) => client,
         Err(error) => {
@@ -14,9 +59,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!("berth-controller started");
+    tracing::info!(settings = ?settings.render, "berth-controller started");
     tokio::select! {
-        () = berth_controller::run(client) => ExitCode::SUCCESS,
+        () = berth_controller::run(client, settings) => ExitCode::SUCCESS,
         _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
     }
 }

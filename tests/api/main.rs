@@ -1,6 +1,7 @@
 //! Black-box tests of the whole API: one binary, one module per area.
 
 mod admin_cli;
+mod app_rendering;
 mod apps;
 mod audit;
 mod auth;

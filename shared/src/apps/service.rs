@@ -170,11 +170,29 @@ async fn commit_change(
         &StoredRelease::new(&release, &config, false)?,
     )
     .await?;
-    let mut next = current.clone();
-    next.spec.config = config;
-    next.spec.release = release;
-    next.status = None;
-    cluster_apps::replace(client, &next).await
+    let mut read = current.clone();
+    // The controller writes the App's status, which moves its
+    // resourceVersion; only a change of the spec (its generation) is a
+    // concurrent change that wins.
+    for _ in 0..5 {
+        let mut next = read.clone();
+        next.spec.config = config.clone();
+        next.spec.release = release.clone();
+        next.status = None;
+        match cluster_apps::replace(client, &next).await {
+            Err(ApiError::Conflict(_)) => {
+                let again = cluster_apps::reread(client, current).await?;
+                if again.metadata.generation != current.metadata.generation
+                    || again.metadata.uid != current.metadata.uid
+                {
+                    return Err(releases::changed_meanwhile());
+                }
+                read = again;
+            }
+            other => return other,
+        }
+    }
+    Err(releases::changed_meanwhile())
 }
 
 pub async fn list(

@@ -56,6 +56,14 @@ pub async fn get_visible(client: &kube::Client, org: &str, path: &AppPath) -> Re
     }
 }
 
+/// The App as it is now (after a write was refused as stale).
+pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+    api(client, &app.namespace().unwrap_or_default())
+        .get_opt(&app.name_any())
+        .await?
+        .ok_or(ApiError::NotFound)
+}
+
 /// The organization's apps of an environment (whose visibility the caller
 /// has checked), by name.
 pub async fn list(

@@ -311,3 +311,73 @@ pub fn definitions_yaml() -> String {
         .collect::<Vec<_>>()
         .join("---\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a real apiserver requires of a CRD schema (a "structural" one):
+    /// every node has a type (or preserves unknown fields), and no `allOf`,
+    /// `anyOf`, `oneOf` or `not` carries a type, properties or items. Simplest
+    /// to hold to: none at all.
+    fn assert_structural(path: &str, node: &serde_json::Value) {
+        let Some(object) = node.as_object() else {
+            return;
+        };
+        for keyword in ["allOf", "anyOf", "oneOf", "not", "$ref"] {
+            assert!(
+                !object.contains_key(keyword),
+                "{path}: `{keyword}` makes the schema non-structural"
+            );
+        }
+        assert!(
+            object.contains_key("type")
+                || object.get("x-kubernetes-preserve-unknown-fields") == Some(&true.into())
+                || object.get("x-kubernetes-int-or-string") == Some(&true.into()),
+            "{path}: no type"
+        );
+        if let Some(properties) = object.get("properties").and_then(|p| p.as_object()) {
+            for (name, property) in properties {
+                assert_structural(&format!("{path}.{name}"), property);
+            }
+        }
+        if let Some(items) = object.get("items") {
+            assert_structural(&format!("{path}[]"), items);
+        }
+        if let Some(additional) = object.get("additionalProperties")
+            && additional.is_object()
+        {
+            assert_structural(&format!("{path}{{}}"), additional);
+        }
+    }
+
+    #[test]
+    fn every_schema_is_structural() {
+        for crd in definitions() {
+            let crd = serde_json::to_value(&crd).unwrap();
+            let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+            let kind = crd["spec"]["names"]["kind"].as_str().unwrap().to_owned();
+            assert_structural(&kind, schema);
+        }
+    }
+
+    #[test]
+    fn the_app_schema_holds_the_config_fields_at_the_top_of_spec() {
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(App::crd()).unwrap();
+        let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        for field in ["image", "processes", "env", "domains", "volumes", "release"] {
+            assert!(
+                spec["properties"][field].is_object(),
+                "spec.{field}: {spec}"
+            );
+        }
+        let required: Vec<_> = spec["required"].as_array().unwrap().iter().collect();
+        for field in ["image", "processes", "release"] {
+            assert!(
+                required.contains(&&serde_json::Value::from(field)),
+                "{field} required"
+            );
+        }
+    }
+}

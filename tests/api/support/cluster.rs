@@ -11,6 +11,26 @@ use kube::Api;
 
 use berth_shared::cluster::{access, install};
 
+/// How long a test app's rollout may make no progress before it is reported
+/// `RolloutFailed`: short, since on a real cluster without nodes every
+/// rollout stalls.
+pub const PROGRESS_DEADLINE_SECONDS: i32 = 10;
+/// The default domain of the test apps' hosts.
+pub const APPS_DOMAIN: &str = "apps.berth.test";
+/// The Ingress class of the test apps (none needs to exist for the apiserver).
+pub const INGRESS_CLASS: &str = "berth-tests";
+
+/// The controller's settings in the tests.
+pub fn controller_settings() -> berth_controller::Settings {
+    berth_controller::Settings {
+        render: berth_shared::cluster::render::RenderSettings {
+            ingress_class: Some(INGRESS_CLASS.to_owned()),
+            apps_domain: Some(APPS_DOMAIN.to_owned()),
+            progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,
+        },
+    }
+}
+
 /// Point the cluster tests at a real cluster instead: they must pass there
 /// too. The fault tests, which need the stand-in's knobs, are then built as
 /// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
@@ -57,7 +77,10 @@ impl TestCluster {
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
-        let controller = std::sync::Mutex::new(tokio::spawn(berth_controller::run(client.clone())));
+        let controller = std::sync::Mutex::new(tokio::spawn(berth_controller::run(
+            client.clone(),
+            controller_settings(),
+        )));
         Self {
             standin,
             client,
@@ -73,7 +96,10 @@ impl TestCluster {
             controller.abort();
             std::mem::replace(
                 &mut *controller,
-                tokio::spawn(berth_controller::run(self.client.clone())),
+                tokio::spawn(berth_controller::run(
+                    self.client.clone(),
+                    controller_settings(),
+                )),
             )
         };
         let _ = stopped.await;

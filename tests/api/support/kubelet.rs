@@ -10,9 +10,6 @@ use serde_json::{Value, json};
 /// ready and started, no restarts) through the `pods/status` subresource, as a kubelet would
 /// report it; kube-controller-manager (or the stand-in's simulation of it) then counts the pods
 /// ready and updates the Deployment's status. Returns how many pods it marked.
-// Not every build of the test binary has a test that runs pods yet; the helper is kept here so
-// that those tests work unchanged on the stand-in and on a real cluster.
-#[allow(dead_code)]
 pub async fn play_kubelet(client: &kube::Client, namespace: &str, label_selector: &str) -> usize {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let list = pods

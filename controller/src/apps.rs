@@ -1,0 +1,759 @@
+//! `App` → the workloads `berth_shared::cluster::render` makes of it, applied
+//! with server-side apply; objects the app no longer renders are removed
+//! (claims never); the App's status follows its Deployments' rollouts.
+//!
+//! Claims grow and never shrink. A bound claim grows by patching its request;
+//! an unbound one (nothing ever mounted it) can't be changed at all on a real
+//! apiserver, so it is replaced at its new size: it holds no data yet.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use berth_shared::cluster::crd::{App, AppStatus, LABEL_APP, LABEL_MANAGED_BY, MANAGER};
+use berth_shared::cluster::render::{Rendered, render};
+use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_shared::domain::size::Quantity;
+
+use crate::{Context, Error, FIELD_MANAGER, backoff_key};
+
+pub const REASON_PROGRESSING: &str = "Progressing";
+pub const REASON_AVAILABLE: &str = "Available";
+pub const REASON_ROLLOUT_FAILED: &str = "RolloutFailed";
+pub const REASON_SCHEDULED: &str = "Scheduled";
+
+/// How often a settled app is looked at again, to repair drift.
+const RESYNC: Duration = Duration::from_secs(300);
+/// While a rollout runs, the Deployment watch brings the news; this is a
+/// safety net for a missed event.
+const WHILE_PROGRESSING: Duration = Duration::from_secs(30);
+/// While a claim is being replaced, the old one has to go first.
+const WHILE_REPLACING_A_CLAIM: Duration = Duration::from_secs(1);
+
+pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
+    if app.metadata.deletion_timestamp.is_some() {
+        // Its workloads go with it (owner references); its claims stay.
+        return Ok(Action::await_change());
+    }
+    let key = backoff_key(app.as_ref());
+    let rendered = match render(&app, &context.settings.render) {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
+            let message = format!("The App's spec is invalid: {error}.");
+            set_status(&app, &context, failure_status(&app, None, message)).await?;
+            context.succeeded(&key);
+            // Only a change of the spec can fix it, and that is watched.
+            return Ok(Action::await_change());
+        }
+    };
+    match apply_all(&app, &rendered, &context).await {
+        Ok(applied) => {
+            let status = app_status(
+                &app,
+                rendered.url.clone(),
+                &applied.deployments,
+                applied.waiting_for.clone(),
+            );
+            set_status(&app, &context, status.clone()).await?;
+            context.succeeded(&key);
+            Ok(Action::requeue(if applied.waiting_for.is_some() {
+                WHILE_REPLACING_A_CLAIM
+            } else if status.reason.as_deref() == Some(REASON_PROGRESSING) {
+                WHILE_PROGRESSING
+            } else {
+                RESYNC
+            }))
+        }
+        Err(failure) => {
+            // The raw error for operators; the status gets a sentence.
+            tracing::warn!(app = %key, object = %failure.object, error = ?failure.error, "applying failed");
+            // A refusal is the app's failure; a cluster that is briefly
+            // unavailable is not, and is only retried.
+            if failure.is_refusal() {
+                let status = failure_status(&app, rendered.url.clone(), failure.message());
+                // Best effort: the error is what gets retried.
+                let _ = set_status(&app, &context, status).await;
+            }
+            Err(Error::Apply {
+                object: failure.object,
+                source: failure.error,
+            })
+        }
+    }
+}
+
+pub fn error_policy(app: Arc<App>, _error: &Error, context: Arc<Context>) -> Action {
+    context.backoff(backoff_key(app.as_ref()))
+}
+
+/// What applying found out: the Deployments as they are now, and whether
+/// something is still being waited for.
+struct Applied {
+    deployments: Vec<Deployment>,
+    waiting_for: Option<String>,
+}
+
+/// An object that could not be written, and why.
+struct Failure {
+    /// `Deployment shop-web`.
+    object: String,
+    error: kube::Error,
+}
+
+impl Failure {
+    fn of<K: Resource<DynamicType = ()>>(name: &str) -> impl FnOnce(kube::Error) -> Self {
+        let object = format!("{} {name}", K::kind(&()));
+        move |error| Self { object, error }
+    }
+
+    /// Whether the cluster refused the object (a 4xx other than throttling),
+    /// rather than failing to answer.
+    fn is_refusal(&self) -> bool {
+        matches!(&self.error, kube::Error::Api(status)
+            if (400..500).contains(&status.code) && status.code != 429)
+    }
+
+    /// A plain sentence naming the object; for a refusal (422 Invalid), the
+    /// apiserver's own words about what is wrong.
+    fn message(&self) -> String {
+        match &self.error {
+            kube::Error::Api(status) if status.code == 422 => {
+                format!(
+                    "{} was refused by the cluster: {}",
+                    self.object,
+                    status.message.trim_end_matches('.')
+                ) + "."
+            }
+            kube::Error::Api(status) if status.code == 403 => format!(
+                "{} could not be written: the cluster does not allow it ({}).",
+                self.object,
+                status.message.trim_end_matches('.')
+            ),
+            kube::Error::Api(status) if self.is_refusal() => format!(
+                "{} could not be written: the cluster answered {}.",
+                self.object, status.code
+            ),
+            _ => format!(
+                "{} could not be reached in the cluster; retrying.",
+                self.object
+            ),
+        }
+    }
+}
+
+/// The objects of one kind rendered from an app, and those the cluster holds.
+struct Kind<K: Resource> {
+    api: Api<K>,
+    live: BTreeMap<String, K>,
+}
+
+impl<K> Kind<K>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
+{
+    async fn list(context: &Context, app: &App, namespace: &str) -> Result<Self, Failure> {
+        let api: Api<K> = Api::namespaced(context.client.clone(), namespace);
+        let selector = format!(
+            "{LABEL_APP}={},{LABEL_MANAGED_BY}={MANAGER}",
+            app.name_any()
+        );
+        let live = api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(|error| Failure {
+                object: format!("the {} list", K::plural(&())),
+                error,
+            })?
+            .items
+            .into_iter()
+            .map(|object| (object.name_any(), object))
+            .collect();
+        Ok(Self { api, live })
+    }
+
+    async fn apply(&self, object: &K) -> Result<K, Failure> {
+        let name = object.name_any();
+        self.api
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(object),
+            )
+            .await
+            .map_err(Failure::of::<K>(&name))
+    }
+
+    async fn apply_all(&self, objects: &[K]) -> Result<Vec<K>, Failure> {
+        let mut applied = Vec::with_capacity(objects.len());
+        for object in objects {
+            applied.push(self.apply(object).await?);
+        }
+        Ok(applied)
+    }
+
+    /// Deletes what the app no longer renders.
+    async fn prune(&self, rendered: &[K]) -> Result<(), Failure> {
+        let keep: BTreeSet<String> = rendered.iter().map(ResourceExt::name_any).collect();
+        for name in self.live.keys().filter(|name| !keep.contains(*name)) {
+            match self.api.delete(name, &DeleteParams::background()).await {
+                Ok(_) => tracing::info!(kind = K::kind(&()).as_ref(), %name, "removed"),
+                Err(error) if is_not_found(&error) => {}
+                Err(error) => return Err(Failure::of::<K>(name)(error)),
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<Applied, Failure> {
+    let namespace = app.namespace().unwrap_or_default();
+    let claims = Kind::<PersistentVolumeClaim>::list(context, app, &namespace).await?;
+    let services = Kind::<Service>::list(context, app, &namespace).await?;
+    let deployments = Kind::<Deployment>::list(context, app, &namespace).await?;
+    let autoscalers = Kind::<HorizontalPodAutoscaler>::list(context, app, &namespace).await?;
+    let cron_jobs = Kind::<CronJob>::list(context, app, &namespace).await?;
+    let ingresses = Kind::<Ingress>::list(context, app, &namespace).await?;
+
+    // Claims first: pods wait for the claims they mount.
+    let mut waiting_for = None;
+    for claim in &rendered.claims {
+        if let ClaimOutcome::Replacing(name) = apply_claim(&claims, claim).await? {
+            waiting_for = Some(format!(
+                "PersistentVolumeClaim {name} is being replaced at its new size."
+            ));
+        }
+    }
+    services.apply_all(&rendered.services).await?;
+    for deployment in &rendered.deployments {
+        prepare_strategy_change(&deployments, deployment).await?;
+    }
+    let live_deployments = deployments.apply_all(&rendered.deployments).await?;
+    autoscalers.apply_all(&rendered.autoscalers).await?;
+    cron_jobs.apply_all(&rendered.cron_jobs).await?;
+    let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
+    ingresses.apply_all(&rendered_ingresses).await?;
+
+    // Removed after the new objects are in place, so a renamed process's
+    // Service never points nowhere in between.
+    ingresses.prune(&rendered_ingresses).await?;
+    autoscalers.prune(&rendered.autoscalers).await?;
+    cron_jobs.prune(&rendered.cron_jobs).await?;
+    deployments.prune(&rendered.deployments).await?;
+    services.prune(&rendered.services).await?;
+    Ok(Applied {
+        deployments: live_deployments,
+        waiting_for,
+    })
+}
+
+/// A Deployment moving to `Recreate` must lose its `rollingUpdate`
+/// parameters (set by the apiserver's defaults, not by us) in the same
+/// write, or the apiserver refuses it.
+async fn prepare_strategy_change(
+    deployments: &Kind<Deployment>,
+    rendered: &Deployment,
+) -> Result<(), Failure> {
+    let name = rendered.name_any();
+    let wanted = rendered
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.strategy.as_ref())
+        .and_then(|strategy| strategy.type_.as_deref());
+    let live_has_rolling_parameters = deployments
+        .live
+        .get(&name)
+        .and_then(|live| live.spec.as_ref())
+        .and_then(|spec| spec.strategy.as_ref())
+        .is_some_and(|strategy| strategy.rolling_update.is_some());
+    if wanted != Some("Recreate") || !live_has_rolling_parameters {
+        return Ok(());
+    }
+    let patch = json!({ "spec": { "strategy": { "type": "Recreate", "rollingUpdate": null } } });
+    deployments
+        .api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(Failure::of::<Deployment>(&name))?;
+    Ok(())
+}
+
+enum ClaimOutcome {
+    Applied,
+    /// The claim is being deleted, to be made again at its new size.
+    Replacing(String),
+}
+
+/// Applies a claim at the larger of its rendered and its current size.
+async fn apply_claim(
+    claims: &Kind<PersistentVolumeClaim>,
+    rendered: &PersistentVolumeClaim,
+) -> Result<ClaimOutcome, Failure> {
+    let name = rendered.name_any();
+    let Some(live) = claims.live.get(&name) else {
+        claims.apply(rendered).await?;
+        return Ok(ClaimOutcome::Applied);
+    };
+    if live.metadata.deletion_timestamp.is_some() {
+        return Ok(ClaimOutcome::Replacing(name));
+    }
+    let wanted = storage_request(rendered);
+    let current = storage_request(live);
+    let (Some(wanted), Some(current)) = (wanted, current) else {
+        // Nothing to compare (a claim edited by hand): the rendered size.
+        claims.apply(rendered).await?;
+        return Ok(ClaimOutcome::Applied);
+    };
+    if wanted <= current {
+        // Never shrink: keep the current request, as the cluster writes it.
+        claims.apply(&with_storage(rendered, &current)).await?;
+        return Ok(ClaimOutcome::Applied);
+    }
+    let bound = live
+        .status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref())
+        == Some("Bound");
+    if bound {
+        claims.apply(rendered).await?;
+        return Ok(ClaimOutcome::Applied);
+    }
+    // Unbound: its spec is immutable, and it holds no data. Only the claim
+    // we looked at may go, not one made again meanwhile.
+    let preconditions = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: live.metadata.uid.clone(),
+            resource_version: live.metadata.resource_version.clone(),
+        }),
+        ..DeleteParams::background()
+    };
+    match claims.api.delete(&name, &preconditions).await {
+        Ok(_) => {}
+        // Gone already, or changed since it was read: look again next round.
+        Err(error) if is_not_found(&error) || is_conflict(&error) => {}
+        Err(error) => return Err(Failure::of::<PersistentVolumeClaim>(&name)(error)),
+    }
+    let still_there = claims
+        .api
+        .get_opt(&name)
+        .await
+        .map_err(Failure::of::<PersistentVolumeClaim>(&name))?;
+    if still_there.is_some() {
+        // Its protection finalizer goes once no scheduled pod uses it.
+        return Ok(ClaimOutcome::Replacing(name));
+    }
+    claims.apply(rendered).await?;
+    tracing::info!(claim = %name, "unbound claim replaced at its new size");
+    Ok(ClaimOutcome::Applied)
+}
+
+fn storage_request(claim: &PersistentVolumeClaim) -> Option<Quantity> {
+    let request = claim
+        .spec
+        .as_ref()?
+        .resources
+        .as_ref()?
+        .requests
+        .as_ref()?
+        .get("storage")?;
+    Quantity::parse(&request.0).ok()
+}
+
+fn with_storage(claim: &PersistentVolumeClaim, size: &Quantity) -> PersistentVolumeClaim {
+    let mut claim = claim.clone();
+    if let Some(requests) = claim
+        .spec
+        .as_mut()
+        .and_then(|spec| spec.resources.as_mut())
+        .and_then(|resources| resources.requests.as_mut())
+    {
+        requests.insert("storage".to_owned(), K8sQuantity(size.as_str().to_owned()));
+    }
+    claim
+}
+
+/// Where one Deployment's rollout stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Rollout {
+    Done,
+    Progressing(String),
+    Failed(String),
+}
+
+/// Like `kubectl rollout status`: the spec observed, then the deadline, then
+/// the replica counts.
+fn rollout(deployment: &Deployment) -> Rollout {
+    let name = deployment.name_any();
+    let status = deployment.status.clone().unwrap_or_default();
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    if status.observed_generation.unwrap_or(0) < generation {
+        return Rollout::Progressing(format!(
+            "Deployment {name} is rolling out: its new spec is not yet picked up."
+        ));
+    }
+    let spec = deployment.spec.clone().unwrap_or_default();
+    let deadline_exceeded = status.conditions.iter().flatten().any(|condition| {
+        condition.type_ == "Progressing"
+            && condition.reason.as_deref() == Some("ProgressDeadlineExceeded")
+    });
+    if deadline_exceeded {
+        let deadline = spec
+            .progress_deadline_seconds
+            .map(|seconds| format!(" ({seconds} s)"))
+            .unwrap_or_default();
+        return Rollout::Failed(format!(
+            "Deployment {name} made no progress within its deadline{deadline}: its pods did not become ready."
+        ));
+    }
+    let desired = spec.replicas.unwrap_or(1);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let total = status.replicas.unwrap_or(0);
+    let available = status.available_replicas.unwrap_or(0);
+    if updated < desired {
+        Rollout::Progressing(format!(
+            "Deployment {name} is rolling out: {updated} of {desired} replicas updated."
+        ))
+    } else if total > updated {
+        Rollout::Progressing(format!(
+            "Deployment {name} is rolling out: {} old replicas are still stopping.",
+            total - updated
+        ))
+    } else if available < updated {
+        Rollout::Progressing(format!(
+            "Deployment {name} is rolling out: {available} of {updated} replicas available."
+        ))
+    } else {
+        Rollout::Done
+    }
+}
+
+/// The App's status from its Deployments as they are now (none: the app
+/// only has scheduled processes) and what is still being waited for.
+pub fn app_status(
+    app: &App,
+    url: Option<String>,
+    deployments: &[Deployment],
+    waiting_for: Option<String>,
+) -> AppStatus {
+    let status = |ready: bool, reason: &str, message: Option<String>| AppStatus {
+        ready,
+        reason: Some(reason.to_owned()),
+        message,
+        url: url.clone(),
+        observed_generation: app.metadata.generation,
+    };
+    let rollouts: Vec<Rollout> = deployments.iter().map(rollout).collect();
+    if let Some(message) = rollouts.iter().find_map(|rollout| match rollout {
+        Rollout::Failed(message) => Some(message.clone()),
+        _ => None,
+    }) {
+        return status(false, REASON_ROLLOUT_FAILED, Some(message));
+    }
+    if let Some(message) = waiting_for {
+        return status(false, REASON_PROGRESSING, Some(message));
+    }
+    if let Some(message) = rollouts.iter().find_map(|rollout| match rollout {
+        Rollout::Progressing(message) => Some(message.clone()),
+        _ => None,
+    }) {
+        return status(false, REASON_PROGRESSING, Some(message));
+    }
+    if deployments.is_empty() {
+        return status(true, REASON_SCHEDULED, None);
+    }
+    status(true, REASON_AVAILABLE, None)
+}
+
+/// The App's status when it cannot be rendered or applied.
+pub fn failure_status(app: &App, url: Option<String>, message: String) -> AppStatus {
+    AppStatus {
+        ready: false,
+        reason: Some(REASON_ROLLOUT_FAILED.to_owned()),
+        message: Some(message),
+        url,
+        observed_generation: app.metadata.generation,
+    }
+}
+
+/// Writes the status only when it differs, so writing it starts no new round.
+async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(), Error> {
+    if app.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<App> =
+        Api::namespaced(context.client.clone(), &app.namespace().unwrap_or_default());
+    // Explicit nulls: a merge patch only removes the fields it names.
+    let patch = json!({ "status": {
+        "ready": status.ready,
+        "reason": status.reason,
+        "message": status.message,
+        "url": status.url,
+        "observedGeneration": status.observed_generation,
+    }});
+    match api
+        .patch_status(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        // Deleted meanwhile: nothing to report to.
+        Err(error) if is_not_found(&error) => return Ok(()),
+        Err(error) => return Err(error.into()),
+    }
+    tracing::info!(app = %backoff_key(app), reason = ?status.reason, "status");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_shared::cluster::crd::{AppConfig, AppSpec, ReleaseMark};
+    use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
+
+    fn app() -> App {
+        let mut app = App::new(
+            "shop",
+            AppSpec {
+                config: AppConfig {
+                    image: "shop:1".to_owned(),
+                    processes: Vec::new(),
+                    env: Vec::new(),
+                    domains: Vec::new(),
+                    volumes: Vec::new(),
+                    health_check_path: None,
+                    fs_group: None,
+                },
+                release: ReleaseMark {
+                    revision: 1,
+                    reason: "create".to_owned(),
+                    note: None,
+                    actor: None,
+                    created_at: 0,
+                },
+                restarted_at: None,
+            },
+        );
+        app.metadata.generation = Some(4);
+        app
+    }
+
+    fn deployment(
+        name: &str,
+        generation: i64,
+        replicas: i32,
+        status: DeploymentStatus,
+    ) -> Deployment {
+        Deployment {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_owned()),
+                generation: Some(generation),
+                ..Default::default()
+            },
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                progress_deadline_seconds: Some(600),
+                ..Default::default()
+            }),
+            status: Some(status),
+        }
+    }
+
+    fn rolled_out(replicas: i32) -> DeploymentStatus {
+        DeploymentStatus {
+            observed_generation: Some(2),
+            replicas: Some(replicas),
+            updated_replicas: Some(replicas),
+            ready_replicas: Some(replicas),
+            available_replicas: Some(replicas),
+            ..Default::default()
+        }
+    }
+
+    fn url() -> Option<String> {
+        Some("https://shop.example.com".to_owned())
+    }
+
+    #[test]
+    fn rolled_out_deployments_make_an_available_app() {
+        let deployments = [
+            deployment("shop-web", 2, 2, rolled_out(2)),
+            deployment("shop-worker", 2, 1, rolled_out(1)),
+        ];
+        let status = app_status(&app(), url(), &deployments, None);
+        assert_eq!(
+            status,
+            AppStatus {
+                ready: true,
+                reason: Some("Available".to_owned()),
+                message: None,
+                url: url(),
+                observed_generation: Some(4),
+            }
+        );
+    }
+
+    #[test]
+    fn a_stopped_process_is_rolled_out_at_zero() {
+        let status = app_status(
+            &app(),
+            None,
+            &[deployment(
+                "shop-web",
+                1,
+                0,
+                DeploymentStatus {
+                    observed_generation: Some(1),
+                    ..Default::default()
+                },
+            )],
+            None,
+        );
+        assert_eq!(status.reason.as_deref(), Some("Available"));
+    }
+
+    #[test]
+    fn a_rollout_in_progress_is_progressing() {
+        let unobserved = deployment("shop-web", 3, 1, rolled_out(1));
+        let status = app_status(&app(), url(), &[unobserved], None);
+        assert!(!status.ready);
+        assert_eq!(status.reason.as_deref(), Some("Progressing"));
+        assert!(status.message.unwrap().contains("shop-web"));
+
+        for partial in [
+            DeploymentStatus {
+                updated_replicas: Some(1),
+                ..rolled_out(2)
+            },
+            DeploymentStatus {
+                replicas: Some(3),
+                ..rolled_out(2)
+            },
+            DeploymentStatus {
+                available_replicas: Some(1),
+                ..rolled_out(2)
+            },
+            DeploymentStatus {
+                observed_generation: Some(2),
+                ..Default::default()
+            },
+        ] {
+            let status = app_status(
+                &app(),
+                url(),
+                &[
+                    deployment("shop-worker", 2, 1, rolled_out(1)),
+                    deployment("shop-web", 2, 2, partial.clone()),
+                ],
+                None,
+            );
+            assert_eq!(status.reason.as_deref(), Some("Progressing"), "{partial:?}");
+            assert!(!status.ready);
+            assert!(status.message.unwrap().contains("shop-web"));
+        }
+    }
+
+    #[test]
+    fn an_exceeded_progress_deadline_is_a_failed_rollout() {
+        let stuck = DeploymentStatus {
+            conditions: Some(vec![DeploymentCondition {
+                type_: "Progressing".to_owned(),
+                status: "False".to_owned(),
+                reason: Some("ProgressDeadlineExceeded".to_owned()),
+                message: Some("ReplicaSet \"shop-web-5d\" has timed out progressing.".to_owned()),
+                ..Default::default()
+            }]),
+            available_replicas: Some(0),
+            ..rolled_out(1)
+        };
+        let status = app_status(
+            &app(),
+            url(),
+            &[
+                deployment("shop-worker", 2, 1, rolled_out(1)),
+                deployment("shop-web", 2, 1, stuck),
+            ],
+            None,
+        );
+        assert!(!status.ready);
+        assert_eq!(status.reason.as_deref(), Some("RolloutFailed"));
+        let message = status.message.unwrap();
+        assert!(message.contains("Deployment shop-web"), "{message}");
+        assert!(message.contains("600 s"), "{message}");
+        assert_eq!(status.url, url());
+    }
+
+    #[test]
+    fn an_app_of_scheduled_processes_is_scheduled() {
+        let status = app_status(&app(), None, &[], None);
+        assert!(status.ready);
+        assert_eq!(status.reason.as_deref(), Some("Scheduled"));
+        assert_eq!(status.observed_generation, Some(4));
+    }
+
+    #[test]
+    fn a_claim_being_replaced_keeps_the_app_progressing() {
+        let status = app_status(
+            &app(),
+            None,
+            &[deployment("shop-web", 2, 1, rolled_out(1))],
+            Some("PersistentVolumeClaim shop-data is being replaced at its new size.".to_owned()),
+        );
+        assert_eq!(status.reason.as_deref(), Some("Progressing"));
+        assert!(status.message.unwrap().contains("shop-data"));
+    }
+
+    #[test]
+    fn failures_say_which_object_and_what_the_apiserver_refused() {
+        let refused = Failure {
+            object: "Deployment shop-web".to_owned(),
+            error: kube::Error::Api(Box::new(kube::core::Status::failure(
+                "Deployment.apps \"shop-web\" is invalid: spec.template.spec.containers[0].image: Required value.",
+                "Invalid",
+            ).with_code(422))),
+        };
+        assert_eq!(
+            refused.message(),
+            "Deployment shop-web was refused by the cluster: Deployment.apps \"shop-web\" is invalid: spec.template.spec.containers[0].image: Required value."
+        );
+        let unavailable = Failure {
+            object: "Service shop-web".to_owned(),
+            error: kube::Error::Api(Box::new(
+                kube::core::Status::failure("etcdserver: leader changed", "InternalError")
+                    .with_code(500),
+            )),
+        };
+        let message = unavailable.message();
+        assert!(
+            message.starts_with("Service shop-web could not be reached"),
+            "{message}"
+        );
+        assert!(refused.is_refusal() && !unavailable.is_refusal());
+        assert!(!message.contains("etcd"), "{message}");
+
+        let status = failure_status(&app(), None, refused.message());
+        assert_eq!(status.reason.as_deref(), Some("RolloutFailed"));
+        assert!(!status.ready);
+    }
+}

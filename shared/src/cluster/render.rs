@@ -1,0 +1,1566 @@
+//! What an app becomes in the cluster: one pure function from an [`App`] to
+//! the Kubernetes objects that run it. The controller applies them; this is
+//! the place to read what they are.
+//!
+//! Per always-on process (no schedule): a Deployment, a Service when it has a
+//! port, and a CPU HorizontalPodAutoscaler when it may scale above its
+//! minimum. Per scheduled process: a CronJob. Per app: an Ingress for its
+//! hosts, and one PersistentVolumeClaim per volume (not owned by the App, so
+//! data outlives it).
+//!
+//! The App's spec is checked again here even though the API validated it:
+//! anyone with cluster access can edit the resource, and an object the
+//! apiserver would refuse is better reported as what in the spec is wrong.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
+    MetricTarget, ResourceMetricSource,
+};
+use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector, Service, ServicePort,
+    ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
+};
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
+    IngressServiceBackend, IngressSpec, ServiceBackendPort,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{Resource, ResourceExt};
+use sha2::{Digest, Sha256};
+
+use super::crd::{
+    App, AppConfig, AppProcess, LABEL_APP, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+    LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
+};
+use crate::domain::size::{Quantity, Size};
+
+/// The pod template annotation a restart sets (the one `kubectl rollout
+/// restart` uses), so the rollout looks familiar to anyone with kubectl.
+pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
+/// The CPU utilization an autoscaled process is kept at.
+pub const TARGET_CPU_UTILIZATION: i32 = 75;
+/// The time zone of a schedule that names none.
+pub const DEFAULT_TIME_ZONE: &str = "UTC";
+/// How late a missed scheduled run may still start.
+pub const STARTING_DEADLINE_SECONDS: i64 = 300;
+/// Finished jobs kept per scheduled process, for their logs.
+const JOBS_HISTORY: i32 = 3;
+/// A job's name is its CronJob's plus 11 characters.
+const MAX_CRON_JOB_NAME: usize = 52;
+const MAX_LABEL: usize = 63;
+
+/// The cluster-wide choices rendering depends on (the controller's settings).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RenderSettings {
+    /// The Ingress class of every app's Ingress; the cluster's default when unset.
+    pub ingress_class: Option<String>,
+    /// When set, every web app also answers at
+    /// `{app}-{environment}-{project}.{apps_domain}`.
+    pub apps_domain: Option<String>,
+    /// How long a Deployment's rollout may make no progress before it is
+    /// reported as failed.
+    pub progress_deadline_seconds: i32,
+}
+
+impl Default for RenderSettings {
+    fn default() -> Self {
+        Self {
+            ingress_class: None,
+            apps_domain: None,
+            progress_deadline_seconds: 600,
+        }
+    }
+}
+
+/// Everything an app becomes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rendered {
+    pub deployments: Vec<Deployment>,
+    pub services: Vec<Service>,
+    pub autoscalers: Vec<HorizontalPodAutoscaler>,
+    pub cron_jobs: Vec<CronJob>,
+    pub ingress: Option<Ingress>,
+    /// Not owned by the App: a volume's data outlives the app.
+    pub claims: Vec<PersistentVolumeClaim>,
+    /// `https://` and the app's first host, when it has one.
+    pub url: Option<String>,
+}
+
+/// What in the App is invalid: the field (a path in the App resource) and the
+/// rule it breaks. Never the value, which may be a secret in the wrong place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {rule}")]
+pub struct RenderError {
+    pub field: String,
+    pub rule: String,
+}
+
+impl RenderError {
+    fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// Renders `app` into the objects that run it.
+pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderError> {
+    let context = AppContext::of(app)?;
+    let config = &app.spec.config;
+    check_lists(config)?;
+    let volumes = volumes(&context, config)?;
+
+    let mut rendered = Rendered::default();
+    for (index, process) in config.processes.iter().enumerate() {
+        let field = format!("spec.processes[{index}]");
+        let process = CheckedProcess::of(&context, process, &field)?;
+        let container = container(config, &process, &volumes)?;
+        let pod_spec = PodSpec {
+            containers: vec![container],
+            security_context: config.fs_group.map(|fs_group| PodSecurityContext {
+                fs_group: Some(fs_group),
+                ..Default::default()
+            }),
+            volumes: (!volumes.is_empty()).then(|| {
+                volumes
+                    .iter()
+                    .map(|volume| volume.pod_volume.clone())
+                    .collect()
+            }),
+            ..Default::default()
+        };
+        if let Some(schedule) = &process.spec.schedule {
+            rendered
+                .cron_jobs
+                .push(cron_job(&context, &process, schedule, pod_spec));
+            continue;
+        }
+        let autoscaled =
+            process.spec.min_replicas >= 1 && process.spec.max_replicas > process.spec.min_replicas;
+        rendered.deployments.push(deployment(
+            &context,
+            app,
+            settings,
+            &process,
+            pod_spec,
+            autoscaled,
+            !volumes.is_empty(),
+        ));
+        if let Some(port) = process.spec.port {
+            rendered.services.push(service(&context, &process, port));
+        }
+        if autoscaled {
+            rendered.autoscalers.push(autoscaler(&context, &process));
+        }
+    }
+    rendered.claims = volumes.into_iter().map(|volume| volume.claim).collect();
+
+    let hosts = hosts(&context, config, settings)?;
+    rendered.ingress = ingress(&context, settings, &hosts);
+    // Only where the Ingress sends requests somewhere; a wildcard is no address.
+    rendered.url = rendered
+        .ingress
+        .as_ref()
+        .and_then(|_| hosts.iter().find(|host| !host.starts_with('*')))
+        .map(|host| format!("https://{host}"));
+    Ok(rendered)
+}
+
+/// What every object of the app shares.
+struct AppContext<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    project: &'a str,
+    environment: &'a str,
+    owner: OwnerReference,
+    /// Berth's labels and `berth.dev/app`.
+    labels: BTreeMap<String, String>,
+    /// The first always-on `http` process with a port, which the Ingress routes to.
+    web: Option<(String, i32)>,
+}
+
+impl<'a> AppContext<'a> {
+    fn of(app: &'a App) -> Result<Self, RenderError> {
+        let name = app.metadata.name.as_deref().unwrap_or_default();
+        if !is_dns1035_label(name) {
+            return Err(RenderError::new(
+                "metadata.name",
+                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters)",
+            ));
+        }
+        let namespace = app
+            .metadata
+            .namespace
+            .as_deref()
+            .ok_or_else(|| RenderError::new("metadata.namespace", "must be set"))?;
+        let mut owner = app.controller_owner_ref(&()).ok_or_else(|| {
+            RenderError::new("metadata.uid", "must be set (the App must be stored)")
+        })?;
+        // Foreground deletion of the App then waits for its workloads.
+        owner.block_owner_deletion = Some(true);
+        let label = |key: &'static str| -> Result<&'a str, RenderError> {
+            match app.labels().get(key) {
+                Some(value) if is_label_value(value) && !value.is_empty() => Ok(value.as_str()),
+                _ => Err(RenderError::new(
+                    format!("metadata.labels[{key}]"),
+                    "must be set to a label value (at most 63 characters)",
+                )),
+            }
+        };
+        let org = label(LABEL_ORG)?;
+        let project = label(LABEL_PROJECT)?;
+        let environment = label(LABEL_ENVIRONMENT)?;
+        let labels = BTreeMap::from([
+            (LABEL_ORG.to_owned(), org.to_owned()),
+            (LABEL_PROJECT.to_owned(), project.to_owned()),
+            (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
+            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+            (LABEL_APP.to_owned(), name.to_owned()),
+        ]);
+        let web = app
+            .spec
+            .config
+            .processes
+            .iter()
+            .find(|p| !p.is_scheduled() && p.protocol == "http" && p.port.is_some())
+            .and_then(|p| Some((object_names::workload(name, &p.name), p.port?)));
+        Ok(Self {
+            name,
+            namespace,
+            project,
+            environment,
+            owner,
+            labels,
+            web,
+        })
+    }
+
+    fn metadata(&self, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name),
+            namespace: Some(self.namespace.to_owned()),
+            labels: Some(labels),
+            owner_references: Some(vec![self.owner.clone()]),
+            ..Default::default()
+        }
+    }
+
+    fn process_labels(&self, process: &str) -> BTreeMap<String, String> {
+        let mut labels = self.labels.clone();
+        labels.insert(LABEL_PROCESS.to_owned(), process.to_owned());
+        labels
+    }
+
+    /// What a process's pods are selected by: stable across spec changes, as
+    /// a Deployment's selector is immutable.
+    fn selector(&self, process: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_APP.to_owned(), self.name.to_owned()),
+            (LABEL_PROCESS.to_owned(), process.to_owned()),
+        ])
+    }
+}
+
+/// No two processes or volumes of the same name: they would render to the
+/// same objects.
+fn check_lists(config: &AppConfig) -> Result<(), RenderError> {
+    if config.processes.is_empty() {
+        return Err(RenderError::new(
+            "spec.processes",
+            "must hold at least one process",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (index, process) in config.processes.iter().enumerate() {
+        if !seen.insert(process.name.as_str()) {
+            return Err(RenderError::new(
+                format!("spec.processes[{index}].name"),
+                "must differ from every other process's name",
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (index, volume) in config.volumes.iter().enumerate() {
+        if !seen.insert(volume.name.as_str()) {
+            return Err(RenderError::new(
+                format!("spec.volumes[{index}].name"),
+                "must differ from every other volume's name",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A process whose fields rendering relies on have been checked.
+struct CheckedProcess<'a> {
+    spec: &'a AppProcess,
+    /// The Deployment, Service, HPA or CronJob name.
+    object_name: String,
+    size: Size,
+    labels: BTreeMap<String, String>,
+}
+
+impl<'a> CheckedProcess<'a> {
+    fn of(
+        context: &AppContext<'_>,
+        spec: &'a AppProcess,
+        field: &str,
+    ) -> Result<Self, RenderError> {
+        if !is_dns1123_label(&spec.name) {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
+            ));
+        }
+        let object_name = object_names::workload(context.name, &spec.name);
+        let limit = if spec.is_scheduled() {
+            MAX_CRON_JOB_NAME
+        } else {
+            MAX_LABEL
+        };
+        if !is_dns1035_label(&object_name) || object_name.len() > limit {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                format!(
+                    "is too long: the app's and the process's names joined by '-' must be at most {limit} characters"
+                ),
+            ));
+        }
+        let size = Size::parse(&spec.size)
+            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+        if let Some(port) = spec.port
+            && !(1..=65535).contains(&port)
+        {
+            return Err(RenderError::new(
+                format!("{field}.port"),
+                "must be between 1 and 65535",
+            ));
+        }
+        if spec.protocol != "http" && spec.protocol != "tcp" {
+            return Err(RenderError::new(
+                format!("{field}.protocol"),
+                "must be http or tcp",
+            ));
+        }
+        if spec.min_replicas < 0 {
+            return Err(RenderError::new(
+                format!("{field}.minReplicas"),
+                "must be 0 or more",
+            ));
+        }
+        if spec.max_replicas < spec.min_replicas {
+            return Err(RenderError::new(
+                format!("{field}.maxReplicas"),
+                "must be at least minReplicas",
+            ));
+        }
+        if let Some(schedule) = &spec.schedule
+            && schedule.trim().is_empty()
+        {
+            return Err(RenderError::new(
+                format!("{field}.schedule"),
+                "must be a 5-field cron expression",
+            ));
+        }
+        Ok(Self {
+            spec,
+            labels: context.process_labels(&spec.name),
+            object_name,
+            size,
+        })
+    }
+
+    /// The container port's name, also the Service port's: a DNS-1035 label.
+    fn port_name(&self) -> String {
+        self.spec.protocol.clone()
+    }
+}
+
+/// A volume: its claim, and how pods mount it.
+struct RenderedVolume {
+    claim: PersistentVolumeClaim,
+    pod_volume: Volume,
+    mount: VolumeMount,
+}
+
+fn volumes(
+    context: &AppContext<'_>,
+    config: &AppConfig,
+) -> Result<Vec<RenderedVolume>, RenderError> {
+    config
+        .volumes
+        .iter()
+        .enumerate()
+        .map(|(index, volume)| {
+            let field = format!("spec.volumes[{index}]");
+            if !is_dns1123_label(&volume.name) {
+                return Err(RenderError::new(
+                    format!("{field}.name"),
+                    "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
+                ));
+            }
+            let claim_name = object_names::claim(context.name, &volume.name);
+            if !is_dns1123_subdomain(&claim_name) {
+                return Err(RenderError::new(
+                    format!("{field}.name"),
+                    "is too long for a claim name with the app's name",
+                ));
+            }
+            if !volume.mount_path.starts_with('/') || volume.mount_path.contains(':') {
+                return Err(RenderError::new(
+                    format!("{field}.mountPath"),
+                    "must be an absolute path without ':'",
+                ));
+            }
+            let size = Quantity::parse(&volume.size)
+                .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+            if !size.is_positive() {
+                return Err(RenderError::new(
+                    format!("{field}.size"),
+                    "must be above zero",
+                ));
+            }
+            let claim = PersistentVolumeClaim {
+                metadata: ObjectMeta {
+                    name: Some(claim_name.clone()),
+                    namespace: Some(context.namespace.to_owned()),
+                    labels: Some(context.labels.clone()),
+                    // None: a claim outlives its App (deleted only on request).
+                    owner_references: None,
+                    ..Default::default()
+                },
+                spec: Some(PersistentVolumeClaimSpec {
+                    // A volume is one disk, attached to one node at a time.
+                    access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+                    resources: Some(VolumeResourceRequirements {
+                        requests: Some(BTreeMap::from([(
+                            "storage".to_owned(),
+                            K8sQuantity(size.as_str().to_owned()),
+                        )])),
+                        limits: None,
+                    }),
+                    ..Default::default()
+                }),
+                status: None,
+            };
+            Ok(RenderedVolume {
+                claim,
+                pod_volume: Volume {
+                    name: volume.name.clone(),
+                    persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                        claim_name,
+                        read_only: None,
+                    }),
+                    ..Default::default()
+                },
+                mount: VolumeMount {
+                    name: volume.name.clone(),
+                    mount_path: volume.mount_path.clone(),
+                    ..Default::default()
+                },
+            })
+        })
+        .collect()
+}
+
+/// The process's one container: image, command, env, resources, port,
+/// probes and mounts.
+fn container(
+    config: &AppConfig,
+    process: &CheckedProcess<'_>,
+    volumes: &[RenderedVolume],
+) -> Result<Container, RenderError> {
+    if config.image.trim().is_empty() {
+        return Err(RenderError::new("spec.image", "must be an image reference"));
+    }
+    let resources: BTreeMap<String, K8sQuantity> = BTreeMap::from([
+        (
+            "cpu".to_owned(),
+            K8sQuantity(process.size.cpu().as_str().to_owned()),
+        ),
+        (
+            "memory".to_owned(),
+            K8sQuantity(process.size.memory().as_str().to_owned()),
+        ),
+    ]);
+    // Scheduled processes serve nothing: no port, and no probes (a job that
+    // fails a liveness probe would be killed mid-run).
+    let port = process.spec.port.filter(|_| !process.spec.is_scheduled());
+    let (readiness_probe, liveness_probe) = match port {
+        Some(port) => probes(config, process, port)?,
+        None => (None, None),
+    };
+    Ok(Container {
+        name: process.spec.name.clone(),
+        image: Some(config.image.clone()),
+        command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
+        env: (!config.env.is_empty()).then(|| env(config)).transpose()?,
+        ports: port.map(|port| {
+            vec![ContainerPort {
+                name: Some(process.port_name()),
+                container_port: port,
+                protocol: Some("TCP".to_owned()),
+                ..Default::default()
+            }]
+        }),
+        // Requests equal to limits: the process gets what its size says, no
+        // more, and is the last to be evicted.
+        resources: Some(ResourceRequirements {
+            requests: Some(resources.clone()),
+            limits: Some(resources),
+            claims: None,
+        }),
+        readiness_probe,
+        liveness_probe,
+        volume_mounts: (!volumes.is_empty())
+            .then(|| volumes.iter().map(|volume| volume.mount.clone()).collect()),
+        ..Default::default()
+    })
+}
+
+fn env(config: &AppConfig) -> Result<Vec<EnvVar>, RenderError> {
+    config
+        .env
+        .iter()
+        .enumerate()
+        .map(|(index, var)| {
+            let field = format!("spec.env[{index}]");
+            if var.name.is_empty() || var.name.contains('=') {
+                return Err(RenderError::new(
+                    format!("{field}.name"),
+                    "must be an environment variable name",
+                ));
+            }
+            match (&var.value, &var.secret) {
+                (Some(_), Some(_)) => Err(RenderError::new(
+                    field,
+                    "must have either a value or a secret, not both",
+                )),
+                (_, Some(secret)) => Ok(EnvVar {
+                    name: var.name.clone(),
+                    value: None,
+                    value_from: Some(EnvVarSource {
+                        secret_key_ref: Some(SecretKeySelector {
+                            name: secret.name.clone(),
+                            key: secret.key.clone(),
+                            optional: None,
+                        }),
+                        ..Default::default()
+                    }),
+                }),
+                (value, None) => Ok(EnvVar {
+                    name: var.name.clone(),
+                    value: value.clone(),
+                    value_from: None,
+                }),
+            }
+        })
+        .collect()
+}
+
+/// Readiness and liveness: HTTP on the health check path for `http`
+/// processes that have one, a TCP connect for readiness of `tcp` processes.
+fn probes(
+    config: &AppConfig,
+    process: &CheckedProcess<'_>,
+    port: i32,
+) -> Result<(Option<Probe>, Option<Probe>), RenderError> {
+    match process.spec.protocol.as_str() {
+        "http" => {
+            let Some(path) = &config.health_check_path else {
+                return Ok((None, None));
+            };
+            if !path.starts_with('/') {
+                return Err(RenderError::new(
+                    "spec.healthCheckPath",
+                    "must be an absolute HTTP path",
+                ));
+            }
+            let http_get = || HTTPGetAction {
+                path: Some(path.clone()),
+                port: IntOrString::Int(port),
+                scheme: Some("HTTP".to_owned()),
+                ..Default::default()
+            };
+            let readiness = Probe {
+                http_get: Some(http_get()),
+                period_seconds: Some(10),
+                timeout_seconds: Some(3),
+                failure_threshold: Some(3),
+                success_threshold: Some(1),
+                ..Default::default()
+            };
+            // Slower and later than readiness: restarting a process that is
+            // still starting up would only start it again.
+            let liveness = Probe {
+                http_get: Some(http_get()),
+                initial_delay_seconds: Some(30),
+                period_seconds: Some(20),
+                timeout_seconds: Some(5),
+                failure_threshold: Some(3),
+                success_threshold: Some(1),
+                ..Default::default()
+            };
+            Ok((Some(readiness), Some(liveness)))
+        }
+        _ => Ok((
+            Some(Probe {
+                tcp_socket: Some(TCPSocketAction {
+                    port: IntOrString::Int(port),
+                    host: None,
+                }),
+                period_seconds: Some(10),
+                timeout_seconds: Some(3),
+                failure_threshold: Some(3),
+                success_threshold: Some(1),
+                ..Default::default()
+            }),
+            None,
+        )),
+    }
+}
+
+fn deployment(
+    context: &AppContext<'_>,
+    app: &App,
+    settings: &RenderSettings,
+    process: &CheckedProcess<'_>,
+    pod_spec: PodSpec,
+    autoscaled: bool,
+    has_volumes: bool,
+) -> Deployment {
+    let annotations = app
+        .spec
+        .restarted_at
+        .as_ref()
+        .map(|at| BTreeMap::from([(RESTARTED_AT_ANNOTATION.to_owned(), at.clone())]));
+    Deployment {
+        metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
+        spec: Some(DeploymentSpec {
+            // Left to the HPA when there is one: applying a count would undo
+            // its scaling at every reconcile.
+            replicas: (!autoscaled).then_some(process.spec.min_replicas),
+            selector: LabelSelector {
+                match_labels: Some(context.selector(&process.spec.name)),
+                match_expressions: None,
+            },
+            // A ReadWriteOnce claim can't be mounted by the old and the new
+            // pod at once on different nodes: stop the old one first.
+            strategy: Some(DeploymentStrategy {
+                type_: Some(
+                    if has_volumes {
+                        "Recreate"
+                    } else {
+                        "RollingUpdate"
+                    }
+                    .to_owned(),
+                ),
+                rolling_update: None,
+            }),
+            progress_deadline_seconds: Some(settings.progress_deadline_seconds),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(process.labels.clone()),
+                    annotations,
+                    ..Default::default()
+                }),
+                spec: Some(pod_spec),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn service(context: &AppContext<'_>, process: &CheckedProcess<'_>, port: i32) -> Service {
+    Service {
+        metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".to_owned()),
+            selector: Some(context.selector(&process.spec.name)),
+            ports: Some(vec![ServicePort {
+                name: Some(process.port_name()),
+                port,
+                target_port: Some(IntOrString::Int(port)),
+                protocol: Some("TCP".to_owned()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+fn autoscaler(context: &AppContext<'_>, process: &CheckedProcess<'_>) -> HorizontalPodAutoscaler {
+    HorizontalPodAutoscaler {
+        metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".to_owned()),
+                kind: "Deployment".to_owned(),
+                name: process.object_name.clone(),
+            },
+            min_replicas: Some(process.spec.min_replicas),
+            max_replicas: process.spec.max_replicas,
+            metrics: Some(vec![MetricSpec {
+                type_: "Resource".to_owned(),
+                resource: Some(ResourceMetricSource {
+                    name: "cpu".to_owned(),
+                    target: MetricTarget {
+                        type_: "Utilization".to_owned(),
+                        average_utilization: Some(TARGET_CPU_UTILIZATION),
+                        ..Default::default()
+                    },
+                }),
+                ..Default::default()
+            }]),
+            behavior: None,
+        }),
+        status: None,
+    }
+}
+
+fn cron_job(
+    context: &AppContext<'_>,
+    process: &CheckedProcess<'_>,
+    schedule: &str,
+    mut pod_spec: PodSpec,
+) -> CronJob {
+    pod_spec.restart_policy = Some("OnFailure".to_owned());
+    CronJob {
+        metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
+        spec: Some(CronJobSpec {
+            schedule: schedule.to_owned(),
+            time_zone: Some(
+                process
+                    .spec
+                    .time_zone
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned()),
+            ),
+            // A run that is still going when the next is due is left alone:
+            // nightly jobs rarely expect to overlap.
+            concurrency_policy: Some("Forbid".to_owned()),
+            successful_jobs_history_limit: Some(JOBS_HISTORY),
+            failed_jobs_history_limit: Some(JOBS_HISTORY),
+            starting_deadline_seconds: Some(STARTING_DEADLINE_SECONDS),
+            job_template: JobTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(process.labels.clone()),
+                    ..Default::default()
+                }),
+                spec: Some(JobSpec {
+                    template: PodTemplateSpec {
+                        metadata: Some(ObjectMeta {
+                            labels: Some(process.labels.clone()),
+                            ..Default::default()
+                        }),
+                        spec: Some(pod_spec),
+                    },
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// The app's hosts: its domains, then the default host of a web app.
+fn hosts(
+    context: &AppContext<'_>,
+    config: &AppConfig,
+    settings: &RenderSettings,
+) -> Result<Vec<String>, RenderError> {
+    let mut hosts: Vec<String> = Vec::new();
+    for (index, domain) in config.domains.iter().enumerate() {
+        if !is_host(domain) {
+            return Err(RenderError::new(
+                format!("spec.domains[{index}]"),
+                "must be a lowercase DNS hostname",
+            ));
+        }
+        if !hosts.contains(domain) {
+            hosts.push(domain.clone());
+        }
+    }
+    if let (Some(apps_domain), Some(_)) = (&settings.apps_domain, &context.web) {
+        let host = format!(
+            "{}.{apps_domain}",
+            default_host_label(context.name, context.environment, context.project)
+        );
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Ok(hosts)
+}
+
+/// `{app}-{environment}-{project}`, or when that is longer than a DNS label
+/// may be (names allow up to 104 characters), its first 54 characters and 8
+/// hex digits of its SHA-256: still unique, still one label.
+pub fn default_host_label(app: &str, environment: &str, project: &str) -> String {
+    let label = format!("{app}-{environment}-{project}");
+    if label.len() <= MAX_LABEL {
+        return label;
+    }
+    let digest = hex::encode(Sha256::digest(label.as_bytes()));
+    format!("{}-{}", label[..54].trim_end_matches('-'), &digest[..8])
+}
+
+fn ingress(
+    context: &AppContext<'_>,
+    settings: &RenderSettings,
+    hosts: &[String],
+) -> Option<Ingress> {
+    let (service, port) = context.web.clone()?;
+    if hosts.is_empty() {
+        return None;
+    }
+    let rules = hosts
+        .iter()
+        .map(|host| IngressRule {
+            host: Some(host.clone()),
+            http: Some(HTTPIngressRuleValue {
+                paths: vec![HTTPIngressPath {
+                    path: Some("/".to_owned()),
+                    path_type: "Prefix".to_owned(),
+                    backend: IngressBackend {
+                        service: Some(IngressServiceBackend {
+                            name: service.clone(),
+                            port: Some(ServiceBackendPort {
+                                number: Some(port),
+                                name: None,
+                            }),
+                        }),
+                        resource: None,
+                    },
+                }],
+            }),
+        })
+        .collect();
+    Some(Ingress {
+        metadata: context.metadata(object_names::ingress(context.name), context.labels.clone()),
+        spec: Some(IngressSpec {
+            ingress_class_name: settings.ingress_class.clone(),
+            rules: Some(rules),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+fn is_dns1123_label(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= MAX_LABEL
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !value.starts_with('-')
+        && !value.ends_with('-')
+}
+
+fn is_dns1035_label(value: &str) -> bool {
+    is_dns1123_label(value) && value.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253 && value.split('.').all(is_dns1123_label)
+}
+
+/// An Ingress host: a DNS subdomain, optionally with a leading `*.`.
+fn is_host(value: &str) -> bool {
+    let name = value.strip_prefix("*.").unwrap_or(value);
+    name.contains('.') && is_dns1123_subdomain(name)
+}
+
+/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, at most 63 characters.
+fn is_label_value(value: &str) -> bool {
+    value.len() <= MAX_LABEL
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && value
+            .bytes()
+            .next()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
+        && value
+            .bytes()
+            .last()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::crd::{AppEnvVar, AppSpec, AppVolume, ReleaseMark, SecretKeyRef};
+
+    fn process(name: &str, port: Option<i32>) -> AppProcess {
+        AppProcess {
+            name: name.to_owned(),
+            command: Vec::new(),
+            port,
+            size: "small".to_owned(),
+            min_replicas: 1,
+            max_replicas: 1,
+            schedule: None,
+            time_zone: None,
+            protocol: "http".to_owned(),
+        }
+    }
+
+    fn app(processes: Vec<AppProcess>) -> App {
+        let mut app = App::new(
+            "shop",
+            AppSpec {
+                config: AppConfig {
+                    image: "ghcr.io/acme/shop:1.2.3".to_owned(),
+                    processes,
+                    env: Vec::new(),
+                    domains: Vec::new(),
+                    volumes: Vec::new(),
+                    health_check_path: None,
+                    fs_group: None,
+                },
+                release: ReleaseMark {
+                    revision: 1,
+                    reason: "create".to_owned(),
+                    note: None,
+                    actor: None,
+                    created_at: 0,
+                },
+                restarted_at: None,
+            },
+        );
+        app.metadata.namespace = Some("store-prod".to_owned());
+        app.metadata.uid = Some("0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001".to_owned());
+        app.metadata.labels = Some(BTreeMap::from([
+            (LABEL_ORG.to_owned(), "acme".to_owned()),
+            (LABEL_PROJECT.to_owned(), "store".to_owned()),
+            (LABEL_ENVIRONMENT.to_owned(), "prod".to_owned()),
+            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+        ]));
+        app
+    }
+
+    fn web_app() -> App {
+        app(vec![process("web", Some(8080))])
+    }
+
+    fn settings() -> RenderSettings {
+        RenderSettings {
+            ingress_class: Some("nginx".to_owned()),
+            apps_domain: Some("apps.example.net".to_owned()),
+            progress_deadline_seconds: 120,
+        }
+    }
+
+    fn only_container(spec: &PodSpec) -> &Container {
+        assert_eq!(spec.containers.len(), 1);
+        &spec.containers[0]
+    }
+
+    fn pod_spec(deployment: &Deployment) -> &PodSpec {
+        deployment
+            .spec
+            .as_ref()
+            .unwrap()
+            .template
+            .spec
+            .as_ref()
+            .unwrap()
+    }
+
+    fn assert_owned_and_labelled(meta: &ObjectMeta, process: Option<&str>) {
+        assert_eq!(meta.namespace.as_deref(), Some("store-prod"));
+        let owners = meta.owner_references.as_ref().expect("an owner");
+        assert_eq!(owners.len(), 1);
+        assert_eq!(owners[0].kind, "App");
+        assert_eq!(owners[0].api_version, "berth.dev/v1");
+        assert_eq!(owners[0].name, "shop");
+        assert_eq!(owners[0].uid, "0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001");
+        assert_eq!(owners[0].controller, Some(true));
+        assert_eq!(owners[0].block_owner_deletion, Some(true));
+        let labels = meta.labels.as_ref().unwrap();
+        assert_eq!(labels[LABEL_ORG], "acme");
+        assert_eq!(labels[LABEL_PROJECT], "store");
+        assert_eq!(labels[LABEL_ENVIRONMENT], "prod");
+        assert_eq!(labels[LABEL_MANAGED_BY], "berth");
+        assert_eq!(labels[LABEL_APP], "shop");
+        assert_eq!(labels.get(LABEL_PROCESS).map(String::as_str), process);
+    }
+
+    #[test]
+    fn a_web_app_is_a_deployment_a_service_and_an_ingress() {
+        let mut app = web_app();
+        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        app.spec.config.env = vec![AppEnvVar {
+            name: "MODE".to_owned(),
+            value: Some("production".to_owned()),
+            secret: None,
+        }];
+        app.spec.config.processes[0].command = vec!["./serve".to_owned(), "--port=8080".to_owned()];
+        let rendered = render(&app, &settings()).unwrap();
+
+        assert_eq!(rendered.deployments.len(), 1);
+        let deployment = &rendered.deployments[0];
+        assert_eq!(deployment.metadata.name.as_deref(), Some("shop-web"));
+        assert_owned_and_labelled(&deployment.metadata, Some("web"));
+        let spec = deployment.spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, Some(1));
+        assert_eq!(spec.progress_deadline_seconds, Some(120));
+        assert_eq!(
+            spec.strategy.as_ref().unwrap().type_.as_deref(),
+            Some("RollingUpdate")
+        );
+        assert_eq!(
+            spec.selector.match_labels,
+            Some(BTreeMap::from([
+                (LABEL_APP.to_owned(), "shop".to_owned()),
+                (LABEL_PROCESS.to_owned(), "web".to_owned()),
+            ]))
+        );
+        let template_labels = spec
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap();
+        assert_eq!(template_labels[LABEL_PROCESS], "web");
+        assert!(
+            spec.template
+                .metadata
+                .as_ref()
+                .unwrap()
+                .annotations
+                .is_none()
+        );
+
+        let pod = pod_spec(deployment);
+        assert!(pod.security_context.is_none());
+        assert!(pod.volumes.is_none());
+        let container = only_container(pod);
+        assert_eq!(container.name, "web");
+        assert_eq!(container.image.as_deref(), Some("ghcr.io/acme/shop:1.2.3"));
+        assert_eq!(
+            container.command,
+            Some(vec!["./serve".to_owned(), "--port=8080".to_owned()])
+        );
+        let env = container.env.as_ref().unwrap();
+        assert_eq!(env[0].name, "MODE");
+        assert_eq!(env[0].value.as_deref(), Some("production"));
+        let resources = container.resources.as_ref().unwrap();
+        let expected = BTreeMap::from([
+            ("cpu".to_owned(), K8sQuantity("250m".to_owned())),
+            ("memory".to_owned(), K8sQuantity("512Mi".to_owned())),
+        ]);
+        assert_eq!(resources.requests.as_ref(), Some(&expected));
+        assert_eq!(resources.limits.as_ref(), Some(&expected));
+        let ports = container.ports.as_ref().unwrap();
+        assert_eq!(ports[0].container_port, 8080);
+        assert_eq!(ports[0].name.as_deref(), Some("http"));
+
+        for probe in [&container.readiness_probe, &container.liveness_probe] {
+            let get = probe.as_ref().unwrap().http_get.as_ref().unwrap();
+            assert_eq!(get.path.as_deref(), Some("/healthz"));
+            assert_eq!(get.port, IntOrString::Int(8080));
+        }
+        let liveness = container.liveness_probe.as_ref().unwrap();
+        assert!(liveness.initial_delay_seconds.unwrap_or(0) > 0);
+        assert_eq!(liveness.success_threshold, Some(1), "liveness must be 1");
+
+        assert_eq!(rendered.services.len(), 1);
+        let service = &rendered.services[0];
+        assert_eq!(service.metadata.name.as_deref(), Some("shop-web"));
+        assert_owned_and_labelled(&service.metadata, Some("web"));
+        let service_spec = service.spec.as_ref().unwrap();
+        assert_eq!(service_spec.type_.as_deref(), Some("ClusterIP"));
+        assert_eq!(service_spec.selector, spec.selector.match_labels);
+        let port = &service_spec.ports.as_ref().unwrap()[0];
+        assert_eq!(port.name.as_deref(), Some("http"));
+        assert_eq!(port.port, 8080);
+        assert_eq!(port.target_port, Some(IntOrString::Int(8080)));
+
+        assert!(rendered.autoscalers.is_empty());
+        assert!(rendered.cron_jobs.is_empty());
+        assert!(rendered.claims.is_empty());
+
+        let ingress = rendered.ingress.as_ref().unwrap();
+        assert_eq!(ingress.metadata.name.as_deref(), Some("shop"));
+        assert_owned_and_labelled(&ingress.metadata, None);
+        let ingress_spec = ingress.spec.as_ref().unwrap();
+        assert_eq!(ingress_spec.ingress_class_name.as_deref(), Some("nginx"));
+        let rules = ingress_spec.rules.as_ref().unwrap();
+        assert_eq!(rules.len(), 1);
+        assert_eq!(
+            rules[0].host.as_deref(),
+            Some("shop-prod-store.apps.example.net")
+        );
+        let path = &rules[0].http.as_ref().unwrap().paths[0];
+        assert_eq!(path.path.as_deref(), Some("/"));
+        assert_eq!(path.path_type, "Prefix");
+        let backend = path.backend.service.as_ref().unwrap();
+        assert_eq!(backend.name, "shop-web");
+        assert_eq!(backend.port.as_ref().unwrap().number, Some(8080));
+        assert_eq!(
+            rendered.url.as_deref(),
+            Some("https://shop-prod-store.apps.example.net")
+        );
+    }
+
+    #[test]
+    fn web_worker_and_cron_render_to_their_own_objects() {
+        let mut worker = process("worker", None);
+        worker.size = "750m/1536Mi".to_owned();
+        worker.command = vec!["./work".to_owned()];
+        let mut nightly = process("nightly", None);
+        nightly.schedule = Some("0 3 * * *".to_owned());
+        nightly.command = vec!["./report".to_owned()];
+        let mut app = app(vec![process("web", Some(8080)), worker, nightly]);
+        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        let rendered = render(&app, &settings()).unwrap();
+
+        let names: Vec<_> = rendered
+            .deployments
+            .iter()
+            .map(|d| d.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(names, ["shop-web", "shop-worker"]);
+        assert_eq!(
+            rendered.services.len(),
+            1,
+            "only the web process has a port"
+        );
+        let worker = only_container(pod_spec(&rendered.deployments[1]));
+        assert!(worker.ports.is_none());
+        assert!(worker.readiness_probe.is_none() && worker.liveness_probe.is_none());
+        let limits = worker.resources.as_ref().unwrap().limits.as_ref().unwrap();
+        assert_eq!(limits["cpu"], K8sQuantity("750m".to_owned()));
+        assert_eq!(limits["memory"], K8sQuantity("1536Mi".to_owned()));
+
+        assert_eq!(rendered.cron_jobs.len(), 1);
+        let cron = &rendered.cron_jobs[0];
+        assert_eq!(cron.metadata.name.as_deref(), Some("shop-nightly"));
+        assert_owned_and_labelled(&cron.metadata, Some("nightly"));
+        let spec = cron.spec.as_ref().unwrap();
+        assert_eq!(spec.schedule, "0 3 * * *");
+        assert_eq!(spec.time_zone.as_deref(), Some("UTC"));
+        assert_eq!(spec.concurrency_policy.as_deref(), Some("Forbid"));
+        assert_eq!(spec.successful_jobs_history_limit, Some(3));
+        assert_eq!(spec.failed_jobs_history_limit, Some(3));
+        assert_eq!(spec.starting_deadline_seconds, Some(300));
+        let job = &spec.job_template;
+        assert_eq!(
+            job.metadata.as_ref().unwrap().labels.as_ref().unwrap()[LABEL_PROCESS],
+            "nightly"
+        );
+        let job_spec = job.spec.as_ref().unwrap();
+        let pod = job_spec.template.spec.as_ref().unwrap();
+        assert_eq!(pod.restart_policy.as_deref(), Some("OnFailure"));
+        let container = only_container(pod);
+        assert_eq!(container.command, Some(vec!["./report".to_owned()]));
+        assert!(container.readiness_probe.is_none() && container.liveness_probe.is_none());
+        assert!(container.resources.is_some());
+
+        // The Ingress goes to the web process.
+        let ingress = rendered.ingress.unwrap();
+        let rules = ingress.spec.unwrap().rules.unwrap();
+        let backend = rules[0].http.as_ref().unwrap().paths[0]
+            .backend
+            .service
+            .clone();
+        assert_eq!(backend.unwrap().name, "shop-web");
+    }
+
+    #[test]
+    fn a_time_zone_is_kept() {
+        let mut job = process("job", None);
+        job.schedule = Some("*/5 * * * *".to_owned());
+        job.time_zone = Some("Europe/Berlin".to_owned());
+        let rendered = render(&app(vec![job]), &settings()).unwrap();
+        let spec = rendered.cron_jobs[0].spec.as_ref().unwrap();
+        assert_eq!(spec.time_zone.as_deref(), Some("Europe/Berlin"));
+        assert!(rendered.deployments.is_empty());
+        assert!(rendered.ingress.is_none());
+        assert_eq!(rendered.url, None);
+    }
+
+    #[test]
+    fn an_autoscaled_process_leaves_replicas_to_its_hpa() {
+        let mut web = process("web", Some(8080));
+        web.min_replicas = 2;
+        web.max_replicas = 6;
+        let rendered = render(&app(vec![web]), &settings()).unwrap();
+        let spec = rendered.deployments[0].spec.as_ref().unwrap();
+        assert_eq!(spec.replicas, None);
+        assert_eq!(rendered.autoscalers.len(), 1);
+        let hpa = &rendered.autoscalers[0];
+        assert_eq!(hpa.metadata.name.as_deref(), Some("shop-web"));
+        assert_owned_and_labelled(&hpa.metadata, Some("web"));
+        let hpa_spec = hpa.spec.as_ref().unwrap();
+        assert_eq!(hpa_spec.min_replicas, Some(2));
+        assert_eq!(hpa_spec.max_replicas, 6);
+        assert_eq!(hpa_spec.scale_target_ref.kind, "Deployment");
+        assert_eq!(hpa_spec.scale_target_ref.name, "shop-web");
+        assert_eq!(
+            hpa_spec.scale_target_ref.api_version.as_deref(),
+            Some("apps/v1")
+        );
+        let metric = &hpa_spec.metrics.as_ref().unwrap()[0];
+        assert_eq!(metric.type_, "Resource");
+        let resource = metric.resource.as_ref().unwrap();
+        assert_eq!(resource.name, "cpu");
+        assert_eq!(resource.target.type_, "Utilization");
+        assert_eq!(resource.target.average_utilization, Some(75));
+    }
+
+    #[test]
+    fn no_hpa_at_fixed_or_zero_replicas() {
+        let fixed = process("web", Some(8080));
+        let mut stopped = process("worker", None);
+        stopped.min_replicas = 0;
+        stopped.max_replicas = 4;
+        let rendered = render(&app(vec![fixed, stopped]), &settings()).unwrap();
+        assert!(rendered.autoscalers.is_empty());
+        let replicas: Vec<_> = rendered
+            .deployments
+            .iter()
+            .map(|d| d.spec.as_ref().unwrap().replicas)
+            .collect();
+        assert_eq!(replicas, [Some(1), Some(0)]);
+    }
+
+    #[test]
+    fn volumes_are_claims_mounted_with_the_recreate_strategy() {
+        let mut app = web_app();
+        app.spec.config.fs_group = Some(1000);
+        app.spec.config.volumes = vec![
+            AppVolume {
+                name: "data".to_owned(),
+                mount_path: "/var/lib/data".to_owned(),
+                size: "5Gi".to_owned(),
+            },
+            AppVolume {
+                name: "cache".to_owned(),
+                mount_path: "/cache".to_owned(),
+                size: "1Gi".to_owned(),
+            },
+        ];
+        let rendered = render(&app, &settings()).unwrap();
+        let spec = rendered.deployments[0].spec.as_ref().unwrap();
+        assert_eq!(
+            spec.strategy.as_ref().unwrap().type_.as_deref(),
+            Some("Recreate")
+        );
+        let pod = pod_spec(&rendered.deployments[0]);
+        assert_eq!(pod.security_context.as_ref().unwrap().fs_group, Some(1000));
+        let volumes = pod.volumes.as_ref().unwrap();
+        assert_eq!(volumes.len(), 2);
+        assert_eq!(volumes[0].name, "data");
+        assert_eq!(
+            volumes[0]
+                .persistent_volume_claim
+                .as_ref()
+                .unwrap()
+                .claim_name,
+            "shop-data"
+        );
+        let mounts = only_container(pod).volume_mounts.as_ref().unwrap();
+        assert_eq!(mounts[0].name, "data");
+        assert_eq!(mounts[0].mount_path, "/var/lib/data");
+        assert_eq!(mounts[1].mount_path, "/cache");
+
+        assert_eq!(rendered.claims.len(), 2);
+        let claim = &rendered.claims[0];
+        assert_eq!(claim.metadata.name.as_deref(), Some("shop-data"));
+        assert_eq!(claim.metadata.namespace.as_deref(), Some("store-prod"));
+        assert!(
+            claim.metadata.owner_references.is_none(),
+            "claims outlive apps"
+        );
+        assert_eq!(claim.metadata.labels.as_ref().unwrap()[LABEL_APP], "shop");
+        let claim_spec = claim.spec.as_ref().unwrap();
+        assert_eq!(
+            claim_spec.access_modes,
+            Some(vec!["ReadWriteOnce".to_owned()])
+        );
+        let requests = claim_spec
+            .resources
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap();
+        assert_eq!(requests["storage"], K8sQuantity("5Gi".to_owned()));
+    }
+
+    #[test]
+    fn secret_env_vars_reference_the_secret() {
+        let mut app = web_app();
+        app.spec.config.env = vec![
+            AppEnvVar {
+                name: "DATABASE_URL".to_owned(),
+                value: None,
+                secret: Some(SecretKeyRef {
+                    name: "db".to_owned(),
+                    key: "url".to_owned(),
+                }),
+            },
+            AppEnvVar {
+                name: "EMPTY".to_owned(),
+                value: None,
+                secret: None,
+            },
+        ];
+        let rendered = render(&app, &settings()).unwrap();
+        let env = only_container(pod_spec(&rendered.deployments[0]))
+            .env
+            .clone()
+            .unwrap();
+        assert_eq!(env[0].name, "DATABASE_URL");
+        assert_eq!(env[0].value, None);
+        let reference = env[0]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!(
+            (reference.name.as_str(), reference.key.as_str()),
+            ("db", "url")
+        );
+        assert_eq!(env[1].value, None);
+        assert!(env[1].value_from.is_none());
+    }
+
+    #[test]
+    fn a_restart_annotates_the_pod_template() {
+        let mut app = web_app();
+        app.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
+        let rendered = render(&app, &settings()).unwrap();
+        let template = &rendered.deployments[0].spec.as_ref().unwrap().template;
+        let annotations = template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .annotations
+            .as_ref()
+            .unwrap();
+        assert_eq!(annotations[RESTARTED_AT_ANNOTATION], "2025-05-01T10:00:00Z");
+    }
+
+    #[test]
+    fn domains_come_before_the_default_host() {
+        let mut app = web_app();
+        app.spec.config.domains = vec!["shop.example.com".to_owned(), "www.example.com".to_owned()];
+        let rendered = render(&app, &settings()).unwrap();
+        let hosts: Vec<_> = rendered
+            .ingress
+            .unwrap()
+            .spec
+            .unwrap()
+            .rules
+            .unwrap()
+            .into_iter()
+            .map(|rule| rule.host.unwrap())
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                "shop.example.com",
+                "www.example.com",
+                "shop-prod-store.apps.example.net"
+            ]
+        );
+        assert_eq!(rendered.url.as_deref(), Some("https://shop.example.com"));
+    }
+
+    #[test]
+    fn without_an_apps_domain_only_domains_are_hosts() {
+        let no_domain = RenderSettings {
+            ingress_class: None,
+            apps_domain: None,
+            progress_deadline_seconds: 600,
+        };
+        let rendered = render(&web_app(), &no_domain).unwrap();
+        assert!(rendered.ingress.is_none());
+        assert_eq!(rendered.url, None);
+
+        let mut app = web_app();
+        app.spec.config.domains = vec!["shop.example.com".to_owned()];
+        let rendered = render(&app, &no_domain).unwrap();
+        let spec = rendered.ingress.unwrap().spec.unwrap();
+        assert_eq!(spec.ingress_class_name, None);
+        assert_eq!(spec.rules.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_worker_only_app_has_no_ingress() {
+        let mut app = app(vec![process("worker", None)]);
+        app.spec.config.domains = vec!["shop.example.com".to_owned()];
+        let rendered = render(&app, &settings()).unwrap();
+        assert!(rendered.ingress.is_none());
+        assert!(rendered.services.is_empty());
+        assert_eq!(rendered.url, None);
+    }
+
+    #[test]
+    fn tcp_processes_get_a_tcp_readiness_probe_and_no_ingress() {
+        let mut db = process("db", Some(5432));
+        db.protocol = "tcp".to_owned();
+        let mut app = app(vec![db]);
+        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        let rendered = render(&app, &settings()).unwrap();
+        let container = only_container(pod_spec(&rendered.deployments[0]));
+        let readiness = container.readiness_probe.as_ref().unwrap();
+        assert_eq!(
+            readiness.tcp_socket.as_ref().unwrap().port,
+            IntOrString::Int(5432)
+        );
+        assert!(container.liveness_probe.is_none());
+        let port = &rendered.services[0]
+            .spec
+            .as_ref()
+            .unwrap()
+            .ports
+            .as_ref()
+            .unwrap()[0];
+        assert_eq!(port.name.as_deref(), Some("tcp"));
+        assert!(rendered.ingress.is_none());
+    }
+
+    #[test]
+    fn http_processes_without_a_health_check_path_get_no_probes() {
+        let rendered = render(&web_app(), &settings()).unwrap();
+        let container = only_container(pod_spec(&rendered.deployments[0]));
+        assert!(container.readiness_probe.is_none() && container.liveness_probe.is_none());
+    }
+
+    #[test]
+    fn a_long_default_host_stays_one_dns_label() {
+        let label = default_host_label(&"a".repeat(40), &"e".repeat(22), &"p".repeat(40));
+        assert!(label.len() <= 63, "{label}");
+        assert!(is_dns1123_label(&label));
+        assert_ne!(
+            label,
+            default_host_label(&"a".repeat(40), &"e".repeat(22), &"q".repeat(40))
+        );
+        assert_eq!(
+            default_host_label("shop", "prod", "store"),
+            "shop-prod-store"
+        );
+    }
+
+    fn refusal(app: &App) -> RenderError {
+        render(app, &settings()).expect_err("an invalid app")
+    }
+
+    #[test]
+    fn an_invalid_spec_is_named_without_its_value() {
+        let mut bad = web_app();
+        bad.spec.config.processes[0].size = "galactic".to_owned();
+        let error = refusal(&bad);
+        assert_eq!(error.field, "spec.processes[0].size");
+        assert!(!error.to_string().contains("galactic"));
+
+        let mut bad = web_app();
+        bad.spec.config.volumes = vec![AppVolume {
+            name: "data".to_owned(),
+            mount_path: "/data".to_owned(),
+            size: "lots".to_owned(),
+        }];
+        assert_eq!(refusal(&bad).field, "spec.volumes[0].size");
+
+        let mut bad = web_app();
+        bad.spec.config.processes[0].port = Some(70000);
+        assert_eq!(refusal(&bad).field, "spec.processes[0].port");
+
+        let mut bad = web_app();
+        bad.spec.config.processes[0].protocol = "udp".to_owned();
+        assert_eq!(refusal(&bad).field, "spec.processes[0].protocol");
+
+        let mut bad = web_app();
+        bad.spec.config.processes[0].max_replicas = 0;
+        assert_eq!(refusal(&bad).field, "spec.processes[0].maxReplicas");
+
+        let mut bad = app(vec![process("web", Some(80)), process("web", None)]);
+        assert_eq!(refusal(&bad).field, "spec.processes[1].name");
+        bad.spec.config.processes = Vec::new();
+        assert_eq!(refusal(&bad).field, "spec.processes");
+
+        let mut bad = web_app();
+        bad.spec.config.processes[0].name = "Web_1".to_owned();
+        assert_eq!(refusal(&bad).field, "spec.processes[0].name");
+
+        let mut bad = web_app();
+        bad.spec.config.env = vec![AppEnvVar {
+            name: "TOKEN".to_owned(),
+            value: Some("s3cr3t".to_owned()),
+            secret: Some(SecretKeyRef {
+                name: "a".to_owned(),
+                key: "b".to_owned(),
+            }),
+        }];
+        let error = refusal(&bad);
+        assert_eq!(error.field, "spec.env[0]");
+        assert!(!error.to_string().contains("s3cr3t"));
+
+        let mut bad = web_app();
+        bad.spec.config.domains = vec!["Not A Host".to_owned()];
+        assert_eq!(refusal(&bad).field, "spec.domains[0]");
+
+        let mut bad = web_app();
+        bad.metadata.labels.as_mut().unwrap().remove(LABEL_PROJECT);
+        assert_eq!(refusal(&bad).field, "metadata.labels[berth.dev/project]");
+
+        let mut bad = web_app();
+        bad.metadata.uid = None;
+        assert_eq!(refusal(&bad).field, "metadata.uid");
+    }
+
+    #[test]
+    fn names_fit_what_the_apiserver_allows() {
+        // A Service name is a DNS-1035 label of at most 63 characters.
+        let long = app(vec![process(&"w".repeat(30), Some(80))]);
+        let mut long = long;
+        long.metadata.name = Some(format!("a{}", "b".repeat(35)));
+        assert_eq!(refusal(&long).field, "spec.processes[0].name");
+
+        // A CronJob's name is at most 52 characters.
+        let mut job = process(&"j".repeat(15), None);
+        job.schedule = Some("0 * * * *".to_owned());
+        let mut cron = app(vec![job.clone()]);
+        cron.metadata.name = Some("a".repeat(40));
+        assert_eq!(refusal(&cron).field, "spec.processes[0].name");
+        job.name = "j".repeat(11);
+        cron.spec.config.processes = vec![job];
+        let rendered = render(&cron, &settings()).unwrap();
+        assert_eq!(
+            rendered.cron_jobs[0].metadata.name.as_ref().unwrap().len(),
+            52
+        );
+    }
+
+    #[test]
+    fn rendered_objects_serialize_with_their_kinds() {
+        let rendered = render(&web_app(), &settings()).unwrap();
+        let deployment = serde_json::to_value(&rendered.deployments[0]).unwrap();
+        assert_eq!(deployment["apiVersion"], "apps/v1");
+        assert_eq!(deployment["kind"], "Deployment");
+        assert!(deployment.get("status").is_none());
+        let ingress = serde_json::to_value(rendered.ingress.as_ref().unwrap()).unwrap();
+        assert_eq!(ingress["apiVersion"], "networking.k8s.io/v1");
+    }
+}
