@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
@@ -43,6 +44,18 @@ pub fn router() -> Router<AppState> {
         .route(
             &format!("{APP}/promote"),
             operation(Operation::PromoteApp, post(promote_app)),
+        )
+        .route(
+            &format!("{APP}/logs"),
+            operation(Operation::GetAppLogs, get(get_app_logs)),
+        )
+        .route(
+            &format!("{APP}/restart"),
+            operation(Operation::RestartApp, post(restart_app)),
+        )
+        .route(
+            &format!("{APP}/run"),
+            operation(Operation::RunApp, post(run_app)),
         )
 }
 
@@ -183,4 +196,64 @@ async fn promote_app(
     Ok(Json(
         service::promote(&state.store, &client, &caller, &path, &body.environment).await?,
     ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogsQuery {
+    tail: Option<i64>,
+    process: Option<String>,
+    #[serde(default)]
+    previous: bool,
+}
+
+async fn get_app_logs(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<(String, String, String)>,
+    QueryParams(query): QueryParams<LogsQuery>,
+) -> Result<Json<Vec<LogEntry>>, ApiError> {
+    let path = app_path(path);
+    let query = LogQuery::new(query.tail, query.process, query.previous)?;
+    let client = state.cluster.client().await?;
+    Ok(Json(operate::logs(&client, &caller, &path, &query).await?))
+}
+
+async fn restart_app(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<(String, String, String)>,
+) -> Result<(StatusCode, Json<AppRecord>), ApiError> {
+    let path = app_path(path);
+    let client = state.cluster.client().await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(operate::restart(&client, &caller, &path).await?),
+    ))
+}
+
+/// The body of `runApp`: which scheduled process; optional when the app has
+/// exactly one. An empty body is the same as `{}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunBody {
+    process: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct RunAnswer {
+    job: String,
+}
+
+async fn run_app(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<(String, String, String)>,
+    body: Option<JsonBody<RunBody>>,
+) -> Result<(StatusCode, Json<RunAnswer>), ApiError> {
+    let path = app_path(path);
+    let body = body.map(|JsonBody(body)| body).unwrap_or_default();
+    let client = state.cluster.client().await?;
+    let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
+    Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
 }

@@ -5,9 +5,11 @@
 //! - [`body`]: the API's bodies, parsed into an [`AppConfig`](crate::cluster::crd::AppConfig);
 //! - [`record`]: what the API answers (App record, detail, pods);
 //! - [`releases`]: the release history in DynamoDB and its consistency rules;
-//! - [`service`]: the operations.
+//! - [`service`]: the operations that change an app (each a revision);
+//! - [`operate`]: running it: logs, restart, run a scheduled process now.
 
 pub mod body;
+pub mod operate;
 pub mod record;
 pub mod releases;
 pub mod service;

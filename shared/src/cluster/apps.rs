@@ -4,7 +4,7 @@
 //! decides whether the caller may see it.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::ResourceExt;
 
 use super::crd::{App, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
@@ -51,6 +51,20 @@ pub async fn get_visible(client: &kube::Client, org: &str, path: &AppPath) -> Re
         Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => Ok(app),
         Ok(_) => Err(ApiError::NotFound),
         // The namespace itself may be gone (a purged environment).
+        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Sets the App's restart stamp (a merge patch of that field alone: no
+/// release revision, and nothing a concurrent change set is lost).
+pub async fn stamp_restart(client: &kube::Client, app: &App, stamp: &str) -> Result<App, ApiError> {
+    let patch = serde_json::json!({ "spec": { "restartedAt": stamp } });
+    match api(client, &app.namespace().unwrap_or_default())
+        .patch(&app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(patched) => Ok(patched),
         Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
         Err(error) => Err(error.into()),
     }

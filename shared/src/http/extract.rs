@@ -23,6 +23,40 @@ pub struct JsonBody<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct QueryParams<T>(pub T);
 
+/// An optional JSON body: none at all (no content type, nothing sent) is
+/// `None`; anything sent must be JSON.
+impl<T, S> axum::extract::OptionalFromRequest<S> for JsonBody<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Option<Self>, ApiError> {
+        if request
+            .headers()
+            .contains_key(axum::http::header::CONTENT_TYPE)
+        {
+            return <Self as FromRequest<S>>::from_request(request, state)
+                .await
+                .map(Some);
+        }
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|error| bytes_rejection(&error))?;
+        if bytes.is_empty() {
+            Ok(None)
+        } else {
+            Err(ApiError::UnsupportedMediaType(
+                "the body must be application/json".into(),
+            ))
+        }
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
