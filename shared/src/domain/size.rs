@@ -9,8 +9,7 @@ use std::fmt;
 
 use super::Invalid;
 
-const QUANTITY_RULE: &str =
-    "must be a Kubernetes quantity such as 500m, 2, 1536Mi or 1Gi (digits, an optional fraction \
+const QUANTITY_RULE: &str = "must be a Kubernetes quantity such as 500m, 2, 1536Mi or 1Gi (digits, an optional fraction \
      and an optional suffix: n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3)";
 
 /// Digits beyond this, and exponents beyond ±`MAX_EXPONENT`, are refused: no
@@ -88,8 +87,20 @@ impl Ord for Quantity {
         let (a, b) = (&self.value, &other.value);
         match (a.digits.is_empty(), b.digits.is_empty()) {
             (true, true) => return Ordering::Equal,
-            (true, false) => return if b.negative { Ordering::Greater } else { Ordering::Less },
-            (false, true) => return if a.negative { Ordering::Less } else { Ordering::Greater },
+            (true, false) => {
+                return if b.negative {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                };
+            }
+            (false, true) => {
+                return if a.negative {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+            }
             (false, false) => {}
         }
         match (a.negative, b.negative) {
@@ -225,8 +236,7 @@ fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
     // `1e3`, `1E-3`: a decimal exponent (a lone `E` is exa, matched above).
     let exponent = suffix.strip_prefix(['e', 'E'])?;
     let unsigned = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-    if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) || unsigned.len() > 3
-    {
+    if unsigned.is_empty() || !unsigned.bytes().all(|b| b.is_ascii_digit()) || unsigned.len() > 3 {
         return None;
     }
     let power: i32 = exponent.parse().ok()?;
@@ -357,7 +367,7 @@ mod tests {
         assert_eq!(q("1Mi"), q("1048576"));
         assert!(q("1001m") > q("1"));
         assert!(q("5Gi") > q("5G"));
-        let mut sizes = vec![q("2Gi"), q("1G"), q("1500Mi"), q("1Gi"), q("100Mi")];
+        let mut sizes = [q("2Gi"), q("1G"), q("1500Mi"), q("1Gi"), q("100Mi")];
         sizes.sort();
         let sorted: Vec<_> = sizes.iter().map(Quantity::as_str).collect();
         assert_eq!(sorted, ["100Mi", "1G", "1Gi", "1500Mi", "2Gi"]);
@@ -400,8 +410,18 @@ mod tests {
     #[test]
     fn bad_sizes_are_refused_without_echoing_them() {
         for text in [
-            "", "huge", "Small", "750m", "750m/", "/1Gi", "0/1Gi", "1/0", "-1/1Gi", "1/1Gi/1",
-            "750 m/1Gi", "secret-value/1Gi",
+            "",
+            "huge",
+            "Small",
+            "750m",
+            "750m/",
+            "/1Gi",
+            "0/1Gi",
+            "1/0",
+            "-1/1Gi",
+            "1/1Gi/1",
+            "750 m/1Gi",
+            "secret-value/1Gi",
         ] {
             let error = Size::parse(text).expect_err(text);
             assert_eq!(error.0, SIZE_RULE);
