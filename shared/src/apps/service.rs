@@ -119,8 +119,13 @@ async fn commit_new(
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = uuid::Uuid::new_v4().simple().to_string();
-    releases::prepare(store, &history, None, &StoredRelease::new(&release, &config, false)?)
-        .await?;
+    releases::prepare(
+        store,
+        &history,
+        None,
+        &StoredRelease::new(&release, &config, false)?,
+    )
+    .await?;
     let app = App {
         metadata: ObjectMeta {
             name: Some(path.app.clone()),
@@ -131,7 +136,10 @@ async fn commit_new(
                 (LABEL_ENVIRONMENT.to_owned(), path.environment.clone()),
                 (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
             ])),
-            annotations: Some(BTreeMap::from([(ANNOTATION_HISTORY.to_owned(), history.clone())])),
+            annotations: Some(BTreeMap::from([(
+                ANNOTATION_HISTORY.to_owned(),
+                history.clone(),
+            )])),
             ..ObjectMeta::default()
         },
         spec: AppSpec {
@@ -308,9 +316,7 @@ pub async fn rollback(
         };
         found
             .ok_or_else(|| {
-                ApiError::ValidationFailed(format!(
-                    "revision: the app has no revision {revision}"
-                ))
+                ApiError::ValidationFailed(format!("revision: the app has no revision {revision}"))
             })?
             .config()?
     };
@@ -379,7 +385,12 @@ pub async fn promote(
             config.image.clone_from(&source.spec.config.image);
             config.processes.clone_from(&source.spec.config.processes);
             check_config(&target_path, &config)?;
-            let release = mark(target.spec.release.revision + 1, Reason::Promote, note, caller);
+            let release = mark(
+                target.spec.release.revision + 1,
+                Reason::Promote,
+                note,
+                caller,
+            );
             commit_change(store, client, &target, config, release).await?
         }
         Err(ApiError::NotFound) => {
