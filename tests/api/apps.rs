@@ -455,8 +455,18 @@ async fn deleting_an_app_removes_it_and_its_history() {
 #[tokio::test]
 async fn env_values_are_shown_only_with_secret_read() {
     let app = TestApp::with_cluster().await;
-    let (_, apps) = environment(&app).await;
+    let (project, apps) = environment(&app).await;
     let secret_value = format!("sentinel-{}", unique("v"));
+    // The reference must name a secret and key that exist.
+    app.request(
+        Method::PUT,
+        &format!("/api/v1/projects/{project}/environments/staging/secrets/db"),
+    )
+    .by(&app.owner)
+    .json(json!({"data": {"url": "postgres://db/shop"}}))
+    .send()
+    .await
+    .assert_status(201);
     create(&app, &apps, json!({
         "name": "shop", "image": "nginx",
         "env": [{"name": "TOKEN", "value": secret_value}, {"name": "DB", "secret": {"name": "db", "key": "url"}}]

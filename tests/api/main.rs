@@ -18,5 +18,6 @@ mod permissions;
 mod projects;
 mod round_trips;
 mod secrecy;
+mod secrets;
 mod support;
 mod tokens;

@@ -37,6 +37,8 @@ enum Target {
     Environment,
     /// A fresh app in the shared environment (its path).
     App,
+    /// A fresh secret in the shared environment (its path).
+    Secret,
 }
 
 struct Case {
@@ -322,6 +324,30 @@ fn cases() -> Vec<Case> {
             Some(|| json!({ "environment": "nosuch" })),
             [403, 403, 422, 422, 422, 401, 404],
         ),
+        case(
+            "listSecrets",
+            Method::GET,
+            Environment,
+            |e| format!("{e}/secrets"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "putSecret",
+            Method::PUT,
+            Environment,
+            |e| format!("{e}/secrets/{}", unique("s")),
+            Some(|| json!({ "data": { "password": "matrix" } })),
+            [403, 403, 201, 201, 201, 401, 404],
+        ),
+        case(
+            "deleteSecret",
+            Method::DELETE,
+            Secret,
+            |s| s.to_owned(),
+            None,
+            [403, 403, 204, 204, 204, 401, 404],
+        ),
     ]
 }
 
@@ -353,6 +379,16 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
                 .await
                 .assert_status(201);
             format!("{shared}/apps/{name}")
+        }
+        Target::Secret => {
+            let path = format!("{shared}/secrets/{}", unique("s"));
+            app.request(Method::PUT, &path)
+                .by(&app.owner)
+                .json(json!({ "data": { "password": "matrix" } }))
+                .send()
+                .await
+                .assert_status(201);
+            path
         }
     }
 }

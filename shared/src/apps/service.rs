@@ -20,7 +20,7 @@ use crate::domain::names::AppName;
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Permission, clock};
+use crate::{ApiError, Permission, clock, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
 }
 
 /// The environment a change goes into: visible, and not being deleted.
-async fn writable_environment(
+pub(crate) async fn writable_environment(
     client: &kube::Client,
     org: &str,
     project: &str,
@@ -242,6 +242,7 @@ pub async fn create(
         environment: environment.to_owned(),
         app: name.as_str().to_owned(),
     };
+    secrets::check_references(client, &path, &config).await?;
     let created = commit_new(
         store,
         client,
@@ -283,6 +284,7 @@ pub async fn update(
     } else {
         Reason::Deploy
     };
+    secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
     let updated = commit_change(store, client, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
@@ -321,6 +323,7 @@ pub async fn rollback(
             .config()?
     };
     let config = keep_grown_volumes(restored, &current.spec.config);
+    secrets::check_references(client, path, &config).await?;
     let release = mark(
         head + 1,
         Reason::Rollback,
@@ -385,6 +388,7 @@ pub async fn promote(
             config.image.clone_from(&source.spec.config.image);
             config.processes.clone_from(&source.spec.config.processes);
             check_config(&target_path, &config)?;
+            secrets::check_references(client, &target_path, &config).await?;
             let release = mark(
                 target.spec.release.revision + 1,
                 Reason::Promote,
@@ -396,6 +400,8 @@ pub async fn promote(
         Err(ApiError::NotFound) => {
             let mut config = source.spec.config.clone();
             config.domains.clear();
+            // The source's env, read in the target's environment.
+            secrets::check_references(client, &target_path, &config).await?;
             let release = mark(1, Reason::Promote, note, caller);
             commit_new(store, client, org, &target_path, config, release).await?
         }

@@ -7,6 +7,7 @@ pub mod crd;
 pub mod environments;
 pub mod install;
 pub mod projects;
+pub mod secrets;
 
 use crate::ApiError;
 
