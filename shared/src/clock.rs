@@ -31,3 +31,9 @@ mod tests {
         assert_eq!(super::rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
     }
 }
+
+/// Now in RFC 3339 with sub-second precision: stamps made in one second
+/// still differ (restart stamps roll pods only when they change).
+pub fn now_precise() -> String {
+    now().format(&Rfc3339).unwrap_or_default()
+}

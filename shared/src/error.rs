@@ -155,7 +155,11 @@ impl ApiError {
             Self::SecretNotManaged => {
                 Some("a secret of that name exists and was not created by Berth".into())
             }
-            Self::PayloadTooLarge => Some("the request body is larger than 256 KiB".into()),
+            Self::PayloadTooLarge => Some(
+                "the request body is larger than this operation accepts (256 KiB; 768 KiB for \
+                 putSecret)"
+                    .into(),
+            ),
             Self::TooManyRequests { retry_after_secs } => Some(format!(
                 "too many failed attempts; retry in {retry_after_secs} s"
             )),

@@ -7,6 +7,7 @@
 //! - [`identity`]: users, passwords, sessions, tokens, members, login throttling.
 //! - [`audit`]: the audit log, written once for every call.
 //! - [`http`]: the request pipeline, extractors and per-route operation tags.
+//! - [`apps`], [`secrets`] (feature `cluster`): the rules of apps and secrets.
 
 #[cfg(feature = "cluster")]
 pub mod apps;
@@ -26,6 +27,8 @@ pub mod names;
 pub mod operation;
 pub mod roles;
 pub mod runtime;
+#[cfg(feature = "cluster")]
+pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -44,7 +44,10 @@ async fn releases(app: &TestApp, app_path: &str) -> Vec<Value> {
 }
 
 fn revisions(listed: &[Value]) -> Vec<i64> {
-    listed.iter().map(|r| r["revision"].as_i64().unwrap()).collect()
+    listed
+        .iter()
+        .map(|r| r["revision"].as_i64().unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -62,10 +65,7 @@ async fn create_get_list_and_the_records_shape() {
         .send()
         .await;
     created.assert_status(201);
-    assert_eq!(
-        created.headers["location"],
-        format!("{apps}/shop").as_str()
-    );
+    assert_eq!(created.headers["location"], format!("{apps}/shop").as_str());
     let record = created.json();
     assert_eq!(record["name"], "shop");
     assert_eq!(record["project"], project.as_str());
@@ -84,7 +84,10 @@ async fn create_get_list_and_the_records_shape() {
             "time_zone": null, "protocol": "http"
         }])
     );
-    assert_eq!(record["env"], json!([{"name": "GREETING", "value": "hello"}]));
+    assert_eq!(
+        record["env"],
+        json!([{"name": "GREETING", "value": "hello"}])
+    );
     assert!(record["created_at"].is_string());
 
     let detail = app.get(&format!("{apps}/shop")).by(&app.owner).send().await;
@@ -106,7 +109,11 @@ async fn create_get_list_and_the_records_shape() {
         .assert_problem(409, "conflict");
     let event = app.last_audit_event("acme").await;
     assert_eq!(
-        (event.action.as_str(), event.target_kind.as_deref(), event.target.as_deref()),
+        (
+            event.action.as_str(),
+            event.target_kind.as_deref(),
+            event.target.as_deref()
+        ),
         ("createApp", Some("app"), Some("shop"))
     );
 }
@@ -117,16 +124,54 @@ async fn bad_bodies_change_nothing() {
     let (_, apps) = environment(&app).await;
     for (body, status, code, field) in [
         (json!({"image": "nginx"}), 400, "invalid_request", ""),
-        (json!({"name": "shop", "image": "nginx", "colour": "red"}), 400, "invalid_request", ""),
-        (json!({"name": "shop", "image": "nginx", "port": "80"}), 400, "invalid_request", ""),
-        (json!({"name": "Shop", "image": "nginx"}), 422, "validation_failed", "name:"),
-        (json!({"name": "shop", "image": "nginx", "schedule": "61 * * * *"}), 422, "validation_failed", "schedule:"),
-        (json!({"name": "shop", "image": "nginx", "port": 80, "processes": [{"name": "web"}]}), 422, "validation_failed", "processes:"),
-        (json!({"name": "shop", "image": "nginx", "replicas": 2, "volumes": [{"name": "data", "mount_path": "/data"}]}), 422, "validation_failed", "processes[0].replicas:"),
+        (
+            json!({"name": "shop", "image": "nginx", "colour": "red"}),
+            400,
+            "invalid_request",
+            "",
+        ),
+        (
+            json!({"name": "shop", "image": "nginx", "port": "80"}),
+            400,
+            "invalid_request",
+            "",
+        ),
+        (
+            json!({"name": "Shop", "image": "nginx"}),
+            422,
+            "validation_failed",
+            "name:",
+        ),
+        (
+            json!({"name": "shop", "image": "nginx", "schedule": "61 * * * *"}),
+            422,
+            "validation_failed",
+            "schedule:",
+        ),
+        (
+            json!({"name": "shop", "image": "nginx", "port": 80, "processes": [{"name": "web"}]}),
+            422,
+            "validation_failed",
+            "processes:",
+        ),
+        (
+            json!({"name": "shop", "image": "nginx", "replicas": 2, "volumes": [{"name": "data", "mount_path": "/data"}]}),
+            422,
+            "validation_failed",
+            "processes[0].replicas:",
+        ),
     ] {
-        let answer = app.post(&apps).by(&app.owner).json(body.clone()).send().await;
+        let answer = app
+            .post(&apps)
+            .by(&app.owner)
+            .json(body.clone())
+            .send()
+            .await;
         answer.assert_problem(status, code);
-        let detail = answer.json()["detail"].as_str().unwrap_or_default().to_owned();
+        let detail = answer.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(detail.starts_with(field), "{body}: {detail}");
     }
     let listed = app.get(&apps).by(&app.owner).send().await;
@@ -137,7 +182,12 @@ async fn bad_bodies_change_nothing() {
 async fn every_change_is_a_revision_and_rollback_restores_one() {
     let app = TestApp::with_cluster().await;
     let (_, apps) = environment(&app).await;
-    create(&app, &apps, json!({"name": "shop", "image": "nginx:1.27", "port": 80})).await;
+    create(
+        &app,
+        &apps,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
     let shop = format!("{apps}/shop");
 
     let deployed = patch(&app, &shop, json!({"image": "nginx:1.28"})).await;
@@ -152,9 +202,15 @@ async fn every_change_is_a_revision_and_rollback_restores_one() {
 
     let history = releases(&app, &shop).await;
     assert_eq!(revisions(&history), [3, 2, 1]);
-    let reasons: Vec<_> = history.iter().map(|r| r["reason"].as_str().unwrap()).collect();
+    let reasons: Vec<_> = history
+        .iter()
+        .map(|r| r["reason"].as_str().unwrap())
+        .collect();
     assert_eq!(reasons, ["config", "deploy", "create"]);
-    let current: Vec<_> = history.iter().map(|r| r["current"].as_bool().unwrap()).collect();
+    let current: Vec<_> = history
+        .iter()
+        .map(|r| r["current"].as_bool().unwrap())
+        .collect();
     assert_eq!(current, [true, false, false]);
     assert_eq!(history[1]["image"], "nginx:1.28");
     assert_eq!(history[0]["actor"], app.owner.email.as_str());
@@ -169,7 +225,11 @@ async fn every_change_is_a_revision_and_rollback_restores_one() {
     rolled.assert_status(200);
     let rolled = rolled.json();
     assert_eq!(
-        (rolled["revision"].as_i64(), rolled["image"].as_str(), rolled["processes"][0]["min_replicas"].as_i64()),
+        (
+            rolled["revision"].as_i64(),
+            rolled["image"].as_str(),
+            rolled["processes"][0]["min_replicas"].as_i64()
+        ),
         (Some(4), Some("nginx:1.27"), Some(1))
     );
     let history = releases(&app, &shop).await;
@@ -194,10 +254,14 @@ async fn every_change_is_a_revision_and_rollback_restores_one() {
 async fn a_rollback_never_shrinks_a_volume() {
     let app = TestApp::with_cluster().await;
     let (_, apps) = environment(&app).await;
-    create(&app, &apps, json!({
-        "name": "db", "image": "postgres:16.4", "port": 5432, "protocol": "tcp",
-        "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "1Gi"}]
-    }))
+    create(
+        &app,
+        &apps,
+        json!({
+            "name": "db", "image": "postgres:16.4", "port": 5432, "protocol": "tcp",
+            "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "1Gi"}]
+        }),
+    )
     .await;
     let db = format!("{apps}/db");
     patch(&app, &db, json!({"volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "2Gi"}]}))
@@ -223,13 +287,19 @@ async fn promotion_copies_image_and_processes() {
     app.create_environment(&project, json!({"name": "prod", "env_type": "production"}))
         .await;
     app.wait_for_environment(&project, "prod").await;
-    create(&app, &apps, json!({
-        "name": "shop", "image": "nginx:1.27", "port": 80,
-        "domains": ["staging.example.com"], "env": [{"name": "MODE", "value": "staging"}]
-    }))
+    create(
+        &app,
+        &apps,
+        json!({
+            "name": "shop", "image": "nginx:1.27", "port": 80,
+            "domains": ["staging.example.com"], "env": [{"name": "MODE", "value": "staging"}]
+        }),
+    )
     .await;
     let shop = format!("{apps}/shop");
-    patch(&app, &shop, json!({"image": "nginx:1.28"})).await.assert_status(200);
+    patch(&app, &shop, json!({"image": "nginx:1.28"}))
+        .await
+        .assert_status(200);
 
     let promoted = app
         .post(&format!("{shop}/promote"))
@@ -241,7 +311,11 @@ async fn promotion_copies_image_and_processes() {
     let promoted = promoted.json();
     assert_eq!(promoted["environment"], "prod");
     assert_eq!(promoted["image"], "nginx:1.28");
-    assert_eq!(promoted["domains"], json!([]), "created there without domains");
+    assert_eq!(
+        promoted["domains"],
+        json!([]),
+        "created there without domains"
+    );
     let prod_shop = format!("{}/shop", apps_path(&project, "prod"));
     let history = releases(&app, &prod_shop).await;
     assert_eq!(revisions(&history), [1]);
@@ -251,10 +325,16 @@ async fn promotion_copies_image_and_processes() {
     );
 
     // Promoting again updates the target, which keeps its own env and domains.
-    patch(&app, &prod_shop, json!({"domains": ["shop.example.com"], "env": [{"name": "MODE", "value": "prod"}]}))
+    patch(
+        &app,
+        &prod_shop,
+        json!({"domains": ["shop.example.com"], "env": [{"name": "MODE", "value": "prod"}]}),
+    )
+    .await
+    .assert_status(200);
+    patch(&app, &shop, json!({"image": "nginx:1.29", "replicas": 2}))
         .await
         .assert_status(200);
-    patch(&app, &shop, json!({"image": "nginx:1.29", "replicas": 2})).await.assert_status(200);
     let again = app
         .post(&format!("{shop}/promote"))
         .by(&app.owner)
@@ -281,11 +361,14 @@ async fn promotion_copies_image_and_processes() {
         .await
         .assert_problem(422, "validation_failed");
     // A target being deleted takes no changes.
-    app.request(Method::DELETE, &format!("/api/v1/projects/{project}/environments/prod"))
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_status(202);
+    app.request(
+        Method::DELETE,
+        &format!("/api/v1/projects/{project}/environments/prod"),
+    )
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_status(202);
     app.post(&format!("{shop}/promote"))
         .by(&app.owner)
         .json(json!({"environment": "prod"}))
@@ -303,11 +386,14 @@ async fn changes_inside_a_deleting_environment_are_refused() {
     app.wait_for_environment(&project, "prod").await;
     let apps = apps_path(&project, "prod");
     create(&app, &apps, json!({"name": "shop", "image": "nginx"})).await;
-    app.request(Method::DELETE, &format!("/api/v1/projects/{project}/environments/prod"))
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_status(202);
+    app.request(
+        Method::DELETE,
+        &format!("/api/v1/projects/{project}/environments/prod"),
+    )
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_status(202);
     app.post(&apps)
         .by(&app.owner)
         .json(json!({"name": "other", "image": "nginx"}))
@@ -318,7 +404,11 @@ async fn changes_inside_a_deleting_environment_are_refused() {
         .await
         .assert_problem(409, "environment_deleting");
     // Reading still works during the grace period.
-    app.get(&format!("{apps}/shop")).by(&app.owner).send().await.assert_status(200);
+    app.get(&format!("{apps}/shop"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
 }
 
 #[tokio::test]
@@ -327,13 +417,19 @@ async fn deleting_an_app_removes_it_and_its_history() {
     let (_, apps) = environment(&app).await;
     create(&app, &apps, json!({"name": "shop", "image": "nginx"})).await;
     let shop = format!("{apps}/shop");
-    patch(&app, &shop, json!({"image": "nginx:2"})).await.assert_status(200);
+    patch(&app, &shop, json!({"image": "nginx:2"}))
+        .await
+        .assert_status(200);
     app.request(Method::DELETE, &shop)
         .by(&app.owner)
         .send()
         .await
         .assert_status(204);
-    app.get(&shop).by(&app.owner).send().await.assert_problem(404, "not_found");
+    app.get(&shop)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
     app.request(Method::DELETE, &shop)
         .by(&app.owner)
         .send()
@@ -359,8 +455,18 @@ async fn deleting_an_app_removes_it_and_its_history() {
 #[tokio::test]
 async fn env_values_are_shown_only_with_secret_read() {
     let app = TestApp::with_cluster().await;
-    let (_, apps) = environment(&app).await;
+    let (project, apps) = environment(&app).await;
     let secret_value = format!("sentinel-{}", unique("v"));
+    // The reference must name a secret and key that exist.
+    app.request(
+        Method::PUT,
+        &format!("/api/v1/projects/{project}/environments/staging/secrets/db"),
+    )
+    .by(&app.owner)
+    .json(json!({"data": {"url": "postgres://db/shop"}}))
+    .send()
+    .await
+    .assert_status(201);
     create(&app, &apps, json!({
         "name": "shop", "image": "nginx",
         "env": [{"name": "TOKEN", "value": secret_value}, {"name": "DB", "secret": {"name": "db", "key": "url"}}]
@@ -375,7 +481,10 @@ async fn env_values_are_shown_only_with_secret_read() {
             app.get(&apps).by(user).send().await.json()[0].clone(),
         ] {
             assert_eq!(answer["env"][0]["value"].is_string(), shown, "{answer}");
-            assert_eq!(answer["env"][1]["secret"], json!({"name": "db", "key": "url"}));
+            assert_eq!(
+                answer["env"][1]["secret"],
+                json!({"name": "db", "key": "url"})
+            );
         }
     }
     // Without seeing the value, a developer still edits the list: an entry
@@ -397,24 +506,41 @@ async fn env_values_are_shown_only_with_secret_read() {
 async fn what_each_role_may_change() {
     let app = TestApp::with_cluster().await;
     let (_, apps) = environment(&app).await;
-    create(&app, &apps, json!({"name": "shop", "image": "nginx:1", "port": 80})).await;
+    create(
+        &app,
+        &apps,
+        json!({"name": "shop", "image": "nginx:1", "port": 80}),
+    )
+    .await;
     let shop = format!("{apps}/shop");
     let viewer = app.user(Role::Viewer).await;
     let operator = app.user(Role::Operator).await;
     let developer = app.user(Role::Developer).await;
-    let send = |user, body: Value| {
-        app.request(Method::PATCH, &shop).by(user).json(body).send()
-    };
-    send(&viewer, json!({"replicas": 2})).await.assert_problem(403, "forbidden");
-    send(&operator, json!({"replicas": 2})).await.assert_status(200);
-    send(&operator, json!({"domains": ["a.example.com"]})).await.assert_status(200);
+    let send = |user, body: Value| app.request(Method::PATCH, &shop).by(user).json(body).send();
+    send(&viewer, json!({"replicas": 2}))
+        .await
+        .assert_problem(403, "forbidden");
+    send(&operator, json!({"replicas": 2}))
+        .await
+        .assert_status(200);
+    send(&operator, json!({"domains": ["a.example.com"]}))
+        .await
+        .assert_status(200);
     // Mixing fields needs every permission: nothing changes when one lacks.
     send(&operator, json!({"image": "nginx:2", "replicas": 4}))
         .await
         .assert_problem(403, "forbidden");
     let record = app.get(&shop).by(&app.owner).send().await.json()["app"].clone();
-    assert_eq!((record["image"].as_str(), record["processes"][0]["min_replicas"].as_i64()), (Some("nginx:1"), Some(2)));
-    send(&developer, json!({"image": "nginx:2", "replicas": 4})).await.assert_status(200);
+    assert_eq!(
+        (
+            record["image"].as_str(),
+            record["processes"][0]["min_replicas"].as_i64()
+        ),
+        (Some("nginx:1"), Some(2))
+    );
+    send(&developer, json!({"image": "nginx:2", "replicas": 4}))
+        .await
+        .assert_status(200);
     for path in [format!("{shop}/rollback"), format!("{shop}/promote")] {
         app.post(&path)
             .by(&operator)
@@ -429,18 +555,30 @@ async fn what_each_role_may_change() {
         .await
         .assert_problem(403, "forbidden");
     app.get(&shop).by(&viewer).send().await.assert_status(200);
-    app.get(&format!("{shop}/releases")).by(&viewer).send().await.assert_status(200);
+    app.get(&format!("{shop}/releases"))
+        .by(&viewer)
+        .send()
+        .await
+        .assert_status(200);
 
     // Another organization sees nothing.
     let stranger = app.other_org("globex").await;
-    app.get(&shop).by(&stranger).send().await.assert_problem(404, "not_found");
+    app.get(&shop)
+        .by(&stranger)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
     app.request(Method::PATCH, &shop)
         .by(&stranger)
         .json(json!({"replicas": 1}))
         .send()
         .await
         .assert_problem(404, "not_found");
-    app.get(&apps).by(&stranger).send().await.assert_problem(404, "not_found");
+    app.get(&apps)
+        .by(&stranger)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
 }
 
 #[tokio::test]
@@ -469,7 +607,10 @@ async fn concurrent_changes_never_share_or_skip_a_revision() {
     let expected: Vec<i64> = (1..=won + 1).rev().collect();
     assert_eq!(revisions(&history), expected, "consecutive, no duplicates");
     let current = app.get(&shop).by(&app.owner).send().await.json()["app"].clone();
-    assert_eq!(current["image"], history[0]["image"], "the newest revision is what runs");
+    assert_eq!(
+        current["image"], history[0]["image"],
+        "the newest revision is what runs"
+    );
 }
 
 #[tokio::test]
@@ -483,9 +624,15 @@ async fn a_store_fault_mid_change_leaves_the_old_state() {
         .await
         .assert_problem(503, "storage_unavailable");
     let event = app.last_audit_event("acme").await;
-    assert_eq!((event.action.as_str(), event.outcome), ("updateApp", Outcome::Error));
+    assert_eq!(
+        (event.action.as_str(), event.outcome),
+        ("updateApp", Outcome::Error)
+    );
     let record = app.get(&shop).by(&app.owner).send().await.json()["app"].clone();
-    assert_eq!((record["image"].as_str(), record["revision"].as_i64()), (Some("nginx:1"), Some(1)));
+    assert_eq!(
+        (record["image"].as_str(), record["revision"].as_i64()),
+        (Some("nginx:1"), Some(1))
+    );
     assert_eq!(revisions(&releases(&app, &shop).await), [1]);
     // A new app is not created either.
     app.store_faults.fail_next("TransactWriteItems", 1);
@@ -495,8 +642,14 @@ async fn a_store_fault_mid_change_leaves_the_old_state() {
         .send()
         .await
         .assert_problem(503, "storage_unavailable");
-    app.get(&format!("{apps}/other")).by(&app.owner).send().await.assert_problem(404, "not_found");
+    app.get(&format!("{apps}/other"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
     // And the next change works.
-    patch(&app, &shop, json!({"image": "nginx:2"})).await.assert_status(200);
+    patch(&app, &shop, json!({"image": "nginx:2"}))
+        .await
+        .assert_status(200);
     assert_eq!(revisions(&releases(&app, &shop).await), [2, 1]);
 }

@@ -224,7 +224,11 @@ async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
         (FaultKind::Hang, "PUT"),
         (FaultKind::InternalError, "GET"),
     ] {
-        standin.add_fault(Fault::new(kind, 1).method(method).path_contains("/apps/shop"));
+        standin.add_fault(
+            Fault::new(kind, 1)
+                .method(method)
+                .path_contains("/apps/shop"),
+        );
         app.request(Method::PATCH, &shop)
             .by(&app.owner)
             .json(json!({ "image": "nginx:2" }))
@@ -263,7 +267,11 @@ async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
     assert_eq!(history[0]["image"], "nginx:3");
     assert_eq!(history[0]["revision"], 2);
     // Creating one while the cluster fails leaves nothing behind.
-    standin.add_fault(Fault::new(FaultKind::ServiceUnavailable, 1).method("POST").path_contains("/apps"));
+    standin.add_fault(
+        Fault::new(FaultKind::ServiceUnavailable, 1)
+            .method("POST")
+            .path_contains("/apps"),
+    );
     app.post(&apps)
         .by(&app.owner)
         .json(json!({ "name": "other", "image": "nginx" }))

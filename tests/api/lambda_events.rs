@@ -47,7 +47,15 @@ const EXPECTED: &[(&str, u16)] = &[
     ("apps/rollback.json", 200),
     // The sample promotes to `production`, which this test does not create.
     ("apps/promote.json", 422),
+    ("apps/logs.json", 200),
+    ("apps/restart.json", 202),
+    // The sample runs process `nightly`, which the sample app does not have.
+    ("apps/run.json", 422),
     ("apps/delete.json", 204),
+    // Into the same, provisioned environment.
+    ("secrets/put.json", 201),
+    ("secrets/list.json", 200),
+    ("secrets/delete.json", 204),
     ("environments/delete.json", 202),
     ("projects/delete.json", 404),
 ];

@@ -3,6 +3,7 @@
 mod admin_cli;
 mod app_rendering;
 mod apps;
+mod apps_running;
 mod audit;
 mod auth;
 mod cluster_access;
@@ -19,5 +20,6 @@ mod permissions;
 mod projects;
 mod round_trips;
 mod secrecy;
+mod secrets;
 mod support;
 mod tokens;

@@ -77,7 +77,8 @@ async fn every_template_route_reaches_its_functions_operation() {
             .to_owned();
         functions.insert(binary.clone());
         let routes = berth_local::function(&binary)
-            .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))();
+            .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))(
+        );
         let router = berth_shared::http::serve(routes, app.state.clone());
         for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
@@ -139,6 +140,12 @@ async fn every_template_route_reaches_its_functions_operation() {
         "listReleases",
         "rollbackApp",
         "promoteApp",
+        "getAppLogs",
+        "restartApp",
+        "runApp",
+        "listSecrets",
+        "putSecret",
+        "deleteSecret",
     ];
     assert_eq!(
         routed,

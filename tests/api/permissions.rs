@@ -37,6 +37,8 @@ enum Target {
     Environment,
     /// A fresh app in the shared environment (its path).
     App,
+    /// A fresh secret in the shared environment (its path).
+    Secret,
 }
 
 struct Case {
@@ -313,6 +315,32 @@ fn cases() -> Vec<Case> {
             Some(|| json!({ "revision": 1 })),
             [403, 403, 200, 200, 200, 401, 404],
         ),
+        case(
+            "getAppLogs",
+            Method::GET,
+            App,
+            |a| format!("{a}/logs"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "restartApp",
+            Method::POST,
+            App,
+            |a| format!("{a}/restart"),
+            None,
+            [403, 202, 202, 202, 202, 401, 404],
+        ),
+        // The app has no scheduled process: 422 shows the call got past
+        // authorization.
+        case(
+            "runApp",
+            Method::POST,
+            App,
+            |a| format!("{a}/run"),
+            None,
+            [403, 422, 422, 422, 422, 401, 404],
+        ),
         // No such environment: 422 shows the call got past authorization.
         case(
             "promoteApp",
@@ -321,6 +349,30 @@ fn cases() -> Vec<Case> {
             |a| format!("{a}/promote"),
             Some(|| json!({ "environment": "nosuch" })),
             [403, 403, 422, 422, 422, 401, 404],
+        ),
+        case(
+            "listSecrets",
+            Method::GET,
+            Environment,
+            |e| format!("{e}/secrets"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "putSecret",
+            Method::PUT,
+            Environment,
+            |e| format!("{e}/secrets/{}", unique("s")),
+            Some(|| json!({ "data": { "password": "matrix" } })),
+            [403, 403, 201, 201, 201, 401, 404],
+        ),
+        case(
+            "deleteSecret",
+            Method::DELETE,
+            Secret,
+            |s| s.to_owned(),
+            None,
+            [403, 403, 204, 204, 204, 401, 404],
         ),
     ]
 }
@@ -353,6 +405,16 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
                 .await
                 .assert_status(201);
             format!("{shared}/apps/{name}")
+        }
+        Target::Secret => {
+            let path = format!("{shared}/secrets/{}", unique("s"));
+            app.request(Method::PUT, &path)
+                .by(&app.owner)
+                .json(json!({ "data": { "password": "matrix" } }))
+                .send()
+                .await
+                .assert_status(201);
+            path
         }
     }
 }

@@ -63,14 +63,58 @@ async fn app_operations_stay_within_their_round_trips() {
         image += 1;
         json!({ "image": format!("nginx:{image}") })
     };
-    let calls: Vec<(&str, Method, String, Option<serde_json::Value>, u64, u64)> = vec![
+    // (operation, method, path, body, DynamoDB budget, Kubernetes budget)
+    type Call = (
+        &'static str,
+        Method,
+        String,
+        Option<serde_json::Value>,
+        u64,
+        u64,
+    );
+    let calls: Vec<Call> = vec![
         ("getApp", Method::GET, shop.clone(), None, 2, 2),
-        ("updateApp", Method::PATCH, shop.clone(), Some(next_image()), 3, 3),
+        (
+            "updateApp",
+            Method::PATCH,
+            shop.clone(),
+            Some(next_image()),
+            3,
+            3,
+        ),
         ("listApps", Method::GET, apps.clone(), None, 2, 2),
-        ("listReleases", Method::GET, format!("{shop}/releases"), None, 3, 1),
-        ("rollbackApp", Method::POST, format!("{shop}/rollback"), Some(json!({"revision": 1})), 4, 3),
-        ("createApp", Method::POST, apps.clone(), Some(json!({"name": "cart", "image": "nginx"})), 3, 2),
-        ("deleteApp", Method::DELETE, format!("{apps}/cart"), None, 4, 2),
+        (
+            "listReleases",
+            Method::GET,
+            format!("{shop}/releases"),
+            None,
+            3,
+            1,
+        ),
+        (
+            "rollbackApp",
+            Method::POST,
+            format!("{shop}/rollback"),
+            Some(json!({"revision": 1})),
+            4,
+            3,
+        ),
+        (
+            "createApp",
+            Method::POST,
+            apps.clone(),
+            Some(json!({"name": "cart", "image": "nginx"})),
+            3,
+            2,
+        ),
+        (
+            "deleteApp",
+            Method::DELETE,
+            format!("{apps}/cart"),
+            None,
+            4,
+            2,
+        ),
     ];
     let mut table = Vec::new();
     for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
@@ -85,8 +129,14 @@ async fn app_operations_stay_within_their_round_trips() {
         }
         let answer = request.send().await;
         assert!(answer.status.is_success(), "{operation}: {}", answer.text());
-        let used = (app.round_trips.get() - dynamodb, app.cluster_requests.get() - kube);
-        table.push(format!("{operation}: {} DynamoDB, {} Kubernetes", used.0, used.1));
+        let used = (
+            app.round_trips.get() - dynamodb,
+            app.cluster_requests.get() - kube,
+        );
+        table.push(format!(
+            "{operation}: {} DynamoDB, {} Kubernetes",
+            used.0, used.1
+        ));
         assert!(
             used.0 <= dynamodb_budget && used.1 <= kube_budget,
             "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"

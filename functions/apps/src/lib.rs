@@ -87,7 +87,14 @@ async fn create_app(
     caller: Caller,
     Path((project, environment)): Path<(String, String)>,
     JsonBody(body): JsonBody<CreateBody>,
-) -> Result<(StatusCode, [(header::HeaderName, String); 1], Json<AppRecord>), ApiError> {
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<AppRecord>,
+    ),
+    ApiError,
+> {
     scope::audit_target("app", body.name.clone());
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
@@ -97,7 +104,11 @@ async fn create_app(
         "/api/v1/projects/{project}/environments/{environment}/apps/{}",
         created.name
     );
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], Json(created)))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(created),
+    ))
 }
 
 async fn get_app(

@@ -10,7 +10,9 @@ use crate::cluster::crd::{
     AppConfig, AppEnvVar, AppProcess, AppVolume, SecretKeyRef, object_names,
 };
 use crate::domain::image::ImageRef;
-use crate::domain::names::{AppName, EnvName, Hostname, ProcessName, SecretKey, SecretName, VolumeName};
+use crate::domain::names::{
+    AppName, EnvName, Hostname, ProcessName, SecretKey, SecretName, VolumeName,
+};
 use crate::domain::numbers::{FsGroup, Port, Replicas};
 use crate::domain::paths::{HealthCheckPath, MountPath};
 use crate::domain::schedule::{Schedule, TimeZone};
@@ -468,9 +470,7 @@ fn parse_env(entries: &[EnvBody], current: &[AppEnvVar]) -> Result<Vec<AppEnvVar
                     .find(|c| c.name == name)
                     .cloned()
                     .ok_or_else(|| {
-                        ApiError::ValidationFailed(format!(
-                            "env[{i}]: needs a value or a secret"
-                        ))
+                        ApiError::ValidationFailed(format!("env[{i}]: needs a value or a secret"))
                     }),
             }
         })
@@ -503,7 +503,10 @@ fn parse_domains(domains: &[String]) -> Result<Vec<String>, ApiError> {
 
 /// Volumes; in an update a volume keeps its size unless the body gives one,
 /// and may grow, never shrink.
-fn parse_volumes(volumes: &[VolumeBody], current: &[AppVolume]) -> Result<Vec<AppVolume>, ApiError> {
+fn parse_volumes(
+    volumes: &[VolumeBody],
+    current: &[AppVolume],
+) -> Result<Vec<AppVolume>, ApiError> {
     if volumes.len() > MAX_VOLUMES {
         return Err(ApiError::ValidationFailed(format!(
             "volumes: at most {MAX_VOLUMES} volumes"
@@ -568,11 +571,7 @@ fn parse_health_check_path(path: Option<&str>) -> Result<Option<String>, ApiErro
 
 fn parse_fs_group(fs_group: Option<i64>) -> Result<Option<i64>, ApiError> {
     fs_group
-        .map(|group| {
-            Ok(FsGroup::parse(group)
-                .map_err(|e| e.at("fs_group"))?
-                .get())
-        })
+        .map(|group| Ok(FsGroup::parse(group).map_err(|e| e.at("fs_group"))?.get()))
         .transpose()
 }
 
@@ -667,9 +666,13 @@ mod tests {
         assert_eq!(web.processes[0].name, "web");
         assert_eq!(web.processes[0].port, Some(8080));
         assert_eq!(web.processes[0].size, "small");
-        assert_eq!((web.processes[0].min_replicas, web.processes[0].max_replicas), (1, 1));
+        assert_eq!(
+            (web.processes[0].min_replicas, web.processes[0].max_replicas),
+            (1, 1)
+        );
         assert_eq!(web.processes[0].protocol, "http");
-        let job = config(serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 3 * * *"}));
+        let job =
+            config(serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 3 * * *"}));
         assert_eq!(job.processes[0].name, "job");
         assert_eq!(job.processes[0].time_zone.as_deref(), Some("UTC"));
         let worker = config(serde_json::json!({"name": "shop", "image": "nginx"}));
@@ -689,32 +692,110 @@ mod tests {
     #[test]
     fn names_the_field_of_each_broken_rule() {
         let cases = [
-            (serde_json::json!({"name": "Shop", "image": "nginx"}), "name:"),
-            (serde_json::json!({"name": "shop", "image": "Nginx"}), "image:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "port": 0}), "port:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "port": 70000}), "port:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "size": "huge"}), "size:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 101}), "replicas:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 3, "max_replicas": 2}), "max_replicas:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "* * *"}), "schedule:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "time_zone": "Mars/Base"}), "time_zone:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "time_zone": "UTC"}), "time_zone:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "port": 80}), "port:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "protocol": "udp"}), "protocol:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "domains": ["not a host"]}), "domains[0]:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "domains": ["a.example.com", "A.example.com"]}), "domains[1]:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "1X", "value": "v"}]}), "env[0].name:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v"}, {"name": "X", "value": "w"}]}), "env[1].name:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X"}]}), "env[0]:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v", "secret": {"name": "s", "key": "k"}}]}), "env[0]:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/"}]}), "volumes[0].mount_path:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a/../b"}]}), "volumes[0].mount_path:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a"}, {"name": "data", "mount_path": "/b"}]}), "volumes[1].name:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "replicas": 2, "volumes": [{"name": "data", "mount_path": "/a"}]}), "processes[0].replicas:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"name": "web"}, {"name": "web"}]}), "processes[1].name:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"port": 80}]}), "processes[0].name:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "fs_group": -1}), "fs_group:"),
-            (serde_json::json!({"name": "shop", "image": "nginx", "health_check_path": "health"}), "health_check_path:"),
+            (
+                serde_json::json!({"name": "Shop", "image": "nginx"}),
+                "name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "Nginx"}),
+                "image:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "port": 0}),
+                "port:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "port": 70000}),
+                "port:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "size": "huge"}),
+                "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "replicas": 101}),
+                "replicas:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "replicas": 3, "max_replicas": 2}),
+                "max_replicas:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "schedule": "* * *"}),
+                "schedule:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "time_zone": "Mars/Base"}),
+                "time_zone:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "time_zone": "UTC"}),
+                "time_zone:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 * * * *", "port": 80}),
+                "port:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "protocol": "udp"}),
+                "protocol:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "domains": ["not a host"]}),
+                "domains[0]:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "domains": ["a.example.com", "A.example.com"]}),
+                "domains[1]:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "1X", "value": "v"}]}),
+                "env[0].name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v"}, {"name": "X", "value": "w"}]}),
+                "env[1].name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X"}]}),
+                "env[0]:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "env": [{"name": "X", "value": "v", "secret": {"name": "s", "key": "k"}}]}),
+                "env[0]:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/"}]}),
+                "volumes[0].mount_path:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a/../b"}]}),
+                "volumes[0].mount_path:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a"}, {"name": "data", "mount_path": "/b"}]}),
+                "volumes[1].name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "replicas": 2, "volumes": [{"name": "data", "mount_path": "/a"}]}),
+                "processes[0].replicas:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"name": "web"}, {"name": "web"}]}),
+                "processes[1].name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "processes": [{"port": 80}]}),
+                "processes[0].name:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "fs_group": -1}),
+                "fs_group:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "health_check_path": "health"}),
+                "health_check_path:",
+            ),
         ];
         for (body, field) in cases {
             let error = create(body.clone()).expect_err(&body.to_string());
@@ -747,15 +828,29 @@ mod tests {
             "health_check_path": "/health", "fs_group": 1000
         }));
         let next = update(&current, serde_json::json!({"replicas": 3})).expect("valid");
-        assert_eq!((next.processes[0].min_replicas, next.processes[0].max_replicas), (3, 3));
+        assert_eq!(
+            (
+                next.processes[0].min_replicas,
+                next.processes[0].max_replicas
+            ),
+            (3, 3)
+        );
         assert_eq!(next.image, "nginx:1");
         // Entries with only a name keep their value or reference.
-        let next = update(&current, serde_json::json!({"env": [{"name": "B"}, {"name": "A"}, {"name": "C", "value": "3"}]})).expect("valid");
+        let next = update(
+            &current,
+            serde_json::json!({"env": [{"name": "B"}, {"name": "A"}, {"name": "C", "value": "3"}]}),
+        )
+        .expect("valid");
         assert_eq!(next.env[0], current.env[1]);
         assert_eq!(next.env[1], current.env[0]);
         assert_eq!(next.env[2].value.as_deref(), Some("3"));
         // Empty strings and zero remove.
-        let next = update(&current, serde_json::json!({"health_check_path": "", "fs_group": 0})).expect("valid");
+        let next = update(
+            &current,
+            serde_json::json!({"health_check_path": "", "fs_group": 0}),
+        )
+        .expect("valid");
         assert_eq!((next.health_check_path, next.fs_group), (None, None));
         let error = update(&current, serde_json::json!({"port": 80, "processes": []})).unwrap_err();
         assert!(detail(error).starts_with("processes:"));
@@ -769,11 +864,17 @@ mod tests {
         }));
         let grown = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "10Gi"}]})).expect("grows");
         assert_eq!(grown.volumes[0].size, "10Gi");
-        let kept = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data"}]})).expect("keeps its size");
+        let kept = update(
+            &current,
+            serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data"}]}),
+        )
+        .expect("keeps its size");
         assert_eq!(kept.volumes[0].size, "5Gi");
         let error = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data", "size": "4Gi"}]})).unwrap_err();
         assert!(detail(error).starts_with("volumes[0].size:"));
-        let default = config(serde_json::json!({"name": "shop", "image": "redis", "volumes": [{"name": "data", "mount_path": "/data"}]}));
+        let default = config(
+            serde_json::json!({"name": "shop", "image": "redis", "volumes": [{"name": "data", "mount_path": "/data"}]}),
+        );
         assert_eq!(default.volumes[0].size, "1Gi");
     }
 
@@ -783,8 +884,18 @@ mod tests {
         let scaled = update(&current, serde_json::json!({"replicas": 4})).expect("valid");
         assert_eq!(permissions_for(&current, &scaled), [Permission::AppOperate]);
         let deployed = update(&current, serde_json::json!({"image": "nginx:2"})).expect("valid");
-        assert_eq!(permissions_for(&current, &deployed), [Permission::AppOperate, Permission::AppDeploy]);
-        let configured = update(&current, serde_json::json!({"domains": ["shop.example.com"], "replicas": 2})).expect("valid");
-        assert_eq!(permissions_for(&current, &configured), [Permission::AppOperate, Permission::AppWrite]);
+        assert_eq!(
+            permissions_for(&current, &deployed),
+            [Permission::AppOperate, Permission::AppDeploy]
+        );
+        let configured = update(
+            &current,
+            serde_json::json!({"domains": ["shop.example.com"], "replicas": 2}),
+        )
+        .expect("valid");
+        assert_eq!(
+            permissions_for(&current, &configured),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
     }
 }

@@ -15,9 +15,9 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, Select};
 use serde::{Deserialize, Serialize};
 
+use crate::ApiError;
 use crate::cluster::crd::{AppConfig, ReleaseMark};
 use crate::store::{self, Store, keys};
-use crate::ApiError;
 
 /// The Release record of the API (spec part 2).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -119,8 +119,7 @@ pub async fn prepare(
     match store.transact(writes).await {
         Ok(()) => Ok(()),
         Err(error)
-            if store::cancelled_conditions(&error)
-                .is_some_and(|failed| failed.contains(&true)) =>
+            if store::cancelled_conditions(&error).is_some_and(|failed| failed.contains(&true)) =>
         {
             Err(changed_meanwhile())
         }

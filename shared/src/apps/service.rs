@@ -20,7 +20,7 @@ use crate::domain::names::AppName;
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Permission, clock};
+use crate::{ApiError, Permission, clock, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +70,7 @@ pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
 }
 
 /// The environment a change goes into: visible, and not being deleted.
-async fn writable_environment(
+pub(crate) async fn writable_environment(
     client: &kube::Client,
     org: &str,
     project: &str,
@@ -119,8 +119,13 @@ async fn commit_new(
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = uuid::Uuid::new_v4().simple().to_string();
-    releases::prepare(store, &history, None, &StoredRelease::new(&release, &config, false)?)
-        .await?;
+    releases::prepare(
+        store,
+        &history,
+        None,
+        &StoredRelease::new(&release, &config, false)?,
+    )
+    .await?;
     let app = App {
         metadata: ObjectMeta {
             name: Some(path.app.clone()),
@@ -131,7 +136,10 @@ async fn commit_new(
                 (LABEL_ENVIRONMENT.to_owned(), path.environment.clone()),
                 (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
             ])),
-            annotations: Some(BTreeMap::from([(ANNOTATION_HISTORY.to_owned(), history.clone())])),
+            annotations: Some(BTreeMap::from([(
+                ANNOTATION_HISTORY.to_owned(),
+                history.clone(),
+            )])),
             ..ObjectMeta::default()
         },
         spec: AppSpec {
@@ -252,6 +260,7 @@ pub async fn create(
         environment: environment.to_owned(),
         app: name.as_str().to_owned(),
     };
+    secrets::check_references(client, &path, &config).await?;
     let created = commit_new(
         store,
         client,
@@ -293,6 +302,7 @@ pub async fn update(
     } else {
         Reason::Deploy
     };
+    secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
     let updated = commit_change(store, client, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
@@ -326,13 +336,12 @@ pub async fn rollback(
         };
         found
             .ok_or_else(|| {
-                ApiError::ValidationFailed(format!(
-                    "revision: the app has no revision {revision}"
-                ))
+                ApiError::ValidationFailed(format!("revision: the app has no revision {revision}"))
             })?
             .config()?
     };
     let config = keep_grown_volumes(restored, &current.spec.config);
+    secrets::check_references(client, path, &config).await?;
     let release = mark(
         head + 1,
         Reason::Rollback,
@@ -397,12 +406,20 @@ pub async fn promote(
             config.image.clone_from(&source.spec.config.image);
             config.processes.clone_from(&source.spec.config.processes);
             check_config(&target_path, &config)?;
-            let release = mark(target.spec.release.revision + 1, Reason::Promote, note, caller);
+            secrets::check_references(client, &target_path, &config).await?;
+            let release = mark(
+                target.spec.release.revision + 1,
+                Reason::Promote,
+                note,
+                caller,
+            );
             commit_change(store, client, &target, config, release).await?
         }
         Err(ApiError::NotFound) => {
             let mut config = source.spec.config.clone();
             config.domains.clear();
+            // The source's env, read in the target's environment.
+            secrets::check_references(client, &target_path, &config).await?;
             let release = mark(1, Reason::Promote, note, caller);
             commit_new(store, client, org, &target_path, config, release).await?
         }

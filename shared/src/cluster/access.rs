@@ -87,8 +87,9 @@ impl ClusterAccess {
             current.checked = Instant::now();
             return Ok(current.client.clone());
         }
-        let config = config_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
-            .await?;
+        let config =
+            config_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
+                .await?;
         let client = build_client(config, self.counter.clone())?;
         *loaded = Some(Loaded {
             client: client.clone(),
@@ -133,7 +134,10 @@ async fn config_from_kubeconfig(
     Ok(config)
 }
 
-fn build_client(config: kube::Config, counter: Option<RequestCounter>) -> Result<kube::Client, ApiError> {
+fn build_client(
+    config: kube::Config,
+    counter: Option<RequestCounter>,
+) -> Result<kube::Client, ApiError> {
     let Some(counter) = counter else {
         return kube::Client::try_from(config).map_err(|e| unusable(&e));
     };

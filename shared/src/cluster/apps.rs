@@ -4,8 +4,8 @@
 //! decides whether the caller may see it.
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 
 use super::crd::{App, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use super::{environments, is_conflict, is_not_found};
@@ -46,7 +46,11 @@ fn belongs(app: &App, org: &str, project: &str, environment: &str) -> bool {
 }
 
 /// The organization's app at that path; anything else is not found.
-pub async fn get_visible(client: &kube::Client, org: &str, path: &AppPath) -> Result<App, ApiError> {
+pub async fn get_visible(
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+) -> Result<App, ApiError> {
     match api(client, &path.namespace()).get_opt(&path.app).await {
         Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => Ok(app),
         Ok(_) => Err(ApiError::NotFound),
@@ -100,7 +104,10 @@ pub async fn list(
 
 pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
     let namespace = app.namespace().unwrap_or_default();
-    match api(client, &namespace).create(&PostParams::default(), app).await {
+    match api(client, &namespace)
+        .create(&PostParams::default(), app)
+        .await
+    {
         Ok(created) => Ok(created),
         Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
             "an app named {} already exists in this environment",
@@ -188,7 +195,10 @@ pub async fn delete_claims(
         Err(error) => return Err(error.into()),
     };
     for claim in &found {
-        match claims.delete(&claim.name_any(), &DeleteParams::default()).await {
+        match claims
+            .delete(&claim.name_any(), &DeleteParams::default())
+            .await
+        {
             Ok(_) => {}
             Err(error) if is_not_found(&error) => {}
             Err(error) => return Err(error.into()),

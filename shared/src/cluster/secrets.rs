@@ -1,0 +1,195 @@
+//! Kubernetes Secrets in an environment's namespace, and the restart of the
+//! apps that read them. A Secret is Berth's when it carries
+//! `app.kubernetes.io/managed-by: berth` and the organization, project and
+//! environment of the namespace it is in; Berth changes no other Secret.
+//!
+//! Nothing here logs or formats a value: errors name secrets and keys only.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use kube::api::Preconditions;
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+
+use super::crd::{LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER};
+use super::{environments, is_conflict, is_not_found};
+use crate::ApiError;
+
+/// The only type Berth creates: arbitrary keys and values.
+pub const OPAQUE: &str = "Opaque";
+
+/// Where a secret lives: its environment, as in the URL, and its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretPath {
+    pub project: String,
+    pub environment: String,
+    pub secret: String,
+}
+
+impl SecretPath {
+    pub fn namespace(&self) -> String {
+        environments::resource_name(&self.project, &self.environment)
+    }
+}
+
+fn api(client: &kube::Client, namespace: &str) -> Api<Secret> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+/// Berth's labels for a secret of that organization and environment.
+pub fn labels(org: &str, project: &str, environment: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (LABEL_ORG.to_owned(), org.to_owned()),
+        (LABEL_PROJECT.to_owned(), project.to_owned()),
+        (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
+        (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+    ])
+}
+
+/// Whether Berth made this secret for that organization's environment.
+pub fn is_managed(secret: &Secret, org: &str, project: &str, environment: &str) -> bool {
+    let found = secret.labels();
+    labels(org, project, environment)
+        .iter()
+        .all(|(key, value)| found.get(key) == Some(value))
+}
+
+/// The secret of that name in the environment's namespace, whoever made it.
+pub async fn get(client: &kube::Client, path: &SecretPath) -> Result<Option<Secret>, ApiError> {
+    match api(client, &path.namespace()).get_opt(&path.secret).await {
+        Ok(found) => Ok(found),
+        // The namespace itself may be gone (a purged environment).
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Every secret of the namespace (Berth's or not), for checking references.
+pub async fn list_all(client: &kube::Client, namespace: &str) -> Result<Vec<Secret>, ApiError> {
+    match api(client, namespace).list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items),
+        Err(error) if is_not_found(&error) => Ok(Vec::new()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The organization's Berth-managed secrets of an environment (whose
+/// visibility the caller has checked), by name.
+pub async fn list_managed(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<Vec<Secret>, ApiError> {
+    let namespace = environments::resource_name(project, environment);
+    let params =
+        ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER},{LABEL_ORG}={org}"));
+    let mut secrets = match api(client, &namespace).list(&params).await {
+        Ok(list) => list.items,
+        Err(error) if is_not_found(&error) => Vec::new(),
+        Err(error) => return Err(error.into()),
+    };
+    secrets.retain(|secret| is_managed(secret, org, project, environment));
+    secrets.sort_by_key(ResourceExt::name_any);
+    Ok(secrets)
+}
+
+fn data_of(values: BTreeMap<String, String>) -> BTreeMap<String, ByteString> {
+    values
+        .into_iter()
+        .map(|(key, value)| (key, ByteString(value.into_bytes())))
+        .collect()
+}
+
+/// Creates a Berth-managed Opaque secret.
+pub async fn create(
+    client: &kube::Client,
+    org: &str,
+    path: &SecretPath,
+    values: BTreeMap<String, String>,
+) -> Result<Secret, ApiError> {
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(path.secret.clone()),
+            namespace: Some(path.namespace()),
+            labels: Some(labels(org, &path.project, &path.environment)),
+            ..ObjectMeta::default()
+        },
+        type_: Some(OPAQUE.to_owned()),
+        data: Some(data_of(values)),
+        ..Secret::default()
+    };
+    match api(client, &path.namespace())
+        .create(&PostParams::default(), &secret)
+        .await
+    {
+        Ok(created) => Ok(created),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
+            "the secret {} was created meanwhile; try again",
+            path.secret
+        ))),
+        // The controller has not made the namespace yet.
+        Err(error) if is_not_found(&error) => Err(ApiError::Conflict(
+            "the environment is still being provisioned; try again in a moment".into(),
+        )),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Replaces the whole data of the secret that was read, conditioned on its
+/// `resourceVersion`: a concurrent change that won is a conflict, and this
+/// one changes nothing.
+pub async fn replace(
+    client: &kube::Client,
+    current: &Secret,
+    values: BTreeMap<String, String>,
+) -> Result<Secret, ApiError> {
+    let mut next = Secret {
+        metadata: current.metadata.clone(),
+        type_: Some(OPAQUE.to_owned()),
+        data: Some(data_of(values)),
+        ..Secret::default()
+    };
+    // Whatever else was there is replaced too: the secret is one whole.
+    next.metadata.managed_fields = None;
+    let name = current.name_any();
+    match api(client, &current.namespace().unwrap_or_default())
+        .replace(&name, &PostParams::default(), &next)
+        .await
+    {
+        Ok(replaced) => Ok(replaced),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile(&name)),
+        Err(error) if is_not_found(&error) => Err(changed_meanwhile(&name)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn changed_meanwhile(name: &str) -> ApiError {
+    ApiError::Conflict(format!(
+        "the secret {name} was changed or deleted meanwhile; read it again and retry"
+    ))
+}
+
+/// Deletes the secret that was read (uid and resourceVersion preconditions,
+/// so never one that replaced it meanwhile).
+pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ApiError> {
+    let name = current.name_any();
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: current.uid(),
+            resource_version: current.resource_version(),
+        }),
+        ..DeleteParams::default()
+    };
+    match api(client, &current.namespace().unwrap_or_default())
+        .delete(&name, &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile(&name)),
+        Err(error) => Err(error.into()),
+    }
+}
