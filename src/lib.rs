@@ -18,6 +18,7 @@ pub const FUNCTIONS: &[(&str, Routes)] = &[
     ("projects", berth_fn_projects::router),
     ("environments", berth_fn_environments::router),
     ("apps", berth_fn_apps::router),
+    ("templates", berth_fn_templates::router),
     ("secrets", berth_fn_secrets::router),
 ];
 

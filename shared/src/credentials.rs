@@ -35,6 +35,18 @@ pub fn new_user_id() -> String {
     random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", USER_ID_LEN)
 }
 
+/// A value for a secret generated for a template (a database password):
+/// 40 letters and digits straight from the operating system's CSPRNG.
+pub fn new_generated_secret() -> String {
+    use rand::TryRngCore;
+    rand::rngs::OsRng
+        .unwrap_err()
+        .sample_iter(Alphanumeric)
+        .take(40)
+        .map(char::from)
+        .collect()
+}
+
 /// A short random id for records such as tokens.
 pub fn new_record_id() -> String {
     random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", 12)

@@ -32,6 +32,8 @@ pub mod secrets;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+#[cfg(feature = "cluster")]
+pub mod templates;
 
 pub use error::ApiError;
 pub use operation::Operation;

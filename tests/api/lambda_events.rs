@@ -52,6 +52,8 @@ const EXPECTED: &[(&str, u16)] = &[
     // The sample runs process `nightly`, which the sample app does not have.
     ("apps/run.json", 422),
     ("apps/delete.json", 204),
+    ("templates/list.json", 200),
+    ("templates/deploy.json", 201),
     // Into the same, provisioned environment.
     ("secrets/put.json", 201),
     ("secrets/list.json", 200),

@@ -22,4 +22,5 @@ mod round_trips;
 mod secrecy;
 mod secrets;
 mod support;
+mod templates;
 mod tokens;

@@ -143,6 +143,8 @@ async fn every_template_route_reaches_its_functions_operation() {
         "getAppLogs",
         "restartApp",
         "runApp",
+        "listTemplates",
+        "deployTemplate",
         "listSecrets",
         "putSecret",
         "deleteSecret",

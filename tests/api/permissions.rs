@@ -341,6 +341,22 @@ fn cases() -> Vec<Case> {
             None,
             [403, 422, 422, 422, 422, 401, 404],
         ),
+        case(
+            "listTemplates",
+            Method::GET,
+            Nothing,
+            |_| "/api/v1/templates".into(),
+            None,
+            [200, 200, 200, 200, 200, 401, 200],
+        ),
+        case(
+            "deployTemplate",
+            Method::POST,
+            Environment,
+            |e| format!("{e}/templates/nginx"),
+            Some(|| json!({ "name": unique("t") })),
+            [403, 403, 201, 201, 201, 401, 404],
+        ),
         // No such environment: 422 shows the call got past authorization.
         case(
             "promoteApp",

@@ -83,7 +83,7 @@ pub(crate) async fn writable_environment(
     Ok(found)
 }
 
-fn mark(revision: i64, reason: Reason, note: Option<String>, caller: &Principal) -> ReleaseMark {
+pub(crate) fn mark(revision: i64, reason: Reason, note: Option<String>, caller: &Principal) -> ReleaseMark {
     ReleaseMark {
         revision,
         reason: reason.as_str().to_owned(),
@@ -110,7 +110,7 @@ fn current_release(app: &App) -> Result<StoredRelease, ApiError> {
 }
 
 /// Commits a new app: its first revision, then the resource.
-async fn commit_new(
+pub(crate) async fn commit_new(
     store: &Store,
     client: &kube::Client,
     org: &str,

@@ -82,6 +82,16 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
         .ok_or(ApiError::NotFound)
 }
 
+/// Whether an app of that name exists in the environment's namespace,
+/// whoever's it is.
+pub async fn exists(client: &kube::Client, path: &AppPath) -> Result<bool, ApiError> {
+    match api(client, &path.namespace()).get_opt(&path.app).await {
+        Ok(found) => Ok(found.is_some()),
+        Err(error) if is_not_found(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The organization's apps of an environment (whose visibility the caller
 /// has checked), by name.
 pub async fn list(
