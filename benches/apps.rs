@@ -206,9 +206,10 @@ async fn main() {
 
     let cluster = berth_kube_standin::StandIn::start().await.unwrap();
     let kubeconfig = cluster.kubeconfig_yaml();
-    let kube = access::client_from_kubeconfig(&kubeconfig, None, std::time::Duration::from_secs(10))
-        .await
-        .unwrap();
+    let kube =
+        access::client_from_kubeconfig(&kubeconfig, None, std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
     install::install_crds(&kube).await.unwrap();
     berth_shared::kubeconfig::store_kubeconfig(&state.store, kubeconfig, None)
         .await
@@ -232,15 +233,28 @@ async fn main() {
     assert_eq!(status, StatusCode::OK);
     let send = async |method, path: &str, body| berth.send(method, path, Some(&token), body).await;
     assert_eq!(
-        send(Method::POST, "/api/v1/projects", Some(json!({"name": "bench", "display_name": "Bench"}))).await.0,
+        send(
+            Method::POST,
+            "/api/v1/projects",
+            Some(json!({"name": "bench", "display_name": "Bench"}))
+        )
+        .await
+        .0,
         StatusCode::CREATED
     );
     assert_eq!(
-        send(Method::POST, "/api/v1/projects/bench/environments", Some(json!({"name": "dev"}))).await.0,
+        send(
+            Method::POST,
+            "/api/v1/projects/bench/environments",
+            Some(json!({"name": "dev"}))
+        )
+        .await
+        .0,
         StatusCode::CREATED
     );
     // What the controller would do: the environment's namespace.
-    let namespace: Namespace = serde_json::from_value(json!({"metadata": {"name": "bench-dev"}})).unwrap();
+    let namespace: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "bench-dev"}})).unwrap();
     Api::<Namespace>::all(kube.clone())
         .create(&PostParams::default(), &namespace)
         .await
@@ -280,22 +294,30 @@ async fn main() {
         }
     };
     common::compare("getApp", iterations, &baseline, &berth, async |call| {
-        let (status, answer) = call.send(Method::GET, &app_path(call), Some(&token), None).await;
+        let (status, answer) = call
+            .send(Method::GET, &app_path(call), Some(&token), None)
+            .await;
         assert_eq!(status, StatusCode::OK, "{answer}");
     })
     .await;
     let image = AtomicU64::new(0);
-    common::compare("updateApp (a new image)", iterations, &baseline, &berth, async |call| {
-        let tag = image.fetch_add(1, Ordering::SeqCst);
-        let (status, answer) = call
-            .send(
-                Method::PATCH,
-                &app_path(call),
-                Some(&token),
-                Some(json!({ "image": format!("nginx:{tag}") })),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{answer}");
-    })
+    common::compare(
+        "updateApp (a new image)",
+        iterations,
+        &baseline,
+        &berth,
+        async |call| {
+            let tag = image.fetch_add(1, Ordering::SeqCst);
+            let (status, answer) = call
+                .send(
+                    Method::PATCH,
+                    &app_path(call),
+                    Some(&token),
+                    Some(json!({ "image": format!("nginx:{tag}") })),
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+        },
+    )
     .await;
 }

@@ -120,7 +120,6 @@ async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
     }))
 }
 
-
 #[tokio::main]
 async fn main() {
     if std::env::args().any(|arg| arg == "--list") {
@@ -350,11 +349,17 @@ async fn main() {
             StatusCode::OK
         );
     }
-    common::compare("GET /api/v1/me", iterations, &baseline, &berth, async |call| {
-        let (status, _) = call
-            .send(Method::GET, "/api/v1/me", Some(&token), None)
-            .await;
-        assert_eq!(status, StatusCode::OK);
-    })
+    common::compare(
+        "GET /api/v1/me",
+        iterations,
+        &baseline,
+        &berth,
+        async |call| {
+            let (status, _) = call
+                .send(Method::GET, "/api/v1/me", Some(&token), None)
+                .await;
+            assert_eq!(status, StatusCode::OK);
+        },
+    )
     .await;
 }

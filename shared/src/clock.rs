@@ -23,6 +23,12 @@ pub fn rfc3339(unix_seconds: i64) -> String {
         .unwrap_or_default()
 }
 
+/// Now in RFC 3339 with sub-second precision: stamps made in one second
+/// still differ (restart stamps roll pods only when they change).
+pub fn now_precise() -> String {
+    now().format(&Rfc3339).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -30,10 +36,4 @@ mod tests {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
     }
-}
-
-/// Now in RFC 3339 with sub-second precision: stamps made in one second
-/// still differ (restart stamps roll pods only when they change).
-pub fn now_precise() -> String {
-    now().format(&Rfc3339).unwrap_or_default()
 }

@@ -99,12 +99,9 @@ static CATALOGUE: LazyLock<Vec<Template>> = LazyLock::new(|| {
 fn record_of(file: &TemplateFile) -> TemplateRecord {
     let app = &file.app;
     let processes = app["processes"].as_array().cloned();
-    let port = app["port"].as_i64().or_else(|| {
-        processes
-            .iter()
-            .flatten()
-            .find_map(|p| p["port"].as_i64())
-    });
+    let port = app["port"]
+        .as_i64()
+        .or_else(|| processes.iter().flatten().find_map(|p| p["port"].as_i64()));
     TemplateRecord {
         name: file.name.clone(),
         display_name: file.display_name.clone(),
@@ -114,8 +111,9 @@ fn record_of(file: &TemplateFile) -> TemplateRecord {
         env: file.env.clone(),
         volumes: app["volumes"].as_array().cloned().unwrap_or_default(),
         processes: processes.or_else(|| {
-            app.get("schedule")
-                .map(|_| vec![serde_json::json!({"schedule": app["schedule"], "command": app["command"]})])
+            app.get("schedule").map(|_| {
+                vec![serde_json::json!({"schedule": app["schedule"], "command": app["command"]})]
+            })
         }),
     }
 }
@@ -164,7 +162,9 @@ fn create_body(
                 .cloned()
                 .unwrap_or_else(credentials::new_generated_secret);
             generated.insert(var.name.clone(), value);
-            env.push(serde_json::json!({"name": var.name, "secret": {"name": secret, "key": var.name}}));
+            env.push(
+                serde_json::json!({"name": var.name, "secret": {"name": secret, "key": var.name}}),
+            );
         } else {
             let value = given.or(var.value.as_ref()).cloned().unwrap_or_default();
             env.push(serde_json::json!({"name": var.name, "value": value}));
@@ -174,7 +174,10 @@ fn create_body(
     app["name"] = Value::String(name.to_owned());
     app["env"] = Value::Array(env);
     let body = serde_json::from_value(app).map_err(|e| {
-        ApiError::Internal(format!("template {} is not a create body: {e}", template.name))
+        ApiError::Internal(format!(
+            "template {} is not a create body: {e}",
+            template.name
+        ))
     })?;
     Ok((body, generated))
 }
@@ -288,7 +291,11 @@ mod tests {
 
     #[test]
     fn overrides_replace_defaults_and_unknown_variables_are_refused() {
-        let postgres = &CATALOGUE.iter().find(|t| t.file.name == "postgres").unwrap().file;
+        let postgres = &CATALOGUE
+            .iter()
+            .find(|t| t.file.name == "postgres")
+            .unwrap()
+            .file;
         let overrides = BTreeMap::from([
             ("POSTGRES_DB".to_owned(), "shop".to_owned()),
             ("POSTGRES_PASSWORD".to_owned(), "chosen".to_owned()),
@@ -306,6 +313,9 @@ mod tests {
 
     #[test]
     fn generated_values_differ() {
-        assert_ne!(credentials::new_generated_secret(), credentials::new_generated_secret());
+        assert_ne!(
+            credentials::new_generated_secret(),
+            credentials::new_generated_secret()
+        );
     }
 }

@@ -32,8 +32,11 @@ async fn app_in_environment(app: &TestApp, body: Value) -> (String, String) {
 #[tokio::test]
 async fn logs_of_pods_no_node_runs_say_why() {
     let app = TestApp::with_cluster().await;
-    let (project, apps) =
-        app_in_environment(&app, json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 2})).await;
+    let (project, apps) = app_in_environment(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 2}),
+    )
+    .await;
     let namespace = format!("{project}-dev");
     let pods: Api<Pod> = Api::namespaced(app.cluster().client.clone(), &namespace);
     eventually("the Deployment's pods exist", 30, || async {
@@ -42,7 +45,11 @@ async fn logs_of_pods_no_node_runs_say_why() {
             .is_ok_and(|list| list.items.len() == 2)
     })
     .await;
-    let answer = app.get(&format!("{apps}/shop/logs")).by(&app.owner).send().await;
+    let answer = app
+        .get(&format!("{apps}/shop/logs"))
+        .by(&app.owner)
+        .send()
+        .await;
     answer.assert_status(200);
     let entries = answer.json();
     let entries = entries.as_array().unwrap();
@@ -52,7 +59,12 @@ async fn logs_of_pods_no_node_runs_say_why() {
         assert_eq!(entry["lines"], json!([]));
         assert_eq!(entry["error"], "the pod is not scheduled on a node yet");
     }
-    for (query, code) in [("tail=0", 400), ("tail=2001", 400), ("tail=x", 400), ("colour=red", 400)] {
+    for (query, code) in [
+        ("tail=0", 400),
+        ("tail=2001", 400),
+        ("tail=x", 400),
+        ("colour=red", 400),
+    ] {
         app.get(&format!("{apps}/shop/logs?{query}"))
             .by(&app.owner)
             .send()
@@ -60,7 +72,11 @@ async fn logs_of_pods_no_node_runs_say_why() {
             .assert_problem(code, "invalid_request");
     }
     let viewer = app.user(Role::Viewer).await;
-    app.get(&format!("{apps}/shop/logs")).by(&viewer).send().await.assert_status(200);
+    app.get(&format!("{apps}/shop/logs"))
+        .by(&viewer)
+        .send()
+        .await
+        .assert_status(200);
 }
 
 /// A pod of `process` of app `shop`, running on a node, as the test says.
@@ -98,17 +114,27 @@ async fn logs_follow_the_query() {
         if i != 5 {
             standin.set_pod_logs(
                 LogKey::new(&namespace, &name, "web"),
-                [format!("{{\"pod\": {i}, \"line\": 1}}"), format!("pod {i} line 2"), format!("pod {i} line 3")],
+                [
+                    format!("{{\"pod\": {i}, \"line\": 1}}"),
+                    format!("pod {i} line 2"),
+                    format!("pod {i} line 3"),
+                ],
             );
         }
         // Pods created within one second have the same creation time.
         tokio::time::sleep(Duration::from_millis(1050)).await;
     }
-    pods.create(&PostParams::default(), &running_pod("shop-worker-1", "worker", "acme"))
-        .await
-        .unwrap();
+    pods.create(
+        &PostParams::default(),
+        &running_pod("shop-worker-1", "worker", "acme"),
+    )
+    .await
+    .unwrap();
     let long_line = "x".repeat(20_000);
-    standin.set_pod_logs(LogKey::new(&namespace, "shop-worker-1", "worker"), ["started", long_line.as_str()]);
+    standin.set_pod_logs(
+        LogKey::new(&namespace, "shop-worker-1", "worker"),
+        ["started", long_line.as_str()],
+    );
     standin.set_pod_logs(
         LogKey::new(&namespace, "shop-worker-1", "worker").previous(),
         ["crashed: out of memory"],
@@ -130,13 +156,18 @@ async fn logs_follow_the_query() {
     let worker = &all[0];
     assert_eq!(worker["lines"][0], "started");
     let cut = worker["lines"][1].as_str().unwrap();
-    assert!(cut.len() < long_line.len() && cut.starts_with("xxxx") && cut.contains("cut at 16 KiB"));
+    assert!(
+        cut.len() < long_line.len() && cut.starts_with("xxxx") && cut.contains("cut at 16 KiB")
+    );
 
     let web = logs("process=web&tail=2").await;
     assert_eq!(web.len(), 10);
     assert!(web.iter().all(|entry| entry["process"] == "web"));
     assert_eq!(web[0]["lines"], json!(["pod 11 line 2", "pod 11 line 3"]));
-    let starting = web.iter().find(|entry| entry["pod"] == "shop-web-05").unwrap();
+    let starting = web
+        .iter()
+        .find(|entry| entry["pod"] == "shop-web-05")
+        .unwrap();
     assert_eq!(starting["lines"], json!([]));
     assert_eq!(starting["error"], "the container is still starting");
     // A line is returned as written, never parsed.
@@ -146,14 +177,20 @@ async fn logs_follow_the_query() {
     let previous = logs("process=worker&previous=true").await;
     assert_eq!(previous[0]["lines"], json!(["crashed: out of memory"]));
     let no_previous = logs("process=web&previous=true").await;
-    assert_eq!(no_previous[0]["error"], "the container has no previous instance");
+    assert_eq!(
+        no_previous[0]["error"],
+        "the container has no previous instance"
+    );
 }
 
 #[tokio::test]
 async fn a_restart_rolls_the_pods_without_a_revision() {
     let app = TestApp::with_cluster().await;
-    let (project, apps) =
-        app_in_environment(&app, json!({"name": "shop", "image": "nginx:1.27", "port": 80})).await;
+    let (project, apps) = app_in_environment(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
     let deployments: Api<Deployment> =
         Api::namespaced(app.cluster().client.clone(), &format!("{project}-dev"));
     let stamp = || async {
@@ -184,7 +221,12 @@ async fn a_restart_rolls_the_pods_without_a_revision() {
         .await;
         seen.push(stamp().await.unwrap());
     }
-    let history = app.get(&format!("{apps}/shop/releases")).by(&app.owner).send().await.json();
+    let history = app
+        .get(&format!("{apps}/shop/releases"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
     assert_eq!(history.as_array().map(Vec::len), Some(1));
     let viewer = app.user(Role::Viewer).await;
     app.post(&format!("{apps}/shop/restart"))
@@ -216,7 +258,9 @@ async fn run_now_makes_a_job_from_the_cron_job() {
     })
     .await;
     let run = |body: Option<Value>| {
-        let mut request = app.request(Method::POST, &format!("{apps}/shop/run")).by(&app.owner);
+        let mut request = app
+            .request(Method::POST, &format!("{apps}/shop/run"))
+            .by(&app.owner);
         if let Some(body) = body {
             request = request.json(body);
         }
@@ -229,16 +273,27 @@ async fn run_now_makes_a_job_from_the_cron_job() {
         jobs.push(answer.json()["job"].as_str().unwrap().to_owned());
     }
     assert_ne!(jobs[0], jobs[1], "two runs in one second do not collide");
-    let job: Job = Api::namespaced(client.clone(), &namespace).get(&jobs[0]).await.unwrap();
+    let job: Job = Api::namespaced(client.clone(), &namespace)
+        .get(&jobs[0])
+        .await
+        .unwrap();
     let annotations = job.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(annotations["cronjob.kubernetes.io/instantiate"], "manual");
     let owner = &job.metadata.owner_references.clone().unwrap()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("CronJob", "shop-nightly"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "shop-nightly")
+    );
     let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
-    assert_eq!(container.command.as_deref(), Some(&["sh".to_owned(), "-c".to_owned(), "echo hi".to_owned()][..]));
+    assert_eq!(
+        container.command.as_deref(),
+        Some(&["sh".to_owned(), "-c".to_owned(), "echo hi".to_owned()][..])
+    );
 
     for body in [json!({"process": "web"}), json!({"process": "nosuch"})] {
-        run(Some(body)).await.assert_problem(422, "validation_failed");
+        run(Some(body))
+            .await
+            .assert_problem(422, "validation_failed");
     }
     app.request(Method::POST, &format!("{apps}/shop/run"))
         .by(&app.owner)

@@ -23,15 +23,38 @@ async fn the_catalogue_lists_real_templates() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    for wanted in ["postgres", "redis", "mariadb", "nginx", "web-worker", "nightly-job"] {
+    for wanted in [
+        "postgres",
+        "redis",
+        "mariadb",
+        "nginx",
+        "web-worker",
+        "nightly-job",
+    ] {
         assert!(names.iter().any(|n| n == wanted), "{wanted} in {names:?}");
     }
-    let postgres = listed.as_array().unwrap().iter().find(|t| t["name"] == "postgres").unwrap();
+    let postgres = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "postgres")
+        .unwrap();
     assert_eq!(postgres["image"], "postgres:16.4");
     assert_eq!(postgres["port"], 5432);
-    assert!(postgres["env"].as_array().unwrap().iter().any(|v| v["generate"] == true));
+    assert!(
+        postgres["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["generate"] == true)
+    );
     assert_eq!(postgres["volumes"][0]["name"], "data");
-    let pair = listed.as_array().unwrap().iter().find(|t| t["name"] == "web-worker").unwrap();
+    let pair = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "web-worker")
+        .unwrap();
     assert_eq!(pair["processes"].as_array().map(Vec::len), Some(2));
 }
 
@@ -43,7 +66,12 @@ async fn every_template_deploys_and_renders() {
     let environment = format!("/api/v1/projects/{project}/environments/dev");
     let namespace = format!("{project}-dev");
     let client = app.cluster().client.clone();
-    let templates = app.get("/api/v1/templates").by(&app.owner).send().await.json();
+    let templates = app
+        .get("/api/v1/templates")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
     for template in templates.as_array().unwrap() {
         let name = template["name"].as_str().unwrap();
         let deployed = app
@@ -84,7 +112,13 @@ async fn every_template_deploys_and_renders() {
                 assert!(value.0.len() >= 32, "{name}: {key} is long enough");
             }
             // The answer names the secret, never its values.
-            assert!(record["env"].as_array().unwrap().iter().any(|v| v["secret"]["name"] == format!("{name}-generated").as_str()));
+            assert!(
+                record["env"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v["secret"]["name"] == format!("{name}-generated").as_str())
+            );
         }
         // What the controller renders from it.
         let scheduled = template["processes"]
@@ -133,45 +167,88 @@ async fn a_deployment_is_all_or_nothing() {
     let project = app.ready_environment("tpl", "dev").await;
     let environment = format!("/api/v1/projects/{project}/environments/dev");
     let deploy = |template: &str, body: Option<serde_json::Value>| {
-        let mut request = app.post(&format!("{environment}/templates/{template}")).by(&app.owner);
+        let mut request = app
+            .post(&format!("{environment}/templates/{template}"))
+            .by(&app.owner);
         if let Some(body) = body {
             request = request.json(body);
         }
         request.send()
     };
     // Another name and values.
-    let deployed = deploy("postgres", Some(json!({"name": "db", "env": {"POSTGRES_DB": "shop"}}))).await;
+    let deployed = deploy(
+        "postgres",
+        Some(json!({"name": "db", "env": {"POSTGRES_DB": "shop"}})),
+    )
+    .await;
     deployed.assert_status(201);
     let record = &deployed.json()["apps"][0];
     assert_eq!(record["name"], "db");
-    assert!(record["env"].as_array().unwrap().iter().any(|v| v["name"] == "POSTGRES_DB" && v["value"] == "shop"));
+    assert!(
+        record["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "POSTGRES_DB" && v["value"] == "shop")
+    );
 
     // A taken app name: 409, and no secret made for it.
-    deploy("postgres", Some(json!({"name": "db"}))).await.assert_problem(409, "conflict");
+    deploy("postgres", Some(json!({"name": "db"})))
+        .await
+        .assert_problem(409, "conflict");
     app.post(&format!("{environment}/apps"))
         .by(&app.owner)
         .json(json!({"name": "taken", "image": "nginx"}))
         .send()
         .await
         .assert_status(201);
-    deploy("mariadb", Some(json!({"name": "taken"}))).await.assert_problem(409, "conflict");
-    let secrets = app.get(&format!("{environment}/secrets")).by(&app.owner).send().await.json();
-    let names: Vec<_> = secrets.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect();
-    assert_eq!(names, ["db-generated"]);
-    // A taken secret name: 409, and no app.
-    app.request(http::Method::PUT, &format!("{environment}/secrets/cache-generated"))
+    deploy("mariadb", Some(json!({"name": "taken"})))
+        .await
+        .assert_problem(409, "conflict");
+    let secrets = app
+        .get(&format!("{environment}/secrets"))
         .by(&app.owner)
-        .json(json!({"data": {"x": "y"}}))
         .send()
         .await
-        .assert_status(201);
-    deploy("mariadb", Some(json!({"name": "cache"}))).await.assert_problem(409, "conflict");
-    app.get(&format!("{environment}/apps/cache")).by(&app.owner).send().await.assert_problem(404, "not_found");
+        .json();
+    let names: Vec<_> = secrets
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["db-generated"]);
+    // A taken secret name: 409, and no app.
+    app.request(
+        http::Method::PUT,
+        &format!("{environment}/secrets/cache-generated"),
+    )
+    .by(&app.owner)
+    .json(json!({"data": {"x": "y"}}))
+    .send()
+    .await
+    .assert_status(201);
+    deploy("mariadb", Some(json!({"name": "cache"})))
+        .await
+        .assert_problem(409, "conflict");
+    app.get(&format!("{environment}/apps/cache"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
 
-    deploy("nosuch", None).await.assert_problem(404, "not_found");
-    deploy("nginx", Some(json!({"env": {"NOPE": "x"}}))).await.assert_problem(422, "validation_failed");
-    deploy("nginx", Some(json!({"name": "Bad Name"}))).await.assert_problem(422, "validation_failed");
-    deploy("nginx", Some(json!({"colour": "red"}))).await.assert_problem(400, "invalid_request");
+    deploy("nosuch", None)
+        .await
+        .assert_problem(404, "not_found");
+    deploy("nginx", Some(json!({"env": {"NOPE": "x"}})))
+        .await
+        .assert_problem(422, "validation_failed");
+    deploy("nginx", Some(json!({"name": "Bad Name"})))
+        .await
+        .assert_problem(422, "validation_failed");
+    deploy("nginx", Some(json!({"colour": "red"})))
+        .await
+        .assert_problem(400, "invalid_request");
     let operator = app.user(Role::Operator).await;
     app.post(&format!("{environment}/templates/nginx"))
         .by(&operator)

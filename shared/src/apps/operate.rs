@@ -44,7 +44,11 @@ pub struct LogQuery {
 }
 
 impl LogQuery {
-    pub fn new(tail: Option<i64>, process: Option<String>, previous: bool) -> Result<Self, ApiError> {
+    pub fn new(
+        tail: Option<i64>,
+        process: Option<String>,
+        previous: bool,
+    ) -> Result<Self, ApiError> {
         let tail = tail.unwrap_or(DEFAULT_TAIL);
         if !(1..=MAX_TAIL).contains(&tail) {
             return Err(ApiError::InvalidRequest(format!(
@@ -76,10 +80,9 @@ pub async fn logs(
     let pods: Vec<Pod> = pods?
         .into_iter()
         .filter(|pod| {
-            query
-                .process
-                .as_deref()
-                .is_none_or(|process| pod.labels().get(LABEL_PROCESS).map(String::as_str) == Some(process))
+            query.process.as_deref().is_none_or(|process| {
+                pod.labels().get(LABEL_PROCESS).map(String::as_str) == Some(process)
+            })
         })
         .take(MAX_LOG_PODS)
         .collect();
@@ -107,7 +110,10 @@ async fn pod_log(api: &Api<Pod>, pod: &Pod, query: &LogQuery) -> LogEntry {
     };
     // A pod no node runs has no log yet; a real apiserver answers such a
     // request with nothing at all, so say why here.
-    let scheduled = pod.spec.as_ref().is_some_and(|spec| spec.node_name.is_some());
+    let scheduled = pod
+        .spec
+        .as_ref()
+        .is_some_and(|spec| spec.node_name.is_some());
     if !scheduled {
         return LogEntry {
             pod: name,
@@ -186,7 +192,6 @@ pub async fn restart(
     Ok(record_of(&restarted, path, caller))
 }
 
-
 /// Runs a scheduled process now: a Job from its CronJob's template, as
 /// `kubectl create job --from=cronjob/…` makes it. Answers the Job's name.
 pub async fn run_now(
@@ -217,7 +222,11 @@ pub async fn run_now(
         (Some(_), _) => {
             return Err(ApiError::ValidationFailed(format!(
                 "process: the app's scheduled processes are: {}",
-                if scheduled.is_empty() { "none".to_owned() } else { scheduled.join(", ") }
+                if scheduled.is_empty() {
+                    "none".to_owned()
+                } else {
+                    scheduled.join(", ")
+                }
             )));
         }
         (None, [only]) => only,

@@ -83,7 +83,12 @@ pub(crate) async fn writable_environment(
     Ok(found)
 }
 
-pub(crate) fn mark(revision: i64, reason: Reason, note: Option<String>, caller: &Principal) -> ReleaseMark {
+pub(crate) fn mark(
+    revision: i64,
+    reason: Reason,
+    note: Option<String>,
+    caller: &Principal,
+) -> ReleaseMark {
     ReleaseMark {
         revision,
         reason: reason.as_str().to_owned(),

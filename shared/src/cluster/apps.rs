@@ -65,7 +65,11 @@ pub async fn get_visible(
 pub async fn stamp_restart(client: &kube::Client, app: &App, stamp: &str) -> Result<App, ApiError> {
     let patch = serde_json::json!({ "spec": { "restartedAt": stamp } });
     match api(client, &app.namespace().unwrap_or_default())
-        .patch(&app.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+        .patch(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
         .await
     {
         Ok(patched) => Ok(patched),
