@@ -47,6 +47,8 @@ const EXPECTED: &[(&str, u16)] = &[
     ("apps/rollback.json", 200),
     // The sample promotes to `production`, which this test does not create.
     ("apps/promote.json", 422),
+    // The sample app has no domains, so no name server is asked.
+    ("apps/domains.json", 200),
     ("apps/delete.json", 204),
     ("environments/delete.json", 202),
     ("projects/delete.json", 404),

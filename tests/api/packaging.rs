@@ -139,6 +139,7 @@ async fn every_template_route_reaches_its_functions_operation() {
         "listReleases",
         "rollbackApp",
         "promoteApp",
+        "checkAppDomains",
     ];
     assert_eq!(
         routed,

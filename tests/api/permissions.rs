@@ -322,6 +322,15 @@ fn cases() -> Vec<Case> {
             Some(|| json!({ "environment": "nosuch" })),
             [403, 403, 422, 422, 422, 401, 404],
         ),
+        // The app has no domains: no name server is asked.
+        case(
+            "checkAppDomains",
+            Method::GET,
+            App,
+            |a| format!("{a}/domains"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
     ]
 }
 

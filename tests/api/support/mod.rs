@@ -3,6 +3,7 @@
 //! test, the whole API in process, and accounts of every role.
 
 pub mod cluster;
+pub mod dns;
 pub mod logs;
 pub mod store_faults;
 
