@@ -4,9 +4,12 @@
 use axum::Router;
 use berth_shared::AppState;
 
+/// What builds a function's routes.
+pub type Routes = fn() -> Router<AppState>;
+
 /// Every function, by its binary's name (as `template.yaml` packages it), with
 /// its routes.
-pub const FUNCTIONS: &[(&str, fn() -> Router<AppState>)] = &[
+pub const FUNCTIONS: &[(&str, Routes)] = &[
     ("auth", berth_fn_auth::router),
     ("tokens", berth_fn_tokens::router),
     ("members", berth_fn_members::router),
@@ -18,7 +21,7 @@ pub const FUNCTIONS: &[(&str, fn() -> Router<AppState>)] = &[
 ];
 
 /// The routes of the function of that name.
-pub fn function(name: &str) -> Option<fn() -> Router<AppState>> {
+pub fn function(name: &str) -> Option<Routes> {
     FUNCTIONS
         .iter()
         .find(|(function, _)| *function == name)

@@ -60,7 +60,16 @@ async fn app_operations_stay_within_their_round_trips() {
         image += 1;
         json!({ "image": format!("nginx:{image}") })
     };
-    let calls: Vec<(&str, Method, String, Option<serde_json::Value>, u64, u64)> = vec![
+    // Operation, method, path, body, DynamoDB and cluster round-trip budgets.
+    type Call = (
+        &'static str,
+        Method,
+        String,
+        Option<serde_json::Value>,
+        u64,
+        u64,
+    );
+    let calls: Vec<Call> = vec![
         ("getApp", Method::GET, shop.clone(), None, 2, 2),
         ("updateApp", Method::PATCH, shop.clone(), Some(next_image()), 3, 3),
         ("listApps", Method::GET, apps.clone(), None, 2, 2),

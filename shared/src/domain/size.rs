@@ -357,7 +357,7 @@ mod tests {
         assert_eq!(q("1Mi"), q("1048576"));
         assert!(q("1001m") > q("1"));
         assert!(q("5Gi") > q("5G"));
-        let mut sizes = vec![q("2Gi"), q("1G"), q("1500Mi"), q("1Gi"), q("100Mi")];
+        let mut sizes = [q("2Gi"), q("1G"), q("1500Mi"), q("1Gi"), q("100Mi")];
         sizes.sort();
         let sorted: Vec<_> = sizes.iter().map(Quantity::as_str).collect();
         assert_eq!(sorted, ["100Mi", "1G", "1Gi", "1500Mi", "2Gi"]);
