@@ -1,7 +1,9 @@
 //! Process configuration, read once at start from the environment.
 
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use crate::domain::names::Hostname;
 use crate::names::ReservedNamespaces;
 
 #[derive(Debug, Clone)]
@@ -25,6 +27,16 @@ pub struct Config {
     /// (`prefix*`) no environment may get, beyond the built-in `default`,
     /// `kube-*` and `berth-*` (comma-separated).
     pub reserved_namespaces: ReservedNamespaces,
+    /// `BERTH_GATEWAY_HOSTNAME`: the hostname app domains are a CNAME of to
+    /// reach the gateway (lowercase, without a trailing dot).
+    pub gateway_hostname: Option<String>,
+    /// `BERTH_GATEWAY_ADDRESSES`: the gateway's IPv4 and IPv6 addresses, for
+    /// domains that point at it with A/AAAA records (comma-separated).
+    pub gateway_addresses: Vec<IpAddr>,
+    /// `BERTH_DNS_SERVERS`: the name servers the domain check asks
+    /// (comma-separated `ip` or `ip:port`, `[ipv6]:port`); empty means the
+    /// system's (`/etc/resolv.conf`).
+    pub dns_servers: Vec<SocketAddr>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,6 +94,15 @@ impl Config {
                 &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
             )
             .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?,
+            gateway_hostname: parse_gateway_hostname(lookup("BERTH_GATEWAY_HOSTNAME"))?,
+            gateway_addresses: parse_list("BERTH_GATEWAY_ADDRESSES", &lookup, |item| {
+                item.parse::<IpAddr>().map_err(|_| {
+                    ConfigError(format!(
+                        "BERTH_GATEWAY_ADDRESSES: {item:?} is not an IPv4 or IPv6 address"
+                    ))
+                })
+            })?,
+            dns_servers: parse_list("BERTH_DNS_SERVERS", &lookup, parse_dns_server)?,
         })
     }
 
@@ -95,8 +116,62 @@ impl Config {
             cluster_timeout: Duration::from_secs(10),
             kubeconfig_recheck: Duration::from_secs(60),
             reserved_namespaces: ReservedNamespaces::default(),
+            gateway_hostname: None,
+            gateway_addresses: Vec::new(),
+            dns_servers: Vec::new(),
         }
     }
+}
+
+/// A hostname; a trailing dot (the DNS root) is accepted and dropped, as
+/// operators often copy names from zone files.
+fn parse_gateway_hostname(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let trimmed = value.trim();
+    let name = trimmed.strip_suffix('.').unwrap_or(trimmed);
+    Hostname::parse(name)
+        .map(|host| Some(host.as_str().to_owned()))
+        .map_err(|e| ConfigError(format!("BERTH_GATEWAY_HOSTNAME: {e}")))
+}
+
+/// A comma-separated list; unset or blank is empty, an empty item is an error
+/// (a stray comma is more likely a mistake than an intent).
+fn parse_list<T>(
+    name: &str,
+    lookup: &impl Fn(&str) -> Option<String>,
+    parse: impl Fn(&str) -> Result<T, ConfigError>,
+) -> Result<Vec<T>, ConfigError> {
+    match lookup(name) {
+        None => Ok(Vec::new()),
+        Some(v) if v.trim().is_empty() => Ok(Vec::new()),
+        Some(v) => v
+            .split(',')
+            .map(|item| {
+                let item = item.trim();
+                if item.is_empty() {
+                    Err(ConfigError(format!("{name}: an empty item in the list")))
+                } else {
+                    parse(item)
+                }
+            })
+            .collect(),
+    }
+}
+
+/// `ip` (port 53) or `ip:port`; an IPv6 address with a port is `[ip]:port`.
+fn parse_dns_server(item: &str) -> Result<SocketAddr, ConfigError> {
+    item.parse::<SocketAddr>()
+        .or_else(|_| item.parse::<IpAddr>().map(|ip| SocketAddr::new(ip, 53)))
+        .ok()
+        .filter(|server| server.port() != 0)
+        .ok_or_else(|| {
+            ConfigError(format!(
+                "BERTH_DNS_SERVERS: {item:?} is not an address with an optional port \
+                 (ip, ip:port or [ipv6]:port)"
+            ))
+        })
 }
 
 #[cfg(test)]
@@ -112,6 +187,55 @@ mod tests {
         assert_eq!(config.production_grace, Duration::from_secs(72 * 3600));
         assert_eq!(config.cluster_timeout, Duration::from_secs(10));
         assert_eq!(config.reserved_namespaces, ReservedNamespaces::default());
+        assert_eq!(config.gateway_hostname, None);
+        assert!(config.gateway_addresses.is_empty());
+        assert!(config.dns_servers.is_empty());
+    }
+
+    #[test]
+    fn reads_the_gateway_and_dns_servers() {
+        let config = Config::from_lookup(|n| match n {
+            "BERTH_GATEWAY_HOSTNAME" => Some("Gateway.Example.NET.".into()),
+            "BERTH_GATEWAY_ADDRESSES" => Some("192.0.2.10, 2001:db8::10".into()),
+            "BERTH_DNS_SERVERS" => Some("10.0.0.2,127.0.0.1:5353,[::1]:5300,::1".into()),
+            _ => None,
+        })
+        .expect("valid values");
+        assert_eq!(
+            config.gateway_hostname.as_deref(),
+            Some("gateway.example.net")
+        );
+        assert_eq!(
+            config.gateway_addresses,
+            vec![
+                "192.0.2.10".parse::<IpAddr>().unwrap(),
+                "2001:db8::10".parse().unwrap()
+            ]
+        );
+        assert_eq!(
+            config.dns_servers,
+            vec![
+                "10.0.0.2:53".parse::<SocketAddr>().unwrap(),
+                "127.0.0.1:5353".parse().unwrap(),
+                "[::1]:5300".parse().unwrap(),
+                "[::1]:53".parse().unwrap()
+            ]
+        );
+        for (name, bad) in [
+            ("BERTH_GATEWAY_HOSTNAME", "not a host"),
+            ("BERTH_GATEWAY_HOSTNAME", "192.0.2.1"),
+            ("BERTH_GATEWAY_ADDRESSES", "192.0.2.300"),
+            ("BERTH_GATEWAY_ADDRESSES", "192.0.2.1,,192.0.2.2"),
+            ("BERTH_GATEWAY_ADDRESSES", "gateway.example.net"),
+            ("BERTH_DNS_SERVERS", "127.0.0.1:0"),
+            ("BERTH_DNS_SERVERS", "dns.example.net"),
+            ("BERTH_DNS_SERVERS", "::1:53:x"),
+        ] {
+            assert!(
+                Config::from_lookup(|n| (n == name).then(|| bad.into())).is_err(),
+                "{name}={bad}"
+            );
+        }
     }
 
     #[test]

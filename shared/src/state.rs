@@ -16,6 +16,9 @@ pub struct AppState {
     /// The cluster, reached on first use through the stored kubeconfig.
     #[cfg(feature = "cluster")]
     pub cluster: Arc<crate::cluster::access::ClusterAccess>,
+    /// The domain check; its resolver is built on first use.
+    #[cfg(feature = "dns")]
+    pub domains: Arc<crate::domains::DomainChecker>,
 }
 
 impl AppState {
@@ -29,6 +32,8 @@ impl AppState {
                 config.cluster_timeout,
                 config.kubeconfig_recheck,
             )),
+            #[cfg(feature = "dns")]
+            domains: Arc::new(crate::domains::DomainChecker::new(&config)),
             store,
             config: Arc::new(config),
         }

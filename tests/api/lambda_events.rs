@@ -51,6 +51,8 @@ const EXPECTED: &[(&str, u16)] = &[
     ("apps/restart.json", 202),
     // The sample runs process `nightly`, which the sample app does not have.
     ("apps/run.json", 422),
+    // The sample app has no domains, so no name server is asked.
+    ("apps/domains.json", 200),
     ("apps/delete.json", 204),
     ("templates/list.json", 200),
     ("templates/deploy.json", 201),

@@ -148,6 +148,7 @@ async fn every_template_route_reaches_its_functions_operation() {
         "listSecrets",
         "putSecret",
         "deleteSecret",
+        "checkAppDomains",
     ];
     assert_eq!(
         routed,

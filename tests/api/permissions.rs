@@ -390,6 +390,15 @@ fn cases() -> Vec<Case> {
             None,
             [403, 403, 204, 204, 204, 401, 404],
         ),
+        // The app has no domains: no name server is asked.
+        case(
+            "checkAppDomains",
+            Method::GET,
+            App,
+            |a| format!("{a}/domains"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
     ]
 }
 

@@ -1,6 +1,6 @@
-//! The `apps` function: apps of an environment, their releases, rollback and
-//! promotion. The rules live in `berth_shared::apps`; this crate maps HTTP
-//! onto them.
+//! The `apps` function: apps of an environment, their releases, rollback,
+//! promotion and domain check. The rules live in `berth_shared::apps` (and
+//! `berth_shared::domains`); this crate maps HTTP onto them.
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
@@ -14,6 +14,7 @@ use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
+use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, QueryParams, operation, scope};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -56,6 +57,10 @@ pub fn router() -> Router<AppState> {
         .route(
             &format!("{APP}/run"),
             operation(Operation::RunApp, post(run_app)),
+        )
+        .route(
+            &format!("{APP}/domains"),
+            operation(Operation::CheckAppDomains, get(check_app_domains)),
         )
 }
 
@@ -267,4 +272,16 @@ async fn run_app(
     let client = state.cluster.client().await?;
     let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
+}
+async fn check_app_domains(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(path): Path<(String, String, String)>,
+) -> Result<Json<Vec<DomainCheck>>, ApiError> {
+    let path = app_path(path);
+    caller.require(Permission::Read)?;
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        service::check_domains(&client, &state.domains, &caller, &path).await?,
+    ))
 }

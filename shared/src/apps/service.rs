@@ -248,6 +248,19 @@ pub async fn get(
     })
 }
 
+/// Whether each of the app's hostnames resolves to the gateway: one entry
+/// per hostname, in the app's order; an app without domains has none.
+#[cfg(feature = "dns")]
+pub async fn check_domains(
+    client: &kube::Client,
+    checker: &crate::domains::DomainChecker,
+    caller: &Principal,
+    path: &AppPath,
+) -> Result<Vec<crate::domains::DomainCheck>, ApiError> {
+    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
+    checker.check(&app.spec.config.domains).await
+}
+
 pub async fn create(
     store: &Store,
     client: &kube::Client,

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod kubelet;
+pub mod dns;
 pub mod logs;
 pub mod store_faults;
 
