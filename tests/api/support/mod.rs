@@ -3,8 +3,8 @@
 //! test, the whole API in process, and accounts of every role.
 
 pub mod cluster;
-pub mod kubelet;
 pub mod dns;
+pub mod kubelet;
 pub mod logs;
 pub mod store_faults;
 
