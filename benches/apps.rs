@@ -5,8 +5,10 @@
 //! authentication, rules, release history, audit) and, as the baseline,
 //! through bare axum handlers that make the same DynamoDB and Kubernetes calls
 //! directly with the SDK and kube-rs — the cost of Berth's own code on top of
-//! its round trips. `BERTH_BENCH_ITERATIONS` (default 1000) sets the requests
-//! per contender.
+//! its round trips. `getAppLogs` of ten pods, each log answered 20 ms late by
+//! the stand-in (a kubelet's round trip), goes against a baseline that reads
+//! the ten logs one after another. `BERTH_BENCH_ITERATIONS` (default 1000)
+//! sets the requests per contender (a tenth of it for the logs).
 
 mod common;
 
@@ -20,7 +22,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{ListParams, PostParams};
+use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 
@@ -123,6 +125,31 @@ async fn baseline_get(
     let listed = listed.unwrap();
     baseline.audit("getApp").await;
     Json(json!({ "app": found.spec.config, "pods": listed.items.len() }))
+}
+
+/// `getAppLogs` the slow way: each pod's log after the other.
+async fn baseline_logs(
+    State(baseline): State<Baseline>,
+    Path((project, environment, app)): Path<(String, String, String)>,
+) -> Json<Value> {
+    baseline.authenticate().await;
+    let namespace = format!("{project}-{environment}");
+    let apps: Api<App> = Api::namespaced(baseline.kube.clone(), &namespace);
+    let pods: Api<Pod> = Api::namespaced(baseline.kube.clone(), &namespace);
+    let selector = ListParams::default().labels(&format!("berth.dev/app={app}"));
+    let (found, listed) = tokio::join!(apps.get(&app), pods.list(&selector));
+    found.unwrap();
+    let mut entries = Vec::new();
+    for pod in listed.unwrap().items.iter().take(10) {
+        let params = LogParams {
+            container: Some("web".to_owned()),
+            tail_lines: Some(200),
+            ..LogParams::default()
+        };
+        entries.push(pods.logs(&pod.name_any(), &params).await.unwrap());
+    }
+    baseline.audit("getAppLogs").await;
+    Json(json!(entries))
 }
 
 async fn baseline_update(
@@ -270,11 +297,42 @@ async fn main() {
         assert_eq!(status, StatusCode::CREATED, "{answer}");
     }
 
+    // Ten running pods of each app, with logs that arrive 20 ms late.
+    let pods: Api<Pod> = Api::namespaced(kube.clone(), "bench-dev");
+    for app in ["shop", "base"] {
+        for i in 0..10 {
+            let name = format!("{app}-web-{i}");
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": {"berth.dev/org": "bench", "berth.dev/app": app, "berth.dev/process": "web"}},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+            }))
+            .unwrap();
+            pods.create(&PostParams::default(), &pod).await.unwrap();
+            cluster.set_pod_logs(
+                berth_kube_standin::LogKey::new("bench-dev", &name, "web"),
+                (0..50).map(|line| format!("{name}: line {line}")),
+            );
+        }
+    }
+    cluster.add_fault(
+        berth_kube_standin::Fault::new(
+            berth_kube_standin::FaultKind::Delay {
+                delay: std::time::Duration::from_millis(20),
+            },
+            usize::MAX,
+        )
+        .path_contains("/log"),
+    );
+
     let baseline = common::Call {
         router: Router::new()
             .route(
                 "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
                 get(baseline_get).patch(baseline_update),
+            )
+            .route(
+                "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",
+                get(baseline_logs),
             )
             .with_state(Baseline {
                 dynamodb,
@@ -317,6 +375,25 @@ async fn main() {
                 )
                 .await;
             assert_eq!(status, StatusCode::OK, "{answer}");
+        },
+    )
+    .await;
+    common::compare(
+        "getAppLogs, 10 pods, each log 20 ms away (baseline: one after another)",
+        (iterations / 10).max(20),
+        &baseline,
+        &berth,
+        async |call| {
+            let (status, answer) = call
+                .send(
+                    Method::GET,
+                    &format!("{}/logs", app_path(call)),
+                    Some(&token),
+                    None,
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            assert_eq!(answer.as_array().map(Vec::len), Some(10));
         },
     )
     .await;

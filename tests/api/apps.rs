@@ -653,3 +653,51 @@ async fn a_store_fault_mid_change_leaves_the_old_state() {
         .assert_status(200);
     assert_eq!(revisions(&releases(&app, &shop).await), [2, 1]);
 }
+
+/// A volume's claim outlives its app unless the delete asks otherwise.
+#[tokio::test]
+async fn volumes_are_kept_on_delete_unless_asked() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use kube::Api;
+
+    let app = TestApp::with_cluster().await;
+    let (project, apps) = environment(&app).await;
+    let claims: Api<PersistentVolumeClaim> =
+        Api::namespaced(app.cluster().client.clone(), &format!("{project}-staging"));
+    let body = json!({
+        "name": "db", "image": "postgres:16.4", "port": 5432, "protocol": "tcp",
+        "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data"}]
+    });
+    let claim_exists = || async { claims.get_opt("db-data").await.unwrap().is_some() };
+    create(&app, &apps, body.clone()).await;
+    crate::support::eventually("the claim is made", 30, || claim_exists()).await;
+    app.request(Method::DELETE, &format!("{apps}/db"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(204);
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(claim_exists().await, "kept without delete_volumes");
+
+    // The same name mounts the same claim again; then both go.
+    create(&app, &apps, body).await;
+    app.request(Method::DELETE, &format!("{apps}/db?delete_volumes=true"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(204);
+    crate::support::eventually("the claim is deleted", 30, || async {
+        // A claim in use is only marked for deletion until its pods go.
+        claims
+            .get_opt("db-data")
+            .await
+            .unwrap()
+            .is_none_or(|claim| claim.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    app.request(Method::DELETE, &format!("{apps}/db?delete_volumes=maybe"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+}

@@ -74,6 +74,15 @@ async fn app_operations_stay_within_their_round_trips() {
     );
     let calls: Vec<Call> = vec![
         ("getApp", Method::GET, shop.clone(), None, 2, 2),
+        // App and pods; one log request per pod (none here), read at once.
+        (
+            "getAppLogs",
+            Method::GET,
+            format!("{shop}/logs"),
+            None,
+            2,
+            2,
+        ),
         (
             "updateApp",
             Method::PATCH,
