@@ -74,17 +74,6 @@ fn summary(secret: &Secret) -> SecretSummary {
     }
 }
 
-fn require(caller: &Principal, permission: Permission) -> Result<(), ApiError> {
-    if caller.can(permission) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "this needs the {} permission",
-            permission.as_str()
-        )))
-    }
-}
-
 /// The `data` of a put body: an object of 1 or more keys mapping to strings,
 /// the values together at most [`MAX_VALUES_BYTES`]. A wrong shape is 400, a
 /// broken rule 422; no message quotes a value.
@@ -159,7 +148,7 @@ pub async fn list(
     project: &str,
     environment: &str,
 ) -> Result<Vec<SecretSummary>, ApiError> {
-    require(caller, Permission::Read)?;
+    caller.require(Permission::Read)?;
     let org = &caller.user.org;
     environments::get_visible(client, org, project, environment).await?;
     let secrets = cluster_secrets::list_managed(client, org, project, environment).await?;
@@ -175,7 +164,7 @@ pub async fn put(
     path: &SecretPath,
     body: &Value,
 ) -> Result<(PutOutcome, PutAnswer), ApiError> {
-    require(caller, Permission::SecretWrite)?;
+    caller.require(Permission::SecretWrite)?;
     let values = parse_data(body)?;
     SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
     let org = &caller.user.org;
@@ -241,7 +230,7 @@ pub async fn delete(
     caller: &Principal,
     path: &SecretPath,
 ) -> Result<(), ApiError> {
-    require(caller, Permission::SecretWrite)?;
+    caller.require(Permission::SecretWrite)?;
     let org = &caller.user.org;
     writable_environment(client, org, &path.project, &path.environment).await?;
     let current = cluster_secrets::get(client, path)

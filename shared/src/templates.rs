@@ -194,11 +194,7 @@ pub async fn deploy(
     template: &str,
     body: DeployBody,
 ) -> Result<Deployed, ApiError> {
-    if !caller.can(Permission::AppDeploy) {
-        return Err(ApiError::Forbidden(
-            "this needs the app-deploy permission".into(),
-        ));
-    }
+    caller.require(Permission::AppDeploy)?;
     let template = CATALOGUE
         .iter()
         .find(|t| t.file.name == template)

@@ -34,7 +34,7 @@ const MAX_OBJECT_NAME: usize = 63;
 const MAX_CRONJOB_NAME: usize = 52;
 
 /// The main process's fields, flat in a create or update body.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessBody {
     pub name: Option<String>,
@@ -115,57 +115,43 @@ pub struct UpdateBody {
     pub fs_group: Option<i64>,
 }
 
-impl CreateBody {
-    fn main_process(&self) -> ProcessBody {
-        ProcessBody {
-            name: None,
-            command: self.command.clone(),
-            port: self.port,
-            size: self.size.clone(),
-            replicas: self.replicas,
-            max_replicas: self.max_replicas,
-            schedule: self.schedule.clone(),
-            time_zone: self.time_zone.clone(),
-            protocol: self.protocol.clone(),
+/// Both bodies carry the main process's fields flat (serde cannot flatten
+/// them into a shared struct and still refuse unknown fields).
+macro_rules! flat_process {
+    ($body:ty) => {
+        impl $body {
+            /// The flat process fields, as a process body without a name.
+            fn flat_process(&self) -> ProcessBody {
+                ProcessBody {
+                    name: None,
+                    command: self.command.clone(),
+                    port: self.port,
+                    size: self.size.clone(),
+                    replicas: self.replicas,
+                    max_replicas: self.max_replicas,
+                    schedule: self.schedule.clone(),
+                    time_zone: self.time_zone.clone(),
+                    protocol: self.protocol.clone(),
+                }
+            }
         }
-    }
-
-    fn has_flat_process_fields(&self) -> bool {
-        self.port.is_some()
-            || self.command.is_some()
-            || self.replicas.is_some()
-            || self.max_replicas.is_some()
-            || self.size.is_some()
-            || self.schedule.is_some()
-            || self.time_zone.is_some()
-            || self.protocol.is_some()
-    }
+    };
 }
-
-impl UpdateBody {
-    fn has_flat_process_fields(&self) -> bool {
-        self.port.is_some()
-            || self.command.is_some()
-            || self.replicas.is_some()
-            || self.max_replicas.is_some()
-            || self.size.is_some()
-            || self.schedule.is_some()
-            || self.time_zone.is_some()
-            || self.protocol.is_some()
-    }
-}
+flat_process!(CreateBody);
+flat_process!(UpdateBody);
 
 /// A new app's name and configuration, every rule checked.
 pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {
     let name = AppName::parse(&body.name).map_err(|e| e.at("name"))?;
-    let processes = match (&body.processes, body.has_flat_process_fields()) {
+    let flat = body.flat_process();
+    let processes = match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),
         (Some(list), false) => list
             .iter()
             .enumerate()
             .map(|(i, p)| parse_process(p, None, &format!("processes[{i}]")))
             .collect::<Result<Vec<_>, _>>()?,
-        (None, _) => vec![parse_process(&body.main_process(), None, "")?],
+        (None, _) => vec![parse_process(&flat, None, "")?],
     };
     let env = parse_env(body.env.as_deref().unwrap_or_default(), &[])?;
     let volumes = parse_volumes(body.volumes.as_deref().unwrap_or_default(), &[])?;
@@ -192,7 +178,8 @@ pub fn apply_update(
     if let Some(image) = &body.image {
         next.image = parse_image(image)?;
     }
-    match (&body.processes, body.has_flat_process_fields()) {
+    let flat = body.flat_process();
+    match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),
         (Some(list), false) => {
             next.processes = list
@@ -214,14 +201,7 @@ pub fn apply_update(
             })?;
             let flat = ProcessBody {
                 name: Some(main.name.clone()),
-                command: body.command.clone(),
-                port: body.port,
-                size: body.size.clone(),
-                replicas: body.replicas,
-                max_replicas: body.max_replicas,
-                schedule: body.schedule.clone(),
-                time_zone: body.time_zone.clone(),
-                protocol: body.protocol.clone(),
+                ..flat
             };
             next.processes[0] = parse_process(&flat, Some(main), "")?;
         }

@@ -11,10 +11,10 @@ use kube::{Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::record::AppRecord;
-use super::service::record_of;
+use super::service::{self, record_of};
 use crate::cluster::apps::{self as cluster_apps, AppPath};
 use crate::cluster::crd::{LABEL_PROCESS, object_names};
-use crate::cluster::{environments, is_conflict, is_not_found, status_of};
+use crate::cluster::{is_conflict, is_not_found, status_of};
 use crate::identity::Principal;
 use crate::{ApiError, clock};
 
@@ -180,14 +180,7 @@ pub async fn restart(
     path: &AppPath,
 ) -> Result<AppRecord, ApiError> {
     let org = &caller.user.org;
-    let (environment, app) = tokio::join!(
-        environments::get_visible(client, org, &path.project, &path.environment),
-        cluster_apps::get_visible(client, org, path)
-    );
-    let app = app?;
-    if environments::is_deleting(&environment?) {
-        return Err(ApiError::EnvironmentDeleting);
-    }
+    let app = service::app_to_change(client, org, path).await?;
     let restarted = cluster_apps::stamp_restart(client, &app, &clock::now_precise()).await?;
     Ok(record_of(&restarted, path, caller))
 }
@@ -201,14 +194,7 @@ pub async fn run_now(
     process: Option<&str>,
 ) -> Result<String, ApiError> {
     let org = &caller.user.org;
-    let (environment, app) = tokio::join!(
-        environments::get_visible(client, org, &path.project, &path.environment),
-        cluster_apps::get_visible(client, org, path)
-    );
-    let app = app?;
-    if environments::is_deleting(&environment?) {
-        return Err(ApiError::EnvironmentDeleting);
-    }
+    let app = service::app_to_change(client, org, path).await?;
     let scheduled: Vec<&str> = app
         .spec
         .config

@@ -54,17 +54,6 @@ fn values_for(caller: &Principal) -> EnvValues {
     }
 }
 
-fn require(caller: &Principal, permission: Permission) -> Result<(), ApiError> {
-    if caller.can(permission) {
-        Ok(())
-    } else {
-        Err(ApiError::Forbidden(format!(
-            "this needs the {} permission",
-            permission.as_str()
-        )))
-    }
-}
-
 pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
     record::app_record(app, &path.project, &path.environment, values_for(caller))
 }
@@ -81,6 +70,22 @@ pub(crate) async fn writable_environment(
         return Err(ApiError::EnvironmentDeleting);
     }
     Ok(found)
+}
+
+/// The app at `path`, about to change: visible to the organization, in an
+/// environment that is not being deleted (both read at once).
+pub(crate) async fn app_to_change(
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+) -> Result<App, ApiError> {
+    let (environment, app) = tokio::join!(
+        writable_environment(client, org, &path.project, &path.environment),
+        cluster_apps::get_visible(client, org, path)
+    );
+    let app = app?;
+    environment?;
+    Ok(app)
 }
 
 pub(crate) fn mark(
@@ -269,7 +274,7 @@ pub async fn create(
     environment: &str,
     body: CreateBody,
 ) -> Result<AppRecord, ApiError> {
-    require(caller, Permission::AppDeploy)?;
+    caller.require(Permission::AppDeploy)?;
     let (name, config) = body::parse_create(body)?;
     let org = &caller.user.org;
     writable_environment(client, org, project, environment).await?;
@@ -298,18 +303,13 @@ pub async fn update(
     path: &AppPath,
     body: &UpdateBody,
 ) -> Result<AppRecord, ApiError> {
-    require(caller, Permission::AppOperate)?;
+    caller.require(Permission::AppOperate)?;
     let org = &caller.user.org;
-    let (environment, current) = tokio::join!(
-        writable_environment(client, org, &path.project, &path.environment),
-        cluster_apps::get_visible(client, org, path)
-    );
-    let current = current?;
-    environment?;
+    let current = app_to_change(client, org, path).await?;
     let name = AppName::parse(&path.app).map_err(|_| ApiError::NotFound)?;
     let config = body::apply_update(&name, &current.spec.config, body)?;
     for permission in body::permissions_for(&current.spec.config, &config) {
-        require(caller, permission)?;
+        caller.require(permission)?;
     }
     if config == current.spec.config {
         // Nothing changes: no new revision.
@@ -335,14 +335,9 @@ pub async fn rollback(
     path: &AppPath,
     revision: i64,
 ) -> Result<AppRecord, ApiError> {
-    require(caller, Permission::AppDeploy)?;
+    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
-    let (environment, current) = tokio::join!(
-        writable_environment(client, org, &path.project, &path.environment),
-        cluster_apps::get_visible(client, org, path)
-    );
-    let current = current?;
-    environment?;
+    let current = app_to_change(client, org, path).await?;
     let head = current.spec.release.revision;
     let restored = if revision == head {
         current.spec.config.clone()
@@ -392,7 +387,7 @@ pub async fn promote(
     path: &AppPath,
     target_environment: &str,
 ) -> Result<AppRecord, ApiError> {
-    require(caller, Permission::AppDeploy)?;
+    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
     if target_environment == path.environment {
         return Err(ApiError::ValidationFailed(
@@ -463,7 +458,7 @@ pub async fn delete(
     path: &AppPath,
     delete_volumes: bool,
 ) -> Result<(), ApiError> {
-    require(caller, Permission::AppDeploy)?;
+    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
     let app = match cluster_apps::get_visible(client, org, path).await {
         Ok(app) => app,

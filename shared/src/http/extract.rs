@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 
 use crate::identity::{Authentication, Principal};
-use crate::{ApiError, Operation, Permission};
+use crate::{ApiError, Operation};
 
 /// A JSON request body. Bad JSON or wrong types are 400, another content type
 /// 415, an oversized body 413.
@@ -114,19 +114,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 "credentials could not be checked".into(),
             )),
             _ => Err(ApiError::Unauthenticated),
-        }
-    }
-}
-
-impl Caller {
-    pub fn require(&self, permission: Permission) -> Result<(), ApiError> {
-        if self.0.can(permission) {
-            Ok(())
-        } else {
-            Err(ApiError::Forbidden(format!(
-                "this needs the {} permission",
-                permission.as_str()
-            )))
         }
     }
 }

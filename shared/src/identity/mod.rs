@@ -69,6 +69,18 @@ impl Principal {
         self.user.role.grants(permission)
     }
 
+    /// `forbidden`, naming the permission, unless the caller holds it.
+    pub fn require(&self, permission: Permission) -> Result<(), crate::ApiError> {
+        if self.can(permission) {
+            Ok(())
+        } else {
+            Err(crate::ApiError::Forbidden(format!(
+                "this needs the {} permission",
+                permission.as_str()
+            )))
+        }
+    }
+
     pub fn identity(&self) -> Identity {
         Identity::of(&self.user, self.via())
     }
