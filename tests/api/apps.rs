@@ -670,7 +670,7 @@ async fn volumes_are_kept_on_delete_unless_asked() {
     });
     let claim_exists = || async { claims.get_opt("db-data").await.unwrap().is_some() };
     create(&app, &apps, body.clone()).await;
-    crate::support::eventually("the claim is made", 30, || claim_exists()).await;
+    crate::support::eventually("the claim is made", 30, &claim_exists).await;
     app.request(Method::DELETE, &format!("{apps}/db"))
         .by(&app.owner)
         .send()
