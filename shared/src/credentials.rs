@@ -67,7 +67,9 @@ pub fn new_session_secret(user_id: &str) -> String {
     format!("{}{user_id}", random_base62(SESSION_SECRET_LEN))
 }
 
-fn valid_user_id(id: &str) -> bool {
+/// Whether `id` could be a user id; anything else names no account (and
+/// would make an unbounded key).
+pub fn valid_user_id(id: &str) -> bool {
     id.len() == USER_ID_LEN
         && id
             .bytes()

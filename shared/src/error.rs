@@ -48,6 +48,12 @@ pub enum ApiError {
     /// The message is logged, never sent: it may name internal addresses.
     #[error("cluster unavailable: {0}")]
     ClusterUnavailable(String),
+    /// The cluster answered, but refused Berth or lacks what Berth needs: an
+    /// operator must act. Still `cluster_unavailable` for the caller (nothing
+    /// they can fix), with a `detail` that names the misconfiguration; the
+    /// raw `cause` is logged, never sent.
+    #[error("cluster misconfigured: {detail} ({cause})")]
+    ClusterMisconfigured { detail: String, cause: String },
     /// The message is logged, never sent.
     #[error("storage unavailable: {0}")]
     StorageUnavailable(String),
@@ -79,9 +85,10 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::NoCluster | Self::ClusterUnavailable(_) | Self::StorageUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::NoCluster
+            | Self::ClusterUnavailable(_)
+            | Self::ClusterMisconfigured { .. }
+            | Self::StorageUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -104,7 +111,9 @@ impl ApiError {
             Self::TooManyRequests { .. } => "too_many_requests",
             Self::Internal(_) => "internal",
             Self::NoCluster => "no_cluster",
-            Self::ClusterUnavailable(_) => "cluster_unavailable",
+            Self::ClusterUnavailable(_) | Self::ClusterMisconfigured { .. } => {
+                "cluster_unavailable"
+            }
             Self::StorageUnavailable(_) => "storage_unavailable",
         }
     }
@@ -128,7 +137,9 @@ impl ApiError {
             Self::TooManyRequests { .. } => "Too many requests",
             Self::Internal(_) => "Internal error",
             Self::NoCluster => "No cluster configured",
-            Self::ClusterUnavailable(_) => "Cluster unavailable",
+            Self::ClusterUnavailable(_) | Self::ClusterMisconfigured { .. } => {
+                "Cluster unavailable"
+            }
             Self::StorageUnavailable(_) => "Storage unavailable",
         }
     }
@@ -171,6 +182,7 @@ impl ApiError {
             Self::ClusterUnavailable(_) => {
                 Some("the Kubernetes cluster did not answer or failed; try again".into())
             }
+            Self::ClusterMisconfigured { detail, .. } => Some(detail.clone()),
             Self::StorageUnavailable(_) => {
                 Some("the data store did not answer or failed; try again".into())
             }
@@ -182,7 +194,8 @@ impl ApiError {
         match self {
             Self::StorageUnavailable(cause)
             | Self::ClusterUnavailable(cause)
-            | Self::Internal(cause) => cause.clone(),
+            | Self::Internal(cause)
+            | Self::ClusterMisconfigured { cause, .. } => cause.clone(),
             other => other.to_string(),
         }
     }
@@ -203,6 +216,10 @@ impl IntoResponse for ApiError {
             Self::Internal(cause) => tracing::error!(cause = %cause, "internal error"),
             Self::ClusterUnavailable(cause) => {
                 tracing::warn!(cause = %cause, "cluster unavailable")
+            }
+            Self::ClusterMisconfigured { detail, cause } => {
+                tracing::warn!(kind = "cluster_misconfigured", detail = %detail, cause = %cause,
+                    "the cluster is misconfigured")
             }
             Self::StorageUnavailable(cause) => {
                 tracing::warn!(cause = %cause, "storage unavailable")
@@ -267,6 +284,14 @@ mod tests {
                 "cluster_unavailable",
             ),
             (
+                ApiError::ClusterMisconfigured {
+                    detail: "x".into(),
+                    cause: "y".into(),
+                },
+                503,
+                "cluster_unavailable",
+            ),
+            (
                 ApiError::StorageUnavailable("x".into()),
                 503,
                 "storage_unavailable",
@@ -285,6 +310,10 @@ mod tests {
             ApiError::Internal("secret-cause".into()),
             ApiError::StorageUnavailable("http://10.0.0.1 secret-cause".into()),
             ApiError::ClusterUnavailable("https://10.0.0.2 secret-cause".into()),
+            ApiError::ClusterMisconfigured {
+                detail: "check the RBAC".into(),
+                cause: "https://10.0.0.3 secret-cause".into(),
+            },
         ] {
             let detail = error.problem().detail.unwrap_or_default();
             assert!(!detail.contains("secret-cause"), "{detail}");

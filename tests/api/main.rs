@@ -12,6 +12,7 @@ mod cluster_names;
 mod domains;
 mod environments;
 mod errors;
+mod fault_causes;
 mod health;
 mod lambda_events;
 mod manifests;

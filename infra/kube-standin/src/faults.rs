@@ -23,6 +23,9 @@ pub enum FaultKind {
     ServiceUnavailable,
     /// Answer `429 TooManyRequests` with `Retry-After: 1` (also retried by kube's client).
     TooManyRequests,
+    /// Answer `403 Forbidden`, as an apiserver whose RBAC does not let the
+    /// caller's identity do this.
+    Forbidden,
     /// Don't answer: the request hangs past any sensible client timeout (it is answered with
     /// `504` after five minutes, or dropped when the server goes unreachable or stops).
     Hang,
@@ -170,6 +173,12 @@ pub async fn inject(State(faults): State<Faults>, request: Request, next: Next) 
                 .insert("Retry-After", axum::http::HeaderValue::from_static("1"));
             resp
         }
+        FaultKind::Forbidden => ApiError::new(
+            403,
+            "Forbidden",
+            "injected fault: the caller is forbidden to do this",
+        )
+        .into_response(),
         FaultKind::Hang => {
             tokio::time::sleep(HANG_LIMIT).await;
             ApiError::new(504, "Timeout", "injected fault: the request hung").into_response()

@@ -106,8 +106,8 @@ pub async fn list(
 ) -> Result<Vec<App>, ApiError> {
     let namespace = environments::resource_name(project, environment);
     let params = ListParams::default().labels(&format!("{LABEL_ORG}={org}"));
-    let mut apps: Vec<App> = match api(client, &namespace).list(&params).await {
-        Ok(list) => list.items,
+    let mut apps: Vec<App> = match super::list_decoded(client, Some(&namespace), &params).await {
+        Ok(apps) => apps,
         Err(error) if is_not_found(&error) => Vec::new(),
         Err(error) => return Err(error.into()),
     };

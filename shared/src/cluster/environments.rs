@@ -100,10 +100,8 @@ pub async fn list(
     projects::get_visible(client, org, project).await?;
     let params =
         ListParams::default().labels(&format!("{LABEL_PROJECT}={project},{LABEL_ORG}={org}"));
-    let mut records: Vec<_> = Api::<Environment>::all(client.clone())
-        .list(&params)
+    let mut records: Vec<_> = super::list_decoded::<Environment>(client, None, &params)
         .await?
-        .items
         .iter()
         .filter(|e| e.spec.org == org && e.spec.project == project)
         .map(record)

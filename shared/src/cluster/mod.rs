@@ -12,9 +12,46 @@ pub mod secrets;
 
 use crate::ApiError;
 
+/// A cluster failure by cause. Timeouts, connection errors, 429 and 5xx are
+/// `cluster_unavailable`: a retry may cure them. A cluster that refuses
+/// Berth's identity (401/403) or lacks Berth's resource types (404 on the
+/// type) needs an operator: still 503, with a `detail` that says what to fix.
+/// An apiserver that finds what Berth sent invalid (400, 422) and any other
+/// unexpected refusal is a bug: `internal`.
 impl From<kube::Error> for ApiError {
     fn from(error: kube::Error) -> Self {
-        ApiError::ClusterUnavailable(error.to_string())
+        let cause = error.to_string();
+        match status_of(&error) {
+            None => ApiError::ClusterUnavailable(cause),
+            Some(401) => ApiError::ClusterMisconfigured {
+                detail: "the cluster did not accept Berth's credentials (401 Unauthorized): \
+                         store a kubeconfig with valid credentials with berth-admin cluster set"
+                    .into(),
+                cause,
+            },
+            Some(403) => ApiError::ClusterMisconfigured {
+                detail: "the cluster refused Berth's identity (403 Forbidden): check its RBAC \
+                         rules (infra/k8s/api-rbac.yaml)"
+                    .into(),
+                cause,
+            },
+            Some(404) if is_missing_resource_type(&error) => ApiError::ClusterMisconfigured {
+                detail: "Berth's custom resources are not installed in the cluster: run \
+                         berth-admin cluster install"
+                    .into(),
+                cause,
+            },
+            Some(code) if code == 408 || code == 429 || code >= 500 => {
+                ApiError::ClusterUnavailable(cause)
+            }
+            // Races the caller did not expect: the object went away, or a
+            // concurrent change won.
+            Some(404) => ApiError::NotFound,
+            Some(409) => ApiError::Conflict("a concurrent change won; try again".into()),
+            Some(code) => {
+                ApiError::Internal(format!("the cluster refused a request ({code}): {cause}"))
+            }
+        }
     }
 }
 
@@ -26,8 +63,59 @@ pub fn status_of(error: &kube::Error) -> Option<u16> {
     }
 }
 
+/// A 404 for the resource type rather than for an object: the apiserver's
+/// answer for a path it has no route for (a CRD that is not installed) names
+/// no object in its details.
+pub fn is_missing_resource_type(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => status
+            .details
+            .as_ref()
+            .is_none_or(|details| details.name.is_empty()),
+        _ => false,
+    }
+}
+
+/// An object that is not there (not a missing resource type, which is a
+/// misconfiguration: see [`is_missing_resource_type`]).
 pub fn is_not_found(error: &kube::Error) -> bool {
-    status_of(error) == Some(404)
+    status_of(error) == Some(404) && !is_missing_resource_type(error)
+}
+
+/// Lists a resource type in one call, decoding item by item: one object that
+/// does not match its Rust type (written by hand, or by an older Berth) is
+/// skipped with a log line instead of failing the whole list.
+pub async fn list_decoded<K>(
+    client: &kube::Client,
+    namespace: Option<&str>,
+    params: &kube::api::ListParams,
+) -> Result<Vec<K>, kube::Error>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    use kube::api::{Api, ApiResource, DynamicObject};
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match namespace {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let list = api.list(params).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|object| {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            let namespace = object.metadata.namespace.clone().unwrap_or_default();
+            match serde_json::to_value(object).and_then(serde_json::from_value::<K>) {
+                Ok(decoded) => Some(decoded),
+                Err(error) => {
+                    tracing::warn!(kind = %resource.kind, name = %name, namespace = %namespace,
+                        error = %error, "skipping a resource that does not decode");
+                    None
+                }
+            }
+        })
+        .collect())
 }
 
 pub fn is_conflict(error: &kube::Error) -> bool {
@@ -41,4 +129,61 @@ pub fn timestamp(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) ->
 
 pub async fn cluster_version(client: &kube::Client) -> Result<String, ApiError> {
     Ok(client.apiserver_version().await?.git_version)
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+    use kube::core::response::StatusDetails;
+
+    use super::*;
+
+    fn answered(code: u16, object: Option<&str>) -> kube::Error {
+        let mut status = Status::failure("refused", "Reason").with_code(code);
+        // As the apiserver answers: details name the object, if there is one.
+        status.details = Some(
+            serde_json::from_value::<StatusDetails>(
+                serde_json::json!({ "name": object.unwrap_or_default() }),
+            )
+            .expect("details"),
+        );
+        kube::Error::Api(Box::new(status))
+    }
+
+    fn mapped(error: kube::Error) -> (u16, &'static str, String) {
+        let error = ApiError::from(error);
+        let problem = error.problem();
+        (
+            problem.status,
+            error.code(),
+            problem.detail.unwrap_or_default(),
+        )
+    }
+
+    #[test]
+    fn cluster_faults_are_mapped_by_cause() {
+        for code in [429, 500, 503, 504] {
+            assert_eq!(
+                mapped(answered(code, None)).1,
+                "cluster_unavailable",
+                "{code}"
+            );
+        }
+        let (status, code, detail) = mapped(answered(403, None));
+        assert_eq!((status, code), (503, "cluster_unavailable"));
+        assert!(detail.contains("403 Forbidden") && detail.contains("api-rbac.yaml"));
+        let (_, _, detail) = mapped(answered(401, None));
+        assert!(detail.contains("401"), "{detail}");
+        // No route for the type: the CRDs are not installed.
+        let missing_type = answered(404, None);
+        assert!(!is_not_found(&missing_type));
+        let (status, _, detail) = mapped(missing_type);
+        assert_eq!(status, 503);
+        assert!(detail.contains("berth-admin cluster install"), "{detail}");
+        // An object that is not there is still "not found".
+        assert!(is_not_found(&answered(404, Some("shop"))));
+        // What the apiserver finds invalid in what Berth sent is a bug.
+        assert_eq!(mapped(answered(422, Some("shop"))).1, "internal");
+        assert_eq!(mapped(answered(400, None)).1, "internal");
+    }
 }

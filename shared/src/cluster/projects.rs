@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::crd::{
     Environment, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, Project, ProjectSpec,
 };
-use super::{is_conflict, timestamp};
+use super::{is_conflict, list_decoded, timestamp};
 use crate::names::ReservedNamespaces;
 use crate::{ApiError, names};
 
@@ -53,18 +53,13 @@ fn of_org(org: &str) -> ListParams {
 
 /// The organization's projects, by name.
 pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<ProjectRecord>, ApiError> {
-    let projects = Api::<Project>::all(client.clone())
-        .list(&of_org(org))
-        .await?;
-    let environments = Api::<Environment>::all(client.clone())
-        .list(&of_org(org))
-        .await?;
+    let projects: Vec<Project> = list_decoded(client, None, &of_org(org)).await?;
+    let environments: Vec<Environment> = list_decoded(client, None, &of_org(org)).await?;
     let mut counts: HashMap<&str, i32> = HashMap::new();
-    for environment in environments.items.iter().filter(|e| e.spec.org == org) {
+    for environment in environments.iter().filter(|e| e.spec.org == org) {
         *counts.entry(environment.spec.project.as_str()).or_default() += 1;
     }
     let mut records: Vec<ProjectRecord> = projects
-        .items
         .iter()
         .filter(|p| p.spec.org == org)
         .map(|p| record(p, counts.get(p.name_any().as_str()).copied().unwrap_or(0)))

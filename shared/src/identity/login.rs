@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Update};
 use super::profile::{self, EmailItem, ProfileItem};
 use super::sessions::{self, NewSession, SessionItem};
 use super::throttle::{self, Attempts, Subject};
-use super::{Credential, Principal, User, normalize_email, password};
+use super::{Credential, MAX_EMAIL_LEN, Principal, User, normalize_email, password};
 use crate::config::Config;
 use crate::store::{self, Item, Store, keys};
 use crate::{ApiError, credentials};
@@ -24,7 +24,7 @@ pub async fn login(
     password: String,
     client_ip: &str,
 ) -> Result<LoginAttempt, ApiError> {
-    let email = normalize_email(email);
+    let email = login_key(email);
     let lookup = LoginLookup::read(store, &email, client_ip).await?;
     let account = match &lookup.user_id {
         Some(user_id) => profile::get_profile(store, user_id).await?,
@@ -80,6 +80,20 @@ pub async fn login(
         account: Some(user.clone()),
         outcome: Ok((user, session)),
     })
+}
+
+/// The email a login is looked up and throttled by. An email longer than any
+/// address can be names no account, and as a key it would break DynamoDB's
+/// key size limit; it must not be told apart from an unknown email either. So
+/// it stands in as its digest, which has no `@` and so matches no account: the
+/// same work, the same 401, and counted by the throttle like any other guess.
+fn login_key(email: &str) -> String {
+    let email = normalize_email(email);
+    if email.len() > MAX_EMAIL_LEN {
+        format!("overlong-{}", credentials::digest(&email))
+    } else {
+        email
+    }
 }
 
 /// The email's account and both subjects' recent attempts, read in one round trip.

@@ -113,8 +113,12 @@ pub fn normalize_email(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
+/// The longest email address there can be (RFC 5321's path limit less the
+/// brackets). Every email that becomes a key is held to it.
+pub const MAX_EMAIL_LEN: usize = 254;
+
 pub fn validate_email(email: &str) -> Result<(), crate::ApiError> {
-    let valid = email.len() <= 254
+    let valid = email.len() <= MAX_EMAIL_LEN
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && matches!(email.split_once('@'), Some((local, domain))
             if !local.is_empty() && !domain.is_empty() && !domain.contains('@'));

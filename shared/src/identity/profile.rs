@@ -112,6 +112,10 @@ pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileI
 
 /// The profile of a member of `org`; anyone else's is not found.
 pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<ProfileItem, ApiError> {
+    // A member id from the path is held to the id format before it becomes a key.
+    if !crate::credentials::valid_user_id(user_id) {
+        return Err(ApiError::NotFound);
+    }
     match get_profile(store, user_id).await? {
         Some(profile) if profile.org == org => Ok(profile),
         _ => Err(ApiError::NotFound),

@@ -15,7 +15,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::builders::{
@@ -53,13 +54,43 @@ impl Store {
     }
 }
 
-impl<E, R> From<SdkError<E, R>> for ApiError
+/// DynamoDB's error codes that mean "try again later": the table or the
+/// account is over its throughput.
+const THROTTLING_CODES: &[&str] = &[
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+];
+
+/// A storage failure by cause: only what a retry may cure (timeouts, broken
+/// connections, throttling, DynamoDB's own 5xx) is `storage_unavailable`.
+/// Anything else the service refused (a `ValidationException` for a key over
+/// the size limit, a malformed expression) is a bug in what Berth sent, or
+/// input that validation should have stopped: `internal`, logged as an error.
+impl<E> From<SdkError<E, HttpResponse>> for ApiError
 where
-    E: std::error::Error + 'static,
-    R: std::fmt::Debug,
+    E: std::error::Error + ProvideErrorMetadata + 'static,
 {
-    fn from(error: SdkError<E, R>) -> Self {
-        ApiError::StorageUnavailable(DisplayErrorContext(&error).to_string())
+    fn from(error: SdkError<E, HttpResponse>) -> Self {
+        let cause = DisplayErrorContext(&error).to_string();
+        match &error {
+            SdkError::ServiceError(service) => {
+                let code = service.err().code().unwrap_or_default();
+                if THROTTLING_CODES.contains(&code) || service.raw().status().is_server_error() {
+                    ApiError::StorageUnavailable(cause)
+                } else {
+                    ApiError::Internal(format!("DynamoDB refused a request ({code}): {cause}"))
+                }
+            }
+            // A request that could not be built is Berth's doing.
+            SdkError::ConstructionFailure(_) => {
+                ApiError::Internal(format!("building a DynamoDB request failed: {cause}"))
+            }
+            // Timeouts, dispatch (connection) failures and answers cut short;
+            // the enum is non-exhaustive, and anything new is most likely
+            // transport.
+            _ => ApiError::StorageUnavailable(cause),
+        }
     }
 }
 
@@ -130,9 +161,7 @@ pub fn cancelled_conditions<R>(error: &SdkError<TransactWriteItemsError, R>) -> 
 
 /// A failed transaction that no condition explains: a concurrent transaction
 /// on the same items won (409), or the store failed (503).
-pub fn transaction_failure<R: std::fmt::Debug>(
-    error: SdkError<TransactWriteItemsError, R>,
-) -> ApiError {
+pub fn transaction_failure(error: SdkError<TransactWriteItemsError, HttpResponse>) -> ApiError {
     let conflicted = cancellation_reasons(&error).is_some_and(|reasons| {
         reasons
             .iter()

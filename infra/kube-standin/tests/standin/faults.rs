@@ -48,6 +48,22 @@ async fn internal_error_and_service_unavailable() {
 }
 
 #[tokio::test]
+async fn forbidden() {
+    let Some(env) = TestEnv::standin_only().await else {
+        return;
+    };
+    let s = env.standin();
+    let cms: Api<ConfigMap> = env.api();
+
+    s.fail_next(1, FaultKind::Forbidden);
+    let err = api_status(cms.list(&ListParams::default()).await);
+    assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"));
+    cms.list(&ListParams::default())
+        .await
+        .expect("only the next request is refused");
+}
+
+#[tokio::test]
 async fn faults_filtered_by_method_and_path() {
     let Some(env) = TestEnv::standin_only().await else {
         return;
