@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -55,59 +55,18 @@ impl Baseline {
         ])
     }
 
-    /// Authentication: the profile and the token in one consistent read.
     async fn authenticate(&self) {
-        let user = keys::user(&self.user_id);
-        let wanted = KeysAndAttributes::builder()
-            .keys(self.item(user.clone(), keys::PROFILE_SK.to_owned()))
-            .keys(self.item(user, keys::token_sk(&self.token_digest)))
-            .consistent_read(true)
-            .build()
-            .unwrap();
-        self.dynamodb
-            .batch_get_item()
-            .request_items(&self.table, wanted)
-            .send()
-            .await
-            .unwrap();
+        common::baseline_authenticate(
+            &self.dynamodb,
+            &self.table,
+            &self.user_id,
+            &self.token_digest,
+        )
+        .await;
     }
 
-    /// The audit event and its sequence number in one transaction.
     async fn audit(&self, action: &str) {
-        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-        let org = "baseline";
-        let mut event = self.item(keys::audit(org), keys::audit_event_sk(seq));
-        event.insert("seq".into(), AttributeValue::N(seq.to_string()));
-        event.insert("action".into(), AttributeValue::S(action.into()));
-        let writes = vec![
-            TransactWriteItem::builder()
-                .update(
-                    Update::builder()
-                        .table_name(&self.table)
-                        .key("pk", AttributeValue::S(keys::audit(org)))
-                        .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
-                        .update_expression("SET seq = :seq")
-                        .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-            TransactWriteItem::builder()
-                .put(
-                    Put::builder()
-                        .table_name(&self.table)
-                        .set_item(Some(event))
-                        .build()
-                        .unwrap(),
-                )
-                .build(),
-        ];
-        self.dynamodb
-            .transact_write_items()
-            .set_transact_items(Some(writes))
-            .send()
-            .await
-            .unwrap();
+        common::baseline_audit(&self.dynamodb, &self.table, &self.seq, action).await;
     }
 }
 

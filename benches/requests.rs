@@ -11,9 +11,6 @@
 
 mod common;
 
-use std::collections::HashMap;
-
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -38,79 +35,24 @@ struct Baseline {
 }
 
 async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
-    let user = keys::user(&baseline.user_id);
-    let key = |sk: String| {
-        HashMap::from([
-            ("pk".to_owned(), AttributeValue::S(user.clone())),
-            ("sk".to_owned(), AttributeValue::S(sk)),
-        ])
-    };
-    let wanted = KeysAndAttributes::builder()
-        .keys(key(keys::PROFILE_SK.to_owned()))
-        .keys(key(keys::token_sk(&baseline.token_digest)))
-        .consistent_read(true)
-        .build()
-        .unwrap();
-    let read = baseline
-        .client
-        .batch_get_item()
-        .request_items(&baseline.table, wanted)
-        .send()
-        .await
-        .unwrap();
-    let items = read.responses.unwrap().remove(&baseline.table).unwrap();
+    let items = common::baseline_authenticate(
+        &baseline.client,
+        &baseline.table,
+        &baseline.user_id,
+        &baseline.token_digest,
+    )
+    .await;
     let profile = items
         .iter()
         .find(|i| i["sk"].as_s().unwrap() == keys::PROFILE_SK)
         .unwrap();
-    let seq = baseline
-        .seq
-        .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        + 1;
-    let org = "baseline";
-    let event = HashMap::from([
-        ("pk".to_owned(), AttributeValue::S(keys::audit(org))),
-        (
-            "sk".to_owned(),
-            AttributeValue::S(keys::audit_event_sk(seq)),
-        ),
-        ("seq".to_owned(), AttributeValue::N(seq.to_string())),
-        (
-            "action".to_owned(),
-            AttributeValue::S("getCurrentUser".into()),
-        ),
-        ("outcome".to_owned(), AttributeValue::S("success".into())),
-    ]);
-    let writes = vec![
-        TransactWriteItem::builder()
-            .update(
-                Update::builder()
-                    .table_name(&baseline.table)
-                    .key("pk", AttributeValue::S(keys::audit(org)))
-                    .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
-                    .update_expression("SET seq = :seq")
-                    .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
-                    .build()
-                    .unwrap(),
-            )
-            .build(),
-        TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(&baseline.table)
-                    .set_item(Some(event))
-                    .build()
-                    .unwrap(),
-            )
-            .build(),
-    ];
-    baseline
-        .client
-        .transact_write_items()
-        .set_transact_items(Some(writes))
-        .send()
-        .await
-        .unwrap();
+    common::baseline_audit(
+        &baseline.client,
+        &baseline.table,
+        &baseline.seq,
+        "getCurrentUser",
+    )
+    .await;
     Json(json!({
         "id": baseline.user_id,
         "email": profile["email"].as_s().unwrap(),

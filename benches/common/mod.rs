@@ -14,6 +14,12 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
+
+use berth_shared::store::keys;
 use berth_shared::store::round_trips::RoundTripCounter;
 
 pub fn client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
@@ -131,4 +137,85 @@ pub async fn compare(
         ratio(&|t| percentile(t, 0.5)),
         ratio(&|t| percentile(t, 0.9))
     );
+}
+
+/// What a baseline handler does to authenticate: the profile and the token
+/// in one consistent read. Answers the items.
+pub async fn baseline_authenticate(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    user_id: &str,
+    token_digest: &str,
+) -> Vec<HashMap<String, AttributeValue>> {
+    let user = keys::user(user_id);
+    let key = |sk: String| {
+        HashMap::from([
+            ("pk".to_owned(), AttributeValue::S(user.clone())),
+            ("sk".to_owned(), AttributeValue::S(sk)),
+        ])
+    };
+    let wanted = KeysAndAttributes::builder()
+        .keys(key(keys::PROFILE_SK.to_owned()))
+        .keys(key(keys::token_sk(token_digest)))
+        .consistent_read(true)
+        .build()
+        .unwrap();
+    let read = client
+        .batch_get_item()
+        .request_items(table, wanted)
+        .send()
+        .await
+        .unwrap();
+    read.responses.unwrap().remove(table).unwrap()
+}
+
+/// What a baseline handler does to audit: the event and the organization's
+/// sequence number in one transaction.
+pub async fn baseline_audit(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    seq: &AtomicU64,
+    action: &str,
+) {
+    let seq = seq.fetch_add(1, Ordering::SeqCst) + 1;
+    let org = "baseline";
+    let event = HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(keys::audit(org))),
+        (
+            "sk".to_owned(),
+            AttributeValue::S(keys::audit_event_sk(seq)),
+        ),
+        ("seq".to_owned(), AttributeValue::N(seq.to_string())),
+        ("action".to_owned(), AttributeValue::S(action.into())),
+        ("outcome".to_owned(), AttributeValue::S("success".into())),
+    ]);
+    let writes = vec![
+        TransactWriteItem::builder()
+            .update(
+                Update::builder()
+                    .table_name(table)
+                    .key("pk", AttributeValue::S(keys::audit(org)))
+                    .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
+                    .update_expression("SET seq = :seq")
+                    .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+        TransactWriteItem::builder()
+            .put(
+                Put::builder()
+                    .table_name(table)
+                    .set_item(Some(event))
+                    .build()
+                    .unwrap(),
+            )
+            .build(),
+    ];
+    client
+        .transact_write_items()
+        .set_transact_items(Some(writes))
+        .send()
+        .await
+        .unwrap();
 }
