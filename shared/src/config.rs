@@ -20,6 +20,12 @@ pub struct Config {
     /// `BERTH_CLUSTER_TIMEOUT_SECONDS`: bound on connecting to the cluster and
     /// on each read and write (default 10 s, well under API Gateway's 29 s).
     pub cluster_timeout: Duration,
+    /// `BERTH_REQUEST_DEADLINE_SECONDS`: how long one request may run, all
+    /// its calls together, before it is answered `503 deadline_exceeded`
+    /// (default 20 s). It must stay below the function's timeout (29 s in
+    /// `template.yaml`, under API Gateway's 30 s) so that the answer and the
+    /// audit event are still written.
+    pub request_deadline: Duration,
     /// `BERTH_KUBECONFIG_RECHECK_SECONDS`: how soon a replaced stored
     /// kubeconfig is noticed (default 60 s).
     pub kubeconfig_recheck: Duration,
@@ -89,6 +95,7 @@ impl Config {
             session_lifetime: Duration::from_secs(session_hours * 3600),
             production_grace: seconds("BERTH_PRODUCTION_GRACE_SECONDS", 72 * 3600, 90 * 86_400)?,
             cluster_timeout: seconds("BERTH_CLUSTER_TIMEOUT_SECONDS", 10, 25)?,
+            request_deadline: seconds("BERTH_REQUEST_DEADLINE_SECONDS", 20, 25)?,
             kubeconfig_recheck: seconds("BERTH_KUBECONFIG_RECHECK_SECONDS", 60, 60)?,
             reserved_namespaces: ReservedNamespaces::with_configured(
                 &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
@@ -114,6 +121,7 @@ impl Config {
             session_lifetime: Duration::from_secs(12 * 3600),
             production_grace: Duration::from_secs(72 * 3600),
             cluster_timeout: Duration::from_secs(10),
+            request_deadline: Duration::from_secs(20),
             kubeconfig_recheck: Duration::from_secs(60),
             reserved_namespaces: ReservedNamespaces::default(),
             gateway_hostname: None,
@@ -186,6 +194,7 @@ mod tests {
         assert_eq!(config.session_lifetime, Duration::from_secs(12 * 3600));
         assert_eq!(config.production_grace, Duration::from_secs(72 * 3600));
         assert_eq!(config.cluster_timeout, Duration::from_secs(10));
+        assert_eq!(config.request_deadline, Duration::from_secs(20));
         assert_eq!(config.reserved_namespaces, ReservedNamespaces::default());
         assert_eq!(config.gateway_hostname, None);
         assert!(config.gateway_addresses.is_empty());
@@ -268,5 +277,14 @@ mod tests {
             Config::from_lookup(|n| (n == "BERTH_PRODUCTION_GRACE_SECONDS").then(|| "x".into()))
                 .is_err()
         );
+        // The deadline must leave the function time to answer and audit.
+        assert!(
+            Config::from_lookup(|n| (n == "BERTH_REQUEST_DEADLINE_SECONDS").then(|| "29".into()))
+                .is_err()
+        );
+        let config =
+            Config::from_lookup(|n| (n == "BERTH_REQUEST_DEADLINE_SECONDS").then(|| "5".into()))
+                .expect("a valid deadline");
+        assert_eq!(config.request_deadline, Duration::from_secs(5));
     }
 }

@@ -57,6 +57,11 @@ pub enum ApiError {
     /// The message is logged, never sent.
     #[error("storage unavailable: {0}")]
     StorageUnavailable(String),
+    /// The request ran past its deadline (`BERTH_REQUEST_DEADLINE_SECONDS`),
+    /// which is below the function's timeout so the caller still gets an
+    /// answer and the call its audit event.
+    #[error("the request took longer than its deadline")]
+    DeadlineExceeded,
 }
 
 /// The Problem Details body of every error response.
@@ -88,7 +93,8 @@ impl ApiError {
             Self::NoCluster
             | Self::ClusterUnavailable(_)
             | Self::ClusterMisconfigured { .. }
-            | Self::StorageUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | Self::StorageUnavailable(_)
+            | Self::DeadlineExceeded => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -115,6 +121,7 @@ impl ApiError {
                 "cluster_unavailable"
             }
             Self::StorageUnavailable(_) => "storage_unavailable",
+            Self::DeadlineExceeded => "deadline_exceeded",
         }
     }
 
@@ -141,6 +148,7 @@ impl ApiError {
                 "Cluster unavailable"
             }
             Self::StorageUnavailable(_) => "Storage unavailable",
+            Self::DeadlineExceeded => "Request took too long",
         }
     }
 
@@ -186,6 +194,11 @@ impl ApiError {
             Self::StorageUnavailable(_) => {
                 Some("the data store did not answer or failed; try again".into())
             }
+            Self::DeadlineExceeded => Some(
+                "the request did not finish in time and was stopped; it may have been partly \
+                 carried out, so read the resource again before retrying"
+                    .into(),
+            ),
         }
     }
 
@@ -224,6 +237,7 @@ impl IntoResponse for ApiError {
             Self::StorageUnavailable(cause) => {
                 tracing::warn!(cause = %cause, "storage unavailable")
             }
+            Self::DeadlineExceeded => tracing::warn!("the request ran past its deadline"),
             _ => {}
         }
         let mut response = (self.status(), Json(self.problem())).into_response();
@@ -296,6 +310,7 @@ mod tests {
                 503,
                 "storage_unavailable",
             ),
+            (ApiError::DeadlineExceeded, 503, "deadline_exceeded"),
         ];
         for (error, status, code) in cases {
             let problem = error.problem();

@@ -1,8 +1,10 @@
 //! What every handler shares, built once when the process starts.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_config::BehaviorVersion;
+use aws_config::timeout::TimeoutConfig;
 
 use crate::audit::AuditLog;
 use crate::config::{Config, ConfigError};
@@ -47,12 +49,23 @@ impl AppState {
     }
 }
 
+/// Bounds on every DynamoDB call, well inside the request deadline: one
+/// attempt may take 3 s (DynamoDB answers in milliseconds; a stuck
+/// connection is retried), the call with its retries 10 s.
+pub fn store_timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .operation_attempt_timeout(Duration::from_secs(3))
+        .operation_timeout(Duration::from_secs(10))
+        .build()
+}
+
 /// The DynamoDB client as the SDK's own configuration chain describes it.
 /// On Lambda, credentials and region come from the environment; the default
 /// chain would also build the clients of profiles, SSO and STS, which a
 /// function never uses, at every cold start.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
-    let mut loader = aws_config::defaults(BehaviorVersion::v2026_01_12());
+    let mut loader =
+        aws_config::defaults(BehaviorVersion::v2026_01_12()).timeout_config(store_timeouts());
     if crate::telemetry::on_lambda() {
         loader = loader
             .credentials_provider(

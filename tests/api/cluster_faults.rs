@@ -284,3 +284,38 @@ async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
         .await
         .assert_problem(404, "not_found");
 }
+
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_request_past_its_deadline_is_answered_and_audited() {
+    // The deadline (1 s) comes before the cluster call's own timeout (2 s).
+    let app = TestApp::with_cluster_config(|config| {
+        config.request_deadline = Duration::from_secs(1);
+    })
+    .await;
+    app.standin().add_fault(
+        Fault::new(FaultKind::Hang, 1)
+            .method("POST")
+            .path_contains("/projects"),
+    );
+    let started = std::time::Instant::now();
+    let answered = app
+        .post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": unique("slow"), "display_name": "S" }))
+        .send()
+        .await;
+    let took = started.elapsed();
+    answered.assert_problem(503, "deadline_exceeded");
+    assert_eq!(answered.json()["title"], "Request took too long");
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(1900),
+        "answered after {took:?}"
+    );
+    assert!(answered.headers.contains_key("x-request-id"));
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (event.action.as_str(), event.outcome, event.status),
+        ("createProject", Outcome::Error, Some(503))
+    );
+}

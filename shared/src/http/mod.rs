@@ -27,6 +27,7 @@ pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<A
 
 async fn tag_operation(State(op): State<Operation>, mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(op);
+    scope::note_operation(op);
     let mut response = next.run(request).await;
     response.extensions_mut().insert(op);
     response

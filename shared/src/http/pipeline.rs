@@ -8,7 +8,7 @@ use std::time::Instant;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::HeaderValue;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 
@@ -16,7 +16,7 @@ use super::scope::{AuditNotes, RequestScope};
 use crate::audit::{ActorKind, Call, Outcome};
 use crate::identity::{Authentication, authenticate::authenticate};
 use crate::store::keys::SYSTEM_ORG;
-use crate::{AppState, Operation};
+use crate::{ApiError, AppState, Operation};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -41,15 +41,33 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
         .insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));
 
     let scope = RequestScope::new(request_id.clone());
-    let mut response = scope.clone().run(next.run(request)).await;
+    // One deadline for the whole route, every call it makes included, so
+    // that a chain of slow calls is cut off while the function still has
+    // time to answer and to write the audit event below. Dropping the
+    // route's future cancels whatever call it was waiting on.
+    let routed = tokio::time::timeout(
+        state.config.request_deadline,
+        scope.clone().run(next.run(request)),
+    )
+    .await;
+    let mut response = match routed {
+        Ok(response) => response,
+        Err(_elapsed) => {
+            scope
+                .clone()
+                .run(async { ApiError::DeadlineExceeded.into_response() })
+                .await
+        }
+    };
 
+    let notes = scope.notes();
     let operation = response
         .extensions()
         .get::<Operation>()
         .copied()
+        .or(notes.operation)
         .unwrap_or(Operation::UnknownRoute);
     let status = response.status().as_u16();
-    let notes = scope.notes();
     let call = describe_call(&authentication, &notes, operation, status, ip, &request_id);
     for org in audit_partitions(&authentication, &notes) {
         if let Err(error) = state.audit.record(&org, &call).await {

@@ -4,6 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::Operation;
 use crate::identity::User;
 
 tokio::task_local! {
@@ -12,6 +13,9 @@ tokio::task_local! {
 
 #[derive(Debug, Default, Clone)]
 pub struct AuditNotes {
+    /// The route's operation, noted as soon as it is known: a request cut
+    /// off by its deadline has no response to carry it.
+    pub operation: Option<Operation>,
     pub target: Option<(String, String)>,
     /// The account a login named, when the call has no credentials.
     pub login_account: Option<User>,
@@ -54,6 +58,11 @@ fn with_notes(change: impl FnOnce(&mut AuditNotes)) {
 
 pub fn request_id() -> Option<String> {
     SCOPE.try_with(|scope| scope.request_id.clone()).ok()
+}
+
+/// Notes the call's operation, for its audit event.
+pub fn note_operation(operation: Operation) {
+    with_notes(|notes| notes.operation = Some(operation));
 }
 
 /// Names what the call acts on, for its audit event.

@@ -59,6 +59,7 @@ pub fn dynamodb_client(
             "berth-tests",
         ))
         .endpoint_url(dynamodb_endpoint())
+        .timeout_config(berth_shared::state::store_timeouts())
         .interceptor(counter.clone())
         .interceptor(faults.clone())
         .build();
