@@ -19,6 +19,7 @@ bench:
 	cargo bench --locked --bench cold_start
 	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
 	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
+	@scripts/with-dynamodb.sh cargo bench --locked --bench audit_load
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::store::{self, Store};
+use crate::store::{self, Store, keys};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -59,33 +59,69 @@ impl HealthReport {
     }
 }
 
-/// DynamoDB answers a consistent read of the table.
-pub async fn dynamodb(store: &Store) -> Subsystem {
+/// DynamoDB answers a consistent read of the table; the same read tells how
+/// many audit events wait in the logs for replay.
+pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
     let started = Instant::now();
     let read = store
         .client()
         .get_item()
         .table_name(store.table())
-        .set_key(Some(store::key("HEALTH".into(), "HEALTH")))
+        .set_key(Some(store::key(keys::HEALTH.into(), keys::HEALTH)))
         .consistent_read(true)
         .send()
         .await;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     match read {
-        Ok(_) => Subsystem {
-            name: "dynamodb",
-            status: SubsystemStatus::Up,
-            latency_ms,
-            detail: None,
-        },
+        Ok(answer) => {
+            let waiting = answer
+                .item
+                .as_ref()
+                .and_then(|item| item.get(crate::audit::FALLBACK_COUNT))
+                .and_then(|count| count.as_n().ok())
+                .and_then(|count| count.parse::<i64>().ok())
+                .unwrap_or(0);
+            let audit_detail = match waiting {
+                ..=0 => "every event is stored".to_owned(),
+                n => format!(
+                    "{n} events could not be stored and were logged as `audit_fallback` lines; \
+                     replay them with `berth-admin audit replay`"
+                ),
+            };
+            [
+                Subsystem {
+                    name: "dynamodb",
+                    status: SubsystemStatus::Up,
+                    latency_ms,
+                    detail: None,
+                },
+                Subsystem {
+                    name: "audit",
+                    status: SubsystemStatus::Up,
+                    latency_ms,
+                    detail: Some(audit_detail),
+                },
+            ]
+        }
         Err(error) => {
             tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
-            Subsystem {
-                name: "dynamodb",
-                status: SubsystemStatus::Down,
-                latency_ms,
-                detail: Some("the table could not be read".into()),
-            }
+            [
+                Subsystem {
+                    name: "dynamodb",
+                    status: SubsystemStatus::Down,
+                    latency_ms,
+                    detail: Some("the table could not be read".into()),
+                },
+                Subsystem {
+                    name: "audit",
+                    status: SubsystemStatus::Down,
+                    latency_ms,
+                    detail: Some(
+                        "events are logged as `audit_fallback` lines until the table can be written"
+                            .into(),
+                    ),
+                },
+            ]
         }
     }
 }

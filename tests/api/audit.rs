@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use crate::support::{PASSWORD, TestApp};
-use berth_shared::audit::{ActorKind, Outcome};
+use berth_shared::audit::{ActorKind, Call, Outcome, Recorded, parse_fallback_line};
 use berth_shared::store::keys::SYSTEM_ORG;
 use berth_shared::{AppState, Role};
 
@@ -354,4 +354,153 @@ async fn paging_while_others_write_never_skips_or_repeats() {
     let ids: HashSet<_> = all.iter().map(|e| e.id.clone()).collect();
     assert_eq!(ids.len(), all.len());
     assert!(all.len() >= 30 + 80);
+}
+
+fn call_of(action: &'static str) -> Call {
+    Call {
+        actor_kind: ActorKind::User,
+        actor: Some("someone@acme.example".into()),
+        action,
+        target_kind: None,
+        target: None,
+        status: 200,
+        ip: None,
+        request_id: uuid::Uuid::new_v4().to_string(),
+    }
+}
+
+async fn audit_health_detail(app: &TestApp) -> String {
+    let report = app
+        .get("/api/v1/healthz/details")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    let audit = report["subsystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "audit")
+        .expect("the audit subsystem is reported")
+        .clone();
+    audit["detail"].as_str().unwrap().to_owned()
+}
+
+/// An event whose write keeps failing after its `seq` was taken is logged
+/// whole, counted in the health report, and replayed into its place.
+#[tokio::test]
+async fn an_event_that_cannot_be_stored_is_logged_then_replayed() {
+    let app = TestApp::new().await;
+    assert_eq!(audit_health_detail(&app).await, "every event is stored");
+
+    app.store_faults.fail_next("PutItem", 10_000);
+    let recorded = app.state.audit.record("acme", &call_of("lostAction")).await;
+    app.store_faults.heal();
+    let Recorded::LoggedForReplay(line) = recorded else {
+        panic!("the write was refused, yet {recorded:?}");
+    };
+    assert!(line.starts_with("audit_fallback {"), "{line}");
+    let logged = parse_fallback_line(&line).expect("the line parses back");
+    let seq = logged
+        .seq
+        .expect("the seq was taken before the write failed");
+    assert_eq!(
+        (logged.org.as_str(), logged.event.action.as_str()),
+        ("acme", "lostAction")
+    );
+    // As the Lambda's JSON log format writes it, it parses the same.
+    let json_line = json!({ "level": "ERROR", "message": line }).to_string();
+    assert_eq!(parse_fallback_line(&json_line).unwrap().event, logged.event);
+    assert!(
+        audit_health_detail(&app)
+            .await
+            .starts_with("1 events could not be stored"),
+    );
+
+    let log = format!("START RequestId: x\n{json_line}\nsome other line\n");
+    assert_eq!(app.state.audit.replay(&log).await.unwrap(), 1);
+    assert_eq!(
+        app.state.audit.replay(&log).await.unwrap(),
+        0,
+        "stored once"
+    );
+    let events = app.audit_events("acme").await;
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    let replayed = events.iter().find(|e| e.seq == seq).unwrap();
+    assert_eq!(replayed, &logged.event);
+    assert_eq!(audit_health_detail(&app).await, "every event is stored");
+}
+
+/// When not even a `seq` can be taken, the event is logged without one and
+/// the replay gives it the next `seq`, once.
+#[tokio::test]
+async fn an_event_without_a_seq_is_replayed_once() {
+    let app = TestApp::new().await;
+    app.store_faults.fail_next("UpdateItem", 10_000);
+    let recorded = app.state.audit.record("acme", &call_of("lostEarly")).await;
+    app.store_faults.heal();
+    let Recorded::LoggedForReplay(line) = recorded else {
+        panic!("the counter was refused, yet {recorded:?}");
+    };
+    assert_eq!(parse_fallback_line(&line).unwrap().seq, None);
+    assert_eq!(app.state.audit.replay(&line).await.unwrap(), 1);
+    assert_eq!(app.state.audit.replay(&line).await.unwrap(), 0);
+    let events = app.audit_events("acme").await;
+    assert_eq!(events.iter().filter(|e| e.action == "lostEarly").count(), 1);
+    assert_eq!(events.last().unwrap().action, "lostEarly");
+}
+
+/// A call still answers when its event cannot be stored, and the event is not
+/// lost: the health report counts it until it is replayed.
+#[tokio::test]
+async fn a_call_whose_event_cannot_be_stored_still_answers() {
+    let app = TestApp::new().await;
+    app.store_faults.fail_next("PutItem", 10_000);
+    app.get("/api/v1/me")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+    app.store_faults.heal();
+    assert!(app.state.audit.fallbacks() >= 1);
+    assert!(
+        audit_health_detail(&app)
+            .await
+            .starts_with("1 events could not be stored"),
+    );
+}
+
+/// A `seq` that was taken but is not stored yet holds back the newer events,
+/// so a reader paging down cannot pass it by; once it is stored, all show.
+#[tokio::test]
+async fn newer_events_wait_for_a_missing_seq() {
+    let app = TestApp::new().await;
+    app.get("/api/v1/me")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+    let before = app.audit_events("acme").await.len();
+    app.store_faults.fail_next("PutItem", 10_000);
+    let Recorded::LoggedForReplay(line) =
+        app.state.audit.record("acme", &call_of("slowWrite")).await
+    else {
+        panic!("the write was refused");
+    };
+    app.store_faults.heal();
+    for _ in 0..3 {
+        app.state.audit.record("acme", &call_of("afterIt")).await;
+    }
+    let shown = app.audit_events("acme").await;
+    assert_eq!(shown.len(), before, "nothing above the missing seq yet");
+    assert!(shown.iter().all(|e| e.action != "afterIt"));
+
+    app.state.audit.replay(&line).await.unwrap();
+    let shown = app.audit_events("acme").await;
+    assert_eq!(shown.len(), before + 4);
+    assert_eq!(
+        shown.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=shown.len() as u64).collect::<Vec<_>>()
+    );
 }

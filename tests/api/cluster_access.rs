@@ -123,8 +123,8 @@ async fn health_reports_the_cluster() {
         .iter()
         .map(|s| s["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names, ["dynamodb", "cluster"]);
-    let cluster = &report["subsystems"][1];
+    assert_eq!(names, ["dynamodb", "audit", "cluster"]);
+    let cluster = &report["subsystems"][2];
     assert_eq!(cluster["status"], "up");
     assert!(
         cluster["detail"]

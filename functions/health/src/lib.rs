@@ -30,11 +30,11 @@ async fn details(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> (StatusCode, Json<HealthReport>) {
-    let (dynamodb, cluster) = tokio::join!(
-        health::dynamodb(&state.store),
+    let ([dynamodb, audit], cluster) = tokio::join!(
+        health::dynamodb_and_audit(&state.store),
         health::cluster(&state.cluster)
     );
-    let report = HealthReport::of(vec![dynamodb, cluster]);
+    let report = HealthReport::of(vec![dynamodb, audit, cluster]);
     let status = if report.all_up() {
         StatusCode::OK
     } else {

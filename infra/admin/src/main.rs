@@ -39,11 +39,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The audit log.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// The kubeconfig Berth uses to reach its cluster.
     Cluster {
         #[command(subcommand)]
         command: ClusterCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Stores the events of `audit_fallback` lines from function logs (a file,
+    /// or `-` for standard input); other lines are ignored, and replaying a
+    /// line twice stores its event once.
+    Replay { log: PathBuf },
 }
 
 #[derive(Subcommand)]
@@ -110,6 +123,18 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
                 TableCreation::Created => println!("created table {table}"),
                 TableCreation::AlreadyExisted => println!("table {table} already exists"),
             }
+        }
+        Command::Audit {
+            command: AuditCommand::Replay { log },
+        } => {
+            let text = if log.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin())
+            } else {
+                std::fs::read_to_string(&log)
+            }
+            .map_err(|error| format!("cannot read {}: {error}", log.display()))?;
+            let stored = state.audit.replay(&text).await.map_err(explain)?;
+            println!("stored {stored} audit events");
         }
         Command::Bootstrap { org, email, json } => {
             let owner = members::bootstrap(&state.store, &org, &email)

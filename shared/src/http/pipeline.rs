@@ -70,10 +70,8 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
     let status = response.status().as_u16();
     let call = describe_call(&authentication, &notes, operation, status, ip, &request_id);
     for org in audit_partitions(&authentication, &notes) {
-        if let Err(error) = state.audit.record(&org, &call).await {
-            tracing::error!(request_id = %request_id, operation = operation.id(), org = %org,
-                error = %error.cause(), "writing the audit event failed");
-        }
+        // Never lost: an event that cannot be stored is logged for replay.
+        state.audit.record(&org, &call).await;
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);

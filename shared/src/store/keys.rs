@@ -35,6 +35,8 @@ pub const SESSION_SK_PREFIX: &str = "SESSION#";
 pub const TOKEN_SK_PREFIX: &str = "TOKEN#";
 pub const EMAIL_SK: &str = "EMAIL";
 pub const THROTTLE_SK: &str = "THROTTLE";
+/// The item the health check reads; it also counts audit fallbacks.
+pub const HEALTH: &str = "HEALTH";
 pub const AUDIT_COUNTER_SK: &str = "COUNTER";
 pub const AUDIT_EVENT_SK_PREFIX: &str = "SEQ#";
 

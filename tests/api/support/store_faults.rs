@@ -17,6 +17,11 @@ impl StoreFaults {
     pub fn fail_next(&self, operation: &str, count: u32) {
         self.0.lock().unwrap().push((operation.to_owned(), count));
     }
+
+    /// Ends every injected fault.
+    pub fn heal(&self) {
+        self.0.lock().unwrap().clear();
+    }
 }
 
 impl Intercept for StoreFaults {
