@@ -82,7 +82,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         }
         Err(failure) => {
             // The raw error for operators; the status gets a sentence.
-            tracing::warn!(app = %key, object = %failure.object, error = ?failure.error, "applying failed");
+            tracing::warn!(app = %key, object = %failure.object, error = %failure.error, "applying failed");
             // A refusal is the app's failure; a cluster that is briefly
             // unavailable is not, and is only retried.
             if failure.is_refusal() {
@@ -522,7 +522,11 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
         Err(error) if is_not_found(&error) => return Ok(()),
         Err(error) => return Err(error.into()),
     }
-    tracing::info!(app = %backoff_key(app), reason = ?status.reason, "status");
+    tracing::info!(
+        app = %backoff_key(app),
+        reason = status.reason.as_deref().unwrap_or("none"),
+        "status"
+    );
     Ok(())
 }
 

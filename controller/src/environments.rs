@@ -17,8 +17,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use berth_shared::cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
@@ -74,9 +72,7 @@ fn purge_at(environment: &Environment) -> Result<Option<i64>, Error> {
         .deletion_scheduled_at
         .as_deref()
         .map(|at| {
-            OffsetDateTime::parse(at, &Rfc3339)
-                .map(OffsetDateTime::unix_timestamp)
-                .map_err(|_| Error::BadSchedule(at.to_owned()))
+            berth_shared::clock::parse_rfc3339(at).ok_or_else(|| Error::BadSchedule(at.to_owned()))
         })
         .transpose()
 }
@@ -88,7 +84,7 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
     }
     let mut requeue = RESYNC;
     if let Some(at) = purge_at(environment)? {
-        let now = OffsetDateTime::now_utc().unix_timestamp();
+        let now = berth_shared::clock::unix_seconds();
         if at <= now {
             return purge(environment, context).await;
         }
@@ -316,6 +312,10 @@ async fn set_status(
         &Patch::Merge(patch),
     )
     .await?;
-    tracing::info!(environment = %environment.name_any(), phase = ?status.phase, "status");
+    tracing::info!(
+        environment = %environment.name_any(),
+        phase = status.phase.as_deref().unwrap_or("none"),
+        "status"
+    );
     Ok(())
 }

@@ -1,5 +1,8 @@
 //! Logging through `tracing`: JSON lines on Lambda (CloudWatch reads them),
-//! readable text elsewhere. `RUST_LOG` filters; the default is `info`.
+//! readable text elsewhere, coloured only on a terminal (log files stay plain).
+//! `RUST_LOG` filters; the default is `info`.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
@@ -9,7 +12,9 @@ pub fn on_lambda() -> bool {
 
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal());
     let _already_set = if on_lambda() {
         builder
             .json()

@@ -267,3 +267,48 @@ async fn installs_the_crds_into_the_stored_clusters() {
     std::fs::remove_file(path).ok();
     drop(standin);
 }
+
+/// A log written to a file or pipe is plain text: colour only on a terminal.
+#[tokio::test]
+async fn logs_written_to_a_file_carry_no_colour_codes() {
+    let app = TestApp::new().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::env::temp_dir().join(format!("berth-local-{port}.log"));
+    let file = std::fs::File::create(&log).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_berth-local"))
+        .env("BERTH_PORT", port.to_string())
+        .env("BERTH_TABLE", app.state.store.table())
+        .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env_remove("RUST_LOG")
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    support::eventually("berth-local logs a request", 30, || async {
+        use std::io::Write;
+        if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = stream.write_all(
+                b"GET /api/v1/healthz HTTP/1.1\r\nHost: local\r\nConnection: close\r\n\r\n",
+            );
+            let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+        }
+        std::fs::read_to_string(&log).is_ok_and(|text| text.contains("request"))
+    })
+    .await;
+    server.kill().unwrap();
+    let _ = server.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let _ = std::fs::remove_file(&log);
+    assert!(text.contains("INFO"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "escape codes in the log file: {text:?}"
+    );
+}
