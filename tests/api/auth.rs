@@ -1,7 +1,7 @@
 //! Sign-in, sessions, the current user, password changes, throttling and the
 //! must-change-password gate.
 
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use http::{StatusCode, header};
 use serde_json::json;
@@ -378,6 +378,36 @@ async fn fifty_failures_throttle_a_client_address() {
     // The same account from elsewhere signs in.
     let elsewhere = app
         .post("/api/v1/auth/login")
+        .json(json!({ "email": app.owner.email, "password": PASSWORD }))
+        .send()
+        .await;
+    assert_eq!(elsewhere.status, StatusCode::OK);
+}
+
+/// An IPv6 caller is counted by its /64: a subscriber holds the whole /64 and
+/// could otherwise guess from a new address every time.
+#[tokio::test]
+async fn an_ipv6_caller_is_throttled_by_its_64() {
+    let app = TestApp::new().await;
+    let in_the_64 = |n: u16| IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 7, 7, n, 0, 0, n));
+    for n in 0..50 {
+        app.post("/api/v1/auth/login")
+            .client_ip(in_the_64(n))
+            .json(json!({ "email": format!("guess{n}@example.org"), "password": "password guess" }))
+            .send()
+            .await
+            .assert_problem(401, "invalid_credentials");
+    }
+    app.post("/api/v1/auth/login")
+        .client_ip(in_the_64(999))
+        .json(json!({ "email": app.owner.email, "password": PASSWORD }))
+        .send()
+        .await
+        .assert_problem(429, "too_many_requests");
+    let next_64 = IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 7, 8, 0, 0, 0, 1));
+    let elsewhere = app
+        .post("/api/v1/auth/login")
+        .client_ip(next_64)
         .json(json!({ "email": app.owner.email, "password": PASSWORD }))
         .send()
         .await;

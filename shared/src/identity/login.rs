@@ -25,6 +25,8 @@ pub async fn login(
     client_ip: &str,
 ) -> Result<LoginAttempt, ApiError> {
     let email = login_key(email);
+    let client = throttle::caller_network(client_ip);
+    let client_ip = client.as_str();
     let lookup = LoginLookup::read(store, &email, client_ip).await?;
     let account = match &lookup.user_id {
         Some(user_id) => profile::get_profile(store, user_id).await?,

@@ -53,6 +53,23 @@ impl Subject {
     }
 }
 
+/// What the address throttle counts a caller by: an IPv4 address, or the /64
+/// of an IPv6 one, because one subscriber usually holds a whole /64 and could
+/// otherwise change address on every guess.
+pub fn caller_network(ip: &str) -> String {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let network = u128::from(v6) & !((1u128 << 64) - 1);
+                format!("{}/64", std::net::Ipv6Addr::from(network))
+            }
+        },
+        Ok(std::net::IpAddr::V4(v4)) => v4.to_string(),
+        Err(_) => ip.to_owned(),
+    }
+}
+
 pub fn key(subject: Subject, value: &str) -> Item {
     store::key(subject.pk(value), keys::THROTTLE_SK)
 }
@@ -247,6 +264,25 @@ mod tests {
         // The IP limit is higher.
         let five = attempts(Subject::Ip, &[1_000; 5]);
         assert_eq!(five.blocked_for(1_000), None);
+    }
+
+    #[test]
+    fn ipv6_callers_are_counted_by_their_64() {
+        assert_eq!(
+            caller_network("2001:db8:1:2:aaaa:bbbb:cccc:dddd"),
+            "2001:db8:1:2::/64"
+        );
+        assert_eq!(
+            caller_network("2001:db8:1:2::1"),
+            caller_network("2001:db8:1:2:ffff::9")
+        );
+        assert_ne!(
+            caller_network("2001:db8:1:2::1"),
+            caller_network("2001:db8:1:3::1")
+        );
+        assert_eq!(caller_network("::ffff:203.0.113.7"), "203.0.113.7");
+        assert_eq!(caller_network("203.0.113.7"), "203.0.113.7");
+        assert_eq!(caller_network("unknown"), "unknown");
     }
 
     #[test]
