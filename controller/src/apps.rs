@@ -129,21 +129,33 @@ impl Failure {
             if (400..500).contains(&status.code) && status.code != 429)
     }
 
-    /// A plain sentence naming the object; for a refusal (422 Invalid), the
-    /// apiserver's own words about what is wrong.
+    /// A plain sentence naming the object, for the App's status: tenants
+    /// read it, so it never carries the cluster's own text (which can name
+    /// Berth's identity and internals; the log has it). For an invalid object
+    /// (422) it names the fields the apiserver refused.
     fn message(&self) -> String {
         match &self.error {
             kube::Error::Api(status) if status.code == 422 => {
-                format!(
-                    "{} was refused by the cluster: {}",
-                    self.object,
-                    status.message.trim_end_matches('.')
-                ) + "."
+                let fields: Vec<&str> = status
+                    .details
+                    .iter()
+                    .flat_map(|details| &details.causes)
+                    .map(|cause| cause.field.as_str())
+                    .filter(|field| !field.is_empty())
+                    .collect();
+                if fields.is_empty() {
+                    format!("{} was refused by the cluster as invalid.", self.object)
+                } else {
+                    format!(
+                        "{} was refused by the cluster as invalid: {}.",
+                        self.object,
+                        fields.join(", ")
+                    )
+                }
             }
             kube::Error::Api(status) if status.code == 403 => format!(
-                "{} could not be written: the cluster does not allow it ({}).",
-                self.object,
-                status.message.trim_end_matches('.')
+                "{} could not be written: the cluster does not allow Berth to; an operator must fix its permissions.",
+                self.object
             ),
             kube::Error::Api(status) if self.is_refusal() => format!(
                 "{} could not be written: the cluster answered {}.",
@@ -730,16 +742,46 @@ mod tests {
 
     #[test]
     fn failures_say_which_object_and_what_the_apiserver_refused() {
+        let mut invalid = kube::core::Status::failure(
+            "Deployment.apps \"shop-web\" is invalid: spec.template.spec.containers[0].image: Required value.",
+            "Invalid",
+        )
+        .with_code(422);
+        invalid.details = Some(kube::core::response::StatusDetails {
+            causes: vec![kube::core::response::StatusCause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.template.spec.containers[0].image".into(),
+            }],
+            name: "shop-web".into(),
+            group: "apps".into(),
+            kind: "deployments".into(),
+            uid: String::new(),
+            retry_after_seconds: 0,
+        });
         let refused = Failure {
             object: "Deployment shop-web".to_owned(),
-            error: kube::Error::Api(Box::new(kube::core::Status::failure(
-                "Deployment.apps \"shop-web\" is invalid: spec.template.spec.containers[0].image: Required value.",
-                "Invalid",
-            ).with_code(422))),
+            error: kube::Error::Api(Box::new(invalid)),
         };
         assert_eq!(
             refused.message(),
-            "Deployment shop-web was refused by the cluster: Deployment.apps \"shop-web\" is invalid: spec.template.spec.containers[0].image: Required value."
+            "Deployment shop-web was refused by the cluster as invalid: spec.template.spec.containers[0].image."
+        );
+        let forbidden = Failure {
+            object: "Service shop-web".to_owned(),
+            error: kube::Error::Api(Box::new(
+                kube::core::Status::failure(
+                    "services is forbidden: User \"system:serviceaccount:berth-system:berth-controller\" cannot create",
+                    "Forbidden",
+                )
+                .with_code(403),
+            )),
+        };
+        let message = forbidden.message();
+        assert!(!message.contains("system:serviceaccount"), "{message}");
+        assert!(
+            message.starts_with("Service shop-web could not be written"),
+            "{message}"
         );
         let unavailable = Failure {
             object: "Service shop-web".to_owned(),

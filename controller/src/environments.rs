@@ -44,7 +44,7 @@ pub async fn reconcile(
             let degraded = EnvironmentStatus {
                 phase: Some("Degraded".into()),
                 ready: false,
-                message: Some(error.to_string()),
+                message: Some(error.tenant_message()),
                 ..current_status(&environment)
             };
             // Best effort: the error is what gets retried.

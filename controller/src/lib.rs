@@ -55,6 +55,48 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// What a tenant may read in a status: plain words, never the cluster's
+    /// own error text (the log has that).
+    pub fn tenant_message(&self) -> String {
+        match self {
+            Error::Kube(_) | Error::Finalizer(_) => {
+                "the cluster could not be reached or refused a change; retrying".to_owned()
+            }
+            Error::Manifest(_) => "Berth could not encode an object; retrying".to_owned(),
+            Error::Apply { object, .. } => format!("{object} could not be written; retrying"),
+            Error::ProjectNotEmpty(_)
+            | Error::BadSchedule(_)
+            | Error::NamespaceNotManaged(_)
+            | Error::NamespaceOfEarlierEnvironment(_) => self.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn tenants_never_read_the_clusters_error_text() {
+        let raw =
+            "namespaces is forbidden: User \"system:serviceaccount:berth-system:berth-controller\"";
+        let error = Error::Kube(kube::Error::Api(Box::new(
+            kube::core::Status::failure(raw, "Forbidden").with_code(403),
+        )));
+        assert!(error.to_string().contains("system:serviceaccount"));
+        let message = error.tenant_message();
+        assert!(
+            !message.contains("serviceaccount") && !message.contains("forbidden"),
+            "{message}"
+        );
+        assert_eq!(
+            Error::NamespaceNotManaged("web-dev".into()).tenant_message(),
+            "namespace web-dev already exists and is not managed by Berth"
+        );
+    }
+}
+
 /// What the controller is told at start (the binary reads it from the
 /// environment).
 #[derive(Clone, Debug, Default)]
