@@ -43,7 +43,6 @@ struct Baseline {
     table: String,
     user_id: String,
     token_digest: String,
-    seq: Arc<AtomicU64>,
     revision: Arc<AtomicU64>,
 }
 
@@ -66,7 +65,7 @@ impl Baseline {
     }
 
     async fn audit(&self, action: &str) {
-        common::baseline_audit(&self.dynamodb, &self.table, &self.seq, action).await;
+        common::baseline_audit(&self.dynamodb, &self.table, action).await;
     }
 }
 
@@ -299,7 +298,6 @@ async fn main() {
                 table,
                 user_id: owner.member.id.clone(),
                 token_digest: credentials::digest(&token),
-                seq: Arc::default(),
                 revision: Arc::new(AtomicU64::new(1)),
             }),
     };

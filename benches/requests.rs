@@ -31,7 +31,6 @@ struct Baseline {
     table: String,
     user_id: String,
     token_digest: String,
-    seq: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
@@ -46,13 +45,7 @@ async fn baseline_me(State(baseline): State<Baseline>) -> Json<Value> {
         .iter()
         .find(|i| i["sk"].as_s().unwrap() == keys::PROFILE_SK)
         .unwrap();
-    common::baseline_audit(
-        &baseline.client,
-        &baseline.table,
-        &baseline.seq,
-        "getCurrentUser",
-    )
-    .await;
+    common::baseline_audit(&baseline.client, &baseline.table, "getCurrentUser").await;
     Json(json!({
         "id": baseline.user_id,
         "email": profile["email"].as_s().unwrap(),
@@ -268,7 +261,6 @@ async fn main() {
         table: table.clone(),
         user_id: profile_id,
         token_digest: credentials::digest(&token),
-        seq: Default::default(),
     };
     let baseline = common::Call {
         router: Router::new()

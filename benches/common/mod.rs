@@ -15,9 +15,8 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 
 use berth_shared::store::keys;
 use berth_shared::store::round_trips::RoundTripCounter;
@@ -169,52 +168,37 @@ pub async fn baseline_authenticate(
     read.responses.unwrap().remove(table).unwrap()
 }
 
-/// What a baseline handler does to audit: the event and the organization's
-/// sequence number in one transaction.
-pub async fn baseline_audit(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    seq: &AtomicU64,
-    action: &str,
-) {
-    let seq = seq.fetch_add(1, Ordering::SeqCst) + 1;
+/// What a baseline handler does to audit: take the organization's next
+/// sequence number, then store the event under it.
+pub async fn baseline_audit(client: &aws_sdk_dynamodb::Client, table: &str, action: &str) {
     let org = "baseline";
+    let taken = client
+        .update_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S(keys::audit(org)))
+        .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
+        .update_expression("ADD seq :one")
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .return_values(ReturnValue::UpdatedNew)
+        .send()
+        .await
+        .unwrap();
+    let seq = taken.attributes.unwrap()["seq"].as_n().unwrap().clone();
     let event = HashMap::from([
         ("pk".to_owned(), AttributeValue::S(keys::audit(org))),
         (
             "sk".to_owned(),
-            AttributeValue::S(keys::audit_event_sk(seq)),
+            AttributeValue::S(keys::audit_event_sk(seq.parse().unwrap())),
         ),
-        ("seq".to_owned(), AttributeValue::N(seq.to_string())),
+        ("seq".to_owned(), AttributeValue::N(seq)),
         ("action".to_owned(), AttributeValue::S(action.into())),
         ("outcome".to_owned(), AttributeValue::S("success".into())),
     ]);
-    let writes = vec![
-        TransactWriteItem::builder()
-            .update(
-                Update::builder()
-                    .table_name(table)
-                    .key("pk", AttributeValue::S(keys::audit(org)))
-                    .key("sk", AttributeValue::S(keys::AUDIT_COUNTER_SK.into()))
-                    .update_expression("SET seq = :seq")
-                    .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
-                    .build()
-                    .unwrap(),
-            )
-            .build(),
-        TransactWriteItem::builder()
-            .put(
-                Put::builder()
-                    .table_name(table)
-                    .set_item(Some(event))
-                    .build()
-                    .unwrap(),
-            )
-            .build(),
-    ];
     client
-        .transact_write_items()
-        .set_transact_items(Some(writes))
+        .put_item()
+        .table_name(table)
+        .set_item(Some(event))
+        .condition_expression("attribute_not_exists(pk)")
         .send()
         .await
         .unwrap();
