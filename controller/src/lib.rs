@@ -18,6 +18,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::CronJob;
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 
@@ -183,12 +184,22 @@ pub async fn run(client: Client, settings: Settings) {
                 tracing::warn!(error = %error, "app reconcile failed");
             }
         });
-    let projects = Controller::new(Api::<Project>::all(client), watcher::Config::default())
-        .run(projects::reconcile, projects::error_policy, context)
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(error = %error, "project reconcile deferred");
-            }
-        });
+    // A deleted project waits for its last environment to go: watching
+    // environments wakes it the moment that happens, not at its next backoff.
+    let projects = Controller::new(
+        Api::<Project>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Environment>::all(client),
+        watcher::Config::default(),
+        |environment: Environment| Some(ObjectRef::<Project>::new(&environment.spec.project)),
+    )
+    .run(projects::reconcile, projects::error_policy, context)
+    .for_each(|result| async move {
+        if let Err(error) = result {
+            tracing::debug!(error = %error, "project reconcile deferred");
+        }
+    });
     tokio::join!(environments, apps, projects);
 }
