@@ -46,12 +46,15 @@ async fn sign_in(
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(body): JsonBody<LoginBody>,
 ) -> Result<impl IntoResponse, ApiError> {
+    // A login attempt from here on, whatever else the request carries: its
+    // event follows the account it names (DESIGN §6), even if it fails below.
+    scope::audit_login(None, false);
     let attempt =
         login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
-    if let Some(account) = attempt.account {
+    if let Some(account) = &attempt.account {
         scope::audit_target("user", account.id.clone());
-        scope::audit_login_account(account, attempt.outcome.is_ok());
     }
+    scope::audit_login(attempt.account, attempt.outcome.is_ok());
     let (user, session) = attempt.outcome?;
     Ok((
         [(SET_COOKIE, session.set_cookie)],

@@ -109,6 +109,12 @@ fn describe_call(
     request_id: &str,
 ) -> Call {
     let (actor_kind, actor) = match (authentication, &notes.login_account) {
+        // A login is the act of the account it names, not of any other
+        // credentials the request happens to carry.
+        (_, Some(account)) if notes.login_attempted => {
+            (ActorKind::User, Some(account.email.clone()))
+        }
+        _ if notes.login_attempted => (ActorKind::Anonymous, None),
         (Authentication::Authenticated(principal), _) => {
             let kind = match principal.via() {
                 "token" => ActorKind::Token,
@@ -116,7 +122,6 @@ fn describe_call(
             };
             (kind, Some(principal.user.email.clone()))
         }
-        (_, Some(account)) => (ActorKind::User, Some(account.email.clone())),
         _ => (ActorKind::Anonymous, None),
     };
     let (target_kind, target) = notes
@@ -135,13 +140,21 @@ fn describe_call(
     }
 }
 
-/// Where the event goes: the caller's organization; the system partition for
-/// calls without one; both for a refused login of a known account.
+/// Where the event goes (DESIGN §6): the caller's organization; the system
+/// partition for calls without one. A login attempt goes by the account it
+/// names, whatever other credentials the request carries: a successful one to
+/// the account's organization, a refused one to the system partition and, for
+/// a known account, its organization too.
 fn audit_partitions(authentication: &Authentication, notes: &AuditNotes) -> Vec<String> {
-    match (authentication, &notes.login_account) {
-        (Authentication::Authenticated(principal), _) => vec![principal.user.org.clone()],
-        (_, Some(account)) if notes.login_succeeded => vec![account.org.clone()],
-        (_, Some(account)) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+    if notes.login_attempted {
+        return match &notes.login_account {
+            Some(account) if notes.login_succeeded => vec![account.org.clone()],
+            Some(account) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+            None => vec![SYSTEM_ORG.to_owned()],
+        };
+    }
+    match authentication {
+        Authentication::Authenticated(principal) => vec![principal.user.org.clone()],
         _ => vec![SYSTEM_ORG.to_owned()],
     }
 }
