@@ -164,7 +164,10 @@ async fn a_login_carrying_other_credentials_is_recorded_for_the_account_it_names
 
     for (label, request) in [
         ("token", app.post("/api/v1/auth/login").by(&a)),
-        ("session", app.post("/api/v1/auth/login").session(&a_session)),
+        (
+            "session",
+            app.post("/api/v1/auth/login").session(&a_session),
+        ),
     ] {
         let refused = request
             .json(json!({ "email": b.email, "password": "a password guess" }))

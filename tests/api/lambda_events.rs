@@ -159,10 +159,9 @@ async fn every_event_file_is_answered_by_its_function() {
 async fn the_health_function_answers_the_default_route() {
     let app = TestApp::new().await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
-    let sample: Value = serde_json::from_str(
-        &std::fs::read_to_string(root.join("health/liveness.json")).unwrap(),
-    )
-    .unwrap();
+    let sample: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("health/liveness.json")).unwrap())
+            .unwrap();
     for (method, path, status, code) in [
         ("GET", "/api/v1/nowhere", 404, "not_found"),
         ("DELETE", "/somewhere/else", 404, "not_found"),

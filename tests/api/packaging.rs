@@ -126,8 +126,7 @@ async fn every_template_route_reaches_its_functions_operation() {
         .map(|op| op.id())
         .collect();
     assert_eq!(
-        routed,
-        expected,
+        routed, expected,
         "every operation has a route in the template"
     );
 }

@@ -15,8 +15,8 @@ use lambda_http::request::RequestContext;
 use super::scope::{AuditNotes, RequestScope};
 use crate::audit::{ActorKind, Call, Outcome};
 use crate::identity::{Authentication, authenticate::authenticate};
-use crate::store::keys::{self, SYSTEM_ORG};
 use crate::store;
+use crate::store::keys::{self, SYSTEM_ORG};
 use crate::{ApiError, AppState, Operation};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
