@@ -67,7 +67,7 @@ else
   echo "   Its objects are kept in .local/standin-state.json (delete it to start empty)."
 fi
 "$bin/berth-admin" cluster set --kubeconfig "$kubeconfig"
-"$bin/berth-admin" cluster install
+"$bin/berth-admin" cluster install --kubeconfig "$kubeconfig"
 KUBECONFIG=$kubeconfig "$bin/berth-controller" >.local/controller.log 2>&1 &
 children+=($!)
 echo "== controller running (log: .local/controller.log)"

@@ -24,6 +24,8 @@ use crate::{ApiError, clock};
 pub const MAX_PAGE: u32 = 200;
 pub const DEFAULT_PAGE: u32 = 50;
 
+/// What storing one event costs: take the `seq`, store the event.
+pub const ROUND_TRIPS_PER_EVENT: usize = 2;
 /// How long each of a writer's two steps may take, retries included.
 const STEP_BUDGET: Duration = Duration::from_secs(2);
 /// After this long (both steps' budgets, plus slack for clocks that differ

@@ -62,6 +62,45 @@ struct KubeconfigShape {
     current_context: Option<String>,
 }
 
+#[derive(Deserialize)]
+struct UserEntry {
+    #[serde(default)]
+    user: Option<serde_yaml::Value>,
+}
+
+#[derive(Deserialize)]
+struct UsersShape {
+    #[serde(default)]
+    users: Vec<Named<UserEntry>>,
+}
+
+/// Refuses a kubeconfig any of whose users signs in by running a command
+/// (`exec`) or through an `auth-provider`: a function has neither the command
+/// nor the admin's cloud credentials, and must not run what a stored document
+/// names. Stored kubeconfigs carry a token or a client certificate. The
+/// error names the user and the kind, never any credential.
+pub fn check_credentials(kubeconfig: &str) -> Result<(), String> {
+    let Ok(shape) = serde_yaml::from_str::<UsersShape>(kubeconfig) else {
+        // Not a kubeconfig at all: `summarize` says so.
+        return Ok(());
+    };
+    for entry in shape.users {
+        let Some(user) = entry.value.user else {
+            continue;
+        };
+        for kind in ["exec", "auth-provider"] {
+            if user.get(kind).is_some_and(|value| !value.is_null()) {
+                return Err(format!(
+                    "user {:?} signs in with `{kind}`, which Berth's functions cannot run; \
+                     use a kubeconfig with a token or client certificate (e.g. a service account's)",
+                    entry.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks that a kubeconfig parses and that the context to use (the named one,
 /// else its current context) leads to a cluster with a server.
 pub fn summarize(
@@ -103,6 +142,8 @@ pub async fn store_kubeconfig(
     context: Option<String>,
 ) -> Result<KubeconfigSummary, ApiError> {
     summarize(&kubeconfig, context.as_deref())?;
+    check_credentials(&kubeconfig)
+        .map_err(|why| ApiError::ValidationFailed(format!("kubeconfig: {why}")))?;
     let item = StoredKubeconfig {
         pk: keys::CLUSTER_PK.to_owned(),
         sk: keys::KUBECONFIG_SK.to_owned(),
@@ -177,6 +218,28 @@ users:
 - name: u
   user: {token: SECRET-TOKEN}
 "#;
+
+    #[test]
+    fn refuses_users_that_run_a_command_or_an_auth_provider() {
+        assert_eq!(check_credentials(KUBECONFIG), Ok(()));
+        let exec = KUBECONFIG.replace(
+            "user: {token: SECRET-TOKEN}",
+            "user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n      args: [eks, get-token, --cluster-name, SECRET-NAME]",
+        );
+        let provider = KUBECONFIG.replace(
+            "user: {token: SECRET-TOKEN}",
+            "user:\n    auth-provider:\n      name: gcp\n      config: {access-token: SECRET-TOKEN}",
+        );
+        for (config, kind) in [(exec, "`exec`"), (provider, "`auth-provider`")] {
+            let error = check_credentials(&config).unwrap_err();
+            assert!(error.contains(kind) && error.contains("\"u\""), "{error}");
+            assert!(!error.contains("SECRET"), "{error}");
+            assert!(!error.contains('\n'), "one line: {error}");
+        }
+        // Users without credentials, or without a user, are fine here.
+        assert_eq!(check_credentials("users:\n- name: x\n"), Ok(()));
+        assert_eq!(check_credentials("not: [yaml"), Ok(()));
+    }
 
     #[test]
     fn uses_the_named_or_current_context() {

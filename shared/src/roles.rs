@@ -81,7 +81,7 @@ impl Permission {
             Permission::ProjectWrite => "project-write",
             Permission::MemberManage => "member-manage",
             Permission::AuditRead => "audit-read",
-            Permission::ManageOwners => "manage owners",
+            Permission::ManageOwners => "manage-owners",
         }
     }
 }
@@ -118,6 +118,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Permission ids are kebab-case like the rest of DESIGN §5's column.
+    #[test]
+    fn permission_ids_are_kebab_case() {
+        for permission in [
+            Read,
+            AppOperate,
+            AppWrite,
+            AppDeploy,
+            SecretWrite,
+            EnvWrite,
+            SecretRead,
+            EnvDeleteProtected,
+            ProjectWrite,
+            MemberManage,
+            AuditRead,
+            ManageOwners,
+        ] {
+            let id = permission.as_str();
+            assert!(
+                !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{id:?}"
+            );
+        }
+        assert_eq!(ManageOwners.as_str(), "manage-owners");
     }
 
     #[test]

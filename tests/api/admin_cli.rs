@@ -162,6 +162,30 @@ async fn stores_shows_and_clears_the_kubeconfig() {
         stderr(&wrong_context)
     );
     assert!(!stderr(&wrong_context).contains("VERY-SECRET-TOKEN"));
+    // A user that runs a command (or an auth provider) is refused, in one
+    // line naming the problem.
+    let exec_path = dir.join("exec-config");
+    std::fs::write(
+        &exec_path,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: eks\n  cluster: {server: 'https://eks.example'}\n\
+         contexts:\n- name: eks\n  context: {cluster: eks, user: admin}\ncurrent-context: eks\n\
+         users:\n- name: admin\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: aws\n      args: [eks, get-token, --cluster-name, VERY-SECRET-NAME]\n",
+    )
+    .unwrap();
+    let exec = admin(
+        &table,
+        &[
+            "cluster",
+            "set",
+            "--kubeconfig",
+            exec_path.to_str().unwrap(),
+        ],
+    );
+    assert!(!exec.status.success());
+    let message = stderr(&exec);
+    assert!(message.contains("`exec`"), "{message}");
+    assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+    assert!(!message.contains("VERY-SECRET-NAME"), "{message}");
     let missing = admin(
         &table,
         &["cluster", "set", "--kubeconfig", "/nonexistent/kubeconfig"],
@@ -209,12 +233,13 @@ async fn installs_the_crds_into_the_stored_clusters() {
 
     let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
     assert!(admin(&table, &["create-table"]).status.success());
-    let before = admin(&table, &["cluster", "install"]);
-    assert!(!before.status.success());
+    // It needs an administrator's kubeconfig of its own.
+    let without = admin(&table, &["cluster", "install"]);
+    assert!(!without.status.success());
     assert!(
-        stderr(&before).contains("no kubeconfig stored"),
+        stderr(&without).contains("--kubeconfig"),
         "{}",
-        stderr(&before)
+        stderr(&without)
     );
 
     let (standin, kubeconfig) = match std::env::var(crate::support::cluster::REAL_CLUSTER_ENV) {
@@ -230,18 +255,22 @@ async fn installs_the_crds_into_the_stored_clusters() {
         uuid::Uuid::new_v4().simple()
     ));
     std::fs::write(&path, &kubeconfig).unwrap();
-    assert!(
+    let admin_path = path.to_str().unwrap().to_owned();
+    let install_table = table.clone();
+    let installed = tokio::task::spawn_blocking(move || {
         admin(
-            &table,
-            &["cluster", "set", "--kubeconfig", path.to_str().unwrap()]
+            &install_table,
+            &["cluster", "install", "--kubeconfig", &admin_path],
         )
-        .status
-        .success()
-    );
-    let installed = tokio::task::spawn_blocking(move || admin(&table, &["cluster", "install"]))
-        .await
-        .unwrap();
+    })
+    .await
+    .unwrap();
     assert!(installed.status.success(), "{}", stderr(&installed));
+    // The administrator's kubeconfig was used, never stored.
+    assert_eq!(
+        stdout(&admin(&table, &["cluster", "show"])).trim(),
+        "no kubeconfig stored"
+    );
     for crd in [
         "projects.berth.dev",
         "environments.berth.dev",

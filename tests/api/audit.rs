@@ -151,6 +151,81 @@ async fn calls_without_an_organization_go_to_the_system_partition() {
     );
 }
 
+/// A login attempt is recorded for the account it names, even when the
+/// request also carries another account's valid token or session: a refused
+/// guess at B's password cannot hide in A's log.
+#[tokio::test]
+async fn a_login_carrying_other_credentials_is_recorded_for_the_account_it_names() {
+    let app = TestApp::new().await;
+    let a = app.owner.clone();
+    let b = app.other_org("hooli").await;
+    let a_session = app.sign_in(&a.email, PASSWORD).await;
+    let a_before = app.audit_events(&a.org).await.len();
+
+    for (label, request) in [
+        ("token", app.post("/api/v1/auth/login").by(&a)),
+        (
+            "session",
+            app.post("/api/v1/auth/login").session(&a_session),
+        ),
+    ] {
+        let refused = request
+            .json(json!({ "email": b.email, "password": "a password guess" }))
+            .send()
+            .await;
+        refused.assert_problem(401, "invalid_credentials");
+        let request_id = refused.headers["x-request-id"].to_str().unwrap().to_owned();
+        for org in [b.org.as_str(), SYSTEM_ORG] {
+            let event = app.last_audit_event(org).await;
+            assert_eq!(
+                event.request_id.as_deref(),
+                Some(request_id.as_str()),
+                "{label}: recorded in {org}"
+            );
+            assert_eq!(
+                (event.action.as_str(), event.outcome, event.actor_kind),
+                ("login", Outcome::Denied, ActorKind::User),
+                "{label}: {org}"
+            );
+            assert_eq!(event.actor.as_deref(), Some(b.email.as_str()), "{label}");
+            assert_eq!(event.target.as_deref(), Some(b.id.as_str()), "{label}");
+        }
+    }
+    // An unknown email goes to the system partition, anonymous.
+    app.post("/api/v1/auth/login")
+        .by(&a)
+        .json(json!({ "email": "nobody@example.org", "password": "a password guess" }))
+        .send()
+        .await
+        .assert_problem(401, "invalid_credentials");
+    let event = app.last_audit_event(SYSTEM_ORG).await;
+    assert_eq!(
+        (event.action.as_str(), event.actor_kind, event.actor),
+        ("login", ActorKind::Anonymous, None)
+    );
+    assert_eq!(
+        app.audit_events(&a.org).await.len(),
+        a_before,
+        "nothing was attributed to A"
+    );
+
+    // A successful login of B carrying A's token goes to B's organization.
+    let b_before = app.audit_events(&b.org).await.len();
+    app.post("/api/v1/auth/login")
+        .by(&a)
+        .json(json!({ "email": b.email, "password": PASSWORD }))
+        .send()
+        .await
+        .assert_status(200);
+    let event = app.last_audit_event(&b.org).await;
+    assert_eq!(
+        (event.action.as_str(), event.outcome, event.actor.as_deref()),
+        ("login", Outcome::Success, Some(b.email.as_str()))
+    );
+    assert_eq!(app.audit_events(&b.org).await.len(), b_before + 1);
+    assert_eq!(app.audit_events(&a.org).await.len(), a_before);
+}
+
 #[tokio::test]
 async fn a_failing_dependency_is_recorded_as_an_error() {
     let app = TestApp::new().await;

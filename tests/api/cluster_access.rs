@@ -133,3 +133,46 @@ async fn health_reports_the_cluster() {
         "{cluster}"
     );
 }
+
+/// A stored kubeconfig whose user runs a command (written before `cluster
+/// set` refused them, or around it) is a misconfiguration the functions
+/// refuse at load time: 503 naming the problem, and nothing is run.
+#[tokio::test]
+async fn a_stored_exec_kubeconfig_is_refused_as_misconfigured() {
+    use berth_shared::kubeconfig::StoredKubeconfig;
+    use berth_shared::store::{self, keys};
+
+    let app = TestApp::new().await;
+    let marker =
+        std::env::temp_dir().join(format!("berth-exec-ran-{}", uuid::Uuid::new_v4().simple()));
+    let yaml = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: 'https://127.0.0.1:1'}}\n\
+         contexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n\
+         users:\n- name: u\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1beta1\n      command: touch\n      args: [{}]\n",
+        marker.display()
+    );
+    let item = StoredKubeconfig {
+        pk: keys::CLUSTER_PK.to_owned(),
+        sk: keys::KUBECONFIG_SK.to_owned(),
+        kubeconfig: yaml,
+        context: None,
+        updated_at: 0,
+    };
+    app.state
+        .store
+        .client()
+        .put_item()
+        .table_name(app.state.store.table())
+        .set_item(Some(store::to_item(&item).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    let response = app.get("/api/v1/projects").by(&app.owner).send().await;
+    response.assert_problem(503, "cluster_unavailable");
+    let detail = response.json()["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.contains("`exec`") && detail.contains("cluster set"),
+        "{detail}"
+    );
+    assert!(!marker.exists(), "the kubeconfig's command was not run");
+}

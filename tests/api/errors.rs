@@ -89,3 +89,46 @@ async fn a_body_where_none_is_expected_is_ignored_but_bad_json_is_not() {
         .await
         .assert_problem(400, "invalid_request");
 }
+
+/// A body field of the wrong type is named with the type it should have;
+/// the value sent is never repeated (it may be a password or a secret).
+#[tokio::test]
+async fn a_wrong_type_names_the_field_but_never_echoes_the_value() {
+    use serde_json::json;
+
+    let app = TestApp::new().await;
+    let cases = [
+        (
+            "/api/v1/auth/login",
+            json!({ "email": "someone@example.org", "password": 987654321 }),
+            "987654321",
+            "password",
+        ),
+        (
+            "/api/v1/auth/login",
+            json!({ "email": ["hunter2-secret"], "password": "a long enough guess" }),
+            "hunter2-secret",
+            "email",
+        ),
+        (
+            "/api/v1/tokens",
+            json!({ "name": "ci", "expires_in_days": "hunter2-secret" }),
+            "hunter2-secret",
+            "expires_in_days",
+        ),
+        (
+            "/api/v1/tokens",
+            json!({ "name": "ci", "expires_in_days": -424242 }),
+            "424242",
+            "expires_in_days",
+        ),
+    ];
+    for (path, body, secret, field) in cases {
+        let response = app.post(path).by(&app.owner).json(body).send().await;
+        response.assert_problem(400, "invalid_request");
+        let detail = response.json()["detail"].as_str().unwrap().to_owned();
+        assert!(!detail.contains(secret), "{path}: {detail}");
+        assert!(detail.contains(field), "{path}: {detail}");
+        assert!(detail.contains("expected"), "{path}: {detail}");
+    }
+}

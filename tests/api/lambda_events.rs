@@ -151,3 +151,45 @@ async fn every_event_file_is_answered_by_its_function() {
         assert_ne!(recorded.action, "unknownRoute", "{file}");
     }
 }
+
+/// On AWS the `$default` route sends every path and method no other route
+/// matches to the health function: it answers them as the local server does,
+/// a Problem Details 404 (405 for a known path), audited as `unknownRoute`.
+#[tokio::test]
+async fn the_health_function_answers_the_default_route() {
+    let app = TestApp::new().await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("events");
+    let sample: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("health/liveness.json")).unwrap())
+            .unwrap();
+    for (method, path, status, code) in [
+        ("GET", "/api/v1/nowhere", 404, "not_found"),
+        ("DELETE", "/somewhere/else", 404, "not_found"),
+        ("POST", "/api/v1/healthz", 405, "method_not_allowed"),
+    ] {
+        let mut event = sample.clone();
+        event["rawPath"] = json!(path);
+        event["requestContext"]["http"]["path"] = json!(path);
+        event["requestContext"]["http"]["method"] = json!(method);
+        event["requestContext"]["requestId"] = json!(format!("default-{status}-{method}"));
+        let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+        let router = berth_shared::http::serve(function("health")(), app.state.clone());
+        let response = router.oneshot(request).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let body: Value = serde_json::from_slice(&body.collect().await.unwrap().to_bytes())
+            .unwrap_or_else(|e| panic!("{method} {path}: not JSON: {e}"));
+        assert_eq!(parts.status.as_u16(), status, "{method} {path}: {body}");
+        assert_eq!(
+            parts.headers["content-type"], "application/json",
+            "{method} {path}"
+        );
+        assert_eq!(body["code"], code, "{method} {path}");
+        assert_eq!(body["status"], status, "{method} {path}");
+        let recorded = app.last_audit_event("_system").await;
+        assert_eq!(
+            (recorded.action.as_str(), recorded.status),
+            ("unknownRoute", Some(status)),
+            "{method} {path}"
+        );
+    }
+}

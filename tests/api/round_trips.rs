@@ -154,3 +154,111 @@ async fn app_operations_stay_within_their_round_trips() {
     }
     println!("{}", table.join("\n"));
 }
+
+/// A refused login costs the same round trips before its answer whether the
+/// email is known or not (DESIGN §4): a known one writes its event to two
+/// partitions, an unknown one to one and makes up the other.
+#[tokio::test]
+async fn a_refused_login_costs_the_same_round_trips_for_known_and_unknown_emails() {
+    use serde_json::json;
+
+    let app = TestApp::new().await;
+    let known = app.user(berth_shared::Role::Viewer).await;
+    let attempt = |email: &str| {
+        app.post("/api/v1/auth/login")
+            .json(json!({ "email": email, "password": "a password guess" }))
+    };
+    // Warm up both paths.
+    attempt(&known.email)
+        .send()
+        .await
+        .assert_problem(401, "invalid_credentials");
+    attempt("warm-up@example.org")
+        .send()
+        .await
+        .assert_problem(401, "invalid_credentials");
+
+    let mut costs = Vec::new();
+    for email in [known.email.as_str(), "nobody@example.org"] {
+        let before = app.round_trips.get();
+        attempt(email)
+            .send()
+            .await
+            .assert_problem(401, "invalid_credentials");
+        costs.push(app.round_trips.get() - before);
+    }
+    assert_eq!(costs[0], costs[1], "known, unknown: {costs:?}");
+}
+
+/// A refused login takes about as long for a known email as for an unknown
+/// one: both verify a password with argon2 (the unknown one against the
+/// decoy hash). Interleaved, 20 of each; the medians may differ by less than
+/// half of what one argon2 verification costs, measured here too. So skipping
+/// argon2 on either path fails, while the rest of a request's noise does not.
+#[tokio::test]
+async fn a_refused_login_takes_as_long_for_known_and_unknown_emails() {
+    use std::net::{IpAddr, Ipv4Addr};
+    use std::time::{Duration, Instant};
+
+    use berth_shared::identity::password;
+    use serde_json::json;
+
+    const TRIES: usize = 20;
+    let app = TestApp::new().await;
+    // Five failures throttle an email: four per known account, and each try
+    // from an address of its own.
+    let mut known = Vec::new();
+    for _ in 0..TRIES.div_ceil(4) {
+        known.push(app.user(berth_shared::Role::Viewer).await);
+    }
+    let timed = |email: String, n: usize| {
+        let request = app
+            .post("/api/v1/auth/login")
+            .client_ip(IpAddr::V4(Ipv4Addr::new(198, 51, 100, n as u8)))
+            .json(json!({ "email": email, "password": "a password guess" }));
+        async move {
+            let started = Instant::now();
+            request
+                .send()
+                .await
+                .assert_problem(401, "invalid_credentials");
+            started.elapsed()
+        }
+    };
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2]
+    };
+    let real_hash = password::hash(crate::support::PASSWORD.to_owned())
+        .await
+        .unwrap();
+    // Warm up both paths.
+    timed("warm-up@example.org".into(), 250).await;
+    timed(known[0].email.clone(), 251).await;
+    let (mut known_times, mut unknown_times, mut argon2_times) = (vec![], vec![], vec![]);
+    for n in 0..TRIES {
+        let email = known[n / 4].email.clone();
+        let stranger = format!("nobody-{n}@example.org");
+        // Alternate which goes first, so neither always follows the other.
+        if n % 2 == 0 {
+            known_times.push(timed(email, 2 * n).await);
+            unknown_times.push(timed(stranger, 2 * n + 1).await);
+        } else {
+            unknown_times.push(timed(stranger, 2 * n + 1).await);
+            known_times.push(timed(email, 2 * n).await);
+        }
+        let started = Instant::now();
+        password::verify("a password guess".into(), Some(real_hash.clone()))
+            .await
+            .unwrap();
+        argon2_times.push(started.elapsed());
+    }
+    let known = median(&mut known_times);
+    let unknown = median(&mut unknown_times);
+    let argon2 = median(&mut argon2_times);
+    let difference = known.abs_diff(unknown);
+    assert!(
+        difference < argon2 / 2,
+        "medians: known {known:?}, unknown {unknown:?}, one argon2 verification {argon2:?}"
+    );
+}

@@ -10,10 +10,12 @@ use serde::Deserialize;
 
 use berth_shared::http::pipeline::ClientIp;
 use berth_shared::http::{Caller, JsonBody, operation, scope};
-use berth_shared::identity::{Credential, Identity, login, sessions};
+use berth_shared::identity::{Credential, Identity, login, password, sessions};
 use berth_shared::{ApiError, AppState, Operation};
 
 pub fn router() -> Router<AppState> {
+    // At start, not on the first unknown email (password.rs says why).
+    password::prepare_decoy();
     Router::new()
         .route(
             "/api/v1/auth/login",
@@ -46,12 +48,15 @@ async fn sign_in(
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(body): JsonBody<LoginBody>,
 ) -> Result<impl IntoResponse, ApiError> {
+    // A login attempt from here on, whatever else the request carries: its
+    // event follows the account it names (DESIGN §6), even if it fails below.
+    scope::audit_login(None, false);
     let attempt =
         login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
-    if let Some(account) = attempt.account {
+    if let Some(account) = &attempt.account {
         scope::audit_target("user", account.id.clone());
-        scope::audit_login_account(account, attempt.outcome.is_ok());
     }
+    scope::audit_login(attempt.account, attempt.outcome.is_ok());
     let (user, session) = attempt.outcome?;
     Ok((
         [(SET_COOKIE, session.set_cookie)],
@@ -99,4 +104,13 @@ async fn change_password(
     )
     .await?;
     Ok(Json(serde_json::json!({ "changed": true })))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_decoy_hash_is_built_with_the_routes() {
+        let _routes = super::router();
+        assert!(super::password::decoy_ready());
+    }
 }

@@ -72,8 +72,15 @@ enum ClusterCommand {
     Show,
     /// Removes the stored kubeconfig.
     Clear,
-    /// Installs (or updates) Berth's CRDs in the stored kubeconfig's cluster.
-    Install,
+    /// Installs (or updates) Berth's CRDs with an administrator's kubeconfig,
+    /// which is used for this command only and never stored.
+    Install {
+        /// The administrator's kubeconfig (it may use `exec`, e.g. `aws eks get-token`).
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        #[arg(long)]
+        context: Option<String>,
+    },
 }
 
 #[tokio::main]
@@ -187,9 +194,21 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
             }
         },
         Command::Cluster {
-            command: ClusterCommand::Install,
+            command:
+                ClusterCommand::Install {
+                    kubeconfig,
+                    context,
+                },
         } => {
-            let client = state.cluster.client().await.map_err(explain)?;
+            let yaml = std::fs::read_to_string(&kubeconfig)
+                .map_err(|e| format!("cannot read {}: {e}", kubeconfig.display()))?;
+            let client = berth_shared::cluster::access::client_from_kubeconfig(
+                &yaml,
+                context.as_deref(),
+                state.config.cluster_timeout,
+            )
+            .await
+            .map_err(explain)?;
             for name in install::install_crds(&client).await.map_err(explain)? {
                 println!("installed CRD {name}");
             }

@@ -87,6 +87,16 @@ impl ClusterAccess {
             current.checked = Instant::now();
             return Ok(current.client.clone());
         }
+        // Set before this check existed, or written around the CLI: refused
+        // here too, before kube-rs could run the command it names.
+        kubeconfig::check_credentials(&stored.kubeconfig).map_err(|why| {
+            ApiError::ClusterMisconfigured {
+                detail: format!(
+                    "the stored kubeconfig cannot be used: {why}; replace it with `berth-admin cluster set`"
+                ),
+                cause: "the stored kubeconfig uses exec or auth-provider credentials".into(),
+            }
+        })?;
         let config =
             config_from_kubeconfig(&stored.kubeconfig, stored.context.as_deref(), self.timeout)
                 .await?;

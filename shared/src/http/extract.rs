@@ -66,11 +66,61 @@ impl From<JsonRejection> for ApiError {
             JsonRejection::JsonSyntaxError(_) => {
                 ApiError::InvalidRequest("the body is not valid JSON".into())
             }
-            JsonRejection::JsonDataError(error) => ApiError::InvalidRequest(error.body_text()),
+            JsonRejection::JsonDataError(error) => {
+                ApiError::InvalidRequest(data_error_detail(&error))
+            }
             JsonRejection::BytesRejection(error) => bytes_rejection(&error),
             other => ApiError::InvalidRequest(other.body_text()),
         }
     }
+}
+
+/// The detail of a body of the wrong shape: the field and what it should
+/// be, never the value sent (it may be a password). serde's own message says
+/// `invalid type: string "hunter2", expected ...`, so only its `expected`
+/// part is kept.
+fn data_error_detail(error: &axum::extract::rejection::JsonDataError) -> String {
+    use std::error::Error;
+    type PathError = serde_path_to_error::Error<serde_json::Error>;
+    let mut source = error.source();
+    while let Some(current) = source {
+        if let Some(located) = current.downcast_ref::<PathError>() {
+            return describe_data_error(&located.path().to_string(), &located.inner().to_string());
+        }
+        source = current.source();
+    }
+    "the body does not have the expected shape".into()
+}
+
+fn describe_data_error(path: &str, message: &str) -> String {
+    // serde_json appends where in the text the error is.
+    let message = message
+        .rfind(" at line ")
+        .map_or(message, |at| &message[..at]);
+    let field = if path == "." || path.is_empty() {
+        "the body".to_owned()
+    } else {
+        path.to_owned()
+    };
+    if message.starts_with("invalid type:")
+        || message.starts_with("invalid value:")
+        || message.starts_with("invalid length")
+    {
+        return match message.split_once(", expected ") {
+            Some((_, expected)) => format!("{field}: expected {expected}"),
+            None => format!("{field}: has the wrong type or value"),
+        };
+    }
+    if message.starts_with("missing field") || message.starts_with("unknown field") {
+        // The field names come from the type, and the one unknown field from
+        // the body's keys, never from its values.
+        return if field == "the body" {
+            message.to_owned()
+        } else {
+            format!("{field}: {message}")
+        };
+    }
+    format!("{field}: is not valid")
 }
 
 fn bytes_rejection(error: &BytesRejection) -> ApiError {

@@ -15,7 +15,8 @@ use lambda_http::request::RequestContext;
 use super::scope::{AuditNotes, RequestScope};
 use crate::audit::{ActorKind, Call, Outcome};
 use crate::identity::{Authentication, authenticate::authenticate};
-use crate::store::keys::SYSTEM_ORG;
+use crate::store;
+use crate::store::keys::{self, SYSTEM_ORG};
 use crate::{ApiError, AppState, Operation};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -73,6 +74,9 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
         // Never lost: an event that cannot be stored is logged for replay.
         state.audit.record(&org, &call).await;
     }
+    if notes.login_attempted && notes.login_account.is_none() {
+        equal_login_round_trips(&state).await;
+    }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
@@ -107,6 +111,12 @@ fn describe_call(
     request_id: &str,
 ) -> Call {
     let (actor_kind, actor) = match (authentication, &notes.login_account) {
+        // A login is the act of the account it names, not of any other
+        // credentials the request happens to carry.
+        (_, Some(account)) if notes.login_attempted => {
+            (ActorKind::User, Some(account.email.clone()))
+        }
+        _ if notes.login_attempted => (ActorKind::Anonymous, None),
         (Authentication::Authenticated(principal), _) => {
             let kind = match principal.via() {
                 "token" => ActorKind::Token,
@@ -114,7 +124,6 @@ fn describe_call(
             };
             (kind, Some(principal.user.email.clone()))
         }
-        (_, Some(account)) => (ActorKind::User, Some(account.email.clone())),
         _ => (ActorKind::Anonymous, None),
     };
     let (target_kind, target) = notes
@@ -133,13 +142,34 @@ fn describe_call(
     }
 }
 
-/// Where the event goes: the caller's organization; the system partition for
-/// calls without one; both for a refused login of a known account.
+/// A refused login of a known email is written to two partitions, of an
+/// unknown one to one. So that the two answer alike (DESIGN §4: same answer
+/// and timing), an unknown email makes up the second event's round trips
+/// with reads of the system partition's audit counter, which change nothing.
+async fn equal_login_round_trips(state: &AppState) {
+    let key = store::key(keys::audit(SYSTEM_ORG), keys::AUDIT_COUNTER_SK);
+    for _ in 0..crate::audit::ROUND_TRIPS_PER_EVENT {
+        if let Err(error) = state.store.get_many(vec![key.clone()]).await {
+            tracing::warn!(error = %error.cause(), "the login's padding read failed");
+        }
+    }
+}
+
+/// Where the event goes (DESIGN §6): the caller's organization; the system
+/// partition for calls without one. A login attempt goes by the account it
+/// names, whatever other credentials the request carries: a successful one to
+/// the account's organization, a refused one to the system partition and, for
+/// a known account, its organization too.
 fn audit_partitions(authentication: &Authentication, notes: &AuditNotes) -> Vec<String> {
-    match (authentication, &notes.login_account) {
-        (Authentication::Authenticated(principal), _) => vec![principal.user.org.clone()],
-        (_, Some(account)) if notes.login_succeeded => vec![account.org.clone()],
-        (_, Some(account)) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+    if notes.login_attempted {
+        return match &notes.login_account {
+            Some(account) if notes.login_succeeded => vec![account.org.clone()],
+            Some(account) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+            None => vec![SYSTEM_ORG.to_owned()],
+        };
+    }
+    match authentication {
+        Authentication::Authenticated(principal) => vec![principal.user.org.clone()],
         _ => vec![SYSTEM_ORG.to_owned()],
     }
 }

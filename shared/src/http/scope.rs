@@ -17,7 +17,10 @@ pub struct AuditNotes {
     /// off by its deadline has no response to carry it.
     pub operation: Option<Operation>,
     pub target: Option<(String, String)>,
-    /// The account a login named, when the call has no credentials.
+    /// Whether the call is a login attempt: its event follows the account
+    /// the login names, whatever other credentials the request carries.
+    pub login_attempted: bool,
+    /// The account a login named, if the email belongs to one.
     pub login_account: Option<User>,
     pub login_succeeded: bool,
 }
@@ -71,11 +74,12 @@ pub fn audit_target(kind: &str, name: impl Into<String>) {
     with_notes(|notes| notes.target = Some((kind.to_owned(), name)));
 }
 
-/// Names the account a login attempt was for, and whether it signed in, for
-/// its audit event.
-pub fn audit_login_account(user: User, succeeded: bool) {
+/// Notes that the call is a login attempt, the account it was for (`None`
+/// for an unknown email) and whether it signed in, for its audit event.
+pub fn audit_login(account: Option<User>, succeeded: bool) {
     with_notes(|notes| {
-        notes.login_account = Some(user);
+        notes.login_attempted = true;
+        notes.login_account = account;
         notes.login_succeeded = succeeded;
     });
 }

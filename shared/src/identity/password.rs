@@ -45,13 +45,26 @@ fn verify_blocking(password: &str, stored_hash: &str) -> bool {
     hasher().is_ok_and(|argon| argon.verify_password(password.as_bytes(), &parsed).is_ok())
 }
 
+static DECOY: OnceLock<String> = OnceLock::new();
+
 /// A hash of a password nobody knows: verifying against it costs what a real
 /// verification costs, so an unknown email answers in the same time.
 fn decoy_hash() -> &'static str {
-    static DECOY: OnceLock<String> = OnceLock::new();
     DECOY.get_or_init(|| {
         hash_blocking(&crate::credentials::new_temporary_password()).unwrap_or_default()
     })
+}
+
+/// Builds the decoy hash now. The login function calls this when its routes
+/// are built, at start: built lazily, the first unknown email would pay for
+/// hashing on top of verifying, and answer measurably later than a known one.
+pub fn prepare_decoy() {
+    decoy_hash();
+}
+
+/// Whether the decoy hash has been built.
+pub fn decoy_ready() -> bool {
+    DECOY.get().is_some_and(|hash| !hash.is_empty())
 }
 
 pub async fn hash(password: String) -> Result<String, ApiError> {
