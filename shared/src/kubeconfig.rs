@@ -1,6 +1,7 @@
 //! The stored kubeconfig (DESIGN §7): how Berth reaches its cluster. The admin
 //! CLI writes it; functions that need the cluster read it.
 
+use kube::config::Kubeconfig;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{self, Store, keys};
@@ -25,78 +26,32 @@ pub struct KubeconfigSummary {
     pub updated_at: String,
 }
 
-#[derive(Deserialize)]
-struct Named<T> {
-    name: String,
-    #[serde(flatten)]
-    value: T,
-}
-
-#[derive(Deserialize)]
-struct ClusterEntry {
-    cluster: ClusterDetails,
-}
-
-#[derive(Deserialize)]
-struct ClusterDetails {
-    server: String,
-}
-
-#[derive(Deserialize)]
-struct ContextEntry {
-    context: ContextDetails,
-}
-
-#[derive(Deserialize)]
-struct ContextDetails {
-    cluster: String,
-}
-
-#[derive(Deserialize)]
-struct KubeconfigShape {
-    #[serde(default)]
-    clusters: Vec<Named<ClusterEntry>>,
-    #[serde(default)]
-    contexts: Vec<Named<ContextEntry>>,
-    #[serde(rename = "current-context")]
-    current_context: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct UserEntry {
-    #[serde(default)]
-    user: Option<serde_yaml::Value>,
-}
-
-#[derive(Deserialize)]
-struct UsersShape {
-    #[serde(default)]
-    users: Vec<Named<UserEntry>>,
-}
-
 /// Refuses a kubeconfig any of whose users signs in by running a command
 /// (`exec`) or through an `auth-provider`: a function has neither the command
 /// nor the admin's cloud credentials, and must not run what a stored document
 /// names. Stored kubeconfigs carry a token or a client certificate. The
 /// error names the user and the kind, never any credential.
 pub fn check_credentials(kubeconfig: &str) -> Result<(), String> {
-    let Ok(shape) = serde_yaml::from_str::<UsersShape>(kubeconfig) else {
+    let Ok(parsed) = Kubeconfig::from_yaml(kubeconfig) else {
         // Not a kubeconfig at all: `summarize` says so.
         return Ok(());
     };
-    for entry in shape.users {
-        let Some(user) = entry.value.user else {
+    for entry in parsed.auth_infos {
+        let Some(user) = entry.auth_info else {
             continue;
         };
-        for kind in ["exec", "auth-provider"] {
-            if user.get(kind).is_some_and(|value| !value.is_null()) {
-                return Err(format!(
-                    "user {:?} signs in with `{kind}`, which Berth's functions cannot run; \
-                     use a kubeconfig with a token or client certificate (e.g. a service account's)",
-                    entry.name
-                ));
-            }
-        }
+        let kind = if user.exec.is_some() {
+            "exec"
+        } else if user.auth_provider.is_some() {
+            "auth-provider"
+        } else {
+            continue;
+        };
+        return Err(format!(
+            "user {:?} signs in with `{kind}`, which Berth's functions cannot run; \
+             use a kubeconfig with a token or client certificate (e.g. a service account's)",
+            entry.name
+        ));
     }
     Ok(())
 }
@@ -108,28 +63,32 @@ pub fn summarize(
     context: Option<&str>,
 ) -> Result<(String, String, String), ApiError> {
     let invalid = |why: String| ApiError::ValidationFailed(format!("kubeconfig: {why}"));
-    let shape: KubeconfigShape =
-        serde_yaml::from_str(kubeconfig).map_err(|e| invalid(format!("not a kubeconfig ({e})")))?;
+    let parsed = Kubeconfig::from_yaml(kubeconfig)
+        .map_err(|e| invalid(format!("not a kubeconfig ({e})")))?;
     let context_name = context
         .map(str::to_owned)
-        .or(shape.current_context)
+        .or(parsed.current_context)
         .filter(|name| !name.is_empty())
         .ok_or_else(|| invalid("no context named and no current-context".into()))?;
-    let context = shape
+    let cluster_name = parsed
         .contexts
         .iter()
         .find(|c| c.name == context_name)
+        .and_then(|c| c.context.as_ref())
+        .map(|c| c.cluster.clone())
         .ok_or_else(|| invalid(format!("no context named {context_name:?}")))?;
-    let cluster = shape
+    let server = parsed
         .clusters
         .iter()
-        .find(|c| c.name == context.value.context.cluster)
-        .ok_or_else(|| invalid(format!("context {context_name:?} names a missing cluster")))?;
-    Ok((
-        context_name,
-        cluster.name.clone(),
-        cluster.value.cluster.server.clone(),
-    ))
+        .find(|c| c.name == cluster_name)
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.server.clone())
+        .ok_or_else(|| {
+            invalid(format!(
+                "context {context_name:?} names a missing cluster or one without a server"
+            ))
+        })?;
+    Ok((context_name, cluster_name, server))
 }
 
 fn key() -> store::Item {

@@ -24,6 +24,7 @@ pub mod error;
 pub mod health;
 pub mod http;
 pub mod identity;
+#[cfg(feature = "cluster")]
 pub mod kubeconfig;
 pub mod names;
 pub mod operation;

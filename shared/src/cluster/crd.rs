@@ -305,11 +305,7 @@ pub fn definitions()
 
 /// `infra/k8s/crds.yaml`: the CRDs as one multi-document YAML file.
 pub fn definitions_yaml() -> String {
-    definitions()
-        .iter()
-        .map(|crd| serde_yaml::to_string(crd).unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("---\n")
+    serde_saphyr::to_string_multiple(&definitions()).unwrap_or_default()
 }
 
 #[cfg(test)]
