@@ -14,8 +14,13 @@ dev:
 test:
 	@scripts/test.sh
 
+# Each function is built on its own: built together, cargo would unify their
+# features and link kube (the `cluster` feature) into every binary measured.
+FUNCTIONS := $(notdir $(wildcard functions/*))
+
 bench:
-	cargo build --release --locked --workspace --bins --example bare_lambda
+	cargo build --release --locked --example bare_lambda
+	for function in $(FUNCTIONS); do cargo build --release --locked -p berth-fn-$$function || exit 1; done
 	cargo bench --locked --bench cold_start
 	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
 	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
