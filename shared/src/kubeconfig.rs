@@ -121,15 +121,7 @@ pub async fn store_kubeconfig(
 }
 
 pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, ApiError> {
-    let output = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(key()))
-        .consistent_read(true)
-        .send()
-        .await?;
-    output.item.map(store::from_item).transpose()
+    store.get_as(key()).await
 }
 
 pub fn summary(stored: &StoredKubeconfig) -> Result<KubeconfigSummary, ApiError> {

@@ -145,18 +145,12 @@ pub async fn get(
     history: &str,
     revision: i64,
 ) -> Result<Option<StoredRelease>, ApiError> {
-    let found = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(store::key(
+    store
+        .get_as(store::key(
             keys::releases(history),
             &keys::release_sk(revision),
-        )))
-        .consistent_read(true)
-        .send()
-        .await?;
-    found.item.map(store::from_item).transpose()
+        ))
+        .await
 }
 
 /// The newest revisions, newest first, as the App (whose own release is

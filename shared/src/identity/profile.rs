@@ -99,15 +99,9 @@ pub struct OrgItem {
 }
 
 pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileItem>, ApiError> {
-    let output = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(store::key(keys::user(user_id), keys::PROFILE_SK)))
-        .consistent_read(true)
-        .send()
-        .await?;
-    output.item.map(store::from_item).transpose()
+    store
+        .get_as(store::key(keys::user(user_id), keys::PROFILE_SK))
+        .await
 }
 
 /// The profile of a member of `org`; anyone else's is not found.

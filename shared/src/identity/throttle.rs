@@ -197,17 +197,10 @@ pub async fn reserve(
 
 /// A subject's attempts, read consistently.
 async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, ApiError> {
-    let found = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(key(subject, value)))
-        .consistent_read(true)
-        .send()
-        .await?;
-    Ok(found.item().map_or_else(
+    let found = store.get(key(subject, value)).await?;
+    Ok(found.map_or_else(
         || Attempts::none(subject),
-        |item| Attempts::from_item(subject, item),
+        |item| Attempts::from_item(subject, &item),
     ))
 }
 

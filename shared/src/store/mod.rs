@@ -277,6 +277,24 @@ impl Store {
     }
 
     /// Writes a new item; fails (as a storage error) if one with its key exists.
+    /// One item, read consistently.
+    pub async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await?;
+        Ok(output.item)
+    }
+
+    /// One item, read consistently and decoded.
+    pub async fn get_as<T: DeserializeOwned>(&self, key: Item) -> Result<Option<T>, ApiError> {
+        self.get(key).await?.map(from_item).transpose()
+    }
+
     pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
         self.client
             .put_item()
