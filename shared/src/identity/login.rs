@@ -222,11 +222,10 @@ pub async fn change_password(
 }
 
 async fn delete_stale_sessions(store: &Store, user_id: &str, epoch: u64) -> Result<(), ApiError> {
-    for item in profile::user_items(store, user_id, keys::SESSION_SK_PREFIX).await? {
-        let session: SessionItem = store::from_item(item)?;
-        if session.epoch != epoch {
-            sessions::delete_by_sk(store, user_id, &session.sk).await?;
-        }
-    }
-    Ok(())
+    // A session of another epoch is dead already, and so is one that
+    // cannot be read: both go.
+    profile::delete_user_items(store, user_id, keys::SESSION_SK_PREFIX, |item| {
+        store::from_item::<SessionItem>(item.clone()).map_or(true, |session| session.epoch != epoch)
+    })
+    .await
 }

@@ -301,11 +301,7 @@ fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWr
 
 async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {
     for prefix in [keys::SESSION_SK_PREFIX, keys::TOKEN_SK_PREFIX] {
-        for item in profile::user_items(store, user_id, prefix).await? {
-            store
-                .delete(store::key(keys::user(user_id), store::sort_key(&item)))
-                .await?;
-        }
+        profile::delete_user_items(store, user_id, prefix, |_| true).await?;
     }
     Ok(())
 }

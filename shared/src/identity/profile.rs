@@ -116,6 +116,24 @@ pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<Profi
     }
 }
 
+/// Deletes the items under a user's partition, whose sort key starts with
+/// `prefix`, that `doomed` picks: the one way credentials are cleared away.
+pub async fn delete_user_items(
+    store: &Store,
+    user_id: &str,
+    prefix: &str,
+    doomed: impl Fn(&store::Item) -> bool,
+) -> Result<(), ApiError> {
+    for item in user_items(store, user_id, prefix).await? {
+        if doomed(&item) {
+            store
+                .delete(store::key(keys::user(user_id), store::sort_key(&item)))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
 /// Every item under a user's partition whose sort key starts with `prefix`.
 pub async fn user_items(
     store: &Store,

@@ -49,11 +49,9 @@ pub async fn create(
 }
 
 pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), ApiError> {
-    delete_by_sk(store, user_id, &keys::session_sk(digest)).await
-}
-
-pub(crate) async fn delete_by_sk(store: &Store, user_id: &str, sk: &str) -> Result<(), ApiError> {
-    store.delete(store::key(keys::user(user_id), sk)).await
+    store
+        .delete(store::key(keys::user(user_id), &keys::session_sk(digest)))
+        .await
 }
 
 fn cookie(config: &Config, value: &str, max_age: i64) -> String {
