@@ -37,7 +37,7 @@ pub const FALLBACK_MARKER: &str = "audit_fallback";
 /// health report (the item the DynamoDB health check reads anyway).
 pub(crate) const FALLBACK_COUNT: &str = "audit_fallbacks";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ActorKind {
     Session,
@@ -46,7 +46,7 @@ pub enum ActorKind {
     Anonymous,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Success,
@@ -82,7 +82,7 @@ pub struct Call {
 }
 
 /// An audit event as the API returns it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditEvent {
     pub seq: u64,
     pub id: String,
@@ -106,7 +106,7 @@ struct EventItem {
     event: AuditEvent,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditPage {
     pub events: Vec<AuditEvent>,
     pub next_before: Option<u64>,

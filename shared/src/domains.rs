@@ -41,7 +41,7 @@ pub const NO_GATEWAY: &str = "no gateway is configured (BERTH_GATEWAY_HOSTNAME o
                               BERTH_GATEWAY_ADDRESSES), so this name cannot be checked";
 
 /// One hostname's answer (DESIGN §3, domain check).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DomainCheck {
     pub hostname: String,
     pub ok: bool,

@@ -65,8 +65,10 @@ pub enum ApiError {
 }
 
 /// The Problem Details body of every error response.
-#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+/// Problem Details (RFC 9457 in spirit): every error of the API.
+#[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Problem {
+    /// The stable machine-readable code (DESIGN §4).
     pub code: String,
     pub title: String,
     pub status: u16,

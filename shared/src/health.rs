@@ -6,14 +6,14 @@ use serde::Serialize;
 
 use crate::store::{self, Store, keys};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubsystemStatus {
     Up,
     Down,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Subsystem {
     pub name: &'static str,
     pub status: SubsystemStatus,
@@ -21,7 +21,7 @@ pub struct Subsystem {
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OverallStatus {
     Ok,
@@ -29,7 +29,7 @@ pub enum OverallStatus {
     Down,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct HealthReport {
     pub status: OverallStatus,
     pub version: &'static str,

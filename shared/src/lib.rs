@@ -27,6 +27,7 @@ pub mod identity;
 #[cfg(feature = "cluster")]
 pub mod kubeconfig;
 pub mod names;
+pub mod openapi;
 pub mod operation;
 pub mod roles;
 pub mod runtime;

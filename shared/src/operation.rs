@@ -13,7 +13,9 @@ macro_rules! operations {
         impl Operation {
             pub const ALL: &'static [Operation] = &[$(Operation::$variant,)*];
 
-            pub fn id(self) -> &'static str {
+            /// A `const fn`, so that the OpenAPI annotations of the handlers
+            /// take their `operationId` from here too.
+            pub const fn id(self) -> &'static str {
                 match self { $(Operation::$variant => $id,)* }
             }
         }
@@ -60,6 +62,7 @@ operations! {
     ListAuditEvents => "listAuditEvents",
     GetHealthDetails => "getHealthDetails",
     GetHealth => "getHealth",
+    GetApiDescription => "getApiDescription",
     UnknownRoute => "unknownRoute",
 }
 
@@ -84,7 +87,9 @@ impl Operation {
             InviteMember | UpdateMember | RemoveMember => Permission::MemberManage,
             ListAuditEvents => Permission::AuditRead,
             Login | Logout | GetCurrentUser | ChangePassword | ListTokens | CreateToken
-            | DeleteToken | GetHealthDetails | GetHealth | UnknownRoute => return None,
+            | DeleteToken | GetHealthDetails | GetHealth | GetApiDescription | UnknownRoute => {
+                return None;
+            }
         })
     }
 

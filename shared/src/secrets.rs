@@ -30,7 +30,7 @@ pub const MAX_VALUES_BYTES: usize = 512 * 1024;
 pub const MAX_PUT_BODY_BYTES: usize = 768 * 1024;
 
 /// The Secret summary (spec part 2): names of keys, never values.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct SecretSummary {
     pub name: String,
     pub keys: Vec<String>,
@@ -38,7 +38,7 @@ pub struct SecretSummary {
 }
 
 /// What `putSecret` answers: the summary and the apps it restarted.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct PutAnswer {
     #[serde(flatten)]
     pub secret: SecretSummary,

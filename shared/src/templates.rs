@@ -42,7 +42,7 @@ struct TemplateFile {
 
 /// A variable of a template: a default value, or one generated at deploy
 /// time and kept in a secret.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TemplateEnv {
     pub name: String,
@@ -53,7 +53,7 @@ pub struct TemplateEnv {
 }
 
 /// The template record of the API (DESIGN §3).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct TemplateRecord {
     pub name: String,
     pub display_name: String,
@@ -68,7 +68,7 @@ pub struct TemplateRecord {
 }
 
 /// What a deployment made (DESIGN §3).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Deployed {
     pub template: String,
     pub apps: Vec<AppRecord>,
@@ -124,10 +124,17 @@ pub fn list() -> Vec<TemplateRecord> {
 
 /// The optional body of `deployTemplate`: another app name, and values for
 /// the template's variables.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeployBody {
+    /// The app's name; the template's name when omitted.
+    #[schema(
+        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
     pub name: Option<String>,
+    /// Values for the template's variables, by name.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
 }

@@ -33,6 +33,7 @@ const EXPECTED: &[(&str, u16)] = &[
     ("audit/list.json", 200),
     ("health/liveness.json", 200),
     ("health/details.json", 200),
+    ("health/openapi.json", 200),
     ("projects/create.json", 201),
     ("projects/list.json", 200),
     ("projects/get.json", 200),

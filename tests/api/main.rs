@@ -17,6 +17,7 @@ mod health;
 mod lambda_events;
 mod manifests;
 mod members;
+mod openapi;
 mod packaging;
 mod permissions;
 mod projects;

@@ -111,7 +111,7 @@ async fn every_template_route_reaches_its_functions_operation() {
         functions,
         berth_local::FUNCTIONS
             .iter()
-            .map(|(name, _)| (*name).to_owned())
+            .map(|function| function.name.to_owned())
             .collect::<BTreeSet<_>>(),
         "the template packages every function"
     );

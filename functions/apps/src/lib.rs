@@ -16,6 +16,7 @@ use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
 use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, QueryParams, operation, scope};
+use berth_shared::openapi::{AppPath as AppPathParams, EnvironmentPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 const APPS: &str = "/api/v1/projects/{project}/environments/{environment}/apps";
@@ -64,6 +65,51 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    list_apps,
+    create_app,
+    get_app,
+    update_app,
+    delete_app,
+    list_releases,
+    rollback_app,
+    promote_app,
+    get_app_logs,
+    restart_app,
+    run_app,
+    check_app_domains
+))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    use Operation::*;
+    let changes = !matches!(
+        operation,
+        ListApps | GetApp | ListReleases | GetAppLogs | CheckAppDomains
+    );
+    let mut failures = cluster_failures(changes);
+    if changes {
+        failures.push(ApiError::EnvironmentDeleting);
+    }
+    if matches!(
+        operation,
+        CreateApp | UpdateApp | RollbackApp | PromoteApp | RunApp
+    ) {
+        failures.push(ApiError::ValidationFailed(String::new()));
+    }
+    if operation == UpdateApp {
+        // Beyond `app-operate`: `app-write` or `app-deploy`, by field.
+        failures.push(ApiError::Forbidden(String::new()));
+    }
+    failures
+}
+
 /// The path of one app, noted as the call's audit target.
 fn app_path((project, environment, app): (String, String, String)) -> AppPath {
     scope::audit_target("app", app.clone());
@@ -74,6 +120,18 @@ fn app_path((project, environment, app): (String, String, String)) -> AppPath {
     }
 }
 
+/// List apps
+///
+/// The apps of an environment, with their readiness.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps",
+    operation_id = Operation::ListApps.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(EnvironmentPath),
+    responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
+)]
 async fn list_apps(
     State(state): State<AppState>,
     caller: Caller,
@@ -87,6 +145,21 @@ async fn list_apps(
     ))
 }
 
+/// Create an app
+///
+/// An image with its processes, variables, domains and volumes; the
+/// controller renders it into workloads.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps",
+    operation_id = Operation::CreateApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(EnvironmentPath),
+    request_body = CreateBody,
+    responses((status = 201, description = "Created.", body = AppRecord,
+        headers(("Location" = String, description = "The new app's URL.")))),
+)]
 async fn create_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -116,6 +189,18 @@ async fn create_app(
     ))
 }
 
+/// Get an app
+///
+/// The app and its pods.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
+    operation_id = Operation::GetApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    responses((status = 200, description = "The app.", body = AppDetail)),
+)]
 async fn get_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -127,6 +212,21 @@ async fn get_app(
     Ok(Json(service::get(&client, &caller, &path).await?))
 }
 
+/// Change an app
+///
+/// Omitted fields stay; lists are replaced whole. A new image is a new
+/// release (`app-deploy`); env, domains, processes and volumes need
+/// `app-write`; replicas `app-operate`.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
+    operation_id = Operation::UpdateApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    request_body = UpdateBody,
+    responses((status = 200, description = "The app.", body = AppRecord)),
+)]
 async fn update_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -141,13 +241,27 @@ async fn update_app(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct DeleteQuery {
+    /// Also delete the app's volumes (kept by default).
     #[serde(default)]
     delete_volumes: bool,
 }
 
+/// Delete an app
+///
+/// Its workloads go with it; its volumes stay unless asked.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
+    operation_id = Operation::DeleteApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams, DeleteQuery),
+    responses((status = 204, description = "Deleted.")),
+)]
 async fn delete_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -161,6 +275,18 @@ async fn delete_app(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// List releases
+///
+/// The newest revisions of the app, newest first.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
+    operation_id = Operation::ListReleases.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
+)]
 async fn list_releases(
     State(state): State<AppState>,
     caller: Caller,
@@ -174,12 +300,27 @@ async fn list_releases(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RollbackBody {
+    /// A revision of `listReleases`.
+    #[schema(minimum = 1)]
     revision: i64,
 }
 
+/// Roll back
+///
+/// Makes an earlier revision current again, as a new release.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
+    operation_id = Operation::RollbackApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    request_body = RollbackBody,
+    responses((status = 200, description = "The app.", body = AppRecord)),
+)]
 async fn rollback_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -194,12 +335,33 @@ async fn rollback_app(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PromoteBody {
+    /// The target environment's short name, in the same project.
+    #[schema(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
     environment: String,
 }
 
+/// Promote
+///
+/// Copies the image and processes to the app of the same name in another
+/// environment (created there if absent, without domains); the target keeps
+/// its own env, domains and volumes.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
+    operation_id = Operation::PromoteApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    request_body = PromoteBody,
+    responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
+)]
 async fn promote_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -214,15 +376,32 @@ async fn promote_app(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct LogsQuery {
+    /// Lines per pod, 1 to 2000; 200 by default.
+    #[param(minimum = 1, maximum = 2000)]
     tail: Option<i64>,
+    /// Only the pods of this process.
     process: Option<String>,
+    /// The previous container's log (after a restart).
     #[serde(default)]
     previous: bool,
 }
 
+/// App logs
+///
+/// The last lines of each pod of the app.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",
+    operation_id = Operation::GetAppLogs.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams, LogsQuery),
+    responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
+)]
 async fn get_app_logs(
     State(state): State<AppState>,
     caller: Caller,
@@ -235,6 +414,18 @@ async fn get_app_logs(
     Ok(Json(operate::logs(&client, &caller, &path, &query).await?))
 }
 
+/// Restart
+///
+/// A rolling restart of every process of the app.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/restart",
+    operation_id = Operation::RestartApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    responses((status = 202, description = "Restarting.", body = AppRecord)),
+)]
 async fn restart_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -250,17 +441,32 @@ async fn restart_app(
 
 /// The body of `runApp`: which scheduled process; optional when the app has
 /// exactly one. An empty body is the same as `{}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RunBody {
     process: Option<String>,
 }
 
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 struct RunAnswer {
+    /// The Job's name.
     job: String,
 }
 
+/// Run a scheduled process now
+///
+/// Starts a Job from the process's CronJob. The body is optional when the
+/// app has exactly one scheduled process.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/run",
+    operation_id = Operation::RunApp.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    request_body(content = RunBody, description = "Optional: which scheduled process."),
+    responses((status = 202, description = "Started.", body = RunAnswer)),
+)]
 async fn run_app(
     State(state): State<AppState>,
     caller: Caller,
@@ -273,6 +479,19 @@ async fn run_app(
     let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
 }
+/// Check domains
+///
+/// Resolves each of the app's domains and says whether it points at the
+/// gateway.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/domains",
+    operation_id = Operation::CheckAppDomains.id(),
+    tag = "apps",
+    security(("session" = []), ("token" = [])),
+    params(AppPathParams),
+    responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
+)]
 async fn check_app_domains(
     State(state): State<AppState>,
     caller: Caller,

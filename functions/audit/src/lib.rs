@@ -16,13 +16,38 @@ pub fn router() -> Router<AppState> {
     )
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_audit_events))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), |_| Vec::new())
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct PageQuery {
+    /// Events per page, 1 to 200; 50 by default.
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u32>,
+    /// Only events older than this `seq` (the previous page's `next_before`).
     before: Option<u64>,
 }
 
+/// List audit events
+///
+/// The organization's audit log, newest first, a page at a time.
+#[utoipa::path(
+    get,
+    path = "/api/v1/audit",
+    operation_id = Operation::ListAuditEvents.id(),
+    tag = "audit",
+    security(("session" = []), ("token" = [])),
+    params(PageQuery),
+    responses((status = 200, description = "A page of events.", body = AuditPage)),
+)]
 async fn list_audit_events(
     State(state): State<AppState>,
     caller: Caller,

@@ -6,7 +6,7 @@ use axum::http::header::SET_COOKIE;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use berth_shared::http::pipeline::ClientIp;
 use berth_shared::http::{Caller, JsonBody, operation, scope};
@@ -35,14 +35,58 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(sign_in, sign_out, current_user, change_password))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let throttled = ApiError::TooManyRequests {
+        retry_after_secs: 0,
+    };
+    match operation {
+        Operation::Login => vec![
+            ApiError::InvalidCredentials,
+            throttled,
+            ApiError::StorageUnavailable(String::new()),
+        ],
+        Operation::ChangePassword => vec![
+            ApiError::ValidationFailed(String::new()),
+            throttled,
+            ApiError::Conflict(String::new()),
+        ],
+        _ => Vec::new(),
+    }
+}
+
 /// No `Debug`: it holds a password.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct LoginBody {
+    #[schema(min_length = 1)]
     email: String,
+    #[schema(min_length = 1, format = Password)]
     password: String,
 }
 
+/// Sign in
+///
+/// Checks the email and password and starts a session: the `berth_session`
+/// cookie (`HttpOnly`, `SameSite=Lax`, `Path=/`, 12 h). Failures are
+/// throttled per email and per client address (DESIGN §2).
+#[utoipa::path(
+    post,
+    path = "/api/v1/auth/login",
+    operation_id = Operation::Login.id(),
+    tag = "auth",
+    request_body = LoginBody,
+    responses((status = 200, description = "Signed in.", body = Identity,
+        headers(("Set-Cookie" = String, description = "The session cookie, `berth_session`.")))),
+)]
 async fn sign_in(
     State(state): State<AppState>,
     Extension(ClientIp(ip)): Extension<ClientIp>,
@@ -64,6 +108,18 @@ async fn sign_in(
     ))
 }
 
+/// Sign out
+///
+/// Ends the session of the cookie (a token stays valid) and clears the cookie.
+#[utoipa::path(
+    post,
+    path = "/api/v1/auth/logout",
+    operation_id = Operation::Logout.id(),
+    tag = "auth",
+    security(("session" = []), ("token" = [])),
+    responses((status = 204, description = "Signed out.",
+        headers(("Set-Cookie" = String, description = "Clears `berth_session`.")))),
+)]
 async fn sign_out(
     State(state): State<AppState>,
     caller: Caller,
@@ -78,23 +134,55 @@ async fn sign_out(
     ))
 }
 
+/// The current user
+///
+/// Who the credentials belong to, and whether the password must change.
+#[utoipa::path(
+    get,
+    path = "/api/v1/me",
+    operation_id = Operation::GetCurrentUser.id(),
+    tag = "auth",
+    security(("session" = []), ("token" = [])),
+    responses((status = 200, description = "The caller.", body = Identity)),
+)]
 async fn current_user(caller: Caller) -> Json<Identity> {
     Json(caller.identity())
 }
 
 /// No `Debug`: it holds passwords.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PasswordChange {
+    #[schema(format = Password)]
     current_password: String,
+    /// 12 to 256 characters, different from the current one.
+    #[schema(format = Password, min_length = 12, max_length = 256)]
     new_password: String,
 }
 
+#[derive(Serialize, utoipa::ToSchema)]
+struct PasswordChanged {
+    changed: bool,
+}
+
+/// Change the password
+///
+/// Replaces the caller's password (also a temporary one) and revokes every
+/// other session of the caller.
+#[utoipa::path(
+    post,
+    path = "/api/v1/me/password",
+    operation_id = Operation::ChangePassword.id(),
+    tag = "auth",
+    security(("session" = []), ("token" = [])),
+    request_body = PasswordChange,
+    responses((status = 200, description = "Changed.", body = PasswordChanged)),
+)]
 async fn change_password(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<PasswordChange>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<PasswordChanged>, ApiError> {
     scope::audit_target("user", caller.user.id.clone());
     login::change_password(
         &state.store,
@@ -103,7 +191,7 @@ async fn change_password(
         body.new_password,
     )
     .await?;
-    Ok(Json(serde_json::json!({ "changed": true })))
+    Ok(Json(PasswordChanged { changed: true }))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use berth_shared::cluster::crd::Quota;
 use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {
@@ -29,6 +30,48 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    list_environments,
+    create_environment,
+    get_environment,
+    delete_environment
+))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let mut failures = cluster_failures(matches!(
+        operation,
+        Operation::CreateEnvironment | Operation::DeleteEnvironment
+    ));
+    match operation {
+        Operation::CreateEnvironment => {
+            failures.push(ApiError::ValidationFailed(String::new()));
+        }
+        // A production environment needs `env-delete-protected`.
+        Operation::DeleteEnvironment => failures.push(ApiError::Forbidden(String::new())),
+        _ => {}
+    }
+    failures
+}
+
+/// List environments
+///
+/// The environments of a project.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments",
+    operation_id = Operation::ListEnvironments.id(),
+    tag = "environments",
+    security(("session" = []), ("token" = [])),
+    params(ProjectPath),
+    responses((status = 200, description = "The environments.", body = Vec<EnvironmentRecord>)),
+)]
 async fn list_environments(
     State(state): State<AppState>,
     caller: Caller,
@@ -42,11 +85,20 @@ async fn list_environments(
     ))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(as = CreateEnvironmentBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
+    /// A DNS label; `{project}-{name}` names its namespace.
+    #[schema(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
     name: String,
+    /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]
+    #[schema(pattern = "^(standard|production|preview)$", default = "standard")]
     env_type: String,
     quota: Option<Quota>,
 }
@@ -55,6 +107,20 @@ fn standard() -> String {
     "standard".to_owned()
 }
 
+/// Create an environment
+///
+/// A namespace for the project's apps, with an optional resource quota.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments",
+    operation_id = Operation::CreateEnvironment.id(),
+    tag = "environments",
+    security(("session" = []), ("token" = [])),
+    params(ProjectPath),
+    request_body = CreateBody,
+    responses((status = 201, description = "Created.", body = EnvironmentRecord,
+        headers(("Location" = String, description = "The new environment's URL.")))),
+)]
 async fn create_environment(
     State(state): State<AppState>,
     caller: Caller,
@@ -89,6 +155,18 @@ async fn create_environment(
     ))
 }
 
+/// Get an environment
+///
+/// One environment, with its phase.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}",
+    operation_id = Operation::GetEnvironment.id(),
+    tag = "environments",
+    security(("session" = []), ("token" = [])),
+    params(EnvironmentPath),
+    responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
+)]
 async fn get_environment(
     State(state): State<AppState>,
     caller: Caller,
@@ -105,6 +183,20 @@ async fn get_environment(
     ))
 }
 
+/// Delete an environment
+///
+/// Soft delete: a production environment is purged after its grace period,
+/// others at once.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/projects/{project}/environments/{environment}",
+    operation_id = Operation::DeleteEnvironment.id(),
+    tag = "environments",
+    security(("session" = []), ("token" = [])),
+    params(EnvironmentPath),
+    responses((status = 202, description = "Scheduled for deletion: `deleting` true and \
+        `deletion_scheduled_at` set.", body = EnvironmentRecord)),
+)]
 async fn delete_environment(
     State(state): State<AppState>,
     caller: Caller,

@@ -1,13 +1,21 @@
-//! The `health` function: the liveness probe and the per-subsystem report.
+//! The `health` function: the liveness probe, the per-subsystem report, and
+//! the API's OpenAPI description.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::routing::get;
 use axum::{Json, Router};
+use serde::Serialize;
 
 use berth_shared::health::{self, HealthReport};
 use berth_shared::http::{Caller, operation};
-use berth_shared::{AppState, Operation};
+use berth_shared::{ApiError, AppState, Operation};
+
+/// The whole API's description, generated from the code of every function
+/// by `berth_local::openapi` and committed; served as it is, so that this
+/// function builds nothing at start and links no other function. A test
+/// (`tests/api/openapi.rs`) fails when the file and the code disagree.
+pub const API_DESCRIPTION: &[u8] = include_bytes!("../../../openapi/openapi.json");
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -19,13 +27,64 @@ pub fn router() -> Router<AppState> {
             "/api/v1/healthz/details",
             operation(Operation::GetHealthDetails, get(details)),
         )
+        .route(
+            "/api/v1/openapi.json",
+            operation(Operation::GetApiDescription, get(api_description)),
+        )
 }
 
-/// Answers while the process is up; asks nothing of DynamoDB, for load balancers.
-async fn liveness() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(liveness, details, api_description))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
 }
 
+/// Nothing beyond what every operation can give: the report checks the
+/// store and the cluster itself and answers with what it found.
+fn failures(_operation: Operation) -> Vec<ApiError> {
+    Vec::new()
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+struct Liveness {
+    /// Always `ok`.
+    #[schema(pattern = "^ok$")]
+    status: &'static str,
+}
+
+/// Liveness probe
+///
+/// Answers while the process is up; asks nothing of DynamoDB, for load
+/// balancers. Needs no credentials.
+#[utoipa::path(
+    get,
+    path = "/api/v1/healthz",
+    operation_id = Operation::GetHealth.id(),
+    tag = "health",
+    responses((status = 200, description = "The process is up.", body = Liveness)),
+)]
+async fn liveness() -> Json<Liveness> {
+    Json(Liveness { status: "ok" })
+}
+
+/// Health of each subsystem
+///
+/// Checks DynamoDB, the audit log and the cluster, each with its latency:
+/// 200 when every subsystem is up, 503 with the same report otherwise.
+#[utoipa::path(
+    get,
+    path = "/api/v1/healthz/details",
+    operation_id = Operation::GetHealthDetails.id(),
+    tag = "health",
+    security(("session" = []), ("token" = [])),
+    responses(
+        (status = 200, description = "Every subsystem is up.", body = HealthReport),
+        (status = 503, description = "A subsystem is down: the report says which.", body = HealthReport),
+    ),
+)]
 async fn details(
     State(state): State<AppState>,
     _caller: Caller,
@@ -41,4 +100,22 @@ async fn details(
         StatusCode::SERVICE_UNAVAILABLE
     };
     (status, Json(report))
+}
+
+/// The API description
+///
+/// This document: OpenAPI 3.1, generated from Berth's code. Needs no
+/// credentials.
+#[utoipa::path(
+    get,
+    path = "/api/v1/openapi.json",
+    operation_id = Operation::GetApiDescription.id(),
+    tag = "openapi",
+    responses((status = 200, description = "The OpenAPI 3.1 document.", body = Object)),
+)]
+async fn api_description() -> ([(header::HeaderName, &'static str); 1], &'static [u8]) {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        API_DESCRIPTION,
+    )
 }

@@ -28,6 +28,38 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_members, invite_member, update_member, remove_member))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let conflict = ApiError::Conflict(String::new());
+    match operation {
+        Operation::InviteMember => vec![
+            ApiError::ValidationFailed(String::new()),
+            conflict,
+            ApiError::NotFound,
+        ],
+        Operation::UpdateMember => vec![ApiError::ValidationFailed(String::new()), conflict],
+        Operation::RemoveMember => vec![conflict],
+        _ => Vec::new(),
+    }
+}
+
+/// `/api/v1/members/{member}`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct MemberPath {
+    /// The member's user id.
+    member: String,
+}
+
 fn parse_role(role: &str) -> Result<Role, ApiError> {
     Role::parse(role).ok_or_else(|| {
         ApiError::ValidationFailed(
@@ -36,6 +68,17 @@ fn parse_role(role: &str) -> Result<Role, ApiError> {
     })
 }
 
+/// List members
+///
+/// The users of the caller's organization, with their roles.
+#[utoipa::path(
+    get,
+    path = "/api/v1/members",
+    operation_id = Operation::ListMembers.id(),
+    tag = "members",
+    security(("session" = []), ("token" = [])),
+    responses((status = 200, description = "The members.", body = Vec<MemberRecord>)),
+)]
 async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
@@ -44,14 +87,32 @@ async fn list_members(
     Ok(Json(members::list(&state.store, &caller.user.org).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct Invitation {
+    #[schema(format = Email)]
     email: String,
+    #[schema(value_type = Role)]
     role: String,
+    #[schema(max_length = 100)]
     display_name: Option<String>,
 }
 
+/// Invite a member
+///
+/// Creates the user in the caller's organization with a temporary password,
+/// shown once, which must be changed at the first sign-in. Only owners
+/// invite owners.
+#[utoipa::path(
+    post,
+    path = "/api/v1/members",
+    operation_id = Operation::InviteMember.id(),
+    tag = "members",
+    security(("session" = []), ("token" = [])),
+    request_body = Invitation,
+    responses((status = 201, description = "Invited; `temporary_password` is shown once.",
+        body = NewMember)),
+)]
 async fn invite_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -65,12 +126,26 @@ async fn invite_member(
     Ok((StatusCode::CREATED, Json(invited)))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RoleChange {
+    #[schema(value_type = Role)]
     role: String,
 }
 
+/// Change a member's role
+///
+/// Only owners change owners; an organization keeps at least one owner.
+#[utoipa::path(
+    patch,
+    path = "/api/v1/members/{member}",
+    operation_id = Operation::UpdateMember.id(),
+    tag = "members",
+    security(("session" = []), ("token" = [])),
+    params(MemberPath),
+    request_body = RoleChange,
+    responses((status = 200, description = "The member.", body = MemberRecord)),
+)]
 async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
@@ -85,6 +160,18 @@ async fn update_member(
     ))
 }
 
+/// Remove a member
+///
+/// Deactivates the user and revokes their sessions and tokens.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/members/{member}",
+    operation_id = Operation::RemoveMember.id(),
+    tag = "members",
+    security(("session" = []), ("token" = [])),
+    params(MemberPath),
+    responses((status = 204, description = "Removed.")),
+)]
 async fn remove_member(
     State(state): State<AppState>,
     caller: Caller,

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use berth_shared::cluster::projects::{self, NewProject, ProjectRecord};
 use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::openapi::{ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {
@@ -26,6 +27,38 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_projects, create_project, get_project, delete_project))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let mut failures = cluster_failures(operation != Operation::ListProjects);
+    match operation {
+        Operation::CreateProject => {
+            failures.push(ApiError::ValidationFailed(String::new()));
+        }
+        Operation::DeleteProject => failures.push(ApiError::ProjectNotEmpty),
+        _ => {}
+    }
+    failures
+}
+
+/// List projects
+///
+/// The projects of the caller's organization.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects",
+    operation_id = Operation::ListProjects.id(),
+    tag = "projects",
+    security(("session" = []), ("token" = [])),
+    responses((status = 200, description = "The projects.", body = Vec<ProjectRecord>)),
+)]
 async fn list_projects(
     State(state): State<AppState>,
     caller: Caller,
@@ -35,14 +68,36 @@ async fn list_projects(
     Ok(Json(projects::list(&client, &caller.user.org).await?))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[schema(as = CreateProjectBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
+    /// A DNS label, unique in the cluster.
+    #[schema(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
     name: String,
+    #[schema(min_length = 1, max_length = 100)]
     display_name: String,
+    #[schema(max_length = 1000)]
     description: Option<String>,
 }
 
+/// Create a project
+///
+/// A cluster-wide `Project`; its environments come next.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects",
+    operation_id = Operation::CreateProject.id(),
+    tag = "projects",
+    security(("session" = []), ("token" = [])),
+    request_body = CreateBody,
+    responses((status = 201, description = "Created.", body = ProjectRecord,
+        headers(("Location" = String, description = "The new project's URL.")))),
+)]
 async fn create_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -73,6 +128,18 @@ async fn create_project(
     ))
 }
 
+/// Get a project
+///
+/// One project of the caller's organization.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}",
+    operation_id = Operation::GetProject.id(),
+    tag = "projects",
+    security(("session" = []), ("token" = [])),
+    params(ProjectPath),
+    responses((status = 200, description = "The project.", body = ProjectRecord)),
+)]
 async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
@@ -86,6 +153,19 @@ async fn get_project(
     ))
 }
 
+/// Delete a project
+///
+/// Only a project without environments; the cluster removes it.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/projects/{project}",
+    operation_id = Operation::DeleteProject.id(),
+    tag = "projects",
+    security(("session" = []), ("token" = [])),
+    params(ProjectPath),
+    responses((status = 202, description = "Being deleted: the record, `deleting` true.",
+        body = ProjectRecord)),
+)]
 async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use berth_shared::cluster::secrets::SecretPath;
 use berth_shared::http::{Caller, JsonBody, operation, scope};
-use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome, SecretSummary};
+use berth_shared::openapi::{EnvironmentPath, cluster_failures};
+use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 const SECRETS: &str = "/api/v1/projects/{project}/environments/{environment}/secrets";
@@ -34,6 +35,71 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_secrets, put_secret, delete_secret))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let mut failures = cluster_failures(operation != Operation::ListSecrets);
+    match operation {
+        Operation::PutSecret => failures.extend([
+            ApiError::ValidationFailed(String::new()),
+            ApiError::SecretNotManaged,
+            ApiError::EnvironmentDeleting,
+        ]),
+        Operation::DeleteSecret => {
+            failures.extend([ApiError::SecretNotManaged, ApiError::EnvironmentDeleting]);
+        }
+        _ => {}
+    }
+    failures
+}
+
+/// `.../environments/{environment}/secrets/{secret}`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct SecretPathParams {
+    /// The project's name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    project: String,
+    /// The environment's short name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
+    environment: String,
+    /// A DNS subdomain.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        min_length = 1,
+        max_length = 253
+    )]
+    secret: String,
+}
+
+/// The body of `putSecret`, as described. The handler takes plain JSON and
+/// `berth_shared::secrets::parse_data` checks it with messages that never
+/// quote a value.
+#[derive(utoipa::ToSchema)]
+#[schema(as = PutSecretBody)]
+#[allow(dead_code)]
+struct PutBody {
+    /// Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;
+    /// the values together at most 512 KiB.
+    data: std::collections::BTreeMap<String, String>,
+}
+
 /// The path of one secret, noted as the call's audit target.
 fn secret_path((project, environment, secret): (String, String, String)) -> SecretPath {
     scope::audit_target("secret", secret.clone());
@@ -44,6 +110,18 @@ fn secret_path((project, environment, secret): (String, String, String)) -> Secr
     }
 }
 
+/// List secrets
+///
+/// The secrets of an environment: names and keys, never values.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/secrets",
+    operation_id = Operation::ListSecrets.id(),
+    tag = "secrets",
+    security(("session" = []), ("token" = [])),
+    params(EnvironmentPath),
+    responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
+)]
 async fn list_secrets(
     State(state): State<AppState>,
     caller: Caller,
@@ -59,6 +137,24 @@ async fn list_secrets(
 
 /// The body is taken as plain JSON: `berth_shared::secrets::parse_data`
 /// checks its shape with messages that never quote a value.
+/// Create or replace a secret
+///
+/// Stores the values as a Kubernetes Secret and restarts the apps that read
+/// it. Bodies up to 768 KiB.
+#[utoipa::path(
+    put,
+    path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
+    operation_id = Operation::PutSecret.id(),
+    tag = "secrets",
+    security(("session" = []), ("token" = [])),
+    params(SecretPathParams),
+    request_body = PutBody,
+    responses(
+        (status = 201, description = "Created.", body = PutAnswer,
+            headers(("Location" = String, description = "The secret's URL."))),
+        (status = 200, description = "Replaced.", body = PutAnswer),
+    ),
+)]
 async fn put_secret(
     State(state): State<AppState>,
     caller: Caller,
@@ -85,6 +181,18 @@ async fn put_secret(
     })
 }
 
+/// Delete a secret
+///
+/// Only a secret Berth created, and that no app reads.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
+    operation_id = Operation::DeleteSecret.id(),
+    tag = "secrets",
+    security(("session" = []), ("token" = [])),
+    params(SecretPathParams),
+    responses((status = 204, description = "Deleted.")),
+)]
 async fn delete_secret(
     State(state): State<AppState>,
     caller: Caller,

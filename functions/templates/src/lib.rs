@@ -7,6 +7,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
@@ -22,10 +23,80 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_templates, deploy_template))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    match operation {
+        Operation::DeployTemplate => {
+            let mut failures = cluster_failures(true);
+            failures.push(ApiError::ValidationFailed(String::new()));
+            failures.push(ApiError::EnvironmentDeleting);
+            failures
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `.../environments/{environment}/templates/{template}`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct TemplatePath {
+    /// The project's name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    project: String,
+    /// The environment's short name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
+    environment: String,
+    /// The template's name (see `listTemplates`).
+    template: String,
+}
+
+/// List templates
+///
+/// The catalogue of ready-made apps that ships with Berth.
+#[utoipa::path(
+    get,
+    path = "/api/v1/templates",
+    operation_id = Operation::ListTemplates.id(),
+    tag = "templates",
+    security(("session" = []), ("token" = [])),
+    responses((status = 200, description = "The catalogue.", body = Vec<TemplateRecord>)),
+)]
 async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
     Json(templates::list())
 }
 
+/// Deploy a template
+///
+/// Creates the template's apps in the environment, with generated values
+/// kept in a secret. The body is optional.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
+    operation_id = Operation::DeployTemplate.id(),
+    tag = "templates",
+    security(("session" = []), ("token" = [])),
+    params(TemplatePath),
+    request_body(content = DeployBody, description = "Optional: another app name, and \
+        values for the template's variables."),
+    responses((status = 201, description = "Deployed.", body = Deployed)),
+)]
 async fn deploy_template(
     State(state): State<AppState>,
     caller: Caller,

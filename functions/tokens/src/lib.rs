@@ -23,6 +23,42 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_tokens, create_token, delete_token))]
+struct Description;
+
+/// This function's part of the OpenAPI description.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    match operation {
+        Operation::CreateToken => vec![ApiError::ValidationFailed(String::new())],
+        _ => Vec::new(),
+    }
+}
+
+/// `/api/v1/tokens/{token}`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct TokenPath {
+    /// The token's id.
+    token: String,
+}
+
+/// List API tokens
+///
+/// The caller's own tokens; never their secrets.
+#[utoipa::path(
+    get,
+    path = "/api/v1/tokens",
+    operation_id = Operation::ListTokens.id(),
+    tag = "tokens",
+    security(("session" = []), ("token" = [])),
+    responses((status = 200, description = "The tokens.", body = Vec<TokenRecord>)),
+)]
 async fn list_tokens(
     State(state): State<AppState>,
     caller: Caller,
@@ -31,13 +67,30 @@ async fn list_tokens(
     Ok(Json(tokens.iter().map(tokens::TokenItem::record).collect()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NewToken {
+    #[schema(min_length = 1, max_length = 64)]
     name: String,
+    /// Never expires when omitted.
+    #[schema(minimum = 1, maximum = 365)]
     expires_in_days: Option<u32>,
 }
 
+/// Create an API token
+///
+/// A personal token of the caller, used as `Authorization: Bearer brt_...`.
+/// The secret is in this answer only.
+#[utoipa::path(
+    post,
+    path = "/api/v1/tokens",
+    operation_id = Operation::CreateToken.id(),
+    tag = "tokens",
+    security(("session" = []), ("token" = [])),
+    request_body = NewToken,
+    responses((status = 201, description = "Created; `token` is the secret, shown once.",
+        body = CreatedToken)),
+)]
 async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
@@ -54,6 +107,18 @@ async fn create_token(
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+/// Revoke an API token
+///
+/// One of the caller's own tokens; it stops working at once.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/tokens/{token}",
+    operation_id = Operation::DeleteToken.id(),
+    tag = "tokens",
+    security(("session" = []), ("token" = [])),
+    params(TokenPath),
+    responses((status = 204, description = "Revoked.")),
+)]
 async fn delete_token(
     State(state): State<AppState>,
     caller: Caller,

@@ -34,84 +34,150 @@ const MAX_OBJECT_NAME: usize = 63;
 const MAX_CRONJOB_NAME: usize = 52;
 
 /// The main process's fields, flat in a create or update body.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessBody {
+    #[schema(
+        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 20
+    )]
     pub name: Option<String>,
     pub command: Option<Vec<String>>,
+    #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
+    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
+    /// quantities (e.g. `750m/1536Mi`).
     pub size: Option<String>,
+    #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
+    /// At least `replicas`; above it, the process scales on CPU.
+    #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
+    /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
+    /// An IANA time zone for `schedule`; `UTC` by default.
     pub time_zone: Option<String>,
+    #[schema(pattern = "^(http|tcp)$")]
     pub protocol: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A variable: a plain `value`, or a key of a `secret`.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvBody {
+    #[schema(pattern = "^[A-Za-z_][A-Za-z0-9_]*$", min_length = 1, max_length = 256)]
     pub name: String,
     pub value: Option<String>,
     pub secret: Option<SecretRefBody>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretRefBody {
     pub name: String,
     pub key: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeBody {
+    #[schema(
+        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 20
+    )]
     pub name: String,
+    /// An absolute path in the container.
+    #[schema(pattern = "^/")]
     pub mount_path: String,
+    /// A Kubernetes quantity (`1Gi` by default); grows, never shrinks.
     pub size: Option<String>,
 }
 
 /// `POST ENV/apps`: the spec's flat fields, or `processes` for an app of
 /// several processes (never both).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[schema(as = CreateAppBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
+    #[schema(
+        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
     pub name: String,
+    /// A container image reference, e.g. `nginx:1.27`.
+    #[schema(min_length = 1)]
     pub image: String,
+    #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     pub command: Option<Vec<String>>,
+    #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
+    /// At least `replicas`; above it, the process scales on CPU.
+    #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
+    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
+    /// quantities (e.g. `750m/1536Mi`).
     pub size: Option<String>,
+    /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
+    /// An IANA time zone for `schedule`; `UTC` by default.
     pub time_zone: Option<String>,
+    #[schema(pattern = "^(http|tcp)$")]
     pub protocol: Option<String>,
+    /// Several processes, instead of the flat fields of the main one.
+    #[schema(min_items = 1, max_items = 20)]
     pub processes: Option<Vec<ProcessBody>>,
+    #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
+    /// Hostnames the app answers on (through the gateway).
+    #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
+    #[schema(max_items = 20)]
     pub volumes: Option<Vec<VolumeBody>>,
+    #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
 }
 
 /// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced whole.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
+#[schema(as = UpdateAppBody)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateBody {
+    /// A new image deploys a release (`app-deploy`).
     pub image: Option<String>,
+    #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     pub command: Option<Vec<String>>,
+    #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
+    /// At least `replicas`; above it, the process scales on CPU.
+    #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
+    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
+    /// quantities (e.g. `750m/1536Mi`).
     pub size: Option<String>,
+    /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
+    /// An IANA time zone for `schedule`; `UTC` by default.
     pub time_zone: Option<String>,
+    #[schema(pattern = "^(http|tcp)$")]
     pub protocol: Option<String>,
+    /// Several processes, instead of the flat fields of the main one.
+    #[schema(min_items = 1, max_items = 20)]
     pub processes: Option<Vec<ProcessBody>>,
+    #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
+    /// Hostnames the app answers on (through the gateway).
+    #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
+    #[schema(max_items = 20)]
     pub volumes: Option<Vec<VolumeBody>>,
+    #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
 }
 

@@ -27,7 +27,7 @@ pub const MAX_LINE_BYTES: usize = 16 * 1024;
 const LINE_CUT_MARKER: &str = " [… line cut at 16 KiB by Berth]";
 
 /// One pod's log (spec part 2).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct LogEntry {
     pub pod: String,
     pub process: Option<String>,

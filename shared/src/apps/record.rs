@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS, SecretKeyRef};
 use crate::cluster::timestamp;
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AppRecord {
     pub name: String,
     pub project: String,
@@ -32,7 +32,7 @@ pub struct AppRecord {
     pub created_at: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ProcessRecord {
     pub name: String,
     pub command: Vec<String>,
@@ -47,7 +47,7 @@ pub struct ProcessRecord {
 
 /// An environment variable as callers see it: the value only for those
 /// holding `secret-read`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct EnvRecord {
     pub name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,20 +56,20 @@ pub struct EnvRecord {
     pub secret: Option<SecretKeyRef>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct VolumeRecord {
     pub name: String,
     pub mount_path: String,
     pub size: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AppDetail {
     pub app: AppRecord,
     pub pods: Vec<PodRecord>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct PodRecord {
     pub name: String,
     pub process: Option<String>,

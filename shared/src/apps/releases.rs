@@ -20,7 +20,7 @@ use crate::cluster::crd::{AppConfig, ReleaseMark};
 use crate::store::{self, Store, keys};
 
 /// The Release record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ReleaseRecord {
     pub revision: i64,
     pub image: Option<String>,

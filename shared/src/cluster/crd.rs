@@ -97,14 +97,19 @@ impl EnvType {
 
 /// The environment's resource quota: CPU and memory in Kubernetes quantity
 /// notation, and a pod count.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema, utoipa::ToSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
+    /// A Kubernetes quantity, e.g. `4` or `500m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<String>,
+    /// A Kubernetes quantity, e.g. `8Gi`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 10000)]
     pub pods: Option<i32>,
 }
 
@@ -224,7 +229,7 @@ pub struct AppEnvVar {
     pub secret: Option<SecretKeyRef>,
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema, utoipa::ToSchema)]
 pub struct SecretKeyRef {
     pub name: String,
     pub key: String,

@@ -22,7 +22,7 @@ pub const MAX_NAME_LEN: usize = 22;
 pub const MAX_PODS: i32 = 10_000;
 
 /// The Environment record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct EnvironmentRecord {
     pub name: String,
     pub resource_name: String,

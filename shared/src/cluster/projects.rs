@@ -19,7 +19,7 @@ pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
 
 /// The Project record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ProjectRecord {
     pub name: String,
     pub uid: Option<String>,

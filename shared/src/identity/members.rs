@@ -15,7 +15,7 @@ use crate::{ApiError, Role, clock, credentials};
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_ORG_NAME_LEN: usize = 40;
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct MemberRecord {
     pub id: String,
     pub email: String,
@@ -39,7 +39,7 @@ impl From<&ProfileItem> for MemberRecord {
 }
 
 /// A new account and the temporary password it was given, shown this once.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct NewMember {
     #[serde(flatten)]
     pub member: MemberRecord,

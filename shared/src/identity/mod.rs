@@ -87,11 +87,13 @@ impl Principal {
 }
 
 /// The Identity record of login and `GET /api/v1/me`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Identity {
     pub id: String,
     pub email: String,
     pub display_name: Option<String>,
+    /// How the caller is signed in: `session` or `token`.
+    #[schema(value_type = String, pattern = "^(session|token)$")]
     pub via: &'static str,
     pub must_change_password: bool,
 }

@@ -45,7 +45,7 @@ impl TokenItem {
 }
 
 /// The token record of the API.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenRecord {
     pub id: String,
     pub name: String,
@@ -56,10 +56,11 @@ pub struct TokenRecord {
 }
 
 /// A created token: its record, and the secret shown this once.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct CreatedToken {
     #[serde(flatten)]
     pub record: TokenRecord,
+    /// The secret (`brt_` and 40 base62 characters), shown only here.
     pub token: String,
 }
 

@@ -1,0 +1,259 @@
+//! What every function's part of the OpenAPI description shares: the two
+//! security schemes, the path parameters, Problem Details for every failure
+//! an operation can give, and the headers of every response.
+//!
+//! Each function crate describes its own operations with `#[utoipa::path]`
+//! on the handlers and finishes its part with [`describe`]; the local server
+//! (`berth_local::openapi`) merges the parts into the whole document. No
+//! Lambda function builds the document: the `health` function serves the
+//! committed file.
+
+use std::collections::BTreeMap;
+
+use utoipa::openapi::path::{Operation as Described, PathItem};
+use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
+use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
+
+use crate::error::Problem;
+use crate::{ApiError, Operation};
+
+/// The security scheme of the session cookie (`berth_session`).
+pub const SESSION: &str = "session";
+/// The security scheme of API tokens (`Authorization: Bearer brt_...`).
+pub const TOKEN: &str = "token";
+
+/// `/api/v1/projects/{project}`.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProjectPath {
+    /// The project's name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    pub project: String,
+}
+
+/// `/api/v1/projects/{project}/environments/{environment}`.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct EnvironmentPath {
+    /// The project's name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    pub project: String,
+    /// The environment's short name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
+    pub environment: String,
+}
+
+/// `.../environments/{environment}/apps/{app}`.
+#[derive(Debug, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AppPath {
+    /// The project's name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    pub project: String,
+    /// The environment's short name.
+    #[param(
+        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 22
+    )]
+    pub environment: String,
+    /// The app's name.
+    #[param(
+        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        min_length = 1,
+        max_length = 40
+    )]
+    pub app: String,
+}
+
+/// Finishes a function's part of the description: every operation gets the
+/// failures it can give (Problem Details, with the `code` values of each
+/// status). What an operation
+/// can give follows from how it is described (credentials, a body, query or
+/// path parameters) and from [`Operation::minimum_permission`]; `specific`
+/// adds what only its handler knows (conflicts, the cluster, rules of the
+/// body).
+///
+/// Panics on an operation id that is not an [`Operation`]: the description
+/// is built by tests and by the document's generator, never while serving.
+pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> OpenApi {
+    for (path, item) in api.paths.paths.iter_mut() {
+        for described in operations_mut(item) {
+            let id = described.operation_id.clone().unwrap_or_default();
+            let operation = Operation::ALL
+                .iter()
+                .copied()
+                .find(|op| op.id() == id)
+                .unwrap_or_else(|| panic!("{path}: `{id}` is not an operation id"));
+            let failures = failures(operation, described, specific(operation));
+            add_failures(described, &failures);
+        }
+    }
+    api.components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .insert(Problem::name().into_owned(), Problem::schema());
+    api
+}
+
+/// The operations of a path, whatever their method.
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Described> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.patch,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// Every failure the operation can give.
+fn failures(operation: Operation, described: &Described, specific: Vec<ApiError>) -> Vec<ApiError> {
+    let mut failures = vec![
+        ApiError::Internal(String::new()),
+        ApiError::DeadlineExceeded,
+    ];
+    let authenticated = described
+        .security
+        .as_ref()
+        .is_some_and(|requirements| !requirements.is_empty());
+    if authenticated {
+        failures.push(ApiError::Unauthenticated);
+        failures.push(ApiError::StorageUnavailable(String::new()));
+        if !operation.allowed_before_password_change() {
+            failures.push(ApiError::PasswordChangeRequired);
+        }
+        if operation.minimum_permission().is_some() {
+            failures.push(ApiError::Forbidden(String::new()));
+        }
+    }
+    if described.request_body.is_some() {
+        failures.push(ApiError::InvalidRequest(String::new()));
+        failures.push(ApiError::PayloadTooLarge);
+        failures.push(ApiError::UnsupportedMediaType(String::new()));
+    }
+    let parameters = described.parameters.as_deref().unwrap_or_default();
+    let has = |place: openapi::path::ParameterIn| {
+        parameters
+            .iter()
+            .any(|parameter| parameter.parameter_in == place)
+    };
+    if has(openapi::path::ParameterIn::Query) {
+        failures.push(ApiError::InvalidRequest(String::new()));
+    }
+    if has(openapi::path::ParameterIn::Path) {
+        failures.push(ApiError::NotFound);
+    }
+    failures.extend(specific);
+    failures
+}
+
+/// The failures of a cluster operation: no cluster, or one that does not
+/// answer; and, for a change, a concurrent change that won.
+pub fn cluster_failures(changes: bool) -> Vec<ApiError> {
+    let mut failures = vec![
+        ApiError::NoCluster,
+        ApiError::ClusterUnavailable(String::new()),
+    ];
+    if changes {
+        failures.push(ApiError::Conflict(String::new()));
+    }
+    failures
+}
+
+fn add_failures(described: &mut Described, failures: &[ApiError]) {
+    let mut by_status: BTreeMap<u16, Vec<&ApiError>> = BTreeMap::new();
+    for failure in failures {
+        let codes = by_status.entry(failure.status().as_u16()).or_default();
+        if !codes.iter().any(|known| known.code() == failure.code()) {
+            codes.push(failure);
+        }
+    }
+    for (status, errors) in by_status {
+        let codes: Vec<&str> = errors.iter().map(|error| error.code()).collect();
+        let titles: Vec<String> = errors
+            .iter()
+            .map(|error| format!("`{}`: {}", error.code(), error.problem().title))
+            .collect();
+        let schema = AllOfBuilder::new()
+            .item(Ref::from_schema_name(Problem::name()))
+            .item(
+                ObjectBuilder::new()
+                    .property(
+                        "code",
+                        ObjectBuilder::new()
+                            .schema_type(Type::String)
+                            .enum_values(Some(codes)),
+                    )
+                    .property(
+                        "status",
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .enum_values(Some([status])),
+                    ),
+            )
+            .build();
+        let problem = format!("Problem Details. {}", titles.join("; "));
+        let key = status.to_string();
+        // A status the operation answers with its own body as well (the
+        // health report's 503): either body.
+        let (description, schema) = match described.responses.responses.get(&key) {
+            Some(RefOr::T(own)) => {
+                let own_schema = own
+                    .content
+                    .get("application/json")
+                    .and_then(|content| content.schema.clone());
+                let either = match own_schema {
+                    Some(own_schema) => Schema::OneOf(
+                        OneOfBuilder::new()
+                            .item(own_schema)
+                            .item(Schema::AllOf(schema))
+                            .build(),
+                    ),
+                    None => Schema::AllOf(schema),
+                };
+                (format!("{} Or: {problem}", own.description), either)
+            }
+            _ => (problem, Schema::AllOf(schema)),
+        };
+        let mut response = Response::builder()
+            .description(description)
+            .content("application/json", openapi::Content::new(Some(schema)));
+        if status == 429 {
+            response = response.header(
+                "Retry-After",
+                Header::builder()
+                    .schema(
+                        ObjectBuilder::new()
+                            .schema_type(Type::Integer)
+                            .minimum(Some(0)),
+                    )
+                    .description(Some("Seconds until the throttle's window ends."))
+                    .build(),
+            );
+        }
+        described
+            .responses
+            .responses
+            .insert(key, RefOr::T(response.build()));
+    }
+}
