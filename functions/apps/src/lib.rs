@@ -2,7 +2,7 @@
 //! promotion and domain check. The rules live in `berth_shared::apps` (and
 //! `berth_shared::domains`); this crate maps HTTP onto them.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::routing::{delete, get, patch, post};
 use axum::{Json, Router};
@@ -15,7 +15,7 @@ use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
 use berth_shared::domains::DomainCheck;
-use berth_shared::http::{Caller, JsonBody, QueryParams, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
 use berth_shared::openapi::{AppPath as AppPathParams, EnvironmentPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -135,7 +135,7 @@ fn app_path((project, environment, app): (String, String, String)) -> AppPath {
 async fn list_apps(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment)): Path<(String, String)>,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<Vec<AppRecord>>, ApiError> {
     scope::audit_target("environment", format!("{project}-{environment}"));
     caller.require(Permission::Read)?;
@@ -163,7 +163,7 @@ async fn list_apps(
 async fn create_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment)): Path<(String, String)>,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -204,7 +204,7 @@ async fn create_app(
 async fn get_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<Json<AppDetail>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;
@@ -230,7 +230,7 @@ async fn get_app(
 async fn update_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -265,7 +265,7 @@ struct DeleteQuery {
 async fn delete_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let path = app_path(path);
@@ -290,7 +290,7 @@ async fn delete_app(
 async fn list_releases(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;
@@ -324,7 +324,7 @@ struct RollbackBody {
 async fn rollback_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -365,7 +365,7 @@ struct PromoteBody {
 async fn promote_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -405,7 +405,7 @@ struct LogsQuery {
 async fn get_app_logs(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = app_path(path);
@@ -429,7 +429,7 @@ async fn get_app_logs(
 async fn restart_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<(StatusCode, Json<AppRecord>), ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
@@ -470,7 +470,7 @@ struct RunAnswer {
 async fn run_app(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     body: Option<JsonBody<RunBody>>,
 ) -> Result<(StatusCode, Json<RunAnswer>), ApiError> {
     let path = app_path(path);
@@ -495,7 +495,7 @@ async fn run_app(
 async fn check_app_domains(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<Json<Vec<DomainCheck>>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;

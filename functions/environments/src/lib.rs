@@ -1,6 +1,6 @@
 //! The `environments` function: the environments of a project.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
 use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -75,7 +75,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 async fn list_environments(
     State(state): State<AppState>,
     caller: Caller,
-    Path(project): Path<String>,
+    ObjectPath(project): ObjectPath<String>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
     scope::audit_target("project", project.clone());
     caller.require(Permission::Read)?;
@@ -124,7 +124,7 @@ fn standard() -> String {
 async fn create_environment(
     State(state): State<AppState>,
     caller: Caller,
-    Path(project): Path<String>,
+    ObjectPath(project): ObjectPath<String>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -170,7 +170,7 @@ async fn create_environment(
 async fn get_environment(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment)): Path<(String, String)>,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
     scope::audit_target(
         "environment",
@@ -200,7 +200,7 @@ async fn get_environment(
 async fn delete_environment(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment)): Path<(String, String)>,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
     scope::audit_target(
         "environment",

@@ -1,13 +1,13 @@
 //! The `projects` function: the organization's projects.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::cluster::projects::{self, NewProject, ProjectRecord};
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -143,7 +143,7 @@ async fn create_project(
 async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
-    Path(project): Path<String>,
+    ObjectPath(project): ObjectPath<String>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
     scope::audit_target("project", project.clone());
     caller.require(Permission::Read)?;
@@ -169,7 +169,7 @@ async fn get_project(
 async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
-    Path(project): Path<String>,
+    ObjectPath(project): ObjectPath<String>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
     scope::audit_target("project", project.clone());
     caller.require(Permission::ProjectWrite)?;

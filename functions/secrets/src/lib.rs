@@ -1,7 +1,7 @@
 //! The `secrets` function: the secrets of an environment. The rules live in
 //! `berth_shared::secrets`; this crate maps HTTP onto them.
 
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, put};
@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use serde_json::Value;
 
 use berth_shared::cluster::secrets::SecretPath;
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, cluster_failures};
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
 use berth_shared::{ApiError, AppState, Operation, Permission};
@@ -125,7 +125,7 @@ fn secret_path((project, environment, secret): (String, String, String)) -> Secr
 async fn list_secrets(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment)): Path<(String, String)>,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<Vec<SecretSummary>>, ApiError> {
     scope::audit_target("environment", format!("{project}-{environment}"));
     caller.require(Permission::Read)?;
@@ -158,7 +158,7 @@ async fn list_secrets(
 async fn put_secret(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
     let path = secret_path(path);
@@ -196,7 +196,7 @@ async fn put_secret(
 async fn delete_secret(
     State(state): State<AppState>,
     caller: Caller,
-    Path(path): Path<(String, String, String)>,
+    ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let path = secret_path(path);
     caller.require(Permission::SecretWrite)?;

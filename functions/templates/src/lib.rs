@@ -1,12 +1,12 @@
 //! The `templates` function: the template catalogue, and deploying a
 //! template into an environment. The rules live in `berth_shared::templates`.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::cluster_failures;
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
@@ -100,7 +100,7 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
 async fn deploy_template(
     State(state): State<AppState>,
     caller: Caller,
-    Path((project, environment, template)): Path<(String, String, String)>,
+    ObjectPath((project, environment, template)): ObjectPath<(String, String, String)>,
     body: Option<JsonBody<DeployBody>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
     scope::audit_target("template", template.clone());

@@ -35,7 +35,7 @@ macro_rules! string_newtype {
 pub(crate) use string_newtype;
 
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` of any length (callers bound it).
-fn is_dns1123_label(value: &str) -> bool {
+pub(crate) fn is_dns1123_label(value: &str) -> bool {
     let bytes = value.as_bytes();
     bytes
         .iter()

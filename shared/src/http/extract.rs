@@ -5,10 +5,11 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 
+use crate::domain::names::{SecretName, is_dns1123_label};
 use crate::identity::{Authentication, Principal};
 use crate::{ApiError, Operation};
 
@@ -22,6 +23,44 @@ pub struct JsonBody<T>(pub T);
 #[derive(Debug, FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct QueryParams<T>(pub T);
+
+/// Path parameters that name objects of the cluster (projects, environments,
+/// apps, secrets, templates). A value that cannot be such a name (a DNS
+/// label; a DNS subdomain for a secret) names nothing: `404`, before the
+/// cluster is asked, which would refuse it as a URL or a label selector.
+#[derive(Debug)]
+pub struct ObjectPath<T>(pub T);
+
+/// The longest DNS label, and Kubernetes label value.
+const MAX_LABEL_LEN: usize = 63;
+
+impl<T, S> FromRequestParts<S> for ObjectPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound)?;
+        let possible = raw.iter().all(|(name, value)| {
+            if name == "secret" {
+                SecretName::parse(value).is_ok()
+            } else {
+                value.len() <= MAX_LABEL_LEN && is_dns1123_label(value)
+            }
+        });
+        if !possible {
+            return Err(ApiError::NotFound);
+        }
+        let Path(value) = Path::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound)?;
+        Ok(Self(value))
+    }
+}
 
 /// An optional JSON body: none at all (no content type, nothing sent) is
 /// `None`; anything sent must be JSON.

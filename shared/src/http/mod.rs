@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use tower_http::catch_panic::CatchPanicLayer;
 
-pub use extract::{Caller, JsonBody, QueryParams};
+pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
 use crate::{ApiError, AppState, Operation};
 

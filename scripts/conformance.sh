@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The generated conformance run of `make test` (issue 10): the committed
+# OpenAPI description is validated (openapi-spec-validator), then schemathesis
+# sends generated requests to every operation of the whole API, running
+# locally against a throwaway in-memory DynamoDB Local and Berth's stand-in
+# cluster, as an owner with an API token; every response must conform to the
+# description. Everything it starts is stopped afterwards; on failure its
+# report stays under .local/conformance/.
+#
+# Knobs: BERTH_CONFORMANCE_EXAMPLES (examples per operation and phase, default
+# 10), BERTH_CONFORMANCE_SEED (a fixed seed, to replay a run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv/bin
+bin=${CARGO_TARGET_DIR:-target}/debug
+report=.local/conformance
+examples=${BERTH_CONFORMANCE_EXAMPLES:-10}
+seed=${BERTH_CONFORMANCE_SEED:-$RANDOM}
+
+say() { printf 'conformance: %s\n' "$*" >&2; }
+
+say "validating openapi/openapi.json (OpenAPI 3.1)"
+"$tools/openapi-spec-validator" openapi/openapi.json
+
+cargo build --locked -p berth-local -p berth-kube-standin -p berth-controller --bins
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+run_dir=$(mktemp -d)
+ddb=infra/dynamodb-local/dynamodb-local.sh
+children=()
+cleanup() {
+  for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  "$ddb" stop "$run_dir/dynamodb.pid"
+  rm -rf "$run_dir"
+}
+trap cleanup EXIT
+
+ddb_port=$(free_port)
+"$ddb" start "$ddb_port" --in-memory "$run_dir/dynamodb.pid"
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$ddb_port"
+export AWS_REGION=us-east-1 AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
+unset AWS_PROFILE AWS_SESSION_TOKEN
+export BERTH_TABLE=conformance BERTH_INSECURE_COOKIES=true
+# The domain check asks a name server that is not there: an app's domains
+# are generated names, and the run must not reach the internet.
+BERTH_DNS_SERVERS="127.0.0.1:$(free_port)"
+export BERTH_DNS_SERVERS
+
+"$bin/berth-admin" create-table >/dev/null
+bootstrap=$("$bin/berth-admin" bootstrap --org conformance --email owner@conformance.example --json)
+
+"$bin/kube-standin" --addr "127.0.0.1:$(free_port)" --kubeconfig-out "$run_dir/kubeconfig" \
+  --simulate-controllers --simulate-kubelet >"$run_dir/standin.log" 2>&1 &
+children+=($!)
+for _ in $(seq 1 100); do [ -s "$run_dir/kubeconfig" ] && break; sleep 0.1; done
+[ -s "$run_dir/kubeconfig" ] || { say "the stand-in cluster did not start"; cat "$run_dir/standin.log" >&2; exit 1; }
+"$bin/berth-admin" cluster set --kubeconfig "$run_dir/kubeconfig" >/dev/null
+"$bin/berth-admin" cluster install --kubeconfig "$run_dir/kubeconfig" >/dev/null
+KUBECONFIG=$run_dir/kubeconfig "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
+children+=($!)
+
+export BERTH_PORT=$(free_port)
+"$bin/berth-local" >"$run_dir/berth-local.log" 2>&1 &
+children+=($!)
+api="http://127.0.0.1:$BERTH_PORT"
+for _ in $(seq 1 100); do curl -fsS "$api/api/v1/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+
+# The owner signs in with the temporary password, replaces it, and makes the
+# API token the run uses.
+token=$(BOOTSTRAP=$bootstrap API=$api python3 - <<'EOF'
+import json, os, secrets, urllib.request
+
+api = os.environ["API"]
+owner = json.loads(os.environ["BOOTSTRAP"])
+
+def call(path, body, cookie=None):
+    request = urllib.request.Request(
+        api + path, data=json.dumps(body).encode(), method="POST",
+        headers={"content-type": "application/json", **({"cookie": cookie} if cookie else {})})
+    with urllib.request.urlopen(request) as response:
+        return response.headers, json.loads(response.read() or b"null")
+
+headers, _ = call("/api/v1/auth/login",
+                  {"email": owner["email"], "password": owner["temporary_password"]})
+cookie = headers["set-cookie"].split(";")[0]
+call("/api/v1/me/password", {"current_password": owner["temporary_password"],
+                             "new_password": secrets.token_urlsafe(24)}, cookie)
+_, created = call("/api/v1/tokens", {"name": "conformance"}, cookie)
+print(created["token"])
+EOF
+)
+
+rm -rf "$report"
+mkdir -p "$report"
+say "schemathesis: every operation, $examples examples per operation and phase, seed $seed"
+started=$(date +%s)
+status=0
+"$tools/st" run openapi/openapi.json --url "$api" \
+  --header "Authorization: Bearer $token" \
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+  --max-examples "$examples" --seed "$seed" --workers 1 \
+  --phases examples,coverage,fuzzing,stateful \
+  --request-timeout 30 --generation-database none \
+  --report junit,ndjson --report-dir "$report" \
+  --no-color >"$report/schemathesis.log" 2>&1 || status=$?
+sed -n '/^=* SUMMARY =*$/,$p' "$report/schemathesis.log"
+say "finished in $(($(date +%s) - started)) s"
+generated=$(sed -n 's/^ *\([0-9][0-9]*\) generated.*/\1/p' "$report/schemathesis.log" | tail -n 1)
+if [ "$status" -eq 0 ] && [ "${generated:-0}" -lt 1000 ]; then
+  say "only ${generated:-0} generated requests; the run asks for at least 1000"
+  status=1
+fi
+if [ "$status" -ne 0 ]; then
+  cp "$run_dir"/*.log "$report/" 2>/dev/null || true
+  say "FAILED (exit $status); the report is in $report/ (replay with BERTH_CONFORMANCE_SEED=$seed)"
+  exit "$status"
+fi
+# Passed: only the log stays (.local/conformance/schemathesis.log).
+find "$report" -type f ! -name schemathesis.log -delete
