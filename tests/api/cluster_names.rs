@@ -249,3 +249,39 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
         .await
         .expect("cleaning up");
 }
+
+/// A path name that cannot name an object of the cluster names nothing: 404
+/// before the cluster is asked, which would refuse it as a URL or a label
+/// selector (schemathesis found these as 503s).
+#[tokio::test]
+async fn a_path_name_that_cannot_be_an_object_is_not_found_without_asking_the_cluster() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("names").await;
+    let long = "a".repeat(64);
+    let calls = [
+        (Method::GET, "/api/v1/projects/%40%ED%80%A5".to_owned()),
+        (Method::GET, format!("/api/v1/projects/{long}/environments")),
+        (Method::GET, format!("/api/v1/projects/{project}/environments/Prod")),
+        (
+            Method::GET,
+            format!("/api/v1/projects/{project}/environments/dev/apps/shop%20x"),
+        ),
+        (
+            Method::DELETE,
+            format!("/api/v1/projects/{project}/environments/dev/secrets/a..b"),
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/projects/{project}/environments/dev/apps/{long}/releases"),
+        ),
+    ];
+    for (method, path) in calls {
+        let asked = app.cluster_requests.get();
+        app.request(method, &path)
+            .by(&app.owner)
+            .send()
+            .await
+            .assert_problem(404, "not_found");
+        assert_eq!(app.cluster_requests.get(), asked, "{path}");
+    }
+}
