@@ -23,7 +23,7 @@ pub const SESSION: &str = "session";
 /// The security scheme of API tokens (`Authorization: Bearer brt_...`).
 pub const TOKEN: &str = "token";
 
-/// `/api/v1/projects/{project}`.
+/// The `{project}` of a path.
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct ProjectPath {
@@ -36,17 +36,10 @@ pub struct ProjectPath {
     pub project: String,
 }
 
-/// `/api/v1/projects/{project}/environments/{environment}`.
+/// The `{environment}` of a path (after its `{project}`).
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct EnvironmentPath {
-    /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    pub project: String,
     /// The environment's short name.
     #[param(
         pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
@@ -56,24 +49,10 @@ pub struct EnvironmentPath {
     pub environment: String,
 }
 
-/// `.../environments/{environment}/apps/{app}`.
+/// The `{app}` of a path (after its `{project}` and `{environment}`).
 #[derive(Debug, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct AppPath {
-    /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    pub project: String,
-    /// The environment's short name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
-    pub environment: String,
     /// The app's name.
     #[param(
         pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",

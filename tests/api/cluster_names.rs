@@ -261,7 +261,10 @@ async fn a_path_name_that_cannot_be_an_object_is_not_found_without_asking_the_cl
     let calls = [
         (Method::GET, "/api/v1/projects/%40%ED%80%A5".to_owned()),
         (Method::GET, format!("/api/v1/projects/{long}/environments")),
-        (Method::GET, format!("/api/v1/projects/{project}/environments/Prod")),
+        (
+            Method::GET,
+            format!("/api/v1/projects/{project}/environments/Prod"),
+        ),
         (
             Method::GET,
             format!("/api/v1/projects/{project}/environments/dev/apps/shop%20x"),

@@ -16,7 +16,9 @@ use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
 use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
-use berth_shared::openapi::{AppPath as AppPathParams, EnvironmentPath, cluster_failures};
+use berth_shared::openapi::{
+    AppPath as AppPathParams, EnvironmentPath, ProjectPath, cluster_failures,
+};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 const APPS: &str = "/api/v1/projects/{project}/environments/{environment}/apps";
@@ -129,7 +131,7 @@ fn app_path((project, environment, app): (String, String, String)) -> AppPath {
     operation_id = Operation::ListApps.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(EnvironmentPath),
+    params(ProjectPath, EnvironmentPath),
     responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
 )]
 async fn list_apps(
@@ -155,7 +157,7 @@ async fn list_apps(
     operation_id = Operation::CreateApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(EnvironmentPath),
+    params(ProjectPath, EnvironmentPath),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = AppRecord,
         headers(("Location" = String, description = "The new app's URL.")))),
@@ -198,7 +200,7 @@ async fn create_app(
     operation_id = Operation::GetApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     responses((status = 200, description = "The app.", body = AppDetail)),
 )]
 async fn get_app(
@@ -223,7 +225,7 @@ async fn get_app(
     operation_id = Operation::UpdateApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     request_body = UpdateBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
@@ -259,7 +261,7 @@ struct DeleteQuery {
     operation_id = Operation::DeleteApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams, DeleteQuery),
+    params(ProjectPath, EnvironmentPath, AppPathParams, DeleteQuery),
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_app(
@@ -284,7 +286,7 @@ async fn delete_app(
     operation_id = Operation::ListReleases.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
 )]
 async fn list_releases(
@@ -317,7 +319,7 @@ struct RollbackBody {
     operation_id = Operation::RollbackApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     request_body = RollbackBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
@@ -358,7 +360,7 @@ struct PromoteBody {
     operation_id = Operation::PromoteApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     request_body = PromoteBody,
     responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
 )]
@@ -399,7 +401,7 @@ struct LogsQuery {
     operation_id = Operation::GetAppLogs.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams, LogsQuery),
+    params(ProjectPath, EnvironmentPath, AppPathParams, LogsQuery),
     responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
 )]
 async fn get_app_logs(
@@ -423,7 +425,7 @@ async fn get_app_logs(
     operation_id = Operation::RestartApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     responses((status = 202, description = "Restarting.", body = AppRecord)),
 )]
 async fn restart_app(
@@ -463,7 +465,7 @@ struct RunAnswer {
     operation_id = Operation::RunApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     request_body(content = RunBody, description = "Optional: which scheduled process."),
     responses((status = 202, description = "Started.", body = RunAnswer)),
 )]
@@ -489,7 +491,7 @@ async fn run_app(
     operation_id = Operation::CheckAppDomains.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(AppPathParams),
+    params(ProjectPath, EnvironmentPath, AppPathParams),
     responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
 )]
 async fn check_app_domains(

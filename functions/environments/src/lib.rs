@@ -164,7 +164,7 @@ async fn create_environment(
     operation_id = Operation::GetEnvironment.id(),
     tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(EnvironmentPath),
+    params(ProjectPath, EnvironmentPath),
     responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
 )]
 async fn get_environment(
@@ -193,7 +193,7 @@ async fn get_environment(
     operation_id = Operation::DeleteEnvironment.id(),
     tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(EnvironmentPath),
+    params(ProjectPath, EnvironmentPath),
     responses((status = 202, description = "Scheduled for deletion: `deleting` true and \
         `deletion_scheduled_at` set.", body = EnvironmentRecord)),
 )]

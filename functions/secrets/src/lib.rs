@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use berth_shared::cluster::secrets::SecretPath;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
-use berth_shared::openapi::{EnvironmentPath, cluster_failures};
+use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -60,25 +60,11 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     failures
 }
 
-/// `.../environments/{environment}/secrets/{secret}`.
+/// The `{secret}` of a path.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
 #[allow(dead_code)]
 struct SecretPathParams {
-    /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    project: String,
-    /// The environment's short name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
-    environment: String,
     /// A DNS subdomain.
     #[param(
         pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
@@ -119,7 +105,7 @@ fn secret_path((project, environment, secret): (String, String, String)) -> Secr
     operation_id = Operation::ListSecrets.id(),
     tag = "secrets",
     security(("session" = []), ("token" = [])),
-    params(EnvironmentPath),
+    params(ProjectPath, EnvironmentPath),
     responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
 )]
 async fn list_secrets(
@@ -147,7 +133,7 @@ async fn list_secrets(
     operation_id = Operation::PutSecret.id(),
     tag = "secrets",
     security(("session" = []), ("token" = [])),
-    params(SecretPathParams),
+    params(ProjectPath, EnvironmentPath, SecretPathParams),
     request_body = PutBody,
     responses(
         (status = 201, description = "Created.", body = PutAnswer,
@@ -190,7 +176,7 @@ async fn put_secret(
     operation_id = Operation::DeleteSecret.id(),
     tag = "secrets",
     security(("session" = []), ("token" = [])),
-    params(SecretPathParams),
+    params(ProjectPath, EnvironmentPath, SecretPathParams),
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_secret(

@@ -7,7 +7,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
-use berth_shared::openapi::cluster_failures;
+use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
@@ -27,9 +27,28 @@ pub fn router() -> Router<AppState> {
 #[openapi(paths(list_templates, deploy_template))]
 struct Description;
 
-/// This function's part of the OpenAPI description.
+/// This function's part of the OpenAPI description. The catalogue ships
+/// with the code, so a template's name is one of its names.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let mut api =
+        berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures);
+    let names: Vec<String> = templates::list().into_iter().map(|t| t.name).collect();
+    let parameters = api
+        .paths
+        .paths
+        .values_mut()
+        .filter_map(|item| item.post.as_mut())
+        .flat_map(|operation| operation.parameters.iter_mut().flatten());
+    for parameter in parameters.filter(|parameter| parameter.name == "template") {
+        parameter.schema = Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some(names.clone()))
+                .into(),
+        );
+    }
+    api
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -44,25 +63,11 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     }
 }
 
-/// `.../environments/{environment}/templates/{template}`.
+/// The `{template}` of a path.
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Path)]
 #[allow(dead_code)]
 struct TemplatePath {
-    /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    project: String,
-    /// The environment's short name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
-    environment: String,
     /// The template's name (see `listTemplates`).
     template: String,
 }
@@ -92,7 +97,7 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
     operation_id = Operation::DeployTemplate.id(),
     tag = "templates",
     security(("session" = []), ("token" = [])),
-    params(TemplatePath),
+    params(ProjectPath, EnvironmentPath, TemplatePath),
     request_body(content = DeployBody, description = "Optional: another app name, and \
         values for the template's variables."),
     responses((status = 201, description = "Deployed.", body = Deployed)),
