@@ -1,6 +1,6 @@
-//! What every function's part of the OpenAPI description shares: the two
-//! security schemes, the path parameters, Problem Details for every failure
-//! an operation can give, and the headers of every response.
+//! What every function's part of the OpenAPI description shares: the names
+//! of the two security schemes, the path parameters, and Problem Details for
+//! every failure an operation can give.
 //!
 //! Each function crate describes its own operations with `#[utoipa::path]`
 //! on the handlers and finishes its part with [`describe`]; the local server

@@ -231,6 +231,10 @@ pub async fn delete(
     path: &SecretPath,
 ) -> Result<(), ApiError> {
     caller.require(Permission::SecretWrite)?;
+    // A name no secret can have names none; the cluster would refuse it as a URL.
+    if SecretName::parse(&path.secret).is_err() {
+        return Err(ApiError::NotFound);
+    }
     let org = &caller.user.org;
     writable_environment(client, org, &path.project, &path.environment).await?;
     let current = cluster_secrets::get(client, path)

@@ -301,7 +301,10 @@ async fn the_description_is_served_without_credentials_and_audited() {
     );
     assert!(response.headers.contains_key("x-request-id"));
     let committed = std::fs::read_to_string(committed_path()).unwrap();
-    assert_eq!(response.text(), committed);
+    assert!(
+        response.text() == committed,
+        "the served document is the committed file"
+    );
     let event = app.last_audit_event(SYSTEM_ORG).await;
     assert_eq!(event.action, "getApiDescription");
     assert_eq!(event.status, Some(200));

@@ -481,6 +481,7 @@ async fn run_app(
     let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
 }
+
 /// Check domains
 ///
 /// Resolves each of the app's domains and says whether it points at the

@@ -102,11 +102,11 @@ impl EnvType {
 )]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
-    /// A Kubernetes quantity, e.g. `4` or `500m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(examples("4", "500m"))]
     pub cpu: Option<String>,
-    /// A Kubernetes quantity, e.g. `8Gi`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(examples("8Gi"))]
     pub memory: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 10000)]
