@@ -206,13 +206,14 @@ async fn every_command_of_the_guide_works() {
         let failed = reached.trim().parse::<usize>().unwrap_or(0);
         let step = &steps[failed];
         panic!(
-            "the guide's block at line {} {}:\n{}\n--- it printed:\n{}\n--- bash:\n{}",
+            "the guide's block at line {} {} (files in {}):\n{}\n--- it printed:\n{}\n--- bash:\n{}",
             step.line,
             if exit.is_some() {
                 "failed"
             } else {
                 "did not finish in time"
             },
+            dir.display(),
             step.script,
             output(failed).unwrap_or_default(),
             std::fs::read_to_string(dir.join("bash.err")).unwrap_or_default(),
@@ -289,6 +290,8 @@ async fn run_bash(dir: &Path, deadline: Duration) -> Option<ExitStatus> {
     let mut bash = Command::new("bash")
         .arg("guide.sh")
         .current_dir(dir)
+        // The reader's own curl settings (~/.curlrc) stay out of it.
+        .env("CURL_HOME", dir)
         .env("NO_PROXY", "127.0.0.1")
         .env_remove("http_proxy")
         .env_remove("HTTP_PROXY")
