@@ -185,15 +185,17 @@ async fn every_command_of_the_guide_works() {
     );
 
     let steps = steps(GUIDE);
-    let script = script(
-        &steps,
-        &[
-            ("BERTH", format!("http://{address}/api/v1")),
-            ("TEMPORARY_PASSWORD", owner.temporary_password.clone()),
-            ("NEW_PASSWORD", "a passphrase for the guide".to_owned()),
-            ("PROJECT", project.clone()),
-        ],
-    );
+    // In FILLED_IN's order.
+    let values: Vec<(&str, String)> = FILLED_IN
+        .into_iter()
+        .zip([
+            format!("http://{address}/api/v1"),
+            owner.temporary_password.clone(),
+            "a passphrase for the guide".to_owned(),
+            project.clone(),
+        ])
+        .collect();
+    let script = script(&steps, &values);
     let dir = std::env::temp_dir().join(unique("berth-guide"));
     std::fs::create_dir_all(&dir).expect("a directory for the guide");
     std::fs::write(dir.join("guide.sh"), &script).expect("writing the script");
