@@ -417,3 +417,196 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     })
     .await;
 }
+
+/// A deleted production environment waits out its grace; restoring it in
+/// that time cancels the purge and keeps everything in it.
+#[tokio::test]
+async fn a_deleted_production_environment_can_be_restored_with_everything_in_it() {
+    let app =
+        TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(6))
+            .await;
+    let developer = app.user(Role::Developer).await;
+    let admin = app.user(Role::Admin).await;
+    let project = app.create_project("p").await;
+    app.create_environment(
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    wait_ready(&app, &project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let namespace = format!("{project}-prod");
+    app.request(Method::PUT, &format!("{path}/secrets/db"))
+        .by(&app.owner)
+        .json(json!({ "data": { "password": "kept" } }))
+        .send()
+        .await
+        .assert_status(201);
+    app.post(&format!("{path}/apps"))
+        .by(&app.owner)
+        .json(json!({ "name": "web", "image": "nginx:1.27", "replicas": 0 }))
+        .send()
+        .await
+        .assert_status(201);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let uid_before = namespaces.get(&namespace).await.unwrap().metadata.uid;
+
+    let deleted = app
+        .request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await;
+    deleted.assert_status(202);
+    let scheduled = deleted.json()["deletion_scheduled_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let purge_at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+
+    // While it waits, the project cannot go, and says until when.
+    let not_empty = app
+        .request(Method::DELETE, &format!("/api/v1/projects/{project}"))
+        .by(&app.owner)
+        .send()
+        .await;
+    not_empty.assert_problem(409, "project_not_empty");
+    let detail = not_empty.json()["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.contains(&format!("`prod` (deleted; purged at {scheduled})"))
+            && detail.contains("once they are purged"),
+        "{detail}"
+    );
+
+    let restore = format!("{path}/restore");
+    app.post(&restore)
+        .by(&developer)
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (event.action.as_str(), event.status),
+        ("restoreEnvironment", Some(403))
+    );
+    let restored = app.post(&restore).by(&admin).send().await;
+    restored.assert_status(200);
+    let record = restored.json();
+    assert_eq!(
+        (
+            record["name"].as_str(),
+            record["deleting"].as_bool(),
+            record["deletion_scheduled_at"].is_null()
+        ),
+        (Some("prod"), Some(false), true),
+        "{record}"
+    );
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (
+            event.action.as_str(),
+            event.status,
+            event.target.as_deref()
+        ),
+        ("restoreEnvironment", Some(200), Some(namespace.as_str()))
+    );
+    assert!(
+        berth_shared::clock::unix_seconds() < purge_at,
+        "restored within the grace (the test ran too slowly to show anything)"
+    );
+
+    // Past the time the purge was due, it is still there, Ready, with all it had.
+    tokio::time::sleep(Duration::from_secs(
+        u64::try_from(purge_at - berth_shared::clock::unix_seconds() + 3).unwrap_or(3),
+    ))
+    .await;
+    let ready = wait_ready(&app, &project, "prod").await;
+    assert_eq!(
+        (ready["ready"].as_bool(), ready["deleting"].as_bool()),
+        (Some(true), Some(false)),
+        "{ready}"
+    );
+    assert_eq!(
+        namespaces.get(&namespace).await.unwrap().metadata.uid,
+        uid_before,
+        "the very same namespace"
+    );
+    let secrets = app
+        .get(&format!("{path}/secrets"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(secrets[0]["name"], "db", "{secrets}");
+    app.get(&format!("{path}/apps/web"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+
+    // Restoring what is not being deleted changes nothing.
+    let again = app.post(&restore).by(&app.owner).send().await;
+    again.assert_status(200);
+    assert_eq!(
+        (again.json()["deleting"].as_bool(), again.json()["ready"].as_bool()),
+        (Some(false), Some(true))
+    );
+}
+
+/// Once the controller has begun a purge (`Terminating`), a restore is
+/// refused and the purge goes on; once purged, the environment is not found.
+#[tokio::test]
+async fn a_purge_that_has_begun_cannot_be_undone() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("p").await;
+    app.create_environment(&project, json!({ "name": "dev" }))
+        .await;
+    wait_ready(&app, &project, "dev").await;
+    // Something in the cluster holds the namespace, as a slow cleanup would.
+    let namespace = format!("{project}-dev");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let hold =
+        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
+        .await
+        .unwrap();
+    let path = format!("/api/v1/projects/{project}/environments/dev");
+    app.request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(202);
+    eventually("the environment shows Terminating", 20, || async {
+        app.get(&path).by(&app.owner).send().await.json()["phase"] == "Terminating"
+    })
+    .await;
+
+    let refused = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
+    refused.assert_problem(409, "conflict");
+    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("can no longer be restored"), "{detail}");
+    let record = app.get(&path).by(&app.owner).send().await.json();
+    assert_eq!(
+        (record["phase"].as_str(), record["deleting"].as_bool()),
+        (Some("Terminating"), Some(true)),
+        "the purge goes on: {record}"
+    );
+
+    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &release)
+        .await
+        .unwrap();
+    eventually("the environment is purged", 30, || async {
+        app.get(&path).by(&app.owner).send().await.status == 404
+    })
+    .await;
+    let gone = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
+    gone.assert_problem(404, "not_found");
+    assert_eq!(
+        gone.json()["detail"],
+        format!("environment `dev` not found in project `{project}`").as_str()
+    );
+}

@@ -136,11 +136,12 @@ fn describe_data_error(path: &str, message: &str) -> String {
         return body_words::required(&member(name));
     }
     if let Some(name) = quoted(message, "unknown field ") {
-        // The name is a key of the body, not a value.
+        // The name is a key of the body, not a value; the path ends in it.
         let known = message
             .split_once(", expected ")
             .map(|(_, known)| known.trim_start_matches("one of "));
-        return body_words::unknown_field(&member(name), known);
+        let field = if root { name } else { path };
+        return body_words::unknown_field(field, known);
     }
     if let Some(name) = quoted(message, "duplicate field ") {
         return format!("{} is given twice", member(name));
@@ -300,12 +301,12 @@ mod tests {
             (".", "missing field `display_name` at line 1 column 14", "display_name is required"),
             ("quota", "missing field `cpu`", "quota.cpu is required"),
             (
-                ".",
+                "nme",
                 "unknown field `nme`, expected one of `name`, `env_type`",
                 "nme is not a field here; the fields are `name`, `env_type`",
             ),
             (
-                "quota",
+                "quota.gpus",
                 "unknown field `gpus`, expected `cpu`",
                 "quota.gpus is not a field here; the fields are `cpu`",
             ),
