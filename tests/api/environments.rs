@@ -610,3 +610,152 @@ async fn a_purge_that_has_begun_cannot_be_undone() {
         format!("environment `dev` not found in project `{project}`").as_str()
     );
 }
+
+/// Milliseconds since the epoch, to meet a purge time to the moment.
+fn now_millis() -> i64 {
+    berth_shared::clock::unix_millis()
+}
+
+/// A production environment of a fresh project, Ready, then deleted (its
+/// grace 3 s); the project, its path and when the purge is due (seconds).
+async fn deleted_production(app: &TestApp) -> (String, String, i64) {
+    let project = app.create_project("p").await;
+    app.create_environment(
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    wait_ready(app, &project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let deleted = app
+        .request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await;
+    deleted.assert_status(202);
+    let at = berth_shared::clock::parse_rfc3339(deleted.json()["deletion_scheduled_at"].as_str().unwrap())
+        .unwrap();
+    (project, path, at)
+}
+
+/// A restore that reads the environment just before its purge is due, but
+/// whose write arrives after the controller has begun the purge, is refused:
+/// its write was conditioned on the version it read.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
+    let app = TestApp::with_cluster_config(|config| {
+        config.production_grace = Duration::from_secs(3);
+        config.cluster_timeout = Duration::from_secs(10);
+    })
+    .await;
+    let (project, path, at) = deleted_production(&app).await;
+    let namespace = format!("{project}-prod");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let hold =
+        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
+        .await
+        .unwrap();
+    let wait = at * 1000 - 600 - now_millis();
+    assert!(wait > 0, "the test ran too slowly to race");
+    tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
+    // The restore's write (the first PATCH of the environment from now on)
+    // waits 3 s, past the moment the controller begins the purge.
+    app.standin().add_fault(
+        berth_kube_standin::Fault::new(
+            berth_kube_standin::FaultKind::Delay {
+                delay: Duration::from_secs(3),
+            },
+            1,
+        )
+        .method("PATCH")
+        .path_contains(format!("/environments/{namespace}")),
+    );
+    let refused = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
+    assert!(app.standin().pending_faults().is_empty(), "the restore wrote");
+    refused.assert_problem(409, "conflict");
+    let record = app.get(&path).by(&app.owner).send().await.json();
+    assert_eq!(
+        (record["phase"].as_str(), record["deleting"].as_bool()),
+        (Some("Terminating"), Some(true)),
+        "{record}"
+    );
+
+    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
+    namespaces
+        .patch(&namespace, &kube::api::PatchParams::default(), &release)
+        .await
+        .unwrap();
+    eventually("the environment is purged", 30, || async {
+        app.get(&path).by(&app.owner).send().await.status == 404
+            && !app.cluster().namespace_exists(&namespace).await
+    })
+    .await;
+}
+
+/// A purge whose `Terminating` mark arrives after a restore cleared the
+/// schedule (a restore by an API whose clock is behind the controller's) is
+/// not carried out: the mark was conditioned on the version the controller
+/// read, and the environment stays whole.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_purge_that_loses_the_race_to_a_restore_leaves_the_environment_whole() {
+    let app =
+        TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(3))
+            .await;
+    let (project, path, _) = deleted_production(&app).await;
+    let namespace = format!("{project}-prod");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let uid_before = namespaces.get(&namespace).await.unwrap().metadata.uid;
+    app.standin().add_fault(
+        berth_kube_standin::Fault::new(
+            berth_kube_standin::FaultKind::Delay {
+                delay: Duration::from_secs(2),
+            },
+            1,
+        )
+        .method("PATCH")
+        .path_contains(format!("/environments/{namespace}/status")),
+    );
+    eventually("the controller begins the purge", 10, || async {
+        app.standin().pending_faults().is_empty()
+    })
+    .await;
+    // Its mark is on the way; the schedule is cleared before it arrives.
+    let environments: Api<berth_shared::cluster::crd::Environment> =
+        Api::all(app.cluster().client.clone());
+    environments
+        .patch(
+            &namespace,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "spec": { "deletionScheduledAt": null } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let record = wait_ready(&app, &project, "prod").await;
+    assert_eq!(
+        (record["ready"].as_bool(), record["deleting"].as_bool()),
+        (Some(true), Some(false)),
+        "{record}"
+    );
+    assert_eq!(
+        namespaces.get(&namespace).await.unwrap().metadata.uid,
+        uid_before,
+        "the namespace was never deleted"
+    );
+    assert!(
+        namespaces
+            .get(&namespace)
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+    app.get(&path).by(&app.owner).send().await.assert_status(200);
+}
