@@ -266,8 +266,13 @@ async fn purge(environment: &Environment, context: &Context) -> Result<Action, E
         ..current_status(environment)
     };
     if environment.status.as_ref().and_then(|s| s.phase.as_deref()) != Some(PHASE_TERMINATING) {
-        match write_status(environment, context, &terminating, environment.resource_version())
-            .await
+        match write_status(
+            environment,
+            context,
+            &terminating,
+            environment.resource_version(),
+        )
+        .await
         {
             Ok(()) => {}
             Err(Error::Kube(error)) if is_conflict(&error) => {

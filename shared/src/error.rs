@@ -184,11 +184,13 @@ pub struct EnvironmentLeft {
 fn not_empty_detail(left: &[EnvironmentLeft]) -> String {
     let each: Vec<String> = left
         .iter()
-        .map(|environment| match (&environment.purge_at, environment.deleting) {
-            (Some(at), _) => format!("`{}` (deleted; purged at {at})", environment.name),
-            (None, true) => format!("`{}` (being removed)", environment.name),
-            (None, false) => format!("`{}`", environment.name),
-        })
+        .map(
+            |environment| match (&environment.purge_at, environment.deleting) {
+                (Some(at), _) => format!("`{}` (deleted; purged at {at})", environment.name),
+                (None, true) => format!("`{}` (being removed)", environment.name),
+                (None, false) => format!("`{}`", environment.name),
+            },
+        )
         .collect();
     let advice = if left.iter().all(|environment| environment.deleting) {
         "delete the project once they are purged"
@@ -411,7 +413,11 @@ mod tests {
             (ApiError::NotFound(Missing::Route), 404, "not_found"),
             (ApiError::MethodNotAllowed, 405, "method_not_allowed"),
             (ApiError::Conflict("x".into()), 409, "conflict"),
-            (ApiError::ProjectNotEmpty(Vec::new()), 409, "project_not_empty"),
+            (
+                ApiError::ProjectNotEmpty(Vec::new()),
+                409,
+                "project_not_empty",
+            ),
             (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
             (ApiError::SecretNotManaged, 409, "secret_not_managed"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),

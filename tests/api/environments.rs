@@ -503,11 +503,7 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
     );
     let event = app.last_audit_event("acme").await;
     assert_eq!(
-        (
-            event.action.as_str(),
-            event.status,
-            event.target.as_deref()
-        ),
+        (event.action.as_str(), event.status, event.target.as_deref()),
         ("restoreEnvironment", Some(200), Some(namespace.as_str()))
     );
     assert!(
@@ -548,7 +544,10 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
     let again = app.post(&restore).by(&app.owner).send().await;
     again.assert_status(200);
     assert_eq!(
-        (again.json()["deleting"].as_bool(), again.json()["ready"].as_bool()),
+        (
+            again.json()["deleting"].as_bool(),
+            again.json()["ready"].as_bool()
+        ),
         (Some(false), Some(true))
     );
 }
@@ -583,7 +582,11 @@ async fn a_purge_that_has_begun_cannot_be_undone() {
     })
     .await;
 
-    let refused = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
+    let refused = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
     refused.assert_problem(409, "conflict");
     let detail = refused.json()["detail"].as_str().unwrap().to_owned();
     assert!(detail.contains("can no longer be restored"), "{detail}");
@@ -603,7 +606,11 @@ async fn a_purge_that_has_begun_cannot_be_undone() {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
-    let gone = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
+    let gone = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
     gone.assert_problem(404, "not_found");
     assert_eq!(
         gone.json()["detail"],
@@ -633,8 +640,10 @@ async fn deleted_production(app: &TestApp) -> (String, String, i64) {
         .send()
         .await;
     deleted.assert_status(202);
-    let at = berth_shared::clock::parse_rfc3339(deleted.json()["deletion_scheduled_at"].as_str().unwrap())
-        .unwrap();
+    let at = berth_shared::clock::parse_rfc3339(
+        deleted.json()["deletion_scheduled_at"].as_str().unwrap(),
+    )
+    .unwrap();
     (project, path, at)
 }
 
@@ -674,8 +683,15 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
         .method("PATCH")
         .path_contains(format!("/environments/{namespace}")),
     );
-    let refused = app.post(&format!("{path}/restore")).by(&app.owner).send().await;
-    assert!(app.standin().pending_faults().is_empty(), "the restore wrote");
+    let refused = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    assert!(
+        app.standin().pending_faults().is_empty(),
+        "the restore wrote"
+    );
     refused.assert_problem(409, "conflict");
     let record = app.get(&path).by(&app.owner).send().await.json();
     assert_eq!(
@@ -757,5 +773,9 @@ async fn a_purge_that_loses_the_race_to_a_restore_leaves_the_environment_whole()
             .deletion_timestamp
             .is_none()
     );
-    app.get(&path).by(&app.owner).send().await.assert_status(200);
+    app.get(&path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
 }

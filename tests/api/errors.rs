@@ -128,7 +128,10 @@ async fn a_wrong_type_names_the_field_but_never_echoes_the_value() {
         response.assert_problem(400, "invalid_request");
         let detail = response.json()["detail"].as_str().unwrap().to_owned();
         assert!(!detail.contains(secret), "{path}: {detail}");
-        assert!(detail.starts_with(&format!("{field} must be ")), "{path}: {detail}");
+        assert!(
+            detail.starts_with(&format!("{field} must be ")),
+            "{path}: {detail}"
+        );
     }
 }
 
@@ -149,7 +152,10 @@ async fn body_errors_speak_the_apis_words() {
             json!({ "name": "web", "display_name": "Web", "colour": "hunter2-secret" }),
             "colour is not a field here; the fields are `name`, `display_name`, `description`",
         ),
-        (json!("hunter2-secret"), "the body must be an object, not a string"),
+        (
+            json!("hunter2-secret"),
+            "the body must be an object, not a string",
+        ),
     ];
     for (body, detail) in cases {
         let response = app
@@ -184,7 +190,11 @@ async fn forbidden_comes_before_any_lesson_about_the_body() {
     for (user, method, path) in [
         (&developer, Method::POST, "/api/v1/projects"),
         (&viewer, Method::POST, "/api/v1/members"),
-        (&developer, Method::POST, "/api/v1/projects/web/environments/prod/restore"),
+        (
+            &developer,
+            Method::POST,
+            "/api/v1/projects/web/environments/prod/restore",
+        ),
     ] {
         app.request(method, path)
             .by(user)
@@ -252,12 +262,24 @@ async fn not_found_names_what_is_missing() {
             "/api/v1/members/nosuchmember".into(),
             "member `nosuchmember` not found".into(),
         ),
-        (Method::GET, "/api/v1/nowhere".into(), "no such resource".into()),
+        (
+            Method::GET,
+            "/api/v1/nowhere".into(),
+            "no such resource".into(),
+        ),
     ];
     for (method, path, detail) in cases {
-        let response = app.request(method.clone(), &path).by(&app.owner).send().await;
+        let response = app
+            .request(method.clone(), &path)
+            .by(&app.owner)
+            .send()
+            .await;
         response.assert_problem(404, "not_found");
-        assert_eq!(response.json()["detail"], detail.as_str(), "{method} {path}");
+        assert_eq!(
+            response.json()["detail"],
+            detail.as_str(),
+            "{method} {path}"
+        );
     }
 
     // A token put where its id belongs is not repeated.

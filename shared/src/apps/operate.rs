@@ -245,11 +245,9 @@ pub async fn run_now(
             "a run of that name exists already; try again".into(),
         )),
         // The namespace went with its environment meanwhile.
-        Err(error) if is_not_found(&error) => Err(crate::Missing::environment(
-            &path.project,
-            &path.environment,
-        )
-        .into()),
+        Err(error) if is_not_found(&error) => {
+            Err(crate::Missing::environment(&path.project, &path.environment).into())
+        }
         Err(error) => Err(error.into()),
     }
 }

@@ -336,8 +336,8 @@ pub async fn restore(
         let Some(scheduled) = found.spec.deletion_scheduled_at.as_deref() else {
             return Ok(record(&found));
         };
-        let purging = found.status.as_ref().and_then(|s| s.phase.as_deref())
-            == Some(PHASE_TERMINATING);
+        let purging =
+            found.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(PHASE_TERMINATING);
         let due = clock::parse_rfc3339(scheduled).is_none_or(|at| at <= clock::unix_seconds());
         if purging || due {
             return Err(ApiError::Conflict(format!(

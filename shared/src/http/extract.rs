@@ -63,12 +63,12 @@ impl From<JsonRejection> for ApiError {
             JsonRejection::MissingJsonContentType(_) => {
                 ApiError::UnsupportedMediaType("the body must be application/json".into())
             }
-            JsonRejection::JsonSyntaxError(error) => ApiError::InvalidRequest(
-                serde_error(&error).map_or_else(
+            JsonRejection::JsonSyntaxError(error) => {
+                ApiError::InvalidRequest(serde_error(&error).map_or_else(
                     || "the body is not valid JSON".to_owned(),
                     |located| syntax_error_detail(located.inner()),
-                ),
-            ),
+                ))
+            }
             JsonRejection::JsonDataError(error) => {
                 ApiError::InvalidRequest(serde_error(&error).map_or_else(
                     || "the body does not have the expected shape".to_owned(),
@@ -149,10 +149,9 @@ fn describe_data_error(path: &str, message: &str) -> String {
     if message.starts_with("unknown variant ") {
         // The variant is the value sent: only the choices are named.
         return match message.split_once(", expected ") {
-            Some((_, choices)) => format!(
-                "{field} must be {}",
-                choices.replace("one of ", "one of: ")
-            ),
+            Some((_, choices)) => {
+                format!("{field} must be {}", choices.replace("one of ", "one of: "))
+            }
             None => format!("{field} is not one of the allowed values"),
         };
     }
@@ -195,12 +194,8 @@ fn expected_kind(expected: &str) -> String {
         "a boolean" => "true or false".into(),
         "a sequence" | "a tuple" => "an array".into(),
         "a map" => "an object".into(),
-        other if other.starts_with("struct ") || other.starts_with("a map") => {
-            "an object".into()
-        }
-        other if other.starts_with("a sequence") || other.starts_with("tuple") => {
-            "an array".into()
-        }
+        other if other.starts_with("struct ") || other.starts_with("a map") => "an object".into(),
+        other if other.starts_with("a sequence") || other.starts_with("tuple") => "an array".into(),
         other => other.to_owned(),
     }
 }
@@ -298,7 +293,11 @@ mod tests {
     #[test]
     fn data_errors_speak_the_apis_words() {
         let cases = [
-            (".", "missing field `display_name` at line 1 column 14", "display_name is required"),
+            (
+                ".",
+                "missing field `display_name` at line 1 column 14",
+                "display_name is required",
+            ),
             ("quota", "missing field `cpu`", "quota.cpu is required"),
             (
                 "nme",
@@ -350,8 +349,8 @@ mod tests {
 
     #[test]
     fn syntax_errors_give_line_and_column_without_the_text() {
-        let error = serde_json::from_str::<serde_json::Value>("{\n  \"password\": hunter2 }")
-            .unwrap_err();
+        let error =
+            serde_json::from_str::<serde_json::Value>("{\n  \"password\": hunter2 }").unwrap_err();
         let detail = syntax_error_detail(&error);
         assert_eq!(
             detail,
