@@ -20,6 +20,24 @@ async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     app.get(&path).by(&app.owner).send().await.json()
 }
 
+/// Holds the namespace in deletion with a finalizer of the tests, as a slow
+/// cleanup in the cluster would; or lets it go.
+async fn hold_namespace(app: &TestApp, namespace: &str, hold: bool) {
+    let finalizers = if hold {
+        json!(["tests.berth.dev/hold"])
+    } else {
+        Value::Null
+    };
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(app.cluster().client.clone())
+        .patch(
+            namespace,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "metadata": { "finalizers": finalizers } })),
+        )
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn an_environment_becomes_a_namespace_with_its_quota() {
     let app = TestApp::with_cluster().await;
@@ -385,14 +403,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     wait_ready(&app, &project, "dev").await;
     // Something in the cluster holds the namespace, as a slow cleanup would.
     let namespace = format!("{project}-dev");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(app.cluster().client.clone());
-    let hold =
-        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, true).await;
 
     let path = format!("/api/v1/projects/{project}/environments/dev");
     app.request(Method::DELETE, &path)
@@ -407,11 +418,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     .await;
     assert!(app.cluster().namespace_exists(&namespace).await);
 
-    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &release)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
@@ -563,14 +570,7 @@ async fn a_purge_that_has_begun_cannot_be_undone() {
     wait_ready(&app, &project, "dev").await;
     // Something in the cluster holds the namespace, as a slow cleanup would.
     let namespace = format!("{project}-dev");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(app.cluster().client.clone());
-    let hold =
-        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, true).await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     app.request(Method::DELETE, &path)
         .by(&app.owner)
@@ -597,11 +597,7 @@ async fn a_purge_that_has_begun_cannot_be_undone() {
         "the purge goes on: {record}"
     );
 
-    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &release)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
@@ -660,14 +656,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
     .await;
     let (project, path, at) = deleted_production(&app).await;
     let namespace = format!("{project}-prod");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(app.cluster().client.clone());
-    let hold =
-        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, true).await;
     let wait = at * 1000 - 600 - now_millis();
     assert!(wait > 0, "the test ran too slowly to race");
     tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
@@ -700,11 +689,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
         "{record}"
     );
 
-    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &release)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
         app.get(&path).by(&app.owner).send().await.status == 404
             && !app.cluster().namespace_exists(&namespace).await

@@ -248,6 +248,35 @@ pub async fn create(
     }
 }
 
+/// Sets (or with `None` clears) the purge time of the environment as it was
+/// read: `None` back if it changed since (read it again), not found if it
+/// is gone.
+async fn schedule_purge(
+    client: &kube::Client,
+    found: &Environment,
+    at: Option<String>,
+) -> Result<Option<Environment>, ApiError> {
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": found.resource_version() },
+        "spec": { "deletionScheduledAt": at },
+    });
+    match Api::<Environment>::all(client.clone())
+        .patch(
+            &found.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(patched) => Ok(Some(patched)),
+        Err(error) if is_conflict(&error) => Ok(None),
+        Err(error) if super::is_not_found(&error) => {
+            Err(Missing::environment(&found.spec.project, &found.spec.name).into())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
 fn kept_changing() -> ApiError {
     ApiError::Conflict("the environment kept changing; try again".into())
 }
@@ -286,24 +315,9 @@ pub async fn delete(
         } else {
             0
         };
-        let patch = serde_json::json!({
-            "metadata": { "resourceVersion": found.resource_version() },
-            "spec": { "deletionScheduledAt": clock::rfc3339(clock::unix_seconds().saturating_add(grace)) },
-        });
-        match Api::<Environment>::all(client.clone())
-            .patch(
-                &found.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(patched) => return Ok(record(&patched)),
-            Err(error) if is_conflict(&error) => continue,
-            Err(error) if super::is_not_found(&error) => {
-                return Err(Missing::environment(project, environment).into());
-            }
-            Err(error) => return Err(error.into()),
+        let at = clock::rfc3339(clock::unix_seconds().saturating_add(grace));
+        if let Some(patched) = schedule_purge(client, &found, Some(at)).await? {
+            return Ok(record(&patched));
         }
     }
     Err(kept_changing())
@@ -345,25 +359,9 @@ pub async fn restore(
                  be restored"
             )));
         }
-        let patch = serde_json::json!({
-            "metadata": { "resourceVersion": found.resource_version() },
-            "spec": { "deletionScheduledAt": null },
-        });
-        match Api::<Environment>::all(client.clone())
-            .patch(
-                &found.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(patched) => return Ok(record(&patched)),
-            // The controller wrote meanwhile (perhaps `Terminating`): look again.
-            Err(error) if is_conflict(&error) => continue,
-            Err(error) if super::is_not_found(&error) => {
-                return Err(Missing::environment(project, environment).into());
-            }
-            Err(error) => return Err(error.into()),
+        // `None`: the controller wrote meanwhile (perhaps `Terminating`).
+        if let Some(patched) = schedule_purge(client, &found, None).await? {
+            return Ok(record(&patched));
         }
     }
     Err(kept_changing())
