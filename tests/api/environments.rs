@@ -394,6 +394,8 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     assert!(healed["message"].is_null(), "{healed}");
 }
 
+/// While the namespace goes the environment shows `Terminating`; a restore
+/// is refused then (the purge has begun) and not found once it is purged.
 #[tokio::test]
 async fn a_purge_shows_terminating_while_the_namespace_goes() {
     let app = TestApp::with_cluster().await;
@@ -418,11 +420,37 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     .await;
     assert!(app.cluster().namespace_exists(&namespace).await);
 
+    // A purge that has begun cannot be undone, and goes on.
+    let refused = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    refused.assert_problem(409, "conflict");
+    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("can no longer be restored"), "{detail}");
+    let record = app.get(&path).by(&app.owner).send().await.json();
+    assert_eq!(
+        (record["phase"].as_str(), record["deleting"].as_bool()),
+        (Some("Terminating"), Some(true)),
+        "{record}"
+    );
+
     hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
+    let gone = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    gone.assert_problem(404, "not_found");
+    assert_eq!(
+        gone.json()["detail"],
+        format!("environment `dev` not found in project `{project}`").as_str()
+    );
 }
 
 /// A deleted production environment waits out its grace; restoring it in
@@ -559,66 +587,6 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
     );
 }
 
-/// Once the controller has begun a purge (`Terminating`), a restore is
-/// refused and the purge goes on; once purged, the environment is not found.
-#[tokio::test]
-async fn a_purge_that_has_begun_cannot_be_undone() {
-    let app = TestApp::with_cluster().await;
-    let project = app.create_project("p").await;
-    app.create_environment(&project, json!({ "name": "dev" }))
-        .await;
-    wait_ready(&app, &project, "dev").await;
-    // Something in the cluster holds the namespace, as a slow cleanup would.
-    let namespace = format!("{project}-dev");
-    hold_namespace(&app, &namespace, true).await;
-    let path = format!("/api/v1/projects/{project}/environments/dev");
-    app.request(Method::DELETE, &path)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_status(202);
-    eventually("the environment shows Terminating", 20, || async {
-        app.get(&path).by(&app.owner).send().await.json()["phase"] == "Terminating"
-    })
-    .await;
-
-    let refused = app
-        .post(&format!("{path}/restore"))
-        .by(&app.owner)
-        .send()
-        .await;
-    refused.assert_problem(409, "conflict");
-    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
-    assert!(detail.contains("can no longer be restored"), "{detail}");
-    let record = app.get(&path).by(&app.owner).send().await.json();
-    assert_eq!(
-        (record["phase"].as_str(), record["deleting"].as_bool()),
-        (Some("Terminating"), Some(true)),
-        "the purge goes on: {record}"
-    );
-
-    hold_namespace(&app, &namespace, false).await;
-    eventually("the environment is purged", 30, || async {
-        app.get(&path).by(&app.owner).send().await.status == 404
-    })
-    .await;
-    let gone = app
-        .post(&format!("{path}/restore"))
-        .by(&app.owner)
-        .send()
-        .await;
-    gone.assert_problem(404, "not_found");
-    assert_eq!(
-        gone.json()["detail"],
-        format!("environment `dev` not found in project `{project}`").as_str()
-    );
-}
-
-/// Milliseconds since the epoch, to meet a purge time to the moment.
-fn now_millis() -> i64 {
-    berth_shared::clock::unix_millis()
-}
-
 /// A production environment of a fresh project, Ready, then deleted (its
 /// grace 3 s); the project, its path and when the purge is due (seconds).
 async fn deleted_production(app: &TestApp) -> (String, String, i64) {
@@ -657,7 +625,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
     let (project, path, at) = deleted_production(&app).await;
     let namespace = format!("{project}-prod");
     hold_namespace(&app, &namespace, true).await;
-    let wait = at * 1000 - 600 - now_millis();
+    let wait = at * 1000 - 600 - berth_shared::clock::unix_millis();
     assert!(wait > 0, "the test ran too slowly to race");
     tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
     // The restore's write (the first PATCH of the environment from now on)
