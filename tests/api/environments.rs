@@ -20,6 +20,20 @@ async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     app.get(&path).by(&app.owner).send().await.json()
 }
 
+/// A fresh project with a provisioned production environment `prod`; the
+/// project and the environment's path.
+async fn ready_production(app: &TestApp) -> (String, String) {
+    let project = app.create_project("p").await;
+    app.create_environment(
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    wait_ready(app, &project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    (project, path)
+}
+
 /// Holds the namespace in deletion with a finalizer of the tests, as a slow
 /// cleanup in the cluster would; or lets it go.
 async fn hold_namespace(app: &TestApp, namespace: &str, hold: bool) {
@@ -148,14 +162,7 @@ async fn a_production_environment_waits_for_its_grace() {
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
     let developer = app.user(Role::Developer).await;
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(&app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(&app).await;
     app.request(Method::DELETE, &path)
         .by(&developer)
         .send()
@@ -341,14 +348,7 @@ async fn a_scheduled_purge_survives_a_controller_restart() {
     let app =
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(&app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(&app).await;
     app.request(Method::DELETE, &path)
         .by(&app.owner)
         .send()
@@ -462,14 +462,7 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
             .await;
     let developer = app.user(Role::Developer).await;
     let admin = app.user(Role::Admin).await;
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(&app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(&app).await;
     let namespace = format!("{project}-prod");
     app.request(Method::PUT, &format!("{path}/secrets/db"))
         .by(&app.owner)
@@ -590,14 +583,7 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
 /// A production environment of a fresh project, Ready, then deleted (its
 /// grace 3 s); the project, its path and when the purge is due (seconds).
 async fn deleted_production(app: &TestApp) -> (String, String, i64) {
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(app).await;
     let deleted = app
         .request(Method::DELETE, &path)
         .by(&app.owner)
