@@ -34,6 +34,23 @@ async fn ready_production(app: &TestApp) -> (String, String) {
     (project, path)
 }
 
+/// Deletes the environment as the owner; when its purge is due, as sent
+/// and in seconds.
+async fn delete_by_owner(app: &TestApp, path: &str) -> (String, i64) {
+    let deleted = app
+        .request(Method::DELETE, path)
+        .by(&app.owner)
+        .send()
+        .await;
+    deleted.assert_status(202);
+    let scheduled = deleted.json()["deletion_scheduled_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    (scheduled, at)
+}
+
 /// Holds the namespace in deletion with a finalizer of the tests, as a slow
 /// cleanup in the cluster would; or lets it go.
 async fn hold_namespace(app: &TestApp, namespace: &str, hold: bool) {
@@ -169,17 +186,7 @@ async fn a_production_environment_waits_for_its_grace() {
         .await
         .assert_problem(403, "forbidden");
 
-    let deleted = app
-        .request(Method::DELETE, &path)
-        .by(&app.owner)
-        .send()
-        .await;
-    deleted.assert_status(202);
-    let scheduled = deleted.json()["deletion_scheduled_at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    let (scheduled, at) = delete_by_owner(&app, &path).await;
     let wait = at - berth_shared::clock::unix_seconds();
     assert!((2..=5).contains(&wait), "{scheduled}");
 
@@ -480,17 +487,7 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
         Api::all(app.cluster().client.clone());
     let uid_before = namespaces.get(&namespace).await.unwrap().metadata.uid;
 
-    let deleted = app
-        .request(Method::DELETE, &path)
-        .by(&app.owner)
-        .send()
-        .await;
-    deleted.assert_status(202);
-    let scheduled = deleted.json()["deletion_scheduled_at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let purge_at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    let (scheduled, purge_at) = delete_by_owner(&app, &path).await;
 
     // While it waits, the project cannot go, and says until when.
     let not_empty = app
@@ -584,16 +581,7 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
 /// grace 3 s); the project, its path and when the purge is due (seconds).
 async fn deleted_production(app: &TestApp) -> (String, String, i64) {
     let (project, path) = ready_production(app).await;
-    let deleted = app
-        .request(Method::DELETE, &path)
-        .by(&app.owner)
-        .send()
-        .await;
-    deleted.assert_status(202);
-    let at = berth_shared::clock::parse_rfc3339(
-        deleted.json()["deletion_scheduled_at"].as_str().unwrap(),
-    )
-    .unwrap();
+    let (_, at) = delete_by_owner(app, &path).await;
     (project, path, at)
 }
 
