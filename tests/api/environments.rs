@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use kube::Api;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, eventually};
+use crate::support::{TestApp, TestResponse, eventually};
 use berth_shared::Role;
 
 async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
@@ -49,6 +49,19 @@ async fn delete_by_owner(app: &TestApp, path: &str) -> (String, i64) {
         .to_owned();
     let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
     (scheduled, at)
+}
+
+/// A restore refused because the purge has begun, which goes on.
+async fn refused_while_purging(app: &TestApp, path: &str, refused: &TestResponse) {
+    refused.assert_problem(409, "conflict");
+    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("can no longer be restored"), "{detail}");
+    let record = app.get(path).by(&app.owner).send().await.json();
+    assert_eq!(
+        (record["phase"].as_str(), record["deleting"].as_bool()),
+        (Some("Terminating"), Some(true)),
+        "{record}"
+    );
 }
 
 /// Holds the namespace in deletion with a finalizer of the tests, as a slow
@@ -433,15 +446,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
         .by(&app.owner)
         .send()
         .await;
-    refused.assert_problem(409, "conflict");
-    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
-    assert!(detail.contains("can no longer be restored"), "{detail}");
-    let record = app.get(&path).by(&app.owner).send().await.json();
-    assert_eq!(
-        (record["phase"].as_str(), record["deleting"].as_bool()),
-        (Some("Terminating"), Some(true)),
-        "{record}"
-    );
+    refused_while_purging(&app, &path, &refused).await;
 
     hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
@@ -623,13 +628,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
         app.standin().pending_faults().is_empty(),
         "the restore wrote"
     );
-    refused.assert_problem(409, "conflict");
-    let record = app.get(&path).by(&app.owner).send().await.json();
-    assert_eq!(
-        (record["phase"].as_str(), record["deleting"].as_bool()),
-        (Some("Terminating"), Some(true)),
-        "{record}"
-    );
+    refused_while_purging(&app, &path, &refused).await;
 
     hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
