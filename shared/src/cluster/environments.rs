@@ -355,8 +355,8 @@ pub async fn restore(
         let due = clock::parse_rfc3339(scheduled).is_none_or(|at| at <= clock::unix_seconds());
         if purging || due {
             return Err(ApiError::Conflict(format!(
-                "the purge of environment {environment} began at {scheduled}; it can no longer \
-                 be restored"
+                "the purge of environment {environment} was due at {scheduled} and has begun; \
+                 it can no longer be restored"
             )));
         }
         // `None`: the controller wrote meanwhile (perhaps `Terminating`).
