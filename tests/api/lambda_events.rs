@@ -60,6 +60,8 @@ const EXPECTED: &[(&str, u16)] = &[
     ("secrets/put.json", 201),
     ("secrets/list.json", 200),
     ("secrets/delete.json", 204),
+    // Not being deleted: restoring it changes nothing.
+    ("environments/restore.json", 200),
     ("environments/delete.json", 202),
     ("projects/delete.json", 404),
 ];
