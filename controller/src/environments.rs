@@ -314,7 +314,7 @@ async fn set_status(
     .await?;
     tracing::info!(
         environment = %environment.name_any(),
-        phase = status.phase.as_deref().unwrap_or("none"),
+        phase = %status.phase.as_deref().unwrap_or("none"),
         "status"
     );
     Ok(())
