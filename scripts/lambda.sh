@@ -32,9 +32,9 @@ invoke() {
     exit 2
   fi
   scripts/install-tools.sh lambda
-  local function data
+  local function
   function=$(basename "$(dirname "$event")")
-  data=$event
+  data=$event # global: the EXIT trap removes it
   if grep -qF "$placeholder" "$event"; then
     local token=${BERTH_TOKEN:-}
     if [ -z "$token" ] && [ -s .local/token ]; then token=$(<.local/token); fi

@@ -15,7 +15,7 @@ live_pid() { # NAME
   [ -f "$file" ] || return 1
   pid=$(cat "$file")
   [[ $pid =~ ^[0-9]+$ ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$1" || return 1
+  tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF -- "$1" || return 1
   echo "$pid"
 }
 
