@@ -24,7 +24,7 @@ impl Endpoint {
         }
         ["AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL"]
             .into_iter()
-            .filter_map(|name| lookup(name))
+            .filter_map(&lookup)
             .map(|url| url.trim().to_owned())
             .find(|url| !url.is_empty())
             .map_or(Self::Aws, Self::Url)
