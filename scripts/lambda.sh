@@ -44,11 +44,14 @@ invoke() {
     fi
     data=$(mktemp --suffix=.json)
     trap 'rm -f "$data"' EXIT
-    python3 - "$event" "$data" "$placeholder" "$token" <<'PY'
-import sys
-event, data, placeholder, token = sys.argv[1:]
+    # The token goes through the environment, not the command line (which
+    # `ps` shows), into a file only this user can read (mktemp's 0600).
+    BERTH_EVENT_TOKEN=$token python3 - "$event" "$data" "$placeholder" <<'PY'
+import os, sys
+event, data, placeholder = sys.argv[1:]
+token = os.environ["BERTH_EVENT_TOKEN"].strip()
 with open(event) as source, open(data, "w") as target:
-    target.write(source.read().replace(placeholder, token.strip()))
+    target.write(source.read().replace(placeholder, token))
 PY
   fi
   cargo lambda invoke "$function" --data-file "$data" \
