@@ -1,13 +1,30 @@
 #!/usr/bin/env bash
 # Installs the tools the tests and local runs need, when they are missing.
+#   install-tools.sh          cfn-lint and DynamoDB Local (make dev, make test)
+#   install-tools.sh lambda   cargo-lambda (make lambda-watch, make invoke)
 set -euo pipefail
 
 CFN_LINT_VERSION=1.51.0
+CARGO_LAMBDA_VERSION=1.9.2
 
 command -v cargo >/dev/null 2>&1 || {
   echo "install-tools: cargo (a Rust toolchain) is needed: https://rustup.rs" >&2
   exit 1
 }
+
+if [ "${1:-}" = lambda ]; then
+  if ! cargo lambda --version >/dev/null 2>&1; then
+    echo "install-tools: installing cargo-lambda $CARGO_LAMBDA_VERSION from PyPI" >&2
+    python3 -m pip install --quiet "cargo-lambda==$CARGO_LAMBDA_VERSION"
+    hash -r
+    cargo lambda --version >/dev/null 2>&1 || {
+      echo "install-tools: cargo-lambda was installed but is not on PATH; add $(python3 -m site --user-base)/bin to PATH" >&2
+      exit 1
+    }
+  fi
+  exit 0
+fi
+
 if ! command -v cfn-lint >/dev/null 2>&1; then
   echo "install-tools: installing cfn-lint $CFN_LINT_VERSION from PyPI" >&2
   python3 -m pip install --quiet "cfn-lint==$CFN_LINT_VERSION"

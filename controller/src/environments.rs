@@ -378,7 +378,7 @@ async fn write_status(
     .await?;
     tracing::info!(
         environment = %environment.name_any(),
-        phase = status.phase.as_deref().unwrap_or("none"),
+        phase = %status.phase.as_deref().unwrap_or("none"),
         "status"
     );
     Ok(())

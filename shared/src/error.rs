@@ -370,7 +370,7 @@ impl IntoResponse for ApiError {
                 tracing::warn!(cause = %cause, "cluster unavailable")
             }
             Self::ClusterMisconfigured { detail, cause } => {
-                tracing::warn!(kind = "cluster_misconfigured", detail = %detail, cause = %cause,
+                tracing::warn!(kind = %"cluster_misconfigured", detail = %detail, cause = %cause,
                     "the cluster is misconfigured")
             }
             Self::StorageUnavailable(cause) => {

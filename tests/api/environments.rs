@@ -118,6 +118,13 @@ async fn an_environment_becomes_a_namespace_with_its_quota() {
     assert_eq!(ready["ready"], true);
     let cluster = app.cluster();
     assert!(cluster.namespace_exists(&resource_name).await);
+    // The controller logs the phase as a value, not a debug form
+    // (`phase=Some("Ready")`) nor a quoted string.
+    let logged = format!("status environment={resource_name} phase=Ready");
+    eventually(&format!("the controller logs `{logged}`"), 10, || async {
+        crate::support::logs::captured().contains(&logged)
+    })
+    .await;
     let quota = Api::<ResourceQuota>::namespaced(cluster.client.clone(), &resource_name)
         .get("berth-quota")
         .await
