@@ -3,16 +3,32 @@
 #   make test   run every test (DynamoDB Local and cfn-lint included)
 # Both install what is missing first. The cargo target directory lives outside
 # the clone, so later clones on the same machine reuse the build.
+#   make admin ARGS="cluster show"   the admin CLI against make dev's table
+#   make reset                       stop make dev and wipe .local/ (its data)
+#   make lambda-watch                the functions as Lambdas (cargo-lambda), beside make dev
+#   make invoke EVENT=events/health/liveness.json   invoke one of them
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 
-.PHONY: dev test bench lint
+.PHONY: dev test bench lint admin reset lambda-watch invoke
 
 dev:
 	@scripts/dev.sh
 
 test:
 	@scripts/test.sh
+
+admin:
+	@scripts/admin.sh $(ARGS)
+
+reset:
+	@scripts/reset.sh
+
+lambda-watch:
+	@scripts/lambda.sh watch
+
+invoke:
+	@scripts/lambda.sh invoke $(EVENT)
 
 # Each function is built on its own: built together, cargo would unify their
 # features and link kube (the `cluster` feature) into every binary measured.

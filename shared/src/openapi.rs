@@ -15,7 +15,7 @@ use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
-use crate::error::Problem;
+use crate::error::{Missing, Problem};
 use crate::{ApiError, Operation};
 
 /// The security scheme of the session cookie (`berth_session`).
@@ -140,7 +140,7 @@ fn failures(operation: Operation, described: &Described, specific: Vec<ApiError>
         failures.push(ApiError::InvalidRequest(String::new()));
     }
     if has(openapi::path::ParameterIn::Path) {
-        failures.push(ApiError::NotFound);
+        failures.push(ApiError::NotFound(Missing::Route));
     }
     failures.extend(specific);
     failures

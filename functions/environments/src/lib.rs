@@ -28,6 +28,10 @@ pub fn router() -> Router<AppState> {
                 axum::routing::delete(delete_environment),
             )),
         )
+        .route(
+            "/api/v1/projects/{project}/environments/{environment}/restore",
+            operation(Operation::RestoreEnvironment, post(restore_environment)),
+        )
 }
 
 #[derive(utoipa::OpenApi)]
@@ -35,7 +39,8 @@ pub fn router() -> Router<AppState> {
     list_environments,
     create_environment,
     get_environment,
-    delete_environment
+    delete_environment,
+    restore_environment
 ))]
 struct Description;
 
@@ -47,7 +52,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 fn failures(operation: Operation) -> Vec<ApiError> {
     let mut failures = cluster_failures(matches!(
         operation,
-        Operation::CreateEnvironment | Operation::DeleteEnvironment
+        Operation::CreateEnvironment | Operation::DeleteEnvironment | Operation::RestoreEnvironment
     ));
     match operation {
         Operation::CreateEnvironment => {
@@ -217,4 +222,34 @@ async fn delete_environment(
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(deleted)))
+}
+
+/// Restore a deleted environment
+///
+/// Cancels the scheduled purge of a deleted environment and brings it back
+/// with everything in it. An environment that is not being deleted is
+/// answered as it is; one whose purge has begun or is due is `409`.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/restore",
+    operation_id = Operation::RestoreEnvironment.id(),
+    tag = "environments",
+    security(("session" = []), ("token" = [])),
+    params(ProjectPath, EnvironmentPath),
+    responses((status = 200, description = "The environment, no longer deleting.",
+        body = EnvironmentRecord)),
+)]
+async fn restore_environment(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+) -> Result<Json<EnvironmentRecord>, ApiError> {
+    scope::audit_target(
+        "environment",
+        environments::resource_name(&project, &environment),
+    );
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        environments::restore(&client, &caller, &project, &environment).await?,
+    ))
 }

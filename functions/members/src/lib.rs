@@ -43,7 +43,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::InviteMember => vec![
             ApiError::ValidationFailed(String::new()),
             conflict,
-            ApiError::NotFound,
+            ApiError::NotFound(berth_shared::error::Missing::Route),
         ],
         Operation::UpdateMember => vec![ApiError::ValidationFailed(String::new()), conflict],
         Operation::RemoveMember => vec![conflict],

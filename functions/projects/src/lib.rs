@@ -42,7 +42,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::CreateProject => {
             failures.push(ApiError::ValidationFailed(String::new()));
         }
-        Operation::DeleteProject => failures.push(ApiError::ProjectNotEmpty),
+        Operation::DeleteProject => failures.push(ApiError::ProjectNotEmpty(Vec::new())),
         _ => {}
     }
     failures
