@@ -1,16 +1,61 @@
 #!/usr/bin/env bash
 # Installs the tools the tests and local runs need, when they are missing.
+#   install-tools.sh           what `make test` and `make dev` need
+#   install-tools.sh package   cargo-lambda (with zig), for `make package`
+# Everything goes under ~/.cache/berth (BERTH_CACHE), outside the clone; the
+# Python tools each get a virtualenv of their own (aws-sam-cli pins its own
+# cfn-lint and boto3) and launchers in ~/.cache/berth/bin.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-CFN_LINT_VERSION=1.51.0
+SAM_CLI_VERSION=1.170.0
+CARGO_LAMBDA_VERSION=1.9.2
+ZIGLANG_VERSION=0.16.0
+CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+
+# python_tool NAME VERSION "COMMAND…" PIP-REQUIREMENT…: installs the
+# requirements into $CACHE/NAME-VERSION and puts a launcher for each COMMAND
+# in $CACHE/bin (`python` as NAME-python), which runs it with the
+# virtualenv's bin first on PATH (cargo-lambda finds zig through the
+# `python3` there).
+python_tool() {
+  local name=$1 version=$2 commands=$3 dir=$CACHE/$1-$2 command launcher
+  shift 3
+  if [ ! -e "$dir/.installed" ]; then
+    echo "install-tools: installing $name $version from PyPI into $dir" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
+    touch "$dir/.installed"
+  fi
+  mkdir -p "$CACHE/bin"
+  for command in $commands; do
+    launcher=$CACHE/bin/$command
+    [ "$command" = python ] && launcher=$CACHE/bin/$name-python
+    printf '#!/bin/sh\nPATH="%s/bin:$PATH" exec "%s/bin/%s" "$@"\n' "$dir" "$dir" "$command" >"$launcher.new"
+    chmod +x "$launcher.new"
+    mv "$launcher.new" "$launcher"
+  done
+}
 
 command -v cargo >/dev/null 2>&1 || {
   echo "install-tools: cargo (a Rust toolchain) is needed: https://rustup.rs" >&2
   exit 1
 }
-if ! command -v cfn-lint >/dev/null 2>&1; then
-  echo "install-tools: installing cfn-lint $CFN_LINT_VERSION from PyPI" >&2
-  python3 -m pip install --quiet "cfn-lint==$CFN_LINT_VERSION"
-  hash -r
+
+if [ "${1:-}" = package ]; then
+  python_tool cargo-lambda "$CARGO_LAMBDA_VERSION" "cargo-lambda" \
+    "cargo-lambda==$CARGO_LAMBDA_VERSION" "ziglang==$ZIGLANG_VERSION"
+  # Lambda's arm64 (Graviton) target; zig links for it, no cross gcc needed.
+  if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+    rustup target add aarch64-unknown-linux-gnu
+  fi
+  exit 0
 fi
-"$(dirname "$0")/../infra/dynamodb-local/dynamodb-local.sh" install
+
+# `sam validate --lint` runs cfn-lint (pinned by aws-sam-cli); its Python
+# also runs the CDK comparison, which expands template.yaml with the same SAM
+# translator.
+python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_VERSION"
+infra/cdk/cdk.sh install
+infra/dynamodb-local/dynamodb-local.sh install
