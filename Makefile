@@ -4,8 +4,8 @@
 #               CDK stack's comparison with template.yaml included)
 #   make package         build every function for Lambda (FUNCTIONS=health: one)
 #   make cdk-synth       the CDK stack's template, offline (infra/cdk/cdk.out)
-# Both install what is missing first. The cargo target directory lives outside
-# the clone, so later clones on the same machine reuse the build.
+# Each installs what it is missing first. The cargo target directory lives
+# outside the clone, so later clones on the same machine reuse the build.
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 BERTH_CACHE ?= $(HOME)/.cache/berth
