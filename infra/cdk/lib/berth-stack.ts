@@ -20,6 +20,9 @@ type TableAction =
   | 'GetItem' | 'BatchGetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem'
   | 'ConditionCheckItem' | 'Query' | 'BatchWriteItem';
 
+/** What nearly every function does: read and write single items, and read several at once. */
+const ITEM_ACCESS: readonly TableAction[] = ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'];
+
 interface BerthFunction {
   /** The binary (`functions/<binary>/`), which also names the function: `auth` → `AuthFunction`. */
   readonly binary: string;
@@ -27,7 +30,7 @@ interface BerthFunction {
   readonly tableActions: readonly TableAction[];
   /** Whether it also queries the index `gsi1`. */
   readonly readsIndex?: boolean;
-  /** Which of the stack's parameters it also reads, by environment variable. */
+  /** Whether it also gets the gateway's hostname and addresses (the domain check). */
   readonly gatewayParameters?: boolean;
 }
 
@@ -35,7 +38,7 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'auth',
     description: 'Sign-in, sign-out, the current user and password changes',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query'],
+    tableActions: [...ITEM_ACCESS, 'DeleteItem', 'Query'],
   },
   {
     binary: 'tokens',
@@ -45,7 +48,7 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'members',
     description: 'Organization members and roles',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'ConditionCheckItem', 'Query'],
+    tableActions: [...ITEM_ACCESS, 'DeleteItem', 'ConditionCheckItem', 'Query'],
     readsIndex: true,
   },
   {
@@ -56,33 +59,33 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'health',
     description: 'Liveness and the health report',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+    tableActions: ITEM_ACCESS,
   },
   {
     binary: 'projects',
     description: 'Projects',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+    tableActions: ITEM_ACCESS,
   },
   {
     binary: 'environments',
     description: 'Environments of a project',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+    tableActions: ITEM_ACCESS,
   },
   {
     binary: 'apps',
     description: 'Apps, their releases, rollback, promotion and domain check',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchWriteItem', 'DeleteItem'],
+    tableActions: [...ITEM_ACCESS, 'Query', 'BatchWriteItem', 'DeleteItem'],
     gatewayParameters: true,
   },
   {
     binary: 'secrets',
     description: 'Secrets of an environment',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'],
+    tableActions: ITEM_ACCESS,
   },
   {
     binary: 'templates',
     description: 'The template catalogue and deploying templates',
-    tableActions: ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem', 'Query', 'BatchWriteItem', 'DeleteItem'],
+    tableActions: [...ITEM_ACCESS, 'Query', 'BatchWriteItem', 'DeleteItem'],
   },
 ];
 
