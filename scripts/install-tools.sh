@@ -57,5 +57,15 @@ fi
 # also runs the CDK comparison, which expands template.yaml with the same SAM
 # translator.
 python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_VERSION"
+# jq: docs/guide.md picks values out of answers with it, and its test runs the guide.
+if ! command -v jq >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install-tools: installing jq with apt-get" >&2
+    apt-get install -y -qq jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
+  else
+    echo "install-tools: jq is missing (docs/guide.md and its test use it): install it," \
+         "e.g. sudo apt-get install jq, or brew install jq" >&2
+  fi
+fi
 infra/cdk/cdk.sh install
 infra/dynamodb-local/dynamodb-local.sh install

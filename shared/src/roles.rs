@@ -68,6 +68,22 @@ impl Role {
 }
 
 impl Permission {
+    /// Every permission, in DESIGN §5's order.
+    pub const ALL: [Permission; 12] = [
+        Permission::Read,
+        Permission::AppOperate,
+        Permission::AppWrite,
+        Permission::AppDeploy,
+        Permission::SecretWrite,
+        Permission::EnvWrite,
+        Permission::SecretRead,
+        Permission::EnvDeleteProtected,
+        Permission::ProjectWrite,
+        Permission::MemberManage,
+        Permission::AuditRead,
+        Permission::ManageOwners,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Permission::Read => "read",
@@ -108,6 +124,7 @@ mod tests {
             (AuditRead, [false, false, false, true, true]),
             (ManageOwners, [false, false, false, false, true]),
         ];
+        assert_eq!(table.map(|(permission, _)| permission), Permission::ALL);
         for (permission, expected) in table {
             for (role, want) in Role::ALL.into_iter().zip(expected) {
                 assert_eq!(
@@ -123,20 +140,7 @@ mod tests {
     /// Permission ids are kebab-case like the rest of DESIGN §5's column.
     #[test]
     fn permission_ids_are_kebab_case() {
-        for permission in [
-            Read,
-            AppOperate,
-            AppWrite,
-            AppDeploy,
-            SecretWrite,
-            EnvWrite,
-            SecretRead,
-            EnvDeleteProtected,
-            ProjectWrite,
-            MemberManage,
-            AuditRead,
-            ManageOwners,
-        ] {
+        for permission in Permission::ALL {
             let id = permission.as_str();
             assert!(
                 !id.is_empty() && id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),

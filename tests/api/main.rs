@@ -13,6 +13,7 @@ mod domains;
 mod environments;
 mod errors;
 mod fault_causes;
+mod guide;
 mod health;
 mod lambda_events;
 mod manifests;

@@ -135,3 +135,67 @@ async fn every_template_route_reaches_its_functions_operation() {
         "every operation has a route in the template"
     );
 }
+
+/// The packages and enabled features each function binary links, as
+/// `cargo tree` resolves them when that function is built on its own (as
+/// `make package` and `make bench` build them).
+fn linked_packages(function: &str) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = std::process::Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["tree", "--locked", "--offline", "--prefix", "none"])
+        .args(["-e", "normal", "-f", "{p} [{f}]", "-p"])
+        .arg(format!("berth-fn-{function}"))
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree for {function}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn functions_link_only_what_they_use() {
+    // health reports on the cluster too.
+    const CLUSTER_FUNCTIONS: &[&str] = &[
+        "health",
+        "projects",
+        "environments",
+        "apps",
+        "templates",
+        "secrets",
+    ];
+    for (function, _) in berth_local::FUNCTIONS {
+        let packages = linked_packages(function);
+        let aws_config = packages
+            .iter()
+            .find(|line| line.starts_with("aws-config "))
+            .unwrap_or_else(|| panic!("{function} links aws-config"));
+        for feature in ["sso", "credentials-process"] {
+            assert!(
+                !aws_config.contains(feature),
+                "{function} links aws-config's {feature}, which a Lambda function never uses: {aws_config}"
+            );
+        }
+        let links_kube = packages.iter().any(|line| line.starts_with("kube-client "));
+        assert_eq!(
+            links_kube,
+            CLUSTER_FUNCTIONS.contains(function),
+            "{function}: kube is linked exactly where the cluster is needed"
+        );
+        let links_dns = packages
+            .iter()
+            .any(|line| line.starts_with("hickory-resolver "));
+        assert_eq!(
+            links_dns,
+            *function == "apps",
+            "{function}: only apps links the DNS resolver"
+        );
+    }
+}

@@ -11,18 +11,51 @@ use serde_json::{Value, json};
 /// report it; kube-controller-manager (or the stand-in's simulation of it) then counts the pods
 /// ready and updates the Deployment's status. Returns how many pods it marked.
 pub async fn play_kubelet(client: &kube::Client, namespace: &str, label_selector: &str) -> usize {
+    try_play_kubelet(client, namespace, label_selector)
+        .await
+        .expect("playing the kubelet")
+}
+
+/// Plays the kubelet for every pod in `namespaces` until dropped, so that apps become
+/// available on their own, as on a cluster with nodes (or `make dev`'s stand-in).
+pub fn keep_pods_running(client: kube::Client, namespaces: Vec<String>) -> KubeletLoop {
+    KubeletLoop(tokio::spawn(async move {
+        loop {
+            for namespace in &namespaces {
+                // A pod deleted between the list and its patch is no fault: the next round
+                // sees the pods as they are.
+                let _ = try_play_kubelet(&client, namespace, "").await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }))
+}
+
+/// The kubelet played by [`keep_pods_running`]; it stops when dropped.
+pub struct KubeletLoop(tokio::task::JoinHandle<()>);
+
+impl Drop for KubeletLoop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn try_play_kubelet(
+    client: &kube::Client,
+    namespace: &str,
+    label_selector: &str,
+) -> Result<usize, kube::Error> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let list = pods
         .list(&ListParams::default().labels(label_selector))
-        .await
-        .expect("listing the pods to play the kubelet for");
+        .await?;
     let now = now();
     let mut marked = 0;
     for pod in list.items {
         let Some(name) = pod.metadata.name.as_deref() else {
             continue;
         };
-        if pod.metadata.deletion_timestamp.is_some() {
+        if pod.metadata.deletion_timestamp.is_some() || running_and_ready(&pod) {
             continue;
         }
         let containers: Vec<Value> = pod
@@ -56,11 +89,22 @@ pub async fn play_kubelet(client: &kube::Client, namespace: &str, label_selector
             "containerStatuses": containers,
         }});
         pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-            .await
-            .expect("patching a pod's status");
+            .await?;
         marked += 1;
     }
-    marked
+    Ok(marked)
+}
+
+/// A kubelet reports changes only: a pod it already runs is left as it is.
+fn running_and_ready(pod: &Pod) -> bool {
+    pod.status.as_ref().is_some_and(|status| {
+        status.phase.as_deref() == Some("Running")
+            && status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    })
 }
 
 /// Now in seconds, as Kubernetes writes timestamps.
