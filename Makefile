@@ -2,21 +2,37 @@
 #   make dev    run the whole API locally on http://127.0.0.1:3000
 #   make test   run every test (DynamoDB Local, `sam validate --lint` and the
 #               CDK stack's comparison with template.yaml included)
-#   make package         build every function for Lambda (FUNCTIONS=health: one)
-#   make cdk-synth       the CDK stack's template, offline (infra/cdk/cdk.out)
 # Each installs what it is missing first. The cargo target directory lives
 # outside the clone, so later clones on the same machine reuse the build.
+#   make admin ARGS="cluster show"   the admin CLI against make dev's table
+#   make reset                       stop make dev and wipe .local/ (its data)
+#   make lambda-watch                the functions as Lambdas (cargo-lambda), beside make dev
+#   make invoke EVENT=events/health/liveness.json   invoke one of them
+#   make package                     build every function for Lambda (FUNCTIONS=health: one)
+#   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 BERTH_CACHE ?= $(HOME)/.cache/berth
 
-.PHONY: dev test bench lint package cdk-synth
+.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth
 
 dev:
 	@scripts/dev.sh
 
 test:
 	@scripts/test.sh
+
+admin:
+	@scripts/admin.sh $(ARGS)
+
+reset:
+	@scripts/reset.sh
+
+lambda-watch:
+	@scripts/lambda.sh watch
+
+invoke:
+	@scripts/lambda.sh invoke $(EVENT)
 
 # Each function is built on its own: built together, cargo would unify their
 # features and link kube (the `cluster` feature) into every binary measured.

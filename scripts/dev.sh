@@ -11,19 +11,18 @@
 #   its kubeconfig is stored and the CRDs applied;
 # - the controller as a local process against that cluster;
 # - the whole API on http://127.0.0.1:${BERTH_PORT:-3000}.
-# Ctrl-C stops everything it started.
+# Ctrl-C stops everything it started; so does `make reset`, which finds the
+# processes in .local/pids/ and then wipes .local/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-export BERTH_PORT=${BERTH_PORT:-3000}
-export BERTH_DYNAMODB_PORT=${BERTH_DYNAMODB_PORT:-8000}
-export BERTH_TABLE=${BERTH_TABLE:-berth}
-export BERTH_INSECURE_COOKIES=true
-export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$BERTH_DYNAMODB_PORT"
-export AWS_REGION=${AWS_REGION:-us-east-1}
-export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local
-unset AWS_PROFILE AWS_SESSION_TOKEN
+source scripts/local-env.sh
+source scripts/local-processes.sh
 standin_port=${BERTH_STANDIN_PORT:-6443}
+
+if pid=$(live_pid dev.sh); then
+  echo "make dev already runs (pid $pid); stop it with Ctrl-C, or with \`make reset\` (which also wipes .local/)" >&2
+  exit 1
+fi
 
 scripts/install-tools.sh
 echo "== building"
@@ -35,9 +34,12 @@ pidfile=.local/dynamodb/dynamodb.pid
 children=()
 cleanup() {
   for pid in "${children[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait "${children[@]}" 2>/dev/null || true # the stand-in saves its state as it stops
   "$ddb" stop "$pidfile"
+  rm -f "$pids_dir"/*.pid
 }
-"$ddb" stop "$pidfile" # a previous run that was killed hard
+stop_recorded # what a previous run that was killed hard left behind
+record_pid dev.sh $$
 trap cleanup EXIT
 "$ddb" start "$BERTH_DYNAMODB_PORT" --data .local/dynamodb/data "$pidfile"
 
@@ -60,6 +62,7 @@ else
     --simulate-controllers --simulate-kubelet --state-file .local/standin-state.json \
     >.local/standin/standin.log 2>&1 &
   children+=($!)
+  record_pid kube-standin $!
   for _ in $(seq 1 100); do [ -s "$kubeconfig" ] && break; sleep 0.1; done
   [ -s "$kubeconfig" ] || { echo "the stand-in cluster did not start; see .local/standin/standin.log" >&2; exit 1; }
   echo "== cluster: no KUBECONFIG, so Berth's stand-in Kubernetes API server on 127.0.0.1:$standin_port."
@@ -70,8 +73,12 @@ fi
 "$bin/berth-admin" cluster install --kubeconfig "$kubeconfig"
 KUBECONFIG=$kubeconfig "$bin/berth-controller" >.local/controller.log 2>&1 &
 children+=($!)
+record_pid berth-controller $!
 echo "== controller running (log: .local/controller.log)"
 
 echo
 echo "Berth: http://127.0.0.1:$BERTH_PORT/api/v1 (DynamoDB Local on port $BERTH_DYNAMODB_PORT, data in .local/)"
-"$bin/berth-local"
+"$bin/berth-local" &
+children+=($!)
+record_pid berth-local $!
+wait $!

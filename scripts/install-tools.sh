@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tools the tests and local runs need, when they are missing.
 #   install-tools.sh           what `make test` and `make dev` need
-#   install-tools.sh package   cargo-lambda (with zig), for `make package`
+#   install-tools.sh lambda    cargo-lambda with zig (make lambda-watch, make invoke)
+#   install-tools.sh package   that, and Rust's arm64 target (make package)
 # Everything goes under ~/.cache/berth (BERTH_CACHE), outside the clone; the
 # Python tools each get a virtualenv of their own (aws-sam-cli pins its own
 # cfn-lint and boto3) and launchers in ~/.cache/berth/bin.
@@ -43,15 +44,19 @@ command -v cargo >/dev/null 2>&1 || {
   exit 1
 }
 
-if [ "${1:-}" = package ]; then
-  python_tool cargo-lambda "$CARGO_LAMBDA_VERSION" "cargo-lambda" \
-    "cargo-lambda==$CARGO_LAMBDA_VERSION" "ziglang==$ZIGLANG_VERSION"
-  # Lambda's arm64 (Graviton) target; zig links for it, no cross gcc needed.
-  if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
-    rustup target add aarch64-unknown-linux-gnu
-  fi
-  exit 0
-fi
+case "${1:-}" in
+  lambda | package)
+    # Callers put $CACHE/bin first on PATH, where `cargo lambda` finds it.
+    python_tool cargo-lambda "$CARGO_LAMBDA_VERSION" "cargo-lambda" \
+      "cargo-lambda==$CARGO_LAMBDA_VERSION" "ziglang==$ZIGLANG_VERSION"
+    # Lambda's arm64 (Graviton) target; zig links for it, no cross gcc needed.
+    if [ "$1" = package ] && command -v rustup >/dev/null 2>&1 \
+      && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+      rustup target add aarch64-unknown-linux-gnu
+    fi
+    exit 0
+    ;;
+esac
 
 # `sam validate --lint` runs cfn-lint (pinned by aws-sam-cli); its Python
 # also runs the CDK comparison, which expands template.yaml with the same SAM

@@ -228,7 +228,7 @@ where
         let keep: BTreeSet<String> = rendered.iter().map(ResourceExt::name_any).collect();
         for name in self.live.keys().filter(|name| !keep.contains(*name)) {
             match self.api.delete(name, &DeleteParams::background()).await {
-                Ok(_) => tracing::info!(kind = K::kind(&()).as_ref(), %name, "removed"),
+                Ok(_) => tracing::info!(kind = %K::kind(&()), %name, "removed"),
                 Err(error) if is_not_found(&error) => {}
                 Err(error) => return Err(Failure::of::<K>(name)(error)),
             }
@@ -536,7 +536,7 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
     }
     tracing::info!(
         app = %backoff_key(app),
-        reason = status.reason.as_deref().unwrap_or("none"),
+        reason = %status.reason.as_deref().unwrap_or("none"),
         "status"
     );
     Ok(())

@@ -22,6 +22,7 @@ use berth_shared::cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
     MANAGER,
 };
+use berth_shared::cluster::environments::PHASE_TERMINATING;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
@@ -39,6 +40,11 @@ pub async fn reconcile(
     let result = reconcile_inner(&environment, &context).await;
     match &result {
         Ok(_) => context.succeeded(&backoff_key(environment.as_ref())),
+        // A failed purge says so itself, and stays `Terminating`: an
+        // environment half purged must never look restorable.
+        Err(error) if purge_due(&environment) => {
+            tracing::warn!(environment = %name, error = %error, "purge failed");
+        }
         Err(error) => {
             tracing::warn!(environment = %name, error = %error, "provisioning failed");
             let degraded = EnvironmentStatus {
@@ -75,6 +81,13 @@ fn purge_at(environment: &Environment) -> Result<Option<i64>, Error> {
             berth_shared::clock::parse_rfc3339(at).ok_or_else(|| Error::BadSchedule(at.to_owned()))
         })
         .transpose()
+}
+
+fn purge_due(environment: &Environment) -> bool {
+    purge_at(environment)
+        .ok()
+        .flatten()
+        .is_some_and(|at| at <= berth_shared::clock::unix_seconds())
 }
 
 async fn reconcile_inner(environment: &Environment, context: &Context) -> Result<Action, Error> {
@@ -239,16 +252,51 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
     Ok(())
 }
 
-/// Deletes the namespace, waits until it is gone, then deletes the resource.
+/// Marks the environment `Terminating`, then deletes the namespace, waits
+/// until it is gone, and deletes the resource. The mark is written on the
+/// resourceVersion read, and a restore clears the schedule on the version it
+/// read: of a purge and a restore racing, exactly one wins. A restore that
+/// won makes the mark's write fail, and the next look finds nothing to purge;
+/// once the mark is there, a restore is refused.
 async fn purge(environment: &Environment, context: &Context) -> Result<Action, Error> {
-    let name = environment.name_any();
     let terminating = EnvironmentStatus {
-        phase: Some("Terminating".into()),
+        phase: Some(PHASE_TERMINATING.into()),
         ready: false,
         message: None,
         ..current_status(environment)
     };
-    set_status(environment, context, terminating).await?;
+    if environment.status.as_ref().and_then(|s| s.phase.as_deref()) != Some(PHASE_TERMINATING) {
+        match write_status(
+            environment,
+            context,
+            &terminating,
+            environment.resource_version(),
+        )
+        .await
+        {
+            Ok(()) => {}
+            Err(Error::Kube(error)) if is_conflict(&error) => {
+                return Ok(Action::requeue(Duration::from_secs(1)));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    match remove(environment, context).await {
+        Ok(action) => Ok(action),
+        Err(error) => {
+            let failing = EnvironmentStatus {
+                message: Some(error.tenant_message()),
+                ..terminating
+            };
+            // Best effort: the error is what gets retried.
+            let _ = write_status(environment, context, &failing, None).await;
+            Err(error)
+        }
+    }
+}
+
+async fn remove(environment: &Environment, context: &Context) -> Result<Action, Error> {
+    let name = environment.name_any();
     let namespaces: Api<Namespace> = Api::all(context.client.clone());
     // Only a namespace this environment owns goes, and only that very one
     // (the uid precondition): a foreign namespace of the same name stays.
@@ -297,15 +345,31 @@ async fn set_status(
     if environment.status.as_ref() == Some(&status) {
         return Ok(());
     }
+    write_status(environment, context, &status, None).await
+}
+
+/// Writes the status; with `resource_version`, only onto that version of the
+/// environment (a conflict otherwise).
+async fn write_status(
+    environment: &Environment,
+    context: &Context,
+    status: &EnvironmentStatus,
+    resource_version: Option<String>,
+) -> Result<(), Error> {
     let api: Api<Environment> = Api::all(context.client.clone());
     // Explicit nulls: a merge patch only removes the fields it names.
-    let patch = json!({ "status": {
-        "phase": status.phase,
-        "ready": status.ready,
-        "message": status.message,
-        "namespace": status.namespace,
-        "observedGeneration": status.observed_generation,
-    }});
+    let mut patch = json!({
+        "status": {
+            "phase": status.phase,
+            "ready": status.ready,
+            "message": status.message,
+            "namespace": status.namespace,
+            "observedGeneration": status.observed_generation,
+        },
+    });
+    if let Some(version) = resource_version {
+        patch["metadata"] = json!({ "resourceVersion": version });
+    }
     api.patch_status(
         &environment.name_any(),
         &PatchParams::default(),
@@ -314,7 +378,7 @@ async fn set_status(
     .await?;
     tracing::info!(
         environment = %environment.name_any(),
-        phase = status.phase.as_deref().unwrap_or("none"),
+        phase = %status.phase.as_deref().unwrap_or("none"),
         "status"
     );
     Ok(())

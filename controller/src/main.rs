@@ -59,7 +59,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(settings = ?settings.render, "berth-controller started");
+    tracing::info!(
+        ingress_class = %settings
+            .render
+            .ingress_class
+            .as_deref()
+            .unwrap_or("the cluster's default"),
+        apps_domain = %settings.render.apps_domain.as_deref().unwrap_or("none"),
+        progress_deadline_seconds = settings.render.progress_deadline_seconds,
+        "berth-controller started"
+    );
     tokio::select! {
         () = berth_controller::run(client, settings) => ExitCode::SUCCESS,
         _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,

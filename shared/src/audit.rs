@@ -56,7 +56,30 @@ pub enum Outcome {
     Error,
 }
 
+impl ActorKind {
+    /// The name stored in the audit log and written in log lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Token => "token",
+            Self::User => "user",
+            Self::Anonymous => "anonymous",
+        }
+    }
+}
+
 impl Outcome {
+    /// The name stored in the audit log and written in log lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Denied => "denied",
+            Self::Failure => "failure",
+            Self::Throttled => "throttled",
+            Self::Error => "error",
+        }
+    }
+
     pub fn of_status(status: u16) -> Self {
         match status {
             200..=399 => Outcome::Success,
@@ -506,5 +529,22 @@ mod tests {
         assert_eq!(Outcome::of_status(422), Outcome::Failure);
         assert_eq!(Outcome::of_status(500), Outcome::Error);
         assert_eq!(Outcome::of_status(503), Outcome::Error);
+    }
+
+    /// Log lines name outcomes and actor kinds as the audit log stores them.
+    #[test]
+    fn logged_names_are_the_stored_names() {
+        use Outcome::*;
+        for outcome in [Success, Denied, Failure, Throttled, Error] {
+            assert_eq!(serde_json::json!(outcome), outcome.as_str());
+        }
+        for kind in [
+            ActorKind::Session,
+            ActorKind::Token,
+            ActorKind::User,
+            ActorKind::Anonymous,
+        ] {
+            assert_eq!(serde_json::json!(kind), kind.as_str());
+        }
     }
 }

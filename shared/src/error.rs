@@ -22,14 +22,16 @@ pub enum ApiError {
     PasswordChangeRequired,
     #[error("permission denied")]
     Forbidden(String),
-    #[error("not found")]
-    NotFound,
+    /// What is missing, named in the caller's own words. An object of
+    /// another organization is missing too, in exactly the same words.
+    #[error("not found: {0}")]
+    NotFound(Missing),
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("{0}")]
     Conflict(String),
     #[error("project still has environments")]
-    ProjectNotEmpty,
+    ProjectNotEmpty(Vec<EnvironmentLeft>),
     #[error("environment is being deleted")]
     EnvironmentDeleting,
     #[error("secret is not managed by Berth")]
@@ -64,6 +66,143 @@ pub enum ApiError {
     DeadlineExceeded,
 }
 
+/// What a 404 names. Every name is one the caller gave in the path, so a
+/// 404 tells nothing the caller did not know; an object that exists but is
+/// not the caller's organization's reads exactly like one that is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// A path no operation serves: a generic 404, naming nothing.
+    Route,
+    /// A cluster object that went away while the request ran.
+    Gone,
+    Organization {
+        org: String,
+    },
+    Project {
+        project: String,
+    },
+    Environment {
+        project: String,
+        environment: String,
+    },
+    App {
+        project: String,
+        environment: String,
+        app: String,
+    },
+    Secret {
+        project: String,
+        environment: String,
+        secret: String,
+    },
+    Template {
+        template: String,
+    },
+    Token {
+        token: String,
+    },
+    Member {
+        member: String,
+    },
+}
+
+impl std::fmt::Display for Missing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Route => f.write_str("no such resource"),
+            Self::Gone => f.write_str("it was removed while the request ran"),
+            Self::Organization { org } => write!(f, "organization `{org}` not found"),
+            Self::Project { project } => write!(f, "project `{project}` not found"),
+            Self::Environment {
+                project,
+                environment,
+            } => write!(
+                f,
+                "environment `{environment}` not found in project `{project}`"
+            ),
+            Self::App {
+                project,
+                environment,
+                app,
+            } => write!(
+                f,
+                "app `{app}` not found in environment `{environment}` of project `{project}`"
+            ),
+            Self::Secret {
+                project,
+                environment,
+                secret,
+            } => write!(
+                f,
+                "secret `{secret}` not found in environment `{environment}` of project `{project}`"
+            ),
+            Self::Template { template } => write!(f, "template `{template}` not found"),
+            // A token itself put where its id belongs is never repeated.
+            Self::Token { token } if token.starts_with(crate::credentials::TOKEN_PREFIX) => f
+                .write_str(
+                    "token not found: the path takes a token's id (from GET /api/v1/tokens), \
+                     not the token itself",
+                ),
+            Self::Token { token } => write!(f, "token `{token}` not found"),
+            Self::Member { member } => write!(f, "member `{member}` not found"),
+        }
+    }
+}
+
+impl Missing {
+    pub fn project(project: &str) -> Self {
+        Self::Project {
+            project: project.to_owned(),
+        }
+    }
+
+    pub fn environment(project: &str, environment: &str) -> Self {
+        Self::Environment {
+            project: project.to_owned(),
+            environment: environment.to_owned(),
+        }
+    }
+}
+
+impl From<Missing> for ApiError {
+    fn from(missing: Missing) -> Self {
+        Self::NotFound(missing)
+    }
+}
+
+/// An environment that keeps its project from being deleted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvironmentLeft {
+    pub name: String,
+    pub deleting: bool,
+    /// When its purge is due (RFC 3339), if one is scheduled.
+    pub purge_at: Option<String>,
+}
+
+/// Which environments are left and when each goes, so the caller knows
+/// whether to delete them or to wait (and until when).
+fn not_empty_detail(left: &[EnvironmentLeft]) -> String {
+    let each: Vec<String> = left
+        .iter()
+        .map(
+            |environment| match (&environment.purge_at, environment.deleting) {
+                (Some(at), _) => format!("`{}` (deleted; purged at {at})", environment.name),
+                (None, true) => format!("`{}` (being removed)", environment.name),
+                (None, false) => format!("`{}`", environment.name),
+            },
+        )
+        .collect();
+    let advice = if left.iter().all(|environment| environment.deleting) {
+        "delete the project once they are purged"
+    } else {
+        "delete the project's environments first"
+    };
+    format!(
+        "the project still has environments: {}; {advice}",
+        each.join(", ")
+    )
+}
+
 /// The Problem Details body of every error response.
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Problem {
@@ -80,10 +219,10 @@ impl ApiError {
             Self::ValidationFailed(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthenticated | Self::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Self::PasswordChangeRequired | Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict(_)
-            | Self::ProjectNotEmpty
+            | Self::ProjectNotEmpty(_)
             | Self::EnvironmentDeleting
             | Self::SecretNotManaged => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -106,10 +245,10 @@ impl ApiError {
             Self::InvalidCredentials => "invalid_credentials",
             Self::PasswordChangeRequired => "password_change_required",
             Self::Forbidden(_) => "forbidden",
-            Self::NotFound => "not_found",
+            Self::NotFound(_) => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict(_) => "conflict",
-            Self::ProjectNotEmpty => "project_not_empty",
+            Self::ProjectNotEmpty(_) => "project_not_empty",
             Self::EnvironmentDeleting => "environment_deleting",
             Self::SecretNotManaged => "secret_not_managed",
             Self::PayloadTooLarge => "payload_too_large",
@@ -133,10 +272,10 @@ impl ApiError {
             Self::InvalidCredentials => "Invalid credentials",
             Self::PasswordChangeRequired => "Password change required",
             Self::Forbidden(_) => "Forbidden",
-            Self::NotFound => "Not found",
+            Self::NotFound(_) => "Not found",
             Self::MethodNotAllowed => "Method not allowed",
             Self::Conflict(_) => "Conflict",
-            Self::ProjectNotEmpty => "Project not empty",
+            Self::ProjectNotEmpty(_) => "Project not empty",
             Self::EnvironmentDeleting => "Environment is being deleted",
             Self::SecretNotManaged => "Secret not managed by Berth",
             Self::PayloadTooLarge => "Payload too large",
@@ -165,9 +304,9 @@ impl ApiError {
             Self::PasswordChangeRequired => {
                 Some("replace the temporary password with POST /api/v1/me/password first".into())
             }
-            Self::NotFound => Some("no such resource".into()),
+            Self::NotFound(missing) => Some(missing.to_string()),
             Self::MethodNotAllowed => Some("the method is not allowed on this path".into()),
-            Self::ProjectNotEmpty => Some("delete the project's environments first".into()),
+            Self::ProjectNotEmpty(left) => Some(not_empty_detail(left)),
             Self::EnvironmentDeleting => {
                 Some("the environment is scheduled for deletion and cannot change".into())
             }
@@ -231,7 +370,7 @@ impl IntoResponse for ApiError {
                 tracing::warn!(cause = %cause, "cluster unavailable")
             }
             Self::ClusterMisconfigured { detail, cause } => {
-                tracing::warn!(kind = "cluster_misconfigured", detail = %detail, cause = %cause,
+                tracing::warn!(kind = %"cluster_misconfigured", detail = %detail, cause = %cause,
                     "the cluster is misconfigured")
             }
             Self::StorageUnavailable(cause) => {
@@ -271,10 +410,14 @@ mod tests {
                 "password_change_required",
             ),
             (ApiError::Forbidden("x".into()), 403, "forbidden"),
-            (ApiError::NotFound, 404, "not_found"),
+            (ApiError::NotFound(Missing::Route), 404, "not_found"),
             (ApiError::MethodNotAllowed, 405, "method_not_allowed"),
             (ApiError::Conflict("x".into()), 409, "conflict"),
-            (ApiError::ProjectNotEmpty, 409, "project_not_empty"),
+            (
+                ApiError::ProjectNotEmpty(Vec::new()),
+                409,
+                "project_not_empty",
+            ),
             (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
             (ApiError::SecretNotManaged, 409, "secret_not_managed"),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),

@@ -38,7 +38,7 @@ pub mod telemetry;
 #[cfg(feature = "cluster")]
 pub mod templates;
 
-pub use error::ApiError;
+pub use error::{ApiError, Missing};
 pub use operation::Operation;
 pub use roles::{Permission, Role};
 pub use state::AppState;

@@ -33,6 +33,7 @@ operations! {
     CreateEnvironment => "createEnvironment",
     GetEnvironment => "getEnvironment",
     DeleteEnvironment => "deleteEnvironment",
+    RestoreEnvironment => "restoreEnvironment",
     ListApps => "listApps",
     CreateApp => "createApp",
     GetApp => "getApp",
@@ -76,6 +77,7 @@ impl Operation {
             | ListMembers => Permission::Read,
             CreateProject | DeleteProject => Permission::ProjectWrite,
             CreateEnvironment | DeleteEnvironment => Permission::EnvWrite,
+            RestoreEnvironment => Permission::EnvDeleteProtected,
             CreateApp | DeleteApp | RollbackApp | PromoteApp | DeployTemplate => {
                 Permission::AppDeploy
             }

@@ -5,6 +5,9 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use axum::Router;
+use axum::body::Bytes;
+use http_body_util::Full;
+use tower::ServiceExt;
 
 use crate::{AppState, http, telemetry};
 
@@ -26,16 +29,16 @@ pub async fn run_function(name: &str, routes: fn() -> Router<AppState>) -> ExitC
     let state = match AppState::from_env().await {
         Ok(state) => state,
         Err(error) => {
-            tracing::error!(function = name, error = %error, "cannot start");
+            tracing::error!(function = %name, error = %error, "cannot start");
             return ExitCode::FAILURE;
         }
     };
     let app = http::serve(routes(), state);
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        return match lambda_http::run(app).await {
+        return match run_on_lambda(app).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
-                tracing::error!(function = name, error = %error, "the Lambda runtime stopped");
+                tracing::error!(function = %name, error = %error, "the Lambda runtime stopped");
                 ExitCode::FAILURE
             }
         };
@@ -53,6 +56,31 @@ pub async fn run_function(name: &str, routes: fn() -> Router<AppState>) -> ExitC
          Use `cargo lambda watch` to run it as a Lambda, or `make dev` for the whole API."
     );
     serve_local(app, port).await
+}
+
+/// Serves `app` on the Lambda runtime: several invocations at once when
+/// `AWS_LAMBDA_MAX_CONCURRENCY` asks for it (Lambda Managed Instances, and
+/// `cargo lambda watch`), one at a time otherwise. The router is cheap to
+/// clone and its state is shared behind `Arc`s, so concurrency needs nothing
+/// more.
+async fn run_on_lambda(app: Router) -> Result<(), lambda_http::Error> {
+    lambda_http::run_concurrent(tower::service_fn(move |request| {
+        answer(app.clone(), request)
+    }))
+    .await
+}
+
+/// `run_concurrent` needs a `Sync` response, which axum's body is not: the
+/// answer is collected first, as lambda_http collects it anyway to make the
+/// Lambda response.
+async fn answer(
+    app: Router,
+    request: lambda_http::Request,
+) -> Result<::http::Response<Full<Bytes>>, lambda_http::Error> {
+    let Ok(response) = app.oneshot(request).await;
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await?;
+    Ok(::http::Response::from_parts(parts, Full::new(bytes)))
 }
 
 /// Serves an application on 127.0.0.1 until Ctrl-C.

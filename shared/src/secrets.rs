@@ -18,6 +18,7 @@ use crate::cluster::crd::{App, AppConfig};
 use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
 use crate::cluster::{environments, timestamp};
 use crate::domain::names::{SecretKey, SecretName};
+use crate::http::extract::body_words;
 use crate::identity::Principal;
 use crate::{ApiError, Permission};
 
@@ -80,20 +81,21 @@ fn summary(secret: &Secret) -> SecretSummary {
 pub fn parse_data(body: &Value) -> Result<BTreeMap<SecretKey, String>, ApiError> {
     let Value::Object(fields) = body else {
         return Err(ApiError::InvalidRequest(
-            "the body must be a JSON object with a `data` object".into(),
+            "the body must be an object with a `data` object".into(),
         ));
     };
     if let Some(unknown) = fields.keys().find(|field| *field != "data") {
-        return Err(ApiError::InvalidRequest(format!(
-            "unknown field `{unknown}`, expected `data`"
+        return Err(ApiError::InvalidRequest(body_words::unknown_field(
+            unknown,
+            Some("`data`"),
         )));
     }
     let Some(data) = fields.get("data") else {
-        return Err(ApiError::InvalidRequest("missing field `data`".into()));
+        return Err(ApiError::InvalidRequest(body_words::required("data")));
     };
     let Value::Object(entries) = data else {
         return Err(ApiError::InvalidRequest(
-            "data: must be an object mapping keys to string values".into(),
+            "data must be an object mapping keys to string values".into(),
         ));
     };
     // Shape first: a body that is not an object of strings is 400 whatever
@@ -217,7 +219,7 @@ async fn restart_readers(
         match cluster_apps::stamp_restart(client, app, &stamp).await {
             Ok(_) => restarted.push(app.name_any()),
             // Deleted meanwhile: nothing to restart.
-            Err(ApiError::NotFound) => {}
+            Err(ApiError::NotFound(_)) => {}
             Err(error) => return Err(error),
         }
     }
@@ -235,7 +237,7 @@ pub async fn delete(
     writable_environment(client, org, &path.project, &path.environment).await?;
     let current = cluster_secrets::get(client, path)
         .await?
-        .ok_or(ApiError::NotFound)?;
+        .ok_or_else(|| path.missing())?;
     if !cluster_secrets::is_managed(&current, org, &path.project, &path.environment) {
         return Err(ApiError::SecretNotManaged);
     }

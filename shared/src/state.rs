@@ -3,12 +3,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_config::BehaviorVersion;
+use aws_config::environment::{
+    EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider,
+};
+use aws_config::meta::region::RegionProviderChain;
 use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
 
 use crate::audit::AuditLog;
 use crate::config::{Config, ConfigError};
 use crate::store::Store;
+use crate::store::endpoint::Endpoint;
 
 #[derive(Clone, Debug)]
 pub struct AppState {
@@ -59,19 +65,49 @@ pub fn store_timeouts() -> TimeoutConfig {
         .build()
 }
 
-/// The DynamoDB client as the SDK's own configuration chain describes it.
-/// On Lambda, credentials and region come from the environment; the default
-/// chain would also build the clients of profiles, SSO and STS, which a
-/// function never uses, at every cold start.
+/// The DynamoDB client as [`aws_config`] describes it.
 pub async fn dynamodb_client() -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::new(&aws_config().await)
+}
+
+/// The AWS SDK's configuration, from its own chain, with two exceptions.
+///
+/// - DynamoDB Local (an endpoint on loopback) takes any credentials and
+///   region: those of the environment if set, else `local` and `us-east-1`.
+///   The default chain would look further, in the end at the instance
+///   metadata service: seconds of timeouts off EC2, and a request to
+///   169.254.169.254 that a local run has no business making.
+/// - On Lambda, credentials and region come from the environment; the
+///   default chain would also build the clients of profiles, SSO and STS,
+///   which a function never uses, at every cold start.
+pub async fn aws_config() -> SdkConfig {
     let mut loader =
         aws_config::defaults(BehaviorVersion::v2026_01_12()).timeout_config(store_timeouts());
-    if crate::telemetry::on_lambda() {
+    if Endpoint::from_env().is_loopback() {
+        loader = loader.credentials_provider(local_credentials()).region(
+            RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
+                .or_else(Region::from_static("us-east-1")),
+        );
+    } else if crate::telemetry::on_lambda() {
         loader = loader
-            .credentials_provider(
-                aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
-            )
-            .region(aws_config::environment::EnvironmentVariableRegionProvider::new());
+            .credentials_provider(EnvironmentVariableCredentialsProvider::new())
+            .region(EnvironmentVariableRegionProvider::new());
     }
-    aws_sdk_dynamodb::Client::new(&loader.load().await)
+    loader.load().await
+}
+
+/// DynamoDB Local without `-sharedDb` keeps one set of tables per access key,
+/// so the environment's key, when there is one, is the one to use.
+fn local_credentials() -> SharedCredentialsProvider {
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_some() {
+        SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new())
+    } else {
+        SharedCredentialsProvider::new(Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "dynamodb-local",
+        ))
+    }
 }

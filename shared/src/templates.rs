@@ -198,7 +198,11 @@ pub async fn deploy(
     let template = CATALOGUE
         .iter()
         .find(|t| t.file.name == template)
-        .ok_or(ApiError::NotFound)?;
+        .ok_or_else(|| {
+            ApiError::NotFound(crate::Missing::Template {
+                template: template.to_owned(),
+            })
+        })?;
     let name = AppName::parse(body.name.as_deref().unwrap_or(&template.file.name))
         .map_err(|e| e.at("name"))?;
     let (create, generated) = create_body(&template.file, name.as_str(), &body.env)?;

@@ -207,23 +207,157 @@ async fn stores_shows_and_clears_the_kubeconfig() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// `berth-admin` with only the given environment and an empty home, so that
+/// nothing of this machine's (profiles, credentials) is read.
+fn admin_alone(vars: &[(&str, &str)], args: &[&str]) -> Output {
+    let home = std::env::temp_dir().join(format!(
+        "berth-admin-home-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&home).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .args(args)
+        .env_clear()
+        .env("HOME", &home)
+        .envs(vars.iter().copied())
+        .output()
+        .expect("running berth-admin");
+    std::fs::remove_dir_all(&home).ok();
+    output
+}
+
+/// A loopback port nothing listens on (bound, then released).
+fn closed_loopback_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The one line a failed command printed.
+fn one_line(output: &Output) -> String {
+    assert!(!output.status.success(), "it should have failed");
+    assert!(output.stdout.is_empty(), "{}", stdout(output));
+    let message = stderr(output);
+    assert_eq!(message.lines().count(), 1, "one line: {message}");
+    message.trim_end().to_owned()
+}
+
+#[tokio::test]
+async fn names_a_missing_table_and_what_to_run() {
+    let table = format!("nosuch-{}", uuid::Uuid::new_v4().simple());
+    let endpoint = support::dynamodb_endpoint();
+    let shown = admin(&table, &["cluster", "show"]);
+    assert_eq!(
+        one_line(&shown),
+        format!(
+            "berth-admin: table {table} not found at {endpoint} — run `berth-admin create-table`"
+        )
+    );
+    let bootstrap = admin(
+        &table,
+        &["bootstrap", "--org", "default", "--email", "a@localhost"],
+    );
+    assert!(one_line(&bootstrap).contains(&format!("table {table} not found")));
+}
+
+/// DynamoDB Local takes any credentials: a run against it needs none set,
+/// and never asks the instance metadata service (here a loopback listener
+/// that would notice).
+#[tokio::test]
+async fn a_local_store_needs_no_credentials_nor_instance_metadata() {
+    let metadata = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    metadata.set_nonblocking(true).unwrap();
+    let metadata_url = format!("http://{}", metadata.local_addr().unwrap());
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let endpoint = support::dynamodb_endpoint();
+    let vars = [
+        ("BERTH_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", metadata_url.as_str()),
+    ];
+    let created = admin_alone(&vars, &["create-table"]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert_eq!(stdout(&created).trim(), format!("created table {table}"));
+    let shown = admin_alone(&vars, &["cluster", "show"]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(stdout(&shown).trim(), "no kubeconfig stored");
+    assert!(
+        matches!(metadata.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the instance metadata service was asked"
+    );
+}
+
 #[tokio::test]
 async fn explains_an_unreachable_store() {
-    let output = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args(["create-table"])
-        .env("BERTH_TABLE", "berth")
-        .env("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9")
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env("AWS_MAX_ATTEMPTS", "1")
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
+    let endpoint = format!("http://127.0.0.1:{}", closed_loopback_port());
+    let vars = [
+        ("BERTH_TABLE", "berth"),
+        ("AWS_ENDPOINT_URL_DYNAMODB", endpoint.as_str()),
+    ];
+    let output = admin_alone(&vars, &["cluster", "show"]);
+    assert_eq!(
+        one_line(&output),
+        format!(
+            "berth-admin: DynamoDB is not reachable at {endpoint}: start DynamoDB Local, \
+             e.g. with `make dev` (--verbose shows why)"
+        )
+    );
+    // --verbose adds the cause, one error of the chain a line.
+    let verbose = admin_alone(&vars, &["--verbose", "create-table"]);
+    assert!(!verbose.status.success());
+    let text = stderr(&verbose);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!(
+            "berth-admin: DynamoDB is not reachable at {endpoint}: start DynamoDB Local, \
+             e.g. with `make dev`"
+        )
+    );
+    assert!(lines.len() > 2, "{text}");
     assert!(
-        stderr(&output).contains("DynamoDB did not answer or failed"),
-        "{}",
-        stderr(&output)
+        lines[1..]
+            .iter()
+            .all(|line| line.starts_with("  caused by: ")),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("connect"), "{text}");
+}
+
+/// Away from loopback the SDK's own chain finds credentials, or says there
+/// are none. Nothing here leaves the machine: credentials are looked for
+/// before any request (the endpoint's port is invalid anyway), and the
+/// instance metadata service is a closed loopback port.
+#[tokio::test]
+async fn says_when_credentials_or_region_are_missing() {
+    let metadata = format!("http://127.0.0.1:{}", closed_loopback_port());
+    let endpoint = "http://dynamodb.invalid:99999";
+    let no_credentials = admin_alone(
+        &[
+            ("AWS_ENDPOINT_URL_DYNAMODB", endpoint),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", metadata.as_str()),
+        ],
+        &["cluster", "show"],
+    );
+    assert_eq!(
+        one_line(&no_credentials),
+        format!(
+            "berth-admin: no AWS credentials for DynamoDB at {endpoint}: set AWS_PROFILE, or \
+             AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY — or, for the DynamoDB Local of \
+             `make dev`, run `make admin ARGS=\"…\"` (--verbose shows why)"
+        )
+    );
+    let no_region = admin_alone(
+        &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", metadata.as_str())],
+        &["cluster", "show"],
+    );
+    assert_eq!(
+        one_line(&no_region),
+        "berth-admin: no AWS region: set AWS_REGION — or, for the DynamoDB Local of `make dev`, \
+         run `make admin ARGS=\"…\"`"
     );
 }
 
@@ -336,6 +470,12 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
     let text = std::fs::read_to_string(&log).unwrap();
     let _ = std::fs::remove_file(&log);
     assert!(text.contains("INFO"), "{text}");
+    // Fields are values, named as the audit log names them, not debug forms.
+    assert!(
+        text.contains("outcome=success") && text.contains("actor_kind=anonymous"),
+        "{text}"
+    );
+    assert!(!text.contains("Some("), "{text}");
     assert!(
         !text.contains('\u{1b}'),
         "escape codes in the log file: {text:?}"

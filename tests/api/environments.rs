@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use kube::Api;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, eventually};
+use crate::support::{TestApp, TestResponse, eventually};
 use berth_shared::Role;
 
 async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
@@ -18,6 +18,68 @@ async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     })
     .await;
     app.get(&path).by(&app.owner).send().await.json()
+}
+
+/// A fresh project with a provisioned production environment `prod`; the
+/// project and the environment's path.
+async fn ready_production(app: &TestApp) -> (String, String) {
+    let project = app.create_project("p").await;
+    app.create_environment(
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    wait_ready(app, &project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    (project, path)
+}
+
+/// Deletes the environment as the owner; when its purge is due, as sent
+/// and in seconds.
+async fn delete_by_owner(app: &TestApp, path: &str) -> (String, i64) {
+    let deleted = app
+        .request(Method::DELETE, path)
+        .by(&app.owner)
+        .send()
+        .await;
+    deleted.assert_status(202);
+    let scheduled = deleted.json()["deletion_scheduled_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    (scheduled, at)
+}
+
+/// A restore refused because the purge has begun, which goes on.
+async fn refused_while_purging(app: &TestApp, path: &str, refused: &TestResponse) {
+    refused.assert_problem(409, "conflict");
+    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("can no longer be restored"), "{detail}");
+    let record = app.get(path).by(&app.owner).send().await.json();
+    assert_eq!(
+        (record["phase"].as_str(), record["deleting"].as_bool()),
+        (Some("Terminating"), Some(true)),
+        "{record}"
+    );
+}
+
+/// Holds the namespace in deletion with a finalizer of the tests, as a slow
+/// cleanup in the cluster would; or lets it go.
+async fn hold_namespace(app: &TestApp, namespace: &str, hold: bool) {
+    let finalizers = if hold {
+        json!(["tests.berth.dev/hold"])
+    } else {
+        Value::Null
+    };
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(app.cluster().client.clone())
+        .patch(
+            namespace,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "metadata": { "finalizers": finalizers } })),
+        )
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -56,6 +118,13 @@ async fn an_environment_becomes_a_namespace_with_its_quota() {
     assert_eq!(ready["ready"], true);
     let cluster = app.cluster();
     assert!(cluster.namespace_exists(&resource_name).await);
+    // The controller logs the phase as a value, not a debug form
+    // (`phase=Some("Ready")`) nor a quoted string.
+    let logged = format!("status environment={resource_name} phase=Ready");
+    eventually(&format!("the controller logs `{logged}`"), 10, || async {
+        crate::support::logs::captured().contains(&logged)
+    })
+    .await;
     let quota = Api::<ResourceQuota>::namespaced(cluster.client.clone(), &resource_name)
         .get("berth-quota")
         .await
@@ -130,31 +199,14 @@ async fn a_production_environment_waits_for_its_grace() {
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
     let developer = app.user(Role::Developer).await;
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(&app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(&app).await;
     app.request(Method::DELETE, &path)
         .by(&developer)
         .send()
         .await
         .assert_problem(403, "forbidden");
 
-    let deleted = app
-        .request(Method::DELETE, &path)
-        .by(&app.owner)
-        .send()
-        .await;
-    deleted.assert_status(202);
-    let scheduled = deleted.json()["deletion_scheduled_at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    let (scheduled, at) = delete_by_owner(&app, &path).await;
     let wait = at - berth_shared::clock::unix_seconds();
     assert!((2..=5).contains(&wait), "{scheduled}");
 
@@ -323,14 +375,7 @@ async fn a_scheduled_purge_survives_a_controller_restart() {
     let app =
         TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(4))
             .await;
-    let project = app.create_project("p").await;
-    app.create_environment(
-        &project,
-        json!({ "name": "prod", "env_type": "production" }),
-    )
-    .await;
-    wait_ready(&app, &project, "prod").await;
-    let path = format!("/api/v1/projects/{project}/environments/prod");
+    let (project, path) = ready_production(&app).await;
     app.request(Method::DELETE, &path)
         .by(&app.owner)
         .send()
@@ -376,6 +421,8 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     assert!(healed["message"].is_null(), "{healed}");
 }
 
+/// While the namespace goes the environment shows `Terminating`; a restore
+/// is refused then (the purge has begun) and not found once it is purged.
 #[tokio::test]
 async fn a_purge_shows_terminating_while_the_namespace_goes() {
     let app = TestApp::with_cluster().await;
@@ -385,14 +432,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     wait_ready(&app, &project, "dev").await;
     // Something in the cluster holds the namespace, as a slow cleanup would.
     let namespace = format!("{project}-dev");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(app.cluster().client.clone());
-    let hold =
-        kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["tests.berth.dev/hold"] } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &hold)
-        .await
-        .unwrap();
+    hold_namespace(&app, &namespace, true).await;
 
     let path = format!("/api/v1/projects/{project}/environments/dev");
     app.request(Method::DELETE, &path)
@@ -407,13 +447,268 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     .await;
     assert!(app.cluster().namespace_exists(&namespace).await);
 
-    let release = kube::api::Patch::Merge(json!({ "metadata": { "finalizers": null } }));
-    namespaces
-        .patch(&namespace, &kube::api::PatchParams::default(), &release)
-        .await
-        .unwrap();
+    // A purge that has begun cannot be undone, and goes on.
+    let refused = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    refused_while_purging(&app, &path, &refused).await;
+
+    hold_namespace(&app, &namespace, false).await;
     eventually("the environment is purged", 30, || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
+    let gone = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    gone.assert_problem(404, "not_found");
+    assert_eq!(
+        gone.json()["detail"],
+        format!("environment `dev` not found in project `{project}`").as_str()
+    );
+}
+
+/// A deleted production environment waits out its grace; restoring it in
+/// that time cancels the purge and keeps everything in it.
+#[tokio::test]
+async fn a_deleted_production_environment_can_be_restored_with_everything_in_it() {
+    let app =
+        TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(6))
+            .await;
+    let developer = app.user(Role::Developer).await;
+    let admin = app.user(Role::Admin).await;
+    let (project, path) = ready_production(&app).await;
+    let namespace = format!("{project}-prod");
+    app.request(Method::PUT, &format!("{path}/secrets/db"))
+        .by(&app.owner)
+        .json(json!({ "data": { "password": "kept" } }))
+        .send()
+        .await
+        .assert_status(201);
+    app.post(&format!("{path}/apps"))
+        .by(&app.owner)
+        .json(json!({ "name": "web", "image": "nginx:1.27", "replicas": 0 }))
+        .send()
+        .await
+        .assert_status(201);
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let uid_before = namespaces.get(&namespace).await.unwrap().metadata.uid;
+
+    let (scheduled, purge_at) = delete_by_owner(&app, &path).await;
+
+    // While it waits, the project cannot go, and says until when.
+    let not_empty = app
+        .request(Method::DELETE, &format!("/api/v1/projects/{project}"))
+        .by(&app.owner)
+        .send()
+        .await;
+    not_empty.assert_problem(409, "project_not_empty");
+    let detail = not_empty.json()["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.contains(&format!("`prod` (deleted; purged at {scheduled})"))
+            && detail.contains("once they are purged"),
+        "{detail}"
+    );
+
+    let restore = format!("{path}/restore");
+    app.post(&restore)
+        .by(&developer)
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (event.action.as_str(), event.status),
+        ("restoreEnvironment", Some(403))
+    );
+    let restored = app.post(&restore).by(&admin).send().await;
+    restored.assert_status(200);
+    let record = restored.json();
+    assert_eq!(
+        (
+            record["name"].as_str(),
+            record["deleting"].as_bool(),
+            record["deletion_scheduled_at"].is_null()
+        ),
+        (Some("prod"), Some(false), true),
+        "{record}"
+    );
+    let event = app.last_audit_event("acme").await;
+    assert_eq!(
+        (event.action.as_str(), event.status, event.target.as_deref()),
+        ("restoreEnvironment", Some(200), Some(namespace.as_str()))
+    );
+    assert!(
+        berth_shared::clock::unix_seconds() < purge_at,
+        "restored within the grace (the test ran too slowly to show anything)"
+    );
+
+    // Past the time the purge was due, it is still there, Ready, with all it had.
+    tokio::time::sleep(Duration::from_secs(
+        u64::try_from(purge_at - berth_shared::clock::unix_seconds() + 3).unwrap_or(3),
+    ))
+    .await;
+    let ready = wait_ready(&app, &project, "prod").await;
+    assert_eq!(
+        (ready["ready"].as_bool(), ready["deleting"].as_bool()),
+        (Some(true), Some(false)),
+        "{ready}"
+    );
+    assert_eq!(
+        namespaces.get(&namespace).await.unwrap().metadata.uid,
+        uid_before,
+        "the very same namespace"
+    );
+    let secrets = app
+        .get(&format!("{path}/secrets"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(secrets[0]["name"], "db", "{secrets}");
+    app.get(&format!("{path}/apps/web"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+
+    // Restoring what is not being deleted changes nothing.
+    let again = app.post(&restore).by(&app.owner).send().await;
+    again.assert_status(200);
+    assert_eq!(
+        (
+            again.json()["deleting"].as_bool(),
+            again.json()["ready"].as_bool()
+        ),
+        (Some(false), Some(true))
+    );
+}
+
+/// A production environment of a fresh project, Ready, then deleted (its
+/// grace 3 s); the project, its path and when the purge is due (seconds).
+async fn deleted_production(app: &TestApp) -> (String, String, i64) {
+    let (project, path) = ready_production(app).await;
+    let (_, at) = delete_by_owner(app, &path).await;
+    (project, path, at)
+}
+
+/// A restore that reads the environment just before its purge is due, but
+/// whose write arrives after the controller has begun the purge, is refused:
+/// its write was conditioned on the version it read.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
+    let app = TestApp::with_cluster_config(|config| {
+        config.production_grace = Duration::from_secs(3);
+        config.cluster_timeout = Duration::from_secs(10);
+    })
+    .await;
+    let (project, path, at) = deleted_production(&app).await;
+    let namespace = format!("{project}-prod");
+    hold_namespace(&app, &namespace, true).await;
+    let wait = at * 1000 - 600 - berth_shared::clock::unix_millis();
+    assert!(wait > 0, "the test ran too slowly to race");
+    tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
+    // The restore's write (the first PATCH of the environment from now on)
+    // waits 3 s, past the moment the controller begins the purge.
+    app.standin().add_fault(
+        berth_kube_standin::Fault::new(
+            berth_kube_standin::FaultKind::Delay {
+                delay: Duration::from_secs(3),
+            },
+            1,
+        )
+        .method("PATCH")
+        .path_contains(format!("/environments/{namespace}")),
+    );
+    let refused = app
+        .post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await;
+    assert!(
+        app.standin().pending_faults().is_empty(),
+        "the restore wrote"
+    );
+    refused_while_purging(&app, &path, &refused).await;
+
+    hold_namespace(&app, &namespace, false).await;
+    eventually("the environment is purged", 30, || async {
+        app.get(&path).by(&app.owner).send().await.status == 404
+            && !app.cluster().namespace_exists(&namespace).await
+    })
+    .await;
+}
+
+/// A purge whose `Terminating` mark arrives after a restore cleared the
+/// schedule (a restore by an API whose clock is behind the controller's) is
+/// not carried out: the mark was conditioned on the version the controller
+/// read, and the environment stays whole.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_purge_that_loses_the_race_to_a_restore_leaves_the_environment_whole() {
+    let app =
+        TestApp::with_cluster_config(|config| config.production_grace = Duration::from_secs(3))
+            .await;
+    let (project, path, _) = deleted_production(&app).await;
+    let namespace = format!("{project}-prod");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(app.cluster().client.clone());
+    let uid_before = namespaces.get(&namespace).await.unwrap().metadata.uid;
+    app.standin().add_fault(
+        berth_kube_standin::Fault::new(
+            berth_kube_standin::FaultKind::Delay {
+                delay: Duration::from_secs(2),
+            },
+            1,
+        )
+        .method("PATCH")
+        .path_contains(format!("/environments/{namespace}/status")),
+    );
+    eventually("the controller begins the purge", 10, || async {
+        app.standin().pending_faults().is_empty()
+    })
+    .await;
+    // Its mark is on the way; the schedule is cleared before it arrives.
+    let environments: Api<berth_shared::cluster::crd::Environment> =
+        Api::all(app.cluster().client.clone());
+    environments
+        .patch(
+            &namespace,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "spec": { "deletionScheduledAt": null } })),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let record = wait_ready(&app, &project, "prod").await;
+    assert_eq!(
+        (record["ready"].as_bool(), record["deleting"].as_bool()),
+        (Some(true), Some(false)),
+        "{record}"
+    );
+    assert_eq!(
+        namespaces.get(&namespace).await.unwrap().metadata.uid,
+        uid_before,
+        "the namespace was never deleted"
+    );
+    assert!(
+        namespaces
+            .get(&namespace)
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+    app.get(&path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
 }

@@ -60,6 +60,8 @@ const EXPECTED: &[(&str, u16)] = &[
     ("secrets/put.json", 201),
     ("secrets/list.json", 200),
     ("secrets/delete.json", 204),
+    // Not being deleted: restoring it changes nothing.
+    ("environments/restore.json", 200),
     ("environments/delete.json", 202),
     ("projects/delete.json", 404),
 ];
@@ -192,4 +194,32 @@ async fn the_health_function_answers_the_default_route() {
             "{method} {path}"
         );
     }
+}
+
+/// `make invoke` (scripts/lambda.sh) puts a real token in place of its
+/// placeholder: every event that names a caller carries exactly that one.
+#[test]
+fn authenticated_events_carry_the_placeholder_make_invoke_replaces() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("scripts/lambda.sh")).unwrap();
+    let placeholder = script
+        .lines()
+        .find_map(|line| line.strip_prefix("placeholder="))
+        .expect("scripts/lambda.sh names its placeholder");
+    let mut authenticated = 0;
+    for file in event_files() {
+        let event: Value = serde_json::from_str(
+            &std::fs::read_to_string(root.join("events").join(&file)).unwrap(),
+        )
+        .unwrap();
+        if let Some(authorization) = event["headers"].get("authorization") {
+            assert_eq!(
+                authorization,
+                &json!(format!("Bearer {placeholder}")),
+                "{file}"
+            );
+            authenticated += 1;
+        }
+    }
+    assert!(authenticated > 10, "{authenticated} authenticated events");
 }

@@ -33,6 +33,9 @@ enum Target {
     StandardEnvironment,
     /// A fresh production environment in the shared project.
     ProductionEnvironment,
+    /// A fresh production environment in the shared project, deleted (its
+    /// purge waits out the grace).
+    DeletedProductionEnvironment,
     /// The shared, provisioned environment (its path).
     Environment,
     /// A fresh app in the shared environment (its path).
@@ -243,6 +246,14 @@ fn cases() -> Vec<Case> {
             [403, 403, 403, 202, 202, 401, 404],
         ),
         case(
+            "restoreEnvironment",
+            Method::POST,
+            DeletedProductionEnvironment,
+            |e| format!("{e}/restore"),
+            None,
+            [403, 403, 403, 200, 200, 401, 404],
+        ),
+        case(
             "listApps",
             Method::GET,
             Environment,
@@ -420,6 +431,15 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
         Target::EmptyProject => app.create_project("empty").await,
         Target::StandardEnvironment => environment("standard").await,
         Target::ProductionEnvironment => environment("production").await,
+        Target::DeletedProductionEnvironment => {
+            let path = environment("production").await;
+            app.request(Method::DELETE, &path)
+                .by(&app.owner)
+                .send()
+                .await
+                .assert_status(202);
+            path
+        }
         Target::Environment => shared.to_owned(),
         Target::App => {
             let name = unique("a");

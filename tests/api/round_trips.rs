@@ -262,3 +262,51 @@ async fn a_refused_login_takes_as_long_for_known_and_unknown_emails() {
         "medians: known {known:?}, unknown {unknown:?}, one argon2 verification {argon2:?}"
     );
 }
+
+/// Restoring a deleted environment: authentication and the audit event (3)
+/// in DynamoDB; the Environment read and its conditioned write (2) in
+/// Kubernetes. Measured once the controller has seen the deletion (its
+/// status write would cost the restore one more read and write).
+#[tokio::test]
+async fn restoring_an_environment_stays_within_its_round_trips() {
+    use http::Method;
+    use serde_json::json;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("rt").await;
+    app.create_environment(
+        &project,
+        json!({ "name": "prod", "env_type": "production" }),
+    )
+    .await;
+    app.wait_for_environment(&project, "prod").await;
+    let path = format!("/api/v1/projects/{project}/environments/prod");
+    app.request(Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(202);
+    let environments: kube::Api<berth_shared::cluster::crd::Environment> =
+        kube::Api::all(app.cluster().client.clone());
+    let name = format!("{project}-prod");
+    crate::support::eventually("the controller sees the deletion", 30, || async {
+        let environment = environments.get(&name).await.unwrap();
+        environment.status.and_then(|s| s.observed_generation) == environment.metadata.generation
+    })
+    .await;
+    let (dynamodb, kube) = (app.round_trips.get(), app.cluster_requests.get());
+    app.post(&format!("{path}/restore"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+    let used = (
+        app.round_trips.get() - dynamodb,
+        app.cluster_requests.get() - kube,
+    );
+    println!(
+        "restoreEnvironment: {} DynamoDB, {} Kubernetes",
+        used.0, used.1
+    );
+    assert!(used.0 <= 3 && used.1 <= 2, "used {used:?}, budget (3, 2)");
+}

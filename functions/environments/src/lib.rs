@@ -27,6 +27,10 @@ pub fn router() -> Router<AppState> {
                 axum::routing::delete(delete_environment),
             )),
         )
+        .route(
+            "/api/v1/projects/{project}/environments/{environment}/restore",
+            operation(Operation::RestoreEnvironment, post(restore_environment)),
+        )
 }
 
 async fn list_environments(
@@ -125,4 +129,20 @@ async fn delete_environment(
     )
     .await?;
     Ok((StatusCode::ACCEPTED, Json(deleted)))
+}
+
+/// `POST ENV/restore`: cancels a scheduled purge (README, API notes).
+async fn restore_environment(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((project, environment)): Path<(String, String)>,
+) -> Result<Json<EnvironmentRecord>, ApiError> {
+    scope::audit_target(
+        "environment",
+        environments::resource_name(&project, &environment),
+    );
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        environments::restore(&client, &caller, &project, &environment).await?,
+    ))
 }

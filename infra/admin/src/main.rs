@@ -1,7 +1,12 @@
 //! `berth-admin`: sets up and looks after a Berth installation.
 //!
 //! Configuration comes from the environment: `BERTH_TABLE` (default `berth`),
-//! and the AWS SDK's own `AWS_ENDPOINT_URL_DYNAMODB`, region and credentials.
+//! and the AWS SDK's own `AWS_ENDPOINT_URL_DYNAMODB`, region and credentials
+//! (for an endpoint on loopback, DynamoDB Local, none are needed).
+//! `make admin ARGS="…"` runs it with the settings of `make dev`.
+
+mod failure;
+mod preflight;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,10 +14,14 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use berth_shared::cluster::install;
+use berth_shared::config::Config;
 use berth_shared::identity::members;
 use berth_shared::kubeconfig;
 use berth_shared::store::schema::{self, TableCreation};
 use berth_shared::{ApiError, AppState};
+
+use failure::Failure;
+use preflight::StoreLocation;
 
 #[derive(Parser)]
 #[command(
@@ -23,6 +32,9 @@ use berth_shared::{ApiError, AppState};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// On failure, also show the cause behind the one-line message.
+    #[arg(long, short, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -86,51 +98,85 @@ enum ClusterCommand {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let state = match AppState::from_env().await {
-        Ok(state) => state,
-        Err(error) => {
-            eprintln!("berth-admin: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(cli.command, &state).await {
+    match admin(cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("berth-admin: {message}");
+        Err(failure) => {
+            failure.print(cli.verbose);
             ExitCode::FAILURE
         }
     }
 }
 
-fn explain(error: ApiError) -> String {
+async fn admin(command: Command) -> Result<(), Failure> {
+    let config = Config::from_env().map_err(|error| Failure::plain(error.to_string()))?;
+    let sdk = berth_shared::state::aws_config().await;
+    let location = StoreLocation::new(&sdk);
+    let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
+    // Installing the CRDs needs only the cluster.
+    if !matches!(
+        command,
+        Command::Cluster {
+            command: ClusterCommand::Install { .. }
+        }
+    ) {
+        let table_exists = preflight::check(&sdk, &state.store, &location).await?;
+        if !table_exists && !matches!(command, Command::CreateTable) {
+            return Err(preflight::missing_table(state.store.table(), &location));
+        }
+    }
+    run(command, &state)
+        .await
+        .map_err(|error| explain(error, &location))
+}
+
+fn explain(error: CommandError, location: &StoreLocation) -> Failure {
+    let error = match error {
+        CommandError::Unreadable(message) => return Failure::plain(message),
+        CommandError::Api(error) => error,
+    };
     match error {
-        ApiError::StorageUnavailable(cause) => {
-            format!("DynamoDB did not answer or failed: {cause}")
-        }
-        ApiError::ClusterUnavailable(cause) => {
-            format!("the cluster did not answer or failed: {cause}")
-        }
+        ApiError::StorageUnavailable(cause) => Failure::caused(
+            format!("DynamoDB at {location} did not answer or failed"),
+            cause,
+        ),
+        ApiError::ClusterUnavailable(cause) => Failure::caused(
+            "the cluster did not answer or failed: check the kubeconfig's server, and that \
+             the cluster runs",
+            cause,
+        ),
+        ApiError::ClusterMisconfigured { detail, cause } => Failure::caused(detail, cause),
         ApiError::NoCluster => {
-            "no kubeconfig stored: run `berth-admin cluster set` first".to_owned()
+            Failure::plain("no kubeconfig stored: run `berth-admin cluster set` first")
         }
-        ApiError::Internal(cause) => format!("internal error: {cause}"),
-        ApiError::ValidationFailed(detail) | ApiError::Conflict(detail) => detail,
-        other => other.to_string(),
+        ApiError::Internal(cause) => Failure::caused("internal error", cause),
+        ApiError::ValidationFailed(detail) | ApiError::Conflict(detail) => Failure::plain(detail),
+        other => Failure::plain(other.to_string()),
     }
 }
 
-async fn run(command: Command, state: &AppState) -> Result<(), String> {
+/// A command's failure: the store's or the cluster's, or a file it could not read.
+enum CommandError {
+    Api(ApiError),
+    Unreadable(String),
+}
+
+impl From<ApiError> for CommandError {
+    fn from(error: ApiError) -> Self {
+        Self::Api(error)
+    }
+}
+
+fn unreadable(path: &std::path::Path, error: std::io::Error) -> CommandError {
+    CommandError::Unreadable(format!("cannot read {}: {error}", path.display()))
+}
+
+async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
     let table = state.store.table();
     match command {
-        Command::CreateTable => {
-            match schema::create_table(state.store.client(), table)
-                .await
-                .map_err(explain)?
-            {
-                TableCreation::Created => println!("created table {table}"),
-                TableCreation::AlreadyExisted => println!("table {table} already exists"),
-            }
-        }
+        Command::CreateTable => match schema::create_table(state.store.client(), table).await? {
+            TableCreation::Created => println!("created table {table}"),
+            TableCreation::AlreadyExisted => println!("table {table} already exists"),
+        },
         Command::Audit {
             command: AuditCommand::Replay { log },
         } => {
@@ -139,14 +185,12 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
             } else {
                 std::fs::read_to_string(&log)
             }
-            .map_err(|error| format!("cannot read {}: {error}", log.display()))?;
-            let stored = state.audit.replay(&text).await.map_err(explain)?;
+            .map_err(|error| unreadable(&log, error))?;
+            let stored = state.audit.replay(&text).await?;
             println!("stored {stored} audit events");
         }
         Command::Bootstrap { org, email, json } => {
-            let owner = members::bootstrap(&state.store, &org, &email)
-                .await
-                .map_err(explain)?;
+            let owner = members::bootstrap(&state.store, &org, &email).await?;
             if json {
                 let shown = serde_json::json!({
                     "email": owner.member.email,
@@ -172,10 +216,8 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
                 },
         } => {
             let yaml = std::fs::read_to_string(&kubeconfig)
-                .map_err(|e| format!("cannot read {}: {e}", kubeconfig.display()))?;
-            let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context)
-                .await
-                .map_err(explain)?;
+                .map_err(|error| unreadable(&kubeconfig, error))?;
+            let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await?;
             println!(
                 "stored kubeconfig: context {}, cluster {} at {}",
                 summary.context, summary.cluster, summary.server
@@ -183,10 +225,10 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
         }
         Command::Cluster {
             command: ClusterCommand::Show,
-        } => match kubeconfig::load(&state.store).await.map_err(explain)? {
+        } => match kubeconfig::load(&state.store).await? {
             None => println!("no kubeconfig stored"),
             Some(stored) => {
-                let summary = kubeconfig::summary(&stored).map_err(explain)?;
+                let summary = kubeconfig::summary(&stored)?;
                 println!("context:    {}", summary.context);
                 println!("cluster:    {}", summary.cluster);
                 println!("server:     {}", summary.server);
@@ -201,22 +243,21 @@ async fn run(command: Command, state: &AppState) -> Result<(), String> {
                 },
         } => {
             let yaml = std::fs::read_to_string(&kubeconfig)
-                .map_err(|e| format!("cannot read {}: {e}", kubeconfig.display()))?;
+                .map_err(|error| unreadable(&kubeconfig, error))?;
             let client = berth_shared::cluster::access::client_from_kubeconfig(
                 &yaml,
                 context.as_deref(),
                 state.config.cluster_timeout,
             )
-            .await
-            .map_err(explain)?;
-            for name in install::install_crds(&client).await.map_err(explain)? {
+            .await?;
+            for name in install::install_crds(&client).await? {
                 println!("installed CRD {name}");
             }
         }
         Command::Cluster {
             command: ClusterCommand::Clear,
         } => {
-            if kubeconfig::clear(&state.store).await.map_err(explain)? {
+            if kubeconfig::clear(&state.store).await? {
                 println!("stored kubeconfig removed");
             } else {
                 println!("no kubeconfig was stored");

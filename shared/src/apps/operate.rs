@@ -244,7 +244,10 @@ pub async fn run_now(
         Err(error) if is_conflict(&error) => Err(ApiError::Conflict(
             "a run of that name exists already; try again".into(),
         )),
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        // The namespace went with its environment meanwhile.
+        Err(error) if is_not_found(&error) => {
+            Err(crate::Missing::environment(&path.project, &path.environment).into())
+        }
         Err(error) => Err(error.into()),
     }
 }

@@ -20,7 +20,7 @@ use crate::domain::names::AppName;
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Permission, clock, secrets};
+use crate::{ApiError, Missing, Permission, clock, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,7 +306,7 @@ pub async fn update(
     caller.require(Permission::AppOperate)?;
     let org = &caller.user.org;
     let current = app_to_change(client, org, path).await?;
-    let name = AppName::parse(&path.app).map_err(|_| ApiError::NotFound)?;
+    let name = AppName::parse(&path.app).map_err(|_| path.missing())?;
     let config = body::apply_update(&name, &current.spec.config, body)?;
     for permission in body::permissions_for(&current.spec.config, &config) {
         caller.require(permission)?;
@@ -401,7 +401,7 @@ pub async fn promote(
         app: path.app.clone(),
     };
     match writable_environment(client, org, &path.project, target_environment).await {
-        Err(ApiError::NotFound) => {
+        Err(ApiError::NotFound(_)) => {
             return Err(ApiError::ValidationFailed(format!(
                 "environment: project {} has no environment {target_environment}",
                 path.project
@@ -428,7 +428,7 @@ pub async fn promote(
             );
             commit_change(store, client, &target, config, release).await?
         }
-        Err(ApiError::NotFound) => {
+        Err(ApiError::NotFound(_)) => {
             let mut config = source.spec.config.clone();
             config.domains.clear();
             // The source's env, read in the target's environment.
@@ -462,10 +462,10 @@ pub async fn delete(
     let org = &caller.user.org;
     let app = match cluster_apps::get_visible(client, org, path).await {
         Ok(app) => app,
-        Err(ApiError::NotFound) if delete_volumes => {
-            environments::get_visible(client, org, &path.project, &path.environment).await?;
+        // Said only once the environment was found to be there.
+        Err(missing @ ApiError::NotFound(Missing::App { .. })) if delete_volumes => {
             return match cluster_apps::delete_claims(client, org, path).await? {
-                0 => Err(ApiError::NotFound),
+                0 => Err(missing),
                 _ => Ok(()),
             };
         }

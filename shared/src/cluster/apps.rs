@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, P
 
 use super::crd::{App, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use super::{environments, is_conflict, is_not_found};
-use crate::ApiError;
+use crate::{ApiError, Missing};
 
 /// The key of an app's release history in Berth's table (see
 /// `apps::releases`); chosen when the app is created, kept for its life.
@@ -32,6 +32,26 @@ impl AppPath {
     pub fn target(&self) -> String {
         format!("{}/{}/{}", self.project, self.environment, self.app)
     }
+
+    pub fn missing(&self) -> ApiError {
+        ApiError::NotFound(Missing::App {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            app: self.app.clone(),
+        })
+    }
+}
+
+/// The 404 of an App that was read and has gone since.
+fn gone(app: &App) -> ApiError {
+    let labels = app.labels();
+    let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+    AppPath {
+        project: label(LABEL_PROJECT),
+        environment: label(LABEL_ENVIRONMENT),
+        app: app.name_any(),
+    }
+    .missing()
 }
 
 fn api(client: &kube::Client, namespace: &str) -> Api<App> {
@@ -45,19 +65,23 @@ fn belongs(app: &App, org: &str, project: &str, environment: &str) -> bool {
         && labels.get(LABEL_ENVIRONMENT).map(String::as_str) == Some(environment)
 }
 
-/// The organization's app at that path; anything else is not found.
+/// The organization's app at that path; anything else is not found. The
+/// 404 names the first of project, environment and app that is missing
+/// (looked up only then, so a found app costs one read).
 pub async fn get_visible(
     client: &kube::Client,
     org: &str,
     path: &AppPath,
 ) -> Result<App, ApiError> {
     match api(client, &path.namespace()).get_opt(&path.app).await {
-        Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => Ok(app),
-        Ok(_) => Err(ApiError::NotFound),
+        Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => return Ok(app),
+        Ok(_) => {}
         // The namespace itself may be gone (a purged environment).
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
-        Err(error) => Err(error.into()),
+        Err(error) if is_not_found(&error) => {}
+        Err(error) => return Err(error.into()),
     }
+    environments::get_visible(client, org, &path.project, &path.environment).await?;
+    Err(path.missing())
 }
 
 /// Sets the App's restart stamp (a merge patch of that field alone: no
@@ -73,7 +97,7 @@ pub async fn stamp_restart(client: &kube::Client, app: &App, stamp: &str) -> Res
         .await
     {
         Ok(patched) => Ok(patched),
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_not_found(&error) => Err(gone(app)),
         Err(error) => Err(error.into()),
     }
 }
@@ -83,7 +107,7 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
     api(client, &app.namespace().unwrap_or_default())
         .get_opt(&app.name_any())
         .await?
-        .ok_or(ApiError::NotFound)
+        .ok_or_else(|| gone(app))
 }
 
 /// Whether an app of that name exists in the environment's namespace,
@@ -145,7 +169,7 @@ pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> 
     {
         Ok(replaced) => Ok(replaced),
         Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_not_found(&error) => Err(gone(app)),
         Err(error) => Err(error.into()),
     }
 }
@@ -165,7 +189,7 @@ pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
         .await
     {
         Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_not_found(&error) => Err(gone(app)),
         Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
         Err(error) => Err(error.into()),
     }

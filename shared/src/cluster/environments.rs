@@ -15,7 +15,7 @@ use super::crd::{
 use super::{is_conflict, projects, timestamp};
 use crate::identity::Principal;
 use crate::names::ReservedNamespaces;
-use crate::{ApiError, Permission, clock, names};
+use crate::{ApiError, Missing, Permission, clock, names};
 
 /// `{project}-{environment}` stays a DNS label of at most 63 characters.
 pub const MAX_NAME_LEN: usize = 22;
@@ -40,6 +40,10 @@ pub struct EnvironmentRecord {
 pub fn resource_name(project: &str, environment: &str) -> String {
     format!("{project}-{environment}")
 }
+
+/// The phase the controller writes when it begins a purge, conditioned on
+/// the version it read; from then on the environment cannot be restored.
+pub const PHASE_TERMINATING: &str = "Terminating";
 
 pub fn is_deleting(environment: &Environment) -> bool {
     environment.spec.deletion_scheduled_at.is_some()
@@ -70,7 +74,8 @@ fn record(environment: &Environment) -> EnvironmentRecord {
 }
 
 /// The organization's environment of that project; anything else is not found.
-/// The environment names its organization and project, so it alone decides.
+/// The environment names its organization and project, so it alone decides;
+/// only when it is missing is the project looked up, to say which is.
 pub async fn get_visible(
     client: &kube::Client,
     org: &str,
@@ -88,7 +93,10 @@ pub async fn get_visible(
         {
             Ok(found)
         }
-        _ => Err(ApiError::NotFound),
+        _ => {
+            projects::get_visible(client, org, project).await?;
+            Err(Missing::environment(project, environment).into())
+        }
     }
 }
 
@@ -240,6 +248,39 @@ pub async fn create(
     }
 }
 
+/// Sets (or with `None` clears) the purge time of the environment as it was
+/// read: `None` back if it changed since (read it again), not found if it
+/// is gone.
+async fn schedule_purge(
+    client: &kube::Client,
+    found: &Environment,
+    at: Option<String>,
+) -> Result<Option<Environment>, ApiError> {
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": found.resource_version() },
+        "spec": { "deletionScheduledAt": at },
+    });
+    match Api::<Environment>::all(client.clone())
+        .patch(
+            &found.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(patched) => Ok(Some(patched)),
+        Err(error) if is_conflict(&error) => Ok(None),
+        Err(error) if super::is_not_found(&error) => {
+            Err(Missing::environment(&found.spec.project, &found.spec.name).into())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn kept_changing() -> ApiError {
+    ApiError::Conflict("the environment kept changing; try again".into())
+}
+
 /// Schedules the environment's purge. Production needs `env-delete-protected`
 /// and waits `production_grace`; other types are purged at once. Deleting an
 /// environment that is already being deleted changes nothing.
@@ -274,25 +315,54 @@ pub async fn delete(
         } else {
             0
         };
-        let patch = serde_json::json!({
-            "metadata": { "resourceVersion": found.resource_version() },
-            "spec": { "deletionScheduledAt": clock::rfc3339(clock::unix_seconds().saturating_add(grace)) },
-        });
-        match Api::<Environment>::all(client.clone())
-            .patch(
-                &found.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await
-        {
-            Ok(patched) => return Ok(record(&patched)),
-            Err(error) if is_conflict(&error) => continue,
-            Err(error) if super::is_not_found(&error) => return Err(ApiError::NotFound),
-            Err(error) => return Err(error.into()),
+        let at = clock::rfc3339(clock::unix_seconds().saturating_add(grace));
+        if let Some(patched) = schedule_purge(client, &found, Some(at)).await? {
+            return Ok(record(&patched));
         }
     }
-    Err(ApiError::Conflict(
-        "the environment kept changing; try again".into(),
-    ))
+    Err(kept_changing())
+}
+
+/// Cancels a scheduled purge: the environment, its namespace and all in it
+/// stay, and the controller shows it `Ready` again. Restoring one that is
+/// not being deleted changes nothing (200, like a repeated delete).
+///
+/// The purge and a restore race safely: both write on the resourceVersion
+/// they read, the controller `Terminating` to begin its purge and a restore
+/// the cleared schedule, so exactly one wins. Once `Terminating`, or once the
+/// purge time has come, it is too late (409); once purged, the environment
+/// is not found.
+pub async fn restore(
+    client: &kube::Client,
+    caller: &Principal,
+    project: &str,
+    environment: &str,
+) -> Result<EnvironmentRecord, ApiError> {
+    caller.require(Permission::EnvDeleteProtected)?;
+    for _ in 0..5 {
+        let found = get_visible(client, &caller.user.org, project, environment).await?;
+        if found.metadata.deletion_timestamp.is_some() {
+            return Err(ApiError::Conflict(format!(
+                "environment {environment} is being removed from the cluster and cannot be \
+                 restored"
+            )));
+        }
+        let Some(scheduled) = found.spec.deletion_scheduled_at.as_deref() else {
+            return Ok(record(&found));
+        };
+        let purging =
+            found.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(PHASE_TERMINATING);
+        let due = clock::parse_rfc3339(scheduled).is_none_or(|at| at <= clock::unix_seconds());
+        if purging || due {
+            return Err(ApiError::Conflict(format!(
+                "the purge of environment {environment} was due at {scheduled} and has begun; \
+                 it can no longer be restored"
+            )));
+        }
+        // `None`: the controller wrote meanwhile (perhaps `Terminating`).
+        if let Some(patched) = schedule_purge(client, &found, None).await? {
+            return Ok(record(&patched));
+        }
+    }
+    Err(kept_changing())
 }

@@ -46,7 +46,7 @@ impl From<kube::Error> for ApiError {
             }
             // Races the caller did not expect: the object went away, or a
             // concurrent change won.
-            Some(404) => ApiError::NotFound,
+            Some(404) => ApiError::NotFound(crate::Missing::Gone),
             Some(409) => ApiError::Conflict("a concurrent change won; try again".into()),
             Some(code) => {
                 ApiError::Internal(format!("the cluster refused a request ({code}): {cause}"))

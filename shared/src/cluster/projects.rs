@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::crd::{
     Environment, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, Project, ProjectSpec,
 };
-use super::{is_conflict, list_decoded, timestamp};
+use super::{environments, is_conflict, list_decoded, timestamp};
+use crate::error::EnvironmentLeft;
 use crate::names::ReservedNamespaces;
 use crate::{ApiError, names};
 
@@ -76,16 +77,24 @@ pub async fn get_visible(
 ) -> Result<Project, ApiError> {
     match Api::<Project>::all(client.clone()).get_opt(name).await? {
         Some(project) if project.spec.org == org => Ok(project),
-        _ => Err(ApiError::NotFound),
+        _ => Err(crate::Missing::project(name).into()),
     }
 }
 
-async fn environment_count(client: &kube::Client, project: &str) -> Result<i32, ApiError> {
+async fn environments_of(
+    client: &kube::Client,
+    project: &str,
+) -> Result<Vec<Environment>, ApiError> {
     let params = ListParams::default().labels(&format!("{LABEL_PROJECT}={project}"));
-    let environments = Api::<Environment>::all(client.clone())
+    Ok(Api::<Environment>::all(client.clone())
         .list(&params)
-        .await?;
-    Ok(i32::try_from(environments.items.len()).unwrap_or(i32::MAX))
+        .await?
+        .items)
+}
+
+async fn environment_count(client: &kube::Client, project: &str) -> Result<i32, ApiError> {
+    let environments = environments_of(client, project).await?;
+    Ok(i32::try_from(environments.len()).unwrap_or(i32::MAX))
 }
 
 pub async fn get(client: &kube::Client, org: &str, name: &str) -> Result<ProjectRecord, ApiError> {
@@ -180,9 +189,18 @@ pub async fn delete(
     name: &str,
 ) -> Result<ProjectRecord, ApiError> {
     let project = get_visible(client, org, name).await?;
-    let environments = environment_count(client, name).await?;
-    if environments > 0 {
-        return Err(ApiError::ProjectNotEmpty);
+    let environments = environments_of(client, name).await?;
+    if !environments.is_empty() {
+        let mut left: Vec<EnvironmentLeft> = environments
+            .iter()
+            .map(|environment| EnvironmentLeft {
+                name: environment.spec.name.clone(),
+                deleting: environments::is_deleting(environment),
+                purge_at: environment.spec.deletion_scheduled_at.clone(),
+            })
+            .collect();
+        left.sort_by(|a, b| a.name.cmp(&b.name));
+        return Err(ApiError::ProjectNotEmpty(left));
     }
     let mut deleted = record(&project, 0);
     if !deleted.deleting {

@@ -15,7 +15,7 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use super::crd::{LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER};
 use super::{environments, is_conflict, is_not_found};
-use crate::ApiError;
+use crate::{ApiError, Missing};
 
 /// The only type Berth creates: arbitrary keys and values.
 pub const OPAQUE: &str = "Opaque";
@@ -31,6 +31,14 @@ pub struct SecretPath {
 impl SecretPath {
     pub fn namespace(&self) -> String {
         environments::resource_name(&self.project, &self.environment)
+    }
+
+    pub fn missing(&self) -> ApiError {
+        ApiError::NotFound(Missing::Secret {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            secret: self.secret.clone(),
+        })
     }
 }
 
@@ -188,7 +196,17 @@ pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ApiEr
         .await
     {
         Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) => Err(ApiError::NotFound),
+        Err(error) if is_not_found(&error) => {
+            // Only Berth's own secrets are deleted, and they carry their path.
+            let labels = current.labels();
+            let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
+            Err(SecretPath {
+                project: label(LABEL_PROJECT),
+                environment: label(LABEL_ENVIRONMENT),
+                secret: name,
+            }
+            .missing())
+        }
         Err(error) if is_conflict(&error) => Err(changed_meanwhile(&name)),
         Err(error) => Err(error.into()),
     }

@@ -63,11 +63,22 @@ impl From<JsonRejection> for ApiError {
             JsonRejection::MissingJsonContentType(_) => {
                 ApiError::UnsupportedMediaType("the body must be application/json".into())
             }
-            JsonRejection::JsonSyntaxError(_) => {
-                ApiError::InvalidRequest("the body is not valid JSON".into())
+            JsonRejection::JsonSyntaxError(error) => {
+                ApiError::InvalidRequest(serde_error(&error).map_or_else(
+                    || "the body is not valid JSON".to_owned(),
+                    |located| syntax_error_detail(located.inner()),
+                ))
             }
             JsonRejection::JsonDataError(error) => {
-                ApiError::InvalidRequest(data_error_detail(&error))
+                ApiError::InvalidRequest(serde_error(&error).map_or_else(
+                    || "the body does not have the expected shape".to_owned(),
+                    |located| {
+                        describe_data_error(
+                            &located.path().to_string(),
+                            &located.inner().to_string(),
+                        )
+                    },
+                ))
             }
             JsonRejection::BytesRejection(error) => bytes_rejection(&error),
             other => ApiError::InvalidRequest(other.body_text()),
@@ -75,52 +86,151 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
-/// The detail of a body of the wrong shape: the field and what it should
-/// be, never the value sent (it may be a password). serde's own message says
-/// `invalid type: string "hunter2", expected ...`, so only its `expected`
-/// part is kept.
-fn data_error_detail(error: &axum::extract::rejection::JsonDataError) -> String {
-    use std::error::Error;
-    type PathError = serde_path_to_error::Error<serde_json::Error>;
+type PathError = serde_path_to_error::Error<serde_json::Error>;
+
+/// The located serde error behind one of axum's JSON rejections.
+fn serde_error<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e PathError> {
     let mut source = error.source();
     while let Some(current) = source {
         if let Some(located) = current.downcast_ref::<PathError>() {
-            return describe_data_error(&located.path().to_string(), &located.inner().to_string());
+            return Some(located);
         }
         source = current.source();
     }
-    "the body does not have the expected shape".into()
+    None
 }
 
+/// Where the text stops being JSON. serde_json's reasons for a syntax error
+/// are fixed phrases (`expected value`, `trailing comma`), never the text.
+fn syntax_error_detail(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let reason = message
+        .rfind(" at line ")
+        .map_or(message.as_str(), |at| &message[..at]);
+    format!(
+        "the body is not valid JSON: {reason} at line {} column {}",
+        error.line(),
+        error.column()
+    )
+}
+
+/// The detail of a body of the wrong shape, in the API's words: the field
+/// and what it should be, never the value sent (it may be a password).
+/// serde says `invalid type: string "hunter2", expected ...`, so only the
+/// kinds of value are kept from it.
 fn describe_data_error(path: &str, message: &str) -> String {
     // serde_json appends where in the text the error is.
     let message = message
         .rfind(" at line ")
         .map_or(message, |at| &message[..at]);
-    let field = if path == "." || path.is_empty() {
-        "the body".to_owned()
-    } else {
-        path.to_owned()
-    };
-    if message.starts_with("invalid type:")
-        || message.starts_with("invalid value:")
-        || message.starts_with("invalid length")
-    {
-        return match message.split_once(", expected ") {
-            Some((_, expected)) => format!("{field}: expected {expected}"),
-            None => format!("{field}: has the wrong type or value"),
-        };
-    }
-    if message.starts_with("missing field") || message.starts_with("unknown field") {
-        // The field names come from the type, and the one unknown field from
-        // the body's keys, never from its values.
-        return if field == "the body" {
-            message.to_owned()
+    let root = path == "." || path.is_empty();
+    let field = if root { "the body" } else { path };
+    let member = |name: &str| {
+        if root {
+            name.to_owned()
         } else {
-            format!("{field}: {message}")
+            format!("{path}.{name}")
+        }
+    };
+    if let Some(name) = quoted(message, "missing field ") {
+        return body_words::required(&member(name));
+    }
+    if let Some(name) = quoted(message, "unknown field ") {
+        // The name is a key of the body, not a value; the path ends in it.
+        let known = message
+            .split_once(", expected ")
+            .map(|(_, known)| known.trim_start_matches("one of "));
+        let field = if root { name } else { path };
+        return body_words::unknown_field(field, known);
+    }
+    if let Some(name) = quoted(message, "duplicate field ") {
+        return format!("{} is given twice", member(name));
+    }
+    if message.starts_with("unknown variant ") {
+        // The variant is the value sent: only the choices are named.
+        return match message.split_once(", expected ") {
+            Some((_, choices)) => {
+                format!("{field} must be {}", choices.replace("one of ", "one of: "))
+            }
+            None => format!("{field} is not one of the allowed values"),
         };
     }
-    format!("{field}: is not valid")
+    let expected = message
+        .split_once(", expected ")
+        .map(|(_, expected)| expected_kind(expected));
+    if let Some(unexpected) = message.strip_prefix("invalid type: ") {
+        let sent = sent_kind(unexpected);
+        return match expected {
+            Some(expected) => format!("{field} must be {expected}, not {sent}"),
+            None => format!("{field} must not be {sent}"),
+        };
+    }
+    if message.starts_with("invalid value:") || message.starts_with("invalid length") {
+        return match expected {
+            Some(expected) => format!("{field} must be {expected}"),
+            None => format!("{field} has a value that is not allowed"),
+        };
+    }
+    // A custom message (from a type's own parser) may quote the value.
+    format!("{field} is not valid")
+}
+
+/// `name` in "<prefix>`name`...".
+fn quoted<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    message
+        .strip_prefix(prefix)?
+        .strip_prefix('`')?
+        .split_once('`')
+        .map(|(name, _)| name)
+}
+
+/// serde's expectation (a Rust type, often) in the API's words.
+fn expected_kind(expected: &str) -> String {
+    match expected {
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "an integer".into(),
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "an integer of 0 or more".into(),
+        "f32" | "f64" => "a number".into(),
+        "a string" | "a borrowed string" | "a character" => "a string".into(),
+        "a boolean" => "true or false".into(),
+        "a sequence" | "a tuple" => "an array".into(),
+        "a map" => "an object".into(),
+        other if other.starts_with("struct ") || other.starts_with("a map") => "an object".into(),
+        other if other.starts_with("a sequence") || other.starts_with("tuple") => "an array".into(),
+        other => other.to_owned(),
+    }
+}
+
+/// The kind of value serde found; its value (quoted after the kind) is
+/// dropped.
+fn sent_kind(unexpected: &str) -> &'static str {
+    let kind = unexpected
+        .split_once(", expected ")
+        .map_or(unexpected, |(kind, _)| kind);
+    match kind.split(' ').next().unwrap_or_default() {
+        "integer" | "floating" => "a number",
+        "string" | "character" => "a string",
+        "boolean" => "true or false",
+        "map" => "an object",
+        "sequence" => "an array",
+        "null" | "unit" | "Option" => "null",
+        _ => "that kind of value",
+    }
+}
+
+/// The words every body parser of the API uses, also those that read a
+/// body by hand.
+pub mod body_words {
+    pub fn required(field: &str) -> String {
+        format!("{field} is required")
+    }
+
+    /// `known` lists the fields there are, as serde does: `` `a`, `b` ``.
+    pub fn unknown_field(field: &str, known: Option<&str>) -> String {
+        match known {
+            Some(known) => format!("{field} is not a field here; the fields are {known}"),
+            None => format!("{field} is not a field here"),
+        }
+    }
 }
 
 fn bytes_rejection(error: &BytesRejection) -> ApiError {
@@ -173,5 +283,78 @@ impl Deref for Caller {
 
     fn deref(&self) -> &Principal {
         &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_errors_speak_the_apis_words() {
+        let cases = [
+            (
+                ".",
+                "missing field `display_name` at line 1 column 14",
+                "display_name is required",
+            ),
+            ("quota", "missing field `cpu`", "quota.cpu is required"),
+            (
+                "nme",
+                "unknown field `nme`, expected one of `name`, `env_type`",
+                "nme is not a field here; the fields are `name`, `env_type`",
+            ),
+            (
+                "quota.gpus",
+                "unknown field `gpus`, expected `cpu`",
+                "quota.gpus is not a field here; the fields are `cpu`",
+            ),
+            (
+                "password",
+                "invalid type: integer `987654321`, expected a string at line 1 column 30",
+                "password must be a string, not a number",
+            ),
+            (
+                "expires_in_days",
+                "invalid value: integer `-424242`, expected u32",
+                "expires_in_days must be an integer of 0 or more",
+            ),
+            (
+                "quota.pods",
+                "invalid type: string \"many\", expected i32",
+                "quota.pods must be an integer, not a string",
+            ),
+            (
+                "env",
+                "invalid type: map, expected a sequence",
+                "env must be an array, not an object",
+            ),
+            (
+                ".",
+                "invalid type: sequence, expected struct CreateBody",
+                "the body must be an object, not an array",
+            ),
+            (
+                "kind",
+                "unknown variant `hunter2`, expected one of `a`, `b`",
+                "kind must be one of: `a`, `b`",
+            ),
+            (".", "duplicate field `name`", "name is given twice"),
+            ("size", "no size called hunter2", "size is not valid"),
+        ];
+        for (path, message, detail) in cases {
+            assert_eq!(describe_data_error(path, message), detail, "{message}");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column_without_the_text() {
+        let error =
+            serde_json::from_str::<serde_json::Value>("{\n  \"password\": hunter2 }").unwrap_err();
+        let detail = syntax_error_detail(&error);
+        assert_eq!(
+            detail,
+            "the body is not valid JSON: expected value at line 2 column 15"
+        );
     }
 }

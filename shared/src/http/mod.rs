@@ -51,7 +51,7 @@ pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
 }
 
 async fn unknown_route() -> ApiError {
-    ApiError::NotFound
+    ApiError::NotFound(crate::Missing::Route)
 }
 
 async fn method_not_allowed() -> ApiError {

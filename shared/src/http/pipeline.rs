@@ -82,10 +82,10 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
     }
     tracing::info!(
         request_id = %request_id,
-        operation = operation.id(),
+        operation = %operation.id(),
         status,
-        outcome = ?Outcome::of_status(status),
-        actor_kind = ?call.actor_kind,
+        outcome = %Outcome::of_status(status).as_str(),
+        actor_kind = %call.actor_kind.as_str(),
         latency_ms = started.elapsed().as_secs_f64() * 1000.0,
         "request"
     );

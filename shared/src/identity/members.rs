@@ -191,7 +191,9 @@ async fn create_account(
                 OrgWrite::Create => {
                     ApiError::Conflict(format!("organization {} already exists", profile.org))
                 }
-                OrgWrite::Existing => ApiError::NotFound,
+                OrgWrite::Existing => ApiError::NotFound(crate::Missing::Organization {
+                    org: profile.org.clone(),
+                }),
             },
             _ => store::transaction_failure(e),
         });

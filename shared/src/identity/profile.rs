@@ -107,12 +107,17 @@ pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileI
 /// The profile of a member of `org`; anyone else's is not found.
 pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<ProfileItem, ApiError> {
     // A member id from the path is held to the id format before it becomes a key.
+    let missing = || {
+        ApiError::NotFound(crate::Missing::Member {
+            member: user_id.to_owned(),
+        })
+    };
     if !crate::credentials::valid_user_id(user_id) {
-        return Err(ApiError::NotFound);
+        return Err(missing());
     }
     match get_profile(store, user_id).await? {
         Some(profile) if profile.org == org => Ok(profile),
-        _ => Err(ApiError::NotFound),
+        _ => Err(missing()),
     }
 }
 

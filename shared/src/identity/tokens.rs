@@ -128,11 +128,16 @@ pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiErr
 
 /// Revokes one of the user's tokens; someone else's token id is not found.
 pub async fn revoke(store: &Store, user_id: &str, token_id: &str) -> Result<(), ApiError> {
+    let missing = || {
+        ApiError::NotFound(crate::Missing::Token {
+            token: token_id.to_owned(),
+        })
+    };
     let token = list(store, user_id)
         .await?
         .into_iter()
         .find(|token| token.id == token_id)
-        .ok_or(ApiError::NotFound)?;
+        .ok_or_else(missing)?;
     let deleted = store
         .client()
         .delete_item()
@@ -143,7 +148,7 @@ pub async fn revoke(store: &Store, user_id: &str, token_id: &str) -> Result<(), 
         .await;
     match deleted {
         Ok(_) => Ok(()),
-        Err(e) if store::is_condition_failure(&e) => Err(ApiError::NotFound),
+        Err(e) if store::is_condition_failure(&e) => Err(missing()),
         Err(e) => Err(e.into()),
     }
 }

@@ -1,12 +1,14 @@
 //! The DynamoDB table: one table for everything Berth keeps outside the cluster.
 //!
 //! - [`schema`]: the table definition (keys, index, TTL), in one place.
+//! - [`endpoint`]: where the client points, and whether that is DynamoDB Local.
 //! - [`keys`]: how each kind of item is addressed.
 //! - [`round_trips`]: an SDK interceptor that counts requests (benchmarks, tests).
 //!
 //! Storage failures become [`ApiError::StorageUnavailable`] through `?`; call
 //! sites that expect a condition to fail look at the error first.
 
+pub mod endpoint;
 pub mod keys;
 pub mod round_trips;
 pub mod schema;
