@@ -1,16 +1,20 @@
 # Berth's two set-up commands, and a few more for everyday work.
 #   make dev    run the whole API locally on http://127.0.0.1:3000
-#   make test   run every test (DynamoDB Local and cfn-lint included)
-# Both install what is missing first. The cargo target directory lives outside
-# the clone, so later clones on the same machine reuse the build.
+#   make test   run every test (DynamoDB Local, `sam validate --lint` and the
+#               CDK stack's comparison with template.yaml included)
+# Each installs what it is missing first. The cargo target directory lives
+# outside the clone, so later clones on the same machine reuse the build.
 #   make admin ARGS="cluster show"   the admin CLI against make dev's table
 #   make reset                       stop make dev and wipe .local/ (its data)
 #   make lambda-watch                the functions as Lambdas (cargo-lambda), beside make dev
 #   make invoke EVENT=events/health/liveness.json   invoke one of them
+#   make package                     build every function for Lambda (FUNCTIONS=health: one)
+#   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
+BERTH_CACHE ?= $(HOME)/.cache/berth
 
-.PHONY: dev test bench lint admin reset lambda-watch invoke
+.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth
 
 dev:
 	@scripts/dev.sh
@@ -33,6 +37,16 @@ invoke:
 # Each function is built on its own: built together, cargo would unify their
 # features and link kube (the `cluster` feature) into every binary measured.
 FUNCTIONS := $(notdir $(wildcard functions/*))
+
+# Release binaries for Lambda (arm64, cross-linked by cargo-lambda's zig) in
+# $(CARGO_TARGET_DIR)/lambda/<function>/bootstrap, each built on its own.
+package:
+	@scripts/install-tools.sh package
+	for function in $(FUNCTIONS); do PATH="$(BERTH_CACHE)/bin:$$PATH" cargo lambda build --release --arm64 --locked -p berth-fn-$$function || exit 1; done
+	@for function in $(FUNCTIONS); do stat -c '%s' "$(CARGO_TARGET_DIR)/lambda/$$function/bootstrap" | awk -v f=$$function '{ printf "%-14s %10d bytes %6.1f MiB\n", f, $$1, $$1 / 1048576 }'; done
+
+cdk-synth:
+	@infra/cdk/cdk.sh synth
 
 bench:
 	cargo build --release --locked --example bare_lambda

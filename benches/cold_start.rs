@@ -12,6 +12,9 @@
 //! certificate store costs: Debian's `/etc/ssl/certs` holds ~300 files. Each
 //! binary is therefore also started as on Lambda's AL2023, where the store is
 //! one CA bundle (`SSL_CERT_FILE` set, `SSL_CERT_DIR` an empty folder).
+//!
+//! Each binary's size is reported beside its figures: what Lambda loads
+//! (this machine's release build; `make package` prints the arm64 ones).
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -58,6 +61,7 @@ struct Measured {
     median: Duration,
     p90: Duration,
     rss_kib: u64,
+    size_bytes: u64,
 }
 
 fn measure(
@@ -104,6 +108,7 @@ fn measure(
         median: times[RUNS / 2],
         p90: times[RUNS * 9 / 10],
         rss_kib: rss[RUNS / 2],
+        size_bytes: std::fs::metadata(binary).map_or(0, |m| m.len()),
     }
 }
 
@@ -112,18 +117,20 @@ fn report(title: &str, results: &[Measured]) {
     let baseline_rss = results[0].rss_kib as f64;
     println!("{title}");
     println!(
-        "{:<18} {:>10} {:>10} {:>8} {:>10} {:>8}",
-        "binary", "median", "p90", "ratio", "RSS", "ratio"
+        "{:<18} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>12}",
+        "binary", "median", "p90", "ratio", "RSS", "ratio", "size", "bytes"
     );
     for result in results {
         println!(
-            "{:<18} {:>10.2?} {:>10.2?} {:>7.2}x {:>7} KiB {:>7.2}x",
+            "{:<18} {:>10.2?} {:>10.2?} {:>7.2}x {:>7} KiB {:>7.2}x {:>6.1} MiB {:>12}",
             result.name,
             result.median,
             result.p90,
             result.median.as_secs_f64() / baseline,
             result.rss_kib,
-            result.rss_kib as f64 / baseline_rss
+            result.rss_kib as f64 / baseline_rss,
+            result.size_bytes as f64 / (1024.0 * 1024.0),
+            result.size_bytes
         );
     }
     println!();
@@ -135,16 +142,8 @@ fn main() {
     }
     let dir = binaries_dir();
     let (port, ready) = runtime_api();
-    let functions = [
-        "auth",
-        "tokens",
-        "members",
-        "audit",
-        "health",
-        "projects",
-        "environments",
-    ];
-    for function in functions {
+    let functions = berth_local::FUNCTIONS.iter().map(|(name, _)| *name);
+    for function in functions.clone() {
         let binary = dir.join(function);
         assert!(
             binary.exists(),
@@ -175,7 +174,7 @@ fn main() {
             &ready,
             env,
         )];
-        for function in functions {
+        for function in functions.clone() {
             results.push(measure(function, &dir.join(function), port, &ready, env));
         }
         report(

@@ -1,39 +1,67 @@
 #!/usr/bin/env bash
 # Installs the tools the tests and local runs need, when they are missing.
-#   install-tools.sh          cfn-lint and DynamoDB Local (make dev, make test)
-#   install-tools.sh lambda   cargo-lambda (make lambda-watch, make invoke)
+#   install-tools.sh           what `make test` and `make dev` need
+#   install-tools.sh lambda    cargo-lambda with zig (make lambda-watch, make invoke)
+#   install-tools.sh package   that, and Rust's arm64 target (make package)
+# Everything goes under ~/.cache/berth (BERTH_CACHE), outside the clone; the
+# Python tools each get a virtualenv of their own (aws-sam-cli pins its own
+# cfn-lint and boto3) and launchers in ~/.cache/berth/bin.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-CFN_LINT_VERSION=1.51.0
+SAM_CLI_VERSION=1.170.0
 # The conformance run's tools, pinned, in a virtualenv outside the clone.
 SCHEMATHESIS_VERSION=4.32.5
 OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
 CONFORMANCE_VENV=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv
 CARGO_LAMBDA_VERSION=1.9.2
+ZIGLANG_VERSION=0.16.0
+CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+
+# python_tool NAME VERSION "COMMAND…" PIP-REQUIREMENT…: installs the
+# requirements into $CACHE/NAME-VERSION and puts a launcher for each COMMAND
+# in $CACHE/bin (`python` as NAME-python), which runs it with the
+# virtualenv's bin first on PATH (cargo-lambda finds zig through the
+# `python3` there).
+python_tool() {
+  local name=$1 version=$2 commands=$3 dir=$CACHE/$1-$2 command launcher
+  shift 3
+  if [ ! -e "$dir/.installed" ]; then
+    echo "install-tools: installing $name $version from PyPI into $dir" >&2
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@"
+    touch "$dir/.installed"
+  fi
+  mkdir -p "$CACHE/bin"
+  for command in $commands; do
+    launcher=$CACHE/bin/$command
+    [ "$command" = python ] && launcher=$CACHE/bin/$name-python
+    printf '#!/bin/sh\nPATH="%s/bin:$PATH" exec "%s/bin/%s" "$@"\n' "$dir" "$dir" "$command" >"$launcher.new"
+    chmod +x "$launcher.new"
+    mv "$launcher.new" "$launcher"
+  done
+}
 
 command -v cargo >/dev/null 2>&1 || {
   echo "install-tools: cargo (a Rust toolchain) is needed: https://rustup.rs" >&2
   exit 1
 }
 
-if [ "${1:-}" = lambda ]; then
-  if ! cargo lambda --version >/dev/null 2>&1; then
-    echo "install-tools: installing cargo-lambda $CARGO_LAMBDA_VERSION from PyPI" >&2
-    python3 -m pip install --quiet "cargo-lambda==$CARGO_LAMBDA_VERSION"
-    hash -r
-    cargo lambda --version >/dev/null 2>&1 || {
-      echo "install-tools: cargo-lambda was installed but is not on PATH; add $(python3 -m site --user-base)/bin to PATH" >&2
-      exit 1
-    }
-  fi
-  exit 0
-fi
+case "${1:-}" in
+  lambda | package)
+    # Callers put $CACHE/bin first on PATH, where `cargo lambda` finds it.
+    python_tool cargo-lambda "$CARGO_LAMBDA_VERSION" "cargo-lambda" \
+      "cargo-lambda==$CARGO_LAMBDA_VERSION" "ziglang==$ZIGLANG_VERSION"
+    # Lambda's arm64 (Graviton) target; zig links for it, no cross gcc needed.
+    if [ "$1" = package ] && command -v rustup >/dev/null 2>&1 \
+      && ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
+      rustup target add aarch64-unknown-linux-gnu
+    fi
+    exit 0
+    ;;
+esac
 
-if ! command -v cfn-lint >/dev/null 2>&1; then
-  echo "install-tools: installing cfn-lint $CFN_LINT_VERSION from PyPI" >&2
-  python3 -m pip install --quiet "cfn-lint==$CFN_LINT_VERSION"
-  hash -r
-fi
 installed=$("$CONFORMANCE_VENV/bin/python" -c 'from importlib.metadata import version as v
 print(v("schemathesis"), v("openapi-spec-validator"))' 2>/dev/null || true)
 if [ "$installed" != "$SCHEMATHESIS_VERSION $OPENAPI_SPEC_VALIDATOR_VERSION" ]; then
@@ -43,6 +71,10 @@ if [ "$installed" != "$SCHEMATHESIS_VERSION $OPENAPI_SPEC_VALIDATOR_VERSION" ]; 
   "$CONFORMANCE_VENV/bin/python" -m pip install --quiet \
     "schemathesis==$SCHEMATHESIS_VERSION" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
 fi
+# `sam validate --lint` runs cfn-lint (pinned by aws-sam-cli); its Python
+# also runs the CDK comparison, which expands template.yaml with the same SAM
+# translator.
+python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_VERSION"
 # jq: docs/guide.md picks values out of answers with it, and its test runs the guide.
 if ! command -v jq >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -53,4 +85,5 @@ if ! command -v jq >/dev/null 2>&1; then
          "e.g. sudo apt-get install jq, or brew install jq" >&2
   fi
 fi
-"$(dirname "$0")/../infra/dynamodb-local/dynamodb-local.sh" install
+infra/cdk/cdk.sh install
+infra/dynamodb-local/dynamodb-local.sh install

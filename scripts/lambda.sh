@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-env.sh
+# cargo-lambda, with zig (scripts/install-tools.sh lambda), is launched from here.
+export PATH="${BERTH_CACHE:-$HOME/.cache/berth}/bin:$PATH"
 
 placeholder=brt_REPLACEWITHAREALTOKENxxxxxxxxxxxxxxxxxxxx
 

@@ -76,6 +76,11 @@ async fn every_template_route_reaches_its_functions_operation() {
             .as_str()
             .unwrap()
             .to_owned();
+        assert_eq!(
+            resource["Properties"]["CodeUri"].as_str(),
+            Some(format!("functions/{binary}").as_str()),
+            "{name:?} is built from its own crate, so it links only the features it uses"
+        );
         functions.insert(binary.clone());
         let routes = berth_local::function(&binary)
             .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))(
