@@ -139,10 +139,7 @@ async fn create_environment(
     ),
     ApiError,
 > {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(&project, &body.name),
-    );
+    audit_environment(&project, &body.name);
     caller.require(Permission::EnvWrite)?;
     let new = NewEnvironment {
         name: body.name,
@@ -177,10 +174,7 @@ async fn get_environment(
     caller: Caller,
     ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(&project, &environment),
-    );
+    audit_environment(&project, &environment);
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
@@ -207,10 +201,7 @@ async fn delete_environment(
     caller: Caller,
     ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(&project, &environment),
-    );
+    audit_environment(&project, &environment);
     caller.require(Permission::EnvWrite)?;
     let client = state.cluster.client().await?;
     let deleted = environments::delete(
@@ -244,12 +235,17 @@ async fn restore_environment(
     caller: Caller,
     ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(&project, &environment),
-    );
+    audit_environment(&project, &environment);
     let client = state.cluster.client().await?;
     Ok(Json(
         environments::restore(&client, &caller, &project, &environment).await?,
     ))
+}
+
+/// Environments are audited by their cluster name, `{project}-{environment}`.
+fn audit_environment(project: &str, environment: &str) {
+    scope::audit_target(
+        "environment",
+        environments::resource_name(project, environment),
+    );
 }
