@@ -142,7 +142,7 @@ fn main() {
     }
     let dir = binaries_dir();
     let (port, ready) = runtime_api();
-    let functions = berth_local::FUNCTIONS.iter().map(|(name, _)| *name);
+    let functions = berth_local::FUNCTIONS.iter().map(|function| function.name);
     for function in functions.clone() {
         let binary = dir.join(function);
         assert!(
