@@ -10,12 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use berth_shared::http::pipeline::ClientIp;
 use berth_shared::http::{Caller, JsonBody, operation, scope};
-use berth_shared::identity::{Credential, Identity, login, password, sessions};
+use berth_shared::identity::{Credential, Identity, login, sessions};
 use berth_shared::{ApiError, AppState, Operation};
 
 pub fn router() -> Router<AppState> {
-    // At start, not on the first unknown email (password.rs says why).
-    password::prepare_decoy();
     Router::new()
         .route(
             "/api/v1/auth/login",
@@ -192,13 +190,4 @@ async fn change_password(
     )
     .await?;
     Ok(Json(PasswordChanged { changed: true }))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_decoy_hash_is_built_with_the_routes() {
-        let _routes = super::router();
-        assert!(super::password::decoy_ready());
-    }
 }
