@@ -66,10 +66,17 @@ impl Query {
         self.0.iter().any(|(k, v)| k == "dryRun" && v == "All")
     }
 
-    fn write_options(&self) -> WriteOptions {
+    /// Without a `fieldManager`, the write is recorded under the client's `User-Agent`, as a
+    /// real API server does.
+    fn write_options(&self, headers: &HeaderMap) -> WriteOptions {
+        let user_agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok());
         WriteOptions {
             dry_run: self.dry_run(),
             field_manager: self.get("fieldManager").map(str::to_string),
+            user_agent_manager: Some(crate::managed::manager_from_user_agent(user_agent)),
+            ..WriteOptions::default()
         }
     }
 
@@ -365,9 +372,13 @@ fn collection(
                 ));
             }
             let obj = parse_body(headers, &body)?;
-            let created =
-                app.state()
-                    .create(&t.rt, t.version, t.namespace, obj, &query.write_options())?;
+            let created = app.state().create(
+                &t.rt,
+                t.version,
+                t.namespace,
+                obj,
+                &query.write_options(headers),
+            )?;
             Ok(json_response(StatusCode::CREATED, &created))
         }
         Method::DELETE => {
@@ -414,7 +425,7 @@ fn object(
                 name,
                 obj,
                 sub,
-                &query.write_options(),
+                &query.write_options(headers),
             )?;
             Ok(ok(&out))
         }
@@ -431,7 +442,7 @@ fn object(
                 patch_type,
                 &patch,
                 sub,
-                &query.write_options(),
+                &query.write_options(headers),
             )?;
             Ok(json_response(
                 if created {
@@ -464,7 +475,7 @@ fn scale(
     name: &str,
     query: &Query,
 ) -> ApiResult<Response> {
-    let opts = query.write_options();
+    let opts = query.write_options(headers);
     let out = match *method {
         Method::GET | Method::HEAD => app.state().get_scale(&t.rt, t.namespace, name)?,
         Method::PUT => {

@@ -22,6 +22,7 @@ mod gc;
 mod handlers;
 mod knobs;
 mod logs;
+mod managed;
 mod meta;
 mod patch;
 mod persist;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::managed::{self, Operation};
 use crate::meta::{self, metadata_mut};
 use crate::patch::{self, PatchType};
 use crate::registry::{CRD_GROUP, CRD_RESOURCE, Registry, ResourceType, crd_type};
@@ -33,8 +34,29 @@ pub enum Subresource {
 pub struct WriteOptions {
     pub dry_run: bool,
     /// The `fieldManager`; required by server-side apply. (`force` is accepted and ignored:
-    /// the stand-in tracks no field ownership, so applies never conflict.)
+    /// the stand-in records managers in `managedFields` but moves no field ownership, so
+    /// applies never conflict.)
     pub field_manager: Option<String>,
+    /// Who a write without `fieldManager` is recorded as (from the `User-Agent`).
+    pub user_agent_manager: Option<String>,
+    /// How the write is recorded in `managedFields`.
+    pub operation: Operation,
+}
+
+impl WriteOptions {
+    /// The entry this write leaves in `managedFields`.
+    fn write<'a>(&'a self, api_version: &'a str, subresource: Subresource) -> managed::Write<'a> {
+        managed::Write {
+            manager: self
+                .field_manager
+                .as_deref()
+                .or(self.user_agent_manager.as_deref())
+                .unwrap_or("unknown"),
+            operation: self.operation,
+            subresource,
+            api_version,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -471,6 +493,8 @@ impl State {
                 f.push(json!(CRD_CLEANUP_FINALIZER));
             }
         }
+        let api_version = rt.api_version(version);
+        managed::record(None, &mut obj, &opts.write(&api_version, Subresource::Main));
         if opts.dry_run {
             return Ok(present(rt, version, &obj));
         }
@@ -538,7 +562,6 @@ impl State {
                         None => meta.remove(field),
                     };
                 }
-                meta.remove("managedFields");
                 meta.insert(
                     "resourceVersion".into(),
                     json!(meta::resource_version(&old)),
@@ -564,6 +587,7 @@ impl State {
                         l.insert("kubernetes.io/metadata.name".into(), json!(name));
                     }
                 }
+                managed::carry(&old, &mut new);
                 validation::carry_allocated(rt, &old, &mut new);
                 self.apply_defaults(rt, &mut new);
                 validation::check_update(rt, name, &old, &new)?;
@@ -581,10 +605,11 @@ impl State {
                 new
             }
         };
-        self.commit_update(rt, version, key, &old, new, opts)
+        self.commit_update(rt, version, key, &old, new, sub, opts)
     }
 
     /// Validates and stores an updated object (or drops it when its last finalizer went away).
+    #[allow(clippy::too_many_arguments)]
     fn commit_update(
         &mut self,
         rt: &ResourceType,
@@ -592,6 +617,7 @@ impl State {
         key: &ObjKey,
         old: &Value,
         mut new: Value,
+        sub: Subresource,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
         Self::validate_metadata(rt, &key.name, &new)?;
@@ -630,6 +656,8 @@ impl State {
             let status = crd_status(&new, old.get("status"));
             new["status"] = status;
         }
+        let api_version = rt.api_version(version);
+        managed::record(Some(old), &mut new, &opts.write(&api_version, sub));
         if new == *old {
             return Ok(present(rt, version, old));
         }
@@ -738,6 +766,11 @@ impl State {
                 key.name
             )));
         }
+        let opts = &WriteOptions {
+            field_manager: Some(manager.clone()),
+            operation: Operation::Apply,
+            ..opts.clone()
+        };
         let manager_key = match sub {
             Subresource::Main => manager,
             Subresource::Status => format!("{manager}/status"),

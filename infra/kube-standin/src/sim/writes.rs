@@ -11,6 +11,14 @@ use crate::meta;
 use crate::store::ObjKey;
 use crate::verbs::{DeleteOptions, State, Subresource, WriteOptions};
 
+/// The simulated controllers write as kube-controller-manager does, under its name.
+fn controller_writes() -> WriteOptions {
+    WriteOptions {
+        field_manager: Some("kube-controller-manager".to_owned()),
+        ..WriteOptions::default()
+    }
+}
+
 impl State {
     /// Creates an object as a controller would; returns it as stored.
     pub(crate) fn sim_create(
@@ -23,7 +31,7 @@ impl State {
         let rt = self.registry.by_resource(group, plural)?.clone();
         let version = rt.versions.first()?.clone();
         let ns = (!namespace.is_empty()).then_some(namespace);
-        match self.create(&rt, &version, ns, body, &WriteOptions::default()) {
+        match self.create(&rt, &version, ns, body, &controller_writes()) {
             Ok(created) => {
                 let key = ObjKey::new(group, plural, namespace, meta::name(&created));
                 self.store.get(&key).cloned()
@@ -65,15 +73,7 @@ impl State {
             return;
         };
         let ns = (!key.namespace.is_empty()).then_some(key.namespace.as_str());
-        if let Err(e) = self.replace(
-            &rt,
-            &version,
-            ns,
-            &key.name,
-            new,
-            sub,
-            &WriteOptions::default(),
-        ) {
+        if let Err(e) = self.replace(&rt, &version, ns, &key.name, new, sub, &controller_writes()) {
             tracing::debug!(
                 "simulated controller: updating {}/{}: {e}",
                 key.resource,

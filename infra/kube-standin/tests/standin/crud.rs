@@ -316,6 +316,108 @@ async fn patches_merge_json_strategic_and_apply() {
     assert_eq!(missing.code, 404);
 }
 
+/// `metadata.managedFields` names every writer: the manager of a create or patch (`Update`), of a
+/// server-side apply (`Apply`), of a status write (subresource `status`); a write that changes
+/// nothing changes no entry.
+#[tokio::test]
+async fn managed_fields_name_every_writer() {
+    let env = TestEnv::new().await;
+    let deployments: Api<Deployment> = env.api();
+    let by = |manager: &str| PostParams {
+        field_manager: Some(manager.to_owned()),
+        ..PostParams::default()
+    };
+    let created = deployments
+        .create(&by("someone-else"), &deployment("owned", 0))
+        .await
+        .unwrap();
+    let entries = |d: &Deployment| -> Vec<(String, String, String)> {
+        d.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .map(|e| {
+                (
+                    e.manager.clone().unwrap_or_default(),
+                    e.operation.clone().unwrap_or_default(),
+                    e.subresource.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let entry = |manager: &str, operation: &str, subresource: &str| {
+        (
+            manager.to_owned(),
+            operation.to_owned(),
+            subresource.to_owned(),
+        )
+    };
+    assert!(
+        entries(&created).contains(&entry("someone-else", "Update", "")),
+        "{:?}",
+        entries(&created)
+    );
+    assert!(
+        created
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|e| e.time.is_some()
+                && e.api_version.as_deref() == Some("apps/v1")
+                && e.fields_type.as_deref() == Some("FieldsV1")),
+        "{:?}",
+        created.metadata.managed_fields
+    );
+
+    let applied = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "owned", "labels": {"applied": "yes"}},
+    });
+    let ssa = PatchParams::apply("an-applier").force();
+    let after_apply = deployments
+        .patch("owned", &ssa, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    let now = entries(&after_apply);
+    assert!(
+        now.contains(&entry("someone-else", "Update", "")),
+        "{now:?}"
+    );
+    assert!(now.contains(&entry("an-applier", "Apply", "")), "{now:?}");
+
+    // The same apply again changes nothing, managedFields included.
+    let again = deployments
+        .patch("owned", &ssa, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version,
+        after_apply.metadata.resource_version
+    );
+    assert_eq!(
+        again.metadata.managed_fields,
+        after_apply.metadata.managed_fields
+    );
+
+    let status = deployments
+        .patch_status(
+            "owned",
+            &PatchParams {
+                field_manager: Some("a-status-writer".to_owned()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(json!({"status": {"observedGeneration": 7}})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        entries(&status).contains(&entry("a-status-writer", "Update", "status")),
+        "{:?}",
+        entries(&status)
+    );
+}
+
 /// RFC 6902 operations, as kube's `Patch::Json` takes them.
 mod json_patch_ops {
     pub type Ops = json_patch::Patch;
