@@ -2,6 +2,17 @@
 //! with server-side apply; objects the app no longer renders are removed
 //! (claims never); the App's status follows its Deployments' rollouts.
 //!
+//! Only what Berth made is ever written. An App is rendered only in a
+//! namespace that the Berth Environment of that name owns (by uid). Before
+//! anything is applied, every rendered name is looked up: it must be absent
+//! or controlled by this App (its owner reference, by uid) — a claim, which
+//! has no owner, must carry this App's uid as a label, or be a Berth claim of
+//! this app's name left by an earlier App of that name, which it adopts. Any
+//! other object of a rendered name leaves the App `RolloutFailed` naming it,
+//! and nothing is applied; pruning deletes only objects this App controls.
+//! Apps of one namespace are applied one at a time, so two apps never both
+//! find a name free and both take it.
+//!
 //! Claims grow and never shrink. A bound claim grows by patching its request;
 //! an unbound one (nothing ever mounted it) can't be changed at all on a real
 //! apiserver, so it is replaced at its new size: it holds no data yet.
@@ -15,7 +26,7 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::CronJob;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
@@ -25,7 +36,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use berth_shared::cluster::crd::{App, AppStatus, LABEL_APP, LABEL_MANAGED_BY, MANAGER};
+use berth_shared::cluster::crd::{
+    App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
+};
+use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::render::{Rendered, render};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
@@ -44,6 +58,11 @@ const RESYNC: Duration = Duration::from_secs(300);
 const WHILE_PROGRESSING: Duration = Duration::from_secs(30);
 /// While a claim is being replaced, the old one has to go first.
 const WHILE_REPLACING_A_CLAIM: Duration = Duration::from_secs(1);
+/// While an earlier App's objects of the same names are being collected.
+const WHILE_AN_EARLIER_APP_GOES: Duration = Duration::from_secs(2);
+/// While someone else's object holds a rendered name, or the namespace is
+/// not Berth's: only a change elsewhere can cure it, so look now and then.
+const WHILE_BLOCKED: Duration = Duration::from_secs(30);
 
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
     if app.metadata.deletion_timestamp.is_some() {
@@ -62,8 +81,35 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             return Ok(Action::await_change());
         }
     };
+    if let Some(message) = foreign_namespace(&app, &context).await? {
+        tracing::warn!(app = %key, "the App's namespace is not its environment's; nothing applied");
+        set_status(&app, &context, failure_status(&app, None, message)).await?;
+        context.succeeded(&key);
+        return Ok(Action::requeue(WHILE_BLOCKED));
+    }
+    let _turn = context
+        .namespace_turn(&app.namespace().unwrap_or_default())
+        .await;
     match apply_all(&app, &rendered, &context).await {
-        Ok(applied) => {
+        Ok(Outcome::Blocked(blocked)) => {
+            tracing::warn!(app = %key, message = %blocked.message, "a rendered name is taken; nothing applied");
+            let status = if blocked.waiting {
+                AppStatus {
+                    reason: Some(REASON_PROGRESSING.to_owned()),
+                    ..failure_status(&app, rendered.url.clone(), blocked.message)
+                }
+            } else {
+                failure_status(&app, rendered.url.clone(), blocked.message)
+            };
+            set_status(&app, &context, status).await?;
+            context.succeeded(&key);
+            Ok(Action::requeue(if blocked.waiting {
+                WHILE_AN_EARLIER_APP_GOES
+            } else {
+                WHILE_BLOCKED
+            }))
+        }
+        Ok(Outcome::Applied(applied)) => {
             let status = app_status(
                 &app,
                 rendered.url.clone(),
@@ -102,11 +148,100 @@ pub fn error_policy(app: Arc<App>, _error: &Error, context: Arc<Context>) -> Act
     context.backoff(backoff_key(app.as_ref()))
 }
 
+/// Why the App is not rendered in its namespace, when the namespace is not
+/// the one its Berth Environment of that name owns (by uid). Namespace and
+/// Environment are read at once.
+async fn foreign_namespace(app: &App, context: &Context) -> Result<Option<String>, Error> {
+    let namespace = app.namespace().unwrap_or_default();
+    let namespaces = Api::<Namespace>::all(context.client.clone());
+    let environments = Api::<Environment>::all(context.client.clone());
+    let (found, environment) = tokio::join!(
+        namespaces.get_opt(&namespace),
+        environments.get_opt(&namespace)
+    );
+    let owned = match (found?, environment?) {
+        (Some(found), Some(environment)) => {
+            ownership::namespace_owner(&found, &environment) == NamespaceOwner::ThisEnvironment
+        }
+        _ => false,
+    };
+    Ok((!owned).then(|| {
+        format!(
+            "Namespace {namespace} is not owned by Berth's environment {namespace}, so Berth applies nothing in it."
+        )
+    }))
+}
+
+/// What applying came to.
+enum Outcome {
+    Applied(Applied),
+    /// Nothing was applied: a rendered name is someone else's.
+    Blocked(Blocked),
+}
+
 /// What applying found out: the Deployments as they are now, and whether
 /// something is still being waited for.
 struct Applied {
     deployments: Vec<Deployment>,
     waiting_for: Option<String>,
+}
+
+/// Rendered names held by objects this App does not control.
+struct Blocked {
+    message: String,
+    /// Only by objects of an earlier App of the same name, which the garbage
+    /// collector is removing: wait, not fail.
+    waiting: bool,
+}
+
+/// An object of a rendered name that this App does not control.
+struct Taken {
+    /// `Deployment shop-web`.
+    object: String,
+    /// Controlled by an earlier App of this name (another uid).
+    earlier_app: bool,
+}
+
+impl Blocked {
+    fn of(app: &App, taken: &[Taken]) -> Option<Self> {
+        let names = |taken: &[&Taken]| -> String {
+            let objects: Vec<&str> = taken.iter().map(|t| t.object.as_str()).collect();
+            match objects.as_slice() {
+                [] => String::new(),
+                [one] => (*one).to_owned(),
+                [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            }
+        };
+        let foreign: Vec<&Taken> = taken.iter().filter(|t| !t.earlier_app).collect();
+        if !foreign.is_empty() {
+            let (verb, pronoun) = if foreign.len() == 1 {
+                ("exists and belongs", "it")
+            } else {
+                ("exist and belong", "them")
+            };
+            return Some(Self {
+                message: format!(
+                    "{} {verb} to someone else; Berth leaves {pronoun} untouched and applies nothing of this app.",
+                    names(&foreign)
+                ),
+                waiting: false,
+            });
+        }
+        let earlier: Vec<&Taken> = taken.iter().collect();
+        let (verb, pronoun) = if earlier.len() == 1 {
+            ("belongs", "it")
+        } else {
+            ("belong", "them")
+        };
+        (!earlier.is_empty()).then(|| Self {
+            message: format!(
+                "{} still {verb} to an earlier app named {}, which is being removed; waiting for {pronoun} to go.",
+                names(&earlier),
+                app.name_any()
+            ),
+            waiting: true,
+        })
+    }
 }
 
 /// An object that could not be written, and why.
@@ -169,10 +304,12 @@ impl Failure {
     }
 }
 
-/// The objects of one kind rendered from an app, and those the cluster holds.
+/// The objects of one kind in the app's namespace: those this App controls
+/// (for claims: those it may write), and all others.
 struct Kind<K: Resource> {
     api: Api<K>,
-    live: BTreeMap<String, K>,
+    ours: BTreeMap<String, K>,
+    others: BTreeMap<String, K>,
 }
 
 impl<K> Kind<K>
@@ -183,14 +320,16 @@ where
         + Serialize
         + DeserializeOwned,
 {
-    async fn list(context: &Context, app: &App, namespace: &str) -> Result<Self, Failure> {
+    /// Every object of the kind in the namespace (no label selector: a
+    /// foreign object of a rendered name must be seen), split by `is_ours`.
+    async fn list(
+        context: &Context,
+        namespace: &str,
+        is_ours: impl Fn(&K) -> bool,
+    ) -> Result<Self, Failure> {
         let api: Api<K> = Api::namespaced(context.client.clone(), namespace);
-        let selector = format!(
-            "{LABEL_APP}={},{LABEL_MANAGED_BY}={MANAGER}",
-            app.name_any()
-        );
-        let live = api
-            .list(&ListParams::default().labels(&selector))
+        let (ours, others) = api
+            .list(&ListParams::default())
             .await
             .map_err(|error| Failure {
                 object: format!("the {} list", K::plural(&())),
@@ -199,8 +338,31 @@ where
             .items
             .into_iter()
             .map(|object| (object.name_any(), object))
-            .collect();
-        Ok(Self { api, live })
+            .partition(|(_, object)| is_ours(object));
+        Ok(Self { api, ours, others })
+    }
+
+    /// Those controlled by `app`, by uid.
+    async fn controlled_by(context: &Context, app: &App, namespace: &str) -> Result<Self, Failure> {
+        let uid = app.uid().unwrap_or_default();
+        Self::list(context, namespace, |object| {
+            ownership::is_controlled_by(object.meta(), &uid)
+        })
+        .await
+    }
+
+    /// The rendered objects whose names objects of others have.
+    fn taken(&self, rendered: &[K], app: &App) -> Vec<Taken> {
+        rendered
+            .iter()
+            .filter_map(|object| self.others.get(&object.name_any()))
+            .map(|other| Taken {
+                object: format!("{} {}", K::kind(&()), other.name_any()),
+                earlier_app: ownership::controller(other.meta()).is_some_and(|owner| {
+                    ownership::is_berth(owner, "App") && owner.name == app.name_any()
+                }),
+            })
+            .collect()
     }
 
     async fn apply(&self, object: &K) -> Result<K, Failure> {
@@ -223,13 +385,21 @@ where
         Ok(applied)
     }
 
-    /// Deletes what the app no longer renders.
+    /// Deletes what the app no longer renders, of what it controls: each
+    /// object only if it is still that very one.
     async fn prune(&self, rendered: &[K]) -> Result<(), Failure> {
         let keep: BTreeSet<String> = rendered.iter().map(ResourceExt::name_any).collect();
-        for name in self.live.keys().filter(|name| !keep.contains(*name)) {
-            match self.api.delete(name, &DeleteParams::background()).await {
+        for (name, object) in self.ours.iter().filter(|(name, _)| !keep.contains(*name)) {
+            let only_this_one = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: object.meta().uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            match self.api.delete(name, &only_this_one).await {
                 Ok(_) => tracing::info!(kind = %K::kind(&()), %name, "removed"),
-                Err(error) if is_not_found(&error) => {}
+                Err(error) if is_not_found(&error) || is_conflict(&error) => {}
                 Err(error) => return Err(Failure::of::<K>(name)(error)),
             }
         }
@@ -237,14 +407,92 @@ where
     }
 }
 
-async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<Applied, Failure> {
+/// The claims of the namespace: this App's are those labelled with its uid,
+/// plus Berth's claims of this app's name that an earlier App of that name
+/// left (their uid names no App of the namespace, or they carry none): so
+/// an app deleted and created again gets its volumes' data back.
+async fn claims_of(
+    context: &Context,
+    app: &App,
+    namespace: &str,
+    rendered: &[PersistentVolumeClaim],
+) -> Result<Kind<PersistentVolumeClaim>, Failure> {
+    let uid = app.uid().unwrap_or_default();
+    let mut claims = Kind::<PersistentVolumeClaim>::list(context, namespace, |claim| {
+        claim.labels().get(LABEL_APP_UID) == Some(&uid)
+    })
+    .await?;
+    let name = app.name_any();
+    let left: Vec<&PersistentVolumeClaim> = rendered
+        .iter()
+        .filter_map(|claim| claims.others.get(&claim.name_any()))
+        .filter(|claim| {
+            let labels = claim.labels();
+            labels.get(LABEL_MANAGED_BY).map(String::as_str) == Some(MANAGER)
+                && labels.get(LABEL_APP) == Some(&name)
+        })
+        .collect();
+    if left.is_empty() {
+        return Ok(claims);
+    }
+    let live: Vec<String> = if left
+        .iter()
+        .any(|claim| claim.labels().contains_key(LABEL_APP_UID))
+    {
+        Api::<App>::namespaced(context.client.clone(), namespace)
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|error| Failure {
+                object: "the apps list".to_owned(),
+                error,
+            })?
+            .items
+            .iter()
+            .filter_map(|app| app.metadata.uid.clone())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let adopted: Vec<String> = left
+        .iter()
+        .filter(|claim| {
+            claim
+                .labels()
+                .get(LABEL_APP_UID)
+                .is_none_or(|owner| !live.contains(owner))
+        })
+        .map(|claim| claim.name_any())
+        .collect();
+    for name in adopted {
+        if let Some(claim) = claims.others.remove(&name) {
+            tracing::info!(app = %app.name_any(), claim = %name, "adopting a claim an earlier app of this name left");
+            claims.ours.insert(name, claim);
+        }
+    }
+    Ok(claims)
+}
+
+async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<Outcome, Failure> {
     let namespace = app.namespace().unwrap_or_default();
-    let claims = Kind::<PersistentVolumeClaim>::list(context, app, &namespace).await?;
-    let services = Kind::<Service>::list(context, app, &namespace).await?;
-    let deployments = Kind::<Deployment>::list(context, app, &namespace).await?;
-    let autoscalers = Kind::<HorizontalPodAutoscaler>::list(context, app, &namespace).await?;
-    let cron_jobs = Kind::<CronJob>::list(context, app, &namespace).await?;
-    let ingresses = Kind::<Ingress>::list(context, app, &namespace).await?;
+    let claims = claims_of(context, app, &namespace, &rendered.claims).await?;
+    let services = Kind::<Service>::controlled_by(context, app, &namespace).await?;
+    let deployments = Kind::<Deployment>::controlled_by(context, app, &namespace).await?;
+    let autoscalers =
+        Kind::<HorizontalPodAutoscaler>::controlled_by(context, app, &namespace).await?;
+    let cron_jobs = Kind::<CronJob>::controlled_by(context, app, &namespace).await?;
+    let ingresses = Kind::<Ingress>::controlled_by(context, app, &namespace).await?;
+    let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
+
+    // Every name is looked at before anything is written.
+    let mut taken = claims.taken(&rendered.claims, app);
+    taken.extend(services.taken(&rendered.services, app));
+    taken.extend(deployments.taken(&rendered.deployments, app));
+    taken.extend(autoscalers.taken(&rendered.autoscalers, app));
+    taken.extend(cron_jobs.taken(&rendered.cron_jobs, app));
+    taken.extend(ingresses.taken(&rendered_ingresses, app));
+    if let Some(blocked) = Blocked::of(app, &taken) {
+        return Ok(Outcome::Blocked(blocked));
+    }
 
     // Claims first: pods wait for the claims they mount.
     let mut waiting_for = None;
@@ -262,7 +510,6 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
     let live_deployments = deployments.apply_all(&rendered.deployments).await?;
     autoscalers.apply_all(&rendered.autoscalers).await?;
     cron_jobs.apply_all(&rendered.cron_jobs).await?;
-    let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
     ingresses.apply_all(&rendered_ingresses).await?;
 
     // Removed after the new objects are in place, so a renamed process's
@@ -272,10 +519,10 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
     cron_jobs.prune(&rendered.cron_jobs).await?;
     deployments.prune(&rendered.deployments).await?;
     services.prune(&rendered.services).await?;
-    Ok(Applied {
+    Ok(Outcome::Applied(Applied {
         deployments: live_deployments,
         waiting_for,
-    })
+    }))
 }
 
 /// A Deployment moving to `Recreate` must lose its `rollingUpdate`
@@ -292,7 +539,7 @@ async fn prepare_strategy_change(
         .and_then(|spec| spec.strategy.as_ref())
         .and_then(|strategy| strategy.type_.as_deref());
     let live_has_rolling_parameters = deployments
-        .live
+        .ours
         .get(&name)
         .and_then(|live| live.spec.as_ref())
         .and_then(|spec| spec.strategy.as_ref())
@@ -321,7 +568,7 @@ async fn apply_claim(
     rendered: &PersistentVolumeClaim,
 ) -> Result<ClaimOutcome, Failure> {
     let name = rendered.name_any();
-    let Some(live) = claims.live.get(&name) else {
+    let Some(live) = claims.ours.get(&name) else {
         claims.apply(rendered).await?;
         return Ok(ClaimOutcome::Applied);
     };
@@ -738,6 +985,54 @@ mod tests {
         );
         assert_eq!(status.reason.as_deref(), Some("Progressing"));
         assert!(status.message.unwrap().contains("shop-data"));
+    }
+
+    fn taken(object: &str, earlier_app: bool) -> Taken {
+        Taken {
+            object: object.to_owned(),
+            earlier_app,
+        }
+    }
+
+    #[test]
+    fn a_taken_name_blocks_the_app_and_says_which_object() {
+        assert!(Blocked::of(&app(), &[]).is_none());
+        let one = Blocked::of(&app(), &[taken("Deployment shop-web", false)]).unwrap();
+        assert!(!one.waiting);
+        assert_eq!(
+            one.message,
+            "Deployment shop-web exists and belongs to someone else; Berth leaves it untouched and applies nothing of this app."
+        );
+        let several = Blocked::of(
+            &app(),
+            &[
+                taken("PersistentVolumeClaim shop-data", false),
+                taken("Service shop-web", true),
+                taken("Deployment shop-web", false),
+            ],
+        )
+        .unwrap();
+        assert!(!several.waiting, "someone else's object is not waited for");
+        assert!(
+            several.message.starts_with(
+                "PersistentVolumeClaim shop-data and Deployment shop-web exist and belong to someone else"
+            ),
+            "{}",
+            several.message
+        );
+        let earlier = Blocked::of(
+            &app(),
+            &[
+                taken("Service shop-web", true),
+                taken("Deployment shop-web", true),
+            ],
+        )
+        .unwrap();
+        assert!(earlier.waiting);
+        assert_eq!(
+            earlier.message,
+            "Service shop-web and Deployment shop-web still belong to an earlier app named shop, which is being removed; waiting for them to go."
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ use berth_shared::cluster::crd::{
     MANAGER,
 };
 use berth_shared::cluster::environments::PHASE_TERMINATING;
+use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
@@ -125,33 +126,16 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
 /// Whether `namespace` is this environment's: its controller owner
 /// reference names the Environment by uid.
 fn owned_by(namespace: &Namespace, environment: &Environment) -> bool {
-    let Some(uid) = environment.metadata.uid.as_deref() else {
-        return false;
-    };
-    namespace
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|owner| {
-            owner.uid == uid && owner.kind == "Environment" && owner.controller == Some(true)
-        })
+    ownership::namespace_owner(namespace, environment) == NamespaceOwner::ThisEnvironment
 }
 
 /// Why a namespace of the environment's name is not its own, in words a
 /// tenant can read.
 fn not_ours(namespace: &Namespace, environment: &Environment) -> Error {
     let name = environment.name_any();
-    let earlier = namespace
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|owner| owner.kind == "Environment" && owner.name == name);
-    if earlier {
-        Error::NamespaceOfEarlierEnvironment(name)
-    } else {
-        Error::NamespaceNotManaged(name)
+    match ownership::namespace_owner(namespace, environment) {
+        NamespaceOwner::EarlierEnvironment => Error::NamespaceOfEarlierEnvironment(name),
+        _ => Error::NamespaceNotManaged(name),
     }
 }
 

@@ -111,6 +111,8 @@ pub struct Context {
     pub client: Client,
     pub settings: Settings,
     failures: Mutex<HashMap<String, u32>>,
+    /// One lock per namespace: its apps are applied one at a time.
+    turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// The backoff key of an object: kind, namespace and name, so that objects of
@@ -130,7 +132,22 @@ impl Context {
             client,
             settings,
             failures: Mutex::new(HashMap::new()),
+            turns: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Waits until no other app of `namespace` is being applied, and holds
+    /// the namespace until the guard is dropped: two apps then never both
+    /// find a name free and both apply it.
+    async fn namespace_turn(&self, namespace: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = {
+            let mut turns = self
+                .turns
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            turns.entry(namespace.to_owned()).or_default().clone()
+        };
+        lock.lock_owned().await
     }
 
     /// 1 s, 2 s, 4 s … up to 5 minutes, per object.

@@ -36,6 +36,14 @@ pub enum ApiError {
     EnvironmentDeleting,
     #[error("secret is not managed by Berth")]
     SecretNotManaged,
+    /// The environment's namespace exists and is not this environment's:
+    /// the detail says whose it is not, in plain words.
+    #[error("{0}")]
+    NamespaceTaken(String),
+    /// The environment's namespace is not provisioned (yet): retried after
+    /// [`ENVIRONMENT_NOT_READY_RETRY_SECS`].
+    #[error("{0}")]
+    EnvironmentNotReady(String),
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("{0}")]
@@ -65,6 +73,10 @@ pub enum ApiError {
     #[error("the request took longer than its deadline")]
     DeadlineExceeded,
 }
+
+/// How long a write into an environment that is still being provisioned
+/// should wait before it is tried again (`Retry-After`).
+pub const ENVIRONMENT_NOT_READY_RETRY_SECS: u64 = 2;
 
 /// What a 404 names. Every name is one the caller gave in the path, so a
 /// 404 tells nothing the caller did not know; an object that exists but is
@@ -226,7 +238,9 @@ impl ApiError {
             Self::Conflict(_)
             | Self::ProjectNotEmpty(_)
             | Self::EnvironmentDeleting
-            | Self::SecretNotManaged => StatusCode::CONFLICT,
+            | Self::SecretNotManaged
+            | Self::NamespaceTaken(_)
+            | Self::EnvironmentNotReady(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -253,6 +267,8 @@ impl ApiError {
             Self::ProjectNotEmpty(_) => "project_not_empty",
             Self::EnvironmentDeleting => "environment_deleting",
             Self::SecretNotManaged => "secret_not_managed",
+            Self::NamespaceTaken(_) => "namespace_taken",
+            Self::EnvironmentNotReady(_) => "environment_not_ready",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "too_many_requests",
@@ -280,6 +296,8 @@ impl ApiError {
             Self::ProjectNotEmpty(_) => "Project not empty",
             Self::EnvironmentDeleting => "Environment is being deleted",
             Self::SecretNotManaged => "Secret not managed by Berth",
+            Self::NamespaceTaken(_) => "Namespace taken",
+            Self::EnvironmentNotReady(_) => "Environment not ready",
             Self::PayloadTooLarge => "Payload too large",
             Self::UnsupportedMediaType(_) => "Unsupported media type",
             Self::TooManyRequests { .. } => "Too many requests",
@@ -300,6 +318,8 @@ impl ApiError {
             | Self::ValidationFailed(d)
             | Self::Forbidden(d)
             | Self::Conflict(d)
+            | Self::NamespaceTaken(d)
+            | Self::EnvironmentNotReady(d)
             | Self::UnsupportedMediaType(d) => Some(d.clone()),
             Self::Unauthenticated => Some("valid credentials are required".into()),
             Self::InvalidCredentials => Some("the email or password is not correct".into()),
@@ -354,6 +374,15 @@ impl ApiError {
         }
     }
 
+    /// Seconds after which the same request may succeed (`Retry-After`).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
+            Self::EnvironmentNotReady(_) => Some(ENVIRONMENT_NOT_READY_RETRY_SECS),
+            _ => None,
+        }
+    }
+
     pub fn problem(&self) -> Problem {
         Problem {
             code: self.code().to_owned(),
@@ -382,10 +411,10 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let mut response = (self.status(), Json(self.problem())).into_response();
-        if let Self::TooManyRequests { retry_after_secs } = self {
+        if let Some(seconds) = self.retry_after() {
             response
                 .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -422,6 +451,12 @@ mod tests {
             ),
             (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
             (ApiError::SecretNotManaged, 409, "secret_not_managed"),
+            (ApiError::NamespaceTaken("x".into()), 409, "namespace_taken"),
+            (
+                ApiError::EnvironmentNotReady("x".into()),
+                409,
+                "environment_not_ready",
+            ),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
             (
                 ApiError::UnsupportedMediaType("x".into()),
@@ -487,5 +522,14 @@ mod tests {
         }
         .into_response();
         assert_eq!(response.headers()[header::RETRY_AFTER], "42");
+    }
+
+    #[test]
+    fn an_environment_not_ready_says_when_to_retry() {
+        let response = ApiError::EnvironmentNotReady("x".into()).into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "2");
+        let response = ApiError::NamespaceTaken("x".into()).into_response();
+        assert!(response.headers().get(header::RETRY_AFTER).is_none());
     }
 }

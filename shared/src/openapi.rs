@@ -159,6 +159,15 @@ pub fn cluster_failures(changes: bool) -> Vec<ApiError> {
     failures
 }
 
+/// The failures of a write into an environment whose namespace is not (yet)
+/// its own: still being provisioned, or someone else's.
+pub fn namespace_failures() -> [ApiError; 2] {
+    [
+        ApiError::EnvironmentNotReady(String::new()),
+        ApiError::NamespaceTaken(String::new()),
+    ]
+}
+
 fn add_failures(described: &mut Described, failures: &[ApiError]) {
     let mut by_status: BTreeMap<u16, Vec<&ApiError>> = BTreeMap::new();
     for failure in failures {
@@ -217,7 +226,15 @@ fn add_failures(described: &mut Described, failures: &[ApiError]) {
         let mut response = Response::builder()
             .description(description)
             .content("application/json", openapi::Content::new(Some(schema)));
-        if status == 429 {
+        // The header comes with the codes that set it (see
+        // `ApiError::retry_after`): always with a 429, with a 409 only for
+        // `environment_not_ready`, so it is not required.
+        if errors.iter().any(|error| error.retry_after().is_some()) {
+            let description = if status == 429 {
+                "Seconds until the throttle's window ends."
+            } else {
+                "With `environment_not_ready`: seconds to wait before trying again."
+            };
             response = response.header(
                 "Retry-After",
                 Header::builder()
@@ -226,7 +243,7 @@ fn add_failures(described: &mut Described, failures: &[ApiError]) {
                             .schema_type(Type::Integer)
                             .minimum(Some(0)),
                     )
-                    .description(Some("Seconds until the throttle's window ends."))
+                    .description(Some(description))
                     .build(),
             );
         }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::apps::body::{self, CreateBody};
 use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
-use crate::cluster::apps::{self as cluster_apps, AppPath};
+use crate::cluster::apps::AppPath;
 use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
 use crate::domain::names::AppName;
 use crate::identity::Principal;
@@ -215,7 +215,6 @@ pub async fn deploy(
     let (create, generated) = create_body(&template.file, name.as_str(), &body.env)?;
     let (_, config) = body::parse_create(create)?;
     let org = &caller.user.org;
-    service::writable_environment(client, org, project, environment).await?;
     let path = AppPath {
         project: project.to_owned(),
         environment: environment.to_owned(),
@@ -226,16 +225,12 @@ pub async fn deploy(
         environment: environment.to_owned(),
         secret: generated_secret_name(name.as_str()),
     };
-    let (app_taken, secret_taken) = tokio::join!(
-        cluster_apps::exists(client, &path),
+    // The environment (writable), its Apps and the secret's name, at once.
+    let (neighbours, secret_taken) = tokio::join!(
+        service::environment_apps(client, org, project, environment),
         cluster_secrets::get(client, &secret_path)
     );
-    if app_taken? {
-        return Err(ApiError::Conflict(format!(
-            "an app named {} already exists in this environment",
-            path.app
-        )));
-    }
+    service::check_new(&path, &config, &neighbours?)?;
     if !generated.is_empty() && secret_taken?.is_some() {
         return Err(ApiError::Conflict(format!(
             "a secret named {} already exists in this environment",

@@ -99,6 +99,14 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     if changes {
         failures.push(ApiError::EnvironmentDeleting);
     }
+    // Writes into the environment need its namespace to be its own
+    // (deleting an app does not).
+    if matches!(
+        operation,
+        CreateApp | UpdateApp | RollbackApp | PromoteApp | RestartApp | RunApp
+    ) {
+        failures.extend(berth_shared::openapi::namespace_failures());
+    }
     if matches!(
         operation,
         CreateApp | UpdateApp | RollbackApp | PromoteApp | RunApp

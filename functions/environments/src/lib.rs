@@ -57,6 +57,8 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     match operation {
         Operation::CreateEnvironment => {
             failures.push(ApiError::ValidationFailed(String::new()));
+            // Over a namespace Berth did not make.
+            failures.push(ApiError::NamespaceTaken(String::new()));
         }
         // A production environment needs `env-delete-protected`.
         Operation::DeleteEnvironment => failures.push(ApiError::Forbidden(String::new())),

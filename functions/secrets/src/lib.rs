@@ -47,13 +47,17 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 fn failures(operation: Operation) -> Vec<ApiError> {
     let mut failures = cluster_failures(operation != Operation::ListSecrets);
     match operation {
-        Operation::PutSecret => failures.extend([
-            ApiError::ValidationFailed(String::new()),
-            ApiError::SecretNotManaged,
-            ApiError::EnvironmentDeleting,
-        ]),
+        Operation::PutSecret => {
+            failures.extend([
+                ApiError::ValidationFailed(String::new()),
+                ApiError::SecretNotManaged,
+                ApiError::EnvironmentDeleting,
+            ]);
+            failures.extend(berth_shared::openapi::namespace_failures());
+        }
         Operation::DeleteSecret => {
             failures.extend([ApiError::SecretNotManaged, ApiError::EnvironmentDeleting]);
+            failures.extend(berth_shared::openapi::namespace_failures());
         }
         _ => {}
     }

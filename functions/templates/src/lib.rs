@@ -57,6 +57,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
             let mut failures = cluster_failures(true);
             failures.push(ApiError::ValidationFailed(String::new()));
             failures.push(ApiError::EnvironmentDeleting);
+            failures.extend(berth_shared::openapi::namespace_failures());
             failures
         }
         _ => Vec::new(),

@@ -14,6 +14,7 @@ use super::record::AppRecord;
 use super::service::{self, record_of};
 use crate::cluster::apps::{self as cluster_apps, AppPath};
 use crate::cluster::crd::{LABEL_PROCESS, object_names};
+use crate::cluster::ownership;
 use crate::cluster::{is_conflict, is_not_found, status_of};
 use crate::identity::Principal;
 use crate::{ApiError, clock};
@@ -187,6 +188,8 @@ pub async fn restart(
 
 /// Runs a scheduled process now: a Job from its CronJob's template, as
 /// `kubectl create job --from=cronjob/…` makes it. Answers the Job's name.
+/// Only a CronJob the app controls is read, and the Job is created (never
+/// applied) under a new random name, so it can never change an existing Job.
 pub async fn run_now(
     client: &kube::Client,
     caller: &Principal,
@@ -235,6 +238,16 @@ pub async fn run_now(
             "the CronJob of process {process} is not in the cluster yet; try again in a moment"
         ))
     })?;
+    // Only the app's own CronJob: a Job made from another's would run its
+    // template, with the app's name on it.
+    if !app
+        .uid()
+        .is_some_and(|uid| ownership::is_controlled_by(&cron_job.metadata, &uid))
+    {
+        return Err(ApiError::Conflict(format!(
+            "CronJob {name} belongs to someone else, not to this app; Berth runs nothing from it"
+        )));
+    }
     let job = job_from(&cron_job)?;
     match Api::<Job>::namespaced(client.clone(), &path.namespace())
         .create(&PostParams::default(), &job)

@@ -16,6 +16,7 @@ use crate::cluster::crd::{
     LABEL_PROJECT, MANAGER, ReleaseMark,
 };
 use crate::cluster::environments;
+use crate::cluster::rendered_names;
 use crate::domain::names::AppName;
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
@@ -58,22 +59,49 @@ pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
     record::app_record(app, &path.project, &path.environment, values_for(caller))
 }
 
-/// The environment a change goes into: visible, and not being deleted.
+/// The environment a change goes into: visible, not being deleted, and its
+/// namespace there and owned by it (see [`environments::check_namespace`]).
+/// The one gate of every write into an environment (apps, secrets,
+/// templates); the namespace is read at the same time as the environment.
 pub(crate) async fn writable_environment(
     client: &kube::Client,
     org: &str,
     project: &str,
     environment: &str,
 ) -> Result<Environment, ApiError> {
-    let found = environments::get_visible(client, org, project, environment).await?;
+    let namespace_name = environments::resource_name(project, environment);
+    let (found, namespace) = tokio::join!(
+        environments::get_visible(client, org, project, environment),
+        environments::namespace(client, &namespace_name)
+    );
+    let found = found?;
     if environments::is_deleting(&found) {
         return Err(ApiError::EnvironmentDeleting);
     }
+    environments::check_namespace(&found, namespace?.as_ref())?;
     Ok(found)
 }
 
-/// The app at `path`, about to change: visible to the organization, in an
-/// environment that is not being deleted (both read at once).
+/// The Apps of the environment a change goes into (whoever's: all of them
+/// are rendered there), read at once with the checks of
+/// [`writable_environment`].
+pub(crate) async fn environment_apps(
+    client: &kube::Client,
+    org: &str,
+    project: &str,
+    environment: &str,
+) -> Result<Vec<App>, ApiError> {
+    let namespace = environments::resource_name(project, environment);
+    let (writable, apps) = tokio::join!(
+        writable_environment(client, org, project, environment),
+        cluster_apps::in_namespace(client, &namespace)
+    );
+    writable?;
+    apps
+}
+
+/// The app at `path`, about to change: visible to the organization, in a
+/// writable environment (both read at once).
 pub(crate) async fn app_to_change(
     client: &kube::Client,
     org: &str,
@@ -86,6 +114,56 @@ pub(crate) async fn app_to_change(
     let app = app?;
     environment?;
     Ok(app)
+}
+
+/// The app at `path`, about to change its configuration, and the other Apps
+/// of its environment, whose object names it must not take.
+async fn app_and_neighbours(
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+) -> Result<(App, Vec<App>), ApiError> {
+    let mut apps = environment_apps(client, org, &path.project, &path.environment).await?;
+    let app = cluster_apps::take_visible(&mut apps, org, path).ok_or_else(|| path.missing())?;
+    Ok((app, apps))
+}
+
+/// Refuses a configuration that would render an object (of one kind and
+/// name) another app of the environment renders: each rendered name belongs
+/// to one app. Two creates racing past this check meet the controller's rule
+/// instead, which never applies over an object another app controls.
+pub(crate) fn check_names(
+    path: &AppPath,
+    config: &AppConfig,
+    neighbours: &[App],
+) -> Result<(), ApiError> {
+    let names: Vec<String> = neighbours.iter().map(ResourceExt::name_any).collect();
+    let others = names
+        .iter()
+        .zip(neighbours)
+        .map(|(name, app)| (name.as_str(), &app.spec.config));
+    match rendered_names::first_clash(&path.app, config, others) {
+        None => Ok(()),
+        Some(clash) => Err(ApiError::Conflict(format!(
+            "{clash}: an app's objects are named {{app}}-{{process}} and {{app}}-{{volume}}, so              choose other names"
+        ))),
+    }
+}
+
+/// Refuses a new app whose name is taken in the environment (the create
+/// would be refused anyway; this says so before the names are compared).
+pub(crate) fn check_new(
+    path: &AppPath,
+    config: &AppConfig,
+    neighbours: &[App],
+) -> Result<(), ApiError> {
+    if neighbours.iter().any(|app| app.name_any() == path.app) {
+        return Err(ApiError::Conflict(format!(
+            "an app named {} already exists in this environment",
+            path.app
+        )));
+    }
+    check_names(path, config, neighbours)
 }
 
 pub(crate) fn mark(
@@ -277,12 +355,13 @@ pub async fn create(
     caller.require(Permission::AppDeploy)?;
     let (name, config) = body::parse_create(body)?;
     let org = &caller.user.org;
-    writable_environment(client, org, project, environment).await?;
     let path = AppPath {
         project: project.to_owned(),
         environment: environment.to_owned(),
         app: name.as_str().to_owned(),
     };
+    let neighbours = environment_apps(client, org, project, environment).await?;
+    check_new(&path, &config, &neighbours)?;
     secrets::check_references(client, &path, &config).await?;
     let created = commit_new(
         store,
@@ -305,7 +384,7 @@ pub async fn update(
 ) -> Result<AppRecord, ApiError> {
     caller.require(Permission::AppOperate)?;
     let org = &caller.user.org;
-    let current = app_to_change(client, org, path).await?;
+    let (current, neighbours) = app_and_neighbours(client, org, path).await?;
     let name = AppName::parse(&path.app).map_err(|_| path.missing())?;
     let config = body::apply_update(&name, &current.spec.config, body)?;
     for permission in body::permissions_for(&current.spec.config, &config) {
@@ -320,6 +399,7 @@ pub async fn update(
     } else {
         Reason::Deploy
     };
+    check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
     let updated = commit_change(store, client, &current, config, release).await?;
@@ -337,7 +417,7 @@ pub async fn rollback(
 ) -> Result<AppRecord, ApiError> {
     caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
-    let current = app_to_change(client, org, path).await?;
+    let (current, neighbours) = app_and_neighbours(client, org, path).await?;
     let head = current.spec.release.revision;
     let restored = if revision == head {
         current.spec.config.clone()
@@ -354,6 +434,7 @@ pub async fn rollback(
             .config()?
     };
     let config = keep_grown_volumes(restored, &current.spec.config);
+    check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
     let release = mark(
         head + 1,
@@ -394,13 +475,18 @@ pub async fn promote(
             "environment: promote to another environment of the project".into(),
         ));
     }
-    let source = cluster_apps::get_visible(client, org, path).await?;
     let target_path = AppPath {
         project: path.project.clone(),
         environment: target_environment.to_owned(),
         app: path.app.clone(),
     };
-    match writable_environment(client, org, &path.project, target_environment).await {
+    // The source, and the target environment with its Apps, read at once.
+    let (source, target_apps) = tokio::join!(
+        cluster_apps::get_visible(client, org, path),
+        environment_apps(client, org, &path.project, target_environment)
+    );
+    let source = source?;
+    let mut neighbours = match target_apps {
         Err(ApiError::NotFound(_)) => {
             return Err(ApiError::ValidationFailed(format!(
                 "environment: project {} has no environment {target_environment}",
@@ -413,12 +499,14 @@ pub async fn promote(
         "promoted from {} revision {}",
         path.environment, source.spec.release.revision
     ));
-    let promoted = match cluster_apps::get_visible(client, org, &target_path).await {
-        Ok(target) => {
+    let target = cluster_apps::take_visible(&mut neighbours, org, &target_path);
+    let promoted = match target {
+        Some(target) => {
             let mut config = target.spec.config.clone();
             config.image.clone_from(&source.spec.config.image);
             config.processes.clone_from(&source.spec.config.processes);
             check_config(&target_path, &config)?;
+            check_names(&target_path, &config, &neighbours)?;
             secrets::check_references(client, &target_path, &config).await?;
             let release = mark(
                 target.spec.release.revision + 1,
@@ -428,15 +516,15 @@ pub async fn promote(
             );
             commit_change(store, client, &target, config, release).await?
         }
-        Err(ApiError::NotFound(_)) => {
+        None => {
             let mut config = source.spec.config.clone();
             config.domains.clear();
+            check_new(&target_path, &config, &neighbours)?;
             // The source's env, read in the target's environment.
             secrets::check_references(client, &target_path, &config).await?;
             let release = mark(1, Reason::Promote, note, caller);
             commit_new(store, client, org, &target_path, config, release).await?
         }
-        Err(error) => return Err(error),
     };
     Ok(record_of(&promoted, &target_path, caller))
 }
@@ -464,7 +552,7 @@ pub async fn delete(
         Ok(app) => app,
         // Said only once the environment was found to be there.
         Err(missing @ ApiError::NotFound(Missing::App { .. })) if delete_volumes => {
-            return match cluster_apps::delete_claims(client, org, path).await? {
+            return match cluster_apps::delete_left_claims(client, org, path).await? {
                 0 => Err(missing),
                 _ => Ok(()),
             };
@@ -479,7 +567,7 @@ pub async fn delete(
         tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
     }
     if delete_volumes {
-        cluster_apps::delete_claims(client, org, path).await?;
+        cluster_apps::delete_claims(client, &app).await?;
     }
     Ok(())
 }

@@ -7,7 +7,10 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 
-use super::crd::{App, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
+use super::crd::{
+    App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
+    MANAGER,
+};
 use super::{environments, is_conflict, is_not_found};
 use crate::{ApiError, Missing};
 
@@ -110,16 +113,6 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
         .ok_or_else(|| gone(app))
 }
 
-/// Whether an app of that name exists in the environment's namespace,
-/// whoever's it is.
-pub async fn exists(client: &kube::Client, path: &AppPath) -> Result<bool, ApiError> {
-    match api(client, &path.namespace()).get_opt(&path.app).await {
-        Ok(found) => Ok(found.is_some()),
-        Err(error) if is_not_found(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
-}
-
 /// The organization's apps of an environment (whose visibility the caller
 /// has checked), by name.
 pub async fn list(
@@ -140,6 +133,24 @@ pub async fn list(
     Ok(apps)
 }
 
+/// Every App of a namespace, whoever's (one list): what the controller
+/// renders there. None when the namespace is gone.
+pub async fn in_namespace(client: &kube::Client, namespace: &str) -> Result<Vec<App>, ApiError> {
+    match super::list_decoded(client, Some(namespace), &ListParams::default()).await {
+        Ok(apps) => Ok(apps),
+        Err(error) if is_not_found(&error) => Ok(Vec::new()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Takes the organization's app at `path` out of the Apps of its namespace.
+pub fn take_visible(apps: &mut Vec<App>, org: &str, path: &AppPath) -> Option<App> {
+    let index = apps.iter().position(|app| {
+        app.name_any() == path.app && belongs(app, org, &path.project, &path.environment)
+    })?;
+    Some(apps.swap_remove(index))
+}
+
 pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
     let namespace = app.namespace().unwrap_or_default();
     match api(client, &namespace)
@@ -151,9 +162,10 @@ pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
             "an app named {} already exists in this environment",
             app.name_any()
         ))),
-        // The controller has not made the namespace yet.
-        Err(error) if is_not_found(&error) => Err(ApiError::Conflict(
-            "the environment is still being provisioned; try again in a moment".into(),
+        // The namespace went away since it was looked at.
+        Err(error) if is_not_found(&error) => Err(ApiError::EnvironmentNotReady(
+            "the environment's namespace is not there (any more); try again in a few seconds"
+                .into(),
         )),
         Err(error) => Err(error.into()),
     }
@@ -219,26 +231,79 @@ pub async fn pods(client: &kube::Client, org: &str, path: &AppPath) -> Result<Ve
     Ok(pods)
 }
 
-/// Deletes the claims of an app's volumes; answers how many there were.
-pub async fn delete_claims(
-    client: &kube::Client,
-    org: &str,
-    path: &AppPath,
-) -> Result<usize, ApiError> {
-    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &path.namespace());
-    let params = ListParams::default().labels(&app_selector(org, path));
-    let found = match claims.list(&params).await {
+/// Deletes the claims of the app's volumes: those labelled with its uid,
+/// each only if it is still that very claim. Answers how many there were.
+pub async fn delete_claims(client: &kube::Client, app: &App) -> Result<usize, ApiError> {
+    let Some(uid) = app.uid() else {
+        return Ok(0);
+    };
+    let namespace = app.namespace().unwrap_or_default();
+    let params = ListParams::default().labels(&format!("{LABEL_APP_UID}={uid}"));
+    let found = match claims(client, &namespace).list(&params).await {
         Ok(list) => list.items,
         Err(error) if is_not_found(&error) => return Ok(0),
         Err(error) => return Err(error.into()),
     };
-    for claim in &found {
-        match claims
-            .delete(&claim.name_any(), &DeleteParams::default())
-            .await
-        {
+    delete_each(client, &namespace, &found).await
+}
+
+/// Deletes the claims an app of that name left when it was deleted: Berth's
+/// claims labelled with the app's name whose app uid names no App of the
+/// namespace (or that carry none, made before claims had it). Answers how
+/// many there were.
+pub async fn delete_left_claims(
+    client: &kube::Client,
+    org: &str,
+    path: &AppPath,
+) -> Result<usize, ApiError> {
+    let namespace = path.namespace();
+    let params = ListParams::default().labels(&format!(
+        "{LABEL_MANAGED_BY}={MANAGER},{}",
+        app_selector(org, path)
+    ));
+    let api = claims(client, &namespace);
+    let (found, apps) = tokio::join!(api.list(&params), in_namespace(client, &namespace));
+    let found = match found {
+        Ok(list) => list.items,
+        Err(error) if is_not_found(&error) => return Ok(0),
+        Err(error) => return Err(error.into()),
+    };
+    let live: Vec<String> = apps?.iter().filter_map(ResourceExt::uid).collect();
+    let left: Vec<PersistentVolumeClaim> = found
+        .into_iter()
+        .filter(|claim| {
+            claim
+                .labels()
+                .get(LABEL_APP_UID)
+                .is_none_or(|uid| !live.contains(uid))
+        })
+        .collect();
+    delete_each(client, &namespace, &left).await
+}
+
+fn claims(client: &kube::Client, namespace: &str) -> Api<PersistentVolumeClaim> {
+    Api::namespaced(client.clone(), namespace)
+}
+
+/// Deletes each claim with a uid precondition: a claim made again under its
+/// name since it was listed is not the one meant, and stays.
+async fn delete_each(
+    client: &kube::Client,
+    namespace: &str,
+    found: &[PersistentVolumeClaim],
+) -> Result<usize, ApiError> {
+    let api = claims(client, namespace);
+    for claim in found {
+        let only_this_one = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: claim.uid(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&claim.name_any(), &only_this_one).await {
             Ok(_) => {}
-            Err(error) if is_not_found(&error) => {}
+            Err(error) if is_not_found(&error) || is_conflict(&error) => {}
             Err(error) => return Err(error.into()),
         }
     }

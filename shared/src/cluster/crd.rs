@@ -282,6 +282,10 @@ pub struct AppStatus {
 /// Labels of everything rendered from an app, besides the environment's.
 pub const LABEL_APP: &str = "berth.dev/app";
 pub const LABEL_PROCESS: &str = "berth.dev/process";
+/// On a volume's claim, which is not owned by its App (its data outlives
+/// the app): the uid of the App it belongs to, so that deleting an app's
+/// volumes never selects a claim by a name a user chose.
+pub const LABEL_APP_UID: &str = "berth.dev/app-uid";
 
 /// Object names of what an app becomes (one place, so the API, the
 /// controller and the tests agree).

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde::Serialize;
@@ -12,6 +13,7 @@ use super::crd::{
     EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, Quota,
 };
+use super::ownership::{self, NamespaceOwner};
 use super::{is_conflict, projects, timestamp};
 use crate::identity::Principal;
 use crate::names::ReservedNamespaces;
@@ -70,6 +72,43 @@ fn record(environment: &Environment) -> EnvironmentRecord {
             .creation_timestamp
             .as_ref()
             .map(timestamp),
+    }
+}
+
+/// The namespace of that name, whoever's it is.
+pub async fn namespace(client: &kube::Client, name: &str) -> Result<Option<Namespace>, ApiError> {
+    Ok(Api::<Namespace>::all(client.clone()).get_opt(name).await?)
+}
+
+/// Refuses a write into `environment` unless its namespace (read at the
+/// same time) exists and is owned by this very Environment, by uid. Absent,
+/// going away, or still an earlier environment's of that name: not ready
+/// (the controller is making it; retry). Anyone else's: taken, and Berth
+/// writes nothing into it.
+pub fn check_namespace(
+    environment: &Environment,
+    namespace: Option<&Namespace>,
+) -> Result<(), ApiError> {
+    let name = environment.name_any();
+    let short = &environment.spec.name;
+    let Some(namespace) = namespace else {
+        return Err(ApiError::EnvironmentNotReady(format!(
+            "environment {short} is still being provisioned: its namespace {name} does not              exist yet; try again in a few seconds"
+        )));
+    };
+    match ownership::namespace_owner(namespace, environment) {
+        NamespaceOwner::ThisEnvironment if namespace.metadata.deletion_timestamp.is_some() => {
+            Err(ApiError::EnvironmentNotReady(format!(
+                "the namespace {name} of environment {short} is being deleted and will be made                  again; try again in a few seconds"
+            )))
+        }
+        NamespaceOwner::ThisEnvironment => Ok(()),
+        NamespaceOwner::EarlierEnvironment => Err(ApiError::EnvironmentNotReady(format!(
+            "the namespace {name} still belongs to an earlier environment of that name, which is              being removed; environment {short} gets it once it is gone; try again in a few              seconds"
+        ))),
+        NamespaceOwner::Other => Err(ApiError::NamespaceTaken(format!(
+            "the namespace {name} of environment {short} was not created by Berth for this              environment, so Berth writes nothing into it; delete the environment and create              one with another name"
+        ))),
     }
 }
 
@@ -188,19 +227,37 @@ pub fn validate(
 /// `{project}-{environment}` cluster-wide, so project `a` + environment `b-c`
 /// and project `a-b` + environment `c` would share `a-b-c`: the second is a
 /// conflict that says the cluster name is taken, never a shared namespace.
+/// A namespace of that name that no Berth environment made (`cert-manager`
+/// for project `cert`, environment `manager`) is `namespace_taken`, and
+/// nothing is written; the controller, which never adopts a namespace, is
+/// the second line for one made after this look.
 pub async fn create(
     client: &kube::Client,
     org: &str,
     new: ValidEnvironment,
 ) -> Result<EnvironmentRecord, ApiError> {
     let project = new.project.as_str();
-    let parent = projects::get_visible(client, org, project).await?;
+    let name = resource_name(project, &new.name);
+    let (parent, existing) = tokio::join!(
+        projects::get_visible(client, org, project),
+        namespace(client, &name)
+    );
+    let parent = parent?;
     if parent.metadata.deletion_timestamp.is_some() {
         return Err(ApiError::Conflict(format!(
             "project {project} is being deleted"
         )));
     }
-    let name = resource_name(project, &new.name);
+    // One of Berth's own (this environment's, another project's of the same
+    // cluster name, or an earlier one's going away) is the name conflict
+    // below, or waited for by the controller.
+    if let Some(existing) = existing?
+        && !ownership::is_environment_namespace(&existing)
+    {
+        return Err(ApiError::NamespaceTaken(format!(
+            "the namespace {name} already exists in the cluster and was not created by Berth: an              environment's namespace is named {{project}}-{{environment}}; choose another name"
+        )));
+    }
     let environment = Environment {
         metadata: ObjectMeta {
             name: Some(name.clone()),

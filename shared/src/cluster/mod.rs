@@ -6,8 +6,10 @@ pub mod apps;
 pub mod crd;
 pub mod environments;
 pub mod install;
+pub mod ownership;
 pub mod projects;
 pub mod render;
+pub mod rendered_names;
 pub mod secrets;
 
 use crate::ApiError;

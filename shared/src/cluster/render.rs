@@ -37,8 +37,8 @@ use kube::{Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
 use super::crd::{
-    App, AppConfig, AppProcess, LABEL_APP, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-    LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
+    App, AppConfig, AppProcess, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY,
+    LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
 };
 use crate::domain::size::{Quantity, Size};
 
@@ -254,6 +254,13 @@ impl<'a> AppContext<'a> {
         }
     }
 
+    /// A claim has no owner; its App's uid, as a label, says whose it is.
+    fn claim_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.labels.clone();
+        labels.insert(LABEL_APP_UID.to_owned(), self.owner.uid.clone());
+        labels
+    }
+
     fn process_labels(&self, process: &str) -> BTreeMap<String, String> {
         let mut labels = self.labels.clone();
         labels.insert(LABEL_PROCESS.to_owned(), process.to_owned());
@@ -433,7 +440,7 @@ fn volumes(
                 metadata: ObjectMeta {
                     name: Some(claim_name.clone()),
                     namespace: Some(context.namespace.to_owned()),
-                    labels: Some(context.labels.clone()),
+                    labels: Some(context.claim_labels()),
                     // None: a claim outlives its App (deleted only on request).
                     owner_references: None,
                     ..Default::default()
@@ -1290,6 +1297,11 @@ mod tests {
             "claims outlive apps"
         );
         assert_eq!(claim.metadata.labels.as_ref().unwrap()[LABEL_APP], "shop");
+        assert_eq!(
+            claim.metadata.labels.as_ref().unwrap()[LABEL_APP_UID],
+            "0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001",
+            "whose the claim is, by uid"
+        );
         let claim_spec = claim.spec.as_ref().unwrap();
         assert_eq!(
             claim_spec.access_modes,

@@ -1,0 +1,277 @@
+//! The names of the objects an app renders to, by kind, without rendering
+//! it: so that a change can be refused before it makes two apps of one
+//! environment render the same object (app `db` with volume `data-x` and app
+//! `db-data` with volume `x` would share the claim `db-data-x`). Names come
+//! from the same [`object_names`] functions [`super::render`] uses, and a
+//! test holds the two together.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use super::crd::{AppConfig, object_names};
+
+/// The kinds an app renders to. Two names clash only within one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ObjectKind {
+    Deployment,
+    Service,
+    HorizontalPodAutoscaler,
+    CronJob,
+    Ingress,
+    PersistentVolumeClaim,
+}
+
+impl ObjectKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Deployment => "Deployment",
+            ObjectKind::Service => "Service",
+            ObjectKind::HorizontalPodAutoscaler => "HorizontalPodAutoscaler",
+            ObjectKind::CronJob => "CronJob",
+            ObjectKind::Ingress => "Ingress",
+            ObjectKind::PersistentVolumeClaim => "PersistentVolumeClaim",
+        }
+    }
+}
+
+impl fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What `render` makes of app `app` with `config`, by kind and name. The
+/// Ingress is counted whenever the app has a web process (render makes it
+/// only when the app also has a host), which is more than needed but never
+/// less: an Ingress is named after its app, so it clashes with no other.
+pub fn rendered_names(app: &str, config: &AppConfig) -> BTreeSet<(ObjectKind, String)> {
+    let mut names = BTreeSet::new();
+    for process in &config.processes {
+        let name = object_names::workload(app, &process.name);
+        if process.is_scheduled() {
+            names.insert((ObjectKind::CronJob, name));
+            continue;
+        }
+        if process.port.is_some() {
+            names.insert((ObjectKind::Service, name.clone()));
+            if process.protocol == "http" {
+                names.insert((ObjectKind::Ingress, object_names::ingress(app)));
+            }
+        }
+        if process.min_replicas >= 1 && process.max_replicas > process.min_replicas {
+            names.insert((ObjectKind::HorizontalPodAutoscaler, name.clone()));
+        }
+        names.insert((ObjectKind::Deployment, name));
+    }
+    for volume in &config.volumes {
+        names.insert((
+            ObjectKind::PersistentVolumeClaim,
+            object_names::claim(app, &volume.name),
+        ));
+    }
+    names
+}
+
+/// An object two apps would both render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clash {
+    pub kind: ObjectKind,
+    pub name: String,
+    /// The app that renders it already.
+    pub other_app: String,
+}
+
+impl fmt::Display for Clash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} is already rendered by app {}",
+            self.kind, self.name, self.other_app
+        )
+    }
+}
+
+/// The first object (by kind, then name) that app `app` with `config`
+/// would render and one of `others` (name, configuration) renders already.
+pub fn first_clash<'a>(
+    app: &str,
+    config: &AppConfig,
+    others: impl IntoIterator<Item = (&'a str, &'a AppConfig)>,
+) -> Option<Clash> {
+    let mine = rendered_names(app, config);
+    others
+        .into_iter()
+        .filter(|(other, _)| *other != app)
+        .flat_map(|(other, other_config)| {
+            rendered_names(other, other_config)
+                .intersection(&mine)
+                .map(|(kind, name)| Clash {
+                    kind: *kind,
+                    name: name.clone(),
+                    other_app: other.to_owned(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .min_by(|a, b| (a.kind, &a.name).cmp(&(b.kind, &b.name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use kube::ResourceExt;
+
+    use super::*;
+    use crate::cluster::crd::{
+        App, AppProcess, AppSpec, AppVolume, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+        LABEL_PROJECT, MANAGER, ReleaseMark,
+    };
+    use crate::cluster::render::{RenderSettings, render};
+
+    fn process(name: &str, port: Option<i32>) -> AppProcess {
+        AppProcess {
+            name: name.to_owned(),
+            command: Vec::new(),
+            port,
+            size: "small".to_owned(),
+            min_replicas: 1,
+            max_replicas: 1,
+            schedule: None,
+            time_zone: None,
+            protocol: "http".to_owned(),
+        }
+    }
+
+    fn volume(name: &str) -> AppVolume {
+        AppVolume {
+            name: name.to_owned(),
+            mount_path: format!("/{name}"),
+            size: "1Gi".to_owned(),
+        }
+    }
+
+    fn config(processes: Vec<AppProcess>, volumes: Vec<AppVolume>) -> AppConfig {
+        AppConfig {
+            image: "nginx:1".to_owned(),
+            processes,
+            env: Vec::new(),
+            domains: Vec::new(),
+            volumes,
+            health_check_path: None,
+            fs_group: None,
+        }
+    }
+
+    fn stored(name: &str, config: AppConfig) -> App {
+        let mut app = App::new(
+            name,
+            AppSpec {
+                config,
+                release: ReleaseMark {
+                    revision: 1,
+                    reason: "create".to_owned(),
+                    note: None,
+                    actor: None,
+                    created_at: 0,
+                },
+                restarted_at: None,
+            },
+        );
+        app.metadata.namespace = Some("shop-dev".to_owned());
+        app.metadata.uid = Some("u-1".to_owned());
+        app.metadata.labels = Some(BTreeMap::from([
+            (LABEL_ORG.to_owned(), "acme".to_owned()),
+            (LABEL_PROJECT.to_owned(), "shop".to_owned()),
+            (LABEL_ENVIRONMENT.to_owned(), "dev".to_owned()),
+            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+        ]));
+        app
+    }
+
+    fn names_of<K: kube::Resource<DynamicType = ()>>(
+        objects: impl IntoIterator<Item = K>,
+        kind: ObjectKind,
+    ) -> Vec<(ObjectKind, String)> {
+        objects.into_iter().map(|o| (kind, o.name_any())).collect()
+    }
+
+    /// The names are exactly those `render` gives its objects (with a default
+    /// host, so that every web app has its Ingress).
+    #[test]
+    fn the_names_are_those_render_gives() {
+        let mut autoscaled = process("api", Some(8080));
+        autoscaled.max_replicas = 4;
+        let mut scheduled = process("nightly", None);
+        scheduled.schedule = Some("0 3 * * *".to_owned());
+        let mut tcp = process("db", Some(5432));
+        tcp.protocol = "tcp".to_owned();
+        let stopped = AppProcess {
+            min_replicas: 0,
+            max_replicas: 0,
+            ..process("worker", None)
+        };
+        let configs = [
+            config(vec![process("web", Some(80))], Vec::new()),
+            config(
+                vec![process("web", Some(80)), autoscaled, scheduled, stopped],
+                vec![volume("data"), volume("cache")],
+            ),
+            config(vec![tcp], vec![volume("data")]),
+            config(vec![process("worker", None)], Vec::new()),
+        ];
+        let settings = RenderSettings {
+            apps_domain: Some("apps.example.net".to_owned()),
+            ..RenderSettings::default()
+        };
+        for config in configs {
+            let rendered = render(&stored("shop", config.clone()), &settings).unwrap();
+            let mut expected = BTreeSet::new();
+            expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
+            expected.extend(names_of(rendered.services, ObjectKind::Service));
+            expected.extend(names_of(
+                rendered.autoscalers,
+                ObjectKind::HorizontalPodAutoscaler,
+            ));
+            expected.extend(names_of(rendered.cron_jobs, ObjectKind::CronJob));
+            expected.extend(names_of(rendered.ingress, ObjectKind::Ingress));
+            expected.extend(names_of(rendered.claims, ObjectKind::PersistentVolumeClaim));
+            assert_eq!(rendered_names("shop", &config), expected, "{config:?}");
+        }
+    }
+
+    #[test]
+    fn the_issues_two_examples_clash() {
+        let db = config(vec![process("main", None)], vec![volume("data-x")]);
+        let db_data = config(vec![process("main", None)], vec![volume("x")]);
+        assert_eq!(
+            first_clash("db-data", &db_data, [("db", &db)]).map(|c| c.to_string()),
+            Some("PersistentVolumeClaim db-data-x is already rendered by app db".to_owned())
+        );
+        let shop_web = config(vec![process("x", Some(80))], Vec::new());
+        let shop = config(vec![process("web-x", Some(80))], Vec::new());
+        assert_eq!(
+            first_clash("shop", &shop, [("shop-web", &shop_web)]).map(|c| c.to_string()),
+            Some("Deployment shop-web-x is already rendered by app shop-web".to_owned())
+        );
+    }
+
+    #[test]
+    fn names_clash_only_within_a_kind_and_between_two_apps() {
+        // App `shop-web`'s Ingress `shop-web` and app `shop`'s Deployment
+        // and Service `shop-web`.
+        let shop_web = config(vec![process("x", Some(80))], Vec::new());
+        let shop = config(vec![process("web", Some(80))], Vec::new());
+        assert_eq!(first_clash("shop", &shop, [("shop-web", &shop_web)]), None);
+        // A CronJob and a Deployment of one name.
+        let mut job = process("x", None);
+        job.schedule = Some("0 3 * * *".to_owned());
+        let scheduled = config(vec![job], Vec::new());
+        let always_on = config(vec![process("web-x", None)], Vec::new());
+        assert_eq!(
+            first_clash("shop", &always_on, [("shop-web", &scheduled)]),
+            None
+        );
+        // An app never clashes with itself.
+        assert_eq!(first_clash("shop", &shop, [("shop", &shop)]), None);
+    }
+}
