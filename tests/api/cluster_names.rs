@@ -191,7 +191,14 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
         .await
         .expect("creating the foreign namespace");
 
-    app.create_environment(&project, json!({ "name": "dev", "quota": { "cpu": "1" } }))
+    // The API refuses it (`owned_namespaces`); made behind its back, as if
+    // the namespace had come between the API's look and the controller's.
+    let quota = berth_shared::cluster::crd::Quota {
+        cpu: Some("1".into()),
+        memory: None,
+        pods: None,
+    };
+    app.create_environment_resource(&project, "dev", Some(quota))
         .await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     let expected = format!("namespace {name} already exists and is not managed by Berth");

@@ -19,6 +19,8 @@ mod lambda_events;
 mod manifests;
 mod members;
 mod openapi;
+mod owned_namespaces;
+mod owned_objects;
 mod packaging;
 mod permissions;
 mod projects;

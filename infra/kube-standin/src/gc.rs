@@ -69,6 +69,27 @@ impl State {
         true
     }
 
+    /// Queues for collection the owners a just-written object names that do not exist (never
+    /// did, or went before it was written), as the real garbage collector looks each new
+    /// owner up: the object is then deleted, or only loses the dangling reference when another
+    /// owner lives.
+    pub(crate) fn queue_dangling_owners(&mut self, obj: &Value) {
+        let owners = meta::owner_uids(obj);
+        if owners.is_empty() {
+            return;
+        }
+        let live: HashSet<String> = self
+            .objects_where(|_, _| true)
+            .iter()
+            .map(|(_, o)| meta::uid(o).to_string())
+            .collect();
+        for uid in owners {
+            if !live.contains(&uid) && !self.gc_queue.contains(&uid) {
+                self.gc_queue.push(uid);
+            }
+        }
+    }
+
     /// For `propagationPolicy=Orphan`: removes references to the owner from its dependents.
     pub(crate) fn orphan_dependents(&mut self, owner_uid: &str) {
         let dependents =

@@ -502,6 +502,7 @@ impl State {
             self.registry.register_crd(&obj)?;
         }
         let stored = self.store.put(key, obj);
+        self.queue_dangling_owners(&stored);
         self.settle();
         Ok(present(rt, version, &stored))
     }
@@ -673,6 +674,7 @@ impl State {
             self.registry.register_crd(&new)?;
         }
         let stored = self.store.put(key.clone(), new);
+        self.queue_dangling_owners(&stored);
         self.settle();
         Ok(present(rt, version, &stored))
     }

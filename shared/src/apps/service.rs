@@ -111,9 +111,8 @@ pub(crate) async fn app_to_change(
         writable_environment(client, org, &path.project, &path.environment),
         cluster_apps::get_visible(client, org, path)
     );
-    let app = app?;
     environment?;
-    Ok(app)
+    app
 }
 
 /// The app at `path`, about to change its configuration, and the other Apps
@@ -537,8 +536,10 @@ fn check_config(path: &AppPath, config: &AppConfig) -> Result<(), ApiError> {
 }
 
 /// Deletes the app, its workloads (through their owner references) and its
-/// release history; its volumes' claims only when asked. A retried delete of
-/// an app already gone still removes claims it left.
+/// release history; its volumes' claims only when asked: those labelled with
+/// its uid, and Berth's claims of its name whose uid names no App any more
+/// (left by an earlier app of that name), never by a name prefix. A retried
+/// delete of an app already gone still removes claims it left.
 pub async fn delete(
     store: &Store,
     client: &kube::Client,
@@ -567,7 +568,11 @@ pub async fn delete(
         tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
     }
     if delete_volumes {
+        // Its own claims (by its uid), then those it was adopting: left by
+        // an earlier app of its name, which the controller had not yet
+        // labelled with this one's uid.
         cluster_apps::delete_claims(client, &app).await?;
+        cluster_apps::delete_left_claims(client, org, path).await?;
     }
     Ok(())
 }

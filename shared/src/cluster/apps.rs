@@ -244,7 +244,7 @@ pub async fn delete_claims(client: &kube::Client, app: &App) -> Result<usize, Ap
         Err(error) if is_not_found(&error) => return Ok(0),
         Err(error) => return Err(error.into()),
     };
-    delete_each(client, &namespace, &found).await
+    delete_each(client, &namespace, found).await
 }
 
 /// Deletes the claims an app of that name left when it was deleted: Berth's
@@ -278,7 +278,7 @@ pub async fn delete_left_claims(
                 .is_none_or(|uid| !live.contains(uid))
         })
         .collect();
-    delete_each(client, &namespace, &left).await
+    delete_each(client, &namespace, left).await
 }
 
 fn claims(client: &kube::Client, namespace: &str) -> Api<PersistentVolumeClaim> {
@@ -286,14 +286,16 @@ fn claims(client: &kube::Client, namespace: &str) -> Api<PersistentVolumeClaim> 
 }
 
 /// Deletes each claim with a uid precondition: a claim made again under its
-/// name since it was listed is not the one meant, and stays.
+/// name since it was listed is not the one meant, and stays. Claims already
+/// being deleted (waiting for their pods to go) are not counted.
 async fn delete_each(
     client: &kube::Client,
     namespace: &str,
-    found: &[PersistentVolumeClaim],
+    mut found: Vec<PersistentVolumeClaim>,
 ) -> Result<usize, ApiError> {
+    found.retain(|claim| claim.metadata.deletion_timestamp.is_none());
     let api = claims(client, namespace);
-    for claim in found {
+    for claim in &found {
         let only_this_one = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: claim.uid(),

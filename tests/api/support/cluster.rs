@@ -89,6 +89,18 @@ impl TestCluster {
         }
     }
 
+    /// Stops the controller (until `restart_controller`): nothing provisions
+    /// or renders meanwhile. Only on the stand-in: on a shared real cluster
+    /// the other tests' controllers would.
+    pub async fn stop_controller(&self) {
+        let stopped = {
+            let mut controller = self.controller.lock().unwrap();
+            controller.abort();
+            std::mem::replace(&mut *controller, tokio::spawn(async {}))
+        };
+        let _ = stopped.await;
+    }
+
     /// Stops the controller and starts a new one, as a rescheduled pod would.
     pub async fn restart_controller(&self) {
         let stopped = {

@@ -245,6 +245,45 @@ impl TestApp {
         created.json()
     }
 
+    /// The Environment resource the API would make for the owner's
+    /// organization, made directly with the cluster's admin client (none of
+    /// the API's checks): for what the controller does on its own.
+    pub async fn create_environment_resource(
+        &self,
+        project: &str,
+        environment: &str,
+        quota: Option<berth_shared::cluster::crd::Quota>,
+    ) -> berth_shared::cluster::crd::Environment {
+        use berth_shared::cluster::crd::{
+            EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+            LABEL_PROJECT, MANAGER,
+        };
+        let mut resource = Environment::new(
+            &format!("{project}-{environment}"),
+            EnvironmentSpec {
+                project: project.to_owned(),
+                name: environment.to_owned(),
+                org: self.owner.org.clone(),
+                env_type: EnvType::Standard,
+                quota,
+                deletion_scheduled_at: None,
+            },
+        );
+        resource.metadata.labels = Some(
+            [
+                (LABEL_ORG.to_owned(), self.owner.org.clone()),
+                (LABEL_PROJECT.to_owned(), project.to_owned()),
+                (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
+                (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+            ]
+            .into(),
+        );
+        kube::Api::<Environment>::all(self.cluster().client.clone())
+            .create(&Default::default(), &resource)
+            .await
+            .expect("creating the Environment resource")
+    }
+
     /// Waits until the controller has provisioned the environment.
     pub async fn wait_for_environment(&self, project: &str, environment: &str) {
         let path = format!("/api/v1/projects/{project}/environments/{environment}");
