@@ -46,6 +46,20 @@ async fn delete_namespace(app: &TestApp, name: &str) {
         .expect("cleaning up a namespace");
 }
 
+/// A `namespace_taken` says so in plain words, naming the namespace, and
+/// asks for no retry.
+fn says_berth_did_not_create(answer: &TestResponse, namespace: &str) {
+    let detail = answer.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        detail.contains(namespace) && detail.contains("not created by Berth"),
+        "{detail}"
+    );
+    assert!(answer.headers.get("retry-after").is_none());
+}
+
 /// Every write into an environment, each answered with `status` and `code`.
 /// `prod` is another environment of the project with an app `web`, to
 /// promote from.
@@ -104,15 +118,7 @@ async fn an_environment_over_someone_elses_namespace_is_refused() {
         .send()
         .await;
     refused.assert_problem(409, "namespace_taken");
-    let detail = refused.json()["detail"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        detail.contains(&name) && detail.contains("not created by Berth"),
-        "{detail}"
-    );
-    assert!(refused.headers.get("retry-after").is_none());
+    says_berth_did_not_create(&refused, &name);
 
     app.get(&environment_path(&project, "manager"))
         .by(&app.owner)
@@ -233,15 +239,7 @@ async fn writes_into_a_namespace_that_is_not_the_environments_are_refused() {
 
     let answers = every_write_is_refused(&app, &project, "dev", "namespace_taken").await;
     for answer in &answers {
-        assert!(answer.headers.get("retry-after").is_none());
-        let detail = answer.json()["detail"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        assert!(
-            detail.contains(&name) && detail.contains("not created by Berth"),
-            "{detail}"
-        );
+        says_berth_did_not_create(answer, &name);
     }
     let after = app.get(&web).by(&app.owner).send().await;
     after.assert_status(200);

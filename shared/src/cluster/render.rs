@@ -907,11 +907,11 @@ fn is_label_value(value: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cluster::crd::{AppEnvVar, AppSpec, AppVolume, ReleaseMark, SecretKeyRef};
 
-    fn process(name: &str, port: Option<i32>) -> AppProcess {
+    pub(crate) fn process(name: &str, port: Option<i32>) -> AppProcess {
         AppProcess {
             name: name.to_owned(),
             command: Vec::new(),
@@ -925,7 +925,9 @@ mod tests {
         }
     }
 
-    fn app(processes: Vec<AppProcess>) -> App {
+    /// App `shop` in `store-prod`, stored (a uid) and labelled as the API
+    /// makes it.
+    pub(crate) fn app(processes: Vec<AppProcess>) -> App {
         let mut app = App::new(
             "shop",
             AppSpec {

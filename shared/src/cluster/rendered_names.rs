@@ -117,30 +117,12 @@ pub fn first_clash<'a>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use kube::ResourceExt;
 
     use super::*;
-    use crate::cluster::crd::{
-        App, AppProcess, AppSpec, AppVolume, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-        LABEL_PROJECT, MANAGER, ReleaseMark,
-    };
+    use crate::cluster::crd::{AppProcess, AppVolume};
+    use crate::cluster::render::tests::{app, process};
     use crate::cluster::render::{RenderSettings, render};
-
-    fn process(name: &str, port: Option<i32>) -> AppProcess {
-        AppProcess {
-            name: name.to_owned(),
-            command: Vec::new(),
-            port,
-            size: "small".to_owned(),
-            min_replicas: 1,
-            max_replicas: 1,
-            schedule: None,
-            time_zone: None,
-            protocol: "http".to_owned(),
-        }
-    }
 
     fn volume(name: &str) -> AppVolume {
         AppVolume {
@@ -151,41 +133,9 @@ mod tests {
     }
 
     fn config(processes: Vec<AppProcess>, volumes: Vec<AppVolume>) -> AppConfig {
-        AppConfig {
-            image: "nginx:1".to_owned(),
-            processes,
-            env: Vec::new(),
-            domains: Vec::new(),
-            volumes,
-            health_check_path: None,
-            fs_group: None,
-        }
-    }
-
-    fn stored(name: &str, config: AppConfig) -> App {
-        let mut app = App::new(
-            name,
-            AppSpec {
-                config,
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                },
-                restarted_at: None,
-            },
-        );
-        app.metadata.namespace = Some("shop-dev".to_owned());
-        app.metadata.uid = Some("u-1".to_owned());
-        app.metadata.labels = Some(BTreeMap::from([
-            (LABEL_ORG.to_owned(), "acme".to_owned()),
-            (LABEL_PROJECT.to_owned(), "shop".to_owned()),
-            (LABEL_ENVIRONMENT.to_owned(), "dev".to_owned()),
-            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-        ]));
-        app
+        let mut config = app(processes).spec.config;
+        config.volumes = volumes;
+        config
     }
 
     fn names_of<K: kube::Resource<DynamicType = ()>>(
@@ -224,7 +174,9 @@ mod tests {
             ..RenderSettings::default()
         };
         for config in configs {
-            let rendered = render(&stored("shop", config.clone()), &settings).unwrap();
+            let mut shop = app(Vec::new());
+            shop.spec.config = config.clone();
+            let rendered = render(&shop, &settings).unwrap();
             let mut expected = BTreeSet::new();
             expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
             expected.extend(names_of(rendered.services, ObjectKind::Service));
