@@ -119,9 +119,24 @@ async fn baseline_update(
     let namespace = format!("{project}-{environment}");
     let apps: Api<App> = Api::namespaced(baseline.kube.clone(), &namespace);
     let environments: Api<Environment> = Api::all(baseline.kube.clone());
-    let (found_environment, found) = tokio::join!(environments.get(&namespace), apps.get(&app));
+    let namespaces: Api<Namespace> = Api::all(baseline.kube.clone());
+    // As Berth reads before a write: the environment, its namespace (is it
+    // the environment's?) and the namespace's Apps (whose names are taken),
+    // at once.
+    let all = ListParams::default();
+    let (found_environment, found_namespace, listed) = tokio::join!(
+        environments.get(&namespace),
+        namespaces.get(&namespace),
+        apps.list(&all)
+    );
     found_environment.unwrap();
-    let mut next = found.unwrap();
+    found_namespace.unwrap();
+    let mut next = listed
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|found| found.name_any() == app)
+        .unwrap();
     let revision = baseline.revision.fetch_add(1, Ordering::SeqCst) as i64 + 1;
     next.spec.config.image = body["image"].as_str().unwrap().to_owned();
     next.spec.release.revision = revision;

@@ -93,13 +93,15 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     match apply_all(&app, &rendered, &context).await {
         Ok(Outcome::Blocked(blocked)) => {
             tracing::warn!(app = %key, message = %blocked.message, "a rendered name is taken; nothing applied");
+            // No URL while someone else's objects hold the app's names:
+            // nothing of it serves there.
             let status = if blocked.waiting {
                 AppStatus {
                     reason: Some(REASON_PROGRESSING.to_owned()),
                     ..failure_status(&app, rendered.url.clone(), blocked.message)
                 }
             } else {
-                failure_status(&app, rendered.url.clone(), blocked.message)
+                failure_status(&app, None, blocked.message)
             };
             set_status(&app, &context, status).await?;
             context.succeeded(&key);

@@ -219,16 +219,15 @@ async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
         .await
         .assert_status(201);
     let shop = format!("{apps}/shop");
-    for (kind, method) in [
-        (FaultKind::ServiceUnavailable, "PUT"),
-        (FaultKind::Hang, "PUT"),
-        (FaultKind::InternalError, "GET"),
+    // The replacement (PUT of the App) fails, or the read before it (a list
+    // of the namespace's Apps, in which the update finds its own).
+    let namespace_apps = format!("/namespaces/{project}-dev/apps");
+    for (kind, method, path) in [
+        (FaultKind::ServiceUnavailable, "PUT", "/apps/shop"),
+        (FaultKind::Hang, "PUT", "/apps/shop"),
+        (FaultKind::InternalError, "GET", namespace_apps.as_str()),
     ] {
-        standin.add_fault(
-            Fault::new(kind, 1)
-                .method(method)
-                .path_contains("/apps/shop"),
-        );
+        standin.add_fault(Fault::new(kind, 1).method(method).path_contains(path));
         app.request(Method::PATCH, &shop)
             .by(&app.owner)
             .json(json!({ "image": "nginx:2" }))
