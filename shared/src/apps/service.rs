@@ -144,7 +144,8 @@ pub(crate) fn check_names(
     match rendered_names::first_clash(&path.app, config, others) {
         None => Ok(()),
         Some(clash) => Err(ApiError::Conflict(format!(
-            "{clash}: an app's objects are named {{app}}-{{process}} and {{app}}-{{volume}}, so              choose other names"
+            "{clash}: an app's objects are named {{app}}-{{process}} and {{app}}-{{volume}}, so \
+             choose other names"
         ))),
     }
 }

@@ -93,21 +93,27 @@ pub fn check_namespace(
     let short = &environment.spec.name;
     let Some(namespace) = namespace else {
         return Err(ApiError::EnvironmentNotReady(format!(
-            "environment {short} is still being provisioned: its namespace {name} does not              exist yet; try again in a few seconds"
+            "environment {short} is still being provisioned: its namespace {name} does not \
+             exist yet; try again in a few seconds"
         )));
     };
     match ownership::namespace_owner(namespace, environment) {
         NamespaceOwner::ThisEnvironment if namespace.metadata.deletion_timestamp.is_some() => {
             Err(ApiError::EnvironmentNotReady(format!(
-                "the namespace {name} of environment {short} is being deleted and will be made                  again; try again in a few seconds"
+                "the namespace {name} of environment {short} is being deleted and will be made \
+                 again; try again in a few seconds"
             )))
         }
         NamespaceOwner::ThisEnvironment => Ok(()),
         NamespaceOwner::EarlierEnvironment => Err(ApiError::EnvironmentNotReady(format!(
-            "the namespace {name} still belongs to an earlier environment of that name, which is              being removed; environment {short} gets it once it is gone; try again in a few              seconds"
+            "the namespace {name} still belongs to an earlier environment of that name, which is \
+             being removed; environment {short} gets it once it is gone; try again in a few \
+             seconds"
         ))),
         NamespaceOwner::Other => Err(ApiError::NamespaceTaken(format!(
-            "the namespace {name} of environment {short} was not created by Berth for this              environment, so Berth writes nothing into it; delete the environment and create              one with another name"
+            "the namespace {name} of environment {short} was not created by Berth for this \
+             environment, so Berth writes nothing into it; delete the environment and create \
+             one with another name"
         ))),
     }
 }
@@ -255,7 +261,8 @@ pub async fn create(
         && !ownership::is_environment_namespace(&existing)
     {
         return Err(ApiError::NamespaceTaken(format!(
-            "the namespace {name} already exists in the cluster and was not created by Berth: an              environment's namespace is named {{project}}-{{environment}}; choose another name"
+            "the namespace {name} already exists in the cluster and was not created by Berth: an \
+             environment's namespace is named {{project}}-{{environment}}; choose another name"
         )));
     }
     let environment = Environment {
