@@ -16,7 +16,7 @@ use crate::domain::names::{
 use crate::domain::numbers::{FsGroup, Port, Replicas};
 use crate::domain::paths::{HealthCheckPath, MountPath};
 use crate::domain::schedule::{Schedule, TimeZone};
-use crate::domain::size::{Quantity, Size};
+use crate::domain::size::{Quantity, Size, VolumeSize};
 use crate::{ApiError, Permission};
 
 pub const DEFAULT_SIZE: &str = "small";
@@ -582,9 +582,9 @@ fn parse_volumes(
             let size = match (&volume.size, existing) {
                 (Some(size), _) => {
                     let field = format!("volumes[{i}].size");
-                    let wanted = Quantity::parse(size).map_err(|e| e.at(&field))?;
+                    let wanted = VolumeSize::parse(size).map_err(|e| e.at(&field))?;
                     if let Some(existing) = existing
-                        && Quantity::parse(&existing.size).is_ok_and(|had| wanted < had)
+                        && Quantity::parse(&existing.size).is_ok_and(|had| *wanted.quantity() < had)
                     {
                         return Err(ApiError::ValidationFailed(format!(
                             "{field}: a volume can grow, never shrink (it is {})",
@@ -757,6 +757,22 @@ mod tests {
             (
                 serde_json::json!({"name": "shop", "image": "nginx", "size": "huge"}),
                 "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "size": "17/1Gi"}),
+                "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "size": "1/65Gi"}),
+                "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a", "size": "2Ti"}]}),
+                "volumes[0].size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a", "size": "0"}]}),
+                "volumes[0].size:",
             ),
             (
                 serde_json::json!({"name": "shop", "image": "nginx", "replicas": 101}),
