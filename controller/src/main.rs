@@ -4,11 +4,15 @@
 //! app's Ingress; the cluster's default when unset), `BERTH_APPS_DOMAIN` (web
 //! apps also answer at `{app}-{environment}-{project}.{BERTH_APPS_DOMAIN}`),
 //! `BERTH_PROGRESS_DEADLINE_SECONDS` (how long a rollout may make no progress
-//! before the app is reported `RolloutFailed`; 600 by default).
+//! before the app is reported `RolloutFailed`; 600 by default),
+//! `BERTH_INGRESS_NAMESPACE` (the ingress controller's namespace, the only
+//! other namespace whose pods may reach an environment's; `ingress-nginx` by
+//! default).
 
 use std::process::ExitCode;
 
 use berth_controller::Settings;
+use berth_shared::cluster::isolation;
 use berth_shared::cluster::render::RenderSettings;
 
 const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
@@ -30,7 +34,17 @@ fn settings() -> Result<Settings, String> {
             .filter(|seconds| *seconds > 0)
             .ok_or("BERTH_PROGRESS_DEADLINE_SECONDS must be a positive number of seconds")?,
     };
+    let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
+        None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
+        Some(namespace) if berth_shared::names::dns_label("", &namespace, 63).is_ok() => namespace,
+        Some(_) => {
+            return Err(
+                "BERTH_INGRESS_NAMESPACE must be a namespace's name (a DNS label)".to_owned(),
+            );
+        }
+    };
     Ok(Settings {
+        ingress_namespace,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
             apps_domain: setting("BERTH_APPS_DOMAIN")
@@ -67,6 +81,7 @@ async fn main() -> ExitCode {
             .unwrap_or("the cluster's default"),
         apps_domain = %settings.render.apps_domain.as_deref().unwrap_or("none"),
         progress_deadline_seconds = settings.render.progress_deadline_seconds,
+        ingress_namespace = %settings.ingress_namespace,
         "berth-controller started"
     );
     tokio::select! {

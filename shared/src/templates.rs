@@ -319,6 +319,53 @@ mod tests {
     }
 
     #[test]
+    fn every_database_and_cache_requires_a_generated_password() {
+        const SERVERS: [&str; 7] = [
+            "postgres",
+            "mariadb",
+            "mysql",
+            "redis",
+            "valkey",
+            "mongo",
+            "memcached",
+        ];
+        let mut servers = 0;
+        for template in CATALOGUE.iter() {
+            let image = crate::domain::image::ImageRef::parse(&template.record.image).unwrap();
+            let name = image.name().rsplit('/').next().unwrap_or_default();
+            if SERVERS.contains(&name) {
+                servers += 1;
+                assert!(
+                    template.file.env.iter().any(|var| var.generate),
+                    "{} runs a server without a generated password",
+                    template.file.name
+                );
+            }
+        }
+        assert_eq!(servers, 3, "postgres, mariadb and redis");
+        // Redis takes its password on the command line: from the generated
+        // secret through the environment, never written into the command.
+        let redis = CATALOGUE.iter().find(|t| t.file.name == "redis").unwrap();
+        let (create, generated) =
+            create_body(&redis.file, "cache", &BTreeMap::new()).expect("a create body");
+        let (_, config) = body::parse_create(create).unwrap();
+        let command = &config.processes[0].command;
+        let at = command
+            .iter()
+            .position(|arg| arg == "--requirepass")
+            .unwrap();
+        assert_eq!(command[at + 1], "$(REDIS_PASSWORD)");
+        let password = config
+            .env
+            .iter()
+            .find(|v| v.name == "REDIS_PASSWORD")
+            .unwrap();
+        assert_eq!(password.secret.as_ref().unwrap().name, "cache-generated");
+        assert!(password.value.is_none());
+        assert!(!command.contains(&generated["REDIS_PASSWORD"]));
+    }
+
+    #[test]
     fn generated_values_differ() {
         assert_ne!(
             credentials::new_generated_secret(),

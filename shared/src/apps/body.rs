@@ -659,12 +659,12 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What a change needs (DESIGN §5): a new image `app-deploy`; replica counts
-/// alone `app-operate`; anything else `app-write`. A change that mixes them
-/// needs each.
+/// What a change needs (DESIGN §5): new code to run — a new image, or a new
+/// command of a process — `app-deploy`; replica counts alone `app-operate`;
+/// anything else `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
     let mut needed = vec![Permission::AppOperate];
-    if current.image != next.image {
+    if current.image != next.image || runs_new_command(current, next) {
         needed.push(Permission::AppDeploy);
     }
     let without_replicas = |config: &AppConfig| {
@@ -680,6 +680,22 @@ pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission>
         needed.push(Permission::AppWrite);
     }
     needed
+}
+
+/// Whether a process of `next` runs a command it did not run in `current`
+/// (a changed command, or a new or renamed process with one). Dropping a
+/// command runs the image's own entrypoint, which any process without a
+/// command runs already: that alone is no new code.
+fn runs_new_command(current: &AppConfig, next: &AppConfig) -> bool {
+    next.processes
+        .iter()
+        .filter(|process| !process.command.is_empty())
+        .any(|process| {
+            !current
+                .processes
+                .iter()
+                .any(|before| before.name == process.name && before.command == process.command)
+        })
 }
 
 #[cfg(test)]
@@ -957,6 +973,51 @@ mod tests {
         .expect("valid");
         assert_eq!(
             permissions_for(&current, &configured),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+    }
+
+    #[test]
+    fn a_new_command_is_new_code() {
+        let current = config(serde_json::json!({"name": "shop", "image": "nginx:1", "port": 80}));
+        let deploy_and_write = [
+            Permission::AppOperate,
+            Permission::AppDeploy,
+            Permission::AppWrite,
+        ];
+        let commanded = update(
+            &current,
+            serde_json::json!({"command": ["sh", "-c", "cat /proc/self/environ"]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &commanded), deploy_and_write);
+        // Through `processes` too, for a process changed or added.
+        let listed = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80, "command": ["env"]}]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &listed), deploy_and_write);
+        let added = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80}, {"name": "spy", "command": ["env"]}]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &added), deploy_and_write);
+        // Back to the image's own entrypoint, or a process without a
+        // command added, runs no new code.
+        let reset = update(&commanded, serde_json::json!({"command": []})).expect("valid");
+        assert_eq!(
+            permissions_for(&commanded, &reset),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+        let plain = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80}, {"name": "worker"}]}),
+        )
+        .expect("valid");
+        assert_eq!(
+            permissions_for(&current, &plain),
             [Permission::AppOperate, Permission::AppWrite]
         );
     }

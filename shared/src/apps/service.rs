@@ -342,7 +342,9 @@ pub async fn rollback(
     let restored = if revision == head {
         current.spec.config.clone()
     } else {
-        let found = if (1..head).contains(&revision) {
+        // A revision older than the kept window was pruned (or is about to
+        // be): unknown, like one that never was.
+        let found = if (releases::oldest_kept(head)..head).contains(&revision) {
             releases::get(store, &history_of(&current)?, revision).await?
         } else {
             None

@@ -175,6 +175,7 @@ pub fn validate(
                 "quota.pods: must be 1 to {MAX_PODS}"
             )));
         }
+        super::isolation::check_quota(quota)?;
     }
     Ok(ValidEnvironment {
         project: project.to_owned(),

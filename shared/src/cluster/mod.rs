@@ -6,6 +6,7 @@ pub mod apps;
 pub mod crd;
 pub mod environments;
 pub mod install;
+pub mod isolation;
 pub mod projects;
 pub mod render;
 pub mod secrets;

@@ -20,9 +20,14 @@ pub const APPS_DOMAIN: &str = "apps.berth.test";
 /// The Ingress class of the test apps (none needs to exist for the apiserver).
 pub const INGRESS_CLASS: &str = "berth-tests";
 
+/// The ingress controller's namespace in the tests (none needs to exist for
+/// the environments' NetworkPolicies to name it).
+pub const INGRESS_NAMESPACE: &str = "berth-tests-ingress";
+
 /// The controller's settings in the tests.
 pub fn controller_settings() -> berth_controller::Settings {
     berth_controller::Settings {
+        ingress_namespace: INGRESS_NAMESPACE.to_owned(),
         render: berth_shared::cluster::render::RenderSettings {
             ingress_class: Some(INGRESS_CLASS.to_owned()),
             apps_domain: Some(APPS_DOMAIN.to_owned()),
