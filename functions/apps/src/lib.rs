@@ -14,6 +14,7 @@ use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
+use berth_shared::domain::names::{AppName, EnvironmentName};
 use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
 use berth_shared::openapi::{
@@ -175,7 +176,9 @@ async fn create_app(
     ),
     ApiError,
 > {
-    scope::audit_target("app", body.name.clone());
+    if let Ok(name) = AppName::parse(&body.name) {
+        scope::audit_target("app", name.into_inner());
+    }
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     let created =
@@ -372,9 +375,10 @@ async fn promote_app(
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::AppDeploy)?;
+    let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::promote(&state.store, &client, &caller, &path, &body.environment).await?,
+        service::promote(&state.store, &client, &caller, &path, &target).await?,
     ))
 }
 

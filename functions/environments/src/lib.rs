@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
 use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
+use berth_shared::domain::names::EnvironmentName;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
@@ -139,7 +140,9 @@ async fn create_environment(
     ),
     ApiError,
 > {
-    audit_environment(&project, &body.name);
+    if let Ok(name) = EnvironmentName::parse(&body.name) {
+        audit_environment(&project, name.as_str());
+    }
     caller.require(Permission::EnvWrite)?;
     let new = NewEnvironment {
         name: body.name,

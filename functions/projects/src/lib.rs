@@ -110,7 +110,9 @@ async fn create_project(
     ),
     ApiError,
 > {
-    scope::audit_target("project", body.name.clone());
+    if berth_shared::names::dns_label("name", &body.name, projects::MAX_NAME_LEN).is_ok() {
+        scope::audit_target("project", body.name.clone());
+    }
     caller.require(Permission::ProjectWrite)?;
     let new = NewProject {
         name: body.name,

@@ -16,7 +16,7 @@ use crate::cluster::crd::{
     LABEL_PROJECT, MANAGER, ReleaseMark,
 };
 use crate::cluster::environments;
-use crate::domain::names::AppName;
+use crate::domain::names::{AppName, EnvironmentName};
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
@@ -387,10 +387,11 @@ pub async fn promote(
     client: &kube::Client,
     caller: &Principal,
     path: &AppPath,
-    target_environment: &str,
+    target_environment: &EnvironmentName,
 ) -> Result<AppRecord, ApiError> {
     caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
+    let target_environment = target_environment.as_str();
     if target_environment == path.environment {
         return Err(ApiError::ValidationFailed(
             "environment: promote to another environment of the project".into(),

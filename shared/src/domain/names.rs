@@ -75,6 +75,28 @@ impl AppName {
 }
 string_newtype!(AppName);
 
+/// An environment's short name: a DNS label of 1 to 22 characters, so that
+/// `{project}-{environment}` (its namespace) is one too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EnvironmentName(String);
+
+impl EnvironmentName {
+    pub const MAX_LEN: usize = 22;
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        if value.len() <= Self::MAX_LEN && is_dns1123_label(value) {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a DNS label (lowercase letters, digits and '-', starting and ending \
+                 with a letter or digit) of 1 to {} characters",
+                Self::MAX_LEN
+            )))
+        }
+    }
+}
+string_newtype!(EnvironmentName);
+
 /// A process of an app: a DNS-1035 label of 1 to 20 characters (it becomes
 /// part of `{app}-{process}` object names).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
