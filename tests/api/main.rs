@@ -18,6 +18,7 @@ mod health;
 mod isolation;
 mod lambda_events;
 mod manifests;
+mod meaning;
 mod members;
 mod openapi;
 mod packaging;

@@ -219,9 +219,9 @@ async fn get_app(
 
 /// Change an app
 ///
-/// Omitted fields stay; lists are replaced whole. A new image is a new
-/// release (`app-deploy`); env, domains, processes and volumes need
-/// `app-write`; replicas `app-operate`.
+/// Omitted fields stay; lists are replaced whole. New code — a new image, or
+/// a process's new command — needs `app-deploy`; env, domains, processes and
+/// volumes need `app-write`; replicas `app-operate`.
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -282,7 +282,8 @@ async fn delete_app(
 
 /// List releases
 ///
-/// The newest revisions of the app, newest first.
+/// The app's revisions, newest first: the 50 newest are kept, older ones
+/// are pruned as new ones are made.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
@@ -315,7 +316,8 @@ struct RollbackBody {
 
 /// Roll back
 ///
-/// Makes an earlier revision current again, as a new release.
+/// Makes an earlier revision current again, as a new release. A revision
+/// the app no longer keeps (older than its 50 newest) is unknown: `422`.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
@@ -343,7 +345,8 @@ async fn rollback_app(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PromoteBody {
-    /// The target environment's short name, in the same project.
+    /// The target environment's short name, in the same project (a DNS
+    /// label of at most 22 characters; anything else is `422`).
     #[schema(
         pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         min_length = 1,
@@ -398,7 +401,10 @@ struct LogsQuery {
 
 /// App logs
 ///
-/// The last lines of each pod of the app.
+/// The last lines of each of the app's newest pods (at most 10). At most
+/// 512 KiB of each pod's log is read (its newest lines that fit) and the
+/// answer is kept within 5 MiB; an entry that lost or cut lines says
+/// `truncated`.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",

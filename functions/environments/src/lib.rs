@@ -116,6 +116,9 @@ fn standard() -> String {
 /// Create an environment
 ///
 /// A namespace for the project's apps, with an optional resource quota.
+/// Every environment's storage is bounded (1Ti and 20 volumes unless the
+/// quota says otherwise; at most 10Ti and 100), and its pods admit traffic
+/// only from the same environment and the platform's ingress.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments",

@@ -47,7 +47,7 @@ pub struct ProcessBody {
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -91,7 +91,8 @@ pub struct VolumeBody {
     /// An absolute path in the container.
     #[schema(pattern = "^/")]
     pub mount_path: String,
-    /// A Kubernetes quantity (`1Gi` by default); grows, never shrinks.
+    /// A Kubernetes quantity above zero and at most `1Ti` (`1Gi` by
+    /// default); grows, never shrinks.
     pub size: Option<String>,
 }
 
@@ -119,7 +120,7 @@ pub struct CreateBody {
     #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -158,7 +159,7 @@ pub struct UpdateBody {
     #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
