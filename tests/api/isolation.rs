@@ -263,12 +263,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
             {"name": "nightly", "schedule": "0 3 * * *", "command": ["python", "report.py"]}
         ]}),
     ] {
-        app.post(&apps)
-            .by(&app.owner)
-            .json(body)
-            .send()
-            .await
-            .assert_status(201);
+        app.create_app(&apps, body).await;
     }
     // Redis from the catalogue: its password comes from the generated
     // secret, through the environment.
@@ -442,12 +437,12 @@ async fn limits_a_tenant_cannot_exceed() {
         let detail = refused.json()["detail"].as_str().unwrap().to_owned();
         assert!(detail.starts_with(field), "{body}: {detail}");
     }
-    app.post(&apps)
-        .by(&app.owner)
-        .json(json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/d", "size": "1Ti"}]}))
-        .send()
-        .await
-        .assert_status(201);
+    let volume = json!({"name": "data", "mount_path": "/d", "size": "1Ti"});
+    app.create_app(
+        &apps,
+        json!({"name": "shop", "image": "nginx", "volumes": [volume]}),
+    )
+    .await;
     let shop = format!("{apps}/shop");
     let grow = |size: &str| {
         app.request(Method::PATCH, &shop)

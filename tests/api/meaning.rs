@@ -28,12 +28,11 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
     let project = app.ready_environment("csrf", "dev").await;
     let environment = format!("/api/v1/projects/{project}/environments/dev");
     let apps = format!("{environment}/apps");
-    app.post(&apps)
-        .by(&app.owner)
-        .json(json!({"name": "shop", "image": "busybox:1.37", "schedule": "0 3 * * *"}))
-        .send()
-        .await
-        .assert_status(201);
+    app.create_app(
+        &apps,
+        json!({"name": "shop", "image": "busybox:1.37", "schedule": "0 3 * * *"}),
+    )
+    .await;
     let session = app.sign_in(&app.owner.email, PASSWORD).await;
     let shop = format!("{apps}/shop");
 
@@ -187,13 +186,12 @@ async fn a_new_command_needs_app_deploy() {
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("cmd", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.post(&apps)
-        .by(&app.owner)
-        .json(json!({"name": "shop", "image": "nginx:1.27", "port": 80,
-                     "env": [{"name": "TOKEN", "value": "s3cr3t"}]}))
-        .send()
-        .await
-        .assert_status(201);
+    app.create_app(
+        &apps,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80,
+                     "env": [{"name": "TOKEN", "value": "s3cr3t"}]}),
+    )
+    .await;
     let shop = format!("{apps}/shop");
     let operator = app.user(Role::Operator).await;
     let developer = app.user(Role::Developer).await;
@@ -232,12 +230,11 @@ async fn an_impossible_promote_target_is_refused_before_the_cluster() {
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("prom", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.post(&apps)
-        .by(&app.owner)
-        .json(json!({"name": "shop", "image": "nginx:1.27", "port": 80}))
-        .send()
-        .await
-        .assert_status(201);
+    app.create_app(
+        &apps,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
     for target in [
         "Prod",
         "../../kube-system",

@@ -180,7 +180,7 @@ async fn read_log(api: &Api<Pod>, name: &str, params: &LogParams) -> Result<Log,
         .take(u64::try_from(MAX_POD_LOG_BYTES).unwrap_or(u64::MAX))
         .read_to_end(&mut bytes)
         .await
-        .map_err(|error| kube::Error::ReadEvents(error))?;
+        .map_err(kube::Error::ReadEvents)?;
     let at_limit = bytes.len() >= MAX_POD_LOG_BYTES;
     let text = String::from_utf8_lossy(&bytes);
     let (mut lines, mut cut) = split_lines(&text);

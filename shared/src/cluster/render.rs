@@ -1066,15 +1066,12 @@ mod tests {
         &spec.containers[0]
     }
 
+    fn template_spec(template: &PodTemplateSpec) -> &PodSpec {
+        template.spec.as_ref().unwrap()
+    }
+
     fn pod_spec(deployment: &Deployment) -> &PodSpec {
-        deployment
-            .spec
-            .as_ref()
-            .unwrap()
-            .template
-            .spec
-            .as_ref()
-            .unwrap()
+        template_spec(&deployment.spec.as_ref().unwrap().template)
     }
 
     fn assert_owned_and_labelled(meta: &ObjectMeta, process: Option<&str>) {
@@ -1571,18 +1568,8 @@ mod tests {
     fn every_pod(rendered: &Rendered) -> Vec<&PodSpec> {
         let deployments = rendered.deployments.iter().map(pod_spec);
         let jobs = rendered.cron_jobs.iter().map(|cron_job| {
-            cron_job
-                .spec
-                .as_ref()
-                .unwrap()
-                .job_template
-                .spec
-                .as_ref()
-                .unwrap()
-                .template
-                .spec
-                .as_ref()
-                .unwrap()
+            let job = cron_job.spec.as_ref().unwrap().job_template.spec.as_ref();
+            template_spec(&job.unwrap().template)
         });
         deployments.chain(jobs).collect()
     }

@@ -264,6 +264,16 @@ impl TestApp {
         project
     }
 
+    /// A new app, created by the owner at `apps` (an environment's apps path).
+    pub async fn create_app(&self, apps: &str, body: Value) {
+        self.post(apps)
+            .by(&self.owner)
+            .json(body)
+            .send()
+            .await
+            .assert_status(201);
+    }
+
     /// Another organization in the same table, and its owner.
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await
