@@ -256,7 +256,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
         json!({"name": "web", "image": "nginx:1.27", "port": 80, "health_check_path": "/"}),
         json!({"name": "db", "image": "postgres:16.4", "port": 5432, "protocol": "tcp",
                "size": "16/64Gi", "fs_group": 999,
-               "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "1Ti"}]}),
+               "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "10Gi"}]}),
         json!({"name": "shop", "image": "python:3.12", "processes": [
             {"name": "web", "port": 8000, "command": ["python", "-m", "http.server"], "replicas": 2, "max_replicas": 4},
             {"name": "worker", "command": ["python", "worker.py"]},
@@ -437,6 +437,7 @@ async fn limits_a_tenant_cannot_exceed() {
         let detail = refused.json()["detail"].as_str().unwrap().to_owned();
         assert!(detail.starts_with(field), "{body}: {detail}");
     }
+    // The largest volume, which the default quota's storage just holds.
     let volume = json!({"name": "data", "mount_path": "/d", "size": "1Ti"});
     app.create_app(
         &apps,
