@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::Mutex;
 
+use super::retry::RetryLayer;
 use crate::ApiError;
 use crate::kubeconfig;
 use crate::store::Store;
@@ -110,8 +111,13 @@ impl ClusterAccess {
     }
 }
 
-/// A kube client from kubeconfig YAML, with Berth's timeouts and no retries:
-/// an API call either answers in time or fails as `cluster_unavailable`.
+/// How long a call made outside a request (the admin CLI, tests) may keep
+/// retrying: a request's calls stop at its deadline instead.
+pub const RETRY_BUDGET_OUTSIDE_REQUESTS: Duration = Duration::from_secs(30);
+
+/// A kube client from kubeconfig YAML, with Berth's timeouts and retries
+/// (`retry`): an API call answers in time, or fails as `cluster_unavailable`
+/// once what a retry may cure has had its retries.
 pub async fn client_from_kubeconfig(
     yaml: &str,
     context: Option<&str>,
@@ -140,6 +146,7 @@ async fn config_from_kubeconfig(
     config.connect_timeout = Some(timeout);
     config.read_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
+    // kube's own retries know no deadline and no verb: `retry` replaces them.
     config.default_retry = false;
     Ok(config)
 }
@@ -148,15 +155,16 @@ fn build_client(
     config: kube::Config,
     counter: Option<RequestCounter>,
 ) -> Result<kube::Client, ApiError> {
-    let Some(counter) = counter else {
-        return kube::Client::try_from(config).map_err(|e| unusable(&e));
-    };
-    let count = tower::util::MapRequestLayer::new(move |request| {
-        counter.0.fetch_add(1, Ordering::SeqCst);
-        request
-    });
+    // Each attempt is counted: retries wrap the counting.
+    let count = tower::util::option_layer(counter.map(|counter| {
+        tower::util::MapRequestLayer::new(move |request| {
+            counter.0.fetch_add(1, Ordering::SeqCst);
+            request
+        })
+    }));
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| unusable(&e))?
         .with_layer(&count)
+        .with_layer(&RetryLayer::new(RETRY_BUDGET_OUTSIDE_REQUESTS))
         .build())
 }

@@ -8,6 +8,7 @@ pub mod environments;
 pub mod install;
 pub mod projects;
 pub mod render;
+pub mod retry;
 pub mod secrets;
 
 use crate::ApiError;
