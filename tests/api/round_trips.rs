@@ -128,7 +128,7 @@ async fn app_operations_stay_within_their_round_trips() {
     ];
     let mut table = Vec::new();
     for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
-        crate::support::eventually("the app's status settles", 30, || async {
+        crate::support::eventually("the app's status settles", || async {
             app.get(&shop).by(&app.owner).send().await.json()["app"]["ready"] == true
         })
         .await;
@@ -289,7 +289,7 @@ async fn restoring_an_environment_stays_within_its_round_trips() {
     let environments: kube::Api<berth_shared::cluster::crd::Environment> =
         kube::Api::all(app.cluster().client.clone());
     let name = format!("{project}-prod");
-    crate::support::eventually("the controller sees the deletion", 30, || async {
+    crate::support::eventually("the controller sees the deletion", || async {
         let environment = environments.get(&name).await.unwrap();
         environment.status.and_then(|s| s.observed_generation) == environment.metadata.generation
     })

@@ -225,7 +225,13 @@ fn verdict_of_status(repeat: Repeat, status: StatusCode, after: Option<Duration>
 
 /// `Retry-After` in seconds, as the apiserver sends it.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: u64 = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim().parse().ok()?;
+    let seconds: u64 = headers
+        .get(header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     Some(Duration::from_secs(seconds))
 }
 
@@ -440,7 +446,10 @@ mod tests {
         assert!(retried(Repeat::Harmless, 500, Some(1)));
         assert!(retried(Repeat::Harmless, 503, None));
         assert!(retried(Repeat::Harmless, 504, None));
-        assert!(!retried(Repeat::Harmless, 500, None), "an error, not a busy server");
+        assert!(
+            !retried(Repeat::Harmless, 500, None),
+            "an error, not a busy server"
+        );
         for code in [500, 503, 504] {
             assert!(!retried(Repeat::Unsafe, code, Some(1)), "{code}");
         }
@@ -486,14 +495,20 @@ mod tests {
     fn retries_stop_short_of_the_deadline() {
         let now = Instant::now();
         let deadline = now + Duration::from_secs(20);
-        assert_eq!(cutoff(now, Some(deadline), Duration::ZERO), deadline - RESERVE);
+        assert_eq!(
+            cutoff(now, Some(deadline), Duration::ZERO),
+            deadline - RESERVE
+        );
         // A short deadline keeps a fifth of itself.
         let soon = now + Duration::from_secs(2);
         assert_eq!(
             cutoff(now, Some(soon), Duration::ZERO),
             soon - Duration::from_millis(400)
         );
-        assert_eq!(cutoff(now, None, Duration::from_secs(30)), now + Duration::from_secs(30));
+        assert_eq!(
+            cutoff(now, None, Duration::from_secs(30)),
+            now + Duration::from_secs(30)
+        );
     }
 
     #[test]
@@ -511,7 +526,8 @@ mod tests {
 
     #[test]
     fn the_log_names_the_apiservers_reason() {
-        let status = br#"{"kind":"Status","status":"Failure","reason":"TooManyRequests","code":429}"#;
+        let status =
+            br#"{"kind":"Status","status":"Failure","reason":"TooManyRequests","code":429}"#;
         assert_eq!(reason_of(status), "TooManyRequests");
         assert_eq!(reason_of(b"not json"), "none given");
     }

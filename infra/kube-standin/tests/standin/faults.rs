@@ -82,7 +82,11 @@ async fn conflict_on_writes() {
             .await,
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.contains("the object has been modified"), "{}", err.message);
+    assert!(
+        err.message.contains("the object has been modified"),
+        "{}",
+        err.message
+    );
     let now = cms.get("settings").await.unwrap();
     assert_eq!(
         (now.data, now.metadata.resource_version),
@@ -251,11 +255,11 @@ async fn knobs_over_http() {
     .await;
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client.clone());
     let slow = env.extra_namespace().await;
-    namespaces
-        .delete(&slow, &Default::default())
-        .await
-        .unwrap();
-    assert!(namespaces.get_opt(&slow).await.unwrap().is_some(), "still terminating");
+    namespaces.delete(&slow, &Default::default()).await.unwrap();
+    assert!(
+        namespaces.get_opt(&slow).await.unwrap().is_some(),
+        "still terminating"
+    );
     crate::common::eventually("the slow namespace to go", || async {
         namespaces.get_opt(&slow).await.unwrap().is_none()
     })
