@@ -186,6 +186,38 @@ async fn reads_are_asked_again_and_writes_that_may_have_happened_are_not() {
     }
 }
 
+/// A connection that could not be made sent nothing: every call is tried
+/// again, twice, before the `503` (a cluster that is down answers at once,
+/// not at the deadline).
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_connection_never_made_is_tried_again_whatever_the_call() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("down").await;
+    app.standin().set_unreachable(true).await.unwrap();
+    let started = Instant::now();
+    let (read, status) = counted(
+        &app,
+        app.get(&format!("/api/v1/projects/{project}"))
+            .by(&app.owner),
+    )
+    .await;
+    assert_eq!((status, read), (503, 3));
+    let (write, status) = counted(
+        &app,
+        app.post("/api/v1/projects")
+            .by(&app.owner)
+            .json(json!({ "name": unique("down"), "display_name": "Down" })),
+    )
+    .await;
+    assert_eq!((status, write), (503, 3));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 /// An apiserver slower than a stand-in (seconds, under a parallel test run)
 /// is waited for, up to the client's timeout.
 #[tokio::test]
