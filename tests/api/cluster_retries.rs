@@ -13,8 +13,47 @@ use berth_kube_standin::{Fault, FaultKind};
 use http::Method;
 use serde_json::json;
 
-use crate::support::{TestApp, eventually, logs, unique};
+use crate::support::{TestApp, TestResponse, eventually, logs, unique};
 use berth_shared::audit::Outcome;
+
+/// Asks the API for a project of a fresh name; the name and the answer.
+async fn post_project(app: &TestApp, prefix: &str) -> (String, TestResponse) {
+    let name = unique(prefix);
+    let answer = app
+        .post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": name, "display_name": prefix }))
+        .send()
+        .await;
+    (name, answer)
+}
+
+/// A fault for the next `count` calls of `method` on project paths (all of
+/// them, or one project's).
+fn on_projects(kind: FaultKind, count: usize, method: &str, project: Option<&str>) -> Fault {
+    let path = project.map_or_else(|| "/projects".to_owned(), |p| format!("/projects/{p}"));
+    Fault::new(kind, count).method(method).path_contains(path)
+}
+
+/// What reading the project answers.
+async fn project_status(app: &TestApp, name: &str) -> u16 {
+    let answer = app
+        .get(&format!("/api/v1/projects/{name}"))
+        .by(&app.owner)
+        .send()
+        .await;
+    answer.status.as_u16()
+}
+
+/// A project created though its create meets the fault once: the fault is
+/// used up, and the project is there.
+async fn created_through(app: &TestApp, fault: FaultKind) {
+    app.standin().add_fault(on_projects(fault, 1, "POST", None));
+    let (name, answer) = post_project(app, "through").await;
+    answer.assert_status(201);
+    assert!(app.standin().pending_faults().is_empty(), "{fault:?}");
+    assert_eq!(project_status(app, &name).await, 200);
+}
 
 /// The cluster requests one API call makes, and what it answered.
 async fn counted(app: &TestApp, call: crate::support::TestRequest<'_>) -> (u64, u16) {
@@ -34,11 +73,12 @@ async fn a_call_that_meets_throttling_is_asked_again_after_retry_after() {
     assert_eq!(status, 200);
 
     // A read: one more request, sent after the apiserver's `Retry-After` (1 s).
-    standin.add_fault(
-        Fault::new(FaultKind::TooManyRequests, 1)
-            .method("GET")
-            .path_contains(format!("/projects/{project}")),
-    );
+    standin.add_fault(on_projects(
+        FaultKind::TooManyRequests,
+        1,
+        "GET",
+        Some(&project),
+    ));
     let started = Instant::now();
     let (throttled, status) = counted(&app, app.get(&path).by(&app.owner)).await;
     assert_eq!((status, throttled), (200, plain + 1));
@@ -50,19 +90,7 @@ async fn a_call_that_meets_throttling_is_asked_again_after_retry_after() {
     assert!(standin.pending_faults().is_empty());
 
     // A create too: the apiserver refused it before doing anything.
-    standin.add_fault(
-        Fault::new(FaultKind::TooManyRequests, 1)
-            .method("POST")
-            .path_contains("/projects"),
-    );
-    let name = unique("again");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "Again" }))
-        .send()
-        .await
-        .assert_status(201);
-    assert!(standin.pending_faults().is_empty());
+    created_through(&app, FaultKind::TooManyRequests).await;
 }
 
 #[tokio::test]
@@ -72,11 +100,12 @@ async fn throttling_until_the_deadline_is_a_503_within_it_that_the_log_explains(
     let app = TestApp::with_cluster_config(|config| config.request_deadline = deadline).await;
     let standin = app.standin();
     let project = app.create_project("shed").await;
-    standin.add_fault(
-        Fault::new(FaultKind::TooManyRequests, 100)
-            .method("GET")
-            .path_contains(format!("/projects/{project}")),
-    );
+    standin.add_fault(on_projects(
+        FaultKind::TooManyRequests,
+        100,
+        "GET",
+        Some(&project),
+    ));
     let started = Instant::now();
     let answer = app
         .get(&format!("/api/v1/projects/{project}"))
@@ -117,26 +146,13 @@ async fn throttling_until_the_deadline_is_a_503_within_it_that_the_log_explains(
     standin.clear_faults();
 
     // A create that meets it until the deadline made nothing.
-    standin.add_fault(
-        Fault::new(FaultKind::TooManyRequests, 100)
-            .method("POST")
-            .path_contains("/projects"),
-    );
-    let name = unique("shed");
+    standin.add_fault(on_projects(FaultKind::TooManyRequests, 100, "POST", None));
     let started = Instant::now();
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "Shed" }))
-        .send()
-        .await
-        .assert_problem(503, "cluster_unavailable");
+    let (name, answer) = post_project(&app, "shed").await;
+    answer.assert_problem(503, "cluster_unavailable");
     assert!(started.elapsed() < deadline);
     standin.clear_faults();
-    app.get(&format!("/api/v1/projects/{name}"))
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_problem(404, "not_found");
+    assert_eq!(project_status(&app, &name).await, 404);
 }
 
 /// A busy apiserver (`503`) and a read that hangs past the client's timeout
@@ -152,11 +168,7 @@ async fn reads_are_asked_again_and_writes_that_may_have_happened_are_not() {
     let project = app.create_project("busy").await;
     let path = format!("/api/v1/projects/{project}");
     for kind in [FaultKind::ServiceUnavailable, FaultKind::Hang] {
-        standin.add_fault(
-            Fault::new(kind, 1)
-                .method("GET")
-                .path_contains(format!("/projects/{project}")),
-        );
+        standin.add_fault(on_projects(kind, 1, "GET", Some(&project)));
         app.get(&path)
             .by(&app.owner)
             .send()
@@ -166,16 +178,10 @@ async fn reads_are_asked_again_and_writes_that_may_have_happened_are_not() {
     }
     for kind in [FaultKind::ServiceUnavailable, FaultKind::Hang] {
         // Armed twice: a second attempt would use up the second.
-        standin.add_fault(
-            Fault::new(kind, 2)
-                .method("POST")
-                .path_contains("/projects"),
-        );
-        app.post("/api/v1/projects")
-            .by(&app.owner)
-            .json(json!({ "name": unique("once"), "display_name": "Once" }))
-            .send()
+        standin.add_fault(on_projects(kind, 2, "POST", None));
+        post_project(&app, "once")
             .await
+            .1
             .assert_problem(503, "cluster_unavailable");
         assert_eq!(
             standin.pending_faults()[0].count,
@@ -224,25 +230,10 @@ async fn a_connection_never_made_is_tried_again_whatever_the_call() {
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
 async fn a_slow_answer_is_waited_for() {
     let app = TestApp::with_cluster().await;
-    let standin = app.standin();
-    standin.add_fault(
-        Fault::new(
-            FaultKind::Delay {
-                delay: Duration::from_secs(3),
-            },
-            1,
-        )
-        .method("POST")
-        .path_contains("/projects"),
-    );
-    let name = unique("slow");
-    app.post("/api/v1/projects")
-        .by(&app.owner)
-        .json(json!({ "name": name, "display_name": "Slow" }))
-        .send()
-        .await
-        .assert_status(201);
-    assert!(standin.pending_faults().is_empty());
+    let slow = FaultKind::Delay {
+        delay: Duration::from_secs(3),
+    };
+    created_through(&app, slow).await;
 }
 
 /// A write that loses a race to another (`409 Conflict`) reads again and
