@@ -347,22 +347,34 @@ async fn a_deleting_project_takes_no_new_environments() {
         .send()
         .await
         .assert_problem(409, "conflict");
-    let held = projects.get(&project).await.unwrap();
-    let rest: Vec<String> = held
-        .metadata
-        .finalizers
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| f != "tests.berth.dev/hold")
-        .collect();
-    projects
-        .patch(
-            &project,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({ "metadata": { "finalizers": rest } })),
-        )
-        .await
-        .unwrap();
+    // Let go of the hold, conditioned on the version read: the controller
+    // may drop its own finalizer meanwhile, which must not come back.
+    loop {
+        let held = projects.get(&project).await.unwrap();
+        let rest: Vec<String> = held
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != "tests.berth.dev/hold")
+            .collect();
+        let patch = json!({ "metadata": {
+            "finalizers": rest,
+            "resourceVersion": held.metadata.resource_version,
+        } });
+        match projects
+            .patch(
+                &project,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+        {
+            Ok(_) => break,
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => panic!("letting go of the project: {error}"),
+        }
+    }
     eventually("the project is gone", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
