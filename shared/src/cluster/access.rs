@@ -33,11 +33,20 @@ pub struct ClusterAccess {
 /// Counts the requests a client sends to the cluster (benchmarks and the
 /// round-trip tests), as `store::round_trips` does for DynamoDB.
 #[derive(Debug, Clone, Default)]
-pub struct RequestCounter(Arc<AtomicU64>);
+pub struct RequestCounter {
+    sent: Arc<AtomicU64>,
+    calls: Arc<AtomicU64>,
+}
 
 impl RequestCounter {
+    /// Requests sent, every retry included.
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Calls Berth made, each counted once however often it was sent.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
     }
 }
 
@@ -155,16 +164,20 @@ fn build_client(
     config: kube::Config,
     counter: Option<RequestCounter>,
 ) -> Result<kube::Client, ApiError> {
-    // Each attempt is counted: retries wrap the counting.
-    let count = tower::util::option_layer(counter.map(|counter| {
-        tower::util::MapRequestLayer::new(move |request| {
-            counter.0.fetch_add(1, Ordering::SeqCst);
-            request
-        })
-    }));
+    // Inside the retries each attempt is counted, outside each call.
+    let count = |of: fn(&RequestCounter) -> &Arc<AtomicU64>| {
+        tower::util::option_layer(counter.as_ref().map(|counter| {
+            let count = of(counter).clone();
+            tower::util::MapRequestLayer::new(move |request| {
+                count.fetch_add(1, Ordering::SeqCst);
+                request
+            })
+        }))
+    };
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| unusable(&e))?
-        .with_layer(&count)
+        .with_layer(&count(|counter| &counter.sent))
         .with_layer(&RetryLayer::new(RETRY_BUDGET_OUTSIDE_REQUESTS))
+        .with_layer(&count(|counter| &counter.calls))
         .build())
 }
