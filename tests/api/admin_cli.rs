@@ -454,7 +454,7 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
         .stderr(file)
         .spawn()
         .unwrap();
-    support::eventually("berth-local logs a request", 30, || async {
+    support::eventually("berth-local logs a request", || async {
         use std::io::Write;
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             let _ = stream.write_all(

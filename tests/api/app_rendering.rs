@@ -24,9 +24,6 @@ use berth_shared::cluster::crd::{
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};
 
-/// How long the controller may take to act on a change.
-const SETTLE: u64 = 30;
-
 /// An environment provisioned by the controller, to put App resources in.
 struct Environment {
     api: TestApp,
@@ -42,7 +39,7 @@ impl Environment {
         api.create_environment(&project, json!({ "name": "dev" }))
             .await;
         let namespace = format!("{project}-dev");
-        eventually("the environment's namespace is there", SETTLE, || {
+        eventually("the environment's namespace is there", || {
             api.cluster().namespace_exists(&namespace)
         })
         .await;
@@ -152,7 +149,7 @@ impl Environment {
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        eventually(what, SETTLE, || async {
+        eventually(what, || async {
             self.get::<K>(name)
                 .await
                 .is_some_and(|object| check(&object))
@@ -168,10 +165,7 @@ impl Environment {
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        eventually(what, SETTLE, || async {
-            self.get::<K>(name).await.is_none()
-        })
-        .await;
+        eventually(what, || async { self.get::<K>(name).await.is_none() }).await;
     }
 }
 
@@ -381,7 +375,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
             .await
             .is_none()
     );
-    eventually("the App's status has its url", SETTLE, || async {
+    eventually("the App's status has its url", || async {
         let status = env.status("shop").await;
         status.url.as_deref() == Some("https://shop.example.com")
             && status.observed_generation == app.metadata.generation
@@ -491,14 +485,10 @@ async fn scheduled_processes_become_cron_jobs() {
     assert!(env.get::<Deployment>("reports-nightly").await.is_none());
     assert!(env.get::<Ingress>("reports").await.is_none());
 
-    eventually(
-        "an app of scheduled processes is Scheduled",
-        SETTLE,
-        || async {
-            let status = env.status("reports").await;
-            status.reason.as_deref() == Some("Scheduled") && status.ready && status.url.is_none()
-        },
-    )
+    eventually("an app of scheduled processes is Scheduled", || async {
+        let status = env.status("reports").await;
+        status.reason.as_deref() == Some("Scheduled") && status.ready && status.url.is_none()
+    })
     .await;
 }
 
@@ -679,7 +669,7 @@ async fn a_worker_only_app_has_no_ingress_and_no_url() {
     env.create("crunch", config).await;
     env.wait_for::<Deployment>("crunch-worker", "the worker Deployment", |_| true)
         .await;
-    eventually("the App has a status", SETTLE, || async {
+    eventually("the App has a status", || async {
         env.status("crunch").await.reason.is_some()
     })
     .await;
@@ -697,24 +687,20 @@ async fn a_stalled_rollout_is_reported_as_failed_and_a_finished_one_as_available
     let env = Environment::new().await;
     env.create("stall", config(vec![process("web", Some(8080))]))
         .await;
-    eventually("the App is Progressing", SETTLE, || async {
+    eventually("the App is Progressing", || async {
         env.status("stall").await.reason.as_deref() == Some("Progressing")
     })
     .await;
-    eventually(
-        "the App is RolloutFailed",
-        SETTLE + PROGRESS_DEADLINE_SECONDS as u64 * 3,
-        || async {
-            let status = env.status("stall").await;
-            status.reason.as_deref() == Some("RolloutFailed")
-                && !status.ready
-                && status
-                    .message
-                    .is_some_and(|message| message.contains("Deployment stall-web"))
-        },
-    )
+    eventually("the App is RolloutFailed", || async {
+        let status = env.status("stall").await;
+        status.reason.as_deref() == Some("RolloutFailed")
+            && !status.ready
+            && status
+                .message
+                .is_some_and(|message| message.contains("Deployment stall-web"))
+    })
     .await;
-    eventually("the App is Available", SETTLE, || async {
+    eventually("the App is Available", || async {
         crate::support::kubelet::play_kubelet(&env.client(), &env.namespace, "berth.dev/app=stall")
             .await;
         let status = env.status("stall").await;
@@ -729,7 +715,7 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
     let mut web = process("web", Some(8080));
     web.size = "galactic".to_owned();
     let app = env.create("broken", config(vec![web])).await;
-    eventually("the invalid size is reported", SETTLE, || async {
+    eventually("the invalid size is reported", || async {
         let status = env.status("broken").await;
         status.reason.as_deref() == Some("RolloutFailed")
             && status
@@ -746,7 +732,7 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
     .await;
     env.wait_for::<Deployment>("broken-web", "the Deployment once fixed", |_| true)
         .await;
-    eventually("the failure is cleared", SETTLE, || async {
+    eventually("the failure is cleared", || async {
         let status = env.status("broken").await;
         status
             .message

@@ -39,7 +39,7 @@ async fn logs_of_pods_no_node_runs_say_why() {
     .await;
     let namespace = format!("{project}-dev");
     let pods: Api<Pod> = Api::namespaced(app.cluster().client.clone(), &namespace);
-    eventually("the Deployment's pods exist", 30, || async {
+    eventually("the Deployment's pods exist", || async {
         pods.list(&ListParams::default().labels("berth.dev/app=shop"))
             .await
             .is_ok_and(|list| list.items.len() == 2)
@@ -315,7 +315,7 @@ async fn a_restart_rolls_the_pods_without_a_revision() {
             .and_then(|d| d.spec?.template.metadata?.annotations)
             .and_then(|a| a.get("kubectl.kubernetes.io/restartedAt").cloned())
     };
-    eventually("the Deployment exists", 30, || async {
+    eventually("the Deployment exists", || async {
         deployments.get_opt("shop-web").await.unwrap().is_some()
     })
     .await;
@@ -329,7 +329,7 @@ async fn a_restart_rolls_the_pods_without_a_revision() {
             .await;
         restarted.assert_status(202);
         assert_eq!(restarted.json()["revision"], 1, "no new revision");
-        eventually("the pod template gets a new restart stamp", 30, || async {
+        eventually("the pod template gets a new restart stamp", || async {
             stamp().await.is_some_and(|s| !seen.contains(&s))
         })
         .await;
@@ -363,7 +363,7 @@ async fn run_now_makes_a_job_from_the_cron_job() {
     .await;
     let namespace = format!("{project}-dev");
     let client = app.cluster().client.clone();
-    eventually("the CronJob exists", 30, || async {
+    eventually("the CronJob exists", || async {
         Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(client.clone(), &namespace)
             .get_opt("shop-nightly")
             .await

@@ -195,7 +195,7 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
         .await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     let expected = format!("namespace {name} already exists and is not managed by Berth");
-    eventually("the environment shows as Degraded", 30, || async {
+    eventually("the environment shows as Degraded", || async {
         let record = app.get(&path).by(&app.owner).send().await.json();
         record["phase"] == "Degraded"
             && record["ready"] == false
@@ -236,7 +236,7 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
         .send()
         .await
         .assert_status(202);
-    eventually("the environment is purged", 30, || async {
+    eventually("the environment is purged", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;

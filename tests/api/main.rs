@@ -9,6 +9,7 @@ mod auth;
 mod cluster_access;
 mod cluster_faults;
 mod cluster_names;
+mod cluster_retries;
 mod domains;
 mod environments;
 mod errors;

@@ -86,6 +86,24 @@ impl App {
     pub(crate) async fn set_unreachable(&self, unreachable: bool) -> io::Result<()> {
         self.reachability.set(unreachable).await
     }
+
+    pub(crate) fn set_namespace_deletion_delay(&self, delay: Duration) {
+        let mut state = self.state();
+        state.namespace_deletion_delay = delay;
+        state.settle();
+    }
+}
+
+/// Lets delayed namespace deletions finish when their time comes: nothing
+/// else would settle the state then.
+async fn namespace_ticks(app: App) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let mut state = app.state();
+        if !state.namespace_deletion_delay.is_zero() {
+            state.settle();
+        }
+    }
 }
 
 /// Switches the API listener off and on.
@@ -242,7 +260,7 @@ impl StandIn {
             wanted_rx,
             listening_tx,
         ));
-        let mut tasks = vec![task];
+        let mut tasks = vec![task, tokio::spawn(namespace_ticks(app.clone()))];
         if config.simulate_controllers || config.simulate_kubelet {
             let simulation = Simulation {
                 controllers: config.simulate_controllers,
@@ -331,6 +349,13 @@ impl StandIn {
     /// Appends to what a container has logged; `follow` readers see the new lines.
     pub fn append_pod_logs(&self, key: LogKey, lines: impl IntoIterator<Item = impl Into<String>>) {
         self.app.logs.append(key, lines);
+    }
+
+    /// Keeps every namespace deleted from now on `Terminating` for `delay`
+    /// after its deletion began (its contents still go at once), as a real
+    /// cluster's busy namespace controller does; zero restores the default.
+    pub fn set_namespace_deletion_delay(&self, delay: Duration) {
+        self.app.set_namespace_deletion_delay(delay);
     }
 
     /// Forgets the watch history, like an etcd compaction: watches resuming from any version

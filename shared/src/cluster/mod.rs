@@ -9,6 +9,7 @@ pub mod install;
 pub mod isolation;
 pub mod projects;
 pub mod render;
+pub mod retry;
 pub mod secrets;
 
 use crate::ApiError;

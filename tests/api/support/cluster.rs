@@ -41,16 +41,38 @@ pub fn controller_settings() -> berth_controller::Settings {
 /// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
 pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
 
+/// The one bound on every wait for a cluster effect (the controller's work, a
+/// rollout, a namespace going): `BERTH_TEST_WAIT_SECONDS`, 120 s by default.
+/// A real cluster under a parallel test run takes far longer than the
+/// stand-in (namespaces take tens of seconds to go); a passing wait ends as
+/// soon as its effect shows, so the bound costs only failing tests.
+pub fn wait_bound() -> Duration {
+    std::env::var("BERTH_TEST_WAIT_SECONDS")
+        .ok()
+        .and_then(|seconds| seconds.parse().ok())
+        .map_or(Duration::from_secs(120), Duration::from_secs)
+}
+
 pub struct TestCluster {
     pub standin: Option<StandIn>,
     pub client: kube::Client,
     pub kubeconfig: String,
-    controller: std::sync::Mutex<tokio::task::JoinHandle<()>>,
+    controller: Controller,
+}
+
+/// The controller beside the cluster: one per test on its own stand-in; on a
+/// real cluster one for the whole test process, since each would reconcile
+/// every test's objects (and every earlier run's) and multiply the load.
+enum Controller {
+    Own(std::sync::Mutex<tokio::task::JoinHandle<()>>),
+    Shared(&'static SharedController),
 }
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        if let Ok(controller) = self.controller.lock() {
+        if let Controller::Own(controller) = &self.controller
+            && let Ok(controller) = controller.lock()
+        {
             controller.abort();
         }
     }
@@ -68,6 +90,9 @@ impl TestCluster {
                 // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
                 let standin = StandIn::start_with(berth_kube_standin::Config {
                     simulate_controllers: true,
+                    // As rare as a real apiserver's (about one a minute): the
+                    // controller's watches must outlive quiet spells.
+                    bookmark_interval: Duration::from_secs(60),
                     ..berth_kube_standin::Config::default()
                 })
                 .await
@@ -82,10 +107,13 @@ impl TestCluster {
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
-        let controller = std::sync::Mutex::new(tokio::spawn(berth_controller::run(
-            client.clone(),
-            controller_settings(),
-        )));
+        let controller = if standin.is_some() {
+            Controller::Own(std::sync::Mutex::new(tokio::spawn(run_controller(
+                kubeconfig.clone(),
+            ))))
+        } else {
+            Controller::Shared(SharedController::get(&kubeconfig))
+        };
         Self {
             standin,
             client,
@@ -96,16 +124,16 @@ impl TestCluster {
 
     /// Stops the controller and starts a new one, as a rescheduled pod would.
     pub async fn restart_controller(&self) {
-        let stopped = {
-            let mut controller = self.controller.lock().unwrap();
-            controller.abort();
-            std::mem::replace(
-                &mut *controller,
-                tokio::spawn(berth_controller::run(
-                    self.client.clone(),
-                    controller_settings(),
-                )),
-            )
+        let stopped = match &self.controller {
+            Controller::Own(controller) => {
+                let mut controller = controller.lock().unwrap();
+                controller.abort();
+                std::mem::replace(
+                    &mut *controller,
+                    tokio::spawn(run_controller(self.kubeconfig.clone())),
+                )
+            }
+            Controller::Shared(shared) => shared.restart(),
         };
         let _ = stopped.await;
     }
@@ -119,7 +147,59 @@ impl TestCluster {
     }
 }
 
-/// A name no other test (or earlier run on a real cluster) uses.
+/// The controller as `berth-controller` runs it: a client with kube's own
+/// settings (`Client::try_default` there), whose watches outlive the quiet
+/// minutes of a real cluster (Berth's API client times a read out after
+/// 10 s, long before a real apiserver's next watch bookmark).
+async fn run_controller(kubeconfig: String) {
+    let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("the kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
+        .await
+        .expect("a config for the controller");
+    let client = kube::Client::try_from(config).expect("a client for the controller");
+    berth_controller::run(client, controller_settings()).await;
+}
+
+/// The controller of a real cluster, on a runtime of its own, so that it
+/// outlives the test (each has its runtime) that started it.
+struct SharedController {
+    runtime: tokio::runtime::Handle,
+    kubeconfig: String,
+    task: std::sync::Mutex<tokio::task::JoinHandle<()>>,
+}
+
+impl SharedController {
+    fn get(kubeconfig: &str) -> &'static Self {
+        static SHARED: std::sync::OnceLock<SharedController> = std::sync::OnceLock::new();
+        SHARED.get_or_init(|| {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("a runtime for the controller");
+            let handle = runtime.handle().clone();
+            std::thread::spawn(move || runtime.block_on(std::future::pending::<()>()));
+            let task = handle.spawn(run_controller(kubeconfig.to_owned()));
+            SharedController {
+                runtime: handle,
+                kubeconfig: kubeconfig.to_owned(),
+                task: std::sync::Mutex::new(task),
+            }
+        })
+    }
+
+    /// Starts a new controller; the stopped one's handle.
+    fn restart(&self) -> tokio::task::JoinHandle<()> {
+        let mut task = self.task.lock().unwrap();
+        task.abort();
+        let started = self.runtime.spawn(run_controller(self.kubeconfig.clone()));
+        std::mem::replace(&mut *task, started)
+    }
+}
+
+/// A name no other test (or earlier run on a real cluster) uses: every
+/// cluster-wide or platform-wide name a test gives (projects, and so
+/// environments' namespaces) comes from here.
 pub fn unique(prefix: &str) -> String {
     format!(
         "{prefix}-{}",
@@ -127,18 +207,19 @@ pub fn unique(prefix: &str) -> String {
     )
 }
 
-/// Polls `check` until it holds, for at most `seconds`.
-pub async fn eventually<F, Fut>(what: &str, seconds: u64, mut check: F)
+/// Polls `check` until it holds, for at most [`wait_bound`].
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = bool>,
 {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(seconds);
+    let bound = wait_bound();
+    let deadline = tokio::time::Instant::now() + bound;
     while tokio::time::Instant::now() < deadline {
         if check().await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{what}: not within {seconds} s");
+    panic!("{what}: not within {} s", bound.as_secs());
 }

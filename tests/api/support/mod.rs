@@ -28,7 +28,7 @@ use berth_shared::identity::{Credential, Principal, User, password, tokens};
 use berth_shared::store::round_trips::RoundTripCounter;
 use berth_shared::store::{self, keys, schema};
 use berth_shared::{AppState, Role};
-pub use cluster::{TestCluster, eventually, unique};
+pub use cluster::{TestCluster, eventually, unique, wait_bound};
 pub use store_faults::StoreFaults;
 
 /// The password every test account has (unless a test changes it).
@@ -184,17 +184,14 @@ impl TestApp {
 
     /// A fresh table and a cluster (the stand-in, or `BERTH_TEST_KUBECONFIG`)
     /// whose kubeconfig is stored, with the CRDs installed and the controller
-    /// running. Cluster calls time out after 2 s.
+    /// running. Cluster calls have the production timeouts (a real cluster
+    /// under a parallel test run answers in seconds, not milliseconds).
     pub async fn with_cluster() -> Self {
         Self::with_cluster_config(|_| {}).await
     }
 
     pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
-        let mut app = Self::with_config(|config| {
-            config.cluster_timeout = std::time::Duration::from_secs(2);
-            adjust(config);
-        })
-        .await;
+        let mut app = Self::with_config(adjust).await;
         let cluster = TestCluster::start().await;
         berth_shared::kubeconfig::store_kubeconfig(
             &app.state.store,
@@ -248,7 +245,7 @@ impl TestApp {
     /// Waits until the controller has provisioned the environment.
     pub async fn wait_for_environment(&self, project: &str, environment: &str) {
         let path = format!("/api/v1/projects/{project}/environments/{environment}");
-        eventually("the environment becomes Ready", 30, || async {
+        eventually("the environment becomes Ready", || async {
             self.get(&path).by(&self.owner).send().await.json()["phase"] == "Ready"
         })
         .await;
