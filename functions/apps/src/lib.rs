@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
@@ -179,7 +180,7 @@ async fn create_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     let created =
-        service::create(&state.store, &client, &caller, &project, &environment, body).await?;
+        service::create(&state.store, &client, &HostRules::new(&state.config), &caller, &project, &environment, body).await?;
     let location = format!(
         "/api/v1/projects/{project}/environments/{environment}/apps/{}",
         created.name
@@ -239,7 +240,7 @@ async fn update_app(
     caller.require(Permission::AppOperate)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::update(&state.store, &client, &caller, &path, &body).await?,
+        service::update(&state.store, &client, &HostRules::new(&state.config), &caller, &path, &body).await?,
     ))
 }
 
@@ -333,7 +334,7 @@ async fn rollback_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::rollback(&state.store, &client, &caller, &path, body.revision).await?,
+        service::rollback(&state.store, &client, &HostRules::new(&state.config), &caller, &path, body.revision).await?,
     ))
 }
 
@@ -374,7 +375,7 @@ async fn promote_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::promote(&state.store, &client, &caller, &path, &body.environment).await?,
+        service::promote(&state.store, &client, &HostRules::new(&state.config), &caller, &path, &body.environment).await?,
     ))
 }
 

@@ -94,9 +94,10 @@ async fn list_environments(
 #[schema(as = CreateEnvironmentBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
-    /// A DNS label; `{project}-{name}` names its namespace.
+    /// A DNS label without `--` (which separates the parts of an app's
+    /// default host); `{project}-{name}` names its namespace.
     #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        pattern = r"^[a-z0-9](-?[a-z0-9])*$",
         min_length = 1,
         max_length = 22
     )]

@@ -101,8 +101,10 @@ pub struct VolumeBody {
 #[schema(as = CreateAppBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
+    /// A DNS-1035 label without `--` (which separates the parts of the
+    /// app's default host).
     #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
+        pattern = r"^[a-z](-?[a-z0-9])*$",
         min_length = 1,
         max_length = 40
     )]
@@ -208,7 +210,7 @@ flat_process!(UpdateBody);
 
 /// A new app's name and configuration, every rule checked.
 pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {
-    let name = AppName::parse(&body.name).map_err(|e| e.at("name"))?;
+    let name = AppName::parse_new(&body.name).map_err(|e| e.at("name"))?;
     let flat = body.flat_process();
     let processes = match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),
