@@ -15,6 +15,7 @@ mod errors;
 mod fault_causes;
 mod guide;
 mod health;
+mod hostnames;
 mod lambda_events;
 mod manifests;
 mod members;

@@ -184,7 +184,8 @@ impl TestApp {
 
     /// A fresh table and a cluster (the stand-in, or `BERTH_TEST_KUBECONFIG`)
     /// whose kubeconfig is stored, with the CRDs installed and the controller
-    /// running. Cluster calls time out after 2 s.
+    /// running. Cluster calls time out after 2 s; the API knows the
+    /// controller's apps domain.
     pub async fn with_cluster() -> Self {
         Self::with_cluster_config(|_| {}).await
     }
@@ -192,6 +193,10 @@ impl TestApp {
     pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
         let mut app = Self::with_config(|config| {
             config.cluster_timeout = std::time::Duration::from_secs(2);
+            config.apps_domain = Some(
+                berth_shared::domain::names::Hostname::parse(cluster::APPS_DOMAIN)
+                    .expect("a hostname"),
+            );
             adjust(config);
         })
         .await;
