@@ -105,8 +105,11 @@ impl Config {
                 &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
             )
             .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?,
-            gateway_hostname: hostname_setting("BERTH_GATEWAY_HOSTNAME", lookup("BERTH_GATEWAY_HOSTNAME"))?
-                .map(Hostname::into_inner),
+            gateway_hostname: hostname_setting(
+                "BERTH_GATEWAY_HOSTNAME",
+                lookup("BERTH_GATEWAY_HOSTNAME"),
+            )?
+            .map(Hostname::into_inner),
             gateway_addresses: parse_list("BERTH_GATEWAY_ADDRESSES", &lookup, |item| {
                 item.parse::<IpAddr>().map_err(|_| {
                     ConfigError(format!(
@@ -214,17 +217,26 @@ mod tests {
 
     #[test]
     fn reads_the_apps_domain_in_its_normal_form() {
-        let config =
-            Config::from_lookup(|n| (n == "BERTH_APPS_DOMAIN").then(|| " Apps.Example.NET. ".into()))
-                .expect("a valid domain");
+        let config = Config::from_lookup(|n| {
+            (n == "BERTH_APPS_DOMAIN").then(|| " Apps.Example.NET. ".into())
+        })
+        .expect("a valid domain");
         assert_eq!(
             config.apps_domain.as_ref().map(Hostname::as_str),
             Some("apps.example.net")
         );
         assert_eq!(apps_domain(Some("  ".into())).unwrap(), None);
-        for bad in ["*.apps.example.net", "apps", "192.0.2.1", "apps example.net"] {
+        for bad in [
+            "*.apps.example.net",
+            "apps",
+            "192.0.2.1",
+            "apps example.net",
+        ] {
             let err = apps_domain(Some(bad.into())).unwrap_err();
-            assert!(err.to_string().contains("BERTH_APPS_DOMAIN"), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("BERTH_APPS_DOMAIN"),
+                "{bad}: {err}"
+            );
         }
     }
 

@@ -130,11 +130,7 @@ pub fn list() -> Vec<TemplateRecord> {
 pub struct DeployBody {
     /// The app's name (a DNS-1035 label without `--`); the template's name
     /// when omitted.
-    #[schema(
-        pattern = r"^[a-z](-?[a-z0-9])*$",
-        min_length = 1,
-        max_length = 40
-    )]
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: Option<String>,
     /// Values for the template's variables, by name.
     #[serde(default)]
@@ -191,6 +187,14 @@ fn create_body(
     Ok((body, generated))
 }
 
+/// Where a template is deployed: the path's project, environment and
+/// template.
+pub struct Target<'a> {
+    pub project: &'a str,
+    pub environment: &'a str,
+    pub template: &'a str,
+}
+
 /// Deploys a template: its generated values into a new secret, then its app
 /// (revision reason `template`). A taken app or secret name is a conflict,
 /// and a failure leaves nothing behind.
@@ -199,11 +203,14 @@ pub async fn deploy(
     client: &kube::Client,
     rules: &HostRules,
     caller: &Principal,
-    project: &str,
-    environment: &str,
-    template: &str,
+    target: Target<'_>,
     body: DeployBody,
 ) -> Result<Deployed, ApiError> {
+    let Target {
+        project,
+        environment,
+        template,
+    } = target;
     caller.require(Permission::AppDeploy)?;
     let template = CATALOGUE
         .iter()

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use berth_shared::cluster::apps::ANNOTATION_HISTORY;
 use berth_shared::cluster::crd::App;
+use berth_shared::config::Config;
 use berth_shared::store::{self, keys};
 
 use crate::support::cluster::APPS_DOMAIN;
@@ -131,6 +132,18 @@ impl Place {
     }
 }
 
+/// The API with the cluster (`adjust` applied to its configuration), and an
+/// environment in each of two organizations: the owner's and globex's.
+async fn two_organizations(adjust: impl FnOnce(&mut Config)) -> (TestApp, Place, Place) {
+    let app = TestApp::with_cluster_config(adjust).await;
+    let globex = app.other_org("globex").await;
+    let (acme, other) = tokio::join!(
+        Place::new(&app, &app.owner, "dev"),
+        Place::new(&app, &globex, "dev")
+    );
+    (app, acme, other)
+}
+
 /// Who holds the claim of `hostname` in the store: (organization, project,
 /// environment, app, history id).
 async fn holder(app: &TestApp, hostname: &str) -> Option<[String; 5]> {
@@ -166,11 +179,7 @@ async fn assert_held_by(app: &TestApp, hostname: &str, place: &Place, name: &str
         "{hostname}"
     );
     assert!(
-        resource
-            .spec
-            .config
-            .domains
-            .contains(&hostname.to_owned()),
+        resource.spec.config.domains.contains(&hostname.to_owned()),
         "{hostname}: the holder lists it"
     );
 }
@@ -196,12 +205,7 @@ fn assert_taken(answer: &TestResponse, hostname: &str, holder: &Place, holder_ap
 
 #[tokio::test]
 async fn a_hostname_serves_one_app_whichever_organization_asks() {
-    let app = TestApp::with_cluster().await;
-    let globex = app.other_org("globex").await;
-    let (acme, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
+    let (app, acme, other) = two_organizations(|_| {}).await;
     let shop = hostname("shop");
     // Given in any case, with the root's dot: one hostname, kept in its normal form.
     let created = acme
@@ -219,10 +223,15 @@ async fn a_hostname_serves_one_app_whichever_organization_asks() {
     }
     // Nor by an update of an app it has: the app keeps its revision.
     other.create(&app, "web", &[]).await.assert_status(201);
-    let refused = other.set_domains(&app, "web", &["www.example.test", &shop]).await;
+    let refused = other
+        .set_domains(&app, "web", &["www.example.test", &shop])
+        .await;
     assert_taken(&refused, &shop, &acme, "shop");
     let web = other.read(&app, "web").await.unwrap();
-    assert_eq!((web["revision"].clone(), web["domains"].clone()), (json!(1), json!([])));
+    assert_eq!(
+        (web["revision"].clone(), web["domains"].clone()),
+        (json!(1), json!([]))
+    );
     // The same organization's other app: taken as well.
     let refused = acme.create(&app, "blog", &[&shop]).await;
     assert_taken(&refused, &shop, &acme, "shop");
@@ -237,21 +246,26 @@ async fn a_hostname_serves_one_app_whichever_organization_asks() {
 
 #[tokio::test]
 async fn a_dropped_or_deleted_hostname_is_free_for_another_app() {
-    let app = TestApp::with_cluster().await;
-    let globex = app.other_org("globex").await;
-    let (acme, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
+    let (app, acme, other) = two_organizations(|_| {}).await;
     let (old, new) = (hostname("old"), hostname("new"));
     acme.create(&app, "shop", &[&old]).await.assert_status(201);
     other.create(&app, "web", &[]).await.assert_status(201);
-    assert_taken(&other.set_domains(&app, "web", &[&old]).await, &old, &acme, "shop");
+    assert_taken(
+        &other.set_domains(&app, "web", &[&old]).await,
+        &old,
+        &acme,
+        "shop",
+    );
 
     // Dropped by an update: released once the change is committed.
-    acme.set_domains(&app, "shop", &[&new]).await.assert_status(200);
+    acme.set_domains(&app, "shop", &[&new])
+        .await
+        .assert_status(200);
     assert_eq!(holder(&app, &old).await, None);
-    other.set_domains(&app, "web", &[&old]).await.assert_status(200);
+    other
+        .set_domains(&app, "web", &[&old])
+        .await
+        .assert_status(200);
     assert_held_by(&app, &old, &other, "web").await;
     assert_held_by(&app, &new, &acme, "shop").await;
 
@@ -265,17 +279,17 @@ async fn a_dropped_or_deleted_hostname_is_free_for_another_app() {
     other.create(&app, "next", &[&new]).await.assert_status(201);
     assert_held_by(&app, &new, &other, "next").await;
     // An app created again under the same name is another app.
-    assert_taken(&acme.create(&app, "shop", &[&new]).await, &new, &other, "next");
+    assert_taken(
+        &acme.create(&app, "shop", &[&new]).await,
+        &new,
+        &other,
+        "next",
+    );
 }
 
 #[tokio::test]
 async fn a_rollback_to_a_hostname_taken_since_changes_nothing() {
-    let app = TestApp::with_cluster().await;
-    let globex = app.other_org("globex").await;
-    let (acme, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
+    let (app, acme, other) = two_organizations(|_| {}).await;
     let shop = hostname("shop");
     acme.create(&app, "shop", &[&shop]).await.assert_status(201);
     acme.set_domains(&app, "shop", &[]).await.assert_status(200);
@@ -288,14 +302,22 @@ async fn a_rollback_to_a_hostname_taken_since_changes_nothing() {
     };
     assert_taken(&rollback().send().await, &shop, &other, "web");
     let now = acme.read(&app, "shop").await.unwrap();
-    assert_eq!((now["revision"].clone(), now["domains"].clone()), (json!(2), json!([])));
+    assert_eq!(
+        (now["revision"].clone(), now["domains"].clone()),
+        (json!(2), json!([]))
+    );
     let releases = app
         .get(&format!("{}/releases", acme.app("shop")))
         .by(&acme.owner)
         .send()
         .await
         .json();
-    let revisions: Vec<&Value> = releases.as_array().unwrap().iter().map(|r| &r["revision"]).collect();
+    let revisions: Vec<&Value> = releases
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["revision"])
+        .collect();
     assert_eq!(revisions, [&json!(2), &json!(1)], "no revision was added");
     assert_held_by(&app, &shop, &other, "web").await;
 
@@ -309,12 +331,7 @@ async fn a_rollback_to_a_hostname_taken_since_changes_nothing() {
 
 #[tokio::test]
 async fn promote_claims_the_targets_hostnames() {
-    let app = TestApp::with_cluster().await;
-    let globex = app.other_org("globex").await;
-    let (dev, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
+    let (app, dev, other) = two_organizations(|_| {}).await;
     dev.add_environment(&app, "prod").await;
     let prod = Place {
         owner: dev.owner.clone(),
@@ -333,7 +350,12 @@ async fn promote_claims_the_targets_hostnames() {
     promoted.assert_status(200);
     assert_eq!(promoted.json()["domains"], json!([shop]));
     assert_held_by(&app, &shop, &prod, "shop").await;
-    assert_taken(&other.create(&app, "web", &[&shop]).await, &shop, &prod, "shop");
+    assert_taken(
+        &other.create(&app, "web", &[&shop]).await,
+        &shop,
+        &prod,
+        "shop",
+    );
 
     // An app from before claims existed holds none: here its claim is
     // removed by hand, and another organization takes the free name. Its
@@ -356,21 +378,20 @@ async fn promote_claims_the_targets_hostnames() {
 /// running: the request deadline plus one cluster call (8 s + 2 s here).
 #[tokio::test]
 async fn stale_claims_are_taken_over_once_their_writes_are_over() {
-    let app = TestApp::with_cluster_config(|config| {
+    let (app, acme, other) = two_organizations(|config| {
         config.request_deadline = Duration::from_secs(8);
     })
     .await;
     let in_flight = Duration::from_secs(8 + 2);
-    let globex = app.other_org("globex").await;
-    let (acme, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
     let (gone, again, dropped) = (hostname("gone"), hostname("again"), hostname("dropped"));
     let claimed = Instant::now();
     acme.create(&app, "gone", &[&gone]).await.assert_status(201);
-    acme.create(&app, "again", &[&again]).await.assert_status(201);
-    acme.create(&app, "kept", &[&dropped]).await.assert_status(201);
+    acme.create(&app, "again", &[&again])
+        .await
+        .assert_status(201);
+    acme.create(&app, "kept", &[&dropped])
+        .await
+        .assert_status(201);
 
     // The App resource deleted directly, so the API never released its claim.
     let apps = Api::<App>::namespaced(
@@ -378,7 +399,9 @@ async fn stale_claims_are_taken_over_once_their_writes_are_over() {
         &format!("{}-dev", acme.project),
     );
     apps.delete("gone", &DeleteParams::default()).await.unwrap();
-    apps.delete("again", &DeleteParams::default()).await.unwrap();
+    apps.delete("again", &DeleteParams::default())
+        .await
+        .unwrap();
     eventually("the Apps are gone", 30, || async {
         acme.resource(&app, "gone").await.is_none() && acme.resource(&app, "again").await.is_none()
     })
@@ -391,21 +414,41 @@ async fn stale_claims_are_taken_over_once_their_writes_are_over() {
     acme.set_domains(&app, "kept", &[]).await.assert_status(200);
     app.store_faults.heal();
     for hostname in [&gone, &again, &dropped] {
-        assert!(holder(&app, hostname).await.is_some(), "{hostname}: left behind");
+        assert!(
+            holder(&app, hostname).await.is_some(),
+            "{hostname}: left behind"
+        );
     }
 
     // Young claims are kept: their writes could still be under way.
     if claimed.elapsed() < in_flight {
-        assert_taken(&other.create(&app, "early", &[&gone]).await, &gone, &acme, "gone");
+        assert_taken(
+            &other.create(&app, "early", &[&gone]).await,
+            &gone,
+            &acme,
+            "gone",
+        );
     }
     tokio::time::sleep(in_flight.saturating_sub(claimed.elapsed()) + Duration::from_millis(500))
         .await;
-    for (name, hostname) in [("taker-a", &gone), ("taker-b", &again), ("taker-c", &dropped)] {
-        other.create(&app, name, &[hostname]).await.assert_status(201);
+    for (name, hostname) in [
+        ("taker-a", &gone),
+        ("taker-b", &again),
+        ("taker-c", &dropped),
+    ] {
+        other
+            .create(&app, name, &[hostname])
+            .await
+            .assert_status(201);
         assert_held_by(&app, hostname, &other, name).await;
     }
     // A live holder is never stale, however old its claim.
-    assert_taken(&acme.create(&app, "late", &[&gone]).await, &gone, &other, "taker-a");
+    assert_taken(
+        &acme.create(&app, "late", &[&gone]).await,
+        &gone,
+        &other,
+        "taker-a",
+    );
 }
 
 /// Several apps of several organizations claim one hostname at once, by
@@ -427,7 +470,7 @@ async fn parallel_claims_of_one_hostname_have_one_winner() {
         .flat_map(|place| names.iter().map(move |name| (place, *name)))
         .collect();
 
-    // By create.
+    // By create, then by update of apps that all exist.
     let contested = hostname("contested");
     let answers = join_all(
         contenders
@@ -435,14 +478,7 @@ async fn parallel_claims_of_one_hostname_have_one_winner() {
             .map(|(place, name)| place.create(&app, name, &[&contested])),
     )
     .await;
-    let winner = one_winner(&answers, 201);
-    let (place, name) = contenders[winner];
-    assert_held_by(&app, &contested, place, name).await;
-    for (i, (place, name)) in contenders.iter().enumerate() {
-        assert_eq!(place.read(&app, name).await.is_some(), i == winner, "{name}");
-    }
-
-    // By update of apps that all exist.
+    assert_one_holder(&app, &contenders, &contested, one_winner(&answers, 201)).await;
     for (place, name) in &contenders {
         if place.read(&app, name).await.is_none() {
             place.create(&app, name, &[]).await.assert_status(201);
@@ -455,14 +491,25 @@ async fn parallel_claims_of_one_hostname_have_one_winner() {
             .map(|(place, name)| place.set_domains(&app, name, &[&raced])),
     )
     .await;
-    let winner = one_winner(&answers, 200);
+    assert_one_holder(&app, &contenders, &raced, one_winner(&answers, 200)).await;
+}
+
+/// The winner holds the claim, and it alone of the contenders lists the
+/// hostname (a loser of a create does not exist).
+async fn assert_one_holder(
+    app: &TestApp,
+    contenders: &[(&Place, &str)],
+    hostname: &str,
+    winner: usize,
+) {
     let (place, name) = contenders[winner];
-    assert_held_by(&app, &raced, place, name).await;
+    assert_held_by(app, hostname, place, name).await;
     for (i, (place, name)) in contenders.iter().enumerate() {
-        let listed = place.read(&app, name).await.unwrap()["domains"]
-            .as_array()
-            .unwrap()
-            .contains(&json!(raced));
+        let listed = place.read(app, name).await.is_some_and(|record| {
+            record["domains"]
+                .as_array()
+                .is_some_and(|domains| domains.contains(&json!(hostname)))
+        });
         assert_eq!(listed, i == winner, "{name}");
     }
 }
@@ -473,7 +520,12 @@ fn one_winner(answers: &[TestResponse], status: u16) -> usize {
     let won: Vec<usize> = (0..answers.len())
         .filter(|&i| answers[i].status.as_u16() == status)
         .collect();
-    assert_eq!(won.len(), 1, "exactly one wins: {:?}", answers.iter().map(TestResponse::text).collect::<Vec<_>>());
+    assert_eq!(
+        won.len(),
+        1,
+        "exactly one wins: {:?}",
+        answers.iter().map(TestResponse::text).collect::<Vec<_>>()
+    );
     for (i, answer) in answers.iter().enumerate() {
         if i != won[0] {
             assert_eq!(answer.status.as_u16(), 409, "{}", answer.text());
@@ -491,12 +543,7 @@ fn one_winner(answers: &[TestResponse], status: u16) -> usize {
 /// lists it and holds it.
 #[tokio::test]
 async fn racing_swaps_lose_and_double_nothing() {
-    let app = TestApp::with_cluster().await;
-    let globex = app.other_org("globex").await;
-    let (acme, other) = tokio::join!(
-        Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
-    );
+    let (app, acme, other) = two_organizations(|_| {}).await;
     let (one, two, three) = (hostname("one"), hostname("two"), hostname("three"));
     acme.create(&app, "a", &[&one]).await.assert_status(201);
     other.create(&app, "b", &[&two]).await.assert_status(201);
@@ -511,9 +558,16 @@ async fn racing_swaps_lose_and_double_nothing() {
     assert_held_by(&app, &two, &other, "b").await;
 
     // In turns, through a free name.
-    acme.set_domains(&app, "a", &[&three]).await.assert_status(200);
-    other.set_domains(&app, "b", &[&one]).await.assert_status(200);
-    acme.set_domains(&app, "a", &[&two]).await.assert_status(200);
+    acme.set_domains(&app, "a", &[&three])
+        .await
+        .assert_status(200);
+    other
+        .set_domains(&app, "b", &[&one])
+        .await
+        .assert_status(200);
+    acme.set_domains(&app, "a", &[&two])
+        .await
+        .assert_status(200);
     assert_held_by(&app, &two, &acme, "a").await;
     assert_held_by(&app, &one, &other, "b").await;
     assert_eq!(holder(&app, &three).await, None);
@@ -545,11 +599,17 @@ async fn racing_swaps_lose_and_double_nothing() {
         } else {
             took.assert_problem(409, "domain_taken");
             assert_eq!(holder(&app, &wanted).await, None, "released, not doubled");
-            take.0.set_domains(&app, take.1, &[&kept, &wanted]).await.assert_status(200);
+            take.0
+                .set_domains(&app, take.1, &[&kept, &wanted])
+                .await
+                .assert_status(200);
         }
         assert_held_by(&app, &kept, take.0, take.1).await;
         // Back to one name each for the next round.
-        take.0.set_domains(&app, take.1, &[&wanted]).await.assert_status(200);
+        take.0
+            .set_domains(&app, take.1, &[&wanted])
+            .await
+            .assert_status(200);
         assert_eq!(holder(&app, &kept).await, None);
     }
 }
@@ -565,7 +625,9 @@ async fn custom_domains_may_not_fall_under_the_apps_domain() {
         format!("{}.", default_like.to_uppercase()),
         format!("a.b.{APPS_DOMAIN}"),
     ] {
-        let refused = acme.create(&app, "shop", &["ok.example.test", &domain]).await;
+        let refused = acme
+            .create(&app, "shop", &["ok.example.test", &domain])
+            .await;
         refused.assert_problem(422, "validation_failed");
         let detail = refused.json()["detail"].as_str().unwrap().to_owned();
         assert!(detail.starts_with("domains[1]: "), "{detail}");
@@ -574,11 +636,23 @@ async fn custom_domains_may_not_fall_under_the_apps_domain() {
     }
     // A name that merely ends like it is another domain.
     let lookalike = format!("{}-{APPS_DOMAIN}.example.test", unique("x"));
-    acme.create(&app, "shop", &[&lookalike]).await.assert_status(201);
+    acme.create(&app, "shop", &[&lookalike])
+        .await
+        .assert_status(201);
     acme.set_domains(&app, "shop", &[&default_like])
         .await
         .assert_problem(422, "validation_failed");
     assert_eq!(acme.read(&app, "shop").await.unwrap()["revision"], 1);
+}
+
+#[track_caller]
+fn assert_name_refused(answer: &TestResponse) {
+    answer.assert_problem(422, "validation_failed");
+    let detail = answer.json()["detail"].as_str().unwrap_or("").to_owned();
+    assert!(
+        detail.starts_with("name: ") && detail.contains("'--'"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]
@@ -591,8 +665,7 @@ async fn new_names_may_not_contain_the_default_hosts_separator() {
         .json(json!({ "name": project, "display_name": "p" }))
         .send()
         .await;
-    refused.assert_problem(422, "validation_failed");
-    assert!(refused.json()["detail"].as_str().unwrap().starts_with("name: "));
+    assert_name_refused(&refused);
 
     let acme = Place::new(&app, &app.owner, "dev").await;
     let refused = app
@@ -601,12 +674,9 @@ async fn new_names_may_not_contain_the_default_hosts_separator() {
         .json(json!({ "name": "qa--eu" }))
         .send()
         .await;
-    refused.assert_problem(422, "validation_failed");
-    assert!(refused.json()["detail"].as_str().unwrap().starts_with("name: "));
+    assert_name_refused(&refused);
 
-    let refused = acme.create(&app, "web--x", &[]).await;
-    refused.assert_problem(422, "validation_failed");
-    assert!(refused.json()["detail"].as_str().unwrap().contains("'--'"));
+    assert_name_refused(&acme.create(&app, "web--x", &[]).await);
     let refused = app
         .post(&format!(
             "/api/v1/projects/{}/environments/dev/templates/nginx",
@@ -616,7 +686,7 @@ async fn new_names_may_not_contain_the_default_hosts_separator() {
         .json(json!({ "name": "site--x" }))
         .send()
         .await;
-    refused.assert_problem(422, "validation_failed");
+    assert_name_refused(&refused);
     // A single hyphen is a name like any other.
     acme.create(&app, "web-x", &[]).await.assert_status(201);
 }
@@ -632,11 +702,25 @@ async fn default_hosts_name_one_app() {
         Place::named(&app, &app.owner, format!("store-{suffix}"), "acme"),
         Place::named(&app, &app.owner, format!("acme-store-{suffix}"), "staging")
     );
-    store_acme.create(&app, "web-staging", &[]).await.assert_status(201);
-    acme_store_staging.create(&app, "web", &[]).await.assert_status(201);
+    store_acme
+        .create(&app, "web-staging", &[])
+        .await
+        .assert_status(201);
+    acme_store_staging
+        .create(&app, "web", &[])
+        .await
+        .assert_status(201);
     let expected = [
-        (&store_acme, "web-staging", format!("web-staging--acme--store-{suffix}")),
-        (&acme_store_staging, "web", format!("web--staging--acme-store-{suffix}")),
+        (
+            &store_acme,
+            "web-staging",
+            format!("web-staging--acme--store-{suffix}"),
+        ),
+        (
+            &acme_store_staging,
+            "web",
+            format!("web--staging--acme-store-{suffix}"),
+        ),
     ];
     for (place, name, label) in &expected {
         let url = format!("https://{label}.{APPS_DOMAIN}");

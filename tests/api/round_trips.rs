@@ -60,8 +60,10 @@ async fn app_operations_stay_within_their_round_trips() {
     app.post(&apps)
         .by(&app.owner)
         // No replicas: the app is Available at once, so its status settles.
-        .json(json!({ "name": "shop", "image": "nginx:1", "port": 80, "replicas": 0,
-                      "domains": [first] }))
+        .json(
+            json!({ "name": "shop", "image": "nginx:1", "port": 80, "replicas": 0,
+                      "domains": [first] }),
+        )
         .send()
         .await
         .assert_status(201);

@@ -110,6 +110,12 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         // Beyond `app-operate`: `app-write` or `app-deploy`, by field.
         failures.push(ApiError::Forbidden(String::new()));
     }
+    if matches!(operation, CreateApp | UpdateApp | RollbackApp | PromoteApp) {
+        // Every hostname of the resulting configuration is claimed.
+        failures.push(ApiError::DomainTaken {
+            hostname: String::new(),
+        });
+    }
     failures
 }
 
@@ -151,7 +157,10 @@ async fn list_apps(
 /// Create an app
 ///
 /// An image with its processes, variables, domains and volumes; the
-/// controller renders it into workloads.
+/// controller renders it into workloads. Each domain is claimed for this app
+/// on the whole platform (`409 domain_taken` while another app holds it; a
+/// domain under the platform's apps domain is 422), and the name may not
+/// contain `--`.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
@@ -179,8 +188,16 @@ async fn create_app(
     scope::audit_target("app", body.name.clone());
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
-    let created =
-        service::create(&state.store, &client, &HostRules::new(&state.config), &caller, &project, &environment, body).await?;
+    let created = service::create(
+        &state.store,
+        &client,
+        &HostRules::new(&state.config),
+        &caller,
+        &project,
+        &environment,
+        body,
+    )
+    .await?;
     let location = format!(
         "/api/v1/projects/{project}/environments/{environment}/apps/{}",
         created.name
@@ -219,7 +236,9 @@ async fn get_app(
 ///
 /// Omitted fields stay; lists are replaced whole. A new image is a new
 /// release (`app-deploy`); env, domains, processes and volumes need
-/// `app-write`; replicas `app-operate`.
+/// `app-write`; replicas `app-operate`. The resulting domains are claimed
+/// for this app (`409 domain_taken` while another app holds one); dropped
+/// ones are released.
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -240,7 +259,15 @@ async fn update_app(
     caller.require(Permission::AppOperate)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::update(&state.store, &client, &HostRules::new(&state.config), &caller, &path, &body).await?,
+        service::update(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &body,
+        )
+        .await?,
     ))
 }
 
@@ -255,7 +282,8 @@ struct DeleteQuery {
 
 /// Delete an app
 ///
-/// Its workloads go with it; its volumes stay unless asked.
+/// Its workloads go with it, and its domains are released; its volumes
+/// stay unless asked.
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -313,7 +341,9 @@ struct RollbackBody {
 
 /// Roll back
 ///
-/// Makes an earlier revision current again, as a new release.
+/// Makes an earlier revision current again, as a new release; its domains
+/// are claimed again (`409 domain_taken`, and nothing changes, when another
+/// app holds one since).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
@@ -334,7 +364,15 @@ async fn rollback_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::rollback(&state.store, &client, &HostRules::new(&state.config), &caller, &path, body.revision).await?,
+        service::rollback(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            body.revision,
+        )
+        .await?,
     ))
 }
 
@@ -354,7 +392,8 @@ struct PromoteBody {
 ///
 /// Copies the image and processes to the app of the same name in another
 /// environment (created there if absent, without domains); the target keeps
-/// its own env, domains and volumes.
+/// its own env, domains and volumes, and claims its domains again (`409
+/// domain_taken` when another app holds one).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
@@ -375,7 +414,15 @@ async fn promote_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::promote(&state.store, &client, &HostRules::new(&state.config), &caller, &path, &body.environment).await?,
+        service::promote(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &body.environment,
+        )
+        .await?,
     ))
 }
 

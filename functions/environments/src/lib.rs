@@ -96,11 +96,7 @@ async fn list_environments(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host); `{project}-{name}` names its namespace.
-    #[schema(
-        pattern = r"^[a-z0-9](-?[a-z0-9])*$",
-        min_length = 1,
-        max_length = 22
-    )]
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]

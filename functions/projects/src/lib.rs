@@ -74,11 +74,7 @@ async fn list_projects(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host), unique in the cluster.
-    #[schema(
-        pattern = r"^[a-z0-9](-?[a-z0-9])*$",
-        min_length = 1,
-        max_length = 40
-    )]
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,

@@ -117,9 +117,11 @@ async fn deploy_template(
         &client,
         &HostRules::new(&state.config),
         &caller,
-        &project,
-        &environment,
-        &template,
+        templates::Target {
+            project: &project,
+            environment: &environment,
+            template: &template,
+        },
         body,
     )
     .await?;

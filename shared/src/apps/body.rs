@@ -103,11 +103,7 @@ pub struct VolumeBody {
 pub struct CreateBody {
     /// A DNS-1035 label without `--` (which separates the parts of the
     /// app's default host).
-    #[schema(
-        pattern = r"^[a-z](-?[a-z0-9])*$",
-        min_length = 1,
-        max_length = 40
-    )]
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: String,
     /// A container image reference, e.g. `nginx:1.27`.
     #[schema(min_length = 1)]
@@ -134,7 +130,10 @@ pub struct CreateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
@@ -173,7 +172,10 @@ pub struct UpdateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,

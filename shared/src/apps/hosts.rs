@@ -226,7 +226,7 @@ pub async fn prepare_claimed(
         }
     }
     Err(ApiError::Conflict(
-        "concurrent changes claimed the same hostnames; try again".into(),
+        "a concurrent change won; try again".into(),
     ))
 }
 
@@ -286,7 +286,11 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
 /// gone, every claim of its history goes). Best effort: a claim left behind
 /// is stale, and taken over when someone claims its hostname.
 pub async fn release(store: &Store, history: &str, committed: Option<i64>, hostnames: &[String]) {
-    let mut left: Vec<&String> = hostnames.iter().collect::<BTreeSet<_>>().into_iter().collect();
+    let mut left: Vec<&String> = hostnames
+        .iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     // A second attempt without those claimed again meanwhile.
     for _ in 0..2 {
         if left.is_empty() {
@@ -349,13 +353,21 @@ mod tests {
     #[test]
     fn custom_domains_may_not_fall_under_the_apps_domain() {
         let apps = rules(Some("apps.example.net"));
-        for taken in ["apps.example.net", "shop--prod--store.apps.example.net", "a.b.apps.example.net"] {
+        for taken in [
+            "apps.example.net",
+            "shop--prod--store.apps.example.net",
+            "a.b.apps.example.net",
+        ] {
             let domains = vec!["shop.example.com".to_owned(), taken.to_owned()];
             let err = apps.check(&domains).unwrap_err();
             assert_eq!(err.code(), "validation_failed");
             assert!(err.to_string().starts_with("domains[1]: "), "{err}");
         }
-        for free in ["myapps.example.net", "apps.example.net.example.com", "example.net"] {
+        for free in [
+            "myapps.example.net",
+            "apps.example.net.example.com",
+            "example.net",
+        ] {
             assert!(apps.check(&[free.to_owned()]).is_ok(), "{free}");
         }
         assert!(

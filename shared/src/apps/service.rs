@@ -185,7 +185,14 @@ async fn commit_change(
     next.spec.config = config;
     next.spec.release = release;
     next.status = None;
-    hosts::prepare_claimed(store, client, rules, &next, Some(&current_release(current)?)).await?;
+    hosts::prepare_claimed(
+        store,
+        client,
+        rules,
+        &next,
+        Some(&current_release(current)?),
+    )
+    .await?;
     let mut read = current.clone();
     // The controller writes the App's status, which moves its
     // resourceVersion; only a change of the spec (its generation) is a
@@ -211,8 +218,7 @@ async fn commit_change(
                     .filter(|domain| !next.spec.config.domains.contains(domain))
                     .cloned()
                     .collect();
-                hosts::release(store, &history, Some(next.spec.release.revision), &dropped)
-                    .await;
+                hosts::release(store, &history, Some(next.spec.release.revision), &dropped).await;
                 return Ok(replaced);
             }
             Err(error) => return Err(error),

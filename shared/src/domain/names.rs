@@ -222,7 +222,10 @@ impl Hostname {
     /// Parses `value` case-insensitively and drops one trailing dot; the
     /// hostname keeps its normal form.
     pub fn parse(value: &str) -> Result<Self, Invalid> {
-        let host = value.strip_suffix('.').unwrap_or(value).to_ascii_lowercase();
+        let host = value
+            .strip_suffix('.')
+            .unwrap_or(value)
+            .to_ascii_lowercase();
         if host.contains('*') {
             return Err(Invalid::new("wildcard hosts are not supported"));
         }
@@ -298,7 +301,10 @@ mod tests {
     #[test]
     fn new_app_names_have_no_host_part_separator() {
         for old in ["web--staging", "a--b--c"] {
-            assert!(AppName::parse(old).is_ok(), "{old}: existing apps keep working");
+            assert!(
+                AppName::parse(old).is_ok(),
+                "{old}: existing apps keep working"
+            );
             let err = AppName::parse_new(old).unwrap_err();
             assert!(err.0.contains("'--'"), "{err}");
         }
@@ -306,17 +312,36 @@ mod tests {
             assert_eq!(AppName::parse_new(good).unwrap().as_str(), good);
         }
         // The label rule comes first.
-        assert!(AppName::parse_new("Web--x").unwrap_err().0.contains("DNS-1035"));
+        assert!(
+            AppName::parse_new("Web--x")
+                .unwrap_err()
+                .0
+                .contains("DNS-1035")
+        );
     }
 
     #[test]
     fn hostnames_within_a_domain() {
         let apps = Hostname::parse("apps.example.net").unwrap();
-        for within in ["apps.example.net", "x.apps.example.net", "a.b.Apps.Example.net."] {
-            assert!(Hostname::parse(within).unwrap().is_within(&apps), "{within}");
+        for within in [
+            "apps.example.net",
+            "x.apps.example.net",
+            "a.b.Apps.Example.net.",
+        ] {
+            assert!(
+                Hostname::parse(within).unwrap().is_within(&apps),
+                "{within}"
+            );
         }
-        for outside in ["myapps.example.net", "apps.example.net.evil.org", "example.net"] {
-            assert!(!Hostname::parse(outside).unwrap().is_within(&apps), "{outside}");
+        for outside in [
+            "myapps.example.net",
+            "apps.example.net.evil.org",
+            "example.net",
+        ] {
+            assert!(
+                !Hostname::parse(outside).unwrap().is_within(&apps),
+                "{outside}"
+            );
         }
     }
 
@@ -491,11 +516,7 @@ mod tests {
 
     #[test]
     fn hostnames_have_one_normal_form() {
-        for variant in [
-            "WWW.Example.COM",
-            "www.example.com.",
-            "Www.Example.Com.",
-        ] {
+        for variant in ["WWW.Example.COM", "www.example.com.", "Www.Example.Com."] {
             let host = Hostname::parse(variant).unwrap();
             assert_eq!(host.as_str(), "www.example.com", "{variant}");
             assert_eq!(host, Hostname::parse("www.example.com").unwrap());
