@@ -2,7 +2,8 @@
 //!
 //! Settings from the environment: `BERTH_INGRESS_CLASS` (the class of every
 //! app's Ingress; the cluster's default when unset), `BERTH_APPS_DOMAIN` (web
-//! apps also answer at `{app}-{environment}-{project}.{BERTH_APPS_DOMAIN}`),
+//! apps also answer at `{app}--{environment}--{project}.{BERTH_APPS_DOMAIN}`;
+//! read by the API as well, with the same rule, see `config::apps_domain`),
 //! `BERTH_PROGRESS_DEADLINE_SECONDS` (how long a rollout may make no progress
 //! before the app is reported `RolloutFailed`; 600 by default),
 //! `BERTH_INGRESS_NAMESPACE` (the ingress controller's namespace, the only
@@ -47,8 +48,9 @@ fn settings() -> Result<Settings, String> {
         ingress_namespace,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
-            apps_domain: setting("BERTH_APPS_DOMAIN")
-                .map(|domain| domain.trim_matches('.').to_ascii_lowercase()),
+            apps_domain: berth_shared::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
+                .map_err(|e| e.to_string())?
+                .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
         },
     })

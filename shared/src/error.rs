@@ -36,6 +36,10 @@ pub enum ApiError {
     EnvironmentDeleting,
     #[error("secret is not managed by Berth")]
     SecretNotManaged,
+    /// A hostname another app claims (`apps::hosts`). Only the hostname,
+    /// which the caller sent, is said: never who holds it.
+    #[error("hostname {hostname} is taken")]
+    DomainTaken { hostname: String },
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("{0}")]
@@ -226,7 +230,8 @@ impl ApiError {
             Self::Conflict(_)
             | Self::ProjectNotEmpty(_)
             | Self::EnvironmentDeleting
-            | Self::SecretNotManaged => StatusCode::CONFLICT,
+            | Self::SecretNotManaged
+            | Self::DomainTaken { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -253,6 +258,7 @@ impl ApiError {
             Self::ProjectNotEmpty(_) => "project_not_empty",
             Self::EnvironmentDeleting => "environment_deleting",
             Self::SecretNotManaged => "secret_not_managed",
+            Self::DomainTaken { .. } => "domain_taken",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "too_many_requests",
@@ -280,6 +286,7 @@ impl ApiError {
             Self::ProjectNotEmpty(_) => "Project not empty",
             Self::EnvironmentDeleting => "Environment is being deleted",
             Self::SecretNotManaged => "Secret not managed by Berth",
+            Self::DomainTaken { .. } => "Domain taken",
             Self::PayloadTooLarge => "Payload too large",
             Self::UnsupportedMediaType(_) => "Unsupported media type",
             Self::TooManyRequests { .. } => "Too many requests",
@@ -315,6 +322,10 @@ impl ApiError {
             Self::SecretNotManaged => {
                 Some("a secret of that name exists and was not created by Berth".into())
             }
+            Self::DomainTaken { hostname } => Some(format!(
+                "the hostname {hostname} belongs to another app; a hostname serves one app at a \
+                 time, so it can be added here only once that app has dropped it"
+            )),
             Self::PayloadTooLarge => Some(
                 "the request body is larger than this operation accepts (256 KiB; 768 KiB for \
                  putSecret)"
@@ -422,6 +433,13 @@ mod tests {
             ),
             (ApiError::EnvironmentDeleting, 409, "environment_deleting"),
             (ApiError::SecretNotManaged, 409, "secret_not_managed"),
+            (
+                ApiError::DomainTaken {
+                    hostname: "x.example.com".into(),
+                },
+                409,
+                "domain_taken",
+            ),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
             (
                 ApiError::UnsupportedMediaType("x".into()),

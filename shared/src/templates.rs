@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::apps::body::{self, CreateBody};
+use crate::apps::hosts::HostRules;
 use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
 use crate::cluster::apps::{self as cluster_apps, AppPath};
@@ -127,12 +128,9 @@ pub fn list() -> Vec<TemplateRecord> {
 #[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeployBody {
-    /// The app's name; the template's name when omitted.
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// The app's name (a DNS-1035 label without `--`); the template's name
+    /// when omitted.
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: Option<String>,
     /// Values for the template's variables, by name.
     #[serde(default)]
@@ -189,18 +187,30 @@ fn create_body(
     Ok((body, generated))
 }
 
+/// Where a template is deployed: the path's project, environment and
+/// template.
+pub struct Target<'a> {
+    pub project: &'a str,
+    pub environment: &'a str,
+    pub template: &'a str,
+}
+
 /// Deploys a template: its generated values into a new secret, then its app
 /// (revision reason `template`). A taken app or secret name is a conflict,
 /// and a failure leaves nothing behind.
 pub async fn deploy(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
-    project: &str,
-    environment: &str,
-    template: &str,
+    target: Target<'_>,
     body: DeployBody,
 ) -> Result<Deployed, ApiError> {
+    let Target {
+        project,
+        environment,
+        template,
+    } = target;
     caller.require(Permission::AppDeploy)?;
     let template = CATALOGUE
         .iter()
@@ -210,7 +220,7 @@ pub async fn deploy(
                 template: template.to_owned(),
             })
         })?;
-    let name = AppName::parse(body.name.as_deref().unwrap_or(&template.file.name))
+    let name = AppName::parse_new(body.name.as_deref().unwrap_or(&template.file.name))
         .map_err(|e| e.at("name"))?;
     let (create, generated) = create_body(&template.file, name.as_str(), &body.env)?;
     let (_, config) = body::parse_create(create)?;
@@ -249,7 +259,7 @@ pub async fn deploy(
     };
     let note = Some(format!("from template {}", template.file.name));
     let release = service::mark(1, Reason::Template, note, caller);
-    match service::commit_new(store, client, org, &path, config, release).await {
+    match service::commit_new(store, client, rules, org, &path, config, release).await {
         Ok(app) => Ok(Deployed {
             template: template.file.name.clone(),
             apps: vec![service::record_of(&app, &path, caller)],

@@ -355,7 +355,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
         hosts(&ingress),
         [
             "shop.example.com".to_owned(),
-            format!("shop-dev-{}.{APPS_DOMAIN}", env.project)
+            format!("shop--dev--{}.{APPS_DOMAIN}", env.project)
         ]
     );
     let ingress_spec = ingress.spec.unwrap();

@@ -25,9 +25,6 @@ use berth_shared::store::{self, keys};
 use crate::support::cluster::INGRESS_NAMESPACE;
 use crate::support::{TestApp, eventually};
 
-/// How long the controller may take to act on a change.
-const SETTLE: u64 = 30;
-
 fn environment_path(project: &str, environment: &str) -> String {
     format!("/api/v1/projects/{project}/environments/{environment}")
 }
@@ -147,7 +144,7 @@ async fn every_environment_is_isolated_and_keeps_it() {
         )
         .await
         .unwrap();
-    eventually("the policy is back", SETTLE, || async {
+    eventually("the policy is back", || async {
         policies
             .get_opt(NETWORK_POLICY_NAME)
             .await
@@ -156,7 +153,7 @@ async fn every_environment_is_isolated_and_keeps_it() {
     })
     .await;
     assert_isolating(&policies.get(NETWORK_POLICY_NAME).await.unwrap());
-    eventually("the pod security labels are back", SETTLE, || async {
+    eventually("the pod security labels are back", || async {
         pod_security_of(&namespaces.get(&namespace).await.unwrap()) == expected_pod_security()
     })
     .await;
@@ -319,7 +316,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
                     == Some("2030-01-01T00:00:00Z")
             })
     };
-    eventually("the rewritten App is rendered", SETTLE, || async {
+    eventually("the rewritten App is rendered", || async {
         deployments
             .get_opt("web-web")
             .await
@@ -327,7 +324,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
             .is_some_and(|d| restarted(&d))
     })
     .await;
-    eventually("every always-on process is rendered", SETTLE, || async {
+    eventually("every always-on process is rendered", || async {
         deployments
             .list(&Default::default())
             .await
@@ -374,7 +371,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
     assert_eq!(reference.name, "redis-generated");
 
     let cron_jobs: Api<CronJob> = Api::namespaced(client.clone(), &namespace);
-    eventually("the nightly CronJob is there", SETTLE, || async {
+    eventually("the nightly CronJob is there", || async {
         cron_jobs.get_opt("shop-nightly").await.unwrap().is_some()
     })
     .await;

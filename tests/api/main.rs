@@ -16,6 +16,7 @@ mod errors;
 mod fault_causes;
 mod guide;
 mod health;
+mod hostnames;
 mod isolation;
 mod lambda_events;
 mod manifests;

@@ -136,7 +136,7 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
     // From the API's own origin, with JSON and without a body: accepted.
     let cron_jobs: kube::Api<k8s_openapi::api::batch::v1::CronJob> =
         kube::Api::namespaced(app.cluster().client.clone(), &format!("{project}-dev"));
-    eventually("the CronJob is there", 30, || async {
+    eventually("the CronJob is there", || async {
         cron_jobs.get_opt("shop-job").await.unwrap().is_some()
     })
     .await;

@@ -55,6 +55,9 @@ fn assert_sent_once(app: &TestApp, sent_before: u64, calls: u64) {
 /// they cannot silently grow. The budgets: `getApp` at most 3 + 2 (App,
 /// pods); `updateApp` at most 4 + 3 (environment, App, its replacement).
 /// Every DynamoDB budget includes the call's audit event (2).
+/// The apps have custom domains: their claims ride in the transaction that
+/// writes the release history (no round trip), and a write that drops
+/// hostnames (or deletes the app) releases them in one more transaction.
 /// Each call is measured once the controller has settled the app's status:
 /// a status write racing a change costs that change one more read and write.
 #[tokio::test]
@@ -66,10 +69,15 @@ async fn app_operations_stay_within_their_round_trips() {
     let project = app.ready_environment("rt", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
     let shop = format!("{apps}/shop");
+    let host = |prefix: &str| format!("{}.example.test", crate::support::unique(prefix));
+    let (first, second) = (host("first"), host("second"));
     app.post(&apps)
         .by(&app.owner)
         // No replicas: the app is Available at once, so its status settles.
-        .json(json!({ "name": "shop", "image": "nginx:1", "port": 80, "replicas": 0 }))
+        .json(
+            json!({ "name": "shop", "image": "nginx:1", "port": 80, "replicas": 0,
+                      "domains": [first] }),
+        )
         .send()
         .await
         .assert_status(201);
@@ -78,6 +86,8 @@ async fn app_operations_stay_within_their_round_trips() {
         image += 1;
         json!({ "image": format!("nginx:{image}") })
     };
+    // A hostname release: the one transaction hostname claims may add.
+    const RELEASE: u64 = 1;
     // (operation, method, path, body, DynamoDB budget, Kubernetes budget)
     type Call = (
         &'static str,
@@ -98,12 +108,21 @@ async fn app_operations_stay_within_their_round_trips() {
             3,
             2,
         ),
+        // Its hostname claimed again, in the release history's transaction.
         (
             "updateApp",
             Method::PATCH,
             shop.clone(),
             Some(next_image()),
             4,
+            3,
+        ),
+        (
+            "updateApp (another domain)",
+            Method::PATCH,
+            shop.clone(),
+            Some(json!({ "domains": [second] })),
+            4 + RELEASE,
             3,
         ),
         ("listApps", Method::GET, apps.clone(), None, 3, 2),
@@ -115,19 +134,21 @@ async fn app_operations_stay_within_their_round_trips() {
             4,
             1,
         ),
+        // Back to the first domain: the second is released.
         (
             "rollbackApp",
             Method::POST,
             format!("{shop}/rollback"),
             Some(json!({"revision": 1})),
-            5,
+            5 + RELEASE,
             3,
         ),
         (
             "createApp",
             Method::POST,
             apps.clone(),
-            Some(json!({"name": "cart", "image": "nginx"})),
+            Some(json!({"name": "cart", "image": "nginx",
+                        "domains": [host("cart"), host("www-cart")]})),
             4,
             2,
         ),
@@ -136,7 +157,7 @@ async fn app_operations_stay_within_their_round_trips() {
             Method::DELETE,
             format!("{apps}/cart"),
             None,
-            5,
+            5 + RELEASE,
             2,
         ),
     ];

@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
@@ -110,6 +111,12 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         // Beyond `app-operate`: `app-write` or `app-deploy`, by field.
         failures.push(ApiError::Forbidden(String::new()));
     }
+    if matches!(operation, CreateApp | UpdateApp | RollbackApp | PromoteApp) {
+        // Every hostname of the resulting configuration is claimed.
+        failures.push(ApiError::DomainTaken {
+            hostname: String::new(),
+        });
+    }
     failures
 }
 
@@ -151,7 +158,10 @@ async fn list_apps(
 /// Create an app
 ///
 /// An image with its processes, variables, domains and volumes; the
-/// controller renders it into workloads.
+/// controller renders it into workloads. Each domain is claimed for this app
+/// on the whole platform (`409 domain_taken` while another app holds it; a
+/// domain under the platform's apps domain is 422), and the name may not
+/// contain `--`.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
@@ -181,8 +191,16 @@ async fn create_app(
     }
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
-    let created =
-        service::create(&state.store, &client, &caller, &project, &environment, body).await?;
+    let created = service::create(
+        &state.store,
+        &client,
+        &HostRules::new(&state.config),
+        &caller,
+        &project,
+        &environment,
+        body,
+    )
+    .await?;
     let location = format!(
         "/api/v1/projects/{project}/environments/{environment}/apps/{}",
         created.name
@@ -221,7 +239,9 @@ async fn get_app(
 ///
 /// Omitted fields stay; lists are replaced whole. New code — a new image, or
 /// a process's new command — needs `app-deploy`; env, domains, processes and
-/// volumes need `app-write`; replicas `app-operate`.
+/// volumes need `app-write`; replicas `app-operate`. The resulting domains are
+/// claimed for this app (`409 domain_taken` while another app holds one);
+/// dropped ones are released.
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -242,7 +262,15 @@ async fn update_app(
     caller.require(Permission::AppOperate)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::update(&state.store, &client, &caller, &path, &body).await?,
+        service::update(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &body,
+        )
+        .await?,
     ))
 }
 
@@ -257,7 +285,8 @@ struct DeleteQuery {
 
 /// Delete an app
 ///
-/// Its workloads go with it; its volumes stay unless asked.
+/// Its workloads go with it, and its domains are released; its volumes
+/// stay unless asked.
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -317,7 +346,9 @@ struct RollbackBody {
 /// Roll back
 ///
 /// Makes an earlier revision current again, as a new release. A revision
-/// the app no longer keeps (older than its 50 newest) is unknown: `422`.
+/// the app no longer keeps (older than its 50 newest) is unknown: `422`. Its
+/// domains are claimed again (`409 domain_taken`, and nothing changes, when
+/// another app holds one since).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
@@ -338,7 +369,15 @@ async fn rollback_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::rollback(&state.store, &client, &caller, &path, body.revision).await?,
+        service::rollback(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            body.revision,
+        )
+        .await?,
     ))
 }
 
@@ -359,7 +398,8 @@ struct PromoteBody {
 ///
 /// Copies the image and processes to the app of the same name in another
 /// environment (created there if absent, without domains); the target keeps
-/// its own env, domains and volumes.
+/// its own env, domains and volumes, and claims its domains again (`409
+/// domain_taken` when another app holds one).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
@@ -381,7 +421,15 @@ async fn promote_app(
     let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::promote(&state.store, &client, &caller, &path, &target).await?,
+        service::promote(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &target,
+        )
+        .await?,
     ))
 }
 

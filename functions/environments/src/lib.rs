@@ -95,12 +95,9 @@ async fn list_environments(
 #[schema(as = CreateEnvironmentBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
-    /// A DNS label; `{project}-{name}` names its namespace.
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    /// A DNS label without `--` (which separates the parts of an app's
+    /// default host); `{project}-{name}` names its namespace.
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]

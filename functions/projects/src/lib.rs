@@ -72,12 +72,9 @@ async fn list_projects(
 #[schema(as = CreateProjectBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
-    /// A DNS label, unique in the cluster.
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// A DNS label without `--` (which separates the parts of an app's
+    /// default host), unique in the cluster.
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,

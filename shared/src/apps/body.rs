@@ -102,11 +102,9 @@ pub struct VolumeBody {
 #[schema(as = CreateAppBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// A DNS-1035 label without `--` (which separates the parts of the
+    /// app's default host).
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: String,
     /// A container image reference, e.g. `nginx:1.27`.
     #[schema(min_length = 1)]
@@ -133,7 +131,10 @@ pub struct CreateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
@@ -172,7 +173,10 @@ pub struct UpdateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
@@ -209,7 +213,7 @@ flat_process!(UpdateBody);
 
 /// A new app's name and configuration, every rule checked.
 pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {
-    let name = AppName::parse(&body.name).map_err(|e| e.at("name"))?;
+    let name = AppName::parse_new(&body.name).map_err(|e| e.at("name"))?;
     let flat = body.flat_process();
     let processes = match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),

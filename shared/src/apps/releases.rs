@@ -12,7 +12,7 @@
 //!   readers ignore and the next attempt overwrites;
 //! - a revision below the resource's is always the confirmed snapshot.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
@@ -106,18 +106,38 @@ struct ReleaseItem<'a> {
     release: &'a StoredRelease,
 }
 
+/// Why a change's revisions were not written (nothing was).
+#[derive(Debug)]
+pub enum NotPrepared {
+    /// Writes of `with` failed their conditions: by position in `with`, each
+    /// with the item it found when DynamoDB returned it.
+    Refused(Vec<(usize, Option<store::Item>)>),
+    /// A concurrent transaction on the same items won; another try may not.
+    Contended,
+    Failed(ApiError),
+}
+
+impl From<ApiError> for NotPrepared {
+    fn from(error: ApiError) -> Self {
+        Self::Failed(error)
+    }
+}
+
 /// Writes a change's revisions before its commit (see the module docs):
 /// `current` is the App's revision as the resource holds it (None for a new
-/// app), `next` the revision about to be committed. The same transaction
-/// deletes the revision that falls out of the [`HISTORY_KEPT`] newest, so the
-/// history never grows and pruning costs no round trip. (Should the commit
-/// then fail, the history is one revision short until the next change.)
+/// app), `next` the revision about to be committed, `with` the writes that
+/// must succeed with them in the same transaction (the claims of the app's
+/// hostnames, `super::hosts`). The same transaction deletes the revision that
+/// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
+/// pruning costs no round trip. (Should the commit then fail, the history is
+/// one revision short until the next change.)
 pub async fn prepare(
     store: &Store,
     history: &str,
     current: Option<&StoredRelease>,
     next: &StoredRelease,
-) -> Result<(), ApiError> {
+    with: Vec<TransactWriteItem>,
+) -> Result<(), NotPrepared> {
     let mut writes = Vec::new();
     if let Some(current) = current {
         writes.push(store::tx_put(
@@ -133,6 +153,7 @@ pub async fn prepare(
             .condition_expression("attribute_not_exists(pk) OR confirmed = :false")
             .expression_attribute_values(":false", AttributeValue::Bool(false)),
     )?);
+    let next_at = writes.len() - 1;
     if let Some(pruned) = pruned_by(next.revision) {
         writes.push(store::tx_delete(
             Delete::builder()
@@ -143,14 +164,36 @@ pub async fn prepare(
                 ))),
         )?);
     }
-    match store.transact(writes).await {
-        Ok(()) => Ok(()),
-        Err(error)
-            if store::cancelled_conditions(&error).is_some_and(|failed| failed.contains(&true)) =>
-        {
-            Err(changed_meanwhile())
-        }
-        Err(error) => Err(store::transaction_failure(error)),
+    let with_at = writes.len();
+    writes.extend(with);
+    let error = match store.transact(writes).await {
+        Ok(()) => return Ok(()),
+        Err(error) => error,
+    };
+    let Some(reasons) = store::cancellation_reasons(&error) else {
+        return Err(NotPrepared::Failed(error.into()));
+    };
+    let failed = |at: usize| {
+        reasons
+            .get(at)
+            .is_some_and(|reason| reason.code() == Some("ConditionalCheckFailed"))
+    };
+    if failed(next_at) {
+        return Err(NotPrepared::Failed(changed_meanwhile()));
+    }
+    let refused: Vec<(usize, Option<store::Item>)> = reasons
+        .iter()
+        .enumerate()
+        .skip(with_at)
+        .filter(|(at, _)| failed(*at))
+        .map(|(at, reason)| (at - with_at, reason.item().cloned()))
+        .collect();
+    if !refused.is_empty() {
+        return Err(NotPrepared::Refused(refused));
+    }
+    match store::transaction_failure(error) {
+        ApiError::Conflict(_) => Err(NotPrepared::Contended),
+        other => Err(NotPrepared::Failed(other)),
     }
 }
 

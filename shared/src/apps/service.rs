@@ -1,6 +1,6 @@
 //! The app operations: each reads what it needs, checks every rule and
-//! permission, then commits (release history first, the App resource last;
-//! see [`super::releases`]).
+//! permission, then commits (release history and hostname claims first, the
+//! App resource last; see [`super::releases`] and [`super::hosts`]).
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::body::{self, CreateBody, UpdateBody};
+use super::hosts::{self, HostRules};
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
 use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
@@ -119,23 +120,18 @@ fn current_release(app: &App) -> Result<StoredRelease, ApiError> {
     StoredRelease::new(&app.spec.release, &app.spec.config, true)
 }
 
-/// Commits a new app: its first revision, then the resource.
+/// Commits a new app: its first revision and its hostnames' claims, then
+/// the resource.
 pub(crate) async fn commit_new(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     org: &str,
     path: &AppPath,
     config: AppConfig,
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = uuid::Uuid::new_v4().simple().to_string();
-    releases::prepare(
-        store,
-        &history,
-        None,
-        &StoredRelease::new(&release, &config, false)?,
-    )
-    .await?;
     let app = App {
         metadata: ObjectMeta {
             name: Some(path.app.clone()),
@@ -159,6 +155,7 @@ pub(crate) async fn commit_new(
         },
         status: None,
     };
+    hosts::prepare_claimed(store, client, rules, &app, None).await?;
     match cluster_apps::create(client, &app).await {
         Ok(created) => Ok(created),
         Err(error) => {
@@ -166,26 +163,34 @@ pub(crate) async fn commit_new(
             if let Err(cleanup) = releases::delete_all(store, &history).await {
                 tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
             }
+            hosts::release(store, &history, None, &app.spec.config.domains).await;
             Err(error)
         }
     }
 }
 
-/// Commits a change of an existing app: its revision, then the resource,
-/// conditioned on the version that was read.
+/// Commits a change of an existing app: its revision and its hostnames'
+/// claims, then the resource, conditioned on the version that was read;
+/// then releases the hostnames it dropped.
 async fn commit_change(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     current: &App,
     config: AppConfig,
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = history_of(current)?;
-    releases::prepare(
+    let mut next = current.clone();
+    next.spec.config = config;
+    next.spec.release = release;
+    next.status = None;
+    hosts::prepare_claimed(
         store,
-        &history,
+        client,
+        rules,
+        &next,
         Some(&current_release(current)?),
-        &StoredRelease::new(&release, &config, false)?,
     )
     .await?;
     let mut read = current.clone();
@@ -193,10 +198,7 @@ async fn commit_change(
     // resourceVersion; only a change of the spec (its generation) is a
     // concurrent change that wins.
     for _ in 0..5 {
-        let mut next = read.clone();
-        next.spec.config = config.clone();
-        next.spec.release = release.clone();
-        next.status = None;
+        next.metadata = read.metadata.clone();
         match cluster_apps::replace(client, &next).await {
             Err(ApiError::Conflict(_)) => {
                 let again = cluster_apps::reread(client, current).await?;
@@ -207,7 +209,19 @@ async fn commit_change(
                 }
                 read = again;
             }
-            other => return other,
+            Ok(replaced) => {
+                let dropped: Vec<String> = current
+                    .spec
+                    .config
+                    .domains
+                    .iter()
+                    .filter(|domain| !next.spec.config.domains.contains(domain))
+                    .cloned()
+                    .collect();
+                hosts::release(store, &history, Some(next.spec.release.revision), &dropped).await;
+                return Ok(replaced);
+            }
+            Err(error) => return Err(error),
         }
     }
     Err(releases::changed_meanwhile())
@@ -269,6 +283,7 @@ pub async fn check_domains(
 pub async fn create(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     project: &str,
     environment: &str,
@@ -287,6 +302,7 @@ pub async fn create(
     let created = commit_new(
         store,
         client,
+        rules,
         org,
         &path,
         config,
@@ -299,6 +315,7 @@ pub async fn create(
 pub async fn update(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
     body: &UpdateBody,
@@ -322,7 +339,7 @@ pub async fn update(
     };
     secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
-    let updated = commit_change(store, client, &current, config, release).await?;
+    let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
 }
 
@@ -331,6 +348,7 @@ pub async fn update(
 pub async fn rollback(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
     revision: i64,
@@ -363,7 +381,7 @@ pub async fn rollback(
         Some(format!("rollback to revision {revision}")),
         caller,
     );
-    let updated = commit_change(store, client, &current, config, release).await?;
+    let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
 }
 
@@ -385,6 +403,7 @@ fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
 pub async fn promote(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
     target_environment: &EnvironmentName,
@@ -429,15 +448,22 @@ pub async fn promote(
                 note,
                 caller,
             );
-            commit_change(store, client, &target, config, release).await?
+            commit_change(store, client, rules, &target, config, release).await?
         }
         Err(ApiError::NotFound(_)) => {
+            // A new app: its name becomes part of its default host there.
+            AppName::parse_new(&path.app).map_err(|e| {
+                ApiError::ValidationFailed(format!(
+                    "app: promoting creates the app in {target_environment}, and the name of a \
+                     new app {e}"
+                ))
+            })?;
             let mut config = source.spec.config.clone();
             config.domains.clear();
             // The source's env, read in the target's environment.
             secrets::check_references(client, &target_path, &config).await?;
             let release = mark(1, Reason::Promote, note, caller);
-            commit_new(store, client, org, &target_path, config, release).await?
+            commit_new(store, client, rules, org, &target_path, config, release).await?
         }
         Err(error) => return Err(error),
     };
@@ -475,11 +501,12 @@ pub async fn delete(
         Err(error) => return Err(error),
     };
     cluster_apps::delete(client, &app).await?;
-    if let Ok(history) = history_of(&app)
-        && let Err(error) = releases::delete_all(store, &history).await
-    {
-        // Unreachable once the App is gone: a later clean-up finds it by key.
-        tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+    if let Ok(history) = history_of(&app) {
+        hosts::release(store, &history, None, &app.spec.config.domains).await;
+        if let Err(error) = releases::delete_all(store, &history).await {
+            // Unreachable once the App is gone: a later clean-up finds it by key.
+            tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+        }
     }
     if delete_volumes {
         cluster_apps::delete_claims(client, org, path).await?;

@@ -110,14 +110,20 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
         .ok_or_else(|| gone(app))
 }
 
+/// The App at that path, whoever's it is (never shown to a caller as such).
+pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, ApiError> {
+    match api(client, &path.namespace()).get_opt(&path.app).await {
+        Ok(found) => Ok(found),
+        // The namespace itself may be gone (a purged environment).
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// Whether an app of that name exists in the environment's namespace,
 /// whoever's it is.
 pub async fn exists(client: &kube::Client, path: &AppPath) -> Result<bool, ApiError> {
-    match api(client, &path.namespace()).get_opt(&path.app).await {
-        Ok(found) => Ok(found.is_some()),
-        Err(error) if is_not_found(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+    Ok(find(client, path).await?.is_some())
 }
 
 /// The organization's apps of an environment (whose visibility the caller

@@ -152,6 +152,7 @@ pub fn validate(
     reserved: &ReservedNamespaces,
 ) -> Result<ValidEnvironment, ApiError> {
     names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    names::host_part("name", &new.name)?;
     let namespace = resource_name(project, &new.name);
     if reserved.is_reserved(&namespace) {
         return Err(ApiError::ValidationFailed(format!(

@@ -63,8 +63,9 @@ const MAX_LABEL: usize = 63;
 pub struct RenderSettings {
     /// The Ingress class of every app's Ingress; the cluster's default when unset.
     pub ingress_class: Option<String>,
-    /// When set, every web app also answers at
-    /// `{app}-{environment}-{project}.{apps_domain}`.
+    /// When set, every web app also answers at its default host
+    /// `{app}--{environment}--{project}.{apps_domain}` (see
+    /// [`default_host_label`]).
     pub apps_domain: Option<String>,
     /// How long a Deployment's rollout may make no progress before it is
     /// reported as failed.
@@ -902,17 +903,36 @@ fn hosts(
     Ok(hosts)
 }
 
-/// `{app}-{environment}-{project}`, or when that is longer than a DNS label
-/// may be (names allow up to 104 characters), its first 54 characters and 8
-/// hex digits of its SHA-256: still unique, still one label.
+/// The first label of an app's default host: `{app}--{environment}--{project}`.
+///
+/// Names made since issue 15 never contain `--` and never start or end with
+/// `-`, so the label names exactly one app (a single `-` joined the parts
+/// before, and project `store`/environment `acme`/app `web-staging` took the
+/// host of project `acme-store`/environment `staging`/app `web`). When it is
+/// longer than a DNS label may be (names allow up to 106 characters), it is
+/// cut: its first [`CUT_PREFIX`] characters without trailing hyphens, `---`,
+/// and 16 hex digits of the SHA-256 of `{app}/{environment}/{project}`. An
+/// uncut label never contains `---`, so the two forms never meet. Default
+/// hosts are therefore not claimed in DynamoDB as custom domains are (and no
+/// custom domain may fall under the apps domain).
 pub fn default_host_label(app: &str, environment: &str, project: &str) -> String {
-    let label = format!("{app}-{environment}-{project}");
+    let label = format!("{app}--{environment}--{project}");
     if label.len() <= MAX_LABEL {
         return label;
     }
-    let digest = hex::encode(Sha256::digest(label.as_bytes()));
-    format!("{}-{}", label[..54].trim_end_matches('-'), &digest[..8])
+    let digest = hex::encode(Sha256::digest(
+        format!("{app}/{environment}/{project}").as_bytes(),
+    ));
+    format!(
+        "{}---{}",
+        label[..CUT_PREFIX].trim_end_matches('-'),
+        &digest[..16]
+    )
 }
+
+/// How much of a long default host label is kept: with `---` and 16 hex
+/// digits, 63 characters.
+const CUT_PREFIX: usize = MAX_LABEL - 3 - 16;
 
 fn ingress(
     context: &AppContext<'_>,
@@ -1205,7 +1225,7 @@ mod tests {
         assert_eq!(rules.len(), 1);
         assert_eq!(
             rules[0].host.as_deref(),
-            Some("shop-prod-store.apps.example.net")
+            Some("shop--prod--store.apps.example.net")
         );
         let path = &rules[0].http.as_ref().unwrap().paths[0];
         assert_eq!(path.path.as_deref(), Some("/"));
@@ -1215,7 +1235,7 @@ mod tests {
         assert_eq!(backend.port.as_ref().unwrap().number, Some(8080));
         assert_eq!(
             rendered.url.as_deref(),
-            Some("https://shop-prod-store.apps.example.net")
+            Some("https://shop--prod--store.apps.example.net")
         );
     }
 
@@ -1481,7 +1501,7 @@ mod tests {
             [
                 "shop.example.com",
                 "www.example.com",
-                "shop-prod-store.apps.example.net"
+                "shop--prod--store.apps.example.net"
             ]
         );
         assert_eq!(rendered.url.as_deref(), Some("https://shop.example.com"));
@@ -1550,17 +1570,74 @@ mod tests {
 
     #[test]
     fn a_long_default_host_stays_one_dns_label() {
-        let label = default_host_label(&"a".repeat(40), &"e".repeat(22), &"p".repeat(40));
-        assert!(label.len() <= 63, "{label}");
+        let (app, environment, project) = ("a".repeat(40), "e".repeat(22), "p".repeat(40));
+        let label = default_host_label(&app, &environment, &project);
+        assert_eq!(label.len(), 63, "{label}");
         assert!(is_dns1123_label(&label));
+        let digest = hex::encode(Sha256::digest(
+            format!("{app}/{environment}/{project}").as_bytes(),
+        ));
+        assert_eq!(
+            label,
+            format!("{}--{}---{}", app, &environment[..2], &digest[..16])
+        );
         assert_ne!(
             label,
-            default_host_label(&"a".repeat(40), &"e".repeat(22), &"q".repeat(40))
+            default_host_label(&app, &environment, &"q".repeat(40))
         );
         assert_eq!(
             default_host_label("shop", "prod", "store"),
-            "shop-prod-store"
+            "shop--prod--store"
         );
+        // Exactly 63 characters is not cut.
+        let fits = default_host_label(&"a".repeat(40), "e", &"p".repeat(18));
+        assert_eq!(fits.len(), 63);
+        assert!(!fits.contains("---"));
+    }
+
+    #[test]
+    fn a_cut_default_host_label_trims_hyphens_before_its_digest() {
+        // Its first 44 characters end with a whole separator: both hyphens
+        // go, so the label has `---` once, never `----`.
+        let (app, project) = ("a".repeat(38), "p".repeat(30));
+        let label = default_host_label(&app, "bb", &project);
+        let digest = hex::encode(Sha256::digest(format!("{app}/bb/{project}").as_bytes()));
+        assert_eq!(label, format!("{app}--bb---{}", &digest[..16]));
+        assert_eq!(label.matches("---").count(), 1);
+        assert!(!label.contains("----"));
+        assert!(is_dns1123_label(&label));
+    }
+
+    #[test]
+    fn default_hosts_of_different_apps_differ() {
+        // The example of issue 15: once the same host.
+        assert_ne!(
+            default_host_label("web-staging", "acme", "store"),
+            default_host_label("web", "staging", "acme-store")
+        );
+        assert_eq!(
+            default_host_label("web-staging", "acme", "store"),
+            "web-staging--acme--store"
+        );
+        assert_eq!(
+            default_host_label("web", "staging", "acme-store"),
+            "web--staging--acme-store"
+        );
+        // Every way of splitting one string into three names (without `--`)
+        // gives another label.
+        let mut seen = std::collections::HashSet::new();
+        for (app, environment, project) in [
+            ("a-b", "c", "d"),
+            ("a", "b-c", "d"),
+            ("a", "b", "c-d"),
+            ("a-b-c", "d", "e"),
+            ("a", "b-c-d", "e"),
+        ] {
+            assert!(
+                seen.insert(default_host_label(app, environment, project)),
+                "{app}/{environment}/{project}"
+            );
+        }
     }
 
     /// Every pod the app renders: its Deployments' and its CronJobs' (which

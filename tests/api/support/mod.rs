@@ -185,13 +185,21 @@ impl TestApp {
     /// A fresh table and a cluster (the stand-in, or `BERTH_TEST_KUBECONFIG`)
     /// whose kubeconfig is stored, with the CRDs installed and the controller
     /// running. Cluster calls have the production timeouts (a real cluster
-    /// under a parallel test run answers in seconds, not milliseconds).
+    /// under a parallel test run answers in seconds, not milliseconds); the
+    /// API knows the controller's apps domain.
     pub async fn with_cluster() -> Self {
         Self::with_cluster_config(|_| {}).await
     }
 
     pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
-        let mut app = Self::with_config(adjust).await;
+        let mut app = Self::with_config(|config| {
+            config.apps_domain = Some(
+                berth_shared::domain::names::Hostname::parse(cluster::APPS_DOMAIN)
+                    .expect("a hostname"),
+            );
+            adjust(config);
+        })
+        .await;
         let cluster = TestCluster::start().await;
         berth_shared::kubeconfig::store_kubeconfig(
             &app.state.store,
