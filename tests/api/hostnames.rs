@@ -382,7 +382,8 @@ async fn stale_claims_are_taken_over_once_their_writes_are_over() {
         config.request_deadline = Duration::from_secs(8);
     })
     .await;
-    let in_flight = Duration::from_secs(8 + 2);
+    // The bound of a claim's writes: the request deadline plus one cluster call.
+    let in_flight = app.state.config.request_deadline + app.state.config.cluster_timeout;
     let (gone, again, dropped) = (hostname("gone"), hostname("again"), hostname("dropped"));
     let claimed = Instant::now();
     acme.create(&app, "gone", &[&gone]).await.assert_status(201);
