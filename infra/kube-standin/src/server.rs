@@ -18,6 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::faults::{self, Fault, FaultKind, Faults};
 use crate::logs::{LogKey, Logs};
+use crate::rbac::{self, Tokens};
 use crate::sim::{self, Simulation};
 use crate::verbs::State;
 use crate::{handlers, knobs, persist};
@@ -62,6 +63,8 @@ pub struct App {
     state: Arc<Mutex<State>>,
     pub(crate) logs: Logs,
     pub(crate) faults: Faults,
+    /// ServiceAccount tokens issued through the TokenRequest API.
+    pub(crate) tokens: Tokens,
     reachability: Arc<Reachability>,
     addr: SocketAddr,
     bookmark_interval: Duration,
@@ -218,6 +221,7 @@ impl StandIn {
             state: Arc::new(Mutex::new(state)),
             logs: Logs::default(),
             faults: Faults::default(),
+            tokens: Tokens::default(),
             reachability: Arc::new(Reachability {
                 wanted: wanted_tx,
                 listening: listening_rx,
@@ -364,7 +368,9 @@ impl Drop for StandIn {
 }
 
 /// A kubeconfig for `server`, with a `standin` cluster, user (token auth) and current context.
+/// Its token may do everything; see [`rbac`](crate::rbac) for the others.
 pub fn kubeconfig_yaml(server: &str) -> String {
+    let token = rbac::ADMIN_TOKEN;
     format!(
         "apiVersion: v1
 kind: Config
@@ -375,7 +381,7 @@ clusters:
 users:
 - name: standin
   user:
-    token: standin-token
+    token: {token}
 contexts:
 - name: standin
   context:
