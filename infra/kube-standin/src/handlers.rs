@@ -120,6 +120,7 @@ fn authorize_path(app: &App, identity: &Identity, method: &Method, uri: &Uri) ->
     let verb = method.as_str().to_ascii_lowercase();
     rbac::authorize(
         &app.state(),
+        &app.rbac_uses,
         identity,
         &Action::NonResource {
             verb: &verb,
@@ -236,12 +237,12 @@ fn authorize_resource(
         name: target.name,
     };
     let verb = verb(request.method, target, query);
-    rbac::authorize(&state, request.identity, &action(&verb))?;
+    rbac::authorize(&state, &app.rbac_uses, request.identity, &action(&verb))?;
     let writes_object = matches!(verb.as_str(), "update" | "patch") && target.sub.is_none();
     if let (true, Some(name)) = (writes_object, target.name)
         && state.existing(&target.rt, target.namespace, name).is_err()
     {
-        rbac::authorize(&state, request.identity, &action("create"))?;
+        rbac::authorize(&state, &app.rbac_uses, request.identity, &action("create"))?;
     }
     Ok(())
 }

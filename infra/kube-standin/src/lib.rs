@@ -40,5 +40,5 @@ mod watch;
 
 pub use faults::{Fault, FaultKind};
 pub use logs::LogKey;
-pub use rbac::ADMIN_TOKEN;
+pub use rbac::{ADMIN_TOKEN, RbacUse};
 pub use server::{Config, StandIn, kubeconfig_yaml};

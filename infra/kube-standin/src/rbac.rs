@@ -20,7 +20,7 @@
 //!   the bootstrap roles `system:discovery` and `system:public-info-viewer`
 //!   make them on a real cluster.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use axum::http::{HeaderMap, header};
@@ -241,6 +241,62 @@ pub enum Action<'a> {
     },
 }
 
+/// A permission a ServiceAccount used: a request RBAC let through.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RbacUse {
+    /// `system:serviceaccount:{namespace}:{name}`.
+    pub user: String,
+    pub verb: String,
+    /// Empty for the core group and for paths.
+    pub api_group: String,
+    /// `pods`, `pods/log`, or a path (`/version`).
+    pub resource: String,
+}
+
+/// The permissions ServiceAccounts used so far, so that tests can tell a
+/// role's grants that nothing needs.
+#[derive(Debug, Clone, Default)]
+pub struct Uses {
+    seen: Arc<Mutex<BTreeSet<RbacUse>>>,
+}
+
+impl Uses {
+    fn record(&self, identity: &Identity, action: &Action<'_>) {
+        let (verb, api_group, resource) = match *action {
+            Action::NonResource { verb, path } => (verb, "", path.to_string()),
+            Action::Resource {
+                verb,
+                group,
+                resource,
+                subresource,
+                ..
+            } => (
+                verb,
+                group,
+                subresource.map_or_else(|| resource.to_string(), |s| format!("{resource}/{s}")),
+            ),
+        };
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(RbacUse {
+                user: identity.user(),
+                verb: verb.to_string(),
+                api_group: api_group.to_string(),
+                resource,
+            });
+    }
+
+    pub fn all(&self) -> Vec<RbacUse> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+}
+
 /// Paths of `system:discovery` and `system:public-info-viewer`, which a real
 /// cluster binds to every authenticated caller.
 const DISCOVERY_PATHS: &[&str] = &[
@@ -258,9 +314,18 @@ const DISCOVERY_PATHS: &[&str] = &[
 ];
 
 /// Lets the request through, or refuses it with the 403 a real API server
-/// sends.
-pub fn authorize(state: &State, identity: &Identity, action: &Action<'_>) -> ApiResult<()> {
-    if *identity == Identity::Admin || discovery(action) {
+/// sends. What a ServiceAccount is let do is recorded in `uses`.
+pub fn authorize(
+    state: &State,
+    uses: &Uses,
+    identity: &Identity,
+    action: &Action<'_>,
+) -> ApiResult<()> {
+    if *identity == Identity::Admin {
+        return Ok(());
+    }
+    if discovery(action) {
+        uses.record(identity, action);
         return Ok(());
     }
     let allowed = state
@@ -289,6 +354,7 @@ pub fn authorize(state: &State, identity: &Identity, action: &Action<'_>) -> Api
         })
         .any(|rule| rule_allows(&rule, action));
     if allowed {
+        uses.record(identity, action);
         Ok(())
     } else {
         Err(forbidden(identity, action))

@@ -18,7 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::faults::{self, Fault, FaultKind, Faults};
 use crate::logs::{LogKey, Logs};
-use crate::rbac::{self, Tokens};
+use crate::rbac::{self, RbacUse, Tokens, Uses};
 use crate::sim::{self, Simulation};
 use crate::verbs::State;
 use crate::{handlers, knobs, persist};
@@ -65,6 +65,8 @@ pub struct App {
     pub(crate) faults: Faults,
     /// ServiceAccount tokens issued through the TokenRequest API.
     pub(crate) tokens: Tokens,
+    /// What RBAC let ServiceAccounts do.
+    pub(crate) rbac_uses: Uses,
     reachability: Arc<Reachability>,
     addr: SocketAddr,
     bookmark_interval: Duration,
@@ -222,6 +224,7 @@ impl StandIn {
             logs: Logs::default(),
             faults: Faults::default(),
             tokens: Tokens::default(),
+            rbac_uses: Uses::default(),
             reachability: Arc::new(Reachability {
                 wanted: wanted_tx,
                 listening: listening_rx,
@@ -341,6 +344,12 @@ impl StandIn {
     /// before now get `410 Gone`.
     pub fn compact_history(&self) {
         self.app.state().compact();
+    }
+
+    /// Every permission a ServiceAccount has used so far (a request RBAC let
+    /// through), once each: what a role needs, as far as the callers went.
+    pub fn rbac_uses(&self) -> Vec<RbacUse> {
+        self.app.rbac_uses.all()
     }
 
     /// The current global resourceVersion.
