@@ -9,6 +9,7 @@ pub mod install;
 pub mod projects;
 pub mod render;
 pub mod secrets;
+pub mod service_account;
 
 use crate::ApiError;
 
