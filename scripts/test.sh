@@ -16,8 +16,20 @@ AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1} SAM_CLI_TELEMETRY=0 \
 echo "== the CDK stack (infra/cdk) against template.yaml"
 infra/cdk/cdk.sh check
 
+echo "== the controller's image (make controller-image)"
+scripts/controller-image.sh
+
 echo "== cargo test"
-scripts/with-dynamodb.sh cargo test --workspace --locked
+# The stand-in records what Berth's two identities were let do; after the
+# run, every grant of their roles must have been used (least privilege).
+rbac_uses=$(mktemp -d)
+trap 'rm -rf "$rbac_uses"' EXIT
+BERTH_TEST_RBAC_USES=$rbac_uses scripts/with-dynamodb.sh cargo test --workspace --locked
+if [ -z "${BERTH_TEST_KUBECONFIG:-}" ]; then
+  echo "== least privilege: the suite used every grant of infra/k8s's roles"
+  BERTH_TEST_RBAC_USES=$rbac_uses cargo test --locked --test api \
+    manifests::every_grant_of_the_roles_is_used -- --ignored --exact
+fi
 
 echo "== conformance (openapi-spec-validator, schemathesis)"
 scripts/conformance.sh

@@ -1,6 +1,9 @@
 //! The cluster side of the tests: the stand-in Kubernetes API server (or, with
-//! `BERTH_TEST_KUBECONFIG`, a real cluster), Berth's CRDs, and the controller
-//! running in process, as it would beside the cluster.
+//! `BERTH_TEST_KUBECONFIG`, a real cluster, whose kubeconfig is then an
+//! administrator's), Berth's CRDs and RBAC, and the controller running in
+//! process, as it would beside the cluster. The API and the controller run as
+//! their own ServiceAccounts, with exactly the roles of `infra/k8s`
+//! (`identities`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,8 +11,12 @@ use std::time::Duration;
 use berth_kube_standin::StandIn;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
+use kube::api::ListParams;
 
+use berth_shared::cluster::crd::Project;
 use berth_shared::cluster::{access, install};
+
+use super::identities;
 
 /// How long a test app's rollout may make no progress before it is reported
 /// `RolloutFailed`: short, since on a real cluster without nodes every
@@ -36,10 +43,20 @@ pub fn controller_settings() -> berth_controller::Settings {
 /// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
 pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
 
+/// Bound on connecting and on each request of the tests' clients.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct TestCluster {
     pub standin: Option<StandIn>,
+    /// The administrator's client: for what a test does as someone else than
+    /// Berth, and for looking at the cluster.
     pub client: kube::Client,
+    /// The administrator's kubeconfig (the stand-in's, or `BERTH_TEST_KUBECONFIG`).
+    pub admin_kubeconfig: String,
+    /// The kubeconfig Berth's API stores: the `berth-api` ServiceAccount's.
     pub kubeconfig: String,
+    /// The controller's client: the `berth-controller` ServiceAccount's.
+    controller_client: kube::Client,
     controller: std::sync::Mutex<tokio::task::JoinHandle<()>>,
 }
 
@@ -48,12 +65,15 @@ impl Drop for TestCluster {
         if let Ok(controller) = self.controller.lock() {
             controller.abort();
         }
+        if let Some(standin) = &self.standin {
+            identities::record_uses(standin);
+        }
     }
 }
 
 impl TestCluster {
     pub async fn start() -> Self {
-        let (standin, kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
+        let (standin, admin_kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
             Ok(path) => (
                 None,
                 std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
@@ -71,20 +91,43 @@ impl TestCluster {
                 (Some(standin), kubeconfig)
             }
         };
-        let client = access::client_from_kubeconfig(&kubeconfig, None, Duration::from_secs(10))
+        let client = access::client_from_kubeconfig(&admin_kubeconfig, None, CLIENT_TIMEOUT)
             .await
             .expect("a client for the test cluster");
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
+        identities::apply(&client, &identities::rbac_objects()).await;
+        let kubeconfig =
+            identities::kubeconfig_of(&admin_kubeconfig, &identities::api_account()).await;
+        let controller_kubeconfig =
+            identities::kubeconfig_of(&admin_kubeconfig, &identities::controller_account()).await;
+        let controller_client =
+            access::client_from_kubeconfig(&controller_kubeconfig, None, CLIENT_TIMEOUT)
+                .await
+                .expect("the controller's client");
+        // A real API server's authorizer learns of new bindings through a cache.
+        for identity in [&kubeconfig, &controller_kubeconfig] {
+            let projects: Api<Project> = Api::all(
+                access::client_from_kubeconfig(identity, None, CLIENT_TIMEOUT)
+                    .await
+                    .expect("a client of a Berth identity"),
+            );
+            eventually("Berth's roles take effect", 30, || async {
+                projects.list(&ListParams::default().limit(1)).await.is_ok()
+            })
+            .await;
+        }
         let controller = std::sync::Mutex::new(tokio::spawn(berth_controller::run(
-            client.clone(),
+            controller_client.clone(),
             controller_settings(),
         )));
         Self {
             standin,
             client,
+            admin_kubeconfig,
             kubeconfig,
+            controller_client,
             controller,
         }
     }
@@ -97,7 +140,7 @@ impl TestCluster {
             std::mem::replace(
                 &mut *controller,
                 tokio::spawn(berth_controller::run(
-                    self.client.clone(),
+                    self.controller_client.clone(),
                     controller_settings(),
                 )),
             )

@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod dns;
+pub mod identities;
 pub mod kubelet;
 pub mod logs;
 pub mod store_faults;
