@@ -46,9 +46,12 @@ buildah=(buildah --root "$out/storage" --runroot "$out/run" --storage-driver vfs
 image=localhost/berth-controller:$version
 "${buildah[@]}" bud --quiet --isolation chroot --timestamp 0 --layers=false \
   --build-arg "VERSION=$version" -f Containerfile -t "$image" "$context" >/dev/null
-rm -f "$archive"
-"${buildah[@]}" push --quiet "$image" "oci-archive:$archive:berth-controller:$version"
+# Written beside it and renamed: whoever reads the archive meanwhile reads a
+# whole one.
+rm -f "$archive.new"
+"${buildah[@]}" push --quiet "$image" "oci-archive:$archive.new:berth-controller:$version"
 "${buildah[@]}" rmi --all >/dev/null
+mv "$archive.new" "$archive"
 digest=$(skopeo inspect --format '{{.Digest}}' "oci-archive:$archive")
 size=$(stat -c %s "$archive")
 echo "image:   berth-controller:$version ($((size / 1024 / 1024)) MiB archive)"

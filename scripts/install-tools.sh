@@ -70,6 +70,8 @@ case "${1:-}" in
     # skopeo reads it back and pushes it (README, Deploy).
     apt_tool buildah buildah "make controller-image builds the controller's image with it"
     apt_tool skopeo skopeo "the controller's image is inspected and pushed with it"
+    # A registry on loopback: the README's Deploy test pushes the image there.
+    apt_tool docker-registry docker-registry "the README's Deploy test pushes the image to it"
     exit 0
     ;;
   lambda | package)

@@ -10,6 +10,7 @@ mod cluster_access;
 mod cluster_faults;
 mod cluster_names;
 mod controller_image;
+mod deploy;
 mod domains;
 mod environments;
 mod errors;
