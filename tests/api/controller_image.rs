@@ -9,28 +9,26 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::identities::documents;
+use crate::support::stdout_of;
 
 const BINARY: &str = "usr/local/bin/berth-controller";
 
-/// `$CARGO_TARGET_DIR/controller-image/berth-controller.oci.tar`; the test
-/// binary is `$CARGO_TARGET_DIR/debug/deps/api-…`.
-fn archive() -> PathBuf {
+/// The cargo target directory: the test binary is `{it}/debug/deps/api-…`.
+pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    let target = exe.ancestors().nth(3).expect("the cargo target directory");
-    target.join("controller-image/berth-controller.oci.tar")
+    exe.ancestors()
+        .nth(3)
+        .expect("the cargo target directory")
+        .to_path_buf()
+}
+
+/// What `make controller-image` writes.
+pub fn archive() -> PathBuf {
+    target_dir().join("controller-image/berth-controller.oci.tar")
 }
 
 fn tar(args: &[&str], dir: &Path) {
-    let output = Command::new("tar")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("tar runs");
-    assert!(
-        output.status.success(),
-        "tar {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    stdout_of(Command::new("tar").args(args).current_dir(dir));
 }
 
 fn blob(dir: &Path, digest: &str) -> PathBuf {

@@ -16,10 +16,11 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 
+use crate::controller_image::{archive, target_dir};
 use crate::guide::{run_steps, steps_from};
-use crate::support::cluster::REAL_CLUSTER_ENV;
+use crate::support::cluster::bare_cluster;
 use crate::support::kubelet::keep_pods_running;
-use crate::support::{TestApp, dynamodb_endpoint, eventually, unique};
+use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
 
 const README: &str = include_str!("../../README.md");
 
@@ -94,29 +95,18 @@ impl Drop for Registry {
 }
 
 fn which(tool: &str) -> PathBuf {
-    let output = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .expect("sh runs");
-    assert!(
-        output.status.success(),
-        "{tool} is needed to run the README's Deploy (scripts/install-tools.sh image installs it)"
-    );
-    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    PathBuf::from(stdout_of(
+        Command::new("sh").args(["-c", &format!("command -v {tool}")]),
+    ))
 }
 
-fn digest_of(archive: &Path) -> String {
-    let output = Command::new("skopeo")
-        .args(["inspect", "--format", "{{.Digest}}"])
-        .arg(format!("oci-archive:{}", archive.display()))
-        .output()
-        .expect("skopeo runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+/// An image's digest, as skopeo reads it (`flags` before the image).
+fn digest(flags: &[&str], image: &str) -> String {
+    stdout_of(Command::new("skopeo").arg("inspect").args(flags).args([
+        "--format",
+        "{{.Digest}}",
+        image,
+    ]))
 }
 
 #[tokio::test]
@@ -139,22 +129,7 @@ async fn every_command_of_the_clusters_deploy_works() {
     let registry = Registry::start(&dir).await;
 
     // A cluster with nothing of Berth's in it yet.
-    let (_standin, admin_kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
-        Ok(path) => (
-            None,
-            std::fs::read_to_string(path).expect("BERTH_TEST_KUBECONFIG"),
-        ),
-        Err(_) => {
-            let standin = berth_kube_standin::StandIn::start_with(berth_kube_standin::Config {
-                simulate_controllers: true,
-                ..berth_kube_standin::Config::default()
-            })
-            .await
-            .expect("the stand-in starts");
-            let kubeconfig = standin.kubeconfig_yaml();
-            (Some(standin), kubeconfig)
-        }
-    };
+    let (_standin, admin_kubeconfig) = bare_cluster().await;
     let kubeconfig_path = dir.join("admin-kubeconfig");
     std::fs::write(&kubeconfig_path, &admin_kubeconfig).expect("the admin's kubeconfig");
     let admin = client_from_kubeconfig(&admin_kubeconfig, None, Duration::from_secs(10))
@@ -185,12 +160,7 @@ async fn every_command_of_the_clusters_deploy_works() {
     let admin_bin = Path::new(env!("CARGO_BIN_EXE_berth-admin"))
         .parent()
         .expect("berth-admin's directory");
-    let target_dir = std::env::current_exe()
-        .expect("the test binary")
-        .ancestors()
-        .nth(3)
-        .expect("the cargo target directory")
-        .to_path_buf();
+    let target_dir = target_dir();
     let path = format!(
         "{}:{}:{}:{}",
         bin.display(),
@@ -229,27 +199,17 @@ async fn every_command_of_the_clusters_deploy_works() {
     let _ = std::fs::remove_dir_all(clone.join(&installation));
 
     // The image in the registry is the one built.
-    let archive = target_dir.join("controller-image/berth-controller.oci.tar");
+    let built = digest(&[], &format!("oci-archive:{}", archive().display()));
     let image = format!(
         "{registry_path}/berth-controller:{}",
         env!("CARGO_PKG_VERSION")
     );
-    let pushed = Command::new(&skopeo)
-        .args(["inspect", "--tls-verify=false", "--format", "{{.Digest}}"])
-        .arg(format!("docker://{image}"))
-        .output()
-        .expect("skopeo runs");
-    assert!(
-        pushed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pushed.stderr)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&pushed.stdout).trim(),
-        digest_of(&archive)
+        digest(&["--tls-verify=false"], &format!("docker://{image}")),
+        built
     );
     assert!(
-        printed.iter().any(|out| out.contains(&digest_of(&archive))),
+        printed.iter().any(|out| out.contains(&built)),
         "make controller-image prints the digest"
     );
 

@@ -68,6 +68,14 @@ async fn refused_as(
     }
 }
 
+/// A create that changes nothing (RBAC decides before dry run matters).
+fn dry_run() -> PostParams {
+    PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    }
+}
+
 /// A dry-run create of a Berth resource named `refused` (RBAC decides before
 /// the body is looked at).
 async fn dry_run_create<K>(
@@ -85,14 +93,7 @@ where
         Some(namespace) => Api::namespaced_with(client, namespace, &resource),
         None => Api::all_with(client, &resource),
     };
-    api.create(
-        &PostParams {
-            dry_run: true,
-            ..PostParams::default()
-        },
-        &object,
-    )
-    .await
+    api.create(&dry_run(), &object).await
 }
 
 fn cluster_admin_binding(name: &str) -> ClusterRoleBinding {
@@ -116,13 +117,7 @@ fn beyond_both() -> Vec<(&'static str, Attempt)> {
                 let binding = cluster_admin_binding(&name);
                 async move {
                     Api::<ClusterRoleBinding>::all(client)
-                        .create(
-                            &PostParams {
-                                dry_run: true,
-                                ..PostParams::default()
-                            },
-                            &binding,
-                        )
+                        .create(&dry_run(), &binding)
                         .await
                 }
             }),
@@ -157,13 +152,7 @@ fn beyond_both() -> Vec<(&'static str, Attempt)> {
                 .expect("a Pod");
                 async move {
                     Api::<Pod>::namespaced(client, "default")
-                        .create(
-                            &PostParams {
-                                dry_run: true,
-                                ..PostParams::default()
-                            },
-                            &pod,
-                        )
+                        .create(&dry_run(), &pod)
                         .await
                 }
             }),
@@ -212,13 +201,7 @@ async fn the_apis_identity_is_refused_what_its_role_does_not_grant() {
                     serde_json::from_value(json!({"metadata": {"name": "refused-by-rbac"}}))
                         .expect("a Namespace");
                 Api::<Namespace>::all(client)
-                    .create(
-                        &PostParams {
-                            dry_run: true,
-                            ..PostParams::default()
-                        },
-                        &namespace,
-                    )
+                    .create(&dry_run(), &namespace)
                     .await
             }),
         ),

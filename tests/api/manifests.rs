@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::TestCluster;
 use crate::support::identities::{self, documents};
+use crate::support::{TestCluster, stdout_of};
 
 fn manifest(name: &str) -> String {
     std::fs::read_to_string(
@@ -55,17 +55,13 @@ fn crds_file_matches_the_code() {
 /// `kubectl kustomize infra/k8s`: the installation, as `kubectl apply -k`
 /// sends it.
 fn rendered() -> Vec<serde_yaml::Value> {
-    let output = Command::new("kubectl")
-        .args(["kustomize", "infra/k8s"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("kubectl (1.14 or later, with kustomize built in) is needed to render infra/k8s");
-    assert!(
-        output.status.success(),
-        "kubectl kustomize infra/k8s: {}",
-        String::from_utf8_lossy(&output.stderr)
+    // kubectl 1.14 or later has kustomize built in.
+    let output = stdout_of(
+        Command::new("kubectl")
+            .args(["kustomize", "infra/k8s"])
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
     );
-    serde_yaml::Deserializer::from_slice(&output.stdout)
+    serde_yaml::Deserializer::from_str(&output)
         .map(|doc| serde::Deserialize::deserialize(doc).expect("a YAML document"))
         .collect()
 }

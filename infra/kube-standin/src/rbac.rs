@@ -270,11 +270,7 @@ impl Uses {
                 resource,
                 subresource,
                 ..
-            } => (
-                verb,
-                group,
-                subresource.map_or_else(|| resource.to_string(), |s| format!("{resource}/{s}")),
-            ),
+            } => (verb, group, combined(resource, subresource)),
         };
         self.seen
             .lock()
@@ -374,15 +370,15 @@ fn path_matches(pattern: &str, path: &str) -> bool {
 }
 
 fn strings(rule: &Value, field: &str) -> Vec<String> {
-    rule.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::meta::strings(rule.get(field))
+}
+
+/// `pods`, or `pods/log` for a subresource: how RBAC names what a request is for.
+fn combined(resource: &str, subresource: Option<&str>) -> String {
+    match subresource {
+        Some(sub) => format!("{resource}/{sub}"),
+        None => resource.to_string(),
+    }
 }
 
 /// RBAC's rule matching (`rbac/v1` helpers of the real authorizer).
@@ -404,10 +400,7 @@ fn rule_allows(rule: &Value, action: &Action<'_>) -> bool {
             name,
             ..
         } => {
-            let combined = match subresource {
-                Some(sub) => format!("{resource}/{sub}"),
-                None => resource.to_string(),
-            };
+            let combined = combined(resource, subresource);
             let resource_matches = strings(rule, "resources").iter().any(|r| {
                 r == "*"
                     || *r == combined
@@ -438,10 +431,7 @@ fn forbidden(identity: &Identity, action: &Action<'_>) -> ApiError {
             namespace,
             name,
         } => {
-            let combined = match subresource {
-                Some(sub) => format!("{resource}/{sub}"),
-                None => resource.to_string(),
-            };
+            let combined = combined(resource, subresource);
             let scope = match namespace {
                 Some(ns) => format!("in the namespace \"{ns}\""),
                 None => "at the cluster scope".to_string(),

@@ -71,26 +71,32 @@ impl Drop for TestCluster {
     }
 }
 
+/// A cluster with nothing of Berth's in it, and its administrator's
+/// kubeconfig: a new stand-in, or `BERTH_TEST_KUBECONFIG`'s cluster.
+pub async fn bare_cluster() -> (Option<StandIn>, String) {
+    match std::env::var(REAL_CLUSTER_ENV) {
+        Ok(path) => (
+            None,
+            std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
+        ),
+        Err(_) => {
+            // Controllers as on the real clusters Berth is checked against (pods stay
+            // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
+            let standin = StandIn::start_with(berth_kube_standin::Config {
+                simulate_controllers: true,
+                ..berth_kube_standin::Config::default()
+            })
+            .await
+            .expect("the stand-in starts");
+            let kubeconfig = standin.kubeconfig_yaml();
+            (Some(standin), kubeconfig)
+        }
+    }
+}
+
 impl TestCluster {
     pub async fn start() -> Self {
-        let (standin, admin_kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
-            Ok(path) => (
-                None,
-                std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
-            ),
-            Err(_) => {
-                // Controllers as on the real clusters Berth is checked against (pods stay
-                // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
-                let standin = StandIn::start_with(berth_kube_standin::Config {
-                    simulate_controllers: true,
-                    ..berth_kube_standin::Config::default()
-                })
-                .await
-                .expect("the stand-in starts");
-                let kubeconfig = standin.kubeconfig_yaml();
-                (Some(standin), kubeconfig)
-            }
-        };
+        let (standin, admin_kubeconfig) = bare_cluster().await;
         let client = access::client_from_kubeconfig(&admin_kubeconfig, None, CLIENT_TIMEOUT)
             .await
             .expect("a client for the test cluster");
