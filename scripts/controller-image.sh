@@ -7,7 +7,7 @@
 #   controller-image.sh --context-only  only stage the build context (for
 #                                       `docker build` / `podman build`)
 # The binary is linked statically (glibc static-pie), so the image needs no
-# library. The image is written with timestamp 0: the same binary gives the
+# library. BERTH_IMAGE_PROFILE=dev: from an unoptimized build (see below). The image is written with timestamp 0: the same binary gives the
 # same digest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,10 +20,18 @@ out=$CARGO_TARGET_DIR/controller-image
 context=$out/context
 archive=$out/berth-controller.oci.tar
 
+# BERTH_IMAGE_PROFILE=dev builds the binary unoptimized and without debug
+# information: `make test` does, since a release build takes minutes even
+# for a one-line change (thin LTO). What ships is the release build.
+case ${BERTH_IMAGE_PROFILE:-release} in
+  release) profile=(--release) built=release ;;
+  dev) profile=(--config profile.dev.debug=0) built=debug ;;
+  *) echo "controller-image: BERTH_IMAGE_PROFILE is release or dev" >&2; exit 1 ;;
+esac
 # The explicit --target keeps crt-static off build scripts and proc macros.
 RUSTFLAGS="-C target-feature=+crt-static" \
-  cargo build --release --locked --target "$TARGET" -p berth-controller
-binary=$CARGO_TARGET_DIR/$TARGET/release/berth-controller
+  cargo build "${profile[@]}" --locked --target "$TARGET" -p berth-controller
+binary=$CARGO_TARGET_DIR/$TARGET/$built/berth-controller
 version=$("$binary" --version | awk '{ print $2 }')
 
 rm -rf "$context"

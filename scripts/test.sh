@@ -16,7 +16,9 @@ AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1} SAM_CLI_TELEMETRY=0 \
 echo "== the CDK stack (infra/cdk) against template.yaml"
 infra/cdk/cdk.sh check
 
-echo "== the controller's image (make controller-image)"
+echo "== the controller's image (make controller-image, from an unoptimized build)"
+# Also for the tests: the README's Deploy test runs `make controller-image`.
+export BERTH_IMAGE_PROFILE=dev
 scripts/controller-image.sh
 
 echo "== cargo test"
