@@ -103,12 +103,7 @@ fn the_kustomization_renders_one_installation() {
     let applied_by_tests = identities::rbac_objects();
     let rendered_rbac = objects
         .iter()
-        .filter(|o| {
-            matches!(
-                o["kind"].as_str(),
-                Some("Namespace" | "ServiceAccount" | "ClusterRole" | "ClusterRoleBinding")
-            )
-        })
+        .filter(|o| identities::RBAC_KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
         .count();
     assert_eq!(rendered_rbac, applied_by_tests.len());
     for object in &applied_by_tests {

@@ -30,7 +30,7 @@ pub fn controller_account() -> ServiceAccountRef {
 }
 
 /// The kinds that make up who may do what.
-const RBAC_KINDS: [&str; 6] = [
+pub const RBAC_KINDS: [&str; 6] = [
     "Namespace",
     "ServiceAccount",
     "ClusterRole",
