@@ -18,6 +18,11 @@ AWS_DEFAULT_REGION=${AWS_DEFAULT_REGION:-us-east-1} SAM_CLI_TELEMETRY=0 \
 echo "== the CDK stack (infra/cdk) against template.yaml"
 infra/cdk/cdk.sh check
 
+echo "== the controller's image (make controller-image, from an unoptimized build)"
+# Also for the tests: the README's Deploy test runs `make controller-image`.
+export BERTH_IMAGE_PROFILE=dev
+scripts/controller-image.sh
+
 echo "== cargo test"
 if [[ -n "${BERTH_TEST_KUBECONFIG:-}" ]]; then
   if [[ ! -r "$BERTH_TEST_KUBECONFIG" ]]; then
@@ -29,8 +34,17 @@ if [[ -n "${BERTH_TEST_KUBECONFIG:-}" ]]; then
   export BERTH_TEST_KUBECONFIG
   echo "   against the cluster of $BERTH_TEST_KUBECONFIG (tests that need the stand-in's knobs are reported ignored)"
 fi
+# The stand-in records what Berth's two identities were let do; after the
+# run, every grant of their roles must have been used (least privilege).
+rbac_uses=$(mktemp -d)
+trap 'rm -rf "$rbac_uses"' EXIT
 # Every test binary runs, so that one that fails does not hide the next.
-scripts/with-dynamodb.sh cargo test --workspace --locked --no-fail-fast
+BERTH_TEST_RBAC_USES=$rbac_uses scripts/with-dynamodb.sh cargo test --workspace --locked --no-fail-fast
+if [ -z "${BERTH_TEST_KUBECONFIG:-}" ]; then
+  echo "== least privilege: the suite used every grant of infra/k8s's roles"
+  BERTH_TEST_RBAC_USES=$rbac_uses cargo test --locked --test api \
+    manifests::every_grant_of_the_roles_is_used -- --ignored --exact
+fi
 
 echo "== conformance (openapi-spec-validator, schemathesis)"
 scripts/conformance.sh

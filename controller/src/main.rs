@@ -9,6 +9,9 @@
 //! `BERTH_INGRESS_NAMESPACE` (the ingress controller's namespace, the only
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
+//!
+//! `berth-controller --version` prints its name and version and exits (the
+//! image's test runs it that way).
 
 use std::process::ExitCode;
 
@@ -56,8 +59,33 @@ fn settings() -> Result<Settings, String> {
     })
 }
 
+/// What the command line asks for: the controller takes no arguments but
+/// `--version`.
+fn version_requested() -> Result<bool, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => Ok(false),
+        [flag] if flag == "--version" || flag == "-V" => Ok(true),
+        _ => Err(format!(
+            "unexpected arguments {args:?}: the controller takes its settings from \
+             the environment, and no argument but --version"
+        )),
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    match version_requested() {
+        Ok(true) => {
+            println!("berth-controller {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Ok(false) => {}
+        Err(error) => {
+            eprintln!("berth-controller: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
     berth_shared::telemetry::init();
     let settings = match settings() {
         Ok(settings) => settings,

@@ -620,6 +620,8 @@ async fn a_dropped_process_loses_its_objects() {
     let env = Environment::new().await;
     let mut api = process("api", Some(9000));
     api.max_replicas = 3;
+    let mut nightly = process("nightly", None);
+    nightly.schedule = Some("30 2 * * *".to_owned());
     let app = env
         .create(
             "multi",
@@ -627,10 +629,15 @@ async fn a_dropped_process_loses_its_objects() {
                 process("web", Some(8080)),
                 api,
                 process("worker", None),
+                nightly,
             ]),
         )
         .await;
     env.wait_for::<HorizontalPodAutoscaler>("multi-api", "the api autoscaler", |_| true)
+        .await;
+    env.wait_for::<CronJob>("multi-nightly", "the nightly CronJob", |_| true)
+        .await;
+    env.wait_for::<Ingress>("multi", "the web Ingress", |_| true)
         .await;
     env.wait_for::<Service>("multi-api", "the api Service", |_| true)
         .await;
@@ -659,6 +666,22 @@ async fn a_dropped_process_loses_its_objects() {
         );
     }
     assert!(env.get::<Service>("multi-web").await.is_some());
+
+    // Without a web process the app has no Ingress; without the scheduled
+    // one, no CronJob.
+    env.update(&app, |spec| {
+        spec.config
+            .processes
+            .retain(|process| process.name == "worker");
+    })
+    .await;
+    env.wait_gone::<Ingress>("multi", "the Ingress is removed")
+        .await;
+    env.wait_gone::<CronJob>("multi-nightly", "the nightly CronJob is removed")
+        .await;
+    env.wait_gone::<Deployment>("multi-web", "the web Deployment is removed")
+        .await;
+    assert!(env.get::<Deployment>("multi-worker").await.is_some());
 }
 
 #[tokio::test]

@@ -18,6 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::faults::{self, Fault, FaultKind, Faults};
 use crate::logs::{LogKey, Logs};
+use crate::rbac::{self, RbacUse, Tokens, Uses};
 use crate::sim::{self, Simulation};
 use crate::verbs::State;
 use crate::{handlers, knobs, persist};
@@ -62,6 +63,10 @@ pub struct App {
     state: Arc<Mutex<State>>,
     pub(crate) logs: Logs,
     pub(crate) faults: Faults,
+    /// ServiceAccount tokens issued through the TokenRequest API.
+    pub(crate) tokens: Tokens,
+    /// What RBAC let ServiceAccounts do.
+    pub(crate) rbac_uses: Uses,
     reachability: Arc<Reachability>,
     addr: SocketAddr,
     bookmark_interval: Duration,
@@ -236,6 +241,8 @@ impl StandIn {
             state: Arc::new(Mutex::new(state)),
             logs: Logs::default(),
             faults: Faults::default(),
+            tokens: Tokens::default(),
+            rbac_uses: Uses::default(),
             reachability: Arc::new(Reachability {
                 wanted: wanted_tx,
                 listening: listening_rx,
@@ -364,6 +371,12 @@ impl StandIn {
         self.app.state().compact();
     }
 
+    /// Every permission a ServiceAccount has used so far (a request RBAC let
+    /// through), once each: what a role needs, as far as the callers went.
+    pub fn rbac_uses(&self) -> Vec<RbacUse> {
+        self.app.rbac_uses.all()
+    }
+
     /// The current global resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.app.state().store.current_rv()
@@ -389,7 +402,9 @@ impl Drop for StandIn {
 }
 
 /// A kubeconfig for `server`, with a `standin` cluster, user (token auth) and current context.
+/// Its token may do everything; see [`rbac`](crate::rbac) for the others.
 pub fn kubeconfig_yaml(server: &str) -> String {
+    let token = rbac::ADMIN_TOKEN;
     format!(
         "apiVersion: v1
 kind: Config
@@ -400,7 +415,7 @@ clusters:
 users:
 - name: standin
   user:
-    token: standin-token
+    token: {token}
 contexts:
 - name: standin
   context:

@@ -11,6 +11,7 @@ pub mod projects;
 pub mod render;
 pub mod retry;
 pub mod secrets;
+pub mod service_account;
 
 use crate::ApiError;
 

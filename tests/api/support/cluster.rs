@@ -1,6 +1,9 @@
 //! The cluster side of the tests: the stand-in Kubernetes API server (or, with
-//! `BERTH_TEST_KUBECONFIG`, a real cluster), Berth's CRDs, and the controller
-//! running in process, as it would beside the cluster.
+//! `BERTH_TEST_KUBECONFIG`, a real cluster, whose kubeconfig is then an
+//! administrator's), Berth's CRDs and RBAC, and the controller running in
+//! process, as it would beside the cluster. The API and the controller run as
+//! their own ServiceAccounts, with exactly the roles of `infra/k8s`
+//! (`identities`).
 
 use std::future::Future;
 use std::time::Duration;
@@ -8,8 +11,12 @@ use std::time::Duration;
 use berth_kube_standin::StandIn;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
+use kube::api::ListParams;
 
+use berth_shared::cluster::crd::Project;
 use berth_shared::cluster::{access, install};
+
+use super::identities;
 
 /// How long a test app's rollout may make no progress before it is reported
 /// `RolloutFailed`: short, since on a real cluster without nodes every
@@ -53,10 +60,20 @@ pub fn wait_bound() -> Duration {
         .map_or(Duration::from_secs(120), Duration::from_secs)
 }
 
+/// Bound on connecting and on each request of the tests' clients.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct TestCluster {
     pub standin: Option<StandIn>,
+    /// The administrator's client: for what a test does as someone else than
+    /// Berth, and for looking at the cluster.
     pub client: kube::Client,
+    /// The administrator's kubeconfig (the stand-in's, or `BERTH_TEST_KUBECONFIG`).
+    pub admin_kubeconfig: String,
+    /// The kubeconfig Berth's API stores: the `berth-api` ServiceAccount's.
     pub kubeconfig: String,
+    /// The controller's kubeconfig: the `berth-controller` ServiceAccount's.
+    controller_kubeconfig: String,
     controller: Controller,
 }
 
@@ -75,49 +92,77 @@ impl Drop for TestCluster {
         {
             controller.abort();
         }
+        if let Some(standin) = &self.standin {
+            identities::record_uses(standin);
+        }
+    }
+}
+
+/// A cluster with nothing of Berth's in it, and its administrator's
+/// kubeconfig: a new stand-in, or `BERTH_TEST_KUBECONFIG`'s cluster.
+pub async fn bare_cluster() -> (Option<StandIn>, String) {
+    match std::env::var(REAL_CLUSTER_ENV) {
+        Ok(path) => (
+            None,
+            std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
+        ),
+        Err(_) => {
+            // Controllers as on the real clusters Berth is checked against (pods stay
+            // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
+            let standin = StandIn::start_with(berth_kube_standin::Config {
+                simulate_controllers: true,
+                // As rare as a real apiserver's (about one a minute): the
+                // controller's watches must outlive quiet spells.
+                bookmark_interval: Duration::from_secs(60),
+                ..berth_kube_standin::Config::default()
+            })
+            .await
+            .expect("the stand-in starts");
+            let kubeconfig = standin.kubeconfig_yaml();
+            (Some(standin), kubeconfig)
+        }
     }
 }
 
 impl TestCluster {
     pub async fn start() -> Self {
-        let (standin, kubeconfig) = match std::env::var(REAL_CLUSTER_ENV) {
-            Ok(path) => (
-                None,
-                std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
-            ),
-            Err(_) => {
-                // Controllers as on the real clusters Berth is checked against (pods stay
-                // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
-                let standin = StandIn::start_with(berth_kube_standin::Config {
-                    simulate_controllers: true,
-                    // As rare as a real apiserver's (about one a minute): the
-                    // controller's watches must outlive quiet spells.
-                    bookmark_interval: Duration::from_secs(60),
-                    ..berth_kube_standin::Config::default()
-                })
-                .await
-                .expect("the stand-in starts");
-                let kubeconfig = standin.kubeconfig_yaml();
-                (Some(standin), kubeconfig)
-            }
-        };
-        let client = access::client_from_kubeconfig(&kubeconfig, None, Duration::from_secs(10))
+        let (standin, admin_kubeconfig) = bare_cluster().await;
+        let client = access::client_from_kubeconfig(&admin_kubeconfig, None, CLIENT_TIMEOUT)
             .await
             .expect("a client for the test cluster");
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
+        identities::apply(&client, &identities::rbac_objects()).await;
+        let kubeconfig =
+            identities::kubeconfig_of(&admin_kubeconfig, &identities::api_account()).await;
+        let controller_kubeconfig =
+            identities::kubeconfig_of(&admin_kubeconfig, &identities::controller_account()).await;
+        // A real API server's authorizer learns of new bindings through a cache.
+        for identity in [&kubeconfig, &controller_kubeconfig] {
+            let projects: Api<Project> = Api::all(
+                access::client_from_kubeconfig(identity, None, CLIENT_TIMEOUT)
+                    .await
+                    .expect("a client of a Berth identity"),
+            );
+            eventually("Berth's roles take effect", || async {
+                projects.list(&ListParams::default().limit(1)).await.is_ok()
+            })
+            .await;
+        }
         let controller = if standin.is_some() {
             Controller::Own(std::sync::Mutex::new(tokio::spawn(run_controller(
-                kubeconfig.clone(),
+                controller_kubeconfig.clone(),
             ))))
         } else {
-            Controller::Shared(SharedController::get(&kubeconfig))
+            Controller::Shared(SharedController::get(&controller_kubeconfig))
         };
         Self {
             standin,
             client,
+            admin_kubeconfig,
             kubeconfig,
+            controller_kubeconfig,
             controller,
         }
     }
@@ -130,7 +175,7 @@ impl TestCluster {
                 controller.abort();
                 std::mem::replace(
                     &mut *controller,
-                    tokio::spawn(run_controller(self.kubeconfig.clone())),
+                    tokio::spawn(run_controller(self.controller_kubeconfig.clone())),
                 )
             }
             Controller::Shared(shared) => shared.restart(),
@@ -147,9 +192,9 @@ impl TestCluster {
     }
 }
 
-/// The controller as `berth-controller` runs it: a client with kube's own
-/// settings (`Client::try_default` there), whose watches outlive the quiet
-/// minutes of a real cluster (Berth's API client times a read out after
+/// The controller as `berth-controller` runs it, as its ServiceAccount: a
+/// client with kube's own settings (`Client::try_default` there), whose
+/// watches outlive the quiet minutes of a real cluster (Berth's API client times a read out after
 /// 10 s, long before a real apiserver's next watch bookmark).
 async fn run_controller(kubeconfig: String) {
     let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("the kubeconfig parses");

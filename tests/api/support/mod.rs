@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod dns;
+pub mod identities;
 pub mod kubelet;
 pub mod logs;
 pub mod store_faults;
@@ -30,6 +31,20 @@ use berth_shared::store::{self, keys, schema};
 use berth_shared::{AppState, Role};
 pub use cluster::{TestCluster, eventually, unique, wait_bound};
 pub use store_faults::StoreFaults;
+
+/// Runs a tool and returns what it printed, trimmed; panics, with what it
+/// said, unless it succeeds.
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
 
 /// The password every test account has (unless a test changes it).
 pub const PASSWORD: &str = "correct horse battery staple";
