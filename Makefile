@@ -10,11 +10,12 @@
 #   make invoke EVENT=events/health/liveness.json   invoke one of them
 #   make package                     build every function for Lambda (FUNCTIONS=health: one)
 #   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
+#   make controller-image            the controller's OCI image, no daemon (buildah); prints its digest
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 BERTH_CACHE ?= $(HOME)/.cache/berth
 
-.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth
+.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth controller-image controller-image-context
 
 dev:
 	@scripts/dev.sh
@@ -47,6 +48,14 @@ package:
 
 cdk-synth:
 	@infra/cdk/cdk.sh synth
+
+# $(CARGO_TARGET_DIR)/controller-image/berth-controller.oci.tar (see Containerfile).
+controller-image:
+	@scripts/controller-image.sh
+
+# Only the build context, for `docker build` or `podman build` (see Containerfile).
+controller-image-context:
+	@scripts/controller-image.sh --context-only
 
 bench:
 	cargo build --release --locked --example bare_lambda

@@ -3,6 +3,7 @@
 #   install-tools.sh           what `make test` and `make dev` need
 #   install-tools.sh lambda    cargo-lambda with zig (make lambda-watch, make invoke)
 #   install-tools.sh package   that, and Rust's arm64 target (make package)
+#   install-tools.sh image     buildah and skopeo (make controller-image, which make test runs)
 # Everything goes under ~/.cache/berth (BERTH_CACHE), outside the clone; the
 # Python tools each get a virtualenv of their own (aws-sam-cli pins its own
 # cfn-lint and boto3) and launchers in ~/.cache/berth/bin.
@@ -43,12 +44,36 @@ python_tool() {
   done
 }
 
+# apt_tool COMMAND PACKAGE… WHY: installs Debian's PACKAGEs when COMMAND is
+# missing (as root, with apt-get), or says what to install.
+apt_tool() {
+  local command=$1 why=${*: -1} packages=("${@:2:$#-2}")
+  command -v "$command" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "install-tools: installing ${packages[*]} with apt-get" >&2
+    apt-get install -y -qq "${packages[@]}" >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq "${packages[@]}" >/dev/null; }
+  else
+    echo "install-tools: $command is missing ($why): install it," \
+         "e.g. sudo apt-get install ${packages[*]}" >&2
+    return 1
+  fi
+}
 command -v cargo >/dev/null 2>&1 || {
   echo "install-tools: cargo (a Rust toolchain) is needed: https://rustup.rs" >&2
   exit 1
 }
 
 case "${1:-}" in
+  image)
+    # `make controller-image`: buildah builds the image without a daemon,
+    # skopeo reads it back and pushes it (README, Deploy).
+    apt_tool buildah buildah "make controller-image builds the controller's image with it"
+    apt_tool skopeo skopeo "the controller's image is inspected and pushed with it"
+    # A registry on loopback: the README's Deploy test pushes the image there.
+    apt_tool docker-registry docker-registry "the README's Deploy test pushes the image to it"
+    exit 0
+    ;;
   lambda | package)
     # Callers put $CACHE/bin first on PATH, where `cargo lambda` finds it.
     python_tool cargo-lambda "$CARGO_LAMBDA_VERSION" "cargo-lambda" \
@@ -76,14 +101,6 @@ fi
 # translator.
 python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_VERSION"
 # jq: docs/guide.md picks values out of answers with it, and its test runs the guide.
-if ! command -v jq >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install-tools: installing jq with apt-get" >&2
-    apt-get install -y -qq jq >/dev/null || { apt-get update -qq && apt-get install -y -qq jq >/dev/null; }
-  else
-    echo "install-tools: jq is missing (docs/guide.md and its test use it): install it," \
-         "e.g. sudo apt-get install jq, or brew install jq" >&2
-  fi
-fi
+apt_tool jq jq "docs/guide.md and its test use it" || true
 infra/cdk/cdk.sh install
 infra/dynamodb-local/dynamodb-local.sh install

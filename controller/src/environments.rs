@@ -1,5 +1,7 @@
-//! `Environment` → namespace `{project}-{environment}` with Berth's labels, a
-//! ResourceQuota from `quota` and a default LimitRange; status `Pending` →
+//! `Environment` → namespace `{project}-{environment}` with Berth's labels and
+//! Pod Security Admission's, a ResourceQuota from `quota` (storage always
+//! bounded), a default LimitRange and the NetworkPolicy that keeps other
+//! namespaces' pods out (`berth_shared::cluster::isolation`); status `Pending` →
 //! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
 //! `Terminating` while the namespace goes, then the resource itself.
 //!
@@ -13,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{LimitRange, Namespace, ResourceQuota};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
@@ -23,6 +26,7 @@ use berth_shared::cluster::crd::{
     MANAGER,
 };
 use berth_shared::cluster::environments::PHASE_TERMINATING;
+use berth_shared::cluster::isolation;
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
@@ -155,13 +159,16 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
         .controller_owner_ref(&())
         .into_iter()
         .collect::<Vec<_>>();
-    let labels = json!({
+    let mut labels = json!({
         LABEL_ORG: environment.spec.org,
         LABEL_PROJECT: environment.spec.project,
         LABEL_ENVIRONMENT: environment.spec.name,
         LABEL_MANAGED_BY: MANAGER,
         "berth.dev/env-type": environment.spec.env_type.as_str(),
     });
+    for (label, level) in isolation::POD_SECURITY_LABELS {
+        labels[label] = json!(level);
+    }
     let apply = PatchParams::apply(FIELD_MANAGER).force();
     let namespace = json!({
         "apiVersion": "v1",
@@ -187,37 +194,25 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
             .await?;
     }
 
-    let quotas: Api<ResourceQuota> = Api::namespaced(context.client.clone(), &namespace_name);
-    match &environment.spec.quota {
-        Some(quota) => {
-            let mut hard = serde_json::Map::new();
-            if let Some(cpu) = &quota.cpu {
-                hard.insert("requests.cpu".into(), json!(cpu));
-                hard.insert("limits.cpu".into(), json!(cpu));
-            }
-            if let Some(memory) = &quota.memory {
-                hard.insert("requests.memory".into(), json!(memory));
-                hard.insert("limits.memory".into(), json!(memory));
-            }
-            if let Some(pods) = quota.pods {
-                hard.insert("pods".into(), json!(pods.to_string()));
-            }
-            let resource_quota = json!({
-                "apiVersion": "v1",
-                "kind": "ResourceQuota",
-                "metadata": { "name": QUOTA_NAME, "labels": { LABEL_MANAGED_BY: MANAGER } },
-                "spec": { "hard": hard },
-            });
-            quotas
-                .patch(QUOTA_NAME, &apply, &Patch::Apply(&resource_quota))
-                .await?;
-        }
-        None => match quotas.delete(QUOTA_NAME, &DeleteParams::default()).await {
-            Ok(_) => {}
-            Err(error) if is_not_found(&error) => {}
-            Err(error) => return Err(error.into()),
-        },
-    }
+    // Every environment has a quota: its storage is bounded even when it
+    // asks for nothing.
+    let resource_quota = json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": { "name": QUOTA_NAME, "labels": { LABEL_MANAGED_BY: MANAGER } },
+        "spec": { "hard": isolation::quota_hard(environment.spec.quota.as_ref()) },
+    });
+    Api::<ResourceQuota>::namespaced(context.client.clone(), &namespace_name)
+        .patch(QUOTA_NAME, &apply, &Patch::Apply(&resource_quota))
+        .await?;
+    let policy = isolation::network_policy(&namespace_name, &context.settings.ingress_namespace);
+    Api::<NetworkPolicy>::namespaced(context.client.clone(), &namespace_name)
+        .patch(
+            isolation::NETWORK_POLICY_NAME,
+            &apply,
+            &Patch::Apply(&policy),
+        )
+        .await?;
 
     // Defaults, so that pods without requests and limits still fit a quota.
     let limit_range = json!({

@@ -1,5 +1,5 @@
 //! Berth's controller: reconciles `Environment` resources into namespaces with a
-//! quota and default limits, purges them when their deletion is due, keeps
+//! quota, default limits and their isolation, purges them when their deletion is due, keeps
 //! `Project` resources until their environments are gone, and turns `App`
 //! resources into the workloads that run them (`berth_shared::cluster::render`).
 //!
@@ -17,12 +17,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 
 use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
+use berth_shared::cluster::isolation;
 use berth_shared::cluster::render::RenderSettings;
 
 /// The field manager of everything the controller applies.
@@ -100,11 +102,24 @@ mod tests {
 
 /// What the controller is told at start (the binary reads it from the
 /// environment).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// How apps are rendered: ingress class, default apps domain, progress
     /// deadline.
     pub render: RenderSettings,
+    /// The namespace the ingress controller runs in: the one namespace whose
+    /// pods may reach every environment's pods (see
+    /// `berth_shared::cluster::isolation`).
+    pub ingress_namespace: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            render: RenderSettings::default(),
+            ingress_namespace: isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
+        }
+    }
 }
 
 pub struct Context {
@@ -179,6 +194,17 @@ pub async fn run(client: Client, settings: Settings) {
     .owns(
         Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
         managed.clone(),
+    )
+    // A changed or deleted NetworkPolicy is put back at once, not at the
+    // next resync: it is what keeps other namespaces' pods out.
+    .watches(
+        Api::<NetworkPolicy>::all(client.clone()),
+        managed.clone(),
+        |policy: NetworkPolicy| {
+            policy
+                .namespace()
+                .map(|namespace| ObjectRef::<Environment>::new(&namespace))
+        },
     )
     .run(
         environments::reconcile,

@@ -43,6 +43,10 @@ pub struct Config {
     /// (comma-separated `ip` or `ip:port`, `[ipv6]:port`); empty means the
     /// system's (`/etc/resolv.conf`).
     pub dns_servers: Vec<SocketAddr>,
+    /// `BERTH_APPS_DOMAIN`: the domain of the apps' default hosts (the
+    /// controller reads the same variable); no custom domain may be it or
+    /// fall under it.
+    pub apps_domain: Option<Hostname>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +105,11 @@ impl Config {
                 &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
             )
             .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?,
-            gateway_hostname: parse_gateway_hostname(lookup("BERTH_GATEWAY_HOSTNAME"))?,
+            gateway_hostname: hostname_setting(
+                "BERTH_GATEWAY_HOSTNAME",
+                lookup("BERTH_GATEWAY_HOSTNAME"),
+            )?
+            .map(Hostname::into_inner),
             gateway_addresses: parse_list("BERTH_GATEWAY_ADDRESSES", &lookup, |item| {
                 item.parse::<IpAddr>().map_err(|_| {
                     ConfigError(format!(
@@ -110,6 +118,7 @@ impl Config {
                 })
             })?,
             dns_servers: parse_list("BERTH_DNS_SERVERS", &lookup, parse_dns_server)?,
+            apps_domain: apps_domain(lookup("BERTH_APPS_DOMAIN"))?,
         })
     }
 
@@ -127,21 +136,25 @@ impl Config {
             gateway_hostname: None,
             gateway_addresses: Vec::new(),
             dns_servers: Vec::new(),
+            apps_domain: None,
         }
     }
 }
 
-/// A hostname; a trailing dot (the DNS root) is accepted and dropped, as
-/// operators often copy names from zone files.
-fn parse_gateway_hostname(value: Option<String>) -> Result<Option<String>, ConfigError> {
+/// A hostname setting, unset when blank; a trailing dot (the DNS root) is
+/// accepted and dropped, as operators often copy names from zone files.
+fn hostname_setting(name: &str, value: Option<String>) -> Result<Option<Hostname>, ConfigError> {
     let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
         return Ok(None);
     };
-    let trimmed = value.trim();
-    let name = trimmed.strip_suffix('.').unwrap_or(trimmed);
-    Hostname::parse(name)
-        .map(|host| Some(host.as_str().to_owned()))
-        .map_err(|e| ConfigError(format!("BERTH_GATEWAY_HOSTNAME: {e}")))
+    Hostname::parse(value.trim())
+        .map(Some)
+        .map_err(|e| ConfigError(format!("{name}: {e}")))
+}
+
+/// `BERTH_APPS_DOMAIN` as both the API and the controller read it.
+pub fn apps_domain(value: Option<String>) -> Result<Option<Hostname>, ConfigError> {
+    hostname_setting("BERTH_APPS_DOMAIN", value)
 }
 
 /// A comma-separated list; unset or blank is empty, an empty item is an error
@@ -199,6 +212,32 @@ mod tests {
         assert_eq!(config.gateway_hostname, None);
         assert!(config.gateway_addresses.is_empty());
         assert!(config.dns_servers.is_empty());
+        assert_eq!(config.apps_domain, None);
+    }
+
+    #[test]
+    fn reads_the_apps_domain_in_its_normal_form() {
+        let config = Config::from_lookup(|n| {
+            (n == "BERTH_APPS_DOMAIN").then(|| " Apps.Example.NET. ".into())
+        })
+        .expect("a valid domain");
+        assert_eq!(
+            config.apps_domain.as_ref().map(Hostname::as_str),
+            Some("apps.example.net")
+        );
+        assert_eq!(apps_domain(Some("  ".into())).unwrap(), None);
+        for bad in [
+            "*.apps.example.net",
+            "apps",
+            "192.0.2.1",
+            "apps example.net",
+        ] {
+            let err = apps_domain(Some(bad.into())).unwrap_err();
+            assert!(
+                err.to_string().contains("BERTH_APPS_DOMAIN"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

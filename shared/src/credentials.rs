@@ -49,8 +49,10 @@ pub fn new_generated_secret() -> String {
 
 /// A short random id for records such as tokens.
 pub fn new_record_id() -> String {
-    random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", 12)
+    random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", RECORD_ID_LEN)
 }
+
+const RECORD_ID_LEN: usize = 12;
 
 /// A temporary password: 20 base62 characters (about 119 bits).
 pub fn new_temporary_password() -> String {
@@ -69,6 +71,14 @@ pub fn new_session_secret(user_id: &str) -> String {
 
 /// Whether `id` could be a user id; anything else names no account (and
 /// would make an unbounded key).
+/// Whether `id` has the form of [`new_record_id`]'s ids (tokens').
+pub fn valid_record_id(id: &str) -> bool {
+    id.len() == RECORD_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
 pub fn valid_user_id(id: &str) -> bool {
     id.len() == USER_ID_LEN
         && id

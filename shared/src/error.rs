@@ -44,6 +44,10 @@ pub enum ApiError {
     /// [`ENVIRONMENT_NOT_READY_RETRY_SECS`].
     #[error("{0}")]
     EnvironmentNotReady(String),
+    /// A hostname another app claims (`apps::hosts`). Only the hostname,
+    /// which the caller sent, is said: never who holds it.
+    #[error("hostname {hostname} is taken")]
+    DomainTaken { hostname: String },
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("{0}")]
@@ -240,7 +244,8 @@ impl ApiError {
             | Self::EnvironmentDeleting
             | Self::SecretNotManaged
             | Self::NamespaceTaken(_)
-            | Self::EnvironmentNotReady(_) => StatusCode::CONFLICT,
+            | Self::EnvironmentNotReady(_)
+            | Self::DomainTaken { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -269,6 +274,7 @@ impl ApiError {
             Self::SecretNotManaged => "secret_not_managed",
             Self::NamespaceTaken(_) => "namespace_taken",
             Self::EnvironmentNotReady(_) => "environment_not_ready",
+            Self::DomainTaken { .. } => "domain_taken",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "too_many_requests",
@@ -298,6 +304,7 @@ impl ApiError {
             Self::SecretNotManaged => "Secret not managed by Berth",
             Self::NamespaceTaken(_) => "Namespace taken",
             Self::EnvironmentNotReady(_) => "Environment not ready",
+            Self::DomainTaken { .. } => "Domain taken",
             Self::PayloadTooLarge => "Payload too large",
             Self::UnsupportedMediaType(_) => "Unsupported media type",
             Self::TooManyRequests { .. } => "Too many requests",
@@ -335,6 +342,10 @@ impl ApiError {
             Self::SecretNotManaged => {
                 Some("a secret of that name exists and was not created by Berth".into())
             }
+            Self::DomainTaken { hostname } => Some(format!(
+                "the hostname {hostname} belongs to another app; a hostname serves one app at a \
+                 time, so it can be added here only once that app has dropped it"
+            )),
             Self::PayloadTooLarge => Some(
                 "the request body is larger than this operation accepts (256 KiB; 768 KiB for \
                  putSecret)"
@@ -456,6 +467,13 @@ mod tests {
                 ApiError::EnvironmentNotReady("x".into()),
                 409,
                 "environment_not_ready",
+            ),
+            (
+                ApiError::DomainTaken {
+                    hostname: "x.example.com".into(),
+                },
+                409,
+                "domain_taken",
             ),
             (ApiError::PayloadTooLarge, 413, "payload_too_large"),
             (

@@ -22,6 +22,13 @@ pub fn dns_label(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     }
 }
 
+/// A new project's or environment's name is a part of its apps' default
+/// hosts: it may not contain `--` (see
+/// [`crate::domain::names::HOST_PART_SEPARATOR`]).
+pub fn host_part(field: &str, value: &str) -> Result<(), ApiError> {
+    crate::domain::names::check_host_part(value).map_err(|e| e.at(field))
+}
+
 /// Text of 1 to `max` characters that is not only white space.
 pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.trim().is_empty() || value.chars().count() > max {

@@ -74,14 +74,14 @@ pub struct AppPath {
 /// is built by tests and by the document's generator, never while serving.
 pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> OpenApi {
     for (path, item) in api.paths.paths.iter_mut() {
-        for described in operations_mut(item) {
+        for (changes, described) in operations_mut(item) {
             let id = described.operation_id.clone().unwrap_or_default();
             let operation = Operation::ALL
                 .iter()
                 .copied()
                 .find(|op| op.id() == id)
                 .unwrap_or_else(|| panic!("{path}: `{id}` is not an operation id"));
-            let failures = failures(operation, described, specific(operation));
+            let failures = failures(operation, described, changes, specific(operation));
             add_failures(described, &failures);
         }
     }
@@ -92,21 +92,27 @@ pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> O
     api
 }
 
-/// The operations of a path, whatever their method.
-fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Described> {
+/// The operations of a path, whatever their method, each with whether it
+/// changes state (every method but GET).
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = (bool, &mut Described)> {
     [
-        &mut item.get,
-        &mut item.put,
-        &mut item.post,
-        &mut item.delete,
-        &mut item.patch,
+        (false, &mut item.get),
+        (true, &mut item.put),
+        (true, &mut item.post),
+        (true, &mut item.delete),
+        (true, &mut item.patch),
     ]
     .into_iter()
-    .flatten()
+    .filter_map(|(changes, described)| described.as_mut().map(|d| (changes, d)))
 }
 
 /// Every failure the operation can give.
-fn failures(operation: Operation, described: &Described, specific: Vec<ApiError>) -> Vec<ApiError> {
+fn failures(
+    operation: Operation,
+    described: &Described,
+    changes: bool,
+    specific: Vec<ApiError>,
+) -> Vec<ApiError> {
     let mut failures = vec![
         ApiError::Internal(String::new()),
         ApiError::DeadlineExceeded,
@@ -122,6 +128,12 @@ fn failures(operation: Operation, described: &Described, specific: Vec<ApiError>
             failures.push(ApiError::PasswordChangeRequired);
         }
         if operation.minimum_permission().is_some() {
+            failures.push(ApiError::Forbidden(String::new()));
+        }
+        // A change made with the session cookie: without the JSON content
+        // type (415) or from another origin (403), see `http::forgery`.
+        if changes {
+            failures.push(ApiError::UnsupportedMediaType(String::new()));
             failures.push(ApiError::Forbidden(String::new()));
         }
     }

@@ -25,6 +25,9 @@ use crate::{ApiError, Permission};
 /// The most all values of one secret may hold together, in bytes.
 pub const MAX_VALUES_BYTES: usize = 512 * 1024;
 
+/// How often a put reads and writes again after losing a race.
+const PUT_ATTEMPTS: usize = 5;
+
 /// The body limit of `putSecret` alone: room for [`MAX_VALUES_BYTES`] of
 /// values with their keys and JSON quoting, so that the 512 KiB rule (422) is
 /// what a caller meets rather than the generic body limit (413).
@@ -175,32 +178,47 @@ pub async fn put(
         .into_iter()
         .map(|(key, value)| (key.as_str().to_owned(), value))
         .collect();
-    match cluster_secrets::get(client, path).await? {
-        None => {
-            let created = cluster_secrets::create(client, org, path, values).await?;
-            Ok((
-                PutOutcome::Created,
-                PutAnswer {
-                    secret: summary(&created),
-                    restarted_apps: Vec::new(),
-                },
-            ))
+    // A put replaces the whole secret, so losing a race to another write
+    // (or to the secret's deletion) is cured by reading it again and writing
+    // again: the outcome is what this request asked for.
+    for _ in 0..PUT_ATTEMPTS {
+        match cluster_secrets::get(client, path).await? {
+            None => {
+                if let Some(created) =
+                    cluster_secrets::try_create(client, org, path, values.clone()).await?
+                {
+                    return Ok((
+                        PutOutcome::Created,
+                        PutAnswer {
+                            secret: summary(&created),
+                            restarted_apps: Vec::new(),
+                        },
+                    ));
+                }
+            }
+            Some(current)
+                if cluster_secrets::is_managed(&current, org, &path.project, &path.environment) =>
+            {
+                if let Some(replaced) =
+                    cluster_secrets::replace(client, &current, values.clone()).await?
+                {
+                    let restarted_apps = restart_readers(client, org, path).await?;
+                    return Ok((
+                        PutOutcome::Replaced,
+                        PutAnswer {
+                            secret: summary(&replaced),
+                            restarted_apps,
+                        },
+                    ));
+                }
+            }
+            Some(_) => return Err(ApiError::SecretNotManaged),
         }
-        Some(current)
-            if cluster_secrets::is_managed(&current, org, &path.project, &path.environment) =>
-        {
-            let replaced = cluster_secrets::replace(client, &current, values).await?;
-            let restarted_apps = restart_readers(client, org, path).await?;
-            Ok((
-                PutOutcome::Replaced,
-                PutAnswer {
-                    secret: summary(&replaced),
-                    restarted_apps,
-                },
-            ))
-        }
-        Some(_) => Err(ApiError::SecretNotManaged),
     }
+    Err(ApiError::Conflict(format!(
+        "the secret {} kept changing while it was written; try again",
+        path.secret
+    )))
 }
 
 /// Restarts every app of the environment whose env reads the secret; their

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::apps::body::{self, CreateBody};
+use crate::apps::hosts::HostRules;
 use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
 use crate::cluster::apps::AppPath;
@@ -127,12 +128,9 @@ pub fn list() -> Vec<TemplateRecord> {
 #[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeployBody {
-    /// The app's name; the template's name when omitted.
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// The app's name (a DNS-1035 label without `--`); the template's name
+    /// when omitted.
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: Option<String>,
     /// Values for the template's variables, by name.
     #[serde(default)]
@@ -189,18 +187,30 @@ fn create_body(
     Ok((body, generated))
 }
 
+/// Where a template is deployed: the path's project, environment and
+/// template.
+pub struct Target<'a> {
+    pub project: &'a str,
+    pub environment: &'a str,
+    pub template: &'a str,
+}
+
 /// Deploys a template: its generated values into a new secret, then its app
 /// (revision reason `template`). A taken app or secret name is a conflict,
 /// and a failure leaves nothing behind.
 pub async fn deploy(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
-    project: &str,
-    environment: &str,
-    template: &str,
+    target: Target<'_>,
     body: DeployBody,
 ) -> Result<Deployed, ApiError> {
+    let Target {
+        project,
+        environment,
+        template,
+    } = target;
     caller.require(Permission::AppDeploy)?;
     let template = CATALOGUE
         .iter()
@@ -210,7 +220,7 @@ pub async fn deploy(
                 template: template.to_owned(),
             })
         })?;
-    let name = AppName::parse(body.name.as_deref().unwrap_or(&template.file.name))
+    let name = AppName::parse_new(body.name.as_deref().unwrap_or(&template.file.name))
         .map_err(|e| e.at("name"))?;
     let (create, generated) = create_body(&template.file, name.as_str(), &body.env)?;
     let (_, config) = body::parse_create(create)?;
@@ -244,7 +254,7 @@ pub async fn deploy(
     };
     let note = Some(format!("from template {}", template.file.name));
     let release = service::mark(1, Reason::Template, note, caller);
-    match service::commit_new(store, client, org, &path, config, release).await {
+    match service::commit_new(store, client, rules, org, &path, config, release).await {
         Ok(app) => Ok(Deployed {
             template: template.file.name.clone(),
             apps: vec![service::record_of(&app, &path, caller)],
@@ -311,6 +321,53 @@ mod tests {
         assert_eq!(password.secret.as_ref().unwrap().name, "db-generated");
         let unknown = BTreeMap::from([("NOPE".to_owned(), "x".to_owned())]);
         assert!(create_body(postgres, "db", &unknown).is_err());
+    }
+
+    #[test]
+    fn every_database_and_cache_requires_a_generated_password() {
+        const SERVERS: [&str; 7] = [
+            "postgres",
+            "mariadb",
+            "mysql",
+            "redis",
+            "valkey",
+            "mongo",
+            "memcached",
+        ];
+        let mut servers = 0;
+        for template in CATALOGUE.iter() {
+            let image = crate::domain::image::ImageRef::parse(&template.record.image).unwrap();
+            let name = image.name().rsplit('/').next().unwrap_or_default();
+            if SERVERS.contains(&name) {
+                servers += 1;
+                assert!(
+                    template.file.env.iter().any(|var| var.generate),
+                    "{} runs a server without a generated password",
+                    template.file.name
+                );
+            }
+        }
+        assert_eq!(servers, 3, "postgres, mariadb and redis");
+        // Redis takes its password on the command line: from the generated
+        // secret through the environment, never written into the command.
+        let redis = CATALOGUE.iter().find(|t| t.file.name == "redis").unwrap();
+        let (create, generated) =
+            create_body(&redis.file, "cache", &BTreeMap::new()).expect("a create body");
+        let (_, config) = body::parse_create(create).unwrap();
+        let command = &config.processes[0].command;
+        let at = command
+            .iter()
+            .position(|arg| arg == "--requirepass")
+            .unwrap();
+        assert_eq!(command[at + 1], "$(REDIS_PASSWORD)");
+        let password = config
+            .env
+            .iter()
+            .find(|v| v.name == "REDIS_PASSWORD")
+            .unwrap();
+        assert_eq!(password.secret.as_ref().unwrap().name, "cache-generated");
+        assert!(password.value.is_none());
+        assert!(!command.contains(&generated["REDIS_PASSWORD"]));
     }
 
     #[test]

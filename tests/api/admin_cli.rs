@@ -454,7 +454,7 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
         .stderr(file)
         .spawn()
         .unwrap();
-    support::eventually("berth-local logs a request", 30, || async {
+    support::eventually("berth-local logs a request", || async {
         use std::io::Write;
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
             let _ = stream.write_all(
@@ -480,4 +480,125 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
         !text.contains('\u{1b}'),
         "escape codes in the log file: {text:?}"
     );
+}
+
+/// `cluster set --service-account`: the stored kubeconfig is made from a
+/// token of the `berth-api` ServiceAccount, asked for with an administrator's
+/// kubeconfig that is not stored; it reaches the same server as that account
+/// only; running it again renews the token.
+#[tokio::test]
+async fn makes_the_apis_kubeconfig_from_its_service_account() {
+    use berth_shared::cluster::crd::Project;
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    assert!(admin(&table, &["create-table"]).status.success());
+    let cluster = support::TestCluster::start().await;
+    let path = std::env::temp_dir().join(format!(
+        "berth-admin-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, &cluster.admin_kubeconfig).unwrap();
+    let admin_path = path.to_str().unwrap().to_owned();
+    let run = |args: Vec<String>| {
+        let table = table.clone();
+        tokio::task::spawn_blocking(move || {
+            admin(&table, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        })
+    };
+    let set = |extra: &[&str]| {
+        let mut args: Vec<String> = ["cluster", "set", "--kubeconfig", &admin_path]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+        run(args)
+    };
+
+    let made = set(&["--service-account", "--token-duration", "2h"])
+        .await
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let printed = stdout(&made);
+    assert!(
+        printed.contains("service account berth-system/berth-api")
+            && printed.contains("expires at")
+            && printed.contains("run this command again"),
+        "{printed}"
+    );
+    let app = TestApp::over_table(&table).await;
+    let first = berth_shared::kubeconfig::load(&app.state.store)
+        .await
+        .unwrap()
+        .expect("a stored kubeconfig");
+    assert_ne!(first.kubeconfig, cluster.admin_kubeconfig);
+    let server = berth_shared::kubeconfig::summarize(&cluster.admin_kubeconfig, None)
+        .unwrap()
+        .2;
+    let shown = stdout(&run(vec!["cluster".into(), "show".into()]).await.unwrap());
+    assert!(
+        shown.contains("context:    berth-system/berth-api")
+            && shown.contains(&format!("server:     {server}")),
+        "{shown}"
+    );
+    // It is berth-api: what its role grants, and nothing else.
+    let client = berth_shared::cluster::access::client_from_kubeconfig(
+        &first.kubeconfig,
+        None,
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    kube::Api::<Project>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("berth-api lists projects");
+    match kube::Api::<Deployment>::all(client)
+        .list(&Default::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403),
+        other => panic!("berth-api read Deployments: {other:?}"),
+    }
+
+    // Again: a new token, stored in place of the old one.
+    let renewed = set(&["--service-account", "berth-system/berth-api"])
+        .await
+        .unwrap();
+    assert!(renewed.status.success(), "{}", stderr(&renewed));
+    let second = berth_shared::kubeconfig::load(&app.state.store)
+        .await
+        .unwrap()
+        .expect("a stored kubeconfig");
+    assert_ne!(second.kubeconfig, first.kubeconfig);
+
+    let missing = set(&["--service-account", "berth-system/nosuch"])
+        .await
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("service account berth-system/nosuch not found")
+            && stderr(&missing).contains("kubectl apply -k infra/k8s"),
+        "{}",
+        stderr(&missing)
+    );
+    for (args, says) in [
+        (
+            &["--service-account", "--token-duration", "5m"][..],
+            "at least 10 minutes",
+        ),
+        (&["--token-duration", "2h"][..], "--service-account"),
+        (&["--service-account", "berth-api"][..], "NAMESPACE/NAME"),
+    ] {
+        let refused = set(args).await.unwrap();
+        assert!(!refused.status.success(), "{args:?}");
+        assert!(stderr(&refused).contains(says), "{}", stderr(&refused));
+    }
+    // The administrator's kubeconfig was never stored.
+    let stored = berth_shared::kubeconfig::load(&app.state.store)
+        .await
+        .unwrap()
+        .expect("a stored kubeconfig");
+    assert_eq!(stored.kubeconfig, second.kubeconfig);
+    std::fs::remove_file(path).ok();
 }

@@ -24,9 +24,6 @@ use berth_shared::cluster::crd::{
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};
 
-/// How long the controller may take to act on a change.
-const SETTLE: u64 = 30;
-
 /// An environment provisioned by the controller, to put App resources in.
 struct Environment {
     api: TestApp,
@@ -42,7 +39,7 @@ impl Environment {
         api.create_environment(&project, json!({ "name": "dev" }))
             .await;
         let namespace = format!("{project}-dev");
-        eventually("the environment's namespace is there", SETTLE, || {
+        eventually("the environment's namespace is there", || {
             api.cluster().namespace_exists(&namespace)
         })
         .await;
@@ -152,7 +149,7 @@ impl Environment {
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        eventually(what, SETTLE, || async {
+        eventually(what, || async {
             self.get::<K>(name)
                 .await
                 .is_some_and(|object| check(&object))
@@ -168,10 +165,7 @@ impl Environment {
             + DeserializeOwned
             + std::fmt::Debug,
     {
-        eventually(what, SETTLE, || async {
-            self.get::<K>(name).await.is_none()
-        })
-        .await;
+        eventually(what, || async { self.get::<K>(name).await.is_none() }).await;
     }
 }
 
@@ -361,7 +355,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
         hosts(&ingress),
         [
             "shop.example.com".to_owned(),
-            format!("shop-dev-{}.{APPS_DOMAIN}", env.project)
+            format!("shop--dev--{}.{APPS_DOMAIN}", env.project)
         ]
     );
     let ingress_spec = ingress.spec.unwrap();
@@ -381,7 +375,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
             .await
             .is_none()
     );
-    eventually("the App's status has its url", SETTLE, || async {
+    eventually("the App's status has its url", || async {
         let status = env.status("shop").await;
         status.url.as_deref() == Some("https://shop.example.com")
             && status.observed_generation == app.metadata.generation
@@ -491,14 +485,10 @@ async fn scheduled_processes_become_cron_jobs() {
     assert!(env.get::<Deployment>("reports-nightly").await.is_none());
     assert!(env.get::<Ingress>("reports").await.is_none());
 
-    eventually(
-        "an app of scheduled processes is Scheduled",
-        SETTLE,
-        || async {
-            let status = env.status("reports").await;
-            status.reason.as_deref() == Some("Scheduled") && status.ready && status.url.is_none()
-        },
-    )
+    eventually("an app of scheduled processes is Scheduled", || async {
+        let status = env.status("reports").await;
+        status.reason.as_deref() == Some("Scheduled") && status.ready && status.url.is_none()
+    })
     .await;
 }
 
@@ -630,6 +620,8 @@ async fn a_dropped_process_loses_its_objects() {
     let env = Environment::new().await;
     let mut api = process("api", Some(9000));
     api.max_replicas = 3;
+    let mut nightly = process("nightly", None);
+    nightly.schedule = Some("30 2 * * *".to_owned());
     let app = env
         .create(
             "multi",
@@ -637,10 +629,15 @@ async fn a_dropped_process_loses_its_objects() {
                 process("web", Some(8080)),
                 api,
                 process("worker", None),
+                nightly,
             ]),
         )
         .await;
     env.wait_for::<HorizontalPodAutoscaler>("multi-api", "the api autoscaler", |_| true)
+        .await;
+    env.wait_for::<CronJob>("multi-nightly", "the nightly CronJob", |_| true)
+        .await;
+    env.wait_for::<Ingress>("multi", "the web Ingress", |_| true)
         .await;
     env.wait_for::<Service>("multi-api", "the api Service", |_| true)
         .await;
@@ -669,6 +666,22 @@ async fn a_dropped_process_loses_its_objects() {
         );
     }
     assert!(env.get::<Service>("multi-web").await.is_some());
+
+    // Without a web process the app has no Ingress; without the scheduled
+    // one, no CronJob.
+    env.update(&app, |spec| {
+        spec.config
+            .processes
+            .retain(|process| process.name == "worker");
+    })
+    .await;
+    env.wait_gone::<Ingress>("multi", "the Ingress is removed")
+        .await;
+    env.wait_gone::<CronJob>("multi-nightly", "the nightly CronJob is removed")
+        .await;
+    env.wait_gone::<Deployment>("multi-web", "the web Deployment is removed")
+        .await;
+    assert!(env.get::<Deployment>("multi-worker").await.is_some());
 }
 
 #[tokio::test]
@@ -679,7 +692,7 @@ async fn a_worker_only_app_has_no_ingress_and_no_url() {
     env.create("crunch", config).await;
     env.wait_for::<Deployment>("crunch-worker", "the worker Deployment", |_| true)
         .await;
-    eventually("the App has a status", SETTLE, || async {
+    eventually("the App has a status", || async {
         env.status("crunch").await.reason.is_some()
     })
     .await;
@@ -697,24 +710,20 @@ async fn a_stalled_rollout_is_reported_as_failed_and_a_finished_one_as_available
     let env = Environment::new().await;
     env.create("stall", config(vec![process("web", Some(8080))]))
         .await;
-    eventually("the App is Progressing", SETTLE, || async {
+    eventually("the App is Progressing", || async {
         env.status("stall").await.reason.as_deref() == Some("Progressing")
     })
     .await;
-    eventually(
-        "the App is RolloutFailed",
-        SETTLE + PROGRESS_DEADLINE_SECONDS as u64 * 3,
-        || async {
-            let status = env.status("stall").await;
-            status.reason.as_deref() == Some("RolloutFailed")
-                && !status.ready
-                && status
-                    .message
-                    .is_some_and(|message| message.contains("Deployment stall-web"))
-        },
-    )
+    eventually("the App is RolloutFailed", || async {
+        let status = env.status("stall").await;
+        status.reason.as_deref() == Some("RolloutFailed")
+            && !status.ready
+            && status
+                .message
+                .is_some_and(|message| message.contains("Deployment stall-web"))
+    })
     .await;
-    eventually("the App is Available", SETTLE, || async {
+    eventually("the App is Available", || async {
         crate::support::kubelet::play_kubelet(&env.client(), &env.namespace, "berth.dev/app=stall")
             .await;
         let status = env.status("stall").await;
@@ -729,7 +738,7 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
     let mut web = process("web", Some(8080));
     web.size = "galactic".to_owned();
     let app = env.create("broken", config(vec![web])).await;
-    eventually("the invalid size is reported", SETTLE, || async {
+    eventually("the invalid size is reported", || async {
         let status = env.status("broken").await;
         status.reason.as_deref() == Some("RolloutFailed")
             && status
@@ -746,7 +755,7 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
     .await;
     env.wait_for::<Deployment>("broken-web", "the Deployment once fixed", |_| true)
         .await;
-    eventually("the failure is cleared", SETTLE, || async {
+    eventually("the failure is cleared", || async {
         let status = env.status("broken").await;
         status
             .message

@@ -670,7 +670,7 @@ async fn volumes_are_kept_on_delete_unless_asked() {
     });
     let claim_exists = || async { claims.get_opt("db-data").await.unwrap().is_some() };
     create(&app, &apps, body.clone()).await;
-    crate::support::eventually("the claim is made", 30, &claim_exists).await;
+    crate::support::eventually("the claim is made", &claim_exists).await;
     app.request(Method::DELETE, &format!("{apps}/db"))
         .by(&app.owner)
         .send()
@@ -686,7 +686,7 @@ async fn volumes_are_kept_on_delete_unless_asked() {
         .send()
         .await
         .assert_status(204);
-    crate::support::eventually("the claim is deleted", 30, || async {
+    crate::support::eventually("the claim is deleted", || async {
         // A claim in use is only marked for deletion until its pods go.
         claims
             .get_opt("db-data")

@@ -39,7 +39,7 @@ async fn logs_of_pods_no_node_runs_say_why() {
     .await;
     let namespace = format!("{project}-dev");
     let pods: Api<Pod> = Api::namespaced(app.cluster().client.clone(), &namespace);
-    eventually("the Deployment's pods exist", 30, || async {
+    eventually("the Deployment's pods exist", || async {
         pods.list(&ListParams::default().labels("berth.dev/app=shop"))
             .await
             .is_ok_and(|list| list.items.len() == 2)
@@ -89,6 +89,118 @@ fn running_pod(name: &str, process: &str, org: &str) -> Pod {
         "spec": {"nodeName": "node-1", "containers": [{"name": process, "image": "nginx"}]},
     }))
     .unwrap()
+}
+
+/// A chatty pod's answer holds at most 512 KiB of its log, its newest lines;
+/// ten of them, logging what JSON escapes most, still answer within 5 MiB
+/// as Lambda returns it. Every cut is marked. Needs the stand-in's log knob.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's log knob")]
+async fn logs_are_bounded_per_pod_and_in_all() {
+    let app = TestApp::with_cluster().await;
+    let (project, apps) = app_in_environment(
+        &app,
+        json!({"name": "shop", "image": "nginx", "port": 80, "replicas": 0}),
+    )
+    .await;
+    let namespace = format!("{project}-dev");
+    let pods: Api<Pod> = Api::namespaced(app.cluster().client.clone(), &namespace);
+    let standin = app.standin();
+    let logs = async || {
+        let answer = app
+            .get(&format!("{apps}/shop/logs?tail=2000"))
+            .by(&app.owner)
+            .send()
+            .await;
+        answer.assert_status(200);
+        answer
+    };
+    let lines_of = |entry: &Value| -> Vec<String> {
+        entry["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|line| line.as_str().unwrap().to_owned())
+            .collect()
+    };
+    /// The newest lines of a log of 2000 numbered ones, whole and in order.
+    fn assert_newest(lines: &[String], text: &str) {
+        assert!(lines.len() > 50, "{}", lines.len());
+        for (at, line) in lines.iter().enumerate() {
+            let expected = 2000 - lines.len() + at;
+            assert_eq!(*line, format!("{expected:04} {text}"));
+        }
+    }
+
+    // One pod, 2000 lines of 1 KiB: 512 KiB of it are read, its newest lines.
+    let plain = "x".repeat(1019);
+    pods.create(
+        &PostParams::default(),
+        &running_pod("shop-web-00", "web", "acme"),
+    )
+    .await
+    .unwrap();
+    standin.set_pod_logs(
+        LogKey::new(&namespace, "shop-web-00", "web"),
+        (0..2000).map(|line| format!("{line:04} {plain}")),
+    );
+    let one = logs().await.json();
+    assert_eq!(one[0]["truncated"], true);
+    let kept = lines_of(&one[0]);
+    let bytes: usize = kept.iter().map(|line| line.len() + 1).sum();
+    assert!(bytes <= 512 * 1024 && bytes > 500 * 1024, "{bytes}");
+    assert_newest(&kept, &plain);
+
+    // Ten of them, logging what JSON escapes most (quotes and control
+    // characters take 5.5 bytes each once answered through Lambda).
+    let noisy = "\u{1}\"".repeat(500);
+    for pod in 0..10 {
+        let name = format!("shop-web-{pod:02}");
+        if pod > 0 {
+            pods.create(&PostParams::default(), &running_pod(&name, "web", "acme"))
+                .await
+                .unwrap();
+        }
+        standin.set_pod_logs(
+            LogKey::new(&namespace, &name, "web"),
+            (0..2000).map(|line| format!("{line:04} {noisy}")),
+        );
+    }
+    let answer = logs().await;
+    // The body as Lambda returns it: a string of the response document.
+    let enveloped = serde_json::to_string(&answer.text()).unwrap().len();
+    assert!(enveloped <= 5 * 1024 * 1024, "{enveloped} bytes");
+    assert!(
+        enveloped > 4 * 1024 * 1024,
+        "the budget is used: {enveloped}"
+    );
+    let entries = answer.json();
+    let entries = entries.as_array().unwrap();
+    assert_eq!(entries.len(), 10);
+    for entry in entries {
+        assert_eq!(entry["truncated"], true, "{}", entry["pod"]);
+        assert_newest(&lines_of(entry), &noisy);
+    }
+
+    // A log that fits is whole and unmarked.
+    standin.set_pod_logs(LogKey::new(&namespace, "shop-web-09", "web"), ["quiet"]);
+    let quiet = app
+        .get(&format!("{apps}/shop/logs"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    let quiet = quiet
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|entry| entry["pod"] == "shop-web-09")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (quiet["lines"].clone(), quiet["truncated"].clone()),
+        (json!(["quiet"]), json!(false))
+    );
 }
 
 /// What the log endpoint gives: tail, previous, the process filter, the cap
@@ -159,6 +271,8 @@ async fn logs_follow_the_query() {
     assert!(
         cut.len() < long_line.len() && cut.starts_with("xxxx") && cut.contains("cut at 16 KiB")
     );
+    assert_eq!(worker["truncated"], true, "a cut line is marked");
+    assert!(all[1..].iter().all(|entry| entry["truncated"] == false));
 
     let web = logs("process=web&tail=2").await;
     assert_eq!(web.len(), 10);
@@ -201,7 +315,7 @@ async fn a_restart_rolls_the_pods_without_a_revision() {
             .and_then(|d| d.spec?.template.metadata?.annotations)
             .and_then(|a| a.get("kubectl.kubernetes.io/restartedAt").cloned())
     };
-    eventually("the Deployment exists", 30, || async {
+    eventually("the Deployment exists", || async {
         deployments.get_opt("shop-web").await.unwrap().is_some()
     })
     .await;
@@ -215,7 +329,7 @@ async fn a_restart_rolls_the_pods_without_a_revision() {
             .await;
         restarted.assert_status(202);
         assert_eq!(restarted.json()["revision"], 1, "no new revision");
-        eventually("the pod template gets a new restart stamp", 30, || async {
+        eventually("the pod template gets a new restart stamp", || async {
             stamp().await.is_some_and(|s| !seen.contains(&s))
         })
         .await;
@@ -249,7 +363,7 @@ async fn run_now_makes_a_job_from_the_cron_job() {
     .await;
     let namespace = format!("{project}-dev");
     let client = app.cluster().client.clone();
-    eventually("the CronJob exists", 30, || async {
+    eventually("the CronJob exists", || async {
         Api::<k8s_openapi::api::batch::v1::CronJob>::namespaced(client.clone(), &namespace)
             .get_opt("shop-nightly")
             .await

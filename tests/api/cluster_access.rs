@@ -83,14 +83,14 @@ async fn a_replaced_kubeconfig_is_noticed() {
         .await
         .unwrap();
     let path = format!("/api/v1/projects/{name}");
-    eventually("the second cluster is used", 10, || async {
+    eventually("the second cluster is used", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
     berth_shared::kubeconfig::clear(&app.state.store)
         .await
         .unwrap();
-    eventually("no cluster once the kubeconfig is cleared", 10, || async {
+    eventually("no cluster once the kubeconfig is cleared", || async {
         app.get("/api/v1/projects")
             .by(&app.owner)
             .send()

@@ -12,6 +12,12 @@ use serde_json::json;
 use crate::support::{TestApp, eventually, unique};
 use berth_shared::audit::Outcome;
 
+/// The cluster timeout of the tests whose calls hang: a hung call fails
+/// after it, not after the production 10 s.
+async fn app_whose_cluster_calls_time_out_soon() -> TestApp {
+    TestApp::with_cluster_config(|config| config.cluster_timeout = Duration::from_secs(2)).await
+}
+
 async fn assert_error_recorded(app: &TestApp, action: &str) {
     let event = app.last_audit_event("acme").await;
     assert_eq!(
@@ -23,7 +29,7 @@ async fn assert_error_recorded(app: &TestApp, action: &str) {
 #[tokio::test]
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
 async fn creating_a_project_while_the_cluster_fails() {
-    let app = TestApp::with_cluster().await;
+    let app = app_whose_cluster_calls_time_out_soon().await;
     let standin = app.standin();
     for kind in [
         FaultKind::ServiceUnavailable,
@@ -54,7 +60,7 @@ async fn creating_a_project_while_the_cluster_fails() {
 #[tokio::test]
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
 async fn creating_an_environment_while_the_cluster_fails() {
-    let app = TestApp::with_cluster().await;
+    let app = app_whose_cluster_calls_time_out_soon().await;
     let standin = app.standin();
     let project = app.create_project("p").await;
     for (kind, method, path) in [
@@ -105,7 +111,7 @@ async fn deleting_while_the_cluster_fails_changes_nothing() {
         .await
         .assert_status(201);
     let environment = format!("/api/v1/projects/{project}/environments/dev");
-    eventually("ready", 30, || async {
+    eventually("ready", || async {
         app.get(&environment).by(&app.owner).send().await.json()["phase"] == "Ready"
     })
     .await;
@@ -208,7 +214,7 @@ async fn an_unreachable_cluster_is_a_503_and_recovers() {
 #[tokio::test]
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
 async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
-    let app = TestApp::with_cluster().await;
+    let app = app_whose_cluster_calls_time_out_soon().await;
     let standin = app.standin();
     let project = app.ready_environment("f", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
@@ -287,7 +293,7 @@ async fn an_app_change_the_cluster_refuses_leaves_the_old_state() {
 #[tokio::test]
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
 async fn a_request_past_its_deadline_is_answered_and_audited() {
-    // The deadline (1 s) comes before the cluster call's own timeout (2 s).
+    // The deadline (1 s) comes before the cluster call's own timeout (10 s).
     let app = TestApp::with_cluster_config(|config| {
         config.request_deadline = Duration::from_secs(1);
     })

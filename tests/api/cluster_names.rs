@@ -195,14 +195,13 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
     // the namespace had come between the API's look and the controller's.
     let quota = berth_shared::cluster::crd::Quota {
         cpu: Some("1".into()),
-        memory: None,
-        pods: None,
+        ..Default::default()
     };
     app.create_environment_resource(&project, "dev", Some(quota))
         .await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
     let expected = format!("namespace {name} already exists and is not managed by Berth");
-    eventually("the environment shows as Degraded", 30, || async {
+    eventually("the environment shows as Degraded", || async {
         let record = app.get(&path).by(&app.owner).send().await.json();
         record["phase"] == "Degraded"
             && record["ready"] == false
@@ -243,7 +242,7 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
         .send()
         .await
         .assert_status(202);
-    eventually("the environment is purged", 30, || async {
+    eventually("the environment is purged", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;

@@ -13,7 +13,7 @@ use berth_shared::Role;
 
 async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     let path = format!("/api/v1/projects/{project}/environments/{environment}");
-    eventually("the environment becomes Ready", 30, || async {
+    eventually("the environment becomes Ready", || async {
         app.get(&path).by(&app.owner).send().await.json()["phase"] == "Ready"
     })
     .await;
@@ -121,7 +121,7 @@ async fn an_environment_becomes_a_namespace_with_its_quota() {
     // The controller logs the phase as a value, not a debug form
     // (`phase=Some("Ready")`) nor a quoted string.
     let logged = format!("status environment={resource_name} phase=Ready");
-    eventually(&format!("the controller logs `{logged}`"), 10, || async {
+    eventually(&format!("the controller logs `{logged}`"), || async {
         crate::support::logs::captured().contains(&logged)
     })
     .await;
@@ -180,7 +180,7 @@ async fn deleting_a_standard_environment_purges_it() {
     assert_eq!(body["deleting"], true);
     assert!(body["deletion_scheduled_at"].as_str().is_some());
     let namespace = format!("{project}-dev");
-    eventually("the environment is purged", 30, || async {
+    eventually("the environment is purged", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
             && !app.cluster().namespace_exists(&namespace).await
     })
@@ -235,7 +235,6 @@ async fn a_production_environment_waits_for_its_grace() {
 
     eventually(
         "the production environment is purged after its grace",
-        30,
         || async { app.get(&path).by(&app.owner).send().await.status == 404 },
     )
     .await;
@@ -327,7 +326,7 @@ async fn a_deleting_project_takes_no_new_environments() {
     let project = app.create_project("p").await;
     let path = format!("/api/v1/projects/{project}");
     // Wait for the controller's finalizer, which keeps the project while it is deleting.
-    eventually("the project becomes ready", 20, || async {
+    eventually("the project becomes ready", || async {
         app.get(&path).by(&app.owner).send().await.json()["ready"] == true
     })
     .await;
@@ -348,23 +347,35 @@ async fn a_deleting_project_takes_no_new_environments() {
         .send()
         .await
         .assert_problem(409, "conflict");
-    let held = projects.get(&project).await.unwrap();
-    let rest: Vec<String> = held
-        .metadata
-        .finalizers
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| f != "tests.berth.dev/hold")
-        .collect();
-    projects
-        .patch(
-            &project,
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(json!({ "metadata": { "finalizers": rest } })),
-        )
-        .await
-        .unwrap();
-    eventually("the project is gone", 20, || async {
+    // Let go of the hold, conditioned on the version read: the controller
+    // may drop its own finalizer meanwhile, which must not come back.
+    loop {
+        let held = projects.get(&project).await.unwrap();
+        let rest: Vec<String> = held
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != "tests.berth.dev/hold")
+            .collect();
+        let patch = json!({ "metadata": {
+            "finalizers": rest,
+            "resourceVersion": held.metadata.resource_version,
+        } });
+        match projects
+            .patch(
+                &project,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(patch),
+            )
+            .await
+        {
+            Ok(_) => break,
+            Err(kube::Error::Api(status)) if status.code == 409 => continue,
+            Err(error) => panic!("letting go of the project: {error}"),
+        }
+    }
+    eventually("the project is gone", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
@@ -384,7 +395,6 @@ async fn a_scheduled_purge_survives_a_controller_restart() {
     app.cluster().restart_controller().await;
     eventually(
         "the new controller purges it when its time comes",
-        30,
         || async { app.get(&path).by(&app.owner).send().await.status == 404 },
     )
     .await;
@@ -409,7 +419,7 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     app.create_environment(&project, json!({ "name": "dev", "quota": { "cpu": "1" } }))
         .await;
     let path = format!("/api/v1/projects/{project}/environments/dev");
-    eventually("the environment shows as Degraded", 20, || async {
+    eventually("the environment shows as Degraded", || async {
         let record = app.get(&path).by(&app.owner).send().await.json();
         record["phase"] == "Degraded"
             && record["ready"] == false
@@ -440,7 +450,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
         .send()
         .await
         .assert_status(202);
-    eventually("the environment shows Terminating", 20, || async {
+    eventually("the environment shows Terminating", || async {
         let record = app.get(&path).by(&app.owner).send().await.json();
         record["phase"] == "Terminating" && record["ready"] == false && record["deleting"] == true
     })
@@ -456,7 +466,7 @@ async fn a_purge_shows_terminating_while_the_namespace_goes() {
     refused_while_purging(&app, &path, &refused).await;
 
     hold_namespace(&app, &namespace, false).await;
-    eventually("the environment is purged", 30, || async {
+    eventually("the environment is purged", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
@@ -638,7 +648,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
     refused_while_purging(&app, &path, &refused).await;
 
     hold_namespace(&app, &namespace, false).await;
-    eventually("the environment is purged", 30, || async {
+    eventually("the environment is purged", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
             && !app.cluster().namespace_exists(&namespace).await
     })
@@ -670,7 +680,7 @@ async fn a_purge_that_loses_the_race_to_a_restore_leaves_the_environment_whole()
         .method("PATCH")
         .path_contains(format!("/environments/{namespace}/status")),
     );
-    eventually("the controller begins the purge", 10, || async {
+    eventually("the controller begins the purge", || async {
         app.standin().pending_faults().is_empty()
     })
     .await;

@@ -29,16 +29,38 @@ const FILLED_IN: [&str; 4] = ["BERTH", "TEMPORARY_PASSWORD", "NEW_PASSWORD", "PR
 /// The languages of the guide's blocks that show answers rather than commands.
 const SHOWN: [&str; 3] = ["json", "text", "console"];
 
-/// Bound on the whole guide; its waiting loops take a few seconds here.
-const GUIDE_DEADLINE: Duration = Duration::from_secs(240);
+/// Bound on the whole guide: twice the tests' bound on one wait (its waiting
+/// loops take a few seconds on the stand-in, longer on a real cluster).
+fn guide_deadline() -> Duration {
+    crate::support::wait_bound() * 2
+}
 
 /// One `sh` block of the guide.
 #[derive(Debug)]
-struct Step {
+pub struct Step {
     /// Its line in the guide, for messages.
     line: usize,
     script: String,
     expect: Option<String>,
+}
+
+impl Step {
+    /// Whether the block sets the shell variable `name` (`NAME=…`).
+    pub fn sets(&self, name: &str) -> bool {
+        self.script
+            .lines()
+            .any(|line| line.starts_with(&format!("{name}=")))
+    }
+}
+
+/// The `sh` blocks of a Markdown text, in order; `line` counts from
+/// `first_line` (where the text starts in its file).
+pub fn steps_from(text: &str, first_line: usize) -> Vec<Step> {
+    let mut steps = steps(text);
+    for step in &mut steps {
+        step.line += first_line - 1;
+    }
+    steps
 }
 
 fn steps(guide: &str) -> Vec<Step> {
@@ -83,10 +105,11 @@ fn steps(guide: &str) -> Vec<Step> {
 }
 
 /// The guide's steps as one bash script: each step's output goes to
-/// `.guide/{n}.out`, and `.guide/step` says which step runs.
-fn script(steps: &[Step], values: &[(&str, String)]) -> String {
+/// `{out}/{n}.out`, and `{out}/step` says which step runs.
+fn script(steps: &[Step], values: &[(&str, String)], out: &Path) -> String {
     let (settings, rest) = steps.split_first().expect("the guide has sh blocks");
-    let mut script = String::from("set -euo pipefail\nmkdir -p .guide .local\n");
+    let out = out.display();
+    let mut script = format!("set -euo pipefail\nmkdir -p '{out}' .local\n");
     script.push_str(&settings.script);
     script.push('\n');
     for (name, value) in values {
@@ -97,25 +120,79 @@ fn script(steps: &[Step], values: &[(&str, String)]) -> String {
         let n = n + 1;
         writeln!(
             script,
-            "echo {n} >.guide/step\n{{\n{}\n}} >.guide/{n}.out 2>&1",
+            "echo {n} >'{out}/step'\n{{\n{}\n}} >'{out}/{n}.out' 2>&1",
             step.script
         )
         .expect("writing to a string");
     }
-    script.push_str("echo done >.guide/step\n");
+    writeln!(script, "echo done >'{out}/step'").expect("writing to a string");
     script
+}
+
+/// Runs `steps` as a reader would, in one bash in `cwd` with `env` added:
+/// the first step sets what the reader fills in, `values` replace those
+/// settings after it. Panics, showing the failed step and what it printed,
+/// unless every step succeeds and prints what its `expect` comment says;
+/// returns what each step printed. `dir` keeps the script and its outputs.
+pub async fn run_steps(
+    what: &str,
+    steps: &[Step],
+    values: &[(&str, String)],
+    dir: &Path,
+    cwd: &Path,
+    env: &[(&str, String)],
+    deadline: Duration,
+) -> Vec<String> {
+    let out = dir.join("steps");
+    std::fs::create_dir_all(&out).expect("a directory for the steps' output");
+    let script_path = dir.join("steps.sh");
+    std::fs::write(&script_path, script(steps, values, &out)).expect("writing the script");
+    let exit = run_bash(&script_path, cwd, env, deadline).await;
+
+    let reached = std::fs::read_to_string(out.join("step")).unwrap_or_default();
+    let output = |n: usize| std::fs::read_to_string(out.join(format!("{n}.out")));
+    if !exit.is_some_and(|status| status.success()) {
+        let failed = reached.trim().parse::<usize>().unwrap_or(0);
+        let step = &steps[failed];
+        panic!(
+            "{what}: the block at line {} {} (files in {}):\n{}\n--- it printed:\n{}\n--- bash:\n{}",
+            step.line,
+            if exit.is_some() {
+                "failed"
+            } else {
+                "did not finish in time"
+            },
+            dir.display(),
+            step.script,
+            output(failed).unwrap_or_default(),
+            std::fs::read_to_string(dir.join("bash.err")).unwrap_or_default(),
+        );
+    }
+    let mut printed = vec![String::new()];
+    for (n, step) in steps.iter().enumerate().skip(1) {
+        let text = output(n).expect("each step's output");
+        println!("--- {what}, line {}:\n{text}", step.line);
+        if let Some(expected) = &step.expect {
+            assert!(
+                text.contains(expected.as_str()),
+                "{what}: the block at line {} should print {expected}; it printed:\n{text}",
+                step.line
+            );
+        }
+        printed.push(text);
+    }
+    printed
 }
 
 #[test]
 fn the_guide_starts_by_setting_what_the_reader_fills_in() {
     let steps = steps(GUIDE);
-    let settings = &steps[0].script;
+    let settings = &steps[0];
     for name in FILLED_IN {
         assert!(
-            settings
-                .lines()
-                .any(|line| line.starts_with(&format!("{name}="))),
-            "the guide's first sh block sets {name}:\n{settings}"
+            settings.sets(name),
+            "the guide's first sh block sets {name}:\n{}",
+            settings.script
         );
     }
 }
@@ -195,43 +272,21 @@ async fn every_command_of_the_guide_works() {
             project.clone(),
         ])
         .collect();
-    let script = script(&steps, &values);
     let dir = std::env::temp_dir().join(unique("berth-guide"));
     std::fs::create_dir_all(&dir).expect("a directory for the guide");
-    std::fs::write(dir.join("guide.sh"), &script).expect("writing the script");
-    let exit = run_bash(&dir, GUIDE_DEADLINE).await;
+    // The reader's own curl settings (~/.curlrc) stay out of it.
+    let env = [("CURL_HOME", dir.display().to_string())];
+    run_steps(
+        "docs/guide.md",
+        &steps,
+        &values,
+        &dir,
+        &dir,
+        &env,
+        guide_deadline(),
+    )
+    .await;
     server.abort();
-
-    let reached = std::fs::read_to_string(dir.join(".guide/step")).unwrap_or_default();
-    let output = |n: usize| std::fs::read_to_string(dir.join(format!(".guide/{n}.out")));
-    if !exit.is_some_and(|status| status.success()) {
-        let failed = reached.trim().parse::<usize>().unwrap_or(0);
-        let step = &steps[failed];
-        panic!(
-            "the guide's block at line {} {} (files in {}):\n{}\n--- it printed:\n{}\n--- bash:\n{}",
-            step.line,
-            if exit.is_some() {
-                "failed"
-            } else {
-                "did not finish in time"
-            },
-            dir.display(),
-            step.script,
-            output(failed).unwrap_or_default(),
-            std::fs::read_to_string(dir.join("bash.err")).unwrap_or_default(),
-        );
-    }
-    for (n, step) in steps.iter().enumerate().skip(1) {
-        let printed = output(n).expect("each step's output");
-        println!("--- guide line {}:\n{printed}", step.line);
-        if let Some(expected) = &step.expect {
-            assert!(
-                printed.contains(expected.as_str()),
-                "the guide's block at line {} should print {expected}; it printed:\n{printed}",
-                step.line
-            );
-        }
-    }
     println!("the guide ran in {:?}", started.elapsed());
 
     // The guide did what it says: every call it teaches is in the audit log,
@@ -285,23 +340,30 @@ async fn every_command_of_the_guide_works() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs `guide.sh` in `dir`, for at most `deadline`; how it exited, if it did.
-/// Polled, so that the API serving it keeps running on this runtime.
-async fn run_bash(dir: &Path, deadline: Duration) -> Option<ExitStatus> {
-    let stderr = std::fs::File::create(dir.join("bash.err")).expect("a file for bash's errors");
-    let mut bash = Command::new("bash")
-        .arg("guide.sh")
-        .current_dir(dir)
-        // The reader's own curl settings (~/.curlrc) stay out of it.
-        .env("CURL_HOME", dir)
+/// Runs the bash script `script` in `cwd`, for at most `deadline`; how it
+/// exited, if it did. Polled, so that the servers it talks to keep running
+/// on this runtime. Its stderr goes to `bash.err` beside the script.
+async fn run_bash(
+    script: &Path,
+    cwd: &Path,
+    env: &[(&str, String)],
+    deadline: Duration,
+) -> Option<ExitStatus> {
+    let stderr =
+        std::fs::File::create(script.with_file_name("bash.err")).expect("a file for bash's errors");
+    let mut bash = Command::new("bash");
+    bash.arg(script)
+        .current_dir(cwd)
         .env("NO_PROXY", "127.0.0.1")
         .env_remove("http_proxy")
         .env_remove("HTTP_PROXY")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("starting bash");
+        .stderr(stderr);
+    for (name, value) in env {
+        bash.env(name, value);
+    }
+    let mut bash = bash.spawn().expect("starting bash");
     let until = Instant::now() + deadline;
     loop {
         if let Some(status) = bash.try_wait().expect("waiting for bash") {

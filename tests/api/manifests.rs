@@ -3,13 +3,10 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::process::Command;
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::core::GroupVersionKind;
-use kube::discovery::{Scope, pinned_kind};
-use serde::Deserialize;
-
-use crate::support::TestCluster;
+use crate::support::identities::{self, documents};
+use crate::support::{TestCluster, stdout_of};
 
 fn manifest(name: &str) -> String {
     std::fs::read_to_string(
@@ -18,13 +15,6 @@ fn manifest(name: &str) -> String {
             .join(name),
     )
     .unwrap()
-}
-
-fn documents(name: &str) -> Vec<serde_yaml::Value> {
-    serde_yaml::Deserializer::from_str(&manifest(name))
-        .map(|doc| serde_yaml::Value::deserialize(doc).unwrap())
-        .filter(|doc| !doc.is_null())
-        .collect()
 }
 
 #[test]
@@ -42,6 +32,11 @@ fn crds_file_matches_the_code() {
         generated,
         "regenerate with BERTH_WRITE_CRDS=1 cargo test --test api crds"
     );
+    // Structural schemas without a field kept as it comes: the apiserver
+    // prunes whatever Berth's types do not have, so nothing written into an
+    // App by hand (a `hostNetwork`, a `securityContext`) is even stored.
+    assert!(!generated.contains("x-kubernetes-preserve-unknown-fields"));
+    assert!(!generated.contains("additionalProperties: true"));
     let kinds: Vec<_> = documents("crds.yaml")
         .iter()
         .map(|d| d["spec"]["names"]["kind"].as_str().unwrap().to_owned())
@@ -62,30 +57,119 @@ fn crds_file_matches_the_code() {
     }
 }
 
-#[tokio::test]
-async fn every_manifest_applies() {
-    let cluster = TestCluster::start().await;
-    let params = PatchParams::apply("berth-tests").force();
-    for file in ["controller.yaml", "api-rbac.yaml"] {
-        for document in documents(file) {
-            let object: DynamicObject = serde_yaml::from_value(document.clone()).unwrap();
-            let types = object.types.clone().expect("apiVersion and kind");
-            let gvk = GroupVersionKind::try_from(&types).unwrap();
-            let (resource, capabilities) = pinned_kind(&cluster.client, &gvk).await.unwrap();
-            let api: Api<DynamicObject> = match capabilities.scope {
-                Scope::Namespaced => Api::namespaced_with(
-                    cluster.client.clone(),
-                    object.metadata.namespace.as_deref().unwrap(),
-                    &resource,
-                ),
-                Scope::Cluster => Api::all_with(cluster.client.clone(), &resource),
-            };
-            let name = object.metadata.name.clone().unwrap();
-            api.patch(&name, &params, &Patch::Apply(&object))
-                .await
-                .unwrap_or_else(|e| panic!("{file}: {} {name}: {e}", types.kind));
-        }
+/// `kubectl kustomize infra/k8s`: the installation, as `kubectl apply -k`
+/// sends it.
+fn rendered() -> Vec<serde_yaml::Value> {
+    // kubectl 1.14 or later has kustomize built in.
+    let output = stdout_of(
+        Command::new("kubectl")
+            .args(["kustomize", "infra/k8s"])
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+    );
+    serde_yaml::Deserializer::from_str(&output)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("a YAML document"))
+        .collect()
+}
+
+fn named<'a>(objects: &'a [serde_yaml::Value], kind: &str) -> Vec<&'a serde_yaml::Value> {
+    objects
+        .iter()
+        .filter(|o| o["kind"].as_str() == Some(kind))
+        .collect()
+}
+
+/// One installation: the CRDs, the controller's namespace, identity, role,
+/// settings and Deployment, and the API's identity and role; the image and
+/// the settings as `kustomization.yaml` sets them; the RBAC the tests run
+/// under is exactly what is installed.
+#[test]
+fn the_kustomization_renders_one_installation() {
+    let objects = rendered();
+    let mut kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    kinds.sort_unstable();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "ClusterRoleBinding",
+            "ConfigMap",
+            "CustomResourceDefinition",
+            "CustomResourceDefinition",
+            "CustomResourceDefinition",
+            "Deployment",
+            "Namespace",
+            "ServiceAccount",
+            "ServiceAccount",
+        ]
+    );
+    // The tests apply the installation's RBAC, as kustomize renders it.
+    let applied_by_tests = identities::rbac_objects();
+    let rendered_rbac = objects
+        .iter()
+        .filter(|o| identities::RBAC_KINDS.contains(&o["kind"].as_str().unwrap_or_default()))
+        .count();
+    assert_eq!(rendered_rbac, applied_by_tests.len());
+    for object in &applied_by_tests {
+        assert!(objects.contains(object), "rendered unchanged: {object:?}");
     }
+
+    let deployment = named(&objects, "Deployment")[0];
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    assert_eq!(
+        container["image"].as_str(),
+        Some(format!("berth-controller:{}", env!("CARGO_PKG_VERSION")).as_str()),
+        "kustomization.yaml's images: tags the controller's version (make controller-image builds it)"
+    );
+    assert_eq!(pod["securityContext"]["runAsUser"].as_u64(), Some(65532));
+    assert!(container["resources"]["requests"].is_mapping());
+    assert!(container["resources"]["limits"].is_mapping());
+    let config_map = named(&objects, "ConfigMap")[0];
+    let generated_name = config_map["metadata"]["name"].as_str().unwrap();
+    assert!(
+        generated_name.starts_with("berth-controller-"),
+        "kustomize names it with a hash of its data: {generated_name}"
+    );
+    assert_eq!(
+        container["envFrom"][0]["configMapRef"]["name"].as_str(),
+        Some(generated_name)
+    );
+    // Every setting is one the controller reads and the README documents.
+    let controller_main = include_str!("../../controller/src/main.rs");
+    let readme = include_str!("../../README.md");
+    let settings: Vec<&str> = config_map["data"]
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .map(|key| key.as_str().unwrap())
+        .collect();
+    for setting in [
+        "BERTH_INGRESS_CLASS",
+        "BERTH_APPS_DOMAIN",
+        "BERTH_PROGRESS_DEADLINE_SECONDS",
+        "RUST_LOG",
+    ] {
+        assert!(settings.contains(&setting), "{setting} is set in one place");
+    }
+    for setting in settings {
+        assert!(
+            setting == "RUST_LOG" || controller_main.contains(&format!("\"{setting}\"")),
+            "the controller reads {setting}"
+        );
+        assert!(
+            readme.contains(&format!("| `{setting}` |")),
+            "the README's Configuration table has {setting}"
+        );
+    }
+}
+
+/// What `kubectl apply -k infra/k8s` installs, a cluster accepts.
+#[tokio::test]
+async fn the_rendered_installation_applies() {
+    let cluster = TestCluster::start().await;
+    identities::apply(&cluster.client, &rendered()).await;
 }
 
 /// What each identity does in the cluster, as (API group, resource, verb).
@@ -136,9 +220,12 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("", "namespaces", "delete"),
     ("", "resourcequotas", "create"),
     ("", "resourcequotas", "patch"),
-    ("", "resourcequotas", "delete"),
     ("", "limitranges", "create"),
     ("", "limitranges", "patch"),
+    ("networking.k8s.io", "networkpolicies", "list"),
+    ("networking.k8s.io", "networkpolicies", "watch"),
+    ("networking.k8s.io", "networkpolicies", "create"),
+    ("networking.k8s.io", "networkpolicies", "patch"),
     ("berth.dev", "apps", "list"),
     ("berth.dev", "apps", "watch"),
     ("berth.dev", "apps/status", "patch"),
@@ -239,5 +326,76 @@ fn roles_grant_what_the_code_uses_and_nothing_wildcard() {
         bindings
             .iter()
             .all(|b| b["roleRef"]["name"].as_str() != Some("cluster-admin"))
+    );
+}
+
+/// No more than needed: every permission the two roles grant was used by
+/// the API or the controller somewhere in the suite. The stand-in records
+/// what RBAC let each ServiceAccount do (`StandIn::rbac_uses`), the tests
+/// write it down (`identities::record_uses`), and `make test` runs this check
+/// over the whole run's record. A grant nothing used is either not needed
+/// (remove it) or not tested (test it).
+#[test]
+#[ignore = "make test runs it after the whole suite, over the suite's record (BERTH_TEST_RBAC_USES)"]
+fn every_grant_of_the_roles_is_used() {
+    let dir = std::env::var(identities::USES_DIR_ENV)
+        .expect("the directory where the suite recorded what Berth's identities did");
+    let mut used = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).expect("the record's directory") {
+        let text = std::fs::read_to_string(entry.expect("an entry").path()).expect("a record");
+        used.extend(text.lines().map(str::to_owned));
+    }
+    assert!(!used.is_empty(), "nothing recorded in {dir}");
+    let mut unused = Vec::new();
+    for (file, account) in [
+        ("api-rbac.yaml", identities::api_account()),
+        ("controller.yaml", identities::controller_account()),
+    ] {
+        let role = documents(file)
+            .into_iter()
+            .find(|d| {
+                d["kind"].as_str() == Some("ClusterRole")
+                    && d["metadata"]["name"].as_str() == Some(account.name.as_str())
+            })
+            .expect("the account's ClusterRole");
+        let user = format!(
+            "system:serviceaccount:{}:{}",
+            account.namespace, account.name
+        );
+        for rule in role["rules"].as_sequence().expect("rules") {
+            let list = |field: &str| -> Vec<String> {
+                rule[field]
+                    .as_sequence()
+                    .map(|s| s.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+                    .unwrap_or_default()
+            };
+            let mut targets: Vec<(String, String)> = list("nonResourceURLs")
+                .into_iter()
+                .map(|path| ("-".to_owned(), path))
+                .collect();
+            for group in list("apiGroups") {
+                for resource in list("resources") {
+                    let group = if group.is_empty() {
+                        "-".into()
+                    } else {
+                        group.clone()
+                    };
+                    targets.push((group, resource));
+                }
+            }
+            for (group, resource) in targets {
+                for verb in list("verbs") {
+                    let grant = format!("{user} {verb} {group} {resource}");
+                    if !used.contains(&grant) {
+                        unused.push(grant);
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        unused.is_empty(),
+        "granted in infra/k8s but used by no test: remove them, or test what needs them:\n{}",
+        unused.join("\n")
     );
 }

@@ -256,7 +256,7 @@ async fn writes_into_a_namespace_that_is_not_the_environments_are_refused() {
         )
         .await
         .expect("poking the App");
-    eventually("the App is RolloutFailed", 30, || async {
+    eventually("the App is RolloutFailed", || async {
         let record = app.get(&web).by(&app.owner).send().await.json();
         record["app"]["reason"] == "RolloutFailed"
             && record["app"]["message"].as_str().is_some_and(|m| {

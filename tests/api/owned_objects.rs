@@ -189,23 +189,19 @@ async fn the_controller_never_applies_over_objects_it_did_not_create() {
     }))
     .await
     .assert_status(201);
-    eventually(
-        "the App is RolloutFailed naming the objects",
-        30,
-        || async {
-            let record = env.app_record("shop").await;
-            let message = record["message"].as_str().unwrap_or_default().to_owned();
-            record["reason"] == "RolloutFailed"
-                && [
-                    "Deployment shop-web",
-                    "Service shop-web",
-                    "PersistentVolumeClaim shop-data",
-                ]
-                .iter()
-                .all(|object| message.contains(object))
-                && message.contains("belong to someone else")
-        },
-    )
+    eventually("the App is RolloutFailed naming the objects", || async {
+        let record = env.app_record("shop").await;
+        let message = record["message"].as_str().unwrap_or_default().to_owned();
+        record["reason"] == "RolloutFailed"
+            && [
+                "Deployment shop-web",
+                "Service shop-web",
+                "PersistentVolumeClaim shop-data",
+            ]
+            .iter()
+            .all(|object| message.contains(object))
+            && message.contains("belong to someone else")
+    })
     .await;
 
     let untouched = || async {
@@ -302,17 +298,13 @@ async fn run_now_only_runs_the_apps_own_cron_job() {
     }))
     .await
     .assert_status(201);
-    eventually(
-        "the App is RolloutFailed naming the CronJob",
-        30,
-        || async {
-            let record = env.app_record("batch").await;
-            record["reason"] == "RolloutFailed"
-                && record["message"].as_str().is_some_and(|m| {
-                    m.contains("CronJob batch-nightly exists and belongs to someone else")
-                })
-        },
-    )
+    eventually("the App is RolloutFailed naming the CronJob", || async {
+        let record = env.app_record("batch").await;
+        record["reason"] == "RolloutFailed"
+            && record["message"].as_str().is_some_and(|m| {
+                m.contains("CronJob batch-nightly exists and belongs to someone else")
+            })
+    })
     .await;
 
     let refused = app
@@ -511,7 +503,7 @@ async fn deleting_an_apps_volumes_deletes_only_its_own_claims() {
     let claims = env.api::<PersistentVolumeClaim>();
     let db_uid = env.uid_of("db").await;
     let dbx_uid = env.uid_of("dbx").await;
-    eventually("the claims carry their apps' uids", 30, || async {
+    eventually("the claims carry their apps' uids", || async {
         let label = |name: &'static str| {
             let claims = claims.clone();
             async move {
@@ -556,7 +548,7 @@ async fn deleting_an_apps_volumes_deletes_only_its_own_claims() {
         .await
     };
     delete().await.assert_status(204);
-    eventually("the app's claim is deleted", 30, || async {
+    eventually("the app's claim is deleted", || async {
         claims
             .get_opt("db-data")
             .await
@@ -603,7 +595,7 @@ async fn an_app_created_again_gets_its_volume_back() {
                 .filter(|c| c.labels().get(LABEL_APP_UID) == Some(&uid))
         }
     };
-    eventually("the claim is the first app's", 30, || async {
+    eventually("the claim is the first app's", || async {
         labelled(first.clone()).await.is_some()
     })
     .await;
@@ -617,7 +609,7 @@ async fn an_app_created_again_gets_its_volume_back() {
     env.create(body).await.assert_status(201);
     let second = env.uid_of("db").await;
     assert_ne!(first, second);
-    eventually("the claim is adopted by the new app", 30, || async {
+    eventually("the claim is adopted by the new app", || async {
         labelled(second.clone()).await.is_some()
     })
     .await;
@@ -626,7 +618,7 @@ async fn an_app_created_again_gets_its_volume_back() {
         claim_uid,
         "the very same claim, with its data"
     );
-    eventually("the new app is Available", 30, || async {
+    eventually("the new app is Available", || async {
         env.app_record("db").await["reason"] == "Available"
     })
     .await;

@@ -299,7 +299,8 @@ fn cases() -> Vec<Case> {
             Method::PATCH,
             App,
             |a| a.to_owned(),
-            Some(|| json!({ "domains": ["matrix.example.com"] })),
+            // Each caller's app its own hostname: a hostname serves one app.
+            Some(|| json!({ "domains": [format!("{}.example.com", unique("matrix"))] })),
             [403, 200, 200, 200, 200, 401, 404],
         ),
         case(

@@ -47,7 +47,7 @@ async fn create_get_list_and_delete() {
 
     // The controller marks it ready.
     let path = format!("/api/v1/projects/{name}");
-    eventually("the project becomes ready", 20, || async {
+    eventually("the project becomes ready", || async {
         app.get(&path).by(&app.owner).send().await.json()["ready"] == true
     })
     .await;
@@ -71,7 +71,7 @@ async fn create_get_list_and_delete() {
     deleted.assert_status(202);
     assert_eq!(deleted.json()["deleting"], true);
     assert_eq!(deleted.json()["name"], name.as_str());
-    eventually("the project is gone", 20, || async {
+    eventually("the project is gone", || async {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;

@@ -499,7 +499,7 @@ async fn a_secret_an_app_reads_cannot_be_deleted() {
         .await
         .assert_status(200);
     // Deleting the app is asynchronous on a real cluster (owner references).
-    eventually("the secret can be deleted", 30, || async {
+    eventually("the secret can be deleted", || async {
         delete(&app, &env, "db").await.status.as_u16() == 204
     })
     .await;

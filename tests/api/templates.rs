@@ -125,7 +125,7 @@ async fn every_template_deploys_and_renders() {
             .as_array()
             .is_some_and(|p| p.iter().any(|p| p.get("schedule").is_some()));
         if scheduled {
-            eventually(&format!("{name}: its CronJob"), 30, || async {
+            eventually(&format!("{name}: its CronJob"), || async {
                 Api::<CronJob>::namespaced(client.clone(), &namespace)
                     .get_opt(&format!("{name}-job"))
                     .await
@@ -135,7 +135,7 @@ async fn every_template_deploys_and_renders() {
             .await;
         } else {
             let process = template["processes"][0]["name"].as_str().unwrap_or("web");
-            eventually(&format!("{name}: its Deployment"), 30, || async {
+            eventually(&format!("{name}: its Deployment"), || async {
                 Api::<Deployment>::namespaced(client.clone(), &namespace)
                     .get_opt(&format!("{name}-{process}"))
                     .await
@@ -149,7 +149,7 @@ async fn every_template_deploys_and_renders() {
         }
         for volume in template["volumes"].as_array().unwrap() {
             let claim = format!("{name}-{}", volume["name"].as_str().unwrap());
-            eventually(&format!("{name}: claim {claim}"), 30, || async {
+            eventually(&format!("{name}: claim {claim}"), || async {
                 Api::<PersistentVolumeClaim>::namespaced(client.clone(), &namespace)
                     .get_opt(&claim)
                     .await

@@ -9,11 +9,13 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
+use berth_shared::domain::names::{AppName, EnvironmentName};
 use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
 use berth_shared::openapi::{
@@ -117,6 +119,12 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         // Beyond `app-operate`: `app-write` or `app-deploy`, by field.
         failures.push(ApiError::Forbidden(String::new()));
     }
+    if matches!(operation, CreateApp | UpdateApp | RollbackApp | PromoteApp) {
+        // Every hostname of the resulting configuration is claimed.
+        failures.push(ApiError::DomainTaken {
+            hostname: String::new(),
+        });
+    }
     failures
 }
 
@@ -158,7 +166,10 @@ async fn list_apps(
 /// Create an app
 ///
 /// An image with its processes, variables, domains and volumes; the
-/// controller renders it into workloads.
+/// controller renders it into workloads. Each domain is claimed for this app
+/// on the whole platform (`409 domain_taken` while another app holds it; a
+/// domain under the platform's apps domain is 422), and the name may not
+/// contain `--`.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
@@ -183,11 +194,21 @@ async fn create_app(
     ),
     ApiError,
 > {
-    scope::audit_target("app", body.name.clone());
+    if let Ok(name) = AppName::parse(&body.name) {
+        scope::audit_target("app", name.into_inner());
+    }
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
-    let created =
-        service::create(&state.store, &client, &caller, &project, &environment, body).await?;
+    let created = service::create(
+        &state.store,
+        &client,
+        &HostRules::new(&state.config),
+        &caller,
+        &project,
+        &environment,
+        body,
+    )
+    .await?;
     let location = format!(
         "/api/v1/projects/{project}/environments/{environment}/apps/{}",
         created.name
@@ -224,9 +245,11 @@ async fn get_app(
 
 /// Change an app
 ///
-/// Omitted fields stay; lists are replaced whole. A new image is a new
-/// release (`app-deploy`); env, domains, processes and volumes need
-/// `app-write`; replicas `app-operate`.
+/// Omitted fields stay; lists are replaced whole. New code — a new image, or
+/// a process's new command — needs `app-deploy`; env, domains, processes and
+/// volumes need `app-write`; replicas `app-operate`. The resulting domains are
+/// claimed for this app (`409 domain_taken` while another app holds one);
+/// dropped ones are released.
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -247,7 +270,15 @@ async fn update_app(
     caller.require(Permission::AppOperate)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::update(&state.store, &client, &caller, &path, &body).await?,
+        service::update(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &body,
+        )
+        .await?,
     ))
 }
 
@@ -262,7 +293,8 @@ struct DeleteQuery {
 
 /// Delete an app
 ///
-/// Its workloads go with it; its volumes stay unless asked.
+/// Its workloads go with it, and its domains are released; its volumes
+/// stay unless asked.
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
@@ -287,7 +319,8 @@ async fn delete_app(
 
 /// List releases
 ///
-/// The newest revisions of the app, newest first.
+/// The app's revisions, newest first: the 50 newest are kept, older ones
+/// are pruned as new ones are made.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
@@ -320,7 +353,10 @@ struct RollbackBody {
 
 /// Roll back
 ///
-/// Makes an earlier revision current again, as a new release.
+/// Makes an earlier revision current again, as a new release. A revision
+/// the app no longer keeps (older than its 50 newest) is unknown: `422`. Its
+/// domains are claimed again (`409 domain_taken`, and nothing changes, when
+/// another app holds one since).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
@@ -341,14 +377,23 @@ async fn rollback_app(
     caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::rollback(&state.store, &client, &caller, &path, body.revision).await?,
+        service::rollback(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            body.revision,
+        )
+        .await?,
     ))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct PromoteBody {
-    /// The target environment's short name, in the same project.
+    /// The target environment's short name, in the same project (a DNS
+    /// label of at most 22 characters; anything else is `422`).
     #[schema(
         pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         min_length = 1,
@@ -361,7 +406,8 @@ struct PromoteBody {
 ///
 /// Copies the image and processes to the app of the same name in another
 /// environment (created there if absent, without domains); the target keeps
-/// its own env, domains and volumes.
+/// its own env, domains and volumes, and claims its domains again (`409
+/// domain_taken` when another app holds one).
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
@@ -380,9 +426,18 @@ async fn promote_app(
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::AppDeploy)?;
+    let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::promote(&state.store, &client, &caller, &path, &body.environment).await?,
+        service::promote(
+            &state.store,
+            &client,
+            &HostRules::new(&state.config),
+            &caller,
+            &path,
+            &target,
+        )
+        .await?,
     ))
 }
 
@@ -402,7 +457,10 @@ struct LogsQuery {
 
 /// App logs
 ///
-/// The last lines of each pod of the app.
+/// The last lines of each of the app's newest pods (at most 10). At most
+/// 512 KiB of each pod's log is read (its newest lines that fit) and the
+/// answer is kept within 5 MiB; an entry that lost or cut lines says
+/// `truncated`.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",

@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
 use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
+use berth_shared::domain::names::EnvironmentName;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
@@ -96,12 +97,9 @@ async fn list_environments(
 #[schema(as = CreateEnvironmentBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
-    /// A DNS label; `{project}-{name}` names its namespace.
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    /// A DNS label without `--` (which separates the parts of an app's
+    /// default host); `{project}-{name}` names its namespace.
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]
@@ -117,6 +115,9 @@ fn standard() -> String {
 /// Create an environment
 ///
 /// A namespace for the project's apps, with an optional resource quota.
+/// Every environment's storage is bounded (1Ti and 20 volumes unless the
+/// quota says otherwise; at most 10Ti and 100), and its pods admit traffic
+/// only from the same environment and the platform's ingress.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments",
@@ -141,7 +142,9 @@ async fn create_environment(
     ),
     ApiError,
 > {
-    audit_environment(&project, &body.name);
+    if let Ok(name) = EnvironmentName::parse(&body.name) {
+        audit_environment(&project, name.as_str());
+    }
     caller.require(Permission::EnvWrite)?;
     let new = NewEnvironment {
         name: body.name,

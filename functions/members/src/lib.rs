@@ -152,7 +152,7 @@ async fn update_member(
     Path(member_id): Path<String>,
     JsonBody(body): JsonBody<RoleChange>,
 ) -> Result<Json<MemberRecord>, ApiError> {
-    scope::audit_target("member", member_id.clone());
+    audit_member(&member_id);
     caller.require(Permission::MemberManage)?;
     let role = parse_role(&body.role)?;
     Ok(Json(
@@ -177,8 +177,15 @@ async fn remove_member(
     caller: Caller,
     Path(member_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    scope::audit_target("member", member_id.clone());
+    audit_member(&member_id);
     caller.require(Permission::MemberManage)?;
     members::remove(&state.store, &caller, &member_id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Members are audited by their id, when the path holds one.
+fn audit_member(member_id: &str) {
+    if berth_shared::credentials::valid_user_id(member_id) {
+        scope::audit_target("member", member_id.to_owned());
+    }
 }

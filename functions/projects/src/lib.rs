@@ -72,12 +72,9 @@ async fn list_projects(
 #[schema(as = CreateProjectBody)]
 #[serde(deny_unknown_fields)]
 struct CreateBody {
-    /// A DNS label, unique in the cluster.
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// A DNS label without `--` (which separates the parts of an app's
+    /// default host), unique in the cluster.
+    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,
@@ -110,7 +107,9 @@ async fn create_project(
     ),
     ApiError,
 > {
-    scope::audit_target("project", body.name.clone());
+    if berth_shared::names::dns_label("name", &body.name, projects::MAX_NAME_LEN).is_ok() {
+        scope::audit_target("project", body.name.clone());
+    }
     caller.require(Permission::ProjectWrite)?;
     let new = NewProject {
         name: body.name,

@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use serde_json::Value;
 
 use berth_shared::cluster::secrets::SecretPath;
+use berth_shared::domain::names::SecretName;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
@@ -92,7 +93,9 @@ struct PutBody {
 
 /// The path of one secret, noted as the call's audit target.
 fn secret_path((project, environment, secret): (String, String, String)) -> SecretPath {
-    scope::audit_target("secret", secret.clone());
+    if let Ok(name) = SecretName::parse(&secret) {
+        scope::audit_target("secret", name.into_inner());
+    }
     SecretPath {
         project,
         environment,

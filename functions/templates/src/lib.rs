@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 
+use berth_shared::apps::hosts::HostRules;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
@@ -115,10 +116,13 @@ async fn deploy_template(
     let deployed = templates::deploy(
         &state.store,
         &client,
+        &HostRules::new(&state.config),
         &caller,
-        &project,
-        &environment,
-        &template,
+        templates::Target {
+            project: &project,
+            environment: &environment,
+            template: &template,
+        },
         body,
     )
     .await?;

@@ -124,7 +124,10 @@ async fn delete_token(
     caller: Caller,
     Path(token_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    scope::audit_target("token", token_id.clone());
+    // Only an id is recorded: a token put in its place is a secret.
+    if berth_shared::credentials::valid_record_id(&token_id) {
+        scope::audit_target("token", token_id.clone());
+    }
     tokens::revoke(&state.store, &caller.user.id, &token_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use berth_shared::cluster::install;
+use berth_shared::cluster::service_account::{self, ServiceAccountRef};
 use berth_shared::config::Config;
 use berth_shared::identity::members;
 use berth_shared::kubeconfig;
@@ -73,12 +74,26 @@ enum AuditCommand {
 
 #[derive(Subcommand)]
 enum ClusterCommand {
-    /// Stores a kubeconfig (and optionally the context to use).
+    /// Stores a kubeconfig (and optionally the context to use); with
+    /// --service-account, makes it: a token of that ServiceAccount, asked of
+    /// the cluster with the administrator's kubeconfig FILE, which is used for
+    /// this command only and never stored.
     Set {
-        #[arg(long)]
+        #[arg(long, value_name = "FILE")]
         kubeconfig: PathBuf,
         #[arg(long)]
         context: Option<String>,
+        /// Store a kubeconfig of this ServiceAccount (NAMESPACE/NAME) instead
+        /// of FILE. Run the command again before the token expires to renew it.
+        #[arg(long, value_name = "NAMESPACE/NAME", num_args = 0..=1,
+              default_missing_value = "berth-system/berth-api")]
+        service_account: Option<ServiceAccountRef>,
+        /// How long the ServiceAccount's token lasts: a number of days (30d),
+        /// hours (12h) or minutes (90m), at least 10 minutes; the cluster may
+        /// shorten it.
+        #[arg(long, value_name = "DURATION", default_value = "30d",
+              value_parser = parse_lifetime, requires = "service_account")]
+        token_duration: std::time::Duration,
     },
     /// Shows the stored kubeconfig's context and server, never its credentials.
     Show,
@@ -93,6 +108,24 @@ enum ClusterCommand {
         #[arg(long)]
         context: Option<String>,
     },
+}
+
+/// `30d`, `12h` or `90m`.
+fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
+    let unit_seconds = match text.chars().last() {
+        Some('d') => 86_400,
+        Some('h') => 3_600,
+        Some('m') => 60,
+        _ => return Err("a number of days, hours or minutes: 30d, 12h or 90m".into()),
+    };
+    let count: u64 = text[..text.len() - 1]
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of days, hours or minutes"))?;
+    let seconds = count.saturating_mul(unit_seconds);
+    if seconds < 600 {
+        return Err("at least 10 minutes, the shortest token a cluster issues".into());
+    }
+    Ok(std::time::Duration::from_secs(seconds))
 }
 
 #[tokio::main]
@@ -213,14 +246,36 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
                 ClusterCommand::Set {
                     kubeconfig,
                     context,
+                    service_account,
+                    token_duration,
                 },
         } => {
             let yaml = std::fs::read_to_string(&kubeconfig)
                 .map_err(|error| unreadable(&kubeconfig, error))?;
-            let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await?;
+            let Some(account) = service_account else {
+                let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await?;
+                println!(
+                    "stored kubeconfig: context {}, cluster {} at {}",
+                    summary.context, summary.cluster, summary.server
+                );
+                return Ok(());
+            };
+            let made = service_account::service_account_kubeconfig(
+                &yaml,
+                context.as_deref(),
+                &account,
+                token_duration,
+                state.config.cluster_timeout,
+            )
+            .await?;
+            let summary = kubeconfig::store_kubeconfig(&state.store, made.yaml, None).await?;
             println!(
-                "stored kubeconfig: context {}, cluster {} at {}",
-                summary.context, summary.cluster, summary.server
+                "stored kubeconfig of service account {account}: cluster {} at {}",
+                summary.cluster, summary.server
+            );
+            println!(
+                "its token expires at {}: run this command again before then to renew it",
+                made.expires_at
             );
         }
         Command::Cluster {

@@ -30,8 +30,11 @@ interface BerthFunction {
   readonly tableActions: readonly TableAction[];
   /** Whether it also queries the index `gsi1`. */
   readonly readsIndex?: boolean;
-  /** Whether it also gets the gateway's hostname and addresses (the domain check). */
-  readonly gatewayParameters?: boolean;
+  /**
+   * Whether it also gets the gateway's hostname and addresses (the domain
+   * check) and the apps domain (closed to custom domains).
+   */
+  readonly domainParameters?: boolean;
 }
 
 const FUNCTIONS: readonly BerthFunction[] = [
@@ -75,7 +78,7 @@ const FUNCTIONS: readonly BerthFunction[] = [
     binary: 'apps',
     description: 'Apps, their releases, rollback, promotion and domain check',
     tableActions: [...ITEM_ACCESS, 'Query', 'BatchWriteItem', 'DeleteItem'],
-    gatewayParameters: true,
+    domainParameters: true,
   },
   {
     binary: 'secrets',
@@ -123,6 +126,12 @@ export class BerthStack extends Stack {
       description:
         "The gateway's IPv4/IPv6 addresses, comma-separated, for domains that point at it with A/AAAA records; empty if there are none.",
     });
+    const appsDomain = new CfnParameter(this, 'AppsDomain', {
+      type: 'String',
+      default: '',
+      description:
+        "The domain of the apps' default hosts, as the controller's BERTH_APPS_DOMAIN; no custom domain may be it or fall under it. Empty if there is none.",
+    });
 
     // The one table (shared/src/store/schema.rs defines the same shape for local use).
     const table = new Table(this, 'Table', {
@@ -164,10 +173,11 @@ export class BerthStack extends Stack {
           BERTH_TABLE: table.tableName,
           BERTH_SESSION_HOURS: sessionHours.valueAsString,
           RUST_LOG: 'info',
-          ...(spec.gatewayParameters
+          ...(spec.domainParameters
             ? {
                 BERTH_GATEWAY_HOSTNAME: gatewayHostname.valueAsString,
                 BERTH_GATEWAY_ADDRESSES: gatewayAddresses.valueAsString,
+                BERTH_APPS_DOMAIN: appsDomain.valueAsString,
               }
             : {}),
         },

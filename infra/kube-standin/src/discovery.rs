@@ -89,6 +89,13 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
     if t.has_log() {
         out.push(sub("log", &["get"]));
     }
+    if t.is("", "serviceaccounts") {
+        let mut token = sub("token", &["create"]);
+        token["kind"] = json!("TokenRequest");
+        token["group"] = json!("authentication.k8s.io");
+        token["version"] = json!("v1");
+        out.push(token);
+    }
     if t.has_scale() {
         let mut scale = sub("scale", &["get", "patch", "update"]);
         scale["kind"] = json!("Scale");

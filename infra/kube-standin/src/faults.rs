@@ -26,6 +26,9 @@ pub enum FaultKind {
     /// Answer `403 Forbidden`, as an apiserver whose RBAC does not let the
     /// caller's identity do this.
     Forbidden,
+    /// Answer `409 Conflict`, as an update whose `resourceVersion` another
+    /// write made stale meanwhile (the request changes nothing).
+    Conflict,
     /// Don't answer: the request hangs past any sensible client timeout (it is answered with
     /// `504` after five minutes, or dropped when the server goes unreachable or stops).
     Hang,
@@ -177,6 +180,17 @@ pub async fn inject(State(faults): State<Faults>, request: Request, next: Next) 
             403,
             "Forbidden",
             "injected fault: the caller is forbidden to do this",
+        )
+        .into_response(),
+        // The apiserver's own words for a stale update.
+        FaultKind::Conflict => ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {}: the object has been modified; please \
+                 apply your changes to the latest version and try again (injected fault)",
+                path.rsplit('/').next().unwrap_or_default()
+            ),
         )
         .into_response(),
         FaultKind::Hang => {

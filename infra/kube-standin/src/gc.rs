@@ -117,12 +117,29 @@ impl State {
                 }
             }
             let empty = self.objects_where(|k, _| k.namespace == ns).is_empty();
-            if empty && meta::finalizers(&ns_obj).is_empty() {
+            if empty && meta::finalizers(&ns_obj).is_empty() && self.deletion_delay_over(&ns_obj) {
                 self.remove_object(&ns_key);
                 progressed = true;
             }
         }
         progressed
+    }
+
+    /// Whether a terminating namespace has waited out the configured delay
+    /// since its deletion began (the server's tick settles it again later).
+    fn deletion_delay_over(&self, namespace: &Value) -> bool {
+        if self.namespace_deletion_delay.is_zero() {
+            return true;
+        }
+        let began = meta::meta_str(namespace, "deletionTimestamp")
+            .and_then(|stamp| stamp.parse::<jiff::Timestamp>().ok());
+        let delay = jiff::SignedDuration::try_from(self.namespace_deletion_delay)
+            .unwrap_or(jiff::SignedDuration::MAX);
+        began.is_none_or(|began| {
+            began
+                .checked_add(delay)
+                .is_ok_and(|due| due <= jiff::Timestamp::now())
+        })
     }
 
     /// Deletes the custom resources of terminating CRDs, then lets the CRDs go.

@@ -10,6 +10,7 @@ use crate::discovery;
 use crate::logs::{self, LogQuery};
 use crate::meta;
 use crate::patch::PatchType;
+use crate::rbac::{self, Action, Identity};
 use crate::registry::ResourceType;
 use crate::selector::Filter;
 use crate::server::App;
@@ -103,8 +104,10 @@ pub async fn dispatch(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let resp =
-        route(&app, &method, &uri, &headers, body).unwrap_or_else(IntoResponse::into_response);
+    let identity = app.tokens.authenticate(&app.state(), &headers);
+    let resp = identity
+        .and_then(|identity| route(&app, &identity, &method, &uri, &headers, body))
+        .unwrap_or_else(IntoResponse::into_response);
     tracing::debug!(%method, %uri, status = resp.status().as_u16(), "request");
     resp
 }
@@ -119,14 +122,36 @@ fn get_only(method: &Method) -> ApiResult<()> {
     }
 }
 
+/// Checks a request for a path that names no resource (discovery, `/version`).
+fn authorize_path(app: &App, identity: &Identity, method: &Method, uri: &Uri) -> ApiResult<()> {
+    let verb = method.as_str().to_ascii_lowercase();
+    rbac::authorize(
+        &app.state(),
+        &app.rbac_uses,
+        identity,
+        &Action::NonResource {
+            verb: &verb,
+            path: uri.path(),
+        },
+    )
+}
+
 fn route(
     app: &App,
+    identity: &Identity,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: Bytes,
 ) -> ApiResult<Response> {
     let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+    let resource_request = matches!(
+        segments.as_slice(),
+        ["api", _, _, ..] | ["apis", _, _, _, ..]
+    );
+    if !resource_request {
+        authorize_path(app, identity, method, uri)?;
+    }
     match segments.as_slice() {
         ["version"] => get_only(method).map(|_| ok(&discovery::version())),
         ["healthz" | "readyz" | "livez"] => Ok((StatusCode::OK, "ok").into_response()),
@@ -153,25 +178,96 @@ fn route(
                 .map(|g| ok(&g))
                 .ok_or_else(ApiError::no_route)
         }
-        ["api", version, rest @ ..] => resource(app, method, uri, headers, body, "", version, rest),
+        ["api", version, rest @ ..] => {
+            let request = Request {
+                identity,
+                method,
+                uri,
+                headers,
+            };
+            resource(app, &request, body, "", version, rest)
+        }
         ["apis", group, version, rest @ ..] => {
-            resource(app, method, uri, headers, body, group, version, rest)
+            let request = Request {
+                identity,
+                method,
+                uri,
+                headers,
+            };
+            resource(app, &request, body, group, version, rest)
         }
         _ => Err(ApiError::no_route()),
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Who asks for what: a request to a resource path.
+struct Request<'a> {
+    identity: &'a Identity,
+    method: &'a Method,
+    uri: &'a Uri,
+    headers: &'a HeaderMap,
+}
+
+/// The RBAC verb of a request to a resource.
+fn verb(method: &Method, target: &Target<'_>, query: &Query) -> String {
+    let read = *method == Method::GET || *method == Method::HEAD;
+    match (method.as_str(), target.name) {
+        _ if read && query.flag("watch") => "watch".into(),
+        (_, Some(_)) if read => "get".into(),
+        _ if read => "list".into(),
+        ("POST", _) => "create".into(),
+        ("PUT", _) => "update".into(),
+        ("DELETE", None) => "deletecollection".into(),
+        (other, _) => other.to_ascii_lowercase(),
+    }
+}
+
+/// Lets the request through RBAC, or refuses it as a real API server would.
+/// A replace or an apply that would create the object also needs `create`.
+fn authorize_resource(
+    app: &App,
+    request: &Request<'_>,
+    target: &Target<'_>,
+    query: &Query,
+) -> ApiResult<()> {
+    let state = app.state();
+    // A namespace's own path is in that namespace, for RBAC.
+    let namespace = target
+        .namespace
+        .or(target.name.filter(|_| target.rt.is("", "namespaces")));
+    let action = |verb| Action::Resource {
+        verb,
+        group: &target.rt.group,
+        resource: &target.rt.plural,
+        subresource: target.sub,
+        namespace,
+        name: target.name,
+    };
+    let verb = verb(request.method, target, query);
+    rbac::authorize(&state, &app.rbac_uses, request.identity, &action(&verb))?;
+    let writes_object = matches!(verb.as_str(), "update" | "patch") && target.sub.is_none();
+    if let (true, Some(name)) = (writes_object, target.name)
+        && state.existing(&target.rt, target.namespace, name).is_err()
+    {
+        rbac::authorize(&state, &app.rbac_uses, request.identity, &action("create"))?;
+    }
+    Ok(())
+}
+
 fn resource(
     app: &App,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    request: &Request<'_>,
     body: Bytes,
     group: &str,
     version: &str,
     rest: &[&str],
 ) -> ApiResult<Response> {
+    let Request {
+        method,
+        uri,
+        headers,
+        ..
+    } = *request;
     if rest.is_empty() {
         get_only(method)?;
         return discovery::resource_list(&app.state().registry, group, version)
@@ -180,6 +276,7 @@ fn resource(
     }
     let target = parse_target(app, group, version, rest)?;
     let query = Query::parse(uri)?;
+    authorize_resource(app, request, &target, &query)?;
     match (target.name, target.sub) {
         (None, _) => collection(app, method, headers, body, &target, &query),
         (Some(name), None) => object(
@@ -225,6 +322,21 @@ fn resource(
                 follow: query.flag("follow"),
             };
             logs::pod_log(app, target.namespace.unwrap_or_default(), name, &q)
+        }
+        (Some(name), Some("token")) if target.rt.is("", "serviceaccounts") => {
+            if *method != Method::POST {
+                return Err(ApiError::method_not_allowed(format!(
+                    "{method} is not supported on serviceaccounts/token"
+                )));
+            }
+            let token_request = parse_body(headers, &body)?;
+            let issued = app.tokens.request(
+                &app.state(),
+                target.namespace.unwrap_or_default(),
+                name,
+                &token_request,
+            )?;
+            Ok(json_response(StatusCode::CREATED, &issued))
         }
         _ => Err(ApiError::no_route()),
     }

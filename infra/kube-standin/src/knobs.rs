@@ -28,6 +28,7 @@ pub fn routes() -> Router<App> {
         .route("/_standin/logs", post(set_logs).delete(clear_logs))
         .route("/_standin/unreachable", post(unreachable))
         .route("/_standin/compact", post(compact))
+        .route("/_standin/namespace-deletion", post(namespace_deletion))
 }
 
 /// Parses a JSON body whatever its `Content-Type` (so plain `curl -d` works).
@@ -135,4 +136,19 @@ async fn unreachable(State(app): State<App>, bytes: Bytes) -> Response {
 async fn compact(State(app): State<App>) -> StatusCode {
     app.state().compact();
     StatusCode::NO_CONTENT
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NamespaceDeletion {
+    delay_ms: u64,
+}
+
+async fn namespace_deletion(State(app): State<App>, bytes: Bytes) -> Response {
+    let req: NamespaceDeletion = match body(&bytes) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    app.set_namespace_deletion_delay(Duration::from_millis(req.delay_ms));
+    StatusCode::NO_CONTENT.into_response()
 }

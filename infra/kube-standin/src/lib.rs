@@ -27,6 +27,7 @@ mod meta;
 mod patch;
 mod persist;
 mod quantity;
+mod rbac;
 mod registry;
 mod scale;
 mod selector;
@@ -40,4 +41,5 @@ mod watch;
 
 pub use faults::{Fault, FaultKind};
 pub use logs::LogKey;
+pub use rbac::{ADMIN_TOKEN, RbacUse};
 pub use server::{Config, StandIn, kubeconfig_yaml};

@@ -73,10 +73,9 @@ pub fn is_deleting(obj: &Value) -> bool {
     meta_str(obj, "deletionTimestamp").is_some_and(|s| !s.is_empty())
 }
 
-pub fn finalizers(obj: &Value) -> Vec<String> {
-    metadata(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
+/// The strings of a JSON array (none when it is missing or not an array).
+pub fn strings(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
         .map(|a| {
             a.iter()
                 .filter_map(Value::as_str)
@@ -84,6 +83,10 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    strings(metadata(obj).and_then(|m| m.get("finalizers")))
 }
 
 pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {

@@ -363,17 +363,7 @@ pub fn crd_type(crd: &Value) -> ApiResult<ResourceType> {
         }
     }
     let status_subresource = storage[0].pointer("/subresources/status").is_some();
-    let strings = |path: &str| -> Vec<String> {
-        crd.pointer(path)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let strings = |path: &str| crate::meta::strings(crd.pointer(path));
     Ok(ResourceType {
         group,
         versions: served,

@@ -18,6 +18,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use crate::faults::{self, Fault, FaultKind, Faults};
 use crate::logs::{LogKey, Logs};
+use crate::rbac::{self, RbacUse, Tokens, Uses};
 use crate::sim::{self, Simulation};
 use crate::verbs::State;
 use crate::{handlers, knobs, persist};
@@ -62,6 +63,10 @@ pub struct App {
     state: Arc<Mutex<State>>,
     pub(crate) logs: Logs,
     pub(crate) faults: Faults,
+    /// ServiceAccount tokens issued through the TokenRequest API.
+    pub(crate) tokens: Tokens,
+    /// What RBAC let ServiceAccounts do.
+    pub(crate) rbac_uses: Uses,
     reachability: Arc<Reachability>,
     addr: SocketAddr,
     bookmark_interval: Duration,
@@ -85,6 +90,24 @@ impl App {
 
     pub(crate) async fn set_unreachable(&self, unreachable: bool) -> io::Result<()> {
         self.reachability.set(unreachable).await
+    }
+
+    pub(crate) fn set_namespace_deletion_delay(&self, delay: Duration) {
+        let mut state = self.state();
+        state.namespace_deletion_delay = delay;
+        state.settle();
+    }
+}
+
+/// Lets delayed namespace deletions finish when their time comes: nothing
+/// else would settle the state then.
+async fn namespace_ticks(app: App) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let mut state = app.state();
+        if !state.namespace_deletion_delay.is_zero() {
+            state.settle();
+        }
     }
 }
 
@@ -218,6 +241,8 @@ impl StandIn {
             state: Arc::new(Mutex::new(state)),
             logs: Logs::default(),
             faults: Faults::default(),
+            tokens: Tokens::default(),
+            rbac_uses: Uses::default(),
             reachability: Arc::new(Reachability {
                 wanted: wanted_tx,
                 listening: listening_rx,
@@ -242,7 +267,7 @@ impl StandIn {
             wanted_rx,
             listening_tx,
         ));
-        let mut tasks = vec![task];
+        let mut tasks = vec![task, tokio::spawn(namespace_ticks(app.clone()))];
         if config.simulate_controllers || config.simulate_kubelet {
             let simulation = Simulation {
                 controllers: config.simulate_controllers,
@@ -333,10 +358,23 @@ impl StandIn {
         self.app.logs.append(key, lines);
     }
 
+    /// Keeps every namespace deleted from now on `Terminating` for `delay`
+    /// after its deletion began (its contents still go at once), as a real
+    /// cluster's busy namespace controller does; zero restores the default.
+    pub fn set_namespace_deletion_delay(&self, delay: Duration) {
+        self.app.set_namespace_deletion_delay(delay);
+    }
+
     /// Forgets the watch history, like an etcd compaction: watches resuming from any version
     /// before now get `410 Gone`.
     pub fn compact_history(&self) {
         self.app.state().compact();
+    }
+
+    /// Every permission a ServiceAccount has used so far (a request RBAC let
+    /// through), once each: what a role needs, as far as the callers went.
+    pub fn rbac_uses(&self) -> Vec<RbacUse> {
+        self.app.rbac_uses.all()
     }
 
     /// The current global resourceVersion.
@@ -364,7 +402,9 @@ impl Drop for StandIn {
 }
 
 /// A kubeconfig for `server`, with a `standin` cluster, user (token auth) and current context.
+/// Its token may do everything; see [`rbac`](crate::rbac) for the others.
 pub fn kubeconfig_yaml(server: &str) -> String {
+    let token = rbac::ADMIN_TOKEN;
     format!(
         "apiVersion: v1
 kind: Config
@@ -375,7 +415,7 @@ clusters:
 users:
 - name: standin
   user:
-    token: standin-token
+    token: {token}
 contexts:
 - name: standin
   context:

@@ -85,6 +85,9 @@ pub struct State {
     pub(crate) gc_queue: Vec<String>,
     /// How many service cluster IPs have been handed out.
     pub(crate) services_allocated: u64,
+    /// How long a deleted namespace stays `Terminating` once empty, as on a
+    /// real cluster whose namespace controller is busy (zero: it goes at once).
+    pub(crate) namespace_deletion_delay: std::time::Duration,
 }
 
 /// Sets `apiVersion` and `kind` as served at `version`.
@@ -201,6 +204,7 @@ impl State {
             applied: HashMap::new(),
             gc_queue: Vec::new(),
             services_allocated: 0,
+            namespace_deletion_delay: std::time::Duration::ZERO,
         };
         for ns in DEFAULT_NAMESPACES {
             let body = json!({"metadata": {"name": ns}});

@@ -16,7 +16,7 @@ use crate::domain::names::{
 use crate::domain::numbers::{FsGroup, Port, Replicas};
 use crate::domain::paths::{HealthCheckPath, MountPath};
 use crate::domain::schedule::{Schedule, TimeZone};
-use crate::domain::size::{Quantity, Size};
+use crate::domain::size::{Quantity, Size, VolumeSize};
 use crate::{ApiError, Permission};
 
 pub const DEFAULT_SIZE: &str = "small";
@@ -47,7 +47,7 @@ pub struct ProcessBody {
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -91,7 +91,8 @@ pub struct VolumeBody {
     /// An absolute path in the container.
     #[schema(pattern = "^/")]
     pub mount_path: String,
-    /// A Kubernetes quantity (`1Gi` by default); grows, never shrinks.
+    /// A Kubernetes quantity above zero and at most `1Ti` (`1Gi` by
+    /// default); grows, never shrinks.
     pub size: Option<String>,
 }
 
@@ -101,11 +102,9 @@ pub struct VolumeBody {
 #[schema(as = CreateAppBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    /// A DNS-1035 label without `--` (which separates the parts of the
+    /// app's default host).
+    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
     pub name: String,
     /// A container image reference, e.g. `nginx:1.27`.
     #[schema(min_length = 1)]
@@ -119,7 +118,7 @@ pub struct CreateBody {
     #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -132,7 +131,10 @@ pub struct CreateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
@@ -158,7 +160,7 @@ pub struct UpdateBody {
     #[schema(minimum = 0, maximum = 100)]
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`).
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -171,7 +173,10 @@ pub struct UpdateBody {
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
     pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway).
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
     #[schema(max_items = 50)]
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
@@ -208,7 +213,7 @@ flat_process!(UpdateBody);
 
 /// A new app's name and configuration, every rule checked.
 pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {
-    let name = AppName::parse(&body.name).map_err(|e| e.at("name"))?;
+    let name = AppName::parse_new(&body.name).map_err(|e| e.at("name"))?;
     let flat = body.flat_process();
     let processes = match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),
@@ -582,9 +587,9 @@ fn parse_volumes(
             let size = match (&volume.size, existing) {
                 (Some(size), _) => {
                     let field = format!("volumes[{i}].size");
-                    let wanted = Quantity::parse(size).map_err(|e| e.at(&field))?;
+                    let wanted = VolumeSize::parse(size).map_err(|e| e.at(&field))?;
                     if let Some(existing) = existing
-                        && Quantity::parse(&existing.size).is_ok_and(|had| wanted < had)
+                        && Quantity::parse(&existing.size).is_ok_and(|had| *wanted.quantity() < had)
                     {
                         return Err(ApiError::ValidationFailed(format!(
                             "{field}: a volume can grow, never shrink (it is {})",
@@ -659,12 +664,12 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What a change needs (DESIGN §5): a new image `app-deploy`; replica counts
-/// alone `app-operate`; anything else `app-write`. A change that mixes them
-/// needs each.
+/// What a change needs (DESIGN §5): new code to run — a new image, or a new
+/// command of a process — `app-deploy`; replica counts alone `app-operate`;
+/// anything else `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
     let mut needed = vec![Permission::AppOperate];
-    if current.image != next.image {
+    if current.image != next.image || runs_new_command(current, next) {
         needed.push(Permission::AppDeploy);
     }
     let without_replicas = |config: &AppConfig| {
@@ -680,6 +685,22 @@ pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission>
         needed.push(Permission::AppWrite);
     }
     needed
+}
+
+/// Whether a process of `next` runs a command it did not run in `current`
+/// (a changed command, or a new or renamed process with one). Dropping a
+/// command runs the image's own entrypoint, which any process without a
+/// command runs already: that alone is no new code.
+fn runs_new_command(current: &AppConfig, next: &AppConfig) -> bool {
+    next.processes
+        .iter()
+        .filter(|process| !process.command.is_empty())
+        .any(|process| {
+            !current
+                .processes
+                .iter()
+                .any(|before| before.name == process.name && before.command == process.command)
+        })
 }
 
 #[cfg(test)]
@@ -757,6 +778,22 @@ mod tests {
             (
                 serde_json::json!({"name": "shop", "image": "nginx", "size": "huge"}),
                 "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "size": "17/1Gi"}),
+                "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "size": "1/65Gi"}),
+                "size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a", "size": "2Ti"}]}),
+                "volumes[0].size:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "volumes": [{"name": "data", "mount_path": "/a", "size": "0"}]}),
+                "volumes[0].size:",
             ),
             (
                 serde_json::json!({"name": "shop", "image": "nginx", "replicas": 101}),
@@ -941,6 +978,51 @@ mod tests {
         .expect("valid");
         assert_eq!(
             permissions_for(&current, &configured),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+    }
+
+    #[test]
+    fn a_new_command_is_new_code() {
+        let current = config(serde_json::json!({"name": "shop", "image": "nginx:1", "port": 80}));
+        let deploy_and_write = [
+            Permission::AppOperate,
+            Permission::AppDeploy,
+            Permission::AppWrite,
+        ];
+        let commanded = update(
+            &current,
+            serde_json::json!({"command": ["sh", "-c", "cat /proc/self/environ"]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &commanded), deploy_and_write);
+        // Through `processes` too, for a process changed or added.
+        let listed = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80, "command": ["env"]}]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &listed), deploy_and_write);
+        let added = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80}, {"name": "spy", "command": ["env"]}]}),
+        )
+        .expect("valid");
+        assert_eq!(permissions_for(&current, &added), deploy_and_write);
+        // Back to the image's own entrypoint, or a process without a
+        // command added, runs no new code.
+        let reset = update(&commanded, serde_json::json!({"command": []})).expect("valid");
+        assert_eq!(
+            permissions_for(&commanded, &reset),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+        let plain = update(
+            &current,
+            serde_json::json!({"processes": [{"name": "web", "port": 80}, {"name": "worker"}]}),
+        )
+        .expect("valid");
+        assert_eq!(
+            permissions_for(&current, &plain),
             [Permission::AppOperate, Permission::AppWrite]
         );
     }

@@ -3,12 +3,14 @@
 //! controller renders it into workloads. Every change adds a release revision.
 //!
 //! - [`body`]: the API's bodies, parsed into an [`AppConfig`](crate::cluster::crd::AppConfig);
+//! - [`hosts`]: the claims of custom domains, one app per hostname platform-wide;
 //! - [`record`]: what the API answers (App record, detail, pods);
 //! - [`releases`]: the release history in DynamoDB and its consistency rules;
 //! - [`service`]: the operations that change an app (each a revision);
 //! - [`operate`]: running it: logs, restart, run a scheduled process now.
 
 pub mod body;
+pub mod hosts;
 pub mod operate;
 pub mod record;
 pub mod releases;

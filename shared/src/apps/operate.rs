@@ -26,14 +26,24 @@ pub const MAX_TAIL: i64 = 2000;
 /// Longer lines are cut, so one runaway line cannot fill a response.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
 const LINE_CUT_MARKER: &str = " [… line cut at 16 KiB by Berth]";
+/// The most of one pod's log that is read (the log request's `limitBytes`).
+pub const MAX_POD_LOG_BYTES: usize = 512 * 1024;
+/// The most a whole answer may take as Lambda returns it (the JSON body,
+/// escaped once more as a string of the response document): below Lambda's
+/// 6 MB response limit, with room for the rest of the response.
+pub const MAX_LOGS_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
 
-/// One pod's log (spec part 2).
+/// One pod's log (spec part 2, and `truncated`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct LogEntry {
     pub pod: String,
     pub process: Option<String>,
     pub lines: Vec<String>,
     pub error: Option<String>,
+    /// Whether lines asked for are left out or cut: the pod's log was
+    /// longer than 512 KiB (its newest lines that fit are kept), the whole
+    /// answer would have passed 5 MiB, or a line was cut at 16 KiB.
+    pub truncated: bool,
 }
 
 /// What `getAppLogs` asks for, checked.
@@ -88,7 +98,7 @@ pub async fn logs(
         .take(MAX_LOG_PODS)
         .collect();
     let api: Api<Pod> = Api::namespaced(client.clone(), &path.namespace());
-    let entries = futures::stream::iter(pods)
+    let mut entries = futures::stream::iter(pods)
         .map(|pod| {
             let api = api.clone();
             async move { pod_log(&api, &pod, query).await }
@@ -96,18 +106,19 @@ pub async fn logs(
         .buffered(MAX_LOG_PODS)
         .collect::<Vec<_>>()
         .await;
+    fit(&mut entries, MAX_LOGS_RESPONSE_BYTES);
     Ok(entries)
 }
 
 async fn pod_log(api: &Api<Pod>, pod: &Pod, query: &LogQuery) -> LogEntry {
     let name = pod.name_any();
     let process = pod.labels().get(LABEL_PROCESS).cloned();
-    let params = LogParams {
-        // Berth names each pod's one container after its process.
-        container: process.clone(),
-        tail_lines: Some(query.tail),
-        previous: query.previous,
-        ..LogParams::default()
+    let entry = |lines, error, truncated| LogEntry {
+        pod: name.clone(),
+        process: process.clone(),
+        lines,
+        error,
+        truncated,
     };
     // A pod no node runs has no log yet; a real apiserver answers such a
     // request with nothing at all, so say why here.
@@ -116,39 +127,148 @@ async fn pod_log(api: &Api<Pod>, pod: &Pod, query: &LogQuery) -> LogEntry {
         .as_ref()
         .is_some_and(|spec| spec.node_name.is_some());
     if !scheduled {
-        return LogEntry {
-            pod: name,
-            process,
-            lines: Vec::new(),
-            error: Some("the pod is not scheduled on a node yet".into()),
-        };
+        return entry(
+            Vec::new(),
+            Some("the pod is not scheduled on a node yet".into()),
+            false,
+        );
     }
-    let (lines, error) = match api.logs(&name, &params).await {
-        Ok(text) => (split_lines(&text), None),
-        Err(error) => (Vec::new(), Some(why_no_log(&name, &error))),
+    let params = LogParams {
+        // Berth names each pod's one container after its process.
+        container: process.clone(),
+        tail_lines: Some(query.tail),
+        previous: query.previous,
+        limit_bytes: i64::try_from(MAX_POD_LOG_BYTES).ok(),
+        ..LogParams::default()
     };
-    LogEntry {
-        pod: name,
-        process,
-        lines,
-        error,
-    }
+    let first = match read_log(api, &name, &params).await {
+        Ok(read) => read,
+        Err(error) => return entry(Vec::new(), Some(why_no_log(&name, &error)), false),
+    };
+    // The apiserver reads `limitBytes` from the start of the tail: a cut
+    // left out the newest lines, the ones that matter. Ask again for as
+    // many newest lines as fitted.
+    let read = if first.cut {
+        let newest = LogParams {
+            tail_lines: Some(i64::try_from(first.lines.len().max(1)).unwrap_or(1)),
+            ..params
+        };
+        match read_log(api, &name, &newest).await {
+            Ok(again) => Log { cut: true, ..again },
+            Err(_) => first,
+        }
+    } else {
+        first
+    };
+    entry(read.lines, None, read.cut)
 }
 
-/// The lines as the container wrote them, each cut at 16 KiB.
-fn split_lines(text: &str) -> Vec<String> {
-    text.lines()
+/// Lines read from a pod's log; `cut` when some are left out or cut.
+struct Log {
+    lines: Vec<String>,
+    cut: bool,
+}
+
+/// Reads at most [`MAX_POD_LOG_BYTES`] of a log (whatever the apiserver
+/// sends) as lines, bytes that are not UTF-8 replaced. Reaching the limit
+/// cuts the log: the last line, likely partial, is dropped unless it is the
+/// only one.
+async fn read_log(api: &Api<Pod>, name: &str, params: &LogParams) -> Result<Log, kube::Error> {
+    use futures::AsyncReadExt;
+    let stream = api.log_stream(name, params).await?;
+    let mut bytes = Vec::new();
+    stream
+        .take(u64::try_from(MAX_POD_LOG_BYTES).unwrap_or(u64::MAX))
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(kube::Error::ReadEvents)?;
+    let at_limit = bytes.len() >= MAX_POD_LOG_BYTES;
+    let text = String::from_utf8_lossy(&bytes);
+    let (mut lines, mut cut) = split_lines(&text);
+    if at_limit && !text.ends_with('\n') && lines.len() > 1 {
+        lines.pop();
+    }
+    cut |= at_limit;
+    Ok(Log { lines, cut })
+}
+
+/// The lines as the container wrote them, each cut at 16 KiB; whether one was.
+fn split_lines(text: &str) -> (Vec<String>, bool) {
+    let mut cut = false;
+    let lines = text
+        .lines()
         .map(|line| {
             if line.len() <= MAX_LINE_BYTES {
                 return line.to_owned();
             }
+            cut = true;
             let mut end = MAX_LINE_BYTES;
             while !line.is_char_boundary(end) {
                 end -= 1;
             }
             format!("{}{LINE_CUT_MARKER}", &line[..end])
         })
-        .collect()
+        .collect();
+    (lines, cut)
+}
+
+/// What a piece of the JSON answer takes as Lambda returns it: escaped again
+/// as a string of the response document. Escaping goes character by
+/// character, so the pieces of an answer add up to the whole.
+fn enveloped(json: &str) -> usize {
+    serde_json::to_string(json)
+        .map(|escaped| escaped.len().saturating_sub(2))
+        .unwrap_or(usize::MAX)
+}
+
+/// What a log line takes as Lambda returns it: as a JSON string, enveloped.
+fn line_bytes(line: &str) -> usize {
+    serde_json::to_string(line).map_or(usize::MAX, |json| enveloped(&json))
+}
+
+/// Keeps the answer within `budget` bytes (as [`enveloped`] counts them):
+/// every pod gets an equal share of what is left after the entries' other
+/// fields, a pod that needs less leaves the rest to the others, and a pod
+/// that needs more keeps its newest lines that fit, marked `truncated`.
+fn fit(entries: &mut [LogEntry], budget: usize) {
+    let mut bare: Vec<LogEntry> = entries.to_vec();
+    for entry in &mut bare {
+        entry.lines.clear();
+        entry.truncated = false;
+    }
+    let fixed = serde_json::to_string(&bare).map_or(usize::MAX, |json| enveloped(&json));
+    // A line costs itself and the comma before it.
+    let costs: Vec<Vec<usize>> = entries
+        .iter()
+        .map(|entry| {
+            entry
+                .lines
+                .iter()
+                .map(|line| line_bytes(line) + 1)
+                .collect()
+        })
+        .collect();
+    let mut left = budget.saturating_sub(fixed);
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&index| costs[index].iter().sum::<usize>());
+    for (done, &index) in order.iter().enumerate() {
+        let share = left / (order.len() - done);
+        let entry = &mut entries[index];
+        let mut used = 0;
+        let mut kept = 0;
+        for cost in costs[index].iter().rev() {
+            if used + cost > share {
+                break;
+            }
+            used += cost;
+            kept += 1;
+        }
+        if kept < entry.lines.len() {
+            entry.lines.drain(..entry.lines.len() - kept);
+            entry.truncated = true;
+        }
+        left -= used;
+    }
 }
 
 /// Why a pod's log could not be read, in plain words (the cluster's own
@@ -305,12 +425,82 @@ mod tests {
     fn lines_are_kept_as_written_and_cut_at_16_kib() {
         let long = "é".repeat(MAX_LINE_BYTES);
         let text = format!("{{\"level\":\"info\"}}\n  indented\t\n{long}\n");
-        let lines = split_lines(&text);
+        let (lines, cut) = split_lines(&text);
         assert_eq!(lines[0], "{\"level\":\"info\"}");
         assert_eq!(lines[1], "  indented\t");
         assert!(lines[2].ends_with(LINE_CUT_MARKER));
         assert!(lines[2].len() <= MAX_LINE_BYTES + LINE_CUT_MARKER.len());
         assert_eq!(lines.len(), 3);
+        assert!(cut);
+        assert!(!split_lines("short\nlines\n").1);
+    }
+
+    fn entry(pod: &str, lines: Vec<String>) -> LogEntry {
+        LogEntry {
+            pod: pod.to_owned(),
+            process: Some("web".to_owned()),
+            lines,
+            error: None,
+            truncated: false,
+        }
+    }
+
+    /// The answer's size as Lambda returns it.
+    fn size(entries: &[LogEntry]) -> usize {
+        enveloped(&serde_json::to_string(entries).unwrap())
+    }
+
+    #[test]
+    fn escapes_are_counted_as_lambda_returns_them() {
+        assert_eq!(line_bytes("abc"), 7); // "abc" → \"abc\"
+        assert_eq!(line_bytes("\""), 8); // "\"" → \"\\\"\"
+        assert_eq!(line_bytes("\u{1}"), 11); // "\u0001" → \"\\u0001\"
+        let entries = vec![entry("p", vec!["a\"b".into(), "\\".into()])];
+        let parts = size(&[entry("p", vec![])]) + line_bytes("a\"b") + line_bytes("\\") + 1;
+        assert_eq!(size(&entries), parts);
+    }
+
+    #[test]
+    fn answers_stay_within_their_budget_keeping_the_newest_lines() {
+        // Ten pods whose logs are all escapes: a line takes five and a half
+        // times its bytes as Lambda returns it.
+        let heavy = "\u{1}\"".repeat(2000);
+        let full: Vec<LogEntry> = (0..10)
+            .map(|pod| {
+                let lines = (0..30).map(|n| format!("{n} {heavy}")).collect();
+                entry(&format!("pod-{pod}"), lines)
+            })
+            .collect();
+        assert!(size(&full) > MAX_LOGS_RESPONSE_BYTES);
+        let mut cut = full.clone();
+        fit(&mut cut, MAX_LOGS_RESPONSE_BYTES);
+        assert!(size(&cut) <= MAX_LOGS_RESPONSE_BYTES, "{}", size(&cut));
+        assert!(
+            size(&cut) > MAX_LOGS_RESPONSE_BYTES * 9 / 10,
+            "the budget is used"
+        );
+        for (before, after) in full.iter().zip(&cut) {
+            assert!(after.truncated);
+            assert!(!after.lines.is_empty());
+            // The newest lines, in order.
+            assert!(before.lines.ends_with(&after.lines));
+        }
+
+        // A small pod keeps everything and leaves its share to the others.
+        let mut mixed = vec![entry("small", vec!["hello".into(), "world".into()])];
+        mixed.extend(full.iter().take(3).cloned());
+        fit(&mut mixed, 1024 * 1024);
+        assert_eq!(mixed[0].lines, ["hello", "world"]);
+        assert!(!mixed[0].truncated);
+        assert!(mixed[1..].iter().all(|e| e.truncated));
+        assert!(size(&mixed) <= 1024 * 1024);
+        assert!(size(&mixed) > 1024 * 1024 * 9 / 10);
+
+        // What fits is left alone.
+        let mut small = vec![entry("a", vec!["x".into()]), entry("b", vec![])];
+        let before = small.clone();
+        fit(&mut small, MAX_LOGS_RESPONSE_BYTES);
+        assert_eq!(small, before);
     }
 
     #[test]

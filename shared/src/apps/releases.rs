@@ -12,7 +12,7 @@
 //!   readers ignore and the next attempt overwrites;
 //! - a revision below the resource's is always the confirmed snapshot.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Put, Select};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
@@ -31,8 +31,22 @@ pub struct ReleaseRecord {
     pub current: bool,
 }
 
-/// The newest revisions `listReleases` shows.
-pub const HISTORY_SHOWN: i32 = 50;
+/// The revisions kept per app (spec part 8: the release history is 50
+/// revisions): `listReleases` shows them all, a rollback may go to any of
+/// them, and the one that falls out of the window is deleted by the very
+/// transaction that writes the newest (see [`prepare`]).
+pub const HISTORY_KEPT: i64 = 50;
+
+/// The oldest revision an app at `head` keeps.
+pub fn oldest_kept(head: i64) -> i64 {
+    (head - HISTORY_KEPT + 1).max(1)
+}
+
+/// The revision that writing `revision` prunes, if any.
+fn pruned_by(revision: i64) -> Option<i64> {
+    let oldest = oldest_kept(revision);
+    (oldest > 1).then_some(oldest - 1)
+}
 
 /// One revision as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,15 +106,38 @@ struct ReleaseItem<'a> {
     release: &'a StoredRelease,
 }
 
+/// Why a change's revisions were not written (nothing was).
+#[derive(Debug)]
+pub enum NotPrepared {
+    /// Writes of `with` failed their conditions: by position in `with`, each
+    /// with the item it found when DynamoDB returned it.
+    Refused(Vec<(usize, Option<store::Item>)>),
+    /// A concurrent transaction on the same items won; another try may not.
+    Contended,
+    Failed(ApiError),
+}
+
+impl From<ApiError> for NotPrepared {
+    fn from(error: ApiError) -> Self {
+        Self::Failed(error)
+    }
+}
+
 /// Writes a change's revisions before its commit (see the module docs):
 /// `current` is the App's revision as the resource holds it (None for a new
-/// app), `next` the revision about to be committed.
+/// app), `next` the revision about to be committed, `with` the writes that
+/// must succeed with them in the same transaction (the claims of the app's
+/// hostnames, `super::hosts`). The same transaction deletes the revision that
+/// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
+/// pruning costs no round trip. (Should the commit then fail, the history is
+/// one revision short until the next change.)
 pub async fn prepare(
     store: &Store,
     history: &str,
     current: Option<&StoredRelease>,
     next: &StoredRelease,
-) -> Result<(), ApiError> {
+    with: Vec<TransactWriteItem>,
+) -> Result<(), NotPrepared> {
     let mut writes = Vec::new();
     if let Some(current) = current {
         writes.push(store::tx_put(
@@ -116,14 +153,47 @@ pub async fn prepare(
             .condition_expression("attribute_not_exists(pk) OR confirmed = :false")
             .expression_attribute_values(":false", AttributeValue::Bool(false)),
     )?);
-    match store.transact(writes).await {
-        Ok(()) => Ok(()),
-        Err(error)
-            if store::cancelled_conditions(&error).is_some_and(|failed| failed.contains(&true)) =>
-        {
-            Err(changed_meanwhile())
-        }
-        Err(error) => Err(store::transaction_failure(error)),
+    let next_at = writes.len() - 1;
+    if let Some(pruned) = pruned_by(next.revision) {
+        writes.push(store::tx_delete(
+            Delete::builder()
+                .table_name(store.table())
+                .set_key(Some(store::key(
+                    keys::releases(history),
+                    &keys::release_sk(pruned),
+                ))),
+        )?);
+    }
+    let with_at = writes.len();
+    writes.extend(with);
+    let error = match store.transact(writes).await {
+        Ok(()) => return Ok(()),
+        Err(error) => error,
+    };
+    let Some(reasons) = store::cancellation_reasons(&error) else {
+        return Err(NotPrepared::Failed(error.into()));
+    };
+    let failed = |at: usize| {
+        reasons
+            .get(at)
+            .is_some_and(|reason| reason.code() == Some("ConditionalCheckFailed"))
+    };
+    if failed(next_at) {
+        return Err(NotPrepared::Failed(changed_meanwhile()));
+    }
+    let refused: Vec<(usize, Option<store::Item>)> = reasons
+        .iter()
+        .enumerate()
+        .skip(with_at)
+        .filter(|(at, _)| failed(*at))
+        .map(|(at, reason)| (at - with_at, reason.item().cloned()))
+        .collect();
+    if !refused.is_empty() {
+        return Err(NotPrepared::Refused(refused));
+    }
+    match store::transaction_failure(error) {
+        ApiError::Conflict(_) => Err(NotPrepared::Contended),
+        other => Err(NotPrepared::Failed(other)),
     }
 }
 
@@ -169,7 +239,7 @@ pub async fn list(
         .expression_attribute_values(":pk", store::s(keys::releases(history)))
         .expression_attribute_values(":current", store::s(keys::release_sk(current.revision)))
         .scan_index_forward(false)
-        .limit(HISTORY_SHOWN - 1)
+        .limit(i32::try_from(HISTORY_KEPT - 1).unwrap_or(i32::MAX))
         .consistent_read(true)
         .select(Select::AllAttributes)
         .send()
@@ -223,4 +293,27 @@ pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_fifty_are_kept() {
+        assert_eq!(oldest_kept(1), 1);
+        assert_eq!(oldest_kept(50), 1);
+        assert_eq!(oldest_kept(51), 2);
+        assert_eq!(oldest_kept(200), 151);
+        for revision in 1..=50 {
+            assert_eq!(pruned_by(revision), None, "{revision}");
+        }
+        assert_eq!(pruned_by(51), Some(1));
+        assert_eq!(pruned_by(52), Some(2));
+        // Writing a revision leaves exactly the window of the next head.
+        for revision in 51..300 {
+            assert_eq!(pruned_by(revision), Some(oldest_kept(revision) - 1));
+            assert_eq!(revision - oldest_kept(revision) + 1, HISTORY_KEPT);
+        }
+    }
 }

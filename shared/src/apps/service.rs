@@ -1,6 +1,6 @@
 //! The app operations: each reads what it needs, checks every rule and
-//! permission, then commits (release history first, the App resource last;
-//! see [`super::releases`]).
+//! permission, then commits (release history and hostname claims first, the
+//! App resource last; see [`super::releases`] and [`super::hosts`]).
 
 use std::collections::BTreeMap;
 
@@ -8,6 +8,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use super::body::{self, CreateBody, UpdateBody};
+use super::hosts::{self, HostRules};
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
 use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
@@ -17,7 +18,7 @@ use crate::cluster::crd::{
 };
 use crate::cluster::environments;
 use crate::cluster::rendered_names;
-use crate::domain::names::AppName;
+use crate::domain::names::{AppName, EnvironmentName};
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
@@ -197,23 +198,18 @@ fn current_release(app: &App) -> Result<StoredRelease, ApiError> {
     StoredRelease::new(&app.spec.release, &app.spec.config, true)
 }
 
-/// Commits a new app: its first revision, then the resource.
+/// Commits a new app: its first revision and its hostnames' claims, then
+/// the resource.
 pub(crate) async fn commit_new(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     org: &str,
     path: &AppPath,
     config: AppConfig,
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = uuid::Uuid::new_v4().simple().to_string();
-    releases::prepare(
-        store,
-        &history,
-        None,
-        &StoredRelease::new(&release, &config, false)?,
-    )
-    .await?;
     let app = App {
         metadata: ObjectMeta {
             name: Some(path.app.clone()),
@@ -237,6 +233,7 @@ pub(crate) async fn commit_new(
         },
         status: None,
     };
+    hosts::prepare_claimed(store, client, rules, &app, None).await?;
     match cluster_apps::create(client, &app).await {
         Ok(created) => Ok(created),
         Err(error) => {
@@ -244,26 +241,34 @@ pub(crate) async fn commit_new(
             if let Err(cleanup) = releases::delete_all(store, &history).await {
                 tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
             }
+            hosts::release(store, &history, None, &app.spec.config.domains).await;
             Err(error)
         }
     }
 }
 
-/// Commits a change of an existing app: its revision, then the resource,
-/// conditioned on the version that was read.
+/// Commits a change of an existing app: its revision and its hostnames'
+/// claims, then the resource, conditioned on the version that was read;
+/// then releases the hostnames it dropped.
 async fn commit_change(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     current: &App,
     config: AppConfig,
     release: ReleaseMark,
 ) -> Result<App, ApiError> {
     let history = history_of(current)?;
-    releases::prepare(
+    let mut next = current.clone();
+    next.spec.config = config;
+    next.spec.release = release;
+    next.status = None;
+    hosts::prepare_claimed(
         store,
-        &history,
+        client,
+        rules,
+        &next,
         Some(&current_release(current)?),
-        &StoredRelease::new(&release, &config, false)?,
     )
     .await?;
     let mut read = current.clone();
@@ -271,10 +276,7 @@ async fn commit_change(
     // resourceVersion; only a change of the spec (its generation) is a
     // concurrent change that wins.
     for _ in 0..5 {
-        let mut next = read.clone();
-        next.spec.config = config.clone();
-        next.spec.release = release.clone();
-        next.status = None;
+        next.metadata = read.metadata.clone();
         match cluster_apps::replace(client, &next).await {
             Err(ApiError::Conflict(_)) => {
                 let again = cluster_apps::reread(client, current).await?;
@@ -285,7 +287,19 @@ async fn commit_change(
                 }
                 read = again;
             }
-            other => return other,
+            Ok(replaced) => {
+                let dropped: Vec<String> = current
+                    .spec
+                    .config
+                    .domains
+                    .iter()
+                    .filter(|domain| !next.spec.config.domains.contains(domain))
+                    .cloned()
+                    .collect();
+                hosts::release(store, &history, Some(next.spec.release.revision), &dropped).await;
+                return Ok(replaced);
+            }
+            Err(error) => return Err(error),
         }
     }
     Err(releases::changed_meanwhile())
@@ -347,6 +361,7 @@ pub async fn check_domains(
 pub async fn create(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     project: &str,
     environment: &str,
@@ -366,6 +381,7 @@ pub async fn create(
     let created = commit_new(
         store,
         client,
+        rules,
         org,
         &path,
         config,
@@ -378,6 +394,7 @@ pub async fn create(
 pub async fn update(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
     body: &UpdateBody,
@@ -402,7 +419,7 @@ pub async fn update(
     check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
-    let updated = commit_change(store, client, &current, config, release).await?;
+    let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
 }
 
@@ -411,6 +428,7 @@ pub async fn update(
 pub async fn rollback(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
     revision: i64,
@@ -422,7 +440,9 @@ pub async fn rollback(
     let restored = if revision == head {
         current.spec.config.clone()
     } else {
-        let found = if (1..head).contains(&revision) {
+        // A revision older than the kept window was pruned (or is about to
+        // be): unknown, like one that never was.
+        let found = if (releases::oldest_kept(head)..head).contains(&revision) {
             releases::get(store, &history_of(&current)?, revision).await?
         } else {
             None
@@ -442,7 +462,7 @@ pub async fn rollback(
         Some(format!("rollback to revision {revision}")),
         caller,
     );
-    let updated = commit_change(store, client, &current, config, release).await?;
+    let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
 }
 
@@ -464,12 +484,14 @@ fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
 pub async fn promote(
     store: &Store,
     client: &kube::Client,
+    rules: &HostRules,
     caller: &Principal,
     path: &AppPath,
-    target_environment: &str,
+    target_environment: &EnvironmentName,
 ) -> Result<AppRecord, ApiError> {
     caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
+    let target_environment = target_environment.as_str();
     if target_environment == path.environment {
         return Err(ApiError::ValidationFailed(
             "environment: promote to another environment of the project".into(),
@@ -514,16 +536,23 @@ pub async fn promote(
                 note,
                 caller,
             );
-            commit_change(store, client, &target, config, release).await?
+            commit_change(store, client, rules, &target, config, release).await?
         }
         None => {
+            // A new app: its name becomes part of its default host there.
+            AppName::parse_new(&path.app).map_err(|e| {
+                ApiError::ValidationFailed(format!(
+                    "app: promoting creates the app in {target_environment}, and the name of a \
+                     new app {e}"
+                ))
+            })?;
             let mut config = source.spec.config.clone();
             config.domains.clear();
             check_new(&target_path, &config, &neighbours)?;
             // The source's env, read in the target's environment.
             secrets::check_references(client, &target_path, &config).await?;
             let release = mark(1, Reason::Promote, note, caller);
-            commit_new(store, client, org, &target_path, config, release).await?
+            commit_new(store, client, rules, org, &target_path, config, release).await?
         }
     };
     Ok(record_of(&promoted, &target_path, caller))
@@ -562,11 +591,12 @@ pub async fn delete(
         Err(error) => return Err(error),
     };
     cluster_apps::delete(client, &app).await?;
-    if let Ok(history) = history_of(&app)
-        && let Err(error) = releases::delete_all(store, &history).await
-    {
-        // Unreachable once the App is gone: a later clean-up finds it by key.
-        tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+    if let Ok(history) = history_of(&app) {
+        hosts::release(store, &history, None, &app.spec.config.domains).await;
+        if let Err(error) = releases::delete_all(store, &history).await {
+            // Unreachable once the App is gone: a later clean-up finds it by key.
+            tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+        }
     }
     if delete_volumes {
         // Its own claims (by its uid), then those it was adopting: left by

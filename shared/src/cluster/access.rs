@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::Mutex;
 
+use super::retry::RetryLayer;
 use crate::ApiError;
 use crate::kubeconfig;
 use crate::store::Store;
@@ -32,11 +33,20 @@ pub struct ClusterAccess {
 /// Counts the requests a client sends to the cluster (benchmarks and the
 /// round-trip tests), as `store::round_trips` does for DynamoDB.
 #[derive(Debug, Clone, Default)]
-pub struct RequestCounter(Arc<AtomicU64>);
+pub struct RequestCounter {
+    sent: Arc<AtomicU64>,
+    calls: Arc<AtomicU64>,
+}
 
 impl RequestCounter {
+    /// Requests sent, every retry included.
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
+        self.sent.load(Ordering::SeqCst)
+    }
+
+    /// Calls Berth made, each counted once however often it was sent.
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
     }
 }
 
@@ -110,8 +120,13 @@ impl ClusterAccess {
     }
 }
 
-/// A kube client from kubeconfig YAML, with Berth's timeouts and no retries:
-/// an API call either answers in time or fails as `cluster_unavailable`.
+/// How long a call made outside a request (the admin CLI, tests) may keep
+/// retrying: a request's calls stop at its deadline instead.
+pub const RETRY_BUDGET_OUTSIDE_REQUESTS: Duration = Duration::from_secs(30);
+
+/// A kube client from kubeconfig YAML, with Berth's timeouts and retries
+/// (`retry`): an API call answers in time, or fails as `cluster_unavailable`
+/// once what a retry may cure has had its retries.
 pub async fn client_from_kubeconfig(
     yaml: &str,
     context: Option<&str>,
@@ -140,6 +155,7 @@ async fn config_from_kubeconfig(
     config.connect_timeout = Some(timeout);
     config.read_timeout = Some(timeout);
     config.write_timeout = Some(timeout);
+    // kube's own retries know no deadline and no verb: `retry` replaces them.
     config.default_retry = false;
     Ok(config)
 }
@@ -148,15 +164,20 @@ fn build_client(
     config: kube::Config,
     counter: Option<RequestCounter>,
 ) -> Result<kube::Client, ApiError> {
-    let Some(counter) = counter else {
-        return kube::Client::try_from(config).map_err(|e| unusable(&e));
+    // Inside the retries each attempt is counted, outside each call.
+    let count = |of: fn(&RequestCounter) -> &Arc<AtomicU64>| {
+        tower::util::option_layer(counter.as_ref().map(|counter| {
+            let count = of(counter).clone();
+            tower::util::MapRequestLayer::new(move |request| {
+                count.fetch_add(1, Ordering::SeqCst);
+                request
+            })
+        }))
     };
-    let count = tower::util::MapRequestLayer::new(move |request| {
-        counter.0.fetch_add(1, Ordering::SeqCst);
-        request
-    });
     Ok(kube::client::ClientBuilder::try_from(config)
         .map_err(|e| unusable(&e))?
-        .with_layer(&count)
+        .with_layer(&count(|counter| &counter.sent))
+        .with_layer(&RetryLayer::new(RETRY_BUDGET_OUTSIDE_REQUESTS))
+        .with_layer(&count(|counter| &counter.calls))
         .build())
 }

@@ -113,6 +113,16 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
         .ok_or_else(|| gone(app))
 }
 
+/// The App at that path, whoever's it is (never shown to a caller as such).
+pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, ApiError> {
+    match api(client, &path.namespace()).get_opt(&path.app).await {
+        Ok(found) => Ok(found),
+        // The namespace itself may be gone (a purged environment).
+        Err(error) if is_not_found(&error) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The organization's apps of an environment (whose visibility the caller
 /// has checked), by name.
 pub async fn list(

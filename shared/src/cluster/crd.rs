@@ -96,7 +96,9 @@ impl EnvType {
 }
 
 /// The environment's resource quota: CPU and memory in Kubernetes quantity
-/// notation, and a pod count.
+/// notation, a pod count, and the storage and number of its volumes (every
+/// environment has these two: `cluster::isolation` has their defaults and
+/// maxima).
 #[derive(
     Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema, utoipa::ToSchema,
 )]
@@ -111,6 +113,15 @@ pub struct Quota {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 10000)]
     pub pods: Option<i32>,
+    /// The storage all volumes of the environment may request together:
+    /// `1Ti` when omitted, at most `10Ti`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(examples("500Gi"))]
+    pub storage: Option<String>,
+    /// How many volumes the environment may have: 20 when omitted, at most 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 100)]
+    pub volumes: Option<i32>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]

@@ -197,6 +197,7 @@ pub fn validate(
     reserved: &ReservedNamespaces,
 ) -> Result<ValidEnvironment, ApiError> {
     names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    names::host_part("name", &new.name)?;
     let namespace = resource_name(project, &new.name);
     if reserved.is_reserved(&namespace) {
         return Err(ApiError::ValidationFailed(format!(
@@ -220,6 +221,7 @@ pub fn validate(
                 "quota.pods: must be 1 to {MAX_PODS}"
             )));
         }
+        super::isolation::check_quota(quota)?;
     }
     Ok(ValidEnvironment {
         project: project.to_owned(),

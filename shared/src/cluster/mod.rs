@@ -6,11 +6,14 @@ pub mod apps;
 pub mod crd;
 pub mod environments;
 pub mod install;
+pub mod isolation;
 pub mod ownership;
 pub mod projects;
 pub mod render;
 pub mod rendered_names;
+pub mod retry;
 pub mod secrets;
+pub mod service_account;
 
 use crate::ApiError;
 

@@ -122,6 +122,7 @@ impl ValidProject {
 /// [`ReservedNamespaces`]) is refused here, before anything is made.
 pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidProject, ApiError> {
     names::dns_label("name", &new.name, MAX_NAME_LEN)?;
+    names::host_part("name", &new.name)?;
     if reserved.reserves_project(&new.name) {
         return Err(ApiError::ValidationFailed(format!(
             "name: {}-… namespaces are reserved for the cluster and Berth; choose another name",

@@ -23,8 +23,9 @@ use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, PersistentVolumeClaim,
     PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector, Service, ServicePort,
-    ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
+    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
+    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -40,7 +41,7 @@ use super::crd::{
     App, AppConfig, AppProcess, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY,
     LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
 };
-use crate::domain::size::{Quantity, Size};
+use crate::domain::size::{Size, VolumeSize};
 
 /// The pod template annotation a restart sets (the one `kubectl rollout
 /// restart` uses), so the rollout looks familiar to anyone with kubectl.
@@ -62,8 +63,9 @@ const MAX_LABEL: usize = 63;
 pub struct RenderSettings {
     /// The Ingress class of every app's Ingress; the cluster's default when unset.
     pub ingress_class: Option<String>,
-    /// When set, every web app also answers at
-    /// `{app}-{environment}-{project}.{apps_domain}`.
+    /// When set, every web app also answers at its default host
+    /// `{app}--{environment}--{project}.{apps_domain}` (see
+    /// [`default_host_label`]).
     pub apps_domain: Option<String>,
     /// How long a Deployment's rollout may make no progress before it is
     /// reported as failed.
@@ -126,10 +128,10 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
         let container = container(config, &process, &volumes)?;
         let pod_spec = PodSpec {
             containers: vec![container],
-            security_context: config.fs_group.map(|fs_group| PodSecurityContext {
-                fs_group: Some(fs_group),
-                ..Default::default()
-            }),
+            // Nothing in a tenant's pod talks to the cluster as Berth's
+            // service account: no API credentials are mounted.
+            automount_service_account_token: Some(false),
+            security_context: Some(pod_security(config.fs_group)),
             volumes: (!volumes.is_empty()).then(|| {
                 volumes
                     .iter()
@@ -138,6 +140,9 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
             }),
             ..Default::default()
         };
+        if let Some(breach) = unconfined(&pod_spec).into_iter().next() {
+            return Err(RenderError::new(field, format!("would render {breach}")));
+        }
         if let Some(schedule) = &process.spec.schedule {
             rendered
                 .cron_jobs
@@ -173,6 +178,104 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
         .and_then(|_| hosts.iter().find(|host| !host.starts_with('*')))
         .map(|host| format!("https://{host}"));
     Ok(rendered)
+}
+
+/// The pod's security settings: the runtime's default seccomp profile, and
+/// the volumes' group. Nothing else: no host namespaces, no privileges and no
+/// host paths are ever rendered, whatever the App holds (see `confined` in
+/// the tests). Capabilities are left as the image has them, so images that
+/// bind port 80 as root (nginx) still run; the namespace's Pod Security
+/// Admission enforces `baseline`, which allows that.
+fn pod_security(fs_group: Option<i64>) -> PodSecurityContext {
+    PodSecurityContext {
+        fs_group,
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            localhost_profile: None,
+        }),
+        ..Default::default()
+    }
+}
+
+/// Fields of a pod spec that reach the node or the cluster's API, or grant
+/// privileges: never in a pod Berth renders.
+const HOST_AND_PRIVILEGE_FIELDS: [&str; 12] = [
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "hostPath",
+    "hostPort",
+    "hostProcess",
+    "privileged",
+    "capabilities",
+    "procMount",
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+];
+
+/// What in `pod` would let it out of its confinement: a field of
+/// [`HOST_AND_PRIVILEGE_FIELDS`] anywhere (by its JSON path), a mounted
+/// service account token, or a container that may escalate its privileges.
+/// Empty for every pod [`render`] makes, which checks it once more: whatever
+/// an App resource holds, nothing of this reaches the cluster.
+pub fn unconfined(pod: &PodSpec) -> Vec<String> {
+    fn walk(value: &serde_json::Value, path: &str, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                for (key, inner) in fields {
+                    let here = format!("{path}.{key}");
+                    if HOST_AND_PRIVILEGE_FIELDS.contains(&key.as_str()) {
+                        found.push(here.clone());
+                    }
+                    walk(inner, &here, found);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (index, inner) in items.iter().enumerate() {
+                    walk(inner, &format!("{path}[{index}]"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    match serde_json::to_value(pod) {
+        Ok(value) => walk(&value, "spec", &mut found),
+        Err(_) => found.push("spec (which does not encode)".to_owned()),
+    }
+    if pod.automount_service_account_token != Some(false) {
+        found.push("spec.automountServiceAccountToken other than false".to_owned());
+    }
+    let containers = pod
+        .containers
+        .iter()
+        .chain(pod.init_containers.iter().flatten());
+    for container in containers {
+        let escalates = container
+            .security_context
+            .as_ref()
+            .and_then(|context| context.allow_privilege_escalation);
+        if escalates != Some(false) {
+            found.push(format!(
+                "container {} without allowPrivilegeEscalation: false",
+                container.name
+            ));
+        }
+    }
+    if pod.ephemeral_containers.is_some() {
+        found.push("spec.ephemeralContainers".to_owned());
+    }
+    found
+}
+
+/// Every container's: no process gains more privileges than it started with
+/// (no setuid binaries, no file capabilities).
+fn container_security() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        ..Default::default()
+    }
 }
 
 /// What every object of the app shares.
@@ -428,14 +531,8 @@ fn volumes(
                     "must be an absolute path without ':'",
                 ));
             }
-            let size = Quantity::parse(&volume.size)
+            let size = VolumeSize::parse(&volume.size)
                 .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
-            if !size.is_positive() {
-                return Err(RenderError::new(
-                    format!("{field}.size"),
-                    "must be above zero",
-                ));
-            }
             let claim = PersistentVolumeClaim {
                 metadata: ObjectMeta {
                     name: Some(claim_name.clone()),
@@ -530,6 +627,7 @@ fn container(
         liveness_probe,
         volume_mounts: (!volumes.is_empty())
             .then(|| volumes.iter().map(|volume| volume.mount.clone()).collect()),
+        security_context: Some(container_security()),
         ..Default::default()
     })
 }
@@ -812,17 +910,36 @@ fn hosts(
     Ok(hosts)
 }
 
-/// `{app}-{environment}-{project}`, or when that is longer than a DNS label
-/// may be (names allow up to 104 characters), its first 54 characters and 8
-/// hex digits of its SHA-256: still unique, still one label.
+/// The first label of an app's default host: `{app}--{environment}--{project}`.
+///
+/// Names made since issue 15 never contain `--` and never start or end with
+/// `-`, so the label names exactly one app (a single `-` joined the parts
+/// before, and project `store`/environment `acme`/app `web-staging` took the
+/// host of project `acme-store`/environment `staging`/app `web`). When it is
+/// longer than a DNS label may be (names allow up to 106 characters), it is
+/// cut: its first [`CUT_PREFIX`] characters without trailing hyphens, `---`,
+/// and 16 hex digits of the SHA-256 of `{app}/{environment}/{project}`. An
+/// uncut label never contains `---`, so the two forms never meet. Default
+/// hosts are therefore not claimed in DynamoDB as custom domains are (and no
+/// custom domain may fall under the apps domain).
 pub fn default_host_label(app: &str, environment: &str, project: &str) -> String {
-    let label = format!("{app}-{environment}-{project}");
+    let label = format!("{app}--{environment}--{project}");
     if label.len() <= MAX_LABEL {
         return label;
     }
-    let digest = hex::encode(Sha256::digest(label.as_bytes()));
-    format!("{}-{}", label[..54].trim_end_matches('-'), &digest[..8])
+    let digest = hex::encode(Sha256::digest(
+        format!("{app}/{environment}/{project}").as_bytes(),
+    ));
+    format!(
+        "{}---{}",
+        label[..CUT_PREFIX].trim_end_matches('-'),
+        &digest[..16]
+    )
 }
+
+/// How much of a long default host label is kept: with `---` and 16 hex
+/// digits, 63 characters.
+const CUT_PREFIX: usize = MAX_LABEL - 3 - 16;
 
 fn ingress(
     context: &AppContext<'_>,
@@ -978,15 +1095,12 @@ pub(crate) mod tests {
         &spec.containers[0]
     }
 
+    fn template_spec(template: &PodTemplateSpec) -> &PodSpec {
+        template.spec.as_ref().unwrap()
+    }
+
     fn pod_spec(deployment: &Deployment) -> &PodSpec {
-        deployment
-            .spec
-            .as_ref()
-            .unwrap()
-            .template
-            .spec
-            .as_ref()
-            .unwrap()
+        template_spec(&deployment.spec.as_ref().unwrap().template)
     }
 
     fn assert_owned_and_labelled(meta: &ObjectMeta, process: Option<&str>) {
@@ -1057,7 +1171,13 @@ pub(crate) mod tests {
         );
 
         let pod = pod_spec(deployment);
-        assert!(pod.security_context.is_none());
+        let security = pod.security_context.as_ref().unwrap();
+        assert_eq!(security.fs_group, None);
+        assert_eq!(
+            security.seccomp_profile.as_ref().map(|p| p.type_.as_str()),
+            Some("RuntimeDefault")
+        );
+        assert_eq!(pod.automount_service_account_token, Some(false));
         assert!(pod.volumes.is_none());
         let container = only_container(pod);
         assert_eq!(container.name, "web");
@@ -1114,7 +1234,7 @@ pub(crate) mod tests {
         assert_eq!(rules.len(), 1);
         assert_eq!(
             rules[0].host.as_deref(),
-            Some("shop-prod-store.apps.example.net")
+            Some("shop--prod--store.apps.example.net")
         );
         let path = &rules[0].http.as_ref().unwrap().paths[0];
         assert_eq!(path.path.as_deref(), Some("/"));
@@ -1124,7 +1244,7 @@ pub(crate) mod tests {
         assert_eq!(backend.port.as_ref().unwrap().number, Some(8080));
         assert_eq!(
             rendered.url.as_deref(),
-            Some("https://shop-prod-store.apps.example.net")
+            Some("https://shop--prod--store.apps.example.net")
         );
     }
 
@@ -1395,7 +1515,7 @@ pub(crate) mod tests {
             [
                 "shop.example.com",
                 "www.example.com",
-                "shop-prod-store.apps.example.net"
+                "shop--prod--store.apps.example.net"
             ]
         );
         assert_eq!(rendered.url.as_deref(), Some("https://shop.example.com"));
@@ -1464,17 +1584,293 @@ pub(crate) mod tests {
 
     #[test]
     fn a_long_default_host_stays_one_dns_label() {
-        let label = default_host_label(&"a".repeat(40), &"e".repeat(22), &"p".repeat(40));
-        assert!(label.len() <= 63, "{label}");
+        let (app, environment, project) = ("a".repeat(40), "e".repeat(22), "p".repeat(40));
+        let label = default_host_label(&app, &environment, &project);
+        assert_eq!(label.len(), 63, "{label}");
         assert!(is_dns1123_label(&label));
+        let digest = hex::encode(Sha256::digest(
+            format!("{app}/{environment}/{project}").as_bytes(),
+        ));
+        assert_eq!(
+            label,
+            format!("{}--{}---{}", app, &environment[..2], &digest[..16])
+        );
         assert_ne!(
             label,
-            default_host_label(&"a".repeat(40), &"e".repeat(22), &"q".repeat(40))
+            default_host_label(&app, &environment, &"q".repeat(40))
         );
         assert_eq!(
             default_host_label("shop", "prod", "store"),
-            "shop-prod-store"
+            "shop--prod--store"
         );
+        // Exactly 63 characters is not cut.
+        let fits = default_host_label(&"a".repeat(40), "e", &"p".repeat(18));
+        assert_eq!(fits.len(), 63);
+        assert!(!fits.contains("---"));
+    }
+
+    #[test]
+    fn a_cut_default_host_label_trims_hyphens_before_its_digest() {
+        // Its first 44 characters end with a whole separator: both hyphens
+        // go, so the label has `---` once, never `----`.
+        let (app, project) = ("a".repeat(38), "p".repeat(30));
+        let label = default_host_label(&app, "bb", &project);
+        let digest = hex::encode(Sha256::digest(format!("{app}/bb/{project}").as_bytes()));
+        assert_eq!(label, format!("{app}--bb---{}", &digest[..16]));
+        assert_eq!(label.matches("---").count(), 1);
+        assert!(!label.contains("----"));
+        assert!(is_dns1123_label(&label));
+    }
+
+    #[test]
+    fn default_hosts_of_different_apps_differ() {
+        // The example of issue 15: once the same host.
+        assert_ne!(
+            default_host_label("web-staging", "acme", "store"),
+            default_host_label("web", "staging", "acme-store")
+        );
+        assert_eq!(
+            default_host_label("web-staging", "acme", "store"),
+            "web-staging--acme--store"
+        );
+        assert_eq!(
+            default_host_label("web", "staging", "acme-store"),
+            "web--staging--acme-store"
+        );
+        // Every way of splitting one string into three names (without `--`)
+        // gives another label.
+        let mut seen = std::collections::HashSet::new();
+        for (app, environment, project) in [
+            ("a-b", "c", "d"),
+            ("a", "b-c", "d"),
+            ("a", "b", "c-d"),
+            ("a-b-c", "d", "e"),
+            ("a", "b-c-d", "e"),
+        ] {
+            assert!(
+                seen.insert(default_host_label(app, environment, project)),
+                "{app}/{environment}/{project}"
+            );
+        }
+    }
+
+    /// Every pod the app renders: its Deployments' and its CronJobs' (which
+    /// run-now Jobs copy).
+    fn every_pod(rendered: &Rendered) -> Vec<&PodSpec> {
+        let deployments = rendered.deployments.iter().map(pod_spec);
+        let jobs = rendered.cron_jobs.iter().map(|cron_job| {
+            let job = cron_job.spec.as_ref().unwrap().job_template.spec.as_ref();
+            template_spec(&job.unwrap().template)
+        });
+        deployments.chain(jobs).collect()
+    }
+
+    fn assert_confined(rendered: &Rendered) {
+        let pods = every_pod(rendered);
+        assert!(!pods.is_empty());
+        for pod in pods {
+            assert_eq!(unconfined(pod), Vec::<String>::new());
+            assert_eq!(pod.automount_service_account_token, Some(false));
+            let security = pod.security_context.as_ref().unwrap();
+            assert_eq!(
+                security.seccomp_profile.as_ref().unwrap().type_,
+                "RuntimeDefault"
+            );
+            assert!(security.run_as_user.is_none() && security.sysctls.is_none());
+            assert!(pod.host_network.is_none() && pod.host_pid.is_none() && pod.host_ipc.is_none());
+            assert!(pod.service_account_name.is_none() && pod.node_name.is_none());
+            for volume in pod.volumes.iter().flatten() {
+                assert!(volume.host_path.is_none(), "{}", volume.name);
+                assert!(volume.persistent_volume_claim.is_some(), "{}", volume.name);
+            }
+            for container in &pod.containers {
+                let context = container.security_context.as_ref().unwrap();
+                assert_eq!(context.allow_privilege_escalation, Some(false));
+                assert!(context.privileged.is_none() && context.capabilities.is_none());
+                for port in container.ports.iter().flatten() {
+                    assert!(port.host_port.is_none());
+                }
+            }
+        }
+    }
+
+    /// An App resource as someone with cluster access could write it, with
+    /// fields Berth's schema does not have at every level. The apiserver
+    /// prunes them (the CRD's schema is structural, see `crd.rs`); were one
+    /// to get through, decoding drops it and rendering never copies it.
+    fn app_with_foreign_fields() -> App {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "berth.dev/v1",
+            "kind": "App",
+            "metadata": {
+                "name": "shop", "namespace": "store-prod",
+                "uid": "0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f002",
+                "labels": {
+                    LABEL_ORG: "acme", LABEL_PROJECT: "store", LABEL_ENVIRONMENT: "prod",
+                    LABEL_MANAGED_BY: MANAGER
+                }
+            },
+            "spec": {
+                "image": "nginx:1.27",
+                "hostNetwork": true, "hostPID": true, "hostIPC": true,
+                "serviceAccountName": "default", "automountServiceAccountToken": true,
+                "nodeName": "node-1", "privileged": true,
+                "securityContext": { "privileged": true, "runAsUser": 0,
+                                     "sysctls": [{ "name": "kernel.shm_rmid_forced", "value": "0" }] },
+                "processes": [{
+                    "name": "web", "port": 80, "size": "small", "minReplicas": 1,
+                    "maxReplicas": 1, "protocol": "http", "hostPort": 80,
+                    "privileged": true,
+                    "securityContext": { "privileged": true, "allowPrivilegeEscalation": true,
+                                         "capabilities": { "add": ["SYS_ADMIN", "NET_ADMIN"] } }
+                }, {
+                    "name": "job", "size": "nano", "minReplicas": 1, "maxReplicas": 1,
+                    "protocol": "http", "schedule": "0 3 * * *", "hostNetwork": true
+                }],
+                "volumes": [{ "name": "data", "mountPath": "/data", "size": "1Gi",
+                              "hostPath": { "path": "/" } }],
+                "env": [{ "name": "A", "value": "1",
+                          "valueFrom": { "fieldRef": { "fieldPath": "spec.nodeName" } } }],
+                "release": { "revision": 1, "reason": "create", "createdAt": 0,
+                             "hostNetwork": true }
+            }
+        }))
+        .expect("an App with foreign fields still decodes")
+    }
+
+    #[test]
+    fn no_pod_reaches_the_host_the_cluster_or_more_privileges() {
+        let mut everything = app(vec![
+            process("web", Some(8080)),
+            {
+                let mut db = process("db", Some(5432));
+                db.protocol = "tcp".to_owned();
+                db.command = vec![
+                    "postgres".to_owned(),
+                    "-c".to_owned(),
+                    "fsync=off".to_owned(),
+                ];
+                db
+            },
+            {
+                let mut job = process("nightly", None);
+                job.schedule = Some("0 3 * * *".to_owned());
+                job
+            },
+            {
+                let mut worker = process("worker", None);
+                worker.size = "16/64Gi".to_owned();
+                worker
+            },
+        ]);
+        everything.spec.config.fs_group = Some(999);
+        everything.spec.config.health_check_path = Some("/healthz".to_owned());
+        everything.spec.config.domains = vec!["shop.example.com".to_owned()];
+        everything.spec.config.volumes = vec![AppVolume {
+            name: "data".to_owned(),
+            mount_path: "/var/lib/data".to_owned(),
+            size: "1Ti".to_owned(),
+        }];
+        everything.spec.config.env = vec![AppEnvVar {
+            name: "DATABASE_URL".to_owned(),
+            value: None,
+            secret: Some(SecretKeyRef {
+                name: "db".to_owned(),
+                key: "url".to_owned(),
+            }),
+        }];
+        everything.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
+        let mut autoscaled = web_app();
+        autoscaled.spec.config.processes[0].max_replicas = 5;
+        let mut stopped = app(vec![process("worker", None)]);
+        stopped.spec.config.processes[0].min_replicas = 0;
+
+        let foreign = app_with_foreign_fields();
+        assert_eq!(foreign.spec.config.processes.len(), 2);
+        for app in [web_app(), everything, autoscaled, stopped, foreign] {
+            let rendered = render(&app, &settings()).unwrap();
+            assert_confined(&rendered);
+            // Nothing of the foreign fields anywhere in what is applied.
+            let text = serde_json::to_string(&(
+                &rendered.deployments,
+                &rendered.cron_jobs,
+                &rendered.services,
+                &rendered.claims,
+            ))
+            .unwrap();
+            for field in [
+                "host",
+                "privileged",
+                "capabilities",
+                "serviceAccount",
+                "nodeName",
+                "sysctls",
+                "runAsUser",
+                "fieldRef",
+            ] {
+                assert!(!text.contains(field), "{field} in {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn unconfined_names_every_way_out() {
+        let rendered = render(&web_app(), &settings()).unwrap();
+        let mut pod = pod_spec(&rendered.deployments[0]).clone();
+        assert!(unconfined(&pod).is_empty());
+        pod.host_network = Some(true);
+        pod.host_pid = Some(false);
+        pod.service_account_name = Some("default".to_owned());
+        pod.automount_service_account_token = None;
+        let container = &mut pod.containers[0];
+        container.security_context = Some(SecurityContext {
+            privileged: Some(true),
+            capabilities: Some(k8s_openapi::api::core::v1::Capabilities {
+                add: Some(vec!["SYS_ADMIN".to_owned()]),
+                drop: None,
+            }),
+            ..Default::default()
+        });
+        container.ports.as_mut().unwrap()[0].host_port = Some(80);
+        pod.volumes = Some(vec![Volume {
+            name: "root".to_owned(),
+            host_path: Some(k8s_openapi::api::core::v1::HostPathVolumeSource {
+                path: "/".to_owned(),
+                type_: None,
+            }),
+            ..Default::default()
+        }]);
+        let found = unconfined(&pod);
+        for expected in [
+            "spec.hostNetwork",
+            "spec.hostPID",
+            "spec.serviceAccountName",
+            "spec.containers[0].securityContext.privileged",
+            "spec.containers[0].securityContext.capabilities",
+            "spec.containers[0].ports[0].hostPort",
+            "spec.volumes[0].hostPath",
+            "spec.automountServiceAccountToken other than false",
+            "container web without allowPrivilegeEscalation: false",
+        ] {
+            assert!(
+                found.iter().any(|f| f == expected),
+                "{expected} in {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sizes_and_volumes_past_the_limits_are_refused() {
+        let mut big = web_app();
+        big.spec.config.processes[0].size = "32/1Gi".to_owned();
+        assert_eq!(refusal(&big).field, "spec.processes[0].size");
+        let mut huge = web_app();
+        huge.spec.config.volumes = vec![AppVolume {
+            name: "data".to_owned(),
+            mount_path: "/data".to_owned(),
+            size: "2Ti".to_owned(),
+        }];
+        assert_eq!(refusal(&huge).field, "spec.volumes[0].size");
     }
 
     fn refusal(app: &App) -> RenderError {

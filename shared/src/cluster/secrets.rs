@@ -118,6 +118,22 @@ pub async fn create(
     path: &SecretPath,
     values: BTreeMap<String, String>,
 ) -> Result<Secret, ApiError> {
+    try_create(client, org, path, values).await?.ok_or_else(|| {
+        ApiError::Conflict(format!(
+            "the secret {} was created meanwhile; try again",
+            path.secret
+        ))
+    })
+}
+
+/// Creates a Berth-managed Opaque secret; `None` if one of that name was
+/// created meanwhile.
+pub async fn try_create(
+    client: &kube::Client,
+    org: &str,
+    path: &SecretPath,
+    values: BTreeMap<String, String>,
+) -> Result<Option<Secret>, ApiError> {
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(path.secret.clone()),
@@ -133,11 +149,8 @@ pub async fn create(
         .create(&PostParams::default(), &secret)
         .await
     {
-        Ok(created) => Ok(created),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
-            "the secret {} was created meanwhile; try again",
-            path.secret
-        ))),
+        Ok(created) => Ok(Some(created)),
+        Err(error) if is_conflict(&error) => Ok(None),
         // The controller has not made the namespace yet.
         Err(error) if is_not_found(&error) => Err(ApiError::Conflict(
             "the environment is still being provisioned; try again in a moment".into(),
@@ -147,13 +160,13 @@ pub async fn create(
 }
 
 /// Replaces the whole data of the secret that was read, conditioned on its
-/// `resourceVersion`: a concurrent change that won is a conflict, and this
-/// one changes nothing.
+/// `resourceVersion`: `None` if it changed or went meanwhile (this write
+/// then changed nothing; read it again).
 pub async fn replace(
     client: &kube::Client,
     current: &Secret,
     values: BTreeMap<String, String>,
-) -> Result<Secret, ApiError> {
+) -> Result<Option<Secret>, ApiError> {
     let mut next = Secret {
         metadata: current.metadata.clone(),
         type_: Some(OPAQUE.to_owned()),
@@ -167,9 +180,8 @@ pub async fn replace(
         .replace(&name, &PostParams::default(), &next)
         .await
     {
-        Ok(replaced) => Ok(replaced),
-        Err(error) if is_conflict(&error) => Err(changed_meanwhile(&name)),
-        Err(error) if is_not_found(&error) => Err(changed_meanwhile(&name)),
+        Ok(replaced) => Ok(Some(replaced)),
+        Err(error) if is_conflict(&error) || is_not_found(&error) => Ok(None),
         Err(error) => Err(error.into()),
     }
 }

@@ -62,6 +62,23 @@ fn dns1035_label(value: &str, max: usize) -> Result<String, Invalid> {
     }
 }
 
+/// What separates the parts of an app's default host
+/// (`{app}--{environment}--{project}`, see `cluster::render`). No app,
+/// environment or project made since may contain it, so that host names
+/// exactly one app; names made before keep working.
+pub const HOST_PART_SEPARATOR: &str = "--";
+
+/// Refuses a new name that contains [`HOST_PART_SEPARATOR`].
+pub fn check_host_part(value: &str) -> Result<(), Invalid> {
+    if value.contains(HOST_PART_SEPARATOR) {
+        Err(Invalid::new(
+            "must not contain '--' (it separates the parts of an app's default host)",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// An app's name: a DNS-1035 label of 1 to 40 characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AppName(String);
@@ -69,11 +86,41 @@ pub struct AppName(String);
 impl AppName {
     pub const MAX_LEN: usize = 40;
 
+    /// An existing app's name (it may predate [`Self::parse_new`]'s rule).
     pub fn parse(value: &str) -> Result<Self, Invalid> {
         dns1035_label(value, Self::MAX_LEN).map(Self)
     }
+
+    /// The name of an app about to be made: also without `--`.
+    pub fn parse_new(value: &str) -> Result<Self, Invalid> {
+        let name = Self::parse(value)?;
+        check_host_part(value)?;
+        Ok(name)
+    }
 }
 string_newtype!(AppName);
+
+/// An environment's short name: a DNS label of 1 to 22 characters, so that
+/// `{project}-{environment}` (its namespace) is one too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EnvironmentName(String);
+
+impl EnvironmentName {
+    pub const MAX_LEN: usize = 22;
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        if value.len() <= Self::MAX_LEN && is_dns1123_label(value) {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a DNS label (lowercase letters, digits and '-', starting and ending \
+                 with a letter or digit) of 1 to {} characters",
+                Self::MAX_LEN
+            )))
+        }
+    }
+}
+string_newtype!(EnvironmentName);
 
 /// A process of an app: a DNS-1035 label of 1 to 20 characters (it becomes
 /// part of `{app}-{process}` object names).
@@ -182,10 +229,11 @@ impl EnvName {
 }
 string_newtype!(EnvName);
 
-/// A fully qualified hostname an app is served at (an Ingress host), stored
-/// in lowercase: at least two dot-separated DNS labels of at most 63
-/// characters, 253 in all, the last not all digits, with no trailing dot and
-/// no wildcard.
+/// A fully qualified hostname an app is served at (an Ingress host), in its
+/// one normal form: lowercase, without the trailing dot of the DNS root
+/// (`Shop.Example.COM.` and `shop.example.com` are one hostname). At least
+/// two dot-separated DNS labels of at most 63 characters, 253 in all, the
+/// last not all digits, and no wildcard.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Hostname(String);
 
@@ -193,9 +241,13 @@ impl Hostname {
     pub const MAX_LEN: usize = 253;
     pub const MAX_LABEL_LEN: usize = 63;
 
-    /// Parses `value` case-insensitively; the hostname keeps its lowercase form.
+    /// Parses `value` case-insensitively and drops one trailing dot; the
+    /// hostname keeps its normal form.
     pub fn parse(value: &str) -> Result<Self, Invalid> {
-        let host = value.to_ascii_lowercase();
+        let host = value
+            .strip_suffix('.')
+            .unwrap_or(value)
+            .to_ascii_lowercase();
         if host.contains('*') {
             return Err(Invalid::new("wildcard hosts are not supported"));
         }
@@ -209,7 +261,7 @@ impl Hostname {
             return Err(Invalid::new(format!(
                 "must be a fully qualified hostname (at least two dot-separated labels of \
                  lowercase letters, digits and '-', each starting and ending with a letter or \
-                 digit and at most {} characters) of at most {} characters, without a trailing dot",
+                 digit and at most {} characters) of at most {} characters",
                 Self::MAX_LABEL_LEN,
                 Self::MAX_LEN
             )));
@@ -224,6 +276,15 @@ impl Hostname {
     }
 }
 string_newtype!(Hostname);
+
+impl Hostname {
+    /// Whether this hostname is `domain` or a name under it.
+    pub fn is_within(&self, domain: &Hostname) -> bool {
+        self.0
+            .strip_suffix(domain.as_str())
+            .is_some_and(|head| head.is_empty() || head.ends_with('.'))
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -256,6 +317,53 @@ mod tests {
             &long('a', 41),
         ] {
             assert!(AppName::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn new_app_names_have_no_host_part_separator() {
+        for old in ["web--staging", "a--b--c"] {
+            assert!(
+                AppName::parse(old).is_ok(),
+                "{old}: existing apps keep working"
+            );
+            let err = AppName::parse_new(old).unwrap_err();
+            assert!(err.0.contains("'--'"), "{err}");
+        }
+        for good in ["web-staging", "a-b-c", "web"] {
+            assert_eq!(AppName::parse_new(good).unwrap().as_str(), good);
+        }
+        // The label rule comes first.
+        assert!(
+            AppName::parse_new("Web--x")
+                .unwrap_err()
+                .0
+                .contains("DNS-1035")
+        );
+    }
+
+    #[test]
+    fn hostnames_within_a_domain() {
+        let apps = Hostname::parse("apps.example.net").unwrap();
+        for within in [
+            "apps.example.net",
+            "x.apps.example.net",
+            "a.b.Apps.Example.net.",
+        ] {
+            assert!(
+                Hostname::parse(within).unwrap().is_within(&apps),
+                "{within}"
+            );
+        }
+        for outside in [
+            "myapps.example.net",
+            "apps.example.net.evil.org",
+            "example.net",
+        ] {
+            assert!(
+                !Hostname::parse(outside).unwrap().is_within(&apps),
+                "{outside}"
+            );
         }
     }
 
@@ -401,11 +509,15 @@ mod tests {
         ] {
             assert_eq!(Hostname::parse(good).unwrap().as_str(), good);
         }
+        // The trailing dot does not count against the length.
+        assert_eq!(Hostname::parse(&format!("{max}.")).unwrap().as_str(), max);
         for bad in [
             "",
             "localhost",
             "com",
-            "example.com.",
+            "com.",
+            "example.com..",
+            ".",
             ".example.com",
             "a..b",
             "-a.com",
@@ -425,10 +537,12 @@ mod tests {
     }
 
     #[test]
-    fn hostnames_are_stored_lowercase() {
-        let host = Hostname::parse("WWW.Example.COM").unwrap();
-        assert_eq!(host.as_str(), "www.example.com");
-        assert_eq!(host, Hostname::parse("www.example.com").unwrap());
+    fn hostnames_have_one_normal_form() {
+        for variant in ["WWW.Example.COM", "www.example.com.", "Www.Example.Com."] {
+            let host = Hostname::parse(variant).unwrap();
+            assert_eq!(host.as_str(), "www.example.com", "{variant}");
+            assert_eq!(host, Hostname::parse("www.example.com").unwrap());
+        }
     }
 
     #[test]

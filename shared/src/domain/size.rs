@@ -246,6 +246,16 @@ fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
 const SIZE_RULE: &str = "must be nano, small, medium, large or CPU/MEMORY in Kubernetes \
                          quantities, both above zero, such as 750m/1536Mi";
 
+/// The largest custom size a process may ask for: no tenant takes a whole
+/// node (or more) for one process.
+pub const MAX_CPU: &str = "16";
+pub const MAX_MEMORY: &str = "64Gi";
+const SIZE_LIMIT_RULE: &str = "must be at most 16 CPU and 64Gi of memory";
+
+/// The largest volume a tenant may ask for (a volume can grow to it, never past it).
+pub const MAX_VOLUME: &str = "1Ti";
+const VOLUME_RULE: &str = "must be a Kubernetes quantity above zero and at most 1Ti, such as 5Gi";
+
 /// The size presets: name, CPU, memory.
 const PRESETS: [(&str, &str, &str); 4] = [
     ("nano", "100m", "128Mi"),
@@ -282,6 +292,9 @@ impl Size {
         if !cpu.is_positive() || !memory.is_positive() {
             return Err(invalid());
         }
+        if cpu > Quantity::parse(MAX_CPU)? || memory > Quantity::parse(MAX_MEMORY)? {
+            return Err(Invalid::new(SIZE_LIMIT_RULE));
+        }
         Ok(Self {
             preset: None,
             text: format!("{cpu}/{memory}"),
@@ -305,6 +318,29 @@ impl Size {
 
     pub fn is_preset(&self) -> bool {
         self.preset.is_some()
+    }
+}
+
+/// A volume's size: a quantity above zero and at most [`MAX_VOLUME`].
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct VolumeSize(Quantity);
+
+impl VolumeSize {
+    pub fn parse(text: &str) -> Result<Self, Invalid> {
+        let size = Quantity::parse(text).map_err(|_| Invalid::new(VOLUME_RULE))?;
+        if !size.is_positive() || size > Quantity::parse(MAX_VOLUME)? {
+            return Err(Invalid::new(VOLUME_RULE));
+        }
+        Ok(Self(size))
+    }
+
+    pub fn quantity(&self) -> &Quantity {
+        &self.0
+    }
+
+    /// As written: the form to store and to put in a claim.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
     }
 }
 
@@ -423,5 +459,36 @@ mod tests {
             let error = Size::parse(text).expect_err(text);
             assert_eq!(error.0, SIZE_RULE);
         }
+    }
+
+    #[test]
+    fn custom_sizes_stop_at_16_cpu_and_64_gi() {
+        for text in ["16/64Gi", "16000m/65536Mi", "15.5/1Gi", "1/68719476736"] {
+            Size::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+        for text in [
+            "17/1Gi",
+            "16001m/1Gi",
+            "1/65Gi",
+            "1/64.1Gi",
+            "1/1Ti",
+            "1e3/1Gi",
+            "1/1E",
+        ] {
+            assert_eq!(Size::parse(text).expect_err(text).0, SIZE_LIMIT_RULE);
+        }
+    }
+
+    #[test]
+    fn volumes_are_above_zero_and_at_most_1_ti() {
+        for text in ["1Gi", "1Ti", "1024Gi", "1099511627776", "500Mi", "1k"] {
+            assert_eq!(VolumeSize::parse(text).unwrap().as_str(), text);
+        }
+        for text in [
+            "0", "0Gi", "-1Gi", "1025Gi", "1.1Ti", "2Ti", "1Pi", "1e13", "lots", "",
+        ] {
+            assert_eq!(VolumeSize::parse(text).expect_err(text).0, VOLUME_RULE);
+        }
+        assert!(VolumeSize::parse("2Gi").unwrap() > VolumeSize::parse("2G").unwrap());
     }
 }

@@ -94,8 +94,9 @@ fn missing_named_by(raw: &RawPathParams) -> Missing {
     }
 }
 
-/// An optional JSON body: none at all (no content type, nothing sent) is
-/// `None`; anything sent must be JSON.
+/// An optional JSON body: nothing sent is `None`, with or without a content
+/// type (a change made with the session cookie must name JSON even without
+/// a body, see `forgery`); anything sent must be JSON.
 impl<T, S> axum::extract::OptionalFromRequest<S> for JsonBody<T>
 where
     T: serde::de::DeserializeOwned,
@@ -107,24 +108,20 @@ where
         request: axum::extract::Request,
         state: &S,
     ) -> Result<Option<Self>, ApiError> {
-        if request
-            .headers()
-            .contains_key(axum::http::header::CONTENT_TYPE)
-        {
-            return <Self as FromRequest<S>>::from_request(request, state)
-                .await
-                .map(Some);
-        }
+        let json = super::forgery::is_json(request.headers());
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(|error| bytes_rejection(&error))?;
         if bytes.is_empty() {
-            Ok(None)
-        } else {
-            Err(ApiError::UnsupportedMediaType(
-                "the body must be application/json".into(),
-            ))
+            return Ok(None);
         }
+        if !json {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body must be application/json".into(),
+            ));
+        }
+        let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes)?;
+        Ok(Some(Self(value)))
     }
 }
 

@@ -3,6 +3,7 @@
 //! Problem Details, and the per-route operation tag.
 
 pub mod extract;
+pub mod forgery;
 pub mod pipeline;
 pub mod scope;
 
@@ -15,12 +16,15 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
+use crate::identity::Authentication;
 use crate::{ApiError, AppState, Operation};
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
 /// Tags a route with its operation id. The tag reaches the handler's
 /// extractors (the password-change gate) and the pipeline (the audit event).
+/// A change the session cookie could have been borrowed for is refused here,
+/// before any handler runs ([`forgery`]), and audited as its operation.
 pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
     route.layer(middleware::from_fn_with_state(op, tag_operation))
 }
@@ -28,7 +32,17 @@ pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<A
 async fn tag_operation(State(op): State<Operation>, mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(op);
     scope::note_operation(op);
-    let mut response = next.run(request).await;
+    let forged = forgery::check(
+        op,
+        request.method(),
+        request.uri(),
+        request.headers(),
+        request.extensions().get::<Authentication>(),
+    );
+    let mut response = match forged {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused.into_response(),
+    };
     response.extensions_mut().insert(op);
     response
 }

@@ -41,16 +41,14 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
         .extensions_mut()
         .insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));
 
-    let scope = RequestScope::new(request_id.clone());
     // One deadline for the whole route, every call it makes included, so
     // that a chain of slow calls is cut off while the function still has
     // time to answer and to write the audit event below. Dropping the
-    // route's future cancels whatever call it was waiting on.
-    let routed = tokio::time::timeout(
-        state.config.request_deadline,
-        scope.clone().run(next.run(request)),
-    )
-    .await;
+    // route's future cancels whatever call it was waiting on. The scope
+    // carries it, so that retries of cluster calls stop short of it.
+    let deadline = tokio::time::Instant::now() + state.config.request_deadline;
+    let scope = RequestScope::new(request_id.clone(), deadline);
+    let routed = tokio::time::timeout_at(deadline, scope.clone().run(next.run(request))).await;
     let mut response = match routed {
         Ok(response) => response,
         Err(_elapsed) => {

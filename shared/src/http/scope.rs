@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::time::Instant;
+
 use crate::Operation;
 use crate::identity::User;
 
@@ -28,13 +30,17 @@ pub struct AuditNotes {
 #[derive(Debug)]
 pub struct RequestScope {
     pub request_id: String,
+    /// When the request must be answered (`BERTH_REQUEST_DEADLINE_SECONDS`
+    /// after it arrived): retries of backend calls stop short of it.
+    deadline: Instant,
     notes: Mutex<AuditNotes>,
 }
 
 impl RequestScope {
-    pub fn new(request_id: String) -> Arc<Self> {
+    pub fn new(request_id: String, deadline: Instant) -> Arc<Self> {
         Arc::new(Self {
             request_id,
+            deadline,
             notes: Mutex::new(AuditNotes::default()),
         })
     }
@@ -61,6 +67,12 @@ fn with_notes(change: impl FnOnce(&mut AuditNotes)) {
 
 pub fn request_id() -> Option<String> {
     SCOPE.try_with(|scope| scope.request_id.clone()).ok()
+}
+
+/// The deadline of the request being served, if any (none outside a request:
+/// the controller, the admin CLI).
+pub fn deadline() -> Option<Instant> {
+    SCOPE.try_with(|scope| scope.deadline).ok()
 }
 
 /// Notes the call's operation, for its audit event.

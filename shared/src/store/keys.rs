@@ -12,6 +12,7 @@
 //! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` |
 //! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
 //! | app release | `RELEASES#{app uid}` | `REV#{revision, 12 digits}` |
+//! | hostname claim | `HOST#{hostname}` | `HOST` |
 //!
 //! A user's sessions and tokens share the profile's partition, so a request is
 //! authenticated with one `BatchGetItem`, and everything a user holds is found
@@ -87,6 +88,15 @@ pub const RELEASE_SK_PREFIX: &str = "REV#";
 pub fn release_sk(revision: i64) -> String {
     format!("{RELEASE_SK_PREFIX}{revision:012}")
 }
+
+/// The claim of a hostname (in its normal form, see
+/// `domain::names::Hostname`) by the one app that may serve it
+/// (`apps::hosts`).
+pub fn host(hostname: &str) -> String {
+    format!("HOST#{hostname}")
+}
+
+pub const HOST_SK: &str = "HOST";
 
 pub const CLUSTER_PK: &str = "CLUSTER";
 pub const KUBECONFIG_SK: &str = "KUBECONFIG";

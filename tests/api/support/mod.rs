@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod dns;
+pub mod identities;
 pub mod kubelet;
 pub mod logs;
 pub mod store_faults;
@@ -28,8 +29,22 @@ use berth_shared::identity::{Credential, Principal, User, password, tokens};
 use berth_shared::store::round_trips::RoundTripCounter;
 use berth_shared::store::{self, keys, schema};
 use berth_shared::{AppState, Role};
-pub use cluster::{TestCluster, eventually, unique};
+pub use cluster::{TestCluster, eventually, unique, wait_bound};
 pub use store_faults::StoreFaults;
+
+/// Runs a tool and returns what it printed, trimmed; panics, with what it
+/// said, unless it succeeds.
+pub fn stdout_of(command: &mut std::process::Command) -> String {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("running {command:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
 
 /// The password every test account has (unless a test changes it).
 pub const PASSWORD: &str = "correct horse battery staple";
@@ -184,14 +199,19 @@ impl TestApp {
 
     /// A fresh table and a cluster (the stand-in, or `BERTH_TEST_KUBECONFIG`)
     /// whose kubeconfig is stored, with the CRDs installed and the controller
-    /// running. Cluster calls time out after 2 s.
+    /// running. Cluster calls have the production timeouts (a real cluster
+    /// under a parallel test run answers in seconds, not milliseconds); the
+    /// API knows the controller's apps domain.
     pub async fn with_cluster() -> Self {
         Self::with_cluster_config(|_| {}).await
     }
 
     pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
         let mut app = Self::with_config(|config| {
-            config.cluster_timeout = std::time::Duration::from_secs(2);
+            config.apps_domain = Some(
+                berth_shared::domain::names::Hostname::parse(cluster::APPS_DOMAIN)
+                    .expect("a hostname"),
+            );
             adjust(config);
         })
         .await;
@@ -287,7 +307,7 @@ impl TestApp {
     /// Waits until the controller has provisioned the environment.
     pub async fn wait_for_environment(&self, project: &str, environment: &str) {
         let path = format!("/api/v1/projects/{project}/environments/{environment}");
-        eventually("the environment becomes Ready", 30, || async {
+        eventually("the environment becomes Ready", || async {
             self.get(&path).by(&self.owner).send().await.json()["phase"] == "Ready"
         })
         .await;
@@ -301,6 +321,16 @@ impl TestApp {
             .await;
         self.wait_for_environment(&project, environment).await;
         project
+    }
+
+    /// A new app, created by the owner at `apps` (an environment's apps path).
+    pub async fn create_app(&self, apps: &str, body: Value) {
+        self.post(apps)
+            .by(&self.owner)
+            .json(body)
+            .send()
+            .await
+            .assert_status(201);
     }
 
     /// Another organization in the same table, and its owner.
@@ -462,6 +492,12 @@ impl TestRequest<'_> {
 
     pub fn json(mut self, body: Value) -> Self {
         self.body = serde_json::to_vec(&body).expect("json");
+        self.header("content-type", "application/json")
+    }
+
+    /// `Content-Type: application/json` without a body: what a change made
+    /// with the session cookie must say even when it sends nothing.
+    pub fn says_json(self) -> Self {
         self.header("content-type", "application/json")
     }
 

@@ -9,13 +9,23 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::Metadata;
 
+/// Per fault: the operation, how many of its requests still pass before it
+/// fails, and how many then fail.
 #[derive(Debug, Clone, Default)]
-pub struct StoreFaults(Arc<Mutex<Vec<(String, u32)>>>);
+pub struct StoreFaults(Arc<Mutex<Vec<(String, u32, u32)>>>);
 
 impl StoreFaults {
     /// Makes the next `count` requests of `operation` (e.g. `Query`) fail.
     pub fn fail_next(&self, operation: &str, count: u32) {
-        self.0.lock().unwrap().push((operation.to_owned(), count));
+        self.fail_after(operation, 0, count);
+    }
+
+    /// Lets `pass` requests of `operation` through, then fails `count`.
+    pub fn fail_after(&self, operation: &str, pass: u32, count: u32) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((operation.to_owned(), pass, count));
     }
 
     /// Ends every injected fault.
@@ -41,9 +51,13 @@ impl Intercept for StoreFaults {
         let mut faults = self.0.lock().unwrap();
         if let Some(fault) = faults
             .iter_mut()
-            .find(|(name, left)| *name == operation && *left > 0)
+            .find(|(name, _, left)| *name == operation && *left > 0)
         {
-            fault.1 -= 1;
+            if fault.1 > 0 {
+                fault.1 -= 1;
+                return Ok(());
+            }
+            fault.2 -= 1;
             return Err(format!("injected fault: {operation} failed").into());
         }
         Ok(())

@@ -64,6 +64,41 @@ async fn forbidden() {
 }
 
 #[tokio::test]
+async fn conflict_on_writes() {
+    let Some(env) = TestEnv::standin_only().await else {
+        return;
+    };
+    let s = env.standin();
+    let cms: Api<ConfigMap> = env.api();
+    let created = cms
+        .create(&PostParams::default(), &cm("settings"))
+        .await
+        .unwrap();
+    s.add_fault(Fault::new(FaultKind::Conflict, 1).method("PUT"));
+    let mut changed = created.clone();
+    changed.data = Some([("a".to_owned(), "1".to_owned())].into());
+    let err = api_status(
+        cms.replace("settings", &PostParams::default(), &changed)
+            .await,
+    );
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert!(
+        err.message.contains("the object has been modified"),
+        "{}",
+        err.message
+    );
+    let now = cms.get("settings").await.unwrap();
+    assert_eq!(
+        (now.data, now.metadata.resource_version),
+        (None, created.metadata.resource_version.clone()),
+        "the refused write changed nothing"
+    );
+    cms.replace("settings", &PostParams::default(), &changed)
+        .await
+        .expect("the fault was used up");
+}
+
+#[tokio::test]
 async fn faults_filtered_by_method_and_path() {
     let Some(env) = TestEnv::standin_only().await else {
         return;
@@ -209,6 +244,26 @@ async fn knobs_over_http() {
         pods.logs("p", &Default::default()).await.unwrap(),
         "hello\n"
     );
+
+    // Namespaces that stay `Terminating` a while.
+    knob(
+        &env.client,
+        "POST",
+        "/_standin/namespace-deletion",
+        json!({"delayMs": 1500}),
+    )
+    .await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(env.client.clone());
+    let slow = env.extra_namespace().await;
+    namespaces.delete(&slow, &Default::default()).await.unwrap();
+    assert!(
+        namespaces.get_opt(&slow).await.unwrap().is_some(),
+        "still terminating"
+    );
+    crate::common::eventually("the slow namespace to go", || async {
+        namespaces.get_opt(&slow).await.unwrap().is_none()
+    })
+    .await;
 
     // Unreachable for a while, through the API listener itself.
     knob(

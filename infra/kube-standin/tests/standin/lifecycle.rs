@@ -1,5 +1,7 @@
 //! Finalizers, owner-reference garbage collection and namespace deletion.
 
+use std::time::Duration;
+
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, PropagationPolicy};
@@ -246,6 +248,54 @@ async fn namespace_deletion_removes_contents() {
     .unwrap();
     eventually("the namespace to be gone", || is_gone(&namespaces, &ns)).await;
     assert!(is_gone(&cms, "held").await);
+}
+
+/// A real cluster takes seconds to delete a namespace, longer under load: the
+/// stand-in's knob keeps a deleted namespace `Terminating` for a while, its
+/// contents gone at once, closed to new objects, then lets it go.
+#[tokio::test]
+async fn a_namespace_deletion_can_be_slow() {
+    let Some(env) = TestEnv::standin_only().await else {
+        return;
+    };
+    let delay = Duration::from_secs(2);
+    env.standin().set_namespace_deletion_delay(delay);
+    let namespaces: Api<Namespace> = Api::all(env.client.clone());
+    let ns = env.extra_namespace().await;
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), &ns);
+    cms.create(
+        &PostParams::default(),
+        &cm(json!({"metadata": {"name": "plain"}})),
+    )
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    namespaces
+        .delete(&ns, &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(is_gone(&cms, "plain").await, "the contents go at once");
+    let terminating = namespaces.get(&ns).await.unwrap();
+    assert_eq!(
+        terminating.status.unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    let refused = api_status(
+        cms.create(
+            &PostParams::default(),
+            &cm(json!({"metadata": {"name": "late"}})),
+        )
+        .await,
+    );
+    assert_eq!((refused.code, refused.reason.as_str()), (403, "Forbidden"));
+    eventually("the namespace to be gone", || is_gone(&namespaces, &ns)).await;
+    // Timestamps have whole seconds: the wait is between delay - 1 s and
+    // delay plus a tick.
+    let took = started.elapsed();
+    assert!(
+        took >= delay - Duration::from_secs(1) && took < delay + Duration::from_secs(2),
+        "{took:?}"
+    );
 }
 
 #[tokio::test]

@@ -13,5 +13,6 @@ mod kubelet;
 mod lifecycle;
 mod logs;
 mod pvc;
+mod rbac;
 mod state_file;
 mod watching;

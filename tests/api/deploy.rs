@@ -1,0 +1,275 @@
+//! The README's "The cluster" (under Deploy), run as a reader runs it: its
+//! `sh` blocks, in order, in one bash in the clone, from the image to a
+//! controller whose rollout completed and the API's kubeconfig stored —
+//! against a fresh stand-in cluster (or `BERTH_TEST_KUBECONFIG`), a registry
+//! on loopback (Debian's `docker-registry`) and DynamoDB Local. Where it
+//! differs from a reader's run (the pod is made Running by the test, the
+//! registry speaks plain HTTP) the README says so.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use berth_shared::cluster::access::client_from_kubeconfig;
+use berth_shared::cluster::crd::Project;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+
+use crate::controller_image::{archive, target_dir};
+use crate::guide::{run_steps, steps_from};
+use crate::support::cluster::bare_cluster;
+use crate::support::kubelet::keep_pods_running;
+use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
+
+const README: &str = include_str!("../../README.md");
+
+/// The variables of the section's first block, which the reader fills in.
+const FILLED_IN: [&str; 3] = ["REGISTRY", "APPS_DOMAIN", "INSTALLATION"];
+
+/// Bound on the whole section: `make controller-image` is quick when `make
+/// test` has just built the image, and about 4 minutes on a new machine.
+const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The README's "### The cluster" subsection, and the line it starts at.
+fn section() -> (&'static str, usize) {
+    let start = README
+        .find("\n### The cluster\n")
+        .expect("the README's Deploy has a \"### The cluster\" section")
+        + 1;
+    let rest = &README[start..];
+    let end = rest[1..].find("\n#").map_or(rest.len(), |at| at + 2);
+    (&rest[..end], README[..start].lines().count() + 1)
+}
+
+/// A registry on loopback, stopped when dropped.
+struct Registry {
+    child: Child,
+    port: u16,
+    _storage: PathBuf,
+}
+
+impl Registry {
+    async fn start(dir: &Path) -> Registry {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("a free port")
+            .port();
+        let storage = dir.join("registry");
+        std::fs::create_dir_all(&storage).expect("the registry's storage");
+        let config = dir.join("registry.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
+                 http:\n  addr: 127.0.0.1:{port}\n",
+                storage.display()
+            ),
+        )
+        .expect("the registry's configuration");
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry runs (scripts/install-tools.sh image installs it)");
+        let registry = Registry {
+            child,
+            port,
+            _storage: storage,
+        };
+        eventually("the registry answers", || async {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        })
+        .await;
+        registry
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn which(tool: &str) -> PathBuf {
+    PathBuf::from(stdout_of(
+        Command::new("sh").args(["-c", &format!("command -v {tool}")]),
+    ))
+}
+
+/// An image's digest, as skopeo reads it (`flags` before the image).
+fn digest(flags: &[&str], image: &str) -> String {
+    stdout_of(Command::new("skopeo").arg("inspect").args(flags).args([
+        "--format",
+        "{{.Digest}}",
+        image,
+    ]))
+}
+
+#[tokio::test]
+async fn every_command_of_the_clusters_deploy_works() {
+    let (text, first_line) = section();
+    let steps = steps_from(text, first_line);
+    let settings = &steps[0];
+    for name in FILLED_IN {
+        assert!(
+            settings.sets(name),
+            "the section's first sh block sets {name}"
+        );
+    }
+    let kubectl = which("kubectl");
+    let skopeo = which("skopeo");
+    which("docker-registry");
+
+    let dir = std::env::temp_dir().join(unique("berth-deploy"));
+    std::fs::create_dir_all(&dir).expect("a directory for the run");
+    let registry = Registry::start(&dir).await;
+
+    // A cluster with nothing of Berth's in it yet.
+    let (_standin, admin_kubeconfig) = bare_cluster().await;
+    let kubeconfig_path = dir.join("admin-kubeconfig");
+    std::fs::write(&kubeconfig_path, &admin_kubeconfig).expect("the admin's kubeconfig");
+    let admin = client_from_kubeconfig(&admin_kubeconfig, None, Duration::from_secs(10))
+        .await
+        .expect("the admin's client");
+    // No kubelet runs here: the test marks the controller's pod Running.
+    let _kubelet = keep_pods_running(admin.clone(), vec!["berth-system".to_owned()]);
+
+    // The table the API uses, and berth-admin on PATH; the registry speaks
+    // plain HTTP, so skopeo is told not to insist on TLS.
+    let api = TestApp::new().await;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("a bin directory");
+    let shim = bin.join("skopeo");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = copy ] && {{ shift; exec '{0}' copy --dest-tls-verify=false \"$@\"; }}\nexec '{0}' \"$@\"\n",
+            skopeo.display()
+        ),
+    )
+    .expect("the skopeo shim");
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&shim)
+        .status()
+        .expect("chmod");
+    let admin_bin = Path::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .parent()
+        .expect("berth-admin's directory");
+    let target_dir = target_dir();
+    let path = format!(
+        "{}:{}:{}:{}",
+        bin.display(),
+        admin_bin.display(),
+        kubectl.parent().expect("kubectl's directory").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let env = [
+        ("PATH", path),
+        ("KUBECONFIG", kubeconfig_path.display().to_string()),
+        ("CARGO_TARGET_DIR", target_dir.display().to_string()),
+        // As `make test` builds it: unoptimized, since a release build takes
+        // minutes after any change (the README says so).
+        ("BERTH_IMAGE_PROFILE", "dev".to_owned()),
+        ("BERTH_TABLE", api.state.store.table().to_owned()),
+        ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+    ];
+    let installation = unique("deploy-test");
+    let registry_path = format!("127.0.0.1:{}/berth", registry.port);
+    let values = [
+        ("REGISTRY", registry_path.clone()),
+        ("APPS_DOMAIN", "apps.deploy.test".to_owned()),
+        ("INSTALLATION", installation.clone()),
+    ];
+    let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let printed = run_steps(
+        "README, The cluster",
+        &steps,
+        &values,
+        &dir,
+        clone,
+        &env,
+        DEADLINE,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(clone.join(&installation));
+
+    // The image in the registry is the one built.
+    let built = digest(&[], &format!("oci-archive:{}", archive().display()));
+    let image = format!(
+        "{registry_path}/berth-controller:{}",
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        digest(&["--tls-verify=false"], &format!("docker://{image}")),
+        built
+    );
+    assert!(
+        printed.iter().any(|out| out.contains(&built)),
+        "make controller-image prints the digest"
+    );
+
+    // The controller's Deployment runs that image with the settings given.
+    let deployment = Api::<Deployment>::namespaced(admin.clone(), "berth-system")
+        .get("berth-controller")
+        .await
+        .expect("the controller's Deployment");
+    let pod = deployment
+        .spec
+        .expect("a spec")
+        .template
+        .spec
+        .expect("a pod spec");
+    let container = &pod.containers[0];
+    assert_eq!(container.image.as_deref(), Some(image.as_str()));
+    let settings_name = container.env_from.as_ref().expect("envFrom")[0]
+        .config_map_ref
+        .as_ref()
+        .expect("a ConfigMap")
+        .name
+        .clone();
+    let settings = Api::<ConfigMap>::namespaced(admin.clone(), "berth-system")
+        .get(&settings_name)
+        .await
+        .expect("the controller's settings")
+        .data
+        .expect("data");
+    assert_eq!(settings["BERTH_APPS_DOMAIN"], "apps.deploy.test");
+    assert_eq!(settings["BERTH_PROGRESS_DEADLINE_SECONDS"], "600");
+    assert_eq!(
+        deployment
+            .status
+            .and_then(|status| status.available_replicas),
+        Some(1),
+        "the rollout completed"
+    );
+
+    // The API's stored kubeconfig is berth-api's.
+    let stored = berth_shared::kubeconfig::load(&api.state.store)
+        .await
+        .expect("reading the table")
+        .expect("a stored kubeconfig");
+    let berth_api = client_from_kubeconfig(&stored.kubeconfig, None, Duration::from_secs(10))
+        .await
+        .expect("the API's client");
+    Api::<Project>::all(berth_api.clone())
+        .list(&Default::default())
+        .await
+        .expect("berth-api lists projects: the CRDs and its role are installed");
+    match Api::<Deployment>::all(berth_api)
+        .list(&Default::default())
+        .await
+    {
+        Err(kube::Error::Api(status)) => assert_eq!(status.code, 403),
+        other => panic!("berth-api read Deployments: {other:?}"),
+    }
+    drop(registry);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,145 @@
+//! Berth's two identities in the test cluster, as an installation has them:
+//! the RBAC objects of the kustomization in `infra/k8s` applied with the
+//! administrator's client, and a kubeconfig of each ServiceAccount made with a
+//! token from the TokenRequest API (the code of `berth-admin cluster set
+//! --service-account`). The API and the controller run as these; only the
+//! tests' own moves (another tool's objects, the kubelet's pod status) and
+//! their looking use the administrator's client.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{Scope, pinned_kind};
+use serde::Deserialize;
+
+use berth_shared::cluster::service_account::{ServiceAccountRef, service_account_kubeconfig};
+
+/// The identity of Berth's API (`infra/k8s/api-rbac.yaml`).
+pub fn api_account() -> ServiceAccountRef {
+    ServiceAccountRef::berth_api()
+}
+
+/// The identity of the controller (`infra/k8s/controller.yaml`).
+pub fn controller_account() -> ServiceAccountRef {
+    ServiceAccountRef {
+        namespace: "berth-system".into(),
+        name: "berth-controller".into(),
+    }
+}
+
+/// The kinds that make up who may do what.
+pub const RBAC_KINDS: [&str; 6] = [
+    "Namespace",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+];
+
+fn k8s_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/k8s")
+}
+
+/// Every document of a manifest of `infra/k8s`.
+pub fn documents(file: &str) -> Vec<serde_yaml::Value> {
+    let text = std::fs::read_to_string(k8s_dir().join(file))
+        .unwrap_or_else(|e| panic!("infra/k8s/{file}: {e}"));
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde_yaml::Value::deserialize(doc).expect("a YAML document"))
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+/// The files the kustomization lists, in its order.
+pub fn kustomization_resources() -> Vec<String> {
+    let kustomization = documents("kustomization.yaml").remove(0);
+    kustomization["resources"]
+        .as_sequence()
+        .expect("kustomization.yaml lists resources")
+        .iter()
+        .map(|file| file.as_str().expect("a file name").to_owned())
+        .collect()
+}
+
+/// The namespace, ServiceAccounts, roles and bindings of the kustomization,
+/// as its files state them (kustomize changes none of them; `manifests.rs`
+/// checks that against `kubectl kustomize`).
+pub fn rbac_objects() -> Vec<serde_yaml::Value> {
+    kustomization_resources()
+        .iter()
+        .flat_map(|file| documents(file))
+        .filter(|doc| RBAC_KINDS.contains(&doc["kind"].as_str().unwrap_or_default()))
+        .collect()
+}
+
+/// Applies objects (server-side apply, so every test may do it again).
+pub async fn apply(client: &kube::Client, objects: &[serde_yaml::Value]) {
+    let params = PatchParams::apply("berth-tests").force();
+    for document in objects {
+        let object: DynamicObject =
+            serde_yaml::from_value(document.clone()).expect("a Kubernetes object");
+        let types = object.types.clone().expect("apiVersion and kind");
+        let gvk = GroupVersionKind::try_from(&types).expect("a group, version and kind");
+        let (resource, capabilities) = pinned_kind(client, &gvk)
+            .await
+            .unwrap_or_else(|e| panic!("the cluster serves {}: {e}", types.kind));
+        let api: Api<DynamicObject> = match capabilities.scope {
+            Scope::Namespaced => Api::namespaced_with(
+                client.clone(),
+                object.metadata.namespace.as_deref().expect("a namespace"),
+                &resource,
+            ),
+            Scope::Cluster => Api::all_with(client.clone(), &resource),
+        };
+        let name = object.metadata.name.clone().expect("a name");
+        api.patch(&name, &params, &Patch::Apply(&object))
+            .await
+            .unwrap_or_else(|e| panic!("applying {} {name}: {e}", types.kind));
+    }
+}
+
+/// A kubeconfig of `account`, its token asked for with the administrator's
+/// kubeconfig.
+pub async fn kubeconfig_of(admin_kubeconfig: &str, account: &ServiceAccountRef) -> String {
+    service_account_kubeconfig(
+        admin_kubeconfig,
+        None,
+        account,
+        Duration::from_secs(3600),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("a token for {account}: {e:?}"))
+    .yaml
+}
+
+/// Where the test run keeps what Berth's identities did (`make test` sets it,
+/// and checks after the run that every grant of the roles was used:
+/// `manifests::every_grant_of_the_roles_is_used`).
+pub const USES_DIR_ENV: &str = "BERTH_TEST_RBAC_USES";
+
+/// One line per permission a ServiceAccount used: `user verb group resource`
+/// (the group `-` for the core group and for paths).
+pub fn use_line(used: &berth_kube_standin::RbacUse) -> String {
+    let group = if used.api_group.is_empty() {
+        "-"
+    } else {
+        &used.api_group
+    };
+    format!("{} {} {group} {}", used.user, used.verb, used.resource)
+}
+
+/// Adds what Berth's identities did in this stand-in to the run's record.
+pub fn record_uses(standin: &berth_kube_standin::StandIn) {
+    let Some(dir) = std::env::var_os(USES_DIR_ENV) else {
+        return;
+    };
+    let lines: Vec<String> = standin.rbac_uses().iter().map(use_line).collect();
+    let file = Path::new(&dir).join(format!("{}.txt", uuid::Uuid::new_v4().simple()));
+    if let Err(error) = std::fs::write(&file, lines.join("\n")) {
+        eprintln!("recording RBAC uses in {}: {error}", file.display());
+    }
+}
