@@ -23,7 +23,7 @@ use axum::{Json, Router};
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{ListParams, LogParams, PostParams};
-use kube::{Api, ResourceExt};
+use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
 use berth_shared::AppState;
@@ -252,9 +252,22 @@ async fn main() {
         .0,
         StatusCode::CREATED
     );
-    // What the controller would do: the environment's namespace.
-    let namespace: Namespace =
-        serde_json::from_value(json!({"metadata": {"name": "bench-dev"}})).unwrap();
+    // What the controller would do: the environment's namespace, owned by
+    // its Environment (Berth writes into no other).
+    let environment = Api::<Environment>::all(kube.clone())
+        .get("bench-dev")
+        .await
+        .unwrap();
+    let namespace = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some("bench-dev".to_owned()),
+            owner_references: environment
+                .controller_owner_ref(&())
+                .map(|owner| vec![owner]),
+            ..Default::default()
+        },
+        ..Namespace::default()
+    };
     Api::<Namespace>::all(kube.clone())
         .create(&PostParams::default(), &namespace)
         .await
