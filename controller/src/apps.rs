@@ -38,24 +38,30 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{
     App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
+    OUTCOME_FAILED,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::render::{Rendered, render};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
+use crate::releases::{self, Plan, ReleaseJob};
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
 pub const REASON_ROLLOUT_FAILED: &str = "RolloutFailed";
 pub const REASON_SCHEDULED: &str = "Scheduled";
+pub use crate::releases::{REASON_RELEASE_FAILED, REASON_RELEASING};
 
 /// How often a settled app is looked at again, to repair drift.
 const RESYNC: Duration = Duration::from_secs(300);
 /// While a rollout runs, the Deployment watch brings the news; this is a
 /// safety net for a missed event.
 const WHILE_PROGRESSING: Duration = Duration::from_secs(30);
+/// While a release command runs, its Job's watch brings the news; this is
+/// a safety net for a missed event.
+const WHILE_RELEASING: Duration = Duration::from_secs(15);
 /// While a claim is being replaced, the old one has to go first.
 const WHILE_REPLACING_A_CLAIM: Duration = Duration::from_secs(1);
 /// While an earlier App's objects of the same names are being collected.
@@ -90,7 +96,63 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let _turn = context
         .namespace_turn(&app.namespace().unwrap_or_default())
         .await;
-    match apply_all(&app, &rendered, &context).await {
+    let revision = app.spec.release.revision;
+    let mut memory = remembered(&app);
+    releases::remember_rollback(&app, &mut memory);
+    // What the workloads run: the spec's revision, unless its release
+    // command is still to succeed (the last available configuration runs
+    // meanwhile, and stays if it fails).
+    let held: Option<(&str, String)> = match releases::plan(&app, &memory) {
+        Plan::Apply => None,
+        Plan::Failed(message) => Some((REASON_RELEASE_FAILED, message)),
+        Plan::Release => {
+            match releases::run(&app, &context.client, &context.settings.render).await? {
+                ReleaseJob::Succeeded => {
+                    memory.released_command_of = Some(revision);
+                    None
+                }
+                ReleaseJob::Running(message) => Some((REASON_RELEASING, message)),
+                ReleaseJob::Failed(why) => {
+                    let message = releases::release_failed(&app, &why, &memory);
+                    tracing::warn!(app = %key, revision, why = %why, "release command failed");
+                    memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
+                    Some((REASON_RELEASE_FAILED, message))
+                }
+            }
+        }
+    };
+    let previous;
+    let (target, rendered) = match &held {
+        None => (app.as_ref(), rendered),
+        Some((reason, message)) => {
+            let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
+                let rendered = render(&previous, &context.settings.render).ok()?;
+                Some((previous, rendered))
+            });
+            let Some((found, rendered)) = rendered_previous else {
+                // Nothing ran before this revision: nothing to keep running.
+                let status = AppStatus {
+                    ready: false,
+                    reason: Some((*reason).to_owned()),
+                    message: Some(message.clone()),
+                    url: None,
+                    observed_generation: app.metadata.generation,
+                    ..memory
+                };
+                let releasing = *reason == REASON_RELEASING;
+                set_status(&app, &context, status).await?;
+                context.succeeded(&key);
+                return Ok(Action::requeue(if releasing {
+                    WHILE_RELEASING
+                } else {
+                    RESYNC
+                }));
+            };
+            previous = found;
+            (&previous, rendered)
+        }
+    };
+    match apply_all(target, &rendered, &context).await {
         Ok(Outcome::Blocked(blocked)) => {
             tracing::warn!(app = %key, message = %blocked.message, "a rendered name is taken; nothing applied");
             // No URL while someone else's objects hold the app's names:
@@ -103,7 +165,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             } else {
                 failure_status(&app, None, blocked.message)
             };
-            set_status(&app, &context, status).await?;
+            set_status(&app, &context, status.remembering(memory)).await?;
             context.succeeded(&key);
             Ok(Action::requeue(if blocked.waiting {
                 WHILE_AN_EARLIER_APP_GOES
@@ -112,17 +174,46 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             }))
         }
         Ok(Outcome::Applied(applied)) => {
-            let status = app_status(
+            let mut status = app_status(
                 &app,
                 rendered.url.clone(),
                 &applied.deployments,
                 applied.waiting_for.clone(),
+            )
+            .remembering(memory);
+            if let Some((reason, message)) = held {
+                // The previous revision serves; the status says why.
+                status.reason = Some(reason.to_owned());
+                status.message = Some(message);
+                status.running_revision = status.last_available.as_ref().map(|a| a.revision);
+            } else {
+                let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
+                    .then(|| status.message.clone().unwrap_or_default());
+                if let Some(why) = &failed
+                    && let Some(next) = releases::rollback(&app, &status, why)
+                    && releases::commit_rollback(&context.client, &next).await?
+                {
+                    status.reason = Some(REASON_PROGRESSING.to_owned());
+                    status.message = next.spec.release.note.clone();
+                    releases::remember_rollback(&next, &mut status);
+                    set_status(&app, &context, status).await?;
+                    context.succeeded(&key);
+                    return Ok(Action::requeue(WHILE_PROGRESSING));
+                }
+                releases::record_applied(&app, &mut status, failed.as_deref());
+                if status.ready && status.message.is_none() {
+                    status.message = releases::rollback_note(&app);
+                }
+            }
+            let progressing = matches!(
+                status.reason.as_deref(),
+                Some(REASON_PROGRESSING | REASON_RELEASING)
             );
-            set_status(&app, &context, status.clone()).await?;
+            set_status(&app, &context, status).await?;
             context.succeeded(&key);
             Ok(Action::requeue(if applied.waiting_for.is_some() {
                 WHILE_REPLACING_A_CLAIM
-            } else if status.reason.as_deref() == Some(REASON_PROGRESSING) {
+            } else if progressing {
                 WHILE_PROGRESSING
             } else {
                 RESYNC
@@ -134,7 +225,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             // A refusal is the app's failure; a cluster that is briefly
             // unavailable is not, and is only retried.
             if failure.is_refusal() {
-                let status = failure_status(&app, rendered.url.clone(), failure.message());
+                let status = failure_status(&app, rendered.url.clone(), failure.message())
+                    .remembering(memory);
                 // Best effort: the error is what gets retried.
                 let _ = set_status(&app, &context, status).await;
             }
@@ -142,6 +234,36 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 object: failure.object,
                 source: failure.error,
             })
+        }
+    }
+}
+
+/// What the App's status remembers across reconciles (see
+/// [`crate::releases`]), without what it reports.
+fn remembered(app: &App) -> AppStatus {
+    let status = app.status.clone().unwrap_or_default();
+    AppStatus {
+        running_revision: status.running_revision,
+        last_available: status.last_available,
+        released_command_of: status.released_command_of,
+        revisions: status.revisions,
+        ..AppStatus::default()
+    }
+}
+
+/// A reported status that keeps what `memory` remembers.
+trait Remembering {
+    fn remembering(self, memory: AppStatus) -> AppStatus;
+}
+
+impl Remembering for AppStatus {
+    fn remembering(self, memory: AppStatus) -> AppStatus {
+        AppStatus {
+            running_revision: memory.running_revision,
+            last_available: memory.last_available,
+            released_command_of: memory.released_command_of,
+            revisions: memory.revisions,
+            ..self
         }
     }
 }
@@ -721,6 +843,7 @@ pub fn app_status(
         message,
         url: url.clone(),
         observed_generation: app.metadata.generation,
+        ..remembered(app)
     };
     let rollouts: Vec<Rollout> = deployments.iter().map(rollout).collect();
     if let Some(message) = rollouts.iter().find_map(|rollout| match rollout {
@@ -752,6 +875,7 @@ pub fn failure_status(app: &App, url: Option<String>, message: String) -> AppSta
         message: Some(message),
         url,
         observed_generation: app.metadata.generation,
+        ..remembered(app)
     }
 }
 
@@ -762,19 +886,16 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
     }
     let api: Api<App> =
         Api::namespaced(context.client.clone(), &app.namespace().unwrap_or_default());
-    // Explicit nulls: a merge patch only removes the fields it names.
-    let patch = json!({ "status": {
-        "ready": status.ready,
-        "reason": status.reason,
-        "message": status.message,
-        "url": status.url,
-        "observedGeneration": status.observed_generation,
-    }});
+    // The whole status at once: a merge patch would keep the fields of a
+    // remembered configuration that the new one no longer has.
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        { "op": "add", "path": "/status", "value": status }
+    ]))?;
     match api
         .patch_status(
             &app.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(patch),
+            &Patch::<()>::Json(patch),
         )
         .await
     {
@@ -809,6 +930,8 @@ mod tests {
                     volumes: Vec::new(),
                     health_check_path: None,
                     fs_group: None,
+                    release_command: Vec::new(),
+                    auto_rollback: true,
                 },
                 release: ReleaseMark {
                     revision: 1,
@@ -816,6 +939,7 @@ mod tests {
                     note: None,
                     actor: None,
                     created_at: 0,
+                    automatic_rollback_of: None,
                 },
                 restarted_at: None,
             },
@@ -875,6 +999,7 @@ mod tests {
                 message: None,
                 url: url(),
                 observed_generation: Some(4),
+                ..AppStatus::default()
             }
         );
     }

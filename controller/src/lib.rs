@@ -9,6 +9,7 @@
 pub mod apps;
 mod environments;
 mod projects;
+pub mod releases;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -221,6 +222,8 @@ pub async fn run(client: Client, settings: Settings) {
     let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Deployment>::all(client.clone()), managed.clone())
         .owns(Api::<CronJob>::all(client.clone()), managed.clone())
+        // Release commands: the Job's end moves the app on.
+        .owns(Api::<Job>::all(client.clone()), managed.clone())
         .run(apps::reconcile, apps::error_policy, context.clone())
         .for_each(|result| async move {
             if let Err(error) = result {

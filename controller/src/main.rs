@@ -6,6 +6,8 @@
 //! read by the API as well, with the same rule, see `config::apps_domain`),
 //! `BERTH_PROGRESS_DEADLINE_SECONDS` (how long a rollout may make no progress
 //! before the app is reported `RolloutFailed`; 600 by default),
+//! `BERTH_RELEASE_DEADLINE_SECONDS` (how long an app's release command may
+//! run before it counts as failed; 600 by default),
 //! `BERTH_INGRESS_NAMESPACE` (the ingress controller's namespace, the only
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
@@ -20,6 +22,7 @@ use berth_shared::cluster::isolation;
 use berth_shared::cluster::render::RenderSettings;
 
 const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
+const DEFAULT_RELEASE_DEADLINE_SECONDS: i64 = 600;
 
 /// An environment variable, unset when empty.
 fn setting(name: &str) -> Option<String> {
@@ -38,6 +41,14 @@ fn settings() -> Result<Settings, String> {
             .filter(|seconds| *seconds > 0)
             .ok_or("BERTH_PROGRESS_DEADLINE_SECONDS must be a positive number of seconds")?,
     };
+    let release_deadline_seconds = match setting("BERTH_RELEASE_DEADLINE_SECONDS") {
+        None => DEFAULT_RELEASE_DEADLINE_SECONDS,
+        Some(value) => value
+            .parse::<i64>()
+            .ok()
+            .filter(|seconds| *seconds > 0)
+            .ok_or("BERTH_RELEASE_DEADLINE_SECONDS must be a positive number of seconds")?,
+    };
     let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
         None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
         Some(namespace) if berth_shared::names::dns_label("", &namespace, 63).is_ok() => namespace,
@@ -55,6 +66,7 @@ fn settings() -> Result<Settings, String> {
                 .map_err(|e| e.to_string())?
                 .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
+            release_deadline_seconds,
         },
     })
 }
@@ -111,6 +123,7 @@ async fn main() -> ExitCode {
             .unwrap_or("the cluster's default"),
         apps_domain = %settings.render.apps_domain.as_deref().unwrap_or("none"),
         progress_deadline_seconds = settings.render.progress_deadline_seconds,
+        release_deadline_seconds = settings.render.release_deadline_seconds,
         ingress_namespace = %settings.ingress_namespace,
         "berth-controller started"
     );

@@ -83,6 +83,7 @@ impl Environment {
                     note: None,
                     actor: Some(self.api.owner.email.clone()),
                     created_at: 1_700_000_000_000,
+                    automatic_rollback_of: None,
                 },
                 restarted_at: None,
             },
@@ -192,6 +193,8 @@ fn config(processes: Vec<AppProcess>) -> AppConfig {
         volumes: Vec::new(),
         health_check_path: None,
         fs_group: None,
+        release_command: Vec::new(),
+        auto_rollback: true,
     }
 }
 

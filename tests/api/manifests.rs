@@ -149,6 +149,7 @@ fn the_kustomization_renders_one_installation() {
         "BERTH_INGRESS_CLASS",
         "BERTH_APPS_DOMAIN",
         "BERTH_PROGRESS_DEADLINE_SECONDS",
+        "BERTH_RELEASE_DEADLINE_SECONDS",
         "RUST_LOG",
     ] {
         assert!(settings.contains(&setting), "{setting} is set in one place");

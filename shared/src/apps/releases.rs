@@ -16,7 +16,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWrite
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
-use crate::cluster::crd::{AppConfig, ReleaseMark};
+use crate::cluster::crd::{
+    AppConfig, AppStatus, OUTCOME_PENDING, OUTCOME_RELEASED, ReleaseMark,
+};
 use crate::store::{self, Store, keys};
 
 /// The Release record of the API (spec part 2).
@@ -28,7 +30,34 @@ pub struct ReleaseRecord {
     pub note: Option<String>,
     pub actor: Option<String>,
     pub created_at: i64,
+    /// Whether this is the revision running (not always the newest: a
+    /// revision whose release command failed never ran).
     pub current: bool,
+    /// `pending`, `released`, `failed` or `rolled_back` (see the README's
+    /// API notes).
+    #[schema(pattern = "^(pending|released|failed|rolled_back)$")]
+    pub status: String,
+}
+
+/// What became of `revision`, as the App's status (written by the
+/// controller) says; `running` is the revision its workloads run. A
+/// revision the status has no word of is `released` below the running one
+/// (it ran before the controller recorded outcomes) and `pending` from it on.
+pub fn status_of(status: &AppStatus, revision: i64, running: i64) -> String {
+    match status.outcome(revision) {
+        Some(outcome) => outcome.status.clone(),
+        None if revision < running => OUTCOME_RELEASED.to_owned(),
+        None => OUTCOME_PENDING.to_owned(),
+    }
+}
+
+/// Marks each record `current` when it is the `running` revision, with its
+/// status from the App's.
+pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, running: i64) {
+    for record in records {
+        record.current = record.revision == running;
+        record.status = status_of(status, record.revision, running);
+    }
 }
 
 /// The revisions kept per app (spec part 8: the release history is 50
@@ -93,6 +122,7 @@ impl StoredRelease {
             actor: self.actor.clone(),
             created_at: self.created_at,
             current,
+            status: OUTCOME_PENDING.to_owned(),
         }
     }
 }

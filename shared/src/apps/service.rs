@@ -19,7 +19,6 @@ use crate::cluster::crd::{
 use crate::cluster::environments;
 use crate::cluster::rendered_names;
 use crate::domain::names::{AppName, EnvironmentName};
-use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
 use crate::{ApiError, Missing, Permission, clock, secrets};
@@ -179,6 +178,7 @@ pub(crate) fn mark(
         note,
         actor: Some(caller.user.email.clone()),
         created_at: clock::unix_millis(),
+        automatic_rollback_of: None,
     }
 }
 
@@ -336,7 +336,7 @@ pub async fn get(
     let org = &caller.user.org;
     let (app, pods) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        cluster_apps::pods(client, org, path)
+        cluster_apps::pods(client, org, path, None)
     );
     let app = app?;
     Ok(AppDetail {
@@ -453,7 +453,7 @@ pub async fn rollback(
             })?
             .config()?
     };
-    let config = keep_grown_volumes(restored, &current.spec.config);
+    let config = restored.with_grown_volumes(&current.spec.config);
     check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
     let release = mark(
@@ -464,19 +464,6 @@ pub async fn rollback(
     );
     let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, path, caller))
-}
-
-fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
-    for volume in &mut config.volumes {
-        if let Some(now) = current.volumes.iter().find(|v| v.name == volume.name)
-            && let (Ok(now_size), Ok(restored_size)) =
-                (Quantity::parse(&now.size), Quantity::parse(&volume.size))
-            && now_size > restored_size
-        {
-            volume.size.clone_from(&now.size);
-        }
-    }
-    config
 }
 
 /// Copies image and processes to the app of the same name in another
@@ -615,5 +602,11 @@ pub async fn list_releases(
     path: &AppPath,
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    releases::list(store, &history_of(&app)?, &current_release(&app)?).await
+    let mut records = releases::list(store, &history_of(&app)?, &current_release(&app)?).await?;
+    let status = app.status.clone().unwrap_or_default();
+    let running = status
+        .running_revision
+        .unwrap_or(app.spec.release.revision);
+    releases::with_outcomes(&mut records, &status, running);
+    Ok(records)
 }

@@ -1,0 +1,291 @@
+//! Deploys that cannot take an app down: the release phase, and the
+//! automatic rollback of a failed rollout.
+//!
+//! The App's status remembers what the controller needs for both without
+//! the API: the last configuration that became available, the revision
+//! whose release command succeeded, and what became of each recent revision
+//! (`AppStatus::revisions`, which `listReleases` shows).
+//!
+//! - A revision that changes what runs (`AppConfig::runs_like`) and has a
+//!   release command first runs it as a Job (`render::release_job`); the
+//!   workloads keep the last available configuration meanwhile (`Releasing`)
+//!   and, should it fail, afterwards (`ReleaseFailed`; the revision is
+//!   `failed` and never run again: the next change starts afresh).
+//! - A revision whose rollout fails is rolled back: the controller writes
+//!   the next revision, the last available configuration, with reason
+//!   `rollback`, no actor, a note saying why, and `automaticRollbackOf`. The
+//!   App resource is the commit point of the release history, so the API's
+//!   next change copies that revision into it like any other. A revision
+//!   that is itself an automatic rollback is never rolled back: no loop.
+//!
+//! Domains always stay the spec's when an older configuration runs: their
+//! claims (`apps::hosts`) follow the revisions the API commits.
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, PostParams};
+use kube::ResourceExt;
+
+use berth_shared::cluster::crd::{
+    App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
+    OUTCOME_ROLLED_BACK, ReleaseMark, object_names,
+};
+use berth_shared::cluster::ownership;
+use berth_shared::cluster::render::{RenderSettings, release_job};
+use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_shared::clock;
+
+use crate::Error;
+
+pub const REASON_RELEASING: &str = "Releasing";
+pub const REASON_RELEASE_FAILED: &str = "ReleaseFailed";
+
+/// The longest message kept per revision in the status.
+const MAX_OUTCOME_MESSAGE: usize = 1024;
+
+/// What the spec's revision needs before its workloads may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Its workloads may change: no release command to run, or it succeeded.
+    Apply,
+    /// Its release command has to run (or is running).
+    Release,
+    /// Its release command failed: it never runs.
+    Failed(String),
+}
+
+/// Whether the spec's revision needs its release command run first.
+pub fn plan(app: &App, status: &AppStatus) -> Plan {
+    let config = &app.spec.config;
+    let revision = app.spec.release.revision;
+    let changes_what_runs = status
+        .last_available
+        .as_ref()
+        .is_none_or(|available| !available.config.runs_like(config));
+    if config.release_command.is_empty()
+        || !changes_what_runs
+        || status.released_command_of == Some(revision)
+    {
+        return Plan::Apply;
+    }
+    match status.outcome(revision) {
+        Some(outcome) if outcome.status == OUTCOME_FAILED => {
+            Plan::Failed(outcome.message.clone().unwrap_or_default())
+        }
+        _ => Plan::Release,
+    }
+}
+
+/// The App as it runs while its spec's revision waits or failed: the last
+/// configuration that became available, with the spec's domains and grown
+/// volumes. None before any did (nothing runs yet).
+pub fn previous(app: &App, status: &AppStatus) -> Option<App> {
+    let available = status.last_available.as_ref()?;
+    let mut previous = app.clone();
+    previous.spec.config = restored(&available.config, &app.spec.config);
+    Some(previous)
+}
+
+/// `available` run again over `current`: the current domains (claimed for
+/// the current revision), volumes never shrinking.
+pub fn restored(available: &AppConfig, current: &AppConfig) -> AppConfig {
+    let mut config = available.clone().with_grown_volumes(current);
+    config.domains.clone_from(&current.domains);
+    config
+}
+
+/// Where the release Job of the spec's revision stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseJob {
+    Running(String),
+    Succeeded,
+    Failed(String),
+}
+
+/// Creates the release Job of the spec's revision if it is not there, and
+/// says where it stands. Only a Job this App controls is ever read as its
+/// release; another of that name is left alone and waited out.
+pub async fn run(
+    app: &App,
+    client: &kube::Client,
+    settings: &RenderSettings,
+) -> Result<ReleaseJob, Error> {
+    let revision = app.spec.release.revision;
+    let name = object_names::release_job(&app.name_any(), revision);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
+    let running = |what: &str| {
+        ReleaseJob::Running(format!(
+            "The release command of revision {revision} {what} (Job {name}); the workloads change once it succeeds."
+        ))
+    };
+    let Some(job) = jobs.get_opt(&name).await? else {
+        let job = match release_job(app, settings) {
+            Ok(Some(job)) => job,
+            Ok(None) => return Ok(ReleaseJob::Succeeded),
+            Err(error) => {
+                return Ok(ReleaseJob::Failed(format!(
+                    "its Job cannot be made: the App's {error}"
+                )));
+            }
+        };
+        match jobs.create(&PostParams::default(), &job).await {
+            Ok(_) => tracing::info!(app = %app.name_any(), job = %name, "release command started"),
+            // Made meanwhile: read at the next round.
+            Err(error) if is_conflict(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+        return Ok(running("is starting"));
+    };
+    let uid = app.uid().unwrap_or_default();
+    if !ownership::is_controlled_by(&job.metadata, &uid) {
+        return Ok(ReleaseJob::Running(format!(
+            "Job {name} exists and is not this app's release; Berth leaves it untouched and waits for it to go."
+        )));
+    }
+    Ok(job_state(&job, settings).unwrap_or_else(|| running("is running")))
+}
+
+/// A finished Job's outcome; None while it runs.
+fn job_state(job: &Job, settings: &RenderSettings) -> Option<ReleaseJob> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    let holds = |kind: &str| {
+        conditions
+            .iter()
+            .find(|condition| condition.type_ == kind && condition.status == "True")
+    };
+    if holds("Complete").is_some() {
+        return Some(ReleaseJob::Succeeded);
+    }
+    let failed = holds("Failed")?;
+    let why = match failed.reason.as_deref() {
+        Some("DeadlineExceeded") => format!(
+            "it ran past its deadline of {} s",
+            settings.release_deadline_seconds
+        ),
+        Some("BackoffLimitExceeded") => {
+            "it failed, and failed again when retried".to_owned()
+        }
+        Some(reason) => format!("its Job failed ({reason})"),
+        None => "its Job failed".to_owned(),
+    };
+    Some(ReleaseJob::Failed(why))
+}
+
+/// The message of a revision whose release command failed.
+pub fn release_failed(app: &App, why: &str, status: &AppStatus) -> String {
+    let revision = app.spec.release.revision;
+    let keeps = match &status.last_available {
+        Some(available) => format!("revision {} keeps running", available.revision),
+        None => "nothing runs yet".to_owned(),
+    };
+    bounded(format!(
+        "The release command of revision {revision} failed: {why}; {keeps}. Its output: the app's logs with release={revision}."
+    ))
+}
+
+/// What a revision that is itself an automatic rollback says while it
+/// runs: the note the controller wrote.
+pub fn rollback_note(app: &App) -> Option<String> {
+    app.spec
+        .release
+        .automatic_rollback_of
+        .and(app.spec.release.note.clone())
+}
+
+/// Outcomes the spec alone says: the revision an automatic rollback rolled
+/// back (written before its outcome could be) is `rolled_back`.
+pub fn remember_rollback(app: &App, status: &mut AppStatus) {
+    if let Some(rolled_back) = app.spec.release.automatic_rollback_of
+        && status
+            .outcome(rolled_back)
+            .is_none_or(|outcome| outcome.status != OUTCOME_ROLLED_BACK)
+    {
+        status.record(
+            rolled_back,
+            OUTCOME_ROLLED_BACK,
+            app.spec.release.note.clone(),
+        );
+    }
+}
+
+/// Records where the spec's revision stands once its configuration is
+/// applied: `released` (and the last available configuration) when ready,
+/// `failed` when its rollout failed, `pending` until then.
+pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
+    let revision = app.spec.release.revision;
+    status.running_revision = Some(revision);
+    if let Some(message) = failed {
+        status.record(revision, OUTCOME_FAILED, Some(bounded(message.to_owned())));
+    } else if status.ready {
+        status.record(revision, OUTCOME_RELEASED, None);
+        status.last_available = Some(berth_shared::cluster::crd::AvailableConfig {
+            revision,
+            config: app.spec.config.clone(),
+        });
+    } else if status.outcome(revision).is_none() {
+        status.record(revision, OUTCOME_PENDING, None);
+    }
+}
+
+/// The App rolled back from its failed revision to the last configuration
+/// that became available, as the next revision; None when there is nothing
+/// to roll back to, rolling back is off, or the revision is itself an
+/// automatic rollback (never a loop).
+pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
+    let spec = &app.spec;
+    if !spec.config.auto_rollback || spec.release.automatic_rollback_of.is_some() {
+        return None;
+    }
+    let available = status.last_available.as_ref()?;
+    let config = restored(&available.config, &spec.config);
+    if available.revision == spec.release.revision || config == spec.config {
+        return None;
+    }
+    let revision = spec.release.revision;
+    let mut next = app.clone();
+    next.spec.config = config;
+    next.spec.release = ReleaseMark {
+        revision: revision + 1,
+        reason: "rollback".to_owned(),
+        note: Some(bounded(format!(
+            "automatic: revision {revision} did not become available ({}); rolled back to revision {}",
+            why.trim_end_matches('.'),
+            available.revision
+        ))),
+        actor: None,
+        created_at: clock::unix_millis(),
+        automatic_rollback_of: Some(revision),
+    };
+    next.status = None;
+    Some(next)
+}
+
+/// Commits an automatic rollback: replaces the App read (its
+/// `resourceVersion`), so a change made meanwhile wins and is not undone.
+/// Answers whether it was written.
+pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Error> {
+    let api: Api<App> = Api::namespaced(client.clone(), &next.namespace().unwrap_or_default());
+    match api.replace(&next.name_any(), &PostParams::default(), next).await {
+        Ok(_) => {
+            tracing::info!(
+                app = %next.name_any(),
+                revision = next.spec.release.revision,
+                "rolled back automatically"
+            );
+            Ok(true)
+        }
+        Err(error) if is_conflict(&error) || is_not_found(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_OUTCOME_MESSAGE {
+        let mut end = MAX_OUTCOME_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
