@@ -185,7 +185,6 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 // The previous revision serves; the status says why.
                 status.reason = Some(reason.to_owned());
                 status.message = Some(message);
-                status.running_revision = status.last_available.as_ref().map(|a| a.revision);
             } else {
                 let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
                     .then(|| status.message.clone().unwrap_or_default());
@@ -243,7 +242,6 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
 fn remembered(app: &App) -> AppStatus {
     let status = app.status.clone().unwrap_or_default();
     AppStatus {
-        running_revision: status.running_revision,
         last_available: status.last_available,
         released_command_of: status.released_command_of,
         revisions: status.revisions,
@@ -259,7 +257,6 @@ trait Remembering {
 impl Remembering for AppStatus {
     fn remembering(self, memory: AppStatus) -> AppStatus {
         AppStatus {
-            running_revision: memory.running_revision,
             last_available: memory.last_available,
             released_command_of: memory.released_command_of,
             revisions: memory.revisions,

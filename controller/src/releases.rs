@@ -53,21 +53,15 @@ pub enum Plan {
     Failed(String),
 }
 
-/// Whether the spec's revision needs its release command run first.
+/// Whether the spec's revision needs its release command run first
+/// (`App::awaits_release`, with the status as this round has it).
 pub fn plan(app: &App, status: &AppStatus) -> Plan {
-    let config = &app.spec.config;
-    let revision = app.spec.release.revision;
-    let changes_what_runs = status
-        .last_available
-        .as_ref()
-        .is_none_or(|available| !available.config.runs_like(config));
-    if config.release_command.is_empty()
-        || !changes_what_runs
-        || status.released_command_of == Some(revision)
-    {
+    let mut seen = app.clone();
+    seen.status = Some(status.clone());
+    if !seen.awaits_release() {
         return Plan::Apply;
     }
-    match status.outcome(revision) {
+    match status.outcome(app.spec.release.revision) {
         Some(outcome) if outcome.status == OUTCOME_FAILED => {
             Plan::Failed(outcome.message.clone().unwrap_or_default())
         }
@@ -212,7 +206,6 @@ pub fn remember_rollback(app: &App, status: &mut AppStatus) {
 /// `failed` when its rollout failed, `pending` until then.
 pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
     let revision = app.spec.release.revision;
-    status.running_revision = Some(revision);
     if let Some(message) = failed {
         status.record(revision, OUTCOME_FAILED, Some(bounded(message.to_owned())));
     } else if status.ready {

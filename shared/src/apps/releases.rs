@@ -40,22 +40,23 @@ pub struct ReleaseRecord {
 }
 
 /// What became of `revision`, as the App's status (written by the
-/// controller) says; `running` is the revision its workloads run. A
-/// revision the status has no word of is `released` below the running one
-/// (it ran before the controller recorded outcomes) and `pending` from it on.
-pub fn status_of(status: &AppStatus, revision: i64, running: i64) -> String {
+/// controller) says; `running` is the revision its workloads run (see
+/// `App::running_revision`). A revision the status has no word of is
+/// `released` below the running one (it ran before the controller recorded
+/// outcomes) and `pending` from it on.
+pub fn status_of(status: &AppStatus, revision: i64, running: Option<i64>) -> String {
     match status.outcome(revision) {
         Some(outcome) => outcome.status.clone(),
-        None if revision < running => OUTCOME_RELEASED.to_owned(),
+        None if running.is_some_and(|running| revision < running) => OUTCOME_RELEASED.to_owned(),
         None => OUTCOME_PENDING.to_owned(),
     }
 }
 
-/// Marks each record `current` when it is the `running` revision, with its
-/// status from the App's.
-pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, running: i64) {
+/// Marks the `running` revision's record `current` (none, when nothing
+/// runs yet), each with its status from the App's.
+pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, running: Option<i64>) {
     for record in records {
-        record.current = record.revision == running;
+        record.current = Some(record.revision) == running;
         record.status = status_of(status, record.revision, running);
     }
 }

@@ -604,9 +604,6 @@ pub async fn list_releases(
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let mut records = releases::list(store, &history_of(&app)?, &current_release(&app)?).await?;
     let status = app.status.clone().unwrap_or_default();
-    let running = status
-        .running_revision
-        .unwrap_or(app.spec.release.revision);
-    releases::with_outcomes(&mut records, &status, running);
+    releases::with_outcomes(&mut records, &status, app.running_revision());
     Ok(records)
 }

@@ -346,10 +346,6 @@ pub struct AppStatus {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// The revision whose configuration the workloads were last given (the
-    /// one running; the spec's may still wait for its release command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub running_revision: Option<i64>,
     /// The last configuration that became available: what a failed release
     /// keeps running and a failed rollout is rolled back to, without the API.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -393,6 +389,36 @@ pub const OUTCOME_PENDING: &str = "pending";
 pub const OUTCOME_RELEASED: &str = "released";
 pub const OUTCOME_FAILED: &str = "failed";
 pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
+
+impl App {
+    /// Whether the spec's revision waits for its release command (or saw it
+    /// fail): it has one, and changes what runs since the last configuration
+    /// that became available (`AppConfig::runs_like`), and the command has
+    /// not succeeded for it. Its workloads then keep that configuration.
+    pub fn awaits_release(&self) -> bool {
+        let config = &self.spec.config;
+        let status = self.status.as_ref();
+        let available = status.and_then(|status| status.last_available.as_ref());
+        !config.release_command.is_empty()
+            && available.is_none_or(|available| !available.config.runs_like(config))
+            && status.and_then(|status| status.released_command_of)
+                != Some(self.spec.release.revision)
+    }
+
+    /// The revision the workloads run (or roll out): the spec's, unless it
+    /// awaits its release command, when it is the last that became available
+    /// (None: nothing ran yet).
+    pub fn running_revision(&self) -> Option<i64> {
+        if self.awaits_release() {
+            self.status
+                .as_ref()
+                .and_then(|status| status.last_available.as_ref())
+                .map(|available| available.revision)
+        } else {
+            Some(self.spec.release.revision)
+        }
+    }
+}
 
 impl AppStatus {
     /// The recorded outcome of `revision`, if any.
