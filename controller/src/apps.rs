@@ -794,32 +794,11 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::cluster::crd::{AppConfig, AppSpec, ReleaseMark};
+    use berth_shared::cluster::crd::AppConfig;
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
 
     fn app() -> App {
-        let mut app = App::new(
-            "shop",
-            AppSpec {
-                config: AppConfig {
-                    image: "shop:1".to_owned(),
-                    processes: Vec::new(),
-                    env: Vec::new(),
-                    domains: Vec::new(),
-                    volumes: Vec::new(),
-                    health_check_path: None,
-                    fs_group: None,
-                },
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                },
-                restarted_at: None,
-            },
-        );
+        let mut app = App::test("shop", AppConfig::test(Vec::new()));
         app.metadata.generation = Some(4);
         app
     }

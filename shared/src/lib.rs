@@ -38,6 +38,8 @@ pub mod store;
 pub mod telemetry;
 #[cfg(feature = "cluster")]
 pub mod templates;
+#[cfg(all(feature = "cluster", any(test, feature = "test-support")))]
+pub mod testing;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;

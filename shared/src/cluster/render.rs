@@ -1024,62 +1024,18 @@ fn is_label_value(value: &str) -> bool {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::cluster::crd::{AppEnvVar, AppSpec, AppVolume, ReleaseMark, SecretKeyRef};
-
-    pub(crate) fn process(name: &str, port: Option<i32>) -> AppProcess {
-        AppProcess {
-            name: name.to_owned(),
-            command: Vec::new(),
-            port,
-            size: "small".to_owned(),
-            min_replicas: 1,
-            max_replicas: 1,
-            schedule: None,
-            time_zone: None,
-            protocol: "http".to_owned(),
-        }
-    }
+    use crate::cluster::crd::{AppEnvVar, AppVolume, SecretKeyRef};
 
     /// App `shop` in `store-prod`, stored (a uid) and labelled as the API
     /// makes it.
-    pub(crate) fn app(processes: Vec<AppProcess>) -> App {
-        let mut app = App::new(
-            "shop",
-            AppSpec {
-                config: AppConfig {
-                    image: "ghcr.io/acme/shop:1.2.3".to_owned(),
-                    processes,
-                    env: Vec::new(),
-                    domains: Vec::new(),
-                    volumes: Vec::new(),
-                    health_check_path: None,
-                    fs_group: None,
-                },
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                },
-                restarted_at: None,
-            },
-        );
-        app.metadata.namespace = Some("store-prod".to_owned());
-        app.metadata.uid = Some("0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001".to_owned());
-        app.metadata.labels = Some(BTreeMap::from([
-            (LABEL_ORG.to_owned(), "acme".to_owned()),
-            (LABEL_PROJECT.to_owned(), "store".to_owned()),
-            (LABEL_ENVIRONMENT.to_owned(), "prod".to_owned()),
-            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-        ]));
-        app
+    fn app(processes: Vec<AppProcess>) -> App {
+        App::test("shop", AppConfig::test(processes)).stored()
     }
 
     fn web_app() -> App {
-        app(vec![process("web", Some(8080))])
+        app(vec![AppProcess::test("web", Some(8080))])
     }
 
     fn settings() -> RenderSettings {
@@ -1250,13 +1206,13 @@ pub(crate) mod tests {
 
     #[test]
     fn web_worker_and_cron_render_to_their_own_objects() {
-        let mut worker = process("worker", None);
+        let mut worker = AppProcess::test("worker", None);
         worker.size = "750m/1536Mi".to_owned();
         worker.command = vec!["./work".to_owned()];
-        let mut nightly = process("nightly", None);
+        let mut nightly = AppProcess::test("nightly", None);
         nightly.schedule = Some("0 3 * * *".to_owned());
         nightly.command = vec!["./report".to_owned()];
-        let mut app = app(vec![process("web", Some(8080)), worker, nightly]);
+        let mut app = app(vec![AppProcess::test("web", Some(8080)), worker, nightly]);
         app.spec.config.health_check_path = Some("/healthz".to_owned());
         let rendered = render(&app, &settings()).unwrap();
 
@@ -1314,7 +1270,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_time_zone_is_kept() {
-        let mut job = process("job", None);
+        let mut job = AppProcess::test("job", None);
         job.schedule = Some("*/5 * * * *".to_owned());
         job.time_zone = Some("Europe/Berlin".to_owned());
         let rendered = render(&app(vec![job]), &settings()).unwrap();
@@ -1327,7 +1283,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_autoscaled_process_leaves_replicas_to_its_hpa() {
-        let mut web = process("web", Some(8080));
+        let mut web = AppProcess::test("web", Some(8080));
         web.min_replicas = 2;
         web.max_replicas = 6;
         let rendered = render(&app(vec![web]), &settings()).unwrap();
@@ -1356,8 +1312,8 @@ pub(crate) mod tests {
 
     #[test]
     fn no_hpa_at_fixed_or_zero_replicas() {
-        let fixed = process("web", Some(8080));
-        let mut stopped = process("worker", None);
+        let fixed = AppProcess::test("web", Some(8080));
+        let mut stopped = AppProcess::test("worker", None);
         stopped.min_replicas = 0;
         stopped.max_replicas = 4;
         let rendered = render(&app(vec![fixed, stopped]), &settings()).unwrap();
@@ -1375,16 +1331,8 @@ pub(crate) mod tests {
         let mut app = web_app();
         app.spec.config.fs_group = Some(1000);
         app.spec.config.volumes = vec![
-            AppVolume {
-                name: "data".to_owned(),
-                mount_path: "/var/lib/data".to_owned(),
-                size: "5Gi".to_owned(),
-            },
-            AppVolume {
-                name: "cache".to_owned(),
-                mount_path: "/cache".to_owned(),
-                size: "1Gi".to_owned(),
-            },
+            AppVolume::test("data", "/var/lib/data", "5Gi"),
+            AppVolume::test("cache", "/cache", "1Gi"),
         ];
         let rendered = render(&app, &settings()).unwrap();
         let spec = rendered.deployments[0].spec.as_ref().unwrap();
@@ -1542,7 +1490,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_worker_only_app_has_no_ingress() {
-        let mut app = app(vec![process("worker", None)]);
+        let mut app = app(vec![AppProcess::test("worker", None)]);
         app.spec.config.domains = vec!["shop.example.com".to_owned()];
         let rendered = render(&app, &settings()).unwrap();
         assert!(rendered.ingress.is_none());
@@ -1552,7 +1500,7 @@ pub(crate) mod tests {
 
     #[test]
     fn tcp_processes_get_a_tcp_readiness_probe_and_no_ingress() {
-        let mut db = process("db", Some(5432));
+        let mut db = AppProcess::test("db", Some(5432));
         db.protocol = "tcp".to_owned();
         let mut app = app(vec![db]);
         app.spec.config.health_check_path = Some("/healthz".to_owned());
@@ -1741,9 +1689,9 @@ pub(crate) mod tests {
     #[test]
     fn no_pod_reaches_the_host_the_cluster_or_more_privileges() {
         let mut everything = app(vec![
-            process("web", Some(8080)),
+            AppProcess::test("web", Some(8080)),
             {
-                let mut db = process("db", Some(5432));
+                let mut db = AppProcess::test("db", Some(5432));
                 db.protocol = "tcp".to_owned();
                 db.command = vec![
                     "postgres".to_owned(),
@@ -1753,12 +1701,12 @@ pub(crate) mod tests {
                 db
             },
             {
-                let mut job = process("nightly", None);
+                let mut job = AppProcess::test("nightly", None);
                 job.schedule = Some("0 3 * * *".to_owned());
                 job
             },
             {
-                let mut worker = process("worker", None);
+                let mut worker = AppProcess::test("worker", None);
                 worker.size = "16/64Gi".to_owned();
                 worker
             },
@@ -1766,11 +1714,7 @@ pub(crate) mod tests {
         everything.spec.config.fs_group = Some(999);
         everything.spec.config.health_check_path = Some("/healthz".to_owned());
         everything.spec.config.domains = vec!["shop.example.com".to_owned()];
-        everything.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/var/lib/data".to_owned(),
-            size: "1Ti".to_owned(),
-        }];
+        everything.spec.config.volumes = vec![AppVolume::test("data", "/var/lib/data", "1Ti")];
         everything.spec.config.env = vec![AppEnvVar {
             name: "DATABASE_URL".to_owned(),
             value: None,
@@ -1782,7 +1726,7 @@ pub(crate) mod tests {
         everything.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
         let mut autoscaled = web_app();
         autoscaled.spec.config.processes[0].max_replicas = 5;
-        let mut stopped = app(vec![process("worker", None)]);
+        let mut stopped = app(vec![AppProcess::test("worker", None)]);
         stopped.spec.config.processes[0].min_replicas = 0;
 
         let foreign = app_with_foreign_fields();
@@ -1865,11 +1809,7 @@ pub(crate) mod tests {
         big.spec.config.processes[0].size = "32/1Gi".to_owned();
         assert_eq!(refusal(&big).field, "spec.processes[0].size");
         let mut huge = web_app();
-        huge.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/data".to_owned(),
-            size: "2Ti".to_owned(),
-        }];
+        huge.spec.config.volumes = vec![AppVolume::test("data", "/data", "2Ti")];
         assert_eq!(refusal(&huge).field, "spec.volumes[0].size");
     }
 
@@ -1886,11 +1826,7 @@ pub(crate) mod tests {
         assert!(!error.to_string().contains("galactic"));
 
         let mut bad = web_app();
-        bad.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/data".to_owned(),
-            size: "lots".to_owned(),
-        }];
+        bad.spec.config.volumes = vec![AppVolume::test("data", "/data", "lots")];
         assert_eq!(refusal(&bad).field, "spec.volumes[0].size");
 
         let mut bad = web_app();
@@ -1905,7 +1841,10 @@ pub(crate) mod tests {
         bad.spec.config.processes[0].max_replicas = 0;
         assert_eq!(refusal(&bad).field, "spec.processes[0].maxReplicas");
 
-        let mut bad = app(vec![process("web", Some(80)), process("web", None)]);
+        let mut bad = app(vec![
+            AppProcess::test("web", Some(80)),
+            AppProcess::test("web", None),
+        ]);
         assert_eq!(refusal(&bad).field, "spec.processes[1].name");
         bad.spec.config.processes = Vec::new();
         assert_eq!(refusal(&bad).field, "spec.processes");
@@ -1943,13 +1882,13 @@ pub(crate) mod tests {
     #[test]
     fn names_fit_what_the_apiserver_allows() {
         // A Service name is a DNS-1035 label of at most 63 characters.
-        let long = app(vec![process(&"w".repeat(30), Some(80))]);
+        let long = app(vec![AppProcess::test(&"w".repeat(30), Some(80))]);
         let mut long = long;
         long.metadata.name = Some(format!("a{}", "b".repeat(35)));
         assert_eq!(refusal(&long).field, "spec.processes[0].name");
 
         // A CronJob's name is at most 52 characters.
-        let mut job = process(&"j".repeat(15), None);
+        let mut job = AppProcess::test(&"j".repeat(15), None);
         job.schedule = Some("0 * * * *".to_owned());
         let mut cron = app(vec![job.clone()]);
         cron.metadata.name = Some("a".repeat(40));

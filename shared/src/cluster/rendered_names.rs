@@ -120,22 +120,18 @@ mod tests {
     use kube::ResourceExt;
 
     use super::*;
-    use crate::cluster::crd::{AppProcess, AppVolume};
-    use crate::cluster::render::tests::{app, process};
+    use crate::cluster::crd::{App, AppProcess, AppVolume};
     use crate::cluster::render::{RenderSettings, render};
 
     fn volume(name: &str) -> AppVolume {
-        AppVolume {
-            name: name.to_owned(),
-            mount_path: format!("/{name}"),
-            size: "1Gi".to_owned(),
-        }
+        AppVolume::test(name, &format!("/{name}"), "1Gi")
     }
 
     fn config(processes: Vec<AppProcess>, volumes: Vec<AppVolume>) -> AppConfig {
-        let mut config = app(processes).spec.config;
-        config.volumes = volumes;
-        config
+        AppConfig {
+            volumes,
+            ..AppConfig::test(processes)
+        }
     }
 
     fn names_of<K: kube::Resource<DynamicType = ()>>(
@@ -149,32 +145,37 @@ mod tests {
     /// host, so that every web app has its Ingress).
     #[test]
     fn the_names_are_those_render_gives() {
-        let mut autoscaled = process("api", Some(8080));
+        let mut autoscaled = AppProcess::test("api", Some(8080));
         autoscaled.max_replicas = 4;
-        let mut scheduled = process("nightly", None);
+        let mut scheduled = AppProcess::test("nightly", None);
         scheduled.schedule = Some("0 3 * * *".to_owned());
-        let mut tcp = process("db", Some(5432));
+        let mut tcp = AppProcess::test("db", Some(5432));
         tcp.protocol = "tcp".to_owned();
         let stopped = AppProcess {
             min_replicas: 0,
             max_replicas: 0,
-            ..process("worker", None)
+            ..AppProcess::test("worker", None)
         };
         let configs = [
-            config(vec![process("web", Some(80))], Vec::new()),
+            config(vec![AppProcess::test("web", Some(80))], Vec::new()),
             config(
-                vec![process("web", Some(80)), autoscaled, scheduled, stopped],
+                vec![
+                    AppProcess::test("web", Some(80)),
+                    autoscaled,
+                    scheduled,
+                    stopped,
+                ],
                 vec![volume("data"), volume("cache")],
             ),
             config(vec![tcp], vec![volume("data")]),
-            config(vec![process("worker", None)], Vec::new()),
+            config(vec![AppProcess::test("worker", None)], Vec::new()),
         ];
         let settings = RenderSettings {
             apps_domain: Some("apps.example.net".to_owned()),
             ..RenderSettings::default()
         };
         for config in configs {
-            let mut shop = app(Vec::new());
+            let mut shop = App::test("shop", AppConfig::test(Vec::new())).stored();
             shop.spec.config = config.clone();
             let rendered = render(&shop, &settings).unwrap();
             let mut expected = BTreeSet::new();
@@ -193,14 +194,14 @@ mod tests {
 
     #[test]
     fn the_issues_two_examples_clash() {
-        let db = config(vec![process("main", None)], vec![volume("data-x")]);
-        let db_data = config(vec![process("main", None)], vec![volume("x")]);
+        let db = config(vec![AppProcess::test("main", None)], vec![volume("data-x")]);
+        let db_data = config(vec![AppProcess::test("main", None)], vec![volume("x")]);
         assert_eq!(
             first_clash("db-data", &db_data, [("db", &db)]).map(|c| c.to_string()),
             Some("PersistentVolumeClaim db-data-x is already rendered by app db".to_owned())
         );
-        let shop_web = config(vec![process("x", Some(80))], Vec::new());
-        let shop = config(vec![process("web-x", Some(80))], Vec::new());
+        let shop_web = config(vec![AppProcess::test("x", Some(80))], Vec::new());
+        let shop = config(vec![AppProcess::test("web-x", Some(80))], Vec::new());
         assert_eq!(
             first_clash("shop", &shop, [("shop-web", &shop_web)]).map(|c| c.to_string()),
             Some("Deployment shop-web-x is already rendered by app shop-web".to_owned())
@@ -211,14 +212,14 @@ mod tests {
     fn names_clash_only_within_a_kind_and_between_two_apps() {
         // App `shop-web`'s Ingress `shop-web` and app `shop`'s Deployment
         // and Service `shop-web`.
-        let shop_web = config(vec![process("x", Some(80))], Vec::new());
-        let shop = config(vec![process("web", Some(80))], Vec::new());
+        let shop_web = config(vec![AppProcess::test("x", Some(80))], Vec::new());
+        let shop = config(vec![AppProcess::test("web", Some(80))], Vec::new());
         assert_eq!(first_clash("shop", &shop, [("shop-web", &shop_web)]), None);
         // A CronJob and a Deployment of one name.
-        let mut job = process("x", None);
+        let mut job = AppProcess::test("x", None);
         job.schedule = Some("0 3 * * *".to_owned());
         let scheduled = config(vec![job], Vec::new());
-        let always_on = config(vec![process("web-x", None)], Vec::new());
+        let always_on = config(vec![AppProcess::test("web-x", None)], Vec::new());
         assert_eq!(
             first_clash("shop", &always_on, [("shop-web", &scheduled)]),
             None
