@@ -1,4 +1,4 @@
-//! `App` → the workloads `berth_shared::cluster::render` makes of it, applied
+//! `App` → the workloads [`crate::render`] makes of it, applied
 //! with server-side apply; objects the app no longer renders are removed
 //! (claims never); the App's status follows its Deployments' rollouts.
 //!
@@ -40,10 +40,10 @@ use berth_shared::cluster::crd::{
     App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
-use berth_shared::cluster::render::{Rendered, render};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
+use crate::render::{Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const REASON_PROGRESSING: &str = "Progressing";

@@ -16,8 +16,8 @@
 use std::process::ExitCode;
 
 use berth_controller::Settings;
-use berth_shared::cluster::isolation;
-use berth_shared::cluster::render::RenderSettings;
+use berth_controller::isolation;
+use berth_controller::render::RenderSettings;
 
 const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 

@@ -32,7 +32,7 @@
 //!   of two takers only one wins, and a holder that claimed it again
 //!   meanwhile keeps it.
 //!
-//! Default hosts (`cluster::render::default_host_label`) are never claimed:
+//! Default hosts (`berth_controller::render::default_host_label`) are never claimed:
 //! they name one app by construction, and no custom domain may fall under
 //! the apps domain.
 

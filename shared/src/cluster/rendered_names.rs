@@ -2,8 +2,8 @@
 //! it: so that a change can be refused before it makes two apps of one
 //! environment render the same object (app `db` with volume `data-x` and app
 //! `db-data` with volume `x` would share the claim `db-data-x`). Names come
-//! from the same [`object_names`] functions [`super::render`] uses, and a
-//! test holds the two together.
+//! from the same [`object_names`] functions the controller's renderer uses,
+//! and a test of the renderer holds the two together.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -117,11 +117,8 @@ pub fn first_clash<'a>(
 
 #[cfg(test)]
 mod tests {
-    use kube::ResourceExt;
-
     use super::*;
-    use crate::cluster::crd::{App, AppProcess, AppVolume};
-    use crate::cluster::render::{RenderSettings, render};
+    use crate::cluster::crd::{AppProcess, AppVolume};
 
     fn volume(name: &str) -> AppVolume {
         AppVolume::test(name, &format!("/{name}"), "1Gi")
@@ -131,64 +128,6 @@ mod tests {
         AppConfig {
             volumes,
             ..AppConfig::test(processes)
-        }
-    }
-
-    fn names_of<K: kube::Resource<DynamicType = ()>>(
-        objects: impl IntoIterator<Item = K>,
-        kind: ObjectKind,
-    ) -> Vec<(ObjectKind, String)> {
-        objects.into_iter().map(|o| (kind, o.name_any())).collect()
-    }
-
-    /// The names are exactly those `render` gives its objects (with a default
-    /// host, so that every web app has its Ingress).
-    #[test]
-    fn the_names_are_those_render_gives() {
-        let mut autoscaled = AppProcess::test("api", Some(8080));
-        autoscaled.max_replicas = 4;
-        let mut scheduled = AppProcess::test("nightly", None);
-        scheduled.schedule = Some("0 3 * * *".to_owned());
-        let mut tcp = AppProcess::test("db", Some(5432));
-        tcp.protocol = "tcp".to_owned();
-        let stopped = AppProcess {
-            min_replicas: 0,
-            max_replicas: 0,
-            ..AppProcess::test("worker", None)
-        };
-        let configs = [
-            config(vec![AppProcess::test("web", Some(80))], Vec::new()),
-            config(
-                vec![
-                    AppProcess::test("web", Some(80)),
-                    autoscaled,
-                    scheduled,
-                    stopped,
-                ],
-                vec![volume("data"), volume("cache")],
-            ),
-            config(vec![tcp], vec![volume("data")]),
-            config(vec![AppProcess::test("worker", None)], Vec::new()),
-        ];
-        let settings = RenderSettings {
-            apps_domain: Some("apps.example.net".to_owned()),
-            ..RenderSettings::default()
-        };
-        for config in configs {
-            let mut shop = App::test("shop", AppConfig::test(Vec::new())).stored();
-            shop.spec.config = config.clone();
-            let rendered = render(&shop, &settings).unwrap();
-            let mut expected = BTreeSet::new();
-            expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
-            expected.extend(names_of(rendered.services, ObjectKind::Service));
-            expected.extend(names_of(
-                rendered.autoscalers,
-                ObjectKind::HorizontalPodAutoscaler,
-            ));
-            expected.extend(names_of(rendered.cron_jobs, ObjectKind::CronJob));
-            expected.extend(names_of(rendered.ingress, ObjectKind::Ingress));
-            expected.extend(names_of(rendered.claims, ObjectKind::PersistentVolumeClaim));
-            assert_eq!(rendered_names("shop", &config), expected, "{config:?}");
         }
     }
 

@@ -63,7 +63,7 @@ fn dns1035_label(value: &str, max: usize) -> Result<String, Invalid> {
 }
 
 /// What separates the parts of an app's default host
-/// (`{app}--{environment}--{project}`, see `cluster::render`). No app,
+/// (`{app}--{environment}--{project}`, see `berth_controller::render`). No app,
 /// environment or project made since may contain it, so that host names
 /// exactly one app; names made before keep working.
 pub const HOST_PART_SEPARATOR: &str = "--";

@@ -35,7 +35,7 @@ pub const INGRESS_NAMESPACE: &str = "berth-tests-ingress";
 pub fn controller_settings() -> berth_controller::Settings {
     berth_controller::Settings {
         ingress_namespace: INGRESS_NAMESPACE.to_owned(),
-        render: berth_shared::cluster::render::RenderSettings {
+        render: berth_controller::render::RenderSettings {
             ingress_class: Some(INGRESS_CLASS.to_owned()),
             apps_domain: Some(APPS_DOMAIN.to_owned()),
             progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,

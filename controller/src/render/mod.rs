@@ -37,11 +37,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use super::crd::{
+use berth_shared::cluster::crd::{
     App, AppConfig, AppProcess, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY,
     LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
 };
-use crate::domain::size::{Size, VolumeSize};
+use berth_shared::domain::size::{Size, VolumeSize};
 
 /// The pod template annotation a restart sets (the one `kubectl rollout
 /// restart` uses), so the rollout looks familiar to anyone with kubectl.
@@ -1026,7 +1026,8 @@ fn is_label_value(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::crd::{AppEnvVar, AppVolume, SecretKeyRef};
+    use berth_shared::cluster::crd::{AppEnvVar, AppVolume, SecretKeyRef};
+    use berth_shared::cluster::rendered_names::{ObjectKind, rendered_names};
 
     /// App `shop` in `store-prod`, stored (a uid) and labelled as the API
     /// makes it.
@@ -1911,5 +1912,66 @@ mod tests {
         assert!(deployment.get("status").is_none());
         let ingress = serde_json::to_value(rendered.ingress.as_ref().unwrap()).unwrap();
         assert_eq!(ingress["apiVersion"], "networking.k8s.io/v1");
+    }
+
+    fn names_of<K: kube::Resource<DynamicType = ()>>(
+        objects: impl IntoIterator<Item = K>,
+        kind: ObjectKind,
+    ) -> Vec<(ObjectKind, String)> {
+        objects.into_iter().map(|o| (kind, o.name_any())).collect()
+    }
+
+    /// What the API refuses before it is made (`rendered_names`) is exactly
+    /// the names `render` gives its objects (with a default host, so that
+    /// every web app has its Ingress).
+    #[test]
+    fn the_names_the_api_checks_are_those_render_gives() {
+        let mut autoscaled = AppProcess::test("api", Some(8080));
+        autoscaled.max_replicas = 4;
+        let mut scheduled = AppProcess::test("nightly", None);
+        scheduled.schedule = Some("0 3 * * *".to_owned());
+        let mut tcp = AppProcess::test("db", Some(5432));
+        tcp.protocol = "tcp".to_owned();
+        let stopped = AppProcess {
+            min_replicas: 0,
+            max_replicas: 0,
+            ..AppProcess::test("worker", None)
+        };
+        let volume = |name: &str| AppVolume::test(name, &format!("/{name}"), "1Gi");
+        let apps = [
+            (vec![AppProcess::test("web", Some(80))], Vec::new()),
+            (
+                vec![
+                    AppProcess::test("web", Some(80)),
+                    autoscaled,
+                    scheduled,
+                    stopped,
+                ],
+                vec![volume("data"), volume("cache")],
+            ),
+            (vec![tcp], vec![volume("data")]),
+            (vec![AppProcess::test("worker", None)], Vec::new()),
+        ];
+        let settings = RenderSettings {
+            apps_domain: Some("apps.example.net".to_owned()),
+            ..RenderSettings::default()
+        };
+        for (processes, volumes) in apps {
+            let mut shop = app(processes);
+            shop.spec.config.volumes = volumes;
+            let rendered = render(&shop, &settings).unwrap();
+            let mut expected = BTreeSet::new();
+            expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
+            expected.extend(names_of(rendered.services, ObjectKind::Service));
+            expected.extend(names_of(
+                rendered.autoscalers,
+                ObjectKind::HorizontalPodAutoscaler,
+            ));
+            expected.extend(names_of(rendered.cron_jobs, ObjectKind::CronJob));
+            expected.extend(names_of(rendered.ingress, ObjectKind::Ingress));
+            expected.extend(names_of(rendered.claims, ObjectKind::PersistentVolumeClaim));
+            let config = &shop.spec.config;
+            assert_eq!(rendered_names("shop", config), expected, "{config:?}");
+        }
     }
 }
