@@ -18,8 +18,6 @@ pub mod cluster;
 pub mod config;
 pub mod credentials;
 pub mod domain;
-#[cfg(feature = "dns")]
-pub mod domains;
 pub mod error;
 pub mod health;
 pub mod http;

@@ -1026,8 +1026,8 @@ fn is_label_value(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_shared::apps::rendered_names::{ObjectKind, rendered_names};
     use berth_shared::cluster::crd::{AppEnvVar, AppVolume, SecretKeyRef};
-    use berth_shared::cluster::rendered_names::{ObjectKind, rendered_names};
 
     /// App `shop` in `store-prod`, stored (a uid) and labelled as the API
     /// makes it.

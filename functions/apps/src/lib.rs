@@ -1,6 +1,6 @@
 //! The `apps` function: apps of an environment, their releases, rollback,
 //! promotion and domain check. The rules live in `berth_shared::apps` (and
-//! `berth_shared::domains`); this crate maps HTTP onto them.
+//! `berth_shared::apps::domain_check`); this crate maps HTTP onto them.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -9,6 +9,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::domain_check::DomainCheck;
 use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
@@ -16,7 +17,6 @@ use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::cluster::apps::AppPath;
 use berth_shared::domain::names::{AppName, EnvironmentName};
-use berth_shared::domains::DomainCheck;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
 use berth_shared::openapi::{
     AppPath as AppPathParams, EnvironmentPath, ProjectPath, cluster_failures,
@@ -570,6 +570,6 @@ async fn check_app_domains(
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::check_domains(&client, &state.domains, &caller, &path).await?,
+        service::check_domains(&client, &state.domain_check, &caller, &path).await?,
     ))
 }

@@ -11,13 +11,13 @@ use super::body::{self, CreateBody, UpdateBody};
 use super::hosts::{self, HostRules};
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
+use super::rendered_names;
 use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
 use crate::cluster::crd::{
     App, AppConfig, AppSpec, Environment, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, ReleaseMark,
 };
 use crate::cluster::environments;
-use crate::cluster::rendered_names;
 use crate::domain::names::{AppName, EnvironmentName};
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
@@ -350,10 +350,10 @@ pub async fn get(
 #[cfg(feature = "dns")]
 pub async fn check_domains(
     client: &kube::Client,
-    checker: &crate::domains::DomainChecker,
+    checker: &super::domain_check::DomainChecker,
     caller: &Principal,
     path: &AppPath,
-) -> Result<Vec<crate::domains::DomainCheck>, ApiError> {
+) -> Result<Vec<super::domain_check::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     checker.check(&app.spec.config.domains).await
 }

@@ -9,7 +9,6 @@ pub mod install;
 pub mod isolation;
 pub mod ownership;
 pub mod projects;
-pub mod rendered_names;
 pub mod retry;
 pub mod secrets;
 pub mod service_account;

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::crd::{AppConfig, object_names};
+use crate::cluster::crd::{AppConfig, object_names};
 
 /// The kinds an app renders to. Two names clash only within one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
