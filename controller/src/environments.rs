@@ -23,9 +23,8 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
-    MANAGER,
+    MANAGER, PHASE_TERMINATING,
 };
-use berth_shared::cluster::environments::PHASE_TERMINATING;
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 

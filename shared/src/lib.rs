@@ -18,6 +18,8 @@ pub mod cluster;
 pub mod config;
 pub mod credentials;
 pub mod domain;
+#[cfg(feature = "cluster")]
+pub mod environments;
 pub mod error;
 pub mod health;
 pub mod http;
@@ -27,6 +29,8 @@ pub mod kubeconfig;
 pub mod names;
 pub mod openapi;
 pub mod operation;
+#[cfg(feature = "cluster")]
+pub mod projects;
 pub mod roles;
 pub mod runtime;
 #[cfg(feature = "cluster")]

@@ -12,15 +12,14 @@ use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::apps::service::writable_environment;
 use crate::cluster::apps::{self as cluster_apps, AppPath};
 use crate::cluster::crd::{App, AppConfig};
 use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
-use crate::cluster::{environments, timestamp};
+use crate::cluster::{environments as cluster_environments, timestamp};
 use crate::domain::names::{SecretKey, SecretName};
 use crate::http::extract::body_words;
 use crate::identity::Principal;
-use crate::{ApiError, Permission};
+use crate::{ApiError, Permission, environments};
 
 /// The most all values of one secret may hold together, in bytes.
 pub const MAX_VALUES_BYTES: usize = 512 * 1024;
@@ -155,7 +154,7 @@ pub async fn list(
 ) -> Result<Vec<SecretSummary>, ApiError> {
     caller.require(Permission::Read)?;
     let org = &caller.user.org;
-    environments::get_visible(client, org, project, environment).await?;
+    cluster_environments::get_visible(client, org, project, environment).await?;
     let secrets = cluster_secrets::list_managed(client, org, project, environment).await?;
     Ok(secrets.iter().map(summary).collect())
 }
@@ -173,7 +172,7 @@ pub async fn put(
     let values = parse_data(body)?;
     SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
     let org = &caller.user.org;
-    writable_environment(client, org, &path.project, &path.environment).await?;
+    environments::writable(client, org, &path.project, &path.environment).await?;
     let values: BTreeMap<String, String> = values
         .into_iter()
         .map(|(key, value)| (key.as_str().to_owned(), value))
@@ -256,7 +255,7 @@ pub async fn delete(
         return Err(path.missing());
     }
     let org = &caller.user.org;
-    writable_environment(client, org, &path.project, &path.environment).await?;
+    environments::writable(client, org, &path.project, &path.environment).await?;
     let current = cluster_secrets::get(client, path)
         .await?
         .ok_or_else(|| path.missing())?;

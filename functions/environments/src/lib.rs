@@ -6,9 +6,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use berth_shared::cluster::crd::Quota;
-use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
+use berth_shared::cluster::crd::{Environment, Quota};
 use berth_shared::domain::names::EnvironmentName;
+use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
@@ -251,6 +251,6 @@ async fn restore_environment(
 fn audit_environment(project: &str, environment: &str) {
     scope::audit_target(
         "environment",
-        environments::resource_name(project, environment),
+        Environment::resource_name(project, environment),
     );
 }

@@ -6,9 +6,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use berth_shared::cluster::projects::{self, NewProject, ProjectRecord};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{ProjectPath, cluster_failures};
+use berth_shared::projects::{self, NewProject, ProjectRecord};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {

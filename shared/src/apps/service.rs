@@ -17,12 +17,12 @@ use crate::cluster::crd::{
     App, AppConfig, AppSpec, Environment, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, ReleaseMark,
 };
-use crate::cluster::environments;
+use crate::cluster::environments as cluster_environments;
 use crate::domain::names::{AppName, EnvironmentName};
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Missing, Permission, clock, secrets};
+use crate::{ApiError, Missing, Permission, clock, environments, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,41 +60,18 @@ pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
     record::app_record(app, &path.project, &path.environment, values_for(caller))
 }
 
-/// The environment a change goes into: visible, not being deleted, and its
-/// namespace there and owned by it (see [`environments::check_namespace`]).
-/// The one gate of every write into an environment (apps, secrets,
-/// templates); the namespace is read at the same time as the environment.
-pub(crate) async fn writable_environment(
-    client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
-) -> Result<Environment, ApiError> {
-    let namespace_name = environments::resource_name(project, environment);
-    let (found, namespace) = tokio::join!(
-        environments::get_visible(client, org, project, environment),
-        environments::namespace(client, &namespace_name)
-    );
-    let found = found?;
-    if environments::is_deleting(&found) {
-        return Err(ApiError::EnvironmentDeleting);
-    }
-    environments::check_namespace(&found, namespace?.as_ref())?;
-    Ok(found)
-}
-
 /// The Apps of the environment a change goes into (whoever's: all of them
 /// are rendered there), read at once with the checks of
-/// [`writable_environment`].
+/// [`environments::writable`].
 pub(crate) async fn environment_apps(
     client: &kube::Client,
     org: &str,
     project: &str,
     environment: &str,
 ) -> Result<Vec<App>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = Environment::resource_name(project, environment);
     let (writable, apps) = tokio::join!(
-        writable_environment(client, org, project, environment),
+        environments::writable(client, org, project, environment),
         cluster_apps::in_namespace(client, &namespace)
     );
     writable?;
@@ -109,7 +86,7 @@ pub(crate) async fn app_to_change(
     path: &AppPath,
 ) -> Result<App, ApiError> {
     let (environment, app) = tokio::join!(
-        writable_environment(client, org, &path.project, &path.environment),
+        environments::writable(client, org, &path.project, &path.environment),
         cluster_apps::get_visible(client, org, path)
     );
     environment?;
@@ -283,7 +260,7 @@ async fn commit_change(
                 if again.metadata.generation != current.metadata.generation
                     || again.metadata.uid != current.metadata.uid
                 {
-                    return Err(releases::changed_meanwhile());
+                    return Err(cluster_apps::changed_meanwhile());
                 }
                 read = again;
             }
@@ -302,7 +279,7 @@ async fn commit_change(
             Err(error) => return Err(error),
         }
     }
-    Err(releases::changed_meanwhile())
+    Err(cluster_apps::changed_meanwhile())
 }
 
 pub async fn list(
@@ -312,7 +289,7 @@ pub async fn list(
     environment: &str,
 ) -> Result<Vec<AppRecord>, ApiError> {
     let org = &caller.user.org;
-    environments::get_visible(client, org, project, environment).await?;
+    cluster_environments::get_visible(client, org, project, environment).await?;
     let apps = cluster_apps::list(client, org, project, environment).await?;
     Ok(apps
         .iter()

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 
+use super::crd::Environment;
 use super::crd::{
     App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
     MANAGER,
@@ -28,7 +29,7 @@ pub struct AppPath {
 
 impl AppPath {
     pub fn namespace(&self) -> String {
-        environments::resource_name(&self.project, &self.environment)
+        Environment::resource_name(&self.project, &self.environment)
     }
 
     /// The audit target: `project/environment/app`.
@@ -43,6 +44,12 @@ impl AppPath {
             app: self.app.clone(),
         })
     }
+}
+
+/// The conflict of a write conditioned on the App as it was read, when it
+/// changed meanwhile: this write changed nothing.
+pub fn changed_meanwhile() -> ApiError {
+    ApiError::Conflict("the app was changed meanwhile; read it again and retry".into())
 }
 
 /// The 404 of an App that was read and has gone since.
@@ -131,7 +138,7 @@ pub async fn list(
     project: &str,
     environment: &str,
 ) -> Result<Vec<App>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = Environment::resource_name(project, environment);
     let params = ListParams::default().labels(&format!("{LABEL_ORG}={org}"));
     let mut apps: Vec<App> = match super::list_decoded(client, Some(&namespace), &params).await {
         Ok(apps) => apps,
@@ -190,7 +197,7 @@ pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> 
         .await
     {
         Ok(replaced) => Ok(replaced),
-        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile()),
         Err(error) if is_not_found(&error) => Err(gone(app)),
         Err(error) => Err(error.into()),
     }
@@ -212,7 +219,7 @@ pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
     {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) => Err(gone(app)),
-        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile()),
         Err(error) => Err(error.into()),
     }
 }

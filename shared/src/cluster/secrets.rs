@@ -13,8 +13,9 @@ use kube::ResourceExt;
 use kube::api::Preconditions;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
+use super::crd::Environment;
 use super::crd::{LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER};
-use super::{environments, is_conflict, is_not_found};
+use super::{is_conflict, is_not_found};
 use crate::{ApiError, Missing};
 
 /// The only type Berth creates: arbitrary keys and values.
@@ -30,7 +31,7 @@ pub struct SecretPath {
 
 impl SecretPath {
     pub fn namespace(&self) -> String {
-        environments::resource_name(&self.project, &self.environment)
+        Environment::resource_name(&self.project, &self.environment)
     }
 
     pub fn missing(&self) -> ApiError {
@@ -91,7 +92,7 @@ pub async fn list_managed(
     project: &str,
     environment: &str,
 ) -> Result<Vec<Secret>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = Environment::resource_name(project, environment);
     let params =
         ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER},{LABEL_ORG}={org}"));
     let mut secrets = match api(client, &namespace).list(&params).await {

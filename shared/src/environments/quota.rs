@@ -1,12 +1,16 @@
-//! The storage every environment is held to, whatever its quota names:
-//! defaults for what it leaves out and maxima no tenant can exceed. The API
-//! checks a quota against them; the controller applies them in the
-//! namespace's ResourceQuota, with its NetworkPolicy and Pod Security labels
+//! What an environment's quota may ask for, and the storage every
+//! environment is held to whatever its quota names: defaults for what it
+//! leaves out and maxima no tenant can exceed. The API checks a quota
+//! against them; the controller applies them in the namespace's
+//! ResourceQuota, with its NetworkPolicy and Pod Security labels
 //! (`berth_controller::isolation`).
 
-use super::crd::Quota;
-use crate::ApiError;
+use crate::cluster::crd::Quota;
 use crate::domain::size::Quantity;
+use crate::{ApiError, names};
+
+/// The most pods an environment may ask for.
+pub const MAX_PODS: i32 = 10_000;
 
 /// The storage all volumes of an environment may request together, when its
 /// quota names none.
@@ -23,10 +27,24 @@ fn quantity(text: &str) -> Option<Quantity> {
     Quantity::parse(text).ok()
 }
 
-/// The rules of what a tenant may ask for: storage at most [`MAX_STORAGE`]
-/// and at most [`MAX_VOLUMES`] volumes (zero of either is an environment
-/// without volumes).
-pub fn check_quota(quota: &Quota) -> Result<(), ApiError> {
+/// The rules of what a tenant may ask for: CPU and memory as Kubernetes
+/// quantities, 1 to [`MAX_PODS`] pods, storage at most [`MAX_STORAGE`] and at
+/// most [`MAX_VOLUMES`] volumes (zero of either is an environment without
+/// volumes).
+pub fn check(quota: &Quota) -> Result<(), ApiError> {
+    if let Some(cpu) = &quota.cpu {
+        names::quantity("quota.cpu", cpu)?;
+    }
+    if let Some(memory) = &quota.memory {
+        names::quantity("quota.memory", memory)?;
+    }
+    if let Some(pods) = quota.pods
+        && !(1..=MAX_PODS).contains(&pods)
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "quota.pods: must be 1 to {MAX_PODS}"
+        )));
+    }
     if let Some(storage) = &quota.storage {
         let within = match (quantity(storage), quantity("0"), quantity(MAX_STORAGE)) {
             (Some(asked), Some(zero), Some(max)) => zero <= asked && asked <= max,
@@ -55,7 +73,7 @@ mod tests {
     #[test]
     fn tenants_ask_within_the_maxima() {
         for (storage, volumes) in [("10Ti", 100), ("0", 0), ("500Gi", 1), ("10240Gi", 20)] {
-            check_quota(&Quota {
+            check(&Quota {
                 storage: Some(storage.into()),
                 volumes: Some(volumes),
                 ..Quota::default()
@@ -63,7 +81,7 @@ mod tests {
             .unwrap_or_else(|e| panic!("{storage} {volumes}: {e}"));
         }
         for storage in ["11Ti", "10241Gi", "1Pi", "-1Gi", "lots", ""] {
-            let error = check_quota(&Quota {
+            let error = check(&Quota {
                 storage: Some(storage.into()),
                 ..Quota::default()
             })
@@ -71,7 +89,7 @@ mod tests {
             assert!(error.to_string().starts_with("quota.storage:"), "{error}");
         }
         for volumes in [101, -1] {
-            let error = check_quota(&Quota {
+            let error = check(&Quota {
                 volumes: Some(volumes),
                 ..Quota::default()
             })
