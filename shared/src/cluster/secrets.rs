@@ -1,5 +1,6 @@
-//! Kubernetes Secrets in an environment's namespace, and the restart of the
-//! apps that read them. A Secret is Berth's when it carries
+//! Kubernetes Secrets in an environment's namespace: each function here is
+//! one call to the cluster, and what they mean is [`crate::secrets`]'. A
+//! Secret is Berth's when it carries
 //! `app.kubernetes.io/managed-by: berth` and the organization, project and
 //! environment of the namespace it is in; Berth changes no other Secret.
 //!
