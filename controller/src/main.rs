@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use berth_controller::Settings;
 use berth_controller::isolation;
 use berth_controller::render::RenderSettings;
+use berth_shared::domain::names::NamespaceName;
 
 const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
@@ -40,7 +41,7 @@ fn settings() -> Result<Settings, String> {
     };
     let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
         None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
-        Some(namespace) if berth_shared::names::dns_label("", &namespace, 63).is_ok() => namespace,
+        Some(namespace) if NamespaceName::parse(&namespace).is_ok() => namespace,
         Some(_) => {
             return Err(
                 "BERTH_INGRESS_NAMESPACE must be a namespace's name (a DNS label)".to_owned(),

@@ -2,33 +2,6 @@
 
 use crate::ApiError;
 
-/// A DNS label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`) of 1 to `max` characters;
-/// `field` names the body field in the error.
-pub fn dns_label(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
-    let bytes = value.as_bytes();
-    let valid = (1..=max).contains(&value.len())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric);
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::ValidationFailed(format!(
-            "{field}: must be a DNS label (lowercase letters, digits and '-', starting and ending \
-             with a letter or digit) of 1 to {max} characters"
-        )))
-    }
-}
-
-/// A new project's or environment's name is a part of its apps' default
-/// hosts: it may not contain `--` (see
-/// [`crate::domain::names::HOST_PART_SEPARATOR`]).
-pub fn host_part(field: &str, value: &str) -> Result<(), ApiError> {
-    crate::domain::names::check_host_part(value).map_err(|e| e.at(field))
-}
-
 /// Text of 1 to `max` characters that is not only white space.
 pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.trim().is_empty() || value.chars().count() > max {
@@ -171,16 +144,6 @@ mod tests {
             ReservedNamespaces::with_configured("").unwrap(),
             ReservedNamespaces::default()
         );
-    }
-
-    #[test]
-    fn dns_labels() {
-        for good in ["a", "web", "web-1", "1abc", &"a".repeat(40)] {
-            assert!(dns_label("name", good, 40).is_ok(), "{good}");
-        }
-        for bad in ["", "-a", "a-", "Web", "a_b", "a.b", "ä", &"a".repeat(41)] {
-            assert!(dns_label("name", bad, 40).is_err(), "{bad}");
-        }
     }
 
     #[test]

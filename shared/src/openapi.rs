@@ -15,6 +15,7 @@ use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
+use crate::domain::names::{AppName, EnvironmentName, ProjectName};
 use crate::error::{Missing, Problem};
 use crate::{ApiError, Operation};
 
@@ -28,11 +29,7 @@ pub const TOKEN: &str = "token";
 #[into_params(parameter_in = Path)]
 pub struct ProjectPath {
     /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    #[param(value_type = ProjectName)]
     pub project: String,
 }
 
@@ -41,11 +38,7 @@ pub struct ProjectPath {
 #[into_params(parameter_in = Path)]
 pub struct EnvironmentPath {
     /// The environment's short name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    #[param(value_type = EnvironmentName)]
     pub environment: String,
 }
 
@@ -54,11 +47,7 @@ pub struct EnvironmentPath {
 #[into_params(parameter_in = Path)]
 pub struct AppPath {
     /// The app's name.
-    #[param(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
+    #[param(value_type = AppName)]
     pub app: String,
 }
 
@@ -85,10 +74,18 @@ pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> O
             add_failures(described, &failures);
         }
     }
-    api.components
-        .get_or_insert_with(Default::default)
+    let components = api.components.get_or_insert_with(Default::default);
+    components
         .schemas
         .insert(Problem::name().into_owned(), Problem::schema());
+    // utoipa collects the schemas that bodies refer to, not those of
+    // parameters: the names' schemas, each written once in `domain::names`.
+    let described = serde_json::to_string(&api.paths).unwrap_or_default();
+    for (name, schema) in crate::domain::names::schemas() {
+        if described.contains(&format!("\"#/components/schemas/{name}\"")) {
+            components.schemas.entry(name).or_insert(schema);
+        }
+    }
     api
 }
 

@@ -12,11 +12,11 @@ use crate::cluster::crd::{LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, Project
 use crate::cluster::{
     environments as cluster_environments, projects as cluster_projects, timestamp,
 };
+use crate::domain::names::ProjectName;
 use crate::error::EnvironmentLeft;
 use crate::names::ReservedNamespaces;
 use crate::{ApiError, names};
 
-pub const MAX_NAME_LEN: usize = 40;
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
 
@@ -91,8 +91,7 @@ impl ValidProject {
 /// would get a reserved namespace (`kube`, `berth-…`, see
 /// [`ReservedNamespaces`]) is refused here, before anything is made.
 pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidProject, ApiError> {
-    names::dns_label("name", &new.name, MAX_NAME_LEN)?;
-    names::host_part("name", &new.name)?;
+    ProjectName::parse_new(&new.name).map_err(|e| e.at("name"))?;
     if reserved.reserves_project(&new.name) {
         return Err(ApiError::ValidationFailed(format!(
             "name: {}-… namespaces are reserved for the cluster and Berth; choose another name",

@@ -14,7 +14,7 @@ use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
 use crate::cluster::apps::AppPath;
 use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
-use crate::domain::names::AppName;
+use crate::domain::names::{AppName, NewAppName};
 use crate::identity::Principal;
 use crate::store::Store;
 use crate::{ApiError, Permission, credentials};
@@ -130,7 +130,7 @@ pub fn list() -> Vec<TemplateRecord> {
 pub struct DeployBody {
     /// The app's name (a DNS-1035 label without `--`); the template's name
     /// when omitted.
-    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = Option<NewAppName>)]
     pub name: Option<String>,
     /// Values for the template's variables, by name.
     #[serde(default)]

@@ -394,11 +394,7 @@ async fn rollback_app(
 struct PromoteBody {
     /// The target environment's short name, in the same project (a DNS
     /// label of at most 22 characters; anything else is `422`).
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    #[schema(value_type = EnvironmentName)]
     environment: String,
 }
 

@@ -7,7 +7,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::cluster::crd::{Environment, Quota};
-use berth_shared::domain::names::EnvironmentName;
+use berth_shared::domain::names::{EnvironmentName, NewEnvironmentName};
 use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
@@ -99,7 +99,7 @@ async fn list_environments(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host); `{project}-{name}` names its namespace.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
+    #[schema(value_type = NewEnvironmentName)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]

@@ -6,6 +6,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
+use berth_shared::domain::names::{NewProjectName, ProjectName};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{ProjectPath, cluster_failures};
 use berth_shared::projects::{self, NewProject, ProjectRecord};
@@ -74,7 +75,7 @@ async fn list_projects(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host), unique in the cluster.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = NewProjectName)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,
@@ -107,7 +108,7 @@ async fn create_project(
     ),
     ApiError,
 > {
-    if berth_shared::names::dns_label("name", &body.name, projects::MAX_NAME_LEN).is_ok() {
+    if ProjectName::parse(&body.name).is_ok() {
         scope::audit_target("project", body.name.clone());
     }
     caller.require(Permission::ProjectWrite)?;

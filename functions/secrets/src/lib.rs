@@ -71,11 +71,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 #[allow(dead_code)]
 struct SecretPathParams {
     /// A DNS subdomain.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-        min_length = 1,
-        max_length = 253
-    )]
+    #[param(value_type = SecretName)]
     secret: String,
 }
 

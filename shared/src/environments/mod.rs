@@ -22,12 +22,10 @@ use crate::cluster::crd::{
 use crate::cluster::environments::{self as cluster_environments, get_visible, namespace};
 use crate::cluster::ownership::{self, NamespaceOwner};
 use crate::cluster::{projects as cluster_projects, timestamp};
+use crate::domain::names::EnvironmentName;
 use crate::identity::Principal;
 use crate::names::ReservedNamespaces;
-use crate::{ApiError, Permission, clock, names};
-
-/// `{project}-{environment}` stays a DNS label of at most 63 characters.
-pub const MAX_NAME_LEN: usize = 22;
+use crate::{ApiError, Permission, clock};
 
 /// The Environment record of the API (spec part 2).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
@@ -177,8 +175,7 @@ pub fn validate(
     new: NewEnvironment,
     reserved: &ReservedNamespaces,
 ) -> Result<ValidEnvironment, ApiError> {
-    names::dns_label("name", &new.name, MAX_NAME_LEN)?;
-    names::host_part("name", &new.name)?;
+    EnvironmentName::parse_new(&new.name).map_err(|e| e.at("name"))?;
     let namespace = Environment::resource_name(project, &new.name);
     if reserved.is_reserved(&namespace) {
         return Err(ApiError::ValidationFailed(format!(

@@ -8,12 +8,12 @@ use serde::Serialize;
 
 use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
 use super::{Principal, normalize_email, password, validate_email};
+use crate::domain::names::OrgName;
 use crate::roles::Permission;
 use crate::store::{self, Item, Store, keys};
 use crate::{ApiError, Role, clock, credentials};
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
-pub const MAX_ORG_NAME_LEN: usize = 40;
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct MemberRecord {
@@ -110,7 +110,7 @@ pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMembe
 }
 
 pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
-    crate::names::dns_label("org", org, MAX_ORG_NAME_LEN)
+    OrgName::parse(org).map(|_| ()).map_err(|e| e.at("org"))
 }
 
 struct NewAccount<'a> {
