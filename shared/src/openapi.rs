@@ -1,6 +1,6 @@
 //! What every function's part of the OpenAPI description shares: the names
-//! of the two security schemes, the path parameters, and Problem Details for
-//! every failure an operation can give.
+//! of the two security schemes, and Problem Details for every failure an
+//! operation can give. Path parameters are the places of `domain::paths`.
 //!
 //! Each function crate describes its own operations with `#[utoipa::path]`
 //! on the handlers and finishes its part with [`describe`]; the local server
@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use utoipa::openapi::path::{Operation as Described, PathItem};
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{PartialSchema, ToSchema};
 
-use crate::domain::names::{AppName, EnvironmentName, ProjectName};
 use crate::error::{Missing, Problem};
 use crate::{ApiError, Operation};
 
@@ -23,33 +22,6 @@ use crate::{ApiError, Operation};
 pub const SESSION: &str = "session";
 /// The security scheme of API tokens (`Authorization: Bearer brt_...`).
 pub const TOKEN: &str = "token";
-
-/// The `{project}` of a path.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct ProjectPath {
-    /// The project's name.
-    #[param(value_type = ProjectName)]
-    pub project: String,
-}
-
-/// The `{environment}` of a path (after its `{project}`).
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct EnvironmentPath {
-    /// The environment's short name.
-    #[param(value_type = EnvironmentName)]
-    pub environment: String,
-}
-
-/// The `{app}` of a path (after its `{project}` and `{environment}`).
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct AppPath {
-    /// The app's name.
-    #[param(value_type = AppName)]
-    pub app: String,
-}
 
 /// Finishes a function's part of the description: every operation gets the
 /// failures it can give (Problem Details, with the `code` values of each

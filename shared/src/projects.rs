@@ -12,7 +12,7 @@ use crate::cluster::crd::{LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, Project
 use crate::cluster::{
     environments as cluster_environments, projects as cluster_projects, timestamp,
 };
-use crate::domain::names::ProjectName;
+use crate::domain::names::{OrgName, ProjectName};
 use crate::error::EnvironmentLeft;
 use crate::names::ReservedNamespaces;
 use crate::{ApiError, names};
@@ -50,7 +50,7 @@ fn record(project: &Project, environments: i32) -> ProjectRecord {
 }
 
 /// The organization's projects, by name, each with its number of environments.
-pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<ProjectRecord>, ApiError> {
+pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<ProjectRecord>, ApiError> {
     let projects = cluster_projects::list(client, org).await?;
     let environments = cluster_environments::list_of_org(client, org).await?;
     let mut counts: HashMap<&str, i32> = HashMap::new();
@@ -65,7 +65,11 @@ pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<ProjectRecord>
     Ok(records)
 }
 
-pub async fn get(client: &kube::Client, org: &str, name: &str) -> Result<ProjectRecord, ApiError> {
+pub async fn get(
+    client: &kube::Client,
+    org: &OrgName,
+    name: &ProjectName,
+) -> Result<ProjectRecord, ApiError> {
     let project = cluster_projects::get_visible(client, org, name).await?;
     let environments = cluster_environments::of_project(client, name).await?;
     let count = i32::try_from(environments.len()).unwrap_or(i32::MAX);
@@ -79,11 +83,15 @@ pub struct NewProject {
 }
 
 /// A project create request that keeps every rule; only [`validate`] makes one.
-pub struct ValidProject(NewProject);
+pub struct ValidProject {
+    name: ProjectName,
+    display_name: String,
+    description: Option<String>,
+}
 
 impl ValidProject {
-    pub fn name(&self) -> &str {
-        &self.0.name
+    pub fn name(&self) -> &ProjectName {
+        &self.name
     }
 }
 
@@ -91,7 +99,7 @@ impl ValidProject {
 /// would get a reserved namespace (`kube`, `berth-…`, see
 /// [`ReservedNamespaces`]) is refused here, before anything is made.
 pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidProject, ApiError> {
-    ProjectName::parse_new(&new.name).map_err(|e| e.at("name"))?;
+    let name = ProjectName::parse_new(&new.name).map_err(|e| e.at("name"))?;
     if reserved.reserves_project(&new.name) {
         return Err(ApiError::ValidationFailed(format!(
             "name: {}-… namespaces are reserved for the cluster and Berth; choose another name",
@@ -106,7 +114,11 @@ pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidP
             "description: must be at most {MAX_DESCRIPTION_LEN} characters"
         )));
     }
-    Ok(ValidProject(new))
+    Ok(ValidProject {
+        name,
+        display_name: new.display_name,
+        description: new.description,
+    })
 }
 
 /// Creates the project. `Project` resources are cluster-scoped and named by
@@ -115,16 +127,15 @@ pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidP
 /// about who took it.
 pub async fn create(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     new: ValidProject,
 ) -> Result<ProjectRecord, ApiError> {
-    let ValidProject(new) = new;
     let project = Project {
         metadata: ObjectMeta {
-            name: Some(new.name.clone()),
+            name: Some(new.name.to_string()),
             labels: Some(
                 [
-                    (LABEL_ORG.to_owned(), org.to_owned()),
+                    (LABEL_ORG.to_owned(), org.to_string()),
                     (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
                 ]
                 .into(),
@@ -134,7 +145,7 @@ pub async fn create(
         spec: ProjectSpec {
             display_name: new.display_name,
             description: new.description,
-            org: org.to_owned(),
+            org: org.to_string(),
         },
         status: None,
     };
@@ -151,8 +162,8 @@ pub async fn create(
 /// environment refers to it, so a racing environment cannot be orphaned.
 pub async fn delete(
     client: &kube::Client,
-    org: &str,
-    name: &str,
+    org: &OrgName,
+    name: &ProjectName,
 ) -> Result<ProjectRecord, ApiError> {
     let project = cluster_projects::get_visible(client, org, name).await?;
     let environments = cluster_environments::of_project(client, name).await?;

@@ -7,8 +7,9 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::domain::names::{NewProjectName, ProjectName};
+use berth_shared::domain::paths::ProjectPath;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
-use berth_shared::openapi::{ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::projects::{self, NewProject, ProjectRecord};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
@@ -143,9 +144,9 @@ async fn create_project(
 async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
@@ -169,9 +170,9 @@ async fn get_project(
 async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     caller.require(Permission::ProjectWrite)?;
     let client = state.cluster.client().await?;
     Ok((

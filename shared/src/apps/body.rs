@@ -9,12 +9,12 @@ use serde::Deserialize;
 use crate::cluster::crd::{
     AppConfig, AppEnvVar, AppProcess, AppVolume, SecretKeyRef, object_names,
 };
+use crate::domain::container_paths::{HealthCheckPath, MountPath};
 use crate::domain::image::ImageRef;
 use crate::domain::names::{
     AppName, EnvName, Hostname, NewAppName, ProcessName, SecretKey, SecretName, VolumeName,
 };
 use crate::domain::numbers::{FsGroup, Port, Replicas};
-use crate::domain::paths::{HealthCheckPath, MountPath};
 use crate::domain::schedule::{Schedule, TimeZone};
 use crate::domain::size::{Quantity, Size, VolumeSize};
 use crate::{ApiError, Permission};

@@ -72,11 +72,6 @@ pub struct EnvironmentSpec {
 }
 
 impl Environment {
-    /// The resource's name, and its namespace's: `{project}-{environment}`.
-    pub fn resource_name(project: &str, environment: &str) -> String {
-        format!("{project}-{environment}")
-    }
-
     /// Deleted, and waiting for its purge (or being purged).
     pub fn is_deleting(&self) -> bool {
         self.spec.deletion_scheduled_at.is_some() || self.metadata.deletion_timestamp.is_some()

@@ -9,6 +9,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
 use super::crd::{Environment, LABEL_ORG, LABEL_PROJECT};
 use super::{is_conflict, is_not_found, list_decoded, projects};
+use crate::domain::names::{OrgName, ProjectName};
+use crate::domain::paths::EnvironmentPath;
 use crate::{ApiError, Missing};
 
 /// The namespace of that name, whoever's it is.
@@ -16,54 +18,56 @@ pub async fn namespace(client: &kube::Client, name: &str) -> Result<Option<Names
     Ok(Api::<Namespace>::all(client.clone()).get_opt(name).await?)
 }
 
-/// The organization's environment of that project; anything else is not found.
+/// The organization's environment at `path`; anything else is not found.
 /// The environment names its organization and project, so it alone decides;
 /// only when it is missing is the project looked up, to say which is.
 pub async fn get_visible(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    path: &EnvironmentPath,
 ) -> Result<Environment, ApiError> {
     match Api::<Environment>::all(client.clone())
-        .get_opt(&Environment::resource_name(project, environment))
+        .get_opt(&path.namespace())
         .await?
     {
         Some(found)
-            if found.spec.org == org
-                && found.spec.project == project
-                && found.spec.name == environment =>
+            if found.spec.org == org.as_str()
+                && found.spec.project == path.project.as_str()
+                && found.spec.name == path.environment.as_str() =>
         {
             Ok(found)
         }
         _ => {
-            projects::get_visible(client, org, project).await?;
-            Err(Missing::environment(project, environment).into())
+            projects::get_visible(client, org, &path.project).await?;
+            Err(path.missing())
         }
     }
 }
 
 /// The organization's environments of every project (any order).
-pub async fn list_of_org(client: &kube::Client, org: &str) -> Result<Vec<Environment>, ApiError> {
+pub async fn list_of_org(
+    client: &kube::Client,
+    org: &OrgName,
+) -> Result<Vec<Environment>, ApiError> {
     let environments: Vec<Environment> = list_decoded(client, None, &projects::of_org(org)).await?;
     Ok(environments
         .into_iter()
-        .filter(|e| e.spec.org == org)
+        .filter(|e| e.spec.org == org.as_str())
         .collect())
 }
 
 /// The organization's environments of one project (any order).
 pub async fn list(
     client: &kube::Client,
-    org: &str,
-    project: &str,
+    org: &OrgName,
+    project: &ProjectName,
 ) -> Result<Vec<Environment>, ApiError> {
     let params =
         ListParams::default().labels(&format!("{LABEL_PROJECT}={project},{LABEL_ORG}={org}"));
     let environments: Vec<Environment> = list_decoded(client, None, &params).await?;
     Ok(environments
         .into_iter()
-        .filter(|e| e.spec.org == org && e.spec.project == project)
+        .filter(|e| e.spec.org == org.as_str() && e.spec.project == project.as_str())
         .collect())
 }
 
@@ -71,7 +75,7 @@ pub async fn list(
 /// are unique across the platform).
 pub async fn of_project(
     client: &kube::Client,
-    project: &str,
+    project: &ProjectName,
 ) -> Result<Vec<Environment>, ApiError> {
     let params = ListParams::default().labels(&format!("{LABEL_PROJECT}={project}"));
     Ok(Api::<Environment>::all(client.clone())

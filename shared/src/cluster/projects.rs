@@ -8,28 +8,35 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 use super::crd::{LABEL_ORG, Project};
 use super::{is_conflict, is_not_found, list_decoded};
 use crate::ApiError;
+use crate::domain::names::{OrgName, ProjectName};
 
 /// The label selector of an organization's objects.
-pub fn of_org(org: &str) -> ListParams {
+pub fn of_org(org: &OrgName) -> ListParams {
     ListParams::default().labels(&format!("{LABEL_ORG}={org}"))
 }
 
 /// The organization's projects (any order).
-pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<Project>, ApiError> {
+pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<Project>, ApiError> {
     let projects: Vec<Project> = list_decoded(client, None, &of_org(org)).await?;
-    Ok(projects.into_iter().filter(|p| p.spec.org == org).collect())
+    Ok(projects
+        .into_iter()
+        .filter(|p| p.spec.org == org.as_str())
+        .collect())
 }
 
 /// The organization's project of that name; another organization's is not
 /// found, as one that does not exist.
 pub async fn get_visible(
     client: &kube::Client,
-    org: &str,
-    name: &str,
+    org: &OrgName,
+    name: &ProjectName,
 ) -> Result<Project, ApiError> {
-    match Api::<Project>::all(client.clone()).get_opt(name).await? {
-        Some(project) if project.spec.org == org => Ok(project),
-        _ => Err(crate::Missing::project(name).into()),
+    match Api::<Project>::all(client.clone())
+        .get_opt(name.as_str())
+        .await?
+    {
+        Some(project) if project.spec.org == org.as_str() => Ok(project),
+        _ => Err(crate::Missing::project(name.as_str()).into()),
     }
 }
 

@@ -22,7 +22,8 @@ use crate::cluster::crd::{
 use crate::cluster::environments::{self as cluster_environments, get_visible, namespace};
 use crate::cluster::ownership::{self, NamespaceOwner};
 use crate::cluster::{projects as cluster_projects, timestamp};
-use crate::domain::names::EnvironmentName;
+use crate::domain::names::{EnvironmentName, OrgName, ProjectName};
+use crate::domain::paths::EnvironmentPath;
 use crate::identity::Principal;
 use crate::names::ReservedNamespaces;
 use crate::{ApiError, Permission, clock};
@@ -110,13 +111,12 @@ pub fn check_namespace(
 /// namespace is read at the same time as the environment.
 pub async fn writable(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    path: &EnvironmentPath,
 ) -> Result<Environment, ApiError> {
-    let namespace_name = Environment::resource_name(project, environment);
+    let namespace_name = path.namespace();
     let (found, namespace) = tokio::join!(
-        get_visible(client, org, project, environment),
+        get_visible(client, org, path),
         namespace(client, &namespace_name)
     );
     let found = found?;
@@ -129,8 +129,8 @@ pub async fn writable(
 
 pub async fn list(
     client: &kube::Client,
-    org: &str,
-    project: &str,
+    org: &OrgName,
+    project: &ProjectName,
 ) -> Result<Vec<EnvironmentRecord>, ApiError> {
     cluster_projects::get_visible(client, org, project).await?;
     let mut records: Vec<_> = cluster_environments::list(client, org, project)
@@ -144,13 +144,10 @@ pub async fn list(
 
 pub async fn get(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    path: &EnvironmentPath,
 ) -> Result<EnvironmentRecord, ApiError> {
-    Ok(record(
-        &get_visible(client, org, project, environment).await?,
-    ))
+    Ok(record(&get_visible(client, org, path).await?))
 }
 
 pub struct NewEnvironment {
@@ -162,8 +159,7 @@ pub struct NewEnvironment {
 /// An environment create request that keeps every rule; only [`validate`]
 /// makes one.
 pub struct ValidEnvironment {
-    project: String,
-    name: String,
+    path: EnvironmentPath,
     env_type: EnvType,
     quota: Option<Quota>,
 }
@@ -171,12 +167,15 @@ pub struct ValidEnvironment {
 /// Checks the request against the rules, including that its namespace
 /// `{project}-{environment}` is not reserved for the cluster or Berth.
 pub fn validate(
-    project: &str,
+    project: &ProjectName,
     new: NewEnvironment,
     reserved: &ReservedNamespaces,
 ) -> Result<ValidEnvironment, ApiError> {
-    EnvironmentName::parse_new(&new.name).map_err(|e| e.at("name"))?;
-    let namespace = Environment::resource_name(project, &new.name);
+    let path = EnvironmentPath {
+        project: project.clone(),
+        environment: EnvironmentName::parse_new(&new.name).map_err(|e| e.at("name"))?,
+    };
+    let namespace = path.namespace();
     if reserved.is_reserved(&namespace) {
         return Err(ApiError::ValidationFailed(format!(
             "name: the namespace {namespace} is reserved for the cluster or Berth; choose another name"
@@ -189,8 +188,7 @@ pub fn validate(
         quota::check(quota)?;
     }
     Ok(ValidEnvironment {
-        project: project.to_owned(),
-        name: new.name,
+        path,
         env_type,
         quota: new.quota,
     })
@@ -206,11 +204,12 @@ pub fn validate(
 /// the second line for one made after this look.
 pub async fn create(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     new: ValidEnvironment,
 ) -> Result<EnvironmentRecord, ApiError> {
-    let project = new.project.as_str();
-    let name = Environment::resource_name(project, &new.name);
+    let path = &new.path;
+    let project = &path.project;
+    let name = path.namespace();
     let (parent, existing) = tokio::join!(
         cluster_projects::get_visible(client, org, project),
         namespace(client, &name)
@@ -237,9 +236,9 @@ pub async fn create(
             name: Some(name.clone()),
             labels: Some(
                 [
-                    (LABEL_ORG.to_owned(), org.to_owned()),
-                    (LABEL_PROJECT.to_owned(), project.to_owned()),
-                    (LABEL_ENVIRONMENT.to_owned(), new.name.clone()),
+                    (LABEL_ORG.to_owned(), org.to_string()),
+                    (LABEL_PROJECT.to_owned(), project.to_string()),
+                    (LABEL_ENVIRONMENT.to_owned(), path.environment.to_string()),
                     (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
                 ]
                 .into(),
@@ -247,9 +246,9 @@ pub async fn create(
             ..ObjectMeta::default()
         },
         spec: EnvironmentSpec {
-            project: project.to_owned(),
-            name: new.name.clone(),
-            org: org.to_owned(),
+            project: project.to_string(),
+            name: path.environment.to_string(),
+            org: org.to_string(),
             env_type: new.env_type,
             quota: new.quota,
             deletion_scheduled_at: None,
@@ -261,11 +260,11 @@ pub async fn create(
         None => {
             // Ours, or another project's (of any organization) that maps to
             // the same name: say which without telling whose.
-            let same = get_visible(client, org, project, &new.name).await.is_ok();
+            let same = get_visible(client, org, path).await.is_ok();
             Err(ApiError::Conflict(if same {
                 format!(
                     "an environment named {} already exists in {project}",
-                    new.name
+                    path.environment
                 )
             } else {
                 format!(
@@ -287,14 +286,13 @@ fn kept_changing() -> ApiError {
 pub async fn delete(
     client: &kube::Client,
     caller: &Principal,
-    project: &str,
-    environment: &str,
+    path: &EnvironmentPath,
     production_grace: Duration,
 ) -> Result<EnvironmentRecord, ApiError> {
     // The patch is conditioned on the version read; the controller writing the
     // status meanwhile is the usual reason to read again.
     for _ in 0..5 {
-        let found = get_visible(client, &caller.user.org, project, environment).await?;
+        let found = get_visible(client, &caller.user.org, path).await?;
         let protected = found.spec.env_type == EnvType::Production;
         let needed = if protected {
             Permission::EnvDeleteProtected
@@ -337,12 +335,12 @@ pub async fn delete(
 pub async fn restore(
     client: &kube::Client,
     caller: &Principal,
-    project: &str,
-    environment: &str,
+    path: &EnvironmentPath,
 ) -> Result<EnvironmentRecord, ApiError> {
     caller.require(Permission::EnvDeleteProtected)?;
+    let environment = &path.environment;
     for _ in 0..5 {
-        let found = get_visible(client, &caller.user.org, project, environment).await?;
+        let found = get_visible(client, &caller.user.org, path).await?;
         if found.metadata.deletion_timestamp.is_some() {
             return Err(ApiError::Conflict(format!(
                 "environment {environment} is being removed from the cluster and cannot be \
