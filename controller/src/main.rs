@@ -17,10 +17,8 @@ use std::process::ExitCode;
 
 use berth_controller::Settings;
 use berth_controller::isolation;
-use berth_controller::render::RenderSettings;
+use berth_controller::render::{DEFAULT_PROGRESS_DEADLINE_SECONDS, RenderSettings};
 use berth_shared::domain::names::NamespaceName;
-
-const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
 /// An environment variable, unset when empty.
 fn setting(name: &str) -> Option<String> {

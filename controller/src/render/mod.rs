@@ -41,6 +41,7 @@ use berth_shared::cluster::crd::{
     App, AppConfig, AppProcess, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY,
     LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
 };
+use berth_shared::domain::schedule::DEFAULT_TIME_ZONE;
 use berth_shared::domain::size::{Size, VolumeSize};
 
 /// The pod template annotation a restart sets (the one `kubectl rollout
@@ -48,8 +49,6 @@ use berth_shared::domain::size::{Size, VolumeSize};
 pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
 /// The CPU utilization an autoscaled process is kept at.
 pub const TARGET_CPU_UTILIZATION: i32 = 75;
-/// The time zone of a schedule that names none.
-pub const DEFAULT_TIME_ZONE: &str = "UTC";
 /// How late a missed scheduled run may still start.
 pub const STARTING_DEADLINE_SECONDS: i64 = 300;
 /// Finished jobs kept per scheduled process, for their logs.
@@ -57,6 +56,10 @@ const JOBS_HISTORY: i32 = 3;
 /// A job's name is its CronJob's plus 11 characters.
 const MAX_CRON_JOB_NAME: usize = 52;
 const MAX_LABEL: usize = 63;
+
+/// How long a Deployment's rollout may make no progress before it is
+/// reported as failed, unless the controller's settings say otherwise.
+pub const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
 /// The cluster-wide choices rendering depends on (the controller's settings).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +80,7 @@ impl Default for RenderSettings {
         Self {
             ingress_class: None,
             apps_domain: None,
-            progress_deadline_seconds: 600,
+            progress_deadline_seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS,
         }
     }
 }

@@ -15,13 +15,12 @@ use crate::domain::names::{
     AppName, EnvName, Hostname, NewAppName, ProcessName, SecretKey, SecretName, VolumeName,
 };
 use crate::domain::numbers::{FsGroup, Port, Replicas};
-use crate::domain::schedule::{Schedule, TimeZone};
+use crate::domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
 use crate::domain::size::{Quantity, Size, VolumeSize};
 use crate::{ApiError, Permission};
 
 pub const DEFAULT_SIZE: &str = "small";
 pub const DEFAULT_VOLUME_SIZE: &str = "1Gi";
-pub const DEFAULT_TIME_ZONE: &str = "UTC";
 const MAX_PROCESSES: usize = 20;
 const MAX_ENV: usize = 500;
 const MAX_DOMAINS: usize = 50;
