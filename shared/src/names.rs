@@ -1,4 +1,4 @@
-//! Name rules (DESIGN §2) and Kubernetes quantities.
+//! Name rules (DESIGN §2): display texts and reserved namespaces.
 
 use crate::ApiError;
 
@@ -10,33 +10,6 @@ pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
         )));
     }
     Ok(())
-}
-
-/// A Kubernetes quantity in its canonical notation: a non-negative decimal
-/// number with an optional suffix (`500m`, `2`, `1.5`, `512Mi`, `4Gi`, `1G`).
-pub fn quantity(field: &str, value: &str) -> Result<(), ApiError> {
-    const SUFFIXES: [&str; 14] = [
-        "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P",
-    ];
-    let number = SUFFIXES
-        .iter()
-        .find_map(|suffix| value.strip_suffix(suffix))
-        .or_else(|| value.strip_suffix('E'))
-        .unwrap_or(value);
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let valid = !whole.is_empty()
-        && digits(whole)
-        && digits(fraction)
-        && (fraction.is_empty() != number.contains('.'))
-        && value.len() <= 32;
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::ValidationFailed(format!(
-            "{field}: must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi"
-        )))
-    }
 }
 
 /// Namespaces no environment may be given (its namespace is
@@ -144,20 +117,6 @@ mod tests {
             ReservedNamespaces::with_configured("").unwrap(),
             ReservedNamespaces::default()
         );
-    }
-
-    #[test]
-    fn quantities() {
-        for good in [
-            "1", "500m", "0.5", "2", "512Mi", "4Gi", "1G", "100k", "1E", "1Ei",
-        ] {
-            assert!(quantity("cpu", good).is_ok(), "{good}");
-        }
-        for bad in [
-            "", "m", "-1", "1.", ".5", "1.5.1", "4GB", "4 Gi", "one", "1mi",
-        ] {
-            assert!(quantity("cpu", bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

@@ -5,9 +5,9 @@
 //! ResourceQuota, with its NetworkPolicy and Pod Security labels
 //! (`berth_controller::isolation`).
 
+use crate::ApiError;
 use crate::cluster::crd::Quota;
 use crate::domain::size::Quantity;
-use crate::{ApiError, names};
 
 /// The most pods an environment may ask for.
 pub const MAX_PODS: i32 = 10_000;
@@ -33,10 +33,10 @@ fn quantity(text: &str) -> Option<Quantity> {
 /// volumes).
 pub fn check(quota: &Quota) -> Result<(), ApiError> {
     if let Some(cpu) = &quota.cpu {
-        names::quantity("quota.cpu", cpu)?;
+        Quantity::parse_plain(cpu).map_err(|rule| rule.at("quota.cpu"))?;
     }
     if let Some(memory) = &quota.memory {
-        names::quantity("quota.memory", memory)?;
+        Quantity::parse_plain(memory).map_err(|rule| rule.at("quota.memory"))?;
     }
     if let Some(pods) = quota.pods
         && !(1..=MAX_PODS).contains(&pods)
