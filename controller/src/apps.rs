@@ -43,7 +43,7 @@ use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
-use crate::render::{Rendered, render};
+use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
@@ -70,7 +70,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         return Ok(Action::await_change());
     }
     let key = backoff_key(app.as_ref());
-    let rendered = match render(&app, &context.settings.render) {
+    let checked = CheckedApp::of(&app).map(|checked| render(&checked, &context.settings.render));
+    let rendered = match checked {
         Ok(rendered) => rendered,
         Err(error) => {
             tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
