@@ -8,7 +8,9 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
-use crate::cluster::crd::{LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, ProjectSpec};
+use crate::cluster::crd::{
+    Environment, LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, ProjectSpec,
+};
 use crate::cluster::{
     environments as cluster_environments, projects as cluster_projects, timestamp,
 };
@@ -70,10 +72,20 @@ pub async fn get(
     org: &OrgName,
     name: &ProjectName,
 ) -> Result<ProjectRecord, ApiError> {
-    let project = cluster_projects::get_visible(client, org, name).await?;
-    let environments = cluster_environments::of_project(client, name).await?;
+    let (project, environments) = with_environments(client, org, name).await?;
     let count = i32::try_from(environments.len()).unwrap_or(i32::MAX);
     Ok(record(&project, count))
+}
+
+/// The organization's project of that name and its environments (two reads).
+async fn with_environments(
+    client: &kube::Client,
+    org: &OrgName,
+    name: &ProjectName,
+) -> Result<(Project, Vec<Environment>), ApiError> {
+    let project = cluster_projects::get_visible(client, org, name).await?;
+    let environments = cluster_environments::of_project(client, name).await?;
+    Ok((project, environments))
 }
 
 pub struct NewProject {
@@ -165,8 +177,7 @@ pub async fn delete(
     org: &OrgName,
     name: &ProjectName,
 ) -> Result<ProjectRecord, ApiError> {
-    let project = cluster_projects::get_visible(client, org, name).await?;
-    let environments = cluster_environments::of_project(client, name).await?;
+    let (project, environments) = with_environments(client, org, name).await?;
     if !environments.is_empty() {
         let mut left: Vec<EnvironmentLeft> = environments
             .iter()

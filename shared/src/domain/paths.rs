@@ -9,6 +9,27 @@ use utoipa::IntoParams;
 use super::names::{AppName, EnvironmentName, ProjectName, SecretName};
 use crate::{ApiError, Missing};
 
+/// What every place inside an environment (its `project` and `environment`)
+/// has: its environment's path, and the namespace that is where it lives.
+macro_rules! in_environment {
+    ($($place:ident),+) => {$(
+        impl $place {
+            /// Its environment's path.
+            pub fn environment_path(&self) -> EnvironmentPath {
+                EnvironmentPath {
+                    project: self.project.clone(),
+                    environment: self.environment.clone(),
+                }
+            }
+
+            /// Its environment's namespace, where it lives.
+            pub fn namespace(&self) -> String {
+                self.environment_path().namespace()
+            }
+        }
+    )+};
+}
+
 /// A project: `/projects/{project}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
@@ -62,19 +83,6 @@ impl AppPath {
         }
     }
 
-    /// Its environment's path.
-    pub fn environment_path(&self) -> EnvironmentPath {
-        EnvironmentPath {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-        }
-    }
-
-    /// Its environment's namespace, where the App resource is.
-    pub fn namespace(&self) -> String {
-        self.environment_path().namespace()
-    }
-
     /// The audit target: `project/environment/app`.
     pub fn target(&self) -> String {
         format!("{}/{}/{}", self.project, self.environment, self.app)
@@ -114,19 +122,6 @@ impl SecretPath {
         }
     }
 
-    /// Its environment's path.
-    pub fn environment_path(&self) -> EnvironmentPath {
-        EnvironmentPath {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-        }
-    }
-
-    /// Its environment's namespace, where the Secret is.
-    pub fn namespace(&self) -> String {
-        self.environment_path().namespace()
-    }
-
     pub fn missing(&self) -> ApiError {
         ApiError::NotFound(Missing::Secret {
             project: self.project.to_string(),
@@ -149,12 +144,4 @@ pub struct TemplatePath {
     pub template: String,
 }
 
-impl TemplatePath {
-    /// Its environment's path.
-    pub fn environment_path(&self) -> EnvironmentPath {
-        EnvironmentPath {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-        }
-    }
-}
+in_environment!(AppPath, SecretPath, TemplatePath);
