@@ -35,6 +35,6 @@ where
             "{what}: not within {} s",
             bound.as_secs()
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
