@@ -1,4 +1,4 @@
-//! `App` → the workloads `berth_shared::cluster::render` makes of it, applied
+//! `App` → the workloads [`crate::render`] makes of it, applied
 //! with server-side apply; objects the app no longer renders are removed
 //! (claims never); the App's status follows its Deployments' rollouts.
 //!
@@ -41,11 +41,11 @@ use berth_shared::cluster::crd::{
     OUTCOME_FAILED,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
-use berth_shared::cluster::render::{Rendered, render};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
 use crate::releases::{self, Plan, ReleaseJob};
+use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
@@ -76,7 +76,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         return Ok(Action::await_change());
     }
     let key = backoff_key(app.as_ref());
-    let rendered = match render(&app, &context.settings.render) {
+    let checked = CheckedApp::of(&app).map(|checked| render(&checked, &context.settings.render));
+    let rendered = match checked {
         Ok(rendered) => rendered,
         Err(error) => {
             tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
@@ -126,7 +127,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         None => (app.as_ref(), rendered),
         Some((reason, message)) => {
             let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
-                let rendered = render(&previous, &context.settings.render).ok()?;
+                let checked = CheckedApp::of(&previous).ok()?;
+                let rendered = render(&checked, &context.settings.render);
                 Some((previous, rendered))
             });
             let Some((found, rendered)) = rendered_previous else {
@@ -912,35 +914,11 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::cluster::crd::{AppConfig, AppSpec, ReleaseMark};
+    use berth_shared::cluster::crd::AppConfig;
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
 
     fn app() -> App {
-        let mut app = App::new(
-            "shop",
-            AppSpec {
-                config: AppConfig {
-                    image: "shop:1".to_owned(),
-                    processes: Vec::new(),
-                    env: Vec::new(),
-                    domains: Vec::new(),
-                    volumes: Vec::new(),
-                    health_check_path: None,
-                    fs_group: None,
-                    release_command: Vec::new(),
-                    auto_rollback: true,
-                },
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                    automatic_rollback_of: None,
-                },
-                restarted_at: None,
-            },
-        );
+        let mut app = App::test("shop", AppConfig::test(Vec::new()));
         app.metadata.generation = Some(4);
         app
     }

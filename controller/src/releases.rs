@@ -7,7 +7,7 @@
 //! (`AppStatus::revisions`, which `listReleases` shows).
 //!
 //! - A revision that changes what runs (`AppConfig::runs_like`) and has a
-//!   release command first runs it as a Job (`render::release_job`); the
+//!   release command first runs it as a Job (`render::render::release_job`); the
 //!   workloads keep the last available configuration meanwhile (`Releasing`)
 //!   and, should it fail, afterwards (`ReleaseFailed`; the revision is
 //!   `failed` and never run again: the next change starts afresh).
@@ -30,11 +30,12 @@ use berth_shared::cluster::crd::{
     OUTCOME_ROLLED_BACK, ReleaseMark, object_names,
 };
 use berth_shared::cluster::ownership;
-use berth_shared::cluster::render::{RenderSettings, release_job};
+
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::clock;
 
 use crate::Error;
+use crate::render::{CheckedApp, RenderSettings, release_job};
 
 pub const REASON_RELEASING: &str = "Releasing";
 pub const REASON_RELEASE_FAILED: &str = "ReleaseFailed";
@@ -112,7 +113,7 @@ pub async fn run(
         ))
     };
     let Some(job) = jobs.get_opt(&name).await? else {
-        let job = match release_job(app, settings) {
+        let job = match CheckedApp::of(app).map(|checked| release_job(&checked, settings)) {
             Ok(Some(job)) => job,
             Ok(None) => return Ok(ReleaseJob::Succeeded),
             Err(error) => {
