@@ -283,3 +283,124 @@ fn bounded(mut message: String) -> String {
     }
     message
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_shared::cluster::crd::{AppProcess, AvailableConfig};
+
+    fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
+        let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
+        config.image = image.to_owned();
+        config.release_command = release_command.iter().map(|s| (*s).to_owned()).collect();
+        config.domains = vec![format!("r{revision}.example.com")];
+        let mut app = App::test("shop", config).stored();
+        app.spec.release.revision = revision;
+        app
+    }
+
+    fn available(app: &App) -> AppStatus {
+        AppStatus {
+            last_available: Some(AvailableConfig {
+                revision: app.spec.release.revision,
+                config: app.spec.config.clone(),
+            }),
+            ..AppStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_release_runs_when_what_runs_changes_and_never_again_once_failed() {
+        let first = app(1, "shop:1", &[]);
+        let status = available(&first);
+        // No command, or nothing that runs changed: straight on.
+        assert_eq!(plan(&app(2, "shop:2", &[]), &status), Plan::Apply);
+        let mut resized = app(2, "shop:1", &["./migrate"]);
+        let mut with_command = status.clone();
+        with_command.last_available.as_mut().unwrap().config = resized.spec.config.clone();
+        resized.spec.config.processes[0].min_replicas = 3;
+        assert_eq!(plan(&resized, &with_command), Plan::Apply);
+        // A new image with a command: release first, on a first deploy too.
+        let next = app(2, "shop:2", &["./migrate"]);
+        assert_eq!(plan(&next, &status), Plan::Release);
+        assert_eq!(plan(&next, &AppStatus::default()), Plan::Release);
+        let mut passed = status.clone();
+        passed.released_command_of = Some(2);
+        assert_eq!(plan(&next, &passed), Plan::Apply);
+        let mut failed = status.clone();
+        failed.record(2, OUTCOME_FAILED, Some("it failed".to_owned()));
+        assert_eq!(plan(&next, &failed), Plan::Failed("it failed".to_owned()));
+        // The API's view agrees: revision 1 runs while 2 waits or failed.
+        let mut seen = next.clone();
+        seen.status = Some(failed);
+        assert!(seen.awaits_release());
+        assert_eq!(seen.running_revision(), Some(1));
+        seen.status = Some(passed);
+        assert_eq!(seen.running_revision(), Some(2));
+        // What runs meanwhile: revision 1's config, revision 2's domains.
+        let previous = previous(&next, &status).unwrap();
+        assert_eq!(previous.spec.config.image, "shop:1");
+        assert_eq!(previous.spec.config.domains, ["r2.example.com"]);
+        assert!(super::previous(&next, &AppStatus::default()).is_none());
+    }
+
+    #[test]
+    fn a_failed_rollout_rolls_back_once_and_never_loops() {
+        let first = app(1, "shop:1", &[]);
+        let status = available(&first);
+        let broken = app(2, "shop:2", &[]);
+        let why = "Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready.";
+        let back = rollback(&broken, &status, why).expect("a rollback");
+        assert_eq!(back.spec.release.revision, 3);
+        assert_eq!(back.spec.release.reason, "rollback");
+        assert_eq!(back.spec.release.actor, None);
+        assert_eq!(back.spec.release.automatic_rollback_of, Some(2));
+        assert_eq!(
+            back.spec.release.note.as_deref(),
+            Some(
+                "automatic: revision 2 did not become available (Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready); rolled back to revision 1"
+            )
+        );
+        assert_eq!(back.spec.config.image, "shop:1");
+        assert_eq!(back.spec.config.domains, ["r2.example.com"]);
+        // Revision 3 failing in turn is not rolled back: no loop.
+        assert!(rollback(&back, &status, why).is_none());
+        // Nothing to roll back to, the available revision itself, or off.
+        assert!(rollback(&broken, &AppStatus::default(), why).is_none());
+        assert!(rollback(&first, &status, why).is_none());
+        let mut off = broken.clone();
+        off.spec.config.auto_rollback = false;
+        assert!(rollback(&off, &status, why).is_none());
+
+        // The rolled-back revision's outcome follows from the spec alone.
+        let mut after = status.clone();
+        remember_rollback(&back, &mut after);
+        let outcome = after.outcome(2).unwrap();
+        assert_eq!(outcome.status, OUTCOME_ROLLED_BACK);
+        assert_eq!(outcome.message, back.spec.release.note);
+        assert_eq!(rollback_note(&back), back.spec.release.note);
+        assert_eq!(rollback_note(&broken), None);
+    }
+
+    #[test]
+    fn outcomes_follow_the_rollout_and_stay_bounded() {
+        let app = app(2, "shop:2", &[]);
+        let mut status = AppStatus::default();
+        record_applied(&app, &mut status, None);
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_PENDING);
+        assert!(status.last_available.is_none());
+        record_applied(&app, &mut status, Some("stuck"));
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_FAILED);
+        status.ready = true;
+        record_applied(&app, &mut status, None);
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_RELEASED);
+        assert_eq!(status.last_available.as_ref().unwrap().revision, 2);
+        for revision in 3..100 {
+            status.record(revision, OUTCOME_RELEASED, None);
+        }
+        assert_eq!(status.revisions.len(), 50);
+        assert_eq!(status.revisions[0].revision, 99);
+        assert!(status.outcome(49).is_none());
+        assert!(bounded("x".repeat(5000)).len() <= MAX_OUTCOME_MESSAGE + '…'.len_utf8());
+    }
+}
