@@ -10,8 +10,8 @@ pub mod apps;
 mod environments;
 pub mod isolation;
 mod projects;
-pub mod render;
 pub mod releases;
+pub mod render;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -19,7 +19,9 @@ use std::process::ExitCode;
 
 use berth_controller::Settings;
 use berth_controller::isolation;
-use berth_controller::render::{DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings};
+use berth_controller::render::{
+    DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
+};
 use berth_shared::domain::names::NamespaceName;
 
 /// An environment variable, unset when empty.

@@ -22,8 +22,8 @@
 //! claims (`apps::hosts`) follow the revisions the API commits.
 
 use k8s_openapi::api::batch::v1::Job;
-use kube::api::{Api, PostParams};
 use kube::ResourceExt;
+use kube::api::{Api, PostParams};
 
 use berth_shared::cluster::crd::{
     App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
@@ -31,8 +31,8 @@ use berth_shared::cluster::crd::{
 };
 use berth_shared::cluster::ownership;
 
-use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::clock;
+use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::Error;
 use crate::render::{CheckedApp, RenderSettings, release_job};
@@ -156,9 +156,7 @@ fn job_state(job: &Job, settings: &RenderSettings) -> Option<ReleaseJob> {
             "it ran past its deadline of {} s",
             settings.release_deadline_seconds
         ),
-        Some("BackoffLimitExceeded") => {
-            "it failed, and failed again when retried".to_owned()
-        }
+        Some("BackoffLimitExceeded") => "it failed, and failed again when retried".to_owned(),
         Some(reason) => format!("its Job failed ({reason})"),
         None => "its Job failed".to_owned(),
     };
@@ -258,7 +256,10 @@ pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
 /// Answers whether it was written.
 pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Error> {
     let api: Api<App> = Api::namespaced(client.clone(), &next.namespace().unwrap_or_default());
-    match api.replace(&next.name_any(), &PostParams::default(), next).await {
+    match api
+        .replace(&next.name_any(), &PostParams::default(), next)
+        .await
+    {
         Ok(_) => {
             tracing::info!(
                 app = %next.name_any(),

@@ -130,14 +130,21 @@ async fn a_release_command_runs_before_the_workloads_change() {
         reason(&app, &shop).await.0 == "Releasing"
     })
     .await;
-    assert_eq!(deployment_image(&app, &shop).await, None, "nothing runs yet");
+    assert_eq!(
+        deployment_image(&app, &shop).await,
+        None,
+        "nothing runs yet"
+    );
     let job = job(&app, &shop, 1).await.unwrap();
     let spec = job.spec.unwrap();
     assert_eq!(spec.backoff_limit, Some(1));
     assert_eq!(spec.active_deadline_seconds, Some(RELEASE_DEADLINE_SECONDS));
     let pod = spec.template.spec.unwrap();
     assert_eq!(pod.automount_service_account_token, Some(false));
-    assert_eq!(pod.containers[0].command, Some(vec!["./migrate".to_owned(), "up".to_owned()]));
+    assert_eq!(
+        pod.containers[0].command,
+        Some(vec!["./migrate".to_owned(), "up".to_owned()])
+    );
     let detail = get(&app, &shop.shop).await;
     assert_eq!(detail["app"]["release_command"], json!(["./migrate", "up"]));
     assert_eq!(detail["app"]["auto_rollback"], true);
@@ -151,7 +158,12 @@ async fn a_release_command_runs_before_the_workloads_change() {
     .await;
     let logs = get(&app, &format!("{}/logs?release=1", shop.shop)).await;
     assert_eq!(logs[0]["process"], Value::Null);
-    assert!(logs[0]["pod"].as_str().unwrap().starts_with("shop--release-1-"));
+    assert!(
+        logs[0]["pod"]
+            .as_str()
+            .unwrap()
+            .starts_with("shop--release-1-")
+    );
     assert_eq!(get(&app, &format!("{}/logs", shop.shop)).await, json!([]));
     app.get(&format!("{}/logs?release=1&process=web", shop.shop))
         .by(&app.owner)
@@ -160,7 +172,13 @@ async fn a_release_command_runs_before_the_workloads_change() {
         .assert_problem(400, "invalid_request");
 
     eventually("the release succeeds and the workloads follow", || async {
-        end_pods(&app.cluster().client, &shop.namespace, "berth.dev/release=1", true).await;
+        end_pods(
+            &app.cluster().client,
+            &shop.namespace,
+            "berth.dev/release=1",
+            true,
+        )
+        .await;
         deployment_image(&app, &shop).await.as_deref() == Some("nginx:1.27")
     })
     .await;
@@ -180,7 +198,11 @@ async fn a_release_command_runs_before_the_workloads_change() {
 #[tokio::test]
 async fn a_failed_release_keeps_the_previous_revision_running() {
     let app = TestApp::with_cluster().await;
-    let shop = shop(&app, json!({"name": "shop", "image": "nginx:1.27", "port": 80})).await;
+    let shop = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
     until_available(&app, &shop).await;
 
     patch(
@@ -199,20 +221,36 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
     );
     // Its first try fails, and so does the one retry.
     eventually("the app is ReleaseFailed", || async {
-        end_pods(&app.cluster().client, &shop.namespace, "berth.dev/release=2", false).await;
+        end_pods(
+            &app.cluster().client,
+            &shop.namespace,
+            "berth.dev/release=2",
+            false,
+        )
+        .await;
         reason(&app, &shop).await.0 == "ReleaseFailed"
     })
     .await;
     let (_, message) = reason(&app, &shop).await;
-    assert!(message.contains("release command of revision 2 failed"), "{message}");
+    assert!(
+        message.contains("release command of revision 2 failed"),
+        "{message}"
+    );
     assert!(message.contains("revision 1 keeps running"), "{message}");
-    assert_eq!(deployment_image(&app, &shop).await.as_deref(), Some("nginx:1.27"));
+    assert_eq!(
+        deployment_image(&app, &shop).await.as_deref(),
+        Some("nginx:1.27")
+    );
     assert_eq!(
         history(&app, &shop).await,
         [entry(2, "failed", false), entry(1, "released", true)]
     );
     let job = job(&app, &shop, 2).await.unwrap();
-    assert_eq!(job.status.and_then(|s| s.failed), Some(2), "one try and one retry");
+    assert_eq!(
+        job.status.and_then(|s| s.failed),
+        Some(2),
+        "one try and one retry"
+    );
 
     // Never retried: the next change starts afresh.
     patch(&app, &shop.shop, json!({"release_command": []})).await;
@@ -246,7 +284,9 @@ async fn a_release_past_its_deadline_fails_and_nothing_runs() {
     .await;
     let (_, message) = reason(&app, &shop).await;
     assert!(
-        message.contains(&format!("past its deadline of {RELEASE_DEADLINE_SECONDS} s")),
+        message.contains(&format!(
+            "past its deadline of {RELEASE_DEADLINE_SECONDS} s"
+        )),
         "{message}"
     );
     assert!(message.contains("nothing runs yet"), "{message}");
@@ -257,7 +297,11 @@ async fn a_release_past_its_deadline_fails_and_nothing_runs() {
 #[tokio::test]
 async fn a_rollout_that_never_becomes_available_is_rolled_back() {
     let app = TestApp::with_cluster().await;
-    let shop = shop(&app, json!({"name": "shop", "image": "nginx:1.27", "port": 80})).await;
+    let shop = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
     until_available(&app, &shop).await;
 
     // Revision 2's pods never become ready (no kubelet plays them): its
@@ -272,14 +316,25 @@ async fn a_rollout_that_never_becomes_available_is_rolled_back() {
     })
     .await;
     let (_, message) = reason(&app, &shop).await;
-    assert!(message.starts_with("automatic: revision 2 did not become available"), "{message}");
+    assert!(
+        message.starts_with("automatic: revision 2 did not become available"),
+        "{message}"
+    );
     assert!(message.ends_with("rolled back to revision 1"), "{message}");
-    assert_eq!(deployment_image(&app, &shop).await.as_deref(), Some("nginx:1.27"));
+    assert_eq!(
+        deployment_image(&app, &shop).await.as_deref(),
+        Some("nginx:1.27")
+    );
     let releases = get(&app, &format!("{}/releases", shop.shop)).await;
     assert_eq!(releases[0]["reason"], "rollback");
     assert_eq!(releases[0]["image"], "nginx:1.27");
     assert_eq!(releases[0]["actor"], Value::Null);
-    assert!(releases[0]["note"].as_str().unwrap().starts_with("automatic:"));
+    assert!(
+        releases[0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("automatic:")
+    );
     assert_eq!(
         history(&app, &shop).await,
         [
@@ -323,7 +378,9 @@ async fn without_auto_rollback_a_failed_rollout_stays_failed() {
         .await
         .expect("the Deployment");
     assert_eq!(
-        deployment.status.and_then(|status| status.available_replicas),
+        deployment
+            .status
+            .and_then(|status| status.available_replicas),
         Some(1)
     );
     // Once its pods run, it is released after all.

@@ -25,11 +25,10 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction, Lifecycle,
-    LifecycleHandler, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
-    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    LifecycleHandler, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service, ServicePort,
+    ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -399,10 +398,7 @@ fn container(
         lifecycle: port.map(|_| Lifecycle {
             pre_stop: Some(LifecycleHandler {
                 exec: Some(ExecAction {
-                    command: Some(vec![
-                        "sleep".to_owned(),
-                        PRE_STOP_PAUSE_SECONDS.to_string(),
-                    ]),
+                    command: Some(vec!["sleep".to_owned(), PRE_STOP_PAUSE_SECONDS.to_string()]),
                 }),
                 ..Default::default()
             }),
@@ -1392,7 +1388,14 @@ mod tests {
         let spec = job.spec.as_ref().unwrap();
         assert_eq!(spec.backoff_limit, Some(1));
         assert_eq!(spec.active_deadline_seconds, Some(300));
-        let template_labels = spec.template.metadata.as_ref().unwrap().labels.as_ref().unwrap();
+        let template_labels = spec
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap();
         assert_eq!(template_labels[LABEL_RELEASE], "7");
         assert!(!template_labels.contains_key(LABEL_PROCESS));
         let pod = template_spec(&spec.template);
@@ -1400,7 +1403,13 @@ mod tests {
         assert_eq!(pod.automount_service_account_token, Some(false));
         assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
         assert_eq!(
-            pod.security_context.as_ref().unwrap().seccomp_profile.as_ref().unwrap().type_,
+            pod.security_context
+                .as_ref()
+                .unwrap()
+                .seccomp_profile
+                .as_ref()
+                .unwrap()
+                .type_,
             "RuntimeDefault"
         );
         // No volumes: the release runs beside the old pods, which hold them.
@@ -1414,18 +1423,31 @@ mod tests {
         );
         let env = container.env.as_ref().unwrap();
         assert_eq!(env[0].value.as_deref(), Some("production"));
-        let secret = env[1].value_from.as_ref().unwrap().secret_key_ref.as_ref().unwrap();
+        let secret = env[1]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
         assert_eq!((secret.name.as_str(), secret.key.as_str()), ("db", "url"));
         assert!(container.resources.as_ref().unwrap().limits.is_some());
         assert!(container.readiness_probe.is_none() && container.lifecycle.is_none());
         assert_eq!(
-            container.security_context.as_ref().unwrap().allow_privilege_escalation,
+            container
+                .security_context
+                .as_ref()
+                .unwrap()
+                .allow_privilege_escalation,
             Some(false)
         );
 
         let mut without = release_app();
         without.spec.config.release_command.clear();
-        assert_eq!(release_job(&CheckedApp::of(&without).unwrap(), &settings()), None);
+        assert_eq!(
+            release_job(&CheckedApp::of(&without).unwrap(), &settings()),
+            None
+        );
         // Its name must stay a label: a long name (edited in the cluster) is refused.
         let mut long = release_app();
         long.metadata.name = Some("s".repeat(55));

@@ -1083,12 +1083,18 @@ mod tests {
         assert_eq!(created.release_command, ["./migrate", "up"]);
         assert!(!created.auto_rollback);
         let too_long = vec!["x"; 101];
-        let error = create(serde_json::json!({"name": "shop", "image": "nginx", "release_command": too_long}))
-            .unwrap_err();
+        let error = create(
+            serde_json::json!({"name": "shop", "image": "nginx", "release_command": too_long}),
+        )
+        .unwrap_err();
         assert!(detail(error).starts_with("release_command:"));
         // What runs: image, commands, env and the release command; not sizes.
         assert!(!released.runs_like(&current));
-        let resized = update(&current, serde_json::json!({"size": "large", "replicas": 3})).expect("valid");
+        let resized = update(
+            &current,
+            serde_json::json!({"size": "large", "replicas": 3}),
+        )
+        .expect("valid");
         assert!(resized.runs_like(&current));
     }
 }

@@ -16,9 +16,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWrite
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
-use crate::cluster::crd::{
-    AppConfig, AppStatus, OUTCOME_PENDING, OUTCOME_RELEASED, ReleaseMark,
-};
+use crate::cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, OUTCOME_RELEASED, ReleaseMark};
 use crate::store::{self, Store, keys};
 
 /// The Release record of the API (spec part 2).

@@ -446,7 +446,8 @@ impl AppStatus {
             status: status.to_owned(),
             message,
         });
-        self.revisions.sort_by(|a, b| b.revision.cmp(&a.revision));
+        self.revisions
+            .sort_by_key(|outcome| std::cmp::Reverse(outcome.revision));
         self.revisions.truncate(REVISION_OUTCOMES_KEPT);
     }
 }

@@ -79,14 +79,7 @@ fn sync(state: &mut State, key: &ObjKey, d: &Value, now: Timestamp) {
         } else {
             desired
         };
-        let rs = new_replicaset(
-            d,
-            &template,
-            &hash,
-            first,
-            max_old_revision + 1,
-            max_surge,
-        );
+        let rs = new_replicaset(d, &template, &hash, first, max_old_revision + 1, max_surge);
         state
             .sim_create("apps", "replicasets", &key.namespace, rs)
             .map(|rs| {
