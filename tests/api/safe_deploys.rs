@@ -60,6 +60,15 @@ async fn reason(app: &TestApp, shop: &Shop) -> (String, String) {
     (text("reason"), text("message"))
 }
 
+/// Waits until the app's reason is `wanted` and answers its message.
+async fn until_reason(app: &TestApp, shop: &Shop, wanted: &str) -> String {
+    eventually(&format!("the app is {wanted}"), || async {
+        reason(app, shop).await.0 == wanted
+    })
+    .await;
+    reason(app, shop).await.1
+}
+
 /// `(revision, status, current)` of each release, newest first.
 async fn history(app: &TestApp, shop: &Shop) -> Vec<(i64, String, bool)> {
     get(app, &format!("{}/releases", shop.shop))
@@ -126,10 +135,7 @@ async fn a_release_command_runs_before_the_workloads_change() {
         job(&app, &shop, 1).await.is_some()
     })
     .await;
-    eventually("the app is Releasing", || async {
-        reason(&app, &shop).await.0 == "Releasing"
-    })
-    .await;
+    until_reason(&app, &shop, "Releasing").await;
     assert_eq!(
         deployment_image(&app, &shop).await,
         None,
@@ -211,10 +217,7 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
         json!({"image": "nginx:1.28", "release_command": ["./migrate"]}),
     )
     .await;
-    eventually("the app is Releasing revision 2", || async {
-        reason(&app, &shop).await.0 == "Releasing"
-    })
-    .await;
+    until_reason(&app, &shop, "Releasing").await;
     assert_eq!(
         history(&app, &shop).await,
         [entry(2, "pending", false), entry(1, "released", true)]
@@ -278,11 +281,7 @@ async fn a_release_past_its_deadline_fails_and_nothing_runs() {
     )
     .await;
     // No node runs its pod: the Job passes its deadline.
-    eventually("the app is ReleaseFailed", || async {
-        reason(&app, &shop).await.0 == "ReleaseFailed"
-    })
-    .await;
-    let (_, message) = reason(&app, &shop).await;
+    let message = until_reason(&app, &shop, "ReleaseFailed").await;
     assert!(
         message.contains(&format!(
             "past its deadline of {RELEASE_DEADLINE_SECONDS} s"
@@ -311,11 +310,7 @@ async fn a_rollout_that_never_becomes_available_is_rolled_back() {
         get(&app, &shop.shop).await["app"]["revision"] == 3
     })
     .await;
-    eventually("the app is Available again", || async {
-        reason(&app, &shop).await.0 == "Available"
-    })
-    .await;
-    let (_, message) = reason(&app, &shop).await;
+    let message = until_reason(&app, &shop, "Available").await;
     assert!(
         message.starts_with("automatic: revision 2 did not become available"),
         "{message}"
@@ -363,10 +358,7 @@ async fn without_auto_rollback_a_failed_rollout_stays_failed() {
     .await;
     until_available(&app, &shop).await;
     patch(&app, &shop.shop, json!({"image": "nginx:1.28"})).await;
-    eventually("the app is RolloutFailed", || async {
-        reason(&app, &shop).await.0 == "RolloutFailed"
-    })
-    .await;
+    until_reason(&app, &shop, "RolloutFailed").await;
     assert_eq!(get(&app, &shop.shop).await["app"]["revision"], 2);
     assert_eq!(
         history(&app, &shop).await,

@@ -58,22 +58,7 @@ async fn try_play_kubelet(
         if pod.metadata.deletion_timestamp.is_some() || running_and_ready(&pod) {
             continue;
         }
-        let containers: Vec<Value> = pod
-            .spec
-            .iter()
-            .flat_map(|s| s.containers.iter())
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "image": c.image.clone().unwrap_or_default(),
-                    "imageID": "",
-                    "ready": true,
-                    "started": true,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": now}},
-                })
-            })
-            .collect();
+        let containers = container_statuses(&pod, json!({"running": {"startedAt": now}}));
         let condition =
             |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now});
         // A merge patch replaces the lists whole, so every condition a running pod has is sent.
@@ -93,6 +78,27 @@ async fn try_play_kubelet(
         marked += 1;
     }
     Ok(marked)
+}
+
+/// Each container of `pod` as a kubelet reports it in `state`: ready and
+/// started while it runs, neither once it ended.
+fn container_statuses(pod: &Pod, state: Value) -> Vec<Value> {
+    let running = state.get("running").is_some();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| {
+            json!({
+                "name": c.name,
+                "image": c.image.clone().unwrap_or_default(),
+                "imageID": "",
+                "ready": running,
+                "started": running,
+                "restartCount": 0,
+                "state": state,
+            })
+        })
+        .collect()
 }
 
 /// A kubelet reports changes only: a pod it already runs is left as it is.
@@ -153,23 +159,12 @@ pub async fn end_pods(
         if over || pod.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let containers: Vec<Value> = pod
-            .spec
-            .iter()
-            .flat_map(|s| s.containers.iter())
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "image": c.image.clone().unwrap_or_default(),
-                    "imageID": "",
-                    "ready": false,
-                    "restartCount": 0,
-                    "state": {"terminated": {
-                        "exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now,
-                    }},
-                })
-            })
-            .collect();
+        let containers = container_statuses(
+            &pod,
+            json!({"terminated": {
+                "exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now,
+            }}),
+        );
         let status = json!({"status": {
             "phase": phase,
             "startTime": now,
