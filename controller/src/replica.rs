@@ -212,14 +212,15 @@ async fn elect(
     loop {
         shared.set_role(Role::Standby);
         tracing::info!(identity = %replica.identity, lease = %replica.lease_name, "standing by");
-        tokio::select! {
-            held = leading.wait_for(|leads| *leads) => if held.is_err() {
-                shared.healthy.store(false, Ordering::Release);
-                tracing::error!("the leader election ended; a restart is needed");
-                shutdown.as_mut().await;
-                break;
-            },
+        let held = tokio::select! {
+            held = leading.wait_for(|leads| *leads) => held.is_ok(),
             () = shutdown.as_mut() => break,
+        };
+        if !held {
+            shared.healthy.store(false, Ordering::Release);
+            tracing::error!("the leader election ended; a restart is needed");
+            shutdown.as_mut().await;
+            break;
         }
         shared.set_role(Role::Leading);
         tracing::info!(identity = %replica.identity, "leading: reconciling");
@@ -234,10 +235,9 @@ async fn elect(
         };
         let why = tokio::select! {
             () = &mut running => "the controllers ended",
-            lost = leading.wait_for(|leads| !*leads) => if lost.is_ok() {
-                "another replica holds the lease"
-            } else {
-                "the leader election ended"
+            lost = leading.wait_for(|leads| !*leads) => match lost.is_ok() {
+                true => "another replica holds the lease",
+                false => "the leader election ended",
             },
             () = shutdown.as_mut() => "shutting down",
             () = ready => unreachable!("readiness never ends"),
