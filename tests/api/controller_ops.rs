@@ -569,7 +569,7 @@ async fn a_clean_shutdown_finishes_the_reconciles_in_flight() {
             1,
         )
         .method("PATCH")
-        .path_contains(&format!("/environments/{name}/status")),
+        .path_contains(format!("/environments/{name}/status")),
     );
     app.create_environment_resource(&project, "dev", None).await;
     eventually("the status write is in flight", || async {
@@ -683,7 +683,7 @@ async fn no_claim_is_made_for_an_app_deleted_meanwhile() {
             1,
         )
         .method("GET")
-        .path_contains(&format!("/namespaces/{namespace}/persistentvolumeclaims")),
+        .path_contains(format!("/namespaces/{namespace}/persistentvolumeclaims")),
     );
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
     app.create_app(
