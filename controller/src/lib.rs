@@ -15,6 +15,7 @@ mod projects;
 mod replica;
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -27,6 +28,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
@@ -254,6 +256,43 @@ async fn measured(
     result
 }
 
+/// A controller running `reconcile` (counted, timed, with the one error
+/// policy), its failures logged.
+fn running<K, Reconciled>(
+    controller: Controller<K>,
+    kind: &'static str,
+    reconcile: fn(Arc<K>, Arc<Context>) -> Reconciled,
+    context: Arc<Context>,
+) -> impl Future<Output = ()> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    Reconciled: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    controller
+        .run(
+            move |object, context: Arc<Context>| {
+                measured(
+                    kind,
+                    backoff::key(object.as_ref()),
+                    context.clone(),
+                    reconcile(object, context),
+                )
+            },
+            error_policy,
+            context,
+        )
+        .for_each(move |result| async move {
+            match result {
+                // A deleted project waiting for its environments is no news.
+                Err(error) if kind == "Project" => {
+                    tracing::debug!(error = %error, "project reconcile deferred")
+                }
+                Err(error) => tracing::warn!(kind, error = %error, "reconcile failed"),
+                Ok(_) => {}
+            }
+        })
+}
+
 /// The caches of the three controllers.
 struct Stores {
     projects: Store<Project>,
@@ -330,60 +369,14 @@ fn controllers(
         environments: environments.store(),
         apps: apps.store(),
     };
-    let environments = environments
-        .run(
-            |environment, context: Arc<Context>| {
-                measured(
-                    "Environment",
-                    backoff::key(environment.as_ref()),
-                    context.clone(),
-                    environments::reconcile(environment, context),
-                )
-            },
-            error_policy,
-            context.clone(),
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "environment reconcile failed");
-            }
-        });
-    let apps = apps
-        .run(
-            |app, context: Arc<Context>| {
-                measured(
-                    "App",
-                    backoff::key(app.as_ref()),
-                    context.clone(),
-                    apps::reconcile(app, context),
-                )
-            },
-            error_policy,
-            context.clone(),
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "app reconcile failed");
-            }
-        });
-    let projects = projects
-        .run(
-            |project, context: Arc<Context>| {
-                measured(
-                    "Project",
-                    backoff::key(project.as_ref()),
-                    context.clone(),
-                    projects::reconcile(project, context),
-                )
-            },
-            error_policy,
-            context,
-        )
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::debug!(error = %error, "project reconcile deferred");
-            }
-        });
+    let environments = running(
+        environments,
+        "Environment",
+        environments::reconcile,
+        context.clone(),
+    );
+    let apps = running(apps, "App", apps::reconcile, context.clone());
+    let projects = running(projects, "Project", projects::reconcile, context);
     let running = async move {
         tokio::join!(environments, apps, projects);
     };

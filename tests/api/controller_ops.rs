@@ -114,33 +114,48 @@ fn uid_of(meta: &ObjectMeta) -> String {
     meta.uid.clone().expect("a uid")
 }
 
+/// Creates an app through the API in `namespace`; its App's uid.
+async fn app_uid(app: &TestApp, apps: &str, namespace: &str, body: serde_json::Value) -> String {
+    let name = body["name"].as_str().expect("a name").to_owned();
+    app.create_app(apps, body).await;
+    let created = Api::<App>::namespaced(app.cluster().client.clone(), namespace)
+        .get(&name)
+        .await
+        .expect("the App");
+    uid_of(&created.metadata)
+}
+
+/// An Event's note ("" without one).
+fn note(event: &Event) -> &str {
+    event.note.as_deref().unwrap_or_default()
+}
+
+/// A new project with a provisioned environment `dev`: the project's name,
+/// the Environment's and its uid.
+async fn ready_environment(app: &TestApp, prefix: &str) -> (String, String, String) {
+    let project = app.ready_environment(prefix, "dev").await;
+    let name = format!("{project}-dev");
+    let environment = Api::<Environment>::all(app.cluster().client.clone())
+        .get(&name)
+        .await
+        .expect("the Environment");
+    (project, name, uid_of(&environment.metadata))
+}
+
 #[tokio::test]
 async fn an_environments_story_is_told_in_its_events() {
     let app = TestApp::with_cluster().await;
     let cluster = app.cluster();
     let admin = &cluster.client;
-    let project = app.ready_environment("events", "dev").await;
-    let name = format!("{project}-dev");
-    let environment = Api::<Environment>::all(admin.clone())
-        .get(&name)
-        .await
-        .expect("the Environment");
-    let uid = uid_of(&environment.metadata);
+    let (project, name, uid) = ready_environment(&app, "events").await;
     // A cluster-scoped object's Events are in `default`.
     let created = event(admin, "default", &uid, "NamespaceCreated").await;
     published_by(&created, cluster);
     assert_eq!(created.type_.as_deref(), Some("Normal"));
-    assert!(
-        created.note.as_deref().unwrap_or_default().contains(&name),
-        "{created:?}"
-    );
+    assert!(note(&created).contains(&name), "{created:?}");
     let provisioned = event(admin, "default", &uid, "Provisioned").await;
     assert!(
-        provisioned
-            .note
-            .as_deref()
-            .unwrap_or_default()
-            .contains("quota, default limits and network isolation"),
+        note(&provisioned).contains("quota, default limits and network isolation"),
         "{provisioned:?}"
     );
     let regarding = provisioned.regarding.expect("regarding");
@@ -186,7 +201,7 @@ async fn an_environments_story_is_told_in_its_events() {
     .await
     .assert_status(202);
     let purging = event(admin, "default", &uid, "Purging").await;
-    assert!(purging.note.as_deref().unwrap_or_default().contains(&name));
+    assert!(note(&purging).contains(&name));
     event(admin, "default", &uid, "Purged").await;
 }
 
@@ -200,35 +215,25 @@ async fn an_apps_story_is_told_in_its_events() {
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
     // No pod ever becomes ready here (no kubelet plays): the rollout makes
     // progress, then misses its deadline.
-    app.create_app(
+    let web = app_uid(
+        &app,
         &apps,
+        &namespace,
         json!({"name": "web", "image": "nginx:1", "port": 80}),
     )
     .await;
-    let web = Api::<App>::namespaced(admin.clone(), &namespace)
-        .get("web")
-        .await
-        .expect("the App");
-    let uid = uid_of(&web.metadata);
+    let uid = web;
     let progressing = event(admin, &namespace, &uid, "Progressing").await;
     published_by(&progressing, cluster);
     assert_eq!(progressing.type_.as_deref(), Some("Normal"));
     assert!(
-        progressing
-            .note
-            .as_deref()
-            .unwrap_or_default()
-            .contains("is rolling out"),
+        note(&progressing).contains("is rolling out"),
         "{progressing:?}"
     );
     let failed = event(admin, &namespace, &uid, "RolloutFailed").await;
     assert_eq!(failed.type_.as_deref(), Some("Warning"));
     assert!(
-        failed
-            .note
-            .as_deref()
-            .unwrap_or_default()
-            .contains("made no progress within its deadline"),
+        note(&failed).contains("made no progress within its deadline"),
         "{failed:?}"
     );
     says_nothing_of_the_cluster(&failed);
@@ -243,16 +248,14 @@ async fn an_apps_story_is_told_in_its_events() {
         .create(&PostParams::default(), &service)
         .await
         .expect("someone else's Service");
-    app.create_app(
+    let shop = app_uid(
+        &app,
         &apps,
+        &namespace,
         json!({"name": "shop", "image": "nginx:1", "port": 80}),
     )
     .await;
-    let shop = Api::<App>::namespaced(admin.clone(), &namespace)
-        .get("shop")
-        .await
-        .expect("the App");
-    let taken = event(admin, &namespace, &uid_of(&shop.metadata), "NameTaken").await;
+    let taken = event(admin, &namespace, &shop, "NameTaken").await;
     assert_eq!(taken.type_.as_deref(), Some("Warning"));
     assert_eq!(
         taken.note.as_deref(),
@@ -275,16 +278,14 @@ async fn a_refused_write_is_a_warning_without_the_clusters_words() {
             .method("PATCH")
             .path_contains("/deployments/web-web"),
     );
-    app.create_app(
+    let web = app_uid(
+        &app,
         &format!("/api/v1/projects/{project}/environments/dev/apps"),
+        &namespace,
         json!({"name": "web", "image": "nginx:1", "port": 80}),
     )
     .await;
-    let web = Api::<App>::namespaced(admin.clone(), &namespace)
-        .get("web")
-        .await
-        .expect("the App");
-    let uid = uid_of(&web.metadata);
+    let uid = web;
     let refused = repeated(admin, &namespace, &uid, "Refused").await;
     assert_eq!(refused.type_.as_deref(), Some("Warning"));
     assert_eq!(
@@ -325,6 +326,15 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
         .map(|(_, body)| body.to_owned())
         .unwrap_or_default();
     (status, body)
+}
+
+/// The sum of the samples whose series starts `prefix` (all the label
+/// values after those it names).
+fn total(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|line| line.starts_with(prefix))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// The value of the sample `name{labels}` (or `name` alone) in a scrape.
@@ -537,6 +547,21 @@ async fn a_standby_takes_over_when_the_leader_dies_and_at_once_when_it_stops() {
     assert!(took < lease_duration, "a released Lease is taken at once");
 }
 
+/// Holds the next request of `method` whose path has `part` 2 s, and the
+/// request is sent on then (a slow apiserver).
+fn hold_next(app: &TestApp, method: &str, part: String) {
+    app.standin().add_fault(
+        Fault::new(
+            FaultKind::Delay {
+                delay: Duration::from_secs(2),
+            },
+            1,
+        )
+        .method(method)
+        .path_contains(part),
+    );
+}
+
 /// SIGTERM's path: reconciles in flight finish before the replica stops.
 #[tokio::test]
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
@@ -561,16 +586,7 @@ async fn a_clean_shutdown_finishes_the_reconciles_in_flight() {
     let project = unique("drain");
     let name = format!("{project}-dev");
     // The first status write of the new environment is held 2 s.
-    app.standin().add_fault(
-        Fault::new(
-            FaultKind::Delay {
-                delay: Duration::from_secs(2),
-            },
-            1,
-        )
-        .method("PATCH")
-        .path_contains(format!("/environments/{name}/status")),
-    );
+    hold_next(&app, "PATCH", format!("/environments/{name}/status"));
     app.create_environment_resource(&project, "dev", None).await;
     eventually("the status write is in flight", || async {
         app.standin().pending_faults().is_empty()
@@ -608,20 +624,12 @@ async fn a_namespace_being_deleted_is_waited_out() {
     let app = TestApp::with_cluster().await;
     let cluster = app.cluster();
     let admin = &cluster.client;
-    let project = app.ready_environment("terminating", "dev").await;
-    let name = format!("{project}-dev");
-    let environment = Api::<Environment>::all(admin.clone())
-        .get(&name)
-        .await
-        .expect("the Environment");
-    let uid = uid_of(&environment.metadata);
+    let (project, name, uid) = ready_environment(&app, "terminating").await;
     let failures = |text: &str| {
-        text.lines()
-            .filter(|line| {
-                line.starts_with("berth_controller_reconcile_failures_total{kind=\"Environment\"")
-            })
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
+        total(
+            text,
+            "berth_controller_reconcile_failures_total{kind=\"Environment\"",
+        )
     };
     let addr = cluster.controller_addr();
     let before = failures(&http_get(addr, "/metrics").await.1);
@@ -634,11 +642,7 @@ async fn a_namespace_being_deleted_is_waited_out() {
         .expect("deleting the namespace by hand");
     let terminating = event(admin, "default", &uid, "NamespaceTerminating").await;
     assert!(
-        terminating
-            .note
-            .as_deref()
-            .unwrap_or_default()
-            .contains("is being deleted"),
+        note(&terminating).contains("is being deleted"),
         "{terminating:?}"
     );
     let degraded = app
@@ -675,15 +679,10 @@ async fn no_claim_is_made_for_an_app_deleted_meanwhile() {
     let namespace = format!("{project}-dev");
     // The controller's look at the namespace's claims is held 2 s: the App
     // is deleted meanwhile.
-    app.standin().add_fault(
-        Fault::new(
-            FaultKind::Delay {
-                delay: Duration::from_secs(2),
-            },
-            1,
-        )
-        .method("GET")
-        .path_contains(format!("/namespaces/{namespace}/persistentvolumeclaims")),
+    hold_next(
+        &app,
+        "GET",
+        format!("/namespaces/{namespace}/persistentvolumeclaims"),
     );
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
     app.create_app(
@@ -707,11 +706,7 @@ async fn no_claim_is_made_for_an_app_deleted_meanwhile() {
     let addr = cluster.controller_addr();
     eventually("the held reconcile has ended", || async {
         let (_, text) = http_get(addr, "/metrics").await;
-        text.lines()
-            .filter(|line| line.starts_with("berth_controller_reconciles_total{kind=\"App\""))
-            .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-            >= 1.0
+        total(&text, "berth_controller_reconciles_total{kind=\"App\"") >= 1.0
     })
     .await;
     let left: BTreeMap<String, _> = claims
