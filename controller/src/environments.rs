@@ -134,7 +134,13 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
         set_status(environment, context, pending).await?;
     }
     let namespace = environment.name_any();
-    match provision(environment, context).await? {
+    // A namespace whose deletion begins while it is provisioned refuses the
+    // writes still to come: the same wait as for one seen being deleted.
+    let provisioned = match provision(environment, context).await {
+        Err(error) if error.is_namespace_terminating() => Provisioned::NamespaceTerminating,
+        provisioned => provisioned?,
+    };
+    match provisioned {
         Provisioned::Applied => {}
         Provisioned::Created => {
             let note = format!(
@@ -201,7 +207,7 @@ enum Provisioned {
     /// The namespace was there already; everything applied again.
     Applied,
     /// The namespace is this environment's but being deleted: nothing was
-    /// written.
+    /// written, or the apiserver refused the rest.
     NamespaceTerminating,
 }
 

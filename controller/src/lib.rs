@@ -4,7 +4,11 @@
 //! resources into the workloads that run them (`berth_shared::cluster::render`).
 //!
 //! Reconciles are idempotent (server-side apply; status written only when it
-//! changes) and failures back off exponentially per object.
+//! changes) and failures back off exponentially per object (`backoff`); a
+//! write refused because the namespace is being deleted waits for a change
+//! instead. What happens is told as Kubernetes Events on the objects
+//! (`events`) and counted in Prometheus metrics (`metrics`); of several
+//! replicas only the one holding the Lease reconciles (`replica`).
 
 pub mod apps;
 mod backoff;

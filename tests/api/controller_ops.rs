@@ -13,7 +13,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
+use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -163,6 +163,18 @@ async fn an_environments_story_is_told_in_its_events() {
     assert_eq!(regarding.name.as_deref(), Some(name.as_str()));
     assert_eq!(regarding.resource_version, None);
 
+    // A new quota (the resource's spec changed): applied, and said so.
+    Api::<Environment>::all(admin.clone())
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"quota": {"cpu": "3"}}})),
+        )
+        .await
+        .expect("changing the quota");
+    let applied = event(admin, "default", &uid, "QuotaApplied").await;
+    assert!(note(&applied).contains(&name), "{applied:?}");
+
     // Someone else's namespace under an environment's name: a warning, again
     // at each retry, counted in one Event (its series).
     let foreign = format!("{project}-qa");
@@ -238,6 +250,18 @@ async fn an_apps_story_is_told_in_its_events() {
     );
     says_nothing_of_the_cluster(&failed);
 
+    // An app of no replicas needs no pod to be ready: available at once.
+    let idle = app_uid(
+        &app,
+        &apps,
+        &namespace,
+        json!({"name": "idle", "image": "nginx:1", "port": 80, "replicas": 0}),
+    )
+    .await;
+    let available = event(admin, &namespace, &idle, "Available").await;
+    assert_eq!(available.type_.as_deref(), Some("Normal"));
+    assert_eq!(available.action.as_deref(), Some("Rollout"));
+
     // Someone else's Service holds a name the app renders.
     let service: Service = serde_json::from_value(json!({
         "metadata": {"name": "shop-web"},
@@ -300,7 +324,7 @@ async fn a_refused_write_is_a_warning_without_the_clusters_words() {
 }
 
 /// `GET path` on the controller's endpoint: the status and the body.
-async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+pub(crate) async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("the controller's endpoint answers");
@@ -441,7 +465,7 @@ async fn metrics_and_probes_show_the_leaders_work() {
 }
 
 /// Who holds the Lease `name` in `berth-system`, if anyone.
-async fn holder(client: &kube::Client, name: &str) -> Option<String> {
+pub(crate) async fn holder(client: &kube::Client, name: &str) -> Option<String> {
     Api::<Lease>::namespaced(client.clone(), berth_controller::DEFAULT_LEASE_NAMESPACE)
         .get_opt(name)
         .await
@@ -452,7 +476,12 @@ async fn holder(client: &kube::Client, name: &str) -> Option<String> {
 
 /// Polls every 50 ms until `name`'s holder is `identity`, for at most
 /// `bound`; how long it took.
-async fn held_by(client: &kube::Client, name: &str, identity: &str, bound: Duration) -> Duration {
+pub(crate) async fn held_by(
+    client: &kube::Client,
+    name: &str,
+    identity: &str,
+    bound: Duration,
+) -> Duration {
     let started = Instant::now();
     while started.elapsed() < bound {
         if holder(client, name).await.as_deref() == Some(identity) {
@@ -541,7 +570,7 @@ async fn a_standby_takes_over_when_the_leader_dies_and_at_once_when_it_stops() {
         tokio::net::TcpStream::connect(standby_addr).await.is_err(),
         "the endpoint is closed"
     );
-    cluster.restart_controller().await;
+    cluster.revive_controller().await;
     let took = held_by(admin, &lease, &first.identity, wait).await;
     eprintln!("a released Lease taken in {} ms", took.as_millis());
     assert!(took < lease_duration, "a released Lease is taken at once");

@@ -221,9 +221,26 @@ impl TestCluster {
     pub async fn kill_controller(&self) {
         let killed = match &self.controller {
             Controller::Own { running, .. } => running.lock().unwrap().kill(),
-            Controller::Shared(shared) => shared.running.lock().unwrap().kill(),
+            Controller::Shared(shared) => {
+                // Other tests' restarts wait for the killer's revival: a
+                // restarted replica of the killed one's name would lead again.
+                shared
+                    .killed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                shared.running.lock().unwrap().kill()
+            }
         };
         let _ = killed.await;
+    }
+
+    /// Starts the controller `kill_controller` killed again.
+    pub async fn revive_controller(&self) {
+        if let Controller::Shared(shared) = &self.controller {
+            shared
+                .killed
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.restart_controller().await;
     }
 
     /// Stops the controller and starts a new one, as a restarted container
@@ -235,6 +252,12 @@ impl TestCluster {
                 let started = start_replica(&self.controller_kubeconfig, replica.clone()).await;
                 *running.lock().unwrap() = started;
                 stopped
+            }
+            // Killed by a test that revives it when it is done.
+            Controller::Shared(shared)
+                if shared.killed.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                return;
             }
             Controller::Shared(shared) => shared.restart().await,
         };
@@ -318,6 +341,8 @@ struct SharedController {
     kubeconfig: String,
     replica: ReplicaSettings,
     running: std::sync::Mutex<Running>,
+    /// Killed by a test (`kill_controller`), until it revives it.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 impl SharedController {
@@ -339,6 +364,7 @@ impl SharedController {
                     kubeconfig: kubeconfig.to_owned(),
                     replica,
                     running: std::sync::Mutex::new(running),
+                    killed: std::sync::atomic::AtomicBool::new(false),
                 }
             })
             .await
