@@ -105,6 +105,16 @@ fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
 }
 
+/// Makes the ConfigMap `shown` in `env`'s namespace; the account's view of
+/// that namespace's ConfigMaps.
+async fn shown_map(env: &TestEnv, account: &Account) -> Api<ConfigMap> {
+    env.api::<ConfigMap>()
+        .create(&PostParams::default(), &config_map("shown"))
+        .await
+        .unwrap();
+    Api::namespaced(account.client.clone(), &env.ns)
+}
+
 #[tokio::test]
 async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
     let env = TestEnv::new().await;
@@ -116,11 +126,7 @@ async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
         ]),
     )
     .await;
-    env.api::<ConfigMap>()
-        .create(&PostParams::default(), &config_map("shown"))
-        .await
-        .unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(account.client.clone(), &env.ns);
+    let maps = shown_map(&env, &account).await;
     // A real API server's authorizer learns of a new binding through its cache.
     eventually("the binding takes effect", || async {
         maps.list(&ListParams::default()).await.is_ok()
@@ -276,11 +282,7 @@ async fn a_role_binding_grants_in_its_namespace_only() {
         .create(&PostParams::default(), &binding)
         .await
         .unwrap();
-    env.api::<ConfigMap>()
-        .create(&PostParams::default(), &config_map("shown"))
-        .await
-        .unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(account.client.clone(), &env.ns);
+    let maps = shown_map(&env, &account).await;
     eventually("the binding takes effect", || async {
         maps.get("shown").await.is_ok()
     })
