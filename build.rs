@@ -1,7 +1,9 @@
-//! Tells the black-box tests, at compile time, whether they run against a
-//! real cluster (`BERTH_TEST_KUBECONFIG`): the fault tests, which need the
-//! stand-in's knobs, are then marked ignored — reported as skipped, not
-//! passed — through `#[cfg_attr(berth_real_cluster, ignore = "…")]`.
+//! Tells the tests, at compile time, whether they run against a real cluster
+//! (`BERTH_TEST_KUBECONFIG`): tests that need the stand-in's knobs are then
+//! marked ignored — reported as skipped, never passed — through
+//! `#[cfg_attr(berth_real_cluster, ignore = "…")]`. The one mechanism for the
+//! black-box tests (`tests/api`) and the stand-in's own (`infra/kube-standin`,
+//! whose manifest points here).
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(berth_real_cluster)");

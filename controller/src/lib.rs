@@ -1,7 +1,7 @@
 //! Berth's controller: reconciles `Environment` resources into namespaces with a
 //! quota, default limits and their isolation, purges them when their deletion is due, keeps
 //! `Project` resources until their environments are gone, and turns `App`
-//! resources into the workloads that run them (`berth_shared::cluster::render`).
+//! resources into the workloads that run them ([`render`]).
 //!
 //! Reconciles are idempotent (server-side apply; status written only when it
 //! changes) and failures back off exponentially per object (`backoff`); a
@@ -14,8 +14,10 @@ pub mod apps;
 mod backoff;
 mod environments;
 pub mod events;
+pub mod isolation;
 pub mod metrics;
 mod projects;
+pub mod render;
 mod replica;
 
 use std::collections::HashMap;
@@ -36,8 +38,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
-use berth_shared::cluster::isolation;
-use berth_shared::cluster::render::RenderSettings;
+
+use crate::render::RenderSettings;
 
 pub use replica::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
@@ -160,7 +162,7 @@ pub struct Settings {
     pub render: RenderSettings,
     /// The namespace the ingress controller runs in: the one namespace whose
     /// pods may reach every environment's pods (see
-    /// `berth_shared::cluster::isolation`).
+    /// [`isolation`]).
     pub ingress_namespace: String,
 }
 

@@ -30,14 +30,14 @@ use std::process::ExitCode;
 
 use std::net::SocketAddr;
 
+use berth_controller::isolation;
+use berth_controller::render::{DEFAULT_PROGRESS_DEADLINE_SECONDS, RenderSettings};
 use berth_controller::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
     ReplicaSettings, Settings,
 };
-use berth_shared::cluster::isolation;
-use berth_shared::cluster::render::RenderSettings;
+use berth_shared::domain::names::NamespaceName;
 
-const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 const DEFAULT_ADDR: &str = "0.0.0.0:8080";
 
 /// An environment variable, unset when empty.
@@ -59,7 +59,7 @@ fn settings() -> Result<Settings, String> {
     };
     let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
         None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
-        Some(namespace) if berth_shared::names::dns_label("", &namespace, 63).is_ok() => namespace,
+        Some(namespace) if NamespaceName::parse(&namespace).is_ok() => namespace,
         Some(_) => {
             return Err(
                 "BERTH_INGRESS_NAMESPACE must be a namespace's name (a DNS label)".to_owned(),

@@ -1,6 +1,6 @@
 //! The `apps` function: apps of an environment, their releases, rollback,
 //! promotion and domain check. The rules live in `berth_shared::apps` (and
-//! `berth_shared::domains`); this crate maps HTTP onto them.
+//! `berth_shared::apps::domain_check`); this crate maps HTTP onto them.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -9,18 +9,16 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::domain_check::DomainCheck;
 use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
-use berth_shared::cluster::apps::AppPath;
 use berth_shared::domain::names::{AppName, EnvironmentName};
-use berth_shared::domains::DomainCheck;
+use berth_shared::domain::paths::{AppPath, EnvironmentPath};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
-use berth_shared::openapi::{
-    AppPath as AppPathParams, EnvironmentPath, ProjectPath, cluster_failures,
-};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 const APPS: &str = "/api/v1/projects/{project}/environments/{environment}/apps";
@@ -129,13 +127,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 }
 
 /// The path of one app, noted as the call's audit target.
-fn app_path((project, environment, app): (String, String, String)) -> AppPath {
-    scope::audit_target("app", app.clone());
-    AppPath {
-        project,
-        environment,
-        app,
-    }
+fn app_path(path: AppPath) -> AppPath {
+    scope::audit_target("app", path.app.to_string());
+    path
 }
 
 /// List apps
@@ -147,20 +141,18 @@ fn app_path((project, environment, app): (String, String, String)) -> AppPath {
     operation_id = Operation::ListApps.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
 )]
 async fn list_apps(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<AppRecord>>, ApiError> {
-    scope::audit_target("environment", format!("{project}-{environment}"));
+    scope::audit_target("environment", environment.namespace());
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
-    Ok(Json(
-        service::list(&client, &caller, &project, &environment).await?,
-    ))
+    Ok(Json(service::list(&client, &caller, &environment).await?))
 }
 
 /// Create an app
@@ -176,7 +168,7 @@ async fn list_apps(
     operation_id = Operation::CreateApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = AppRecord,
         headers(("Location" = String, description = "The new app's URL.")))),
@@ -184,7 +176,7 @@ async fn list_apps(
 async fn create_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(environment): ObjectPath<EnvironmentPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -204,14 +196,13 @@ async fn create_app(
         &client,
         &HostRules::new(&state.config),
         &caller,
-        &project,
         &environment,
         body,
     )
     .await?;
     let location = format!(
-        "/api/v1/projects/{project}/environments/{environment}/apps/{}",
-        created.name
+        "/api/v1/projects/{}/environments/{}/apps/{}",
+        environment.project, environment.environment, created.name
     );
     Ok((
         StatusCode::CREATED,
@@ -229,13 +220,13 @@ async fn create_app(
     operation_id = Operation::GetApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "The app.", body = AppDetail)),
 )]
 async fn get_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<AppDetail>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;
@@ -256,14 +247,14 @@ async fn get_app(
     operation_id = Operation::UpdateApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = UpdateBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn update_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -301,13 +292,13 @@ struct DeleteQuery {
     operation_id = Operation::DeleteApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams, DeleteQuery),
+    params(AppPath, DeleteQuery),
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let path = app_path(path);
@@ -327,13 +318,13 @@ async fn delete_app(
     operation_id = Operation::ListReleases.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
 )]
 async fn list_releases(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;
@@ -363,14 +354,14 @@ struct RollbackBody {
     operation_id = Operation::RollbackApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = RollbackBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn rollback_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -394,11 +385,7 @@ async fn rollback_app(
 struct PromoteBody {
     /// The target environment's short name, in the same project (a DNS
     /// label of at most 22 characters; anything else is `422`).
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    #[schema(value_type = EnvironmentName)]
     environment: String,
 }
 
@@ -414,14 +401,14 @@ struct PromoteBody {
     operation_id = Operation::PromoteApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = PromoteBody,
     responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
 )]
 async fn promote_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -467,13 +454,13 @@ struct LogsQuery {
     operation_id = Operation::GetAppLogs.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams, LogsQuery),
+    params(AppPath, LogsQuery),
     responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
 )]
 async fn get_app_logs(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = app_path(path);
@@ -491,13 +478,13 @@ async fn get_app_logs(
     operation_id = Operation::RestartApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 202, description = "Restarting.", body = AppRecord)),
 )]
 async fn restart_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<(StatusCode, Json<AppRecord>), ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
@@ -531,14 +518,14 @@ struct RunAnswer {
     operation_id = Operation::RunApp.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body(content = RunBody, description = "Optional: which scheduled process."),
     responses((status = 202, description = "Started.", body = RunAnswer)),
 )]
 async fn run_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     body: Option<JsonBody<RunBody>>,
 ) -> Result<(StatusCode, Json<RunAnswer>), ApiError> {
     let path = app_path(path);
@@ -558,18 +545,18 @@ async fn run_app(
     operation_id = Operation::CheckAppDomains.id(),
     tag = "apps",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
 )]
 async fn check_app_domains(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<DomainCheck>>, ApiError> {
     let path = app_path(path);
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::check_domains(&client, &state.domains, &caller, &path).await?,
+        service::check_domains(&client, &state.domain_check, &caller, &path).await?,
     ))
 }

@@ -7,10 +7,11 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
-use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_shared::domain::names::EnvironmentName;
+use berth_shared::domain::names::{EnvironmentName, NewEnvironmentName};
+use berth_shared::domain::paths::{EnvironmentPath, ProjectPath};
+use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
-use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {
@@ -83,9 +84,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 async fn list_environments(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
@@ -99,7 +100,7 @@ async fn list_environments(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host); `{project}-{name}` names its namespace.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
+    #[schema(value_type = NewEnvironmentName)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]
@@ -132,7 +133,7 @@ fn standard() -> String {
 async fn create_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -142,8 +143,11 @@ async fn create_environment(
     ),
     ApiError,
 > {
-    if let Ok(name) = EnvironmentName::parse(&body.name) {
-        audit_environment(&project, name.as_str());
+    if let Ok(environment) = EnvironmentName::parse(&body.name) {
+        audit_environment(&EnvironmentPath {
+            project: project.clone(),
+            environment,
+        });
     }
     caller.require(Permission::EnvWrite)?;
     let new = NewEnvironment {
@@ -171,19 +175,19 @@ async fn create_environment(
     operation_id = Operation::GetEnvironment.id(),
     tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
 )]
 async fn get_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        environments::get(&client, &caller.user.org, &project, &environment).await?,
+        environments::get(&client, &caller.user.org, &path).await?,
     ))
 }
 
@@ -197,26 +201,20 @@ async fn get_environment(
     operation_id = Operation::DeleteEnvironment.id(),
     tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 202, description = "Scheduled for deletion: `deleting` true and \
         `deletion_scheduled_at` set.", body = EnvironmentRecord)),
 )]
 async fn delete_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     caller.require(Permission::EnvWrite)?;
     let client = state.cluster.client().await?;
-    let deleted = environments::delete(
-        &client,
-        &caller,
-        &project,
-        &environment,
-        state.config.production_grace,
-    )
-    .await?;
+    let deleted =
+        environments::delete(&client, &caller, &path, state.config.production_grace).await?;
     Ok((StatusCode::ACCEPTED, Json(deleted)))
 }
 
@@ -231,26 +229,21 @@ async fn delete_environment(
     operation_id = Operation::RestoreEnvironment.id(),
     tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The environment, no longer deleting.",
         body = EnvironmentRecord)),
 )]
 async fn restore_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     let client = state.cluster.client().await?;
-    Ok(Json(
-        environments::restore(&client, &caller, &project, &environment).await?,
-    ))
+    Ok(Json(environments::restore(&client, &caller, &path).await?))
 }
 
 /// Environments are audited by their cluster name, `{project}-{environment}`.
-fn audit_environment(project: &str, environment: &str) {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(project, environment),
-    );
+fn audit_environment(path: &EnvironmentPath) {
+    scope::audit_target("environment", path.namespace());
 }

@@ -6,9 +6,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use berth_shared::cluster::projects::{self, NewProject, ProjectRecord};
+use berth_shared::domain::names::{NewProjectName, ProjectName};
+use berth_shared::domain::paths::ProjectPath;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
-use berth_shared::openapi::{ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
+use berth_shared::projects::{self, NewProject, ProjectRecord};
 use berth_shared::{ApiError, AppState, Operation, Permission};
 
 pub fn router() -> Router<AppState> {
@@ -74,7 +76,7 @@ async fn list_projects(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host), unique in the cluster.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = NewProjectName)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,
@@ -107,7 +109,7 @@ async fn create_project(
     ),
     ApiError,
 > {
-    if berth_shared::names::dns_label("name", &body.name, projects::MAX_NAME_LEN).is_ok() {
+    if ProjectName::parse(&body.name).is_ok() {
         scope::audit_target("project", body.name.clone());
     }
     caller.require(Permission::ProjectWrite)?;
@@ -142,9 +144,9 @@ async fn create_project(
 async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
@@ -168,9 +170,9 @@ async fn get_project(
 async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     caller.require(Permission::ProjectWrite)?;
     let client = state.cluster.client().await?;
     Ok((

@@ -11,7 +11,7 @@ use berth_kube_standin::Config;
 use crate::common::{TestEnv, eventually};
 use crate::crud::deployment;
 
-async fn env() -> Option<TestEnv> {
+async fn env() -> TestEnv {
     TestEnv::standin_only_with(Config {
         simulate_controllers: true,
         simulate_kubelet: true,
@@ -21,10 +21,9 @@ async fn env() -> Option<TestEnv> {
 }
 
 #[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's simulated kubelet")]
 async fn pods_run_on_the_standin_node_with_simulated_logs() {
-    let Some(env) = env().await else {
-        return;
-    };
+    let env = env().await;
     let deployments: Api<Deployment> = env.api();
     let pods: Api<Pod> = env.api();
     deployments
@@ -82,10 +81,9 @@ async fn pods_run_on_the_standin_node_with_simulated_logs() {
 }
 
 #[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's simulated kubelet")]
 async fn job_pods_succeed() {
-    let Some(env) = env().await else {
-        return;
-    };
+    let env = env().await;
     let jobs: Api<Job> = env.api();
     let job: Job = serde_json::from_value(json!({
         "metadata": {"name": "task"},
