@@ -247,8 +247,8 @@ async fn every_command_of_the_clusters_deploy_works() {
         deployment
             .status
             .and_then(|status| status.available_replicas),
-        Some(1),
-        "the rollout completed"
+        Some(2),
+        "the rollout completed: both replicas (one leads, one stands by)"
     );
 
     // The API's stored kubeconfig is berth-api's.

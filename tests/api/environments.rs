@@ -411,8 +411,11 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     let app = TestApp::with_cluster().await;
     let standin = app.standin();
     let project = app.create_project("p").await;
+    // Four refusals: the first reconciles follow at once (the status
+    // written, the namespace made, each a watch event), so two could be
+    // spent and healed within milliseconds; the last are a backoff apart.
     standin.add_fault(
-        berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 2)
+        berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 4)
             .method("PATCH")
             .path_contains("/resourcequotas/"),
     );
