@@ -409,7 +409,7 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
     assert_confined(&job_name, &job.spec.unwrap().template.spec.unwrap());
 }
 
-/// Sizes, volumes and release history stop where the README says.
+/// Sizes, volumes and release history stop where docs/api-notes.md says.
 #[tokio::test]
 async fn limits_a_tenant_cannot_exceed() {
     let app = TestApp::with_cluster().await;

@@ -165,8 +165,8 @@ fn the_kustomization_renders_one_installation() {
         container["envFrom"][0]["configMapRef"]["name"].as_str(),
         Some(generated_name)
     );
-    // Every setting is one the controller reads and the README documents.
-    let readme = include_str!("../../README.md");
+    // Every setting is one the controller reads and docs/configuration.md documents.
+    let documented = include_str!("../../docs/configuration.md");
     let settings: Vec<&str> = config_map["data"]
         .as_mapping()
         .unwrap()
@@ -189,8 +189,8 @@ fn the_kustomization_renders_one_installation() {
             "the controller reads {setting}"
         );
         assert!(
-            readme.contains(&format!("| `{setting}` |")),
-            "the README's Configuration table has {setting}"
+            documented.contains(&format!("| `{setting}` |")),
+            "the Configuration table of docs/configuration.md has {setting}"
         );
     }
 }
