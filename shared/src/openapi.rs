@@ -158,6 +158,27 @@ fn failures(
     failures
 }
 
+/// Adds to the schema `name` a rule between its fields that its derivation
+/// cannot state: a body must not be `forbidden` (JSON Schema `not`).
+///
+/// Panics on a name that is not an object's schema of `api`: the
+/// description is built by tests and by the document's generator.
+pub fn forbid(api: &mut OpenApi, name: &str, forbidden: serde_json::Value) {
+    let schema = api
+        .components
+        .as_mut()
+        .and_then(|components| components.schemas.get_mut(name));
+    let Some(RefOr::T(Schema::Object(object))) = schema else {
+        panic!("{name} is not an object's schema of this description");
+    };
+    // JSON Schema's own keyword, not an `x-` extension: utoipa has no
+    // `not`, and its builder would prefix the name.
+    object
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert("not".to_owned(), forbidden);
+}
+
 /// The failures of a cluster operation: no cluster, or one that does not
 /// answer; and, for a change, a concurrent change that won.
 pub fn cluster_failures(changes: bool) -> Vec<ApiError> {

@@ -81,6 +81,33 @@ fn summary(secret: &Secret) -> SecretSummary {
 /// The `data` of a put body: an object of 1 or more keys mapping to strings,
 /// the values together at most [`MAX_VALUES_BYTES`]. A wrong shape is 400, a
 /// broken rule 422; no message quotes a value.
+/// The schema of `putSecret`'s `data`, as [`parse_data`] reads it: at
+/// least one key, each a [`SecretKey`], to string values.
+pub fn data_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::extensions::Extensions;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let key = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(r"^[-._a-zA-Z0-9]+$"))
+        .min_length(Some(1))
+        .max_length(Some(SecretKey::MAX_LEN))
+        // JSON Schema's `not`, which utoipa's builders do not have.
+        .extensions(Some(Extensions::from_iter([(
+            "not",
+            serde_json::json!({ "enum": [".", ".."] }),
+        )])));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;\n\
+             the values together at most 512 KiB.",
+        ))
+        .property_names(Some(key))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .min_properties(Some(1))
+        .build()
+}
+
 pub fn parse_data(body: &Value) -> Result<BTreeMap<SecretKey, String>, ApiError> {
     let Value::Object(fields) = body else {
         return Err(ApiError::InvalidRequest(

@@ -88,7 +88,12 @@ struct Description;
 
 /// This function's part of the OpenAPI description.
 pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+    let mut api =
+        berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures);
+    for (schema, forbidden) in berth_shared::apps::body::forbidden_combinations() {
+        berth_shared::openapi::forbid(&mut api, schema, forbidden);
+    }
+    api
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {

@@ -60,6 +60,14 @@ async fn list_audit_events(
             "limit: must be 1 to {MAX_PAGE}"
         )));
     }
+    // The description gives `before` as an int64 (`format`), as every
+    // `seq` is: a larger one is out of range, as a negative one is.
+    if query.before.is_some_and(|before| i64::try_from(before).is_err()) {
+        return Err(ApiError::InvalidRequest(format!(
+            "before: must be 0 to {}",
+            i64::MAX
+        )));
+    }
     Ok(Json(
         state
             .audit

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use berth_shared::cluster::crd::Quota;
 use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::domain::names::EnvironmentName;
+use berth_shared::http::extract::object;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::{ApiError, AppState, Operation, Permission};
@@ -105,6 +106,7 @@ struct CreateBody {
     #[serde(default = "standard")]
     #[schema(pattern = "^(standard|production|preview)$", default = "standard")]
     env_type: String,
+    #[serde(default, deserialize_with = "object::optional")]
     quota: Option<Quota>,
 }
 

@@ -94,7 +94,7 @@ struct Invitation {
     email: String,
     #[schema(value_type = Role)]
     role: String,
-    #[schema(max_length = 100)]
+    #[schema(min_length = 1, max_length = 100)]
     display_name: Option<String>,
 }
 

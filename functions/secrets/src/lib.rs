@@ -84,10 +84,10 @@ struct SecretPathParams {
 /// quote a value.
 #[derive(utoipa::ToSchema)]
 #[schema(as = PutSecretBody)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct PutBody {
-    /// Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;
-    /// the values together at most 512 KiB.
+    #[schema(schema_with = secrets::data_schema)]
     data: std::collections::BTreeMap<String, String>,
 }
 

@@ -49,6 +49,17 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
                 .into(),
         );
     }
+    // The body may be left out (not `null`): utoipa's `Option` would say
+    // the opposite.
+    let bodies = api
+        .paths
+        .paths
+        .values_mut()
+        .filter_map(|item| item.post.as_mut())
+        .filter_map(|operation| operation.request_body.as_mut());
+    for body in bodies {
+        body.required = Some(utoipa::openapi::Required::False);
+    }
     api
 }
 
