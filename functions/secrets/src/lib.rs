@@ -1,48 +1,32 @@
 //! The `secrets` function: the secrets of an environment. The rules live in
 //! `berth_shared::secrets`; this crate maps HTTP onto them.
 
+use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, put};
-use axum::{Json, Router};
+use axum::routing::MethodRouter;
 use serde_json::Value;
 
 use berth_shared::cluster::secrets::SecretPath;
 use berth_shared::domain::names::SecretName;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::{ApiError, AppState, Operation};
 
-const SECRETS: &str = "/api/v1/projects/{project}/environments/{environment}/secrets";
-const SECRET: &str = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}";
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            SECRETS,
-            operation(Operation::ListSecrets, get(list_secrets)),
-        )
-        .route(
-            SECRET,
-            // Only this route takes bodies beyond the common 256 KiB, so
-            // that the 512 KiB rule on values is the one a caller meets.
-            operation(
-                Operation::PutSecret,
-                put(put_secret).layer(DefaultBodyLimit::max(MAX_PUT_BODY_BYTES)),
-            )
-            .merge(operation(Operation::DeleteSecret, delete(delete_secret))),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_secrets, put_secret, delete_secret))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "secrets",
+    failures: failures,
+    handlers: [
+        list_secrets,
+        // Only this route takes bodies beyond the common 256 KiB, so that
+        // the 512 KiB rule on values is the one a caller meets.
+        put_secret => |route: MethodRouter<AppState>| {
+            route.layer(DefaultBodyLimit::max(MAX_PUT_BODY_BYTES))
+        },
+        delete_secret,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -109,9 +93,6 @@ fn secret_path((project, environment, secret): (String, String, String)) -> Secr
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets",
-    operation_id = Operation::ListSecrets.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath, EnvironmentPath),
     responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
 )]
@@ -121,7 +102,6 @@ async fn list_secrets(
     ObjectPath((project, environment)): ObjectPath<(String, String)>,
 ) -> Result<Json<Vec<SecretSummary>>, ApiError> {
     scope::audit_target("environment", format!("{project}-{environment}"));
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         secrets::list(&client, &caller, &project, &environment).await?,
@@ -137,9 +117,6 @@ async fn list_secrets(
 #[utoipa::path(
     put,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    operation_id = Operation::PutSecret.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath, EnvironmentPath, SecretPathParams),
     request_body = PutBody,
     responses(
@@ -155,7 +132,6 @@ async fn put_secret(
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
     let path = secret_path(path);
-    caller.require(Permission::SecretWrite)?;
     let client = state.cluster.client().await?;
     Ok(match secrets::put(&client, &caller, &path, &body).await? {
         (PutOutcome::Created, answer) => {
@@ -180,9 +156,6 @@ async fn put_secret(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    operation_id = Operation::DeleteSecret.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath, EnvironmentPath, SecretPathParams),
     responses((status = 204, description = "Deleted.")),
 )]
@@ -192,7 +165,6 @@ async fn delete_secret(
     ObjectPath(path): ObjectPath<(String, String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let path = secret_path(path);
-    caller.require(Permission::SecretWrite)?;
     let client = state.cluster.client().await?;
     secrets::delete(&client, &caller, &path).await?;
     Ok(StatusCode::NO_CONTENT)

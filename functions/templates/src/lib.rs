@@ -1,39 +1,30 @@
 //! The `templates` function: the template catalogue, and deploying a
 //! template into an environment. The rules live in `berth_shared::templates`.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 
 use berth_shared::apps::hosts::HostRules;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/templates",
-            operation(Operation::ListTemplates, get(list_templates)),
-        )
-        .route(
-            "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
-            operation(Operation::DeployTemplate, post(deploy_template)),
-        )
+berth_shared::operations! {
+    tag: "templates",
+    failures: failures,
+    finish: finish,
+    handlers: [
+        list_templates,
+        deploy_template,
+    ],
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_templates, deploy_template))]
-struct Description;
-
-/// This function's part of the OpenAPI description. The catalogue ships
+/// What the annotations cannot say. The catalogue ships
 /// with the code, so a template's name is one of its names.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+fn finish(api: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::schema::{ObjectBuilder, Type};
-    let mut api =
-        berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures);
     let names: Vec<String> = templates::list().into_iter().map(|t| t.name).collect();
     let parameters = api
         .paths
@@ -60,7 +51,6 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     for body in bodies {
         body.required = Some(utoipa::openapi::Required::False);
     }
-    api
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -91,9 +81,6 @@ struct TemplatePath {
 #[utoipa::path(
     get,
     path = "/api/v1/templates",
-    operation_id = Operation::ListTemplates.id(),
-    tag = "templates",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The catalogue.", body = Vec<TemplateRecord>)),
 )]
 async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
@@ -107,9 +94,6 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
-    operation_id = Operation::DeployTemplate.id(),
-    tag = "templates",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath, EnvironmentPath, TemplatePath),
     request_body(content = DeployBody, description = "Optional: another app name, and \
         values for the template's variables."),

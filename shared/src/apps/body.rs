@@ -247,7 +247,10 @@ pub fn forbidden_combinations() -> [(&'static str, serde_json::Value); 3] {
     [
         ("CreateAppBody", both_process_forms.clone()),
         ("UpdateAppBody", both_process_forms),
-        ("EnvBody", json!({ "allOf": [given("value"), given("secret")] })),
+        (
+            "EnvBody",
+            json!({ "allOf": [given("value"), given("secret")] }),
+        ),
     ]
 }
 

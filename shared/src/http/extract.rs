@@ -27,7 +27,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let axum::Json(Object(value)) = axum::Json::<Object<T>>::from_request(request, state).await?;
+        let axum::Json(Object(value)) =
+            axum::Json::<Object<T>>::from_request(request, state).await?;
         Ok(Self(value))
     }
 }
@@ -155,9 +156,9 @@ pub mod object {
     use std::fmt;
     use std::marker::PhantomData;
 
+    use serde::Deserialize;
     use serde::de::value::MapAccessDeserializer;
     use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-    use serde::Deserialize;
 
     /// An object, never an array.
     pub fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -254,7 +255,10 @@ pub mod object {
             Ok(None)
         }
 
-        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
             self.0.deserialize(deserializer).map(Some)
         }
     }
