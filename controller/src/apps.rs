@@ -1,4 +1,4 @@
-//! `App` → the workloads `berth_shared::cluster::render` makes of it, applied
+//! `App` → the workloads [`crate::render`] makes of it, applied
 //! with server-side apply; objects the app no longer renders are removed
 //! (claims never); the App's status follows its Deployments' rollouts.
 //!
@@ -40,10 +40,10 @@ use berth_shared::cluster::crd::{
     App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
-use berth_shared::cluster::render::{Rendered, render};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
+use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
@@ -70,7 +70,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         return Ok(Action::await_change());
     }
     let key = backoff_key(app.as_ref());
-    let rendered = match render(&app, &context.settings.render) {
+    let checked = CheckedApp::of(&app).map(|checked| render(&checked, &context.settings.render));
+    let rendered = match checked {
         Ok(rendered) => rendered,
         Err(error) => {
             tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
@@ -794,32 +795,11 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::cluster::crd::{AppConfig, AppSpec, ReleaseMark};
+    use berth_shared::cluster::crd::AppConfig;
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
 
     fn app() -> App {
-        let mut app = App::new(
-            "shop",
-            AppSpec {
-                config: AppConfig {
-                    image: "shop:1".to_owned(),
-                    processes: Vec::new(),
-                    env: Vec::new(),
-                    domains: Vec::new(),
-                    volumes: Vec::new(),
-                    health_check_path: None,
-                    fs_group: None,
-                },
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                },
-                restarted_at: None,
-            },
-        );
+        let mut app = App::test("shop", AppConfig::test(Vec::new()));
         app.metadata.generation = Some(4);
         app
     }

@@ -1,7 +1,7 @@
 //! `Environment` → namespace `{project}-{environment}` with Berth's labels and
 //! Pod Security Admission's, a ResourceQuota from `quota` (storage always
 //! bounded), a default LimitRange and the NetworkPolicy that keeps other
-//! namespaces' pods out (`berth_shared::cluster::isolation`); status `Pending` →
+//! namespaces' pods out ([`crate::isolation`]); status `Pending` →
 //! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
 //! `Terminating` while the namespace goes, then the resource itself.
 //!
@@ -23,13 +23,12 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
-    MANAGER,
+    MANAGER, PHASE_TERMINATING,
 };
-use berth_shared::cluster::environments::PHASE_TERMINATING;
-use berth_shared::cluster::isolation;
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
+use crate::isolation;
 use crate::{Context, Error, FIELD_MANAGER, backoff_key};
 
 pub const QUOTA_NAME: &str = "berth-quota";

@@ -1,14 +1,16 @@
 //! Berth's controller: reconciles `Environment` resources into namespaces with a
 //! quota, default limits and their isolation, purges them when their deletion is due, keeps
 //! `Project` resources until their environments are gone, and turns `App`
-//! resources into the workloads that run them (`berth_shared::cluster::render`).
+//! resources into the workloads that run them ([`render`]).
 //!
 //! Reconciles are idempotent (server-side apply; status written only when it
 //! changes) and failures back off exponentially per object.
 
 pub mod apps;
 mod environments;
+pub mod isolation;
 mod projects;
+pub mod render;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,8 +26,8 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 
 use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
-use berth_shared::cluster::isolation;
-use berth_shared::cluster::render::RenderSettings;
+
+use crate::render::RenderSettings;
 
 /// The field manager of everything the controller applies.
 pub const FIELD_MANAGER: &str = "berth-controller";
@@ -109,7 +111,7 @@ pub struct Settings {
     pub render: RenderSettings,
     /// The namespace the ingress controller runs in: the one namespace whose
     /// pods may reach every environment's pods (see
-    /// `berth_shared::cluster::isolation`).
+    /// [`isolation`]).
     pub ingress_namespace: String,
 }
 

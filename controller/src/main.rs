@@ -16,10 +16,9 @@
 use std::process::ExitCode;
 
 use berth_controller::Settings;
-use berth_shared::cluster::isolation;
-use berth_shared::cluster::render::RenderSettings;
-
-const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
+use berth_controller::isolation;
+use berth_controller::render::{DEFAULT_PROGRESS_DEADLINE_SECONDS, RenderSettings};
+use berth_shared::domain::names::NamespaceName;
 
 /// An environment variable, unset when empty.
 fn setting(name: &str) -> Option<String> {
@@ -40,7 +39,7 @@ fn settings() -> Result<Settings, String> {
     };
     let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
         None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
-        Some(namespace) if berth_shared::names::dns_label("", &namespace, 63).is_ok() => namespace,
+        Some(namespace) if NamespaceName::parse(&namespace).is_ok() => namespace,
         Some(_) => {
             return Err(
                 "BERTH_INGRESS_NAMESPACE must be a namespace's name (a DNS label)".to_owned(),

@@ -1,6 +1,6 @@
 //! What every function's part of the OpenAPI description shares: the names
-//! of the two security schemes, the path parameters, and Problem Details for
-//! every failure an operation can give.
+//! of the two security schemes, and Problem Details for every failure an
+//! operation can give. Path parameters are the places of `domain::paths`.
 //!
 //! Each function crate describes its own operations with `#[utoipa::path]`
 //! on the handlers, and [`crate::operations!`] finishes its part with
@@ -15,7 +15,7 @@ use utoipa::openapi::path::{Operation as Described, PathItem};
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::{Missing, Problem};
 use crate::operation::Access;
@@ -25,45 +25,6 @@ use crate::{ApiError, Operation};
 pub const SESSION: &str = "session";
 /// The security scheme of API tokens (`Authorization: Bearer brt_...`).
 pub const TOKEN: &str = "token";
-
-/// The `{project}` of a path.
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct ProjectPath {
-    /// The project's name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    pub project: String,
-}
-
-/// The `{environment}` of a path (after its `{project}`).
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct EnvironmentPath {
-    /// The environment's short name.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
-    pub environment: String,
-}
-
-/// The `{app}` of a path (after its `{project}` and `{environment}`).
-#[derive(Debug, IntoParams)]
-#[into_params(parameter_in = Path)]
-pub struct AppPath {
-    /// The app's name.
-    #[param(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 40
-    )]
-    pub app: String,
-}
 
 /// Finishes a function's part of the description (see
 /// [`crate::operations!`]): each operation gets its id (the handler is
@@ -102,10 +63,18 @@ pub fn describe(
             add_failures(described, &failures);
         }
     }
-    api.components
-        .get_or_insert_with(Default::default)
+    let components = api.components.get_or_insert_with(Default::default);
+    components
         .schemas
         .insert(Problem::name().into_owned(), Problem::schema());
+    // utoipa collects the schemas that bodies refer to, not those of
+    // parameters: the names' schemas, each written once in `domain::names`.
+    let described = serde_json::to_string(&api.paths).unwrap_or_default();
+    for (name, schema) in crate::domain::names::schemas() {
+        if described.contains(&format!("\"#/components/schemas/{name}\"")) {
+            components.schemas.entry(name).or_insert(schema);
+        }
+    }
     api
 }
 

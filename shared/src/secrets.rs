@@ -12,15 +12,15 @@ use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ApiError;
-use crate::apps::service::writable_environment;
-use crate::cluster::apps::{self as cluster_apps, AppPath};
+use crate::cluster::apps as cluster_apps;
 use crate::cluster::crd::{App, AppConfig};
-use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
-use crate::cluster::{environments, timestamp};
-use crate::domain::names::{SecretKey, SecretName};
+use crate::cluster::secrets as cluster_secrets;
+use crate::cluster::{environments as cluster_environments, timestamp};
+use crate::domain::names::{OrgName, SecretKey, SecretName};
+use crate::domain::paths::{AppPath, EnvironmentPath, SecretPath};
 use crate::http::extract::body_words;
 use crate::identity::Principal;
+use crate::{ApiError, environments};
 
 /// The most all values of one secret may hold together, in bytes.
 pub const MAX_VALUES_BYTES: usize = 512 * 1024;
@@ -177,12 +177,11 @@ fn referencing(apps: &[App], secret: &str) -> Vec<String> {
 pub async fn list(
     client: &kube::Client,
     caller: &Principal,
-    project: &str,
-    environment: &str,
+    environment: &EnvironmentPath,
 ) -> Result<Vec<SecretSummary>, ApiError> {
     let org = &caller.user.org;
-    environments::get_visible(client, org, project, environment).await?;
-    let secrets = cluster_secrets::list_managed(client, org, project, environment).await?;
+    cluster_environments::get_visible(client, org, environment).await?;
+    let secrets = cluster_secrets::list_managed(client, org, environment).await?;
     Ok(secrets.iter().map(summary).collect())
 }
 
@@ -198,7 +197,8 @@ pub async fn put(
     let values = parse_data(body)?;
     SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
     let org = &caller.user.org;
-    writable_environment(client, org, &path.project, &path.environment).await?;
+    let environment = path.environment_path();
+    environments::writable(client, org, &environment).await?;
     let values: BTreeMap<String, String> = values
         .into_iter()
         .map(|(key, value)| (key.as_str().to_owned(), value))
@@ -221,9 +221,7 @@ pub async fn put(
                     ));
                 }
             }
-            Some(current)
-                if cluster_secrets::is_managed(&current, org, &path.project, &path.environment) =>
-            {
+            Some(current) if cluster_secrets::is_managed(&current, org, &environment) => {
                 if let Some(replaced) =
                     cluster_secrets::replace(client, &current, values.clone()).await?
                 {
@@ -251,10 +249,10 @@ pub async fn put(
 /// that a put retried after a failed restart completes it.
 async fn restart_readers(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &SecretPath,
 ) -> Result<Vec<String>, ApiError> {
-    let apps = cluster_apps::list(client, org, &path.project, &path.environment).await?;
+    let apps = cluster_apps::list(client, org, &path.environment_path()).await?;
     let readers = referencing(&apps, &path.secret);
     let stamp = crate::clock::now_precise();
     let mut restarted = Vec::new();
@@ -280,14 +278,15 @@ pub async fn delete(
         return Err(path.missing());
     }
     let org = &caller.user.org;
-    writable_environment(client, org, &path.project, &path.environment).await?;
+    let environment = path.environment_path();
+    environments::writable(client, org, &environment).await?;
     let current = cluster_secrets::get(client, path)
         .await?
         .ok_or_else(|| path.missing())?;
-    if !cluster_secrets::is_managed(&current, org, &path.project, &path.environment) {
+    if !cluster_secrets::is_managed(&current, org, &environment) {
         return Err(ApiError::SecretNotManaged);
     }
-    let apps = cluster_apps::list(client, org, &path.project, &path.environment).await?;
+    let apps = cluster_apps::list(client, org, &environment).await?;
     let readers = referencing(&apps, &path.secret);
     if !readers.is_empty() {
         return Err(ApiError::Conflict(format!(

@@ -26,7 +26,7 @@ pub struct AppState {
     pub cluster: Arc<crate::cluster::access::ClusterAccess>,
     /// The domain check; its resolver is built on first use.
     #[cfg(feature = "dns")]
-    pub domains: Arc<crate::domains::DomainChecker>,
+    pub domain_check: Arc<crate::apps::domain_check::DomainChecker>,
 }
 
 impl AppState {
@@ -41,7 +41,7 @@ impl AppState {
                 config.kubeconfig_recheck,
             )),
             #[cfg(feature = "dns")]
-            domains: Arc::new(crate::domains::DomainChecker::new(&config)),
+            domain_check: Arc::new(crate::apps::domain_check::DomainChecker::new(&config)),
             store,
             config: Arc::new(config),
         }

@@ -12,9 +12,9 @@ use crate::apps::body::{self, CreateBody};
 use crate::apps::hosts::HostRules;
 use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
-use crate::cluster::apps::AppPath;
-use crate::cluster::secrets::{self as cluster_secrets, SecretPath};
-use crate::domain::names::AppName;
+use crate::cluster::secrets as cluster_secrets;
+use crate::domain::names::{AppName, NewAppName};
+use crate::domain::paths::{AppPath, SecretPath, TemplatePath};
 use crate::identity::Principal;
 use crate::store::Store;
 use crate::{ApiError, credentials};
@@ -130,7 +130,7 @@ pub fn list() -> Vec<TemplateRecord> {
 pub struct DeployBody {
     /// The app's name (a DNS-1035 label without `--`); the template's name
     /// when omitted.
-    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = Option<NewAppName>)]
     pub name: Option<String>,
     /// Values for the template's variables, by name.
     #[serde(default)]
@@ -187,14 +187,6 @@ fn create_body(
     Ok((body, generated))
 }
 
-/// Where a template is deployed: the path's project, environment and
-/// template.
-pub struct Target<'a> {
-    pub project: &'a str,
-    pub environment: &'a str,
-    pub template: &'a str,
-}
-
 /// Deploys a template: its generated values into a new secret, then its app
 /// (revision reason `template`). A taken app or secret name is a conflict,
 /// and a failure leaves nothing behind.
@@ -203,20 +195,15 @@ pub async fn deploy(
     client: &kube::Client,
     rules: &HostRules,
     caller: &Principal,
-    target: Target<'_>,
+    target: &TemplatePath,
     body: DeployBody,
 ) -> Result<Deployed, ApiError> {
-    let Target {
-        project,
-        environment,
-        template,
-    } = target;
     let template = CATALOGUE
         .iter()
-        .find(|t| t.file.name == template)
+        .find(|t| t.file.name == target.template)
         .ok_or_else(|| {
             ApiError::NotFound(crate::Missing::Template {
-                template: template.to_owned(),
+                template: target.template.clone(),
             })
         })?;
     let name = AppName::parse_new(body.name.as_deref().unwrap_or(&template.file.name))
@@ -224,19 +211,16 @@ pub async fn deploy(
     let (create, generated) = create_body(&template.file, name.as_str(), &body.env)?;
     let (_, config) = body::parse_create(create)?;
     let org = &caller.user.org;
-    let path = AppPath {
-        project: project.to_owned(),
-        environment: environment.to_owned(),
-        app: name.as_str().to_owned(),
-    };
+    let environment = target.environment_path();
     let secret_path = SecretPath {
-        project: project.to_owned(),
-        environment: environment.to_owned(),
+        project: environment.project.clone(),
+        environment: environment.environment.clone(),
         secret: generated_secret_name(name.as_str()),
     };
+    let path = AppPath::new(&environment, name);
     // The environment (writable), its Apps and the secret's name, at once.
     let (neighbours, secret_taken) = tokio::join!(
-        service::environment_apps(client, org, project, environment),
+        service::environment_apps(client, org, &environment),
         cluster_secrets::get(client, &secret_path)
     );
     service::check_new(&path, &config, &neighbours?)?;
@@ -256,7 +240,7 @@ pub async fn deploy(
     match service::commit_new(store, client, rules, org, &path, config, release).await {
         Ok(app) => Ok(Deployed {
             template: template.file.name.clone(),
-            apps: vec![service::record_of(&app, &path, caller)],
+            apps: vec![service::record_of(&app, &environment, caller)],
         }),
         Err(error) => {
             if let Some(secret) = secret

@@ -17,9 +17,9 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{
     App, AppConfig, AppEnvVar, AppProcess, AppSpec, AppStatus, AppVolume, LABEL_APP,
-    LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER,
-    ReleaseMark, SecretKeyRef,
+    LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, SecretKeyRef,
 };
+use berth_shared::testing::IMAGE;
 
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};
@@ -73,28 +73,7 @@ impl Environment {
     /// An App as the API would store it: labelled with its organization,
     /// project and environment.
     fn app(&self, name: &str, config: AppConfig) -> App {
-        let mut app = App::new(
-            name,
-            AppSpec {
-                config,
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: Some(self.api.owner.email.clone()),
-                    created_at: 1_700_000_000_000,
-                },
-                restarted_at: None,
-            },
-        );
-        app.metadata.namespace = Some(self.namespace.clone());
-        app.metadata.labels = Some(BTreeMap::from([
-            (LABEL_ORG.to_owned(), self.api.owner.org.clone()),
-            (LABEL_PROJECT.to_owned(), self.project.clone()),
-            (LABEL_ENVIRONMENT.to_owned(), self.name.clone()),
-            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-        ]));
-        app
+        App::test(name, config).in_environment(&self.api.owner.org, &self.project, &self.name)
     }
 
     async fn create(&self, name: &str, config: AppConfig) -> App {
@@ -169,40 +148,6 @@ impl Environment {
     }
 }
 
-fn process(name: &str, port: Option<i32>) -> AppProcess {
-    AppProcess {
-        name: name.to_owned(),
-        command: Vec::new(),
-        port,
-        size: "small".to_owned(),
-        min_replicas: 1,
-        max_replicas: 1,
-        schedule: None,
-        time_zone: None,
-        protocol: "http".to_owned(),
-    }
-}
-
-fn config(processes: Vec<AppProcess>) -> AppConfig {
-    AppConfig {
-        image: "ghcr.io/acme/shop:1.4.2".to_owned(),
-        processes,
-        env: Vec::new(),
-        domains: Vec::new(),
-        volumes: Vec::new(),
-        health_check_path: None,
-        fs_group: None,
-    }
-}
-
-fn volume(name: &str, mount_path: &str, size: &str) -> AppVolume {
-    AppVolume {
-        name: name.to_owned(),
-        mount_path: mount_path.to_owned(),
-        size: size.to_owned(),
-    }
-}
-
 fn pod_spec(deployment: &Deployment) -> k8s_openapi::api::core::v1::PodSpec {
     deployment
         .spec
@@ -255,10 +200,10 @@ fn assert_owned_by(object: &impl Resource, app: &App) {
 #[tokio::test]
 async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
     let env = Environment::new().await;
-    let mut web = process("web", Some(8080));
+    let mut web = AppProcess::test("web", Some(8080));
     web.size = "750m/1536Mi".to_owned();
     web.command = vec!["./serve".to_owned(), "--port=8080".to_owned()];
-    let mut config = config(vec![web]);
+    let mut config = AppConfig::test(vec![web]);
     config.health_check_path = Some("/healthz".to_owned());
     config.fs_group = Some(2000);
     config.domains = vec!["shop.example.com".to_owned()];
@@ -303,7 +248,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
 
     let container = container(&deployment);
     assert_eq!(container.name, "web");
-    assert_eq!(container.image.as_deref(), Some("ghcr.io/acme/shop:1.4.2"));
+    assert_eq!(container.image.as_deref(), Some(IMAGE));
     assert_eq!(
         container.command,
         Some(vec!["./serve".to_owned(), "--port=8080".to_owned()])
@@ -403,10 +348,10 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
 #[tokio::test]
 async fn autoscaling_comes_and_goes_with_max_replicas() {
     let env = Environment::new().await;
-    let mut web = process("web", Some(8080));
+    let mut web = AppProcess::test("web", Some(8080));
     web.min_replicas = 2;
     web.max_replicas = 5;
-    let app = env.create("scaler", config(vec![web])).await;
+    let app = env.create("scaler", AppConfig::test(vec![web])).await;
 
     let hpa: HorizontalPodAutoscaler = env.wait_for("scaler-web", "the autoscaler", |_| true).await;
     assert_owned_by(&hpa, &app);
@@ -453,13 +398,15 @@ async fn autoscaling_comes_and_goes_with_max_replicas() {
 #[tokio::test]
 async fn scheduled_processes_become_cron_jobs() {
     let env = Environment::new().await;
-    let mut nightly = process("nightly", None);
+    let mut nightly = AppProcess::test("nightly", None);
     nightly.schedule = Some("30 2 * * *".to_owned());
     nightly.time_zone = Some("Europe/Berlin".to_owned());
     nightly.command = vec!["./report".to_owned()];
-    let mut hourly = process("hourly", None);
+    let mut hourly = AppProcess::test("hourly", None);
     hourly.schedule = Some("0 * * * *".to_owned());
-    let app = env.create("reports", config(vec![nightly, hourly])).await;
+    let app = env
+        .create("reports", AppConfig::test(vec![nightly, hourly]))
+        .await;
 
     let cron: CronJob = env
         .wait_for("reports-nightly", "the nightly CronJob", |_| true)
@@ -496,7 +443,10 @@ async fn scheduled_processes_become_cron_jobs() {
 async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
     let env = Environment::new().await;
     let app = env
-        .create("files", config(vec![process("web", Some(8080))]))
+        .create(
+            "files",
+            AppConfig::test(vec![AppProcess::test("web", Some(8080))]),
+        )
         .await;
     env.wait_for::<Deployment>("files-web", "the Deployment", |deployment| {
         strategy(deployment).as_deref() == Some("RollingUpdate")
@@ -505,7 +455,7 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
 
     // A volume: a claim, mounted, and the Recreate strategy.
     env.update(&app, |spec| {
-        spec.config.volumes = vec![volume("data", "/var/lib/files", "1Gi")];
+        spec.config.volumes = vec![AppVolume::test("data", "/var/lib/files", "1Gi")];
     })
     .await;
     let claim: PersistentVolumeClaim = env.wait_for("files-data", "the claim", |_| true).await;
@@ -618,17 +568,17 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
 #[tokio::test]
 async fn a_dropped_process_loses_its_objects() {
     let env = Environment::new().await;
-    let mut api = process("api", Some(9000));
+    let mut api = AppProcess::test("api", Some(9000));
     api.max_replicas = 3;
-    let mut nightly = process("nightly", None);
+    let mut nightly = AppProcess::test("nightly", None);
     nightly.schedule = Some("30 2 * * *".to_owned());
     let app = env
         .create(
             "multi",
-            config(vec![
-                process("web", Some(8080)),
+            AppConfig::test(vec![
+                AppProcess::test("web", Some(8080)),
                 api,
-                process("worker", None),
+                AppProcess::test("worker", None),
                 nightly,
             ]),
         )
@@ -687,7 +637,7 @@ async fn a_dropped_process_loses_its_objects() {
 #[tokio::test]
 async fn a_worker_only_app_has_no_ingress_and_no_url() {
     let env = Environment::new().await;
-    let mut config = config(vec![process("worker", None)]);
+    let mut config = AppConfig::test(vec![AppProcess::test("worker", None)]);
     config.domains = vec!["worker.example.com".to_owned()];
     env.create("crunch", config).await;
     env.wait_for::<Deployment>("crunch-worker", "the worker Deployment", |_| true)
@@ -708,8 +658,11 @@ async fn a_worker_only_app_has_no_ingress_and_no_url() {
 #[tokio::test]
 async fn a_stalled_rollout_is_reported_as_failed_and_a_finished_one_as_available() {
     let env = Environment::new().await;
-    env.create("stall", config(vec![process("web", Some(8080))]))
-        .await;
+    env.create(
+        "stall",
+        AppConfig::test(vec![AppProcess::test("web", Some(8080))]),
+    )
+    .await;
     eventually("the App is Progressing", || async {
         env.status("stall").await.reason.as_deref() == Some("Progressing")
     })
@@ -735,9 +688,9 @@ async fn a_stalled_rollout_is_reported_as_failed_and_a_finished_one_as_available
 #[tokio::test]
 async fn an_app_the_cluster_cannot_run_is_reported() {
     let env = Environment::new().await;
-    let mut web = process("web", Some(8080));
+    let mut web = AppProcess::test("web", Some(8080));
     web.size = "galactic".to_owned();
-    let app = env.create("broken", config(vec![web])).await;
+    let app = env.create("broken", AppConfig::test(vec![web])).await;
     eventually("the invalid size is reported", || async {
         let status = env.status("broken").await;
         status.reason.as_deref() == Some("RolloutFailed")

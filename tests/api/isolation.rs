@@ -16,10 +16,10 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use berth_controller::isolation::{NETWORK_POLICY_NAME, POD_SECURITY_LABELS};
+use berth_controller::render::unconfined;
 use berth_shared::cluster::apps::ANNOTATION_HISTORY;
 use berth_shared::cluster::crd::App;
-use berth_shared::cluster::isolation::{NETWORK_POLICY_NAME, POD_SECURITY_LABELS};
-use berth_shared::cluster::render::unconfined;
 use berth_shared::store::{self, keys};
 
 use crate::support::cluster::INGRESS_NAMESPACE;

@@ -1,6 +1,6 @@
 //! The `apps` function: apps of an environment, their releases, rollback,
 //! promotion and domain check. The rules live in `berth_shared::apps` (and
-//! `berth_shared::domains`); this crate maps HTTP onto them.
+//! `berth_shared::apps::domain_check`); this crate maps HTTP onto them.
 
 use axum::Json;
 use axum::extract::State;
@@ -8,18 +8,16 @@ use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
+use berth_shared::apps::domain_check::DomainCheck;
 use berth_shared::apps::hosts::HostRules;
 use berth_shared::apps::operate::{self, LogEntry, LogQuery};
 use berth_shared::apps::record::{AppDetail, AppRecord};
 use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
-use berth_shared::cluster::apps::AppPath;
 use berth_shared::domain::names::{AppName, EnvironmentName};
-use berth_shared::domains::DomainCheck;
+use berth_shared::domain::paths::{AppPath, EnvironmentPath};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
-use berth_shared::openapi::{
-    AppPath as AppPathParams, EnvironmentPath, ProjectPath, cluster_failures,
-};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::{ApiError, AppState, Operation};
 
 berth_shared::operations! {
@@ -87,13 +85,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 }
 
 /// The path of one app, noted as the call's audit target.
-fn app_path((project, environment, app): (String, String, String)) -> AppPath {
-    scope::audit_target("app", app.clone());
-    AppPath {
-        project,
-        environment,
-        app,
-    }
+fn app_path(path: AppPath) -> AppPath {
+    scope::audit_target("app", path.app.to_string());
+    path
 }
 
 /// List apps
@@ -102,19 +96,17 @@ fn app_path((project, environment, app): (String, String, String)) -> AppPath {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
 )]
 async fn list_apps(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<AppRecord>>, ApiError> {
-    scope::audit_target("environment", format!("{project}-{environment}"));
+    scope::audit_target("environment", environment.namespace());
     let client = state.cluster.client().await?;
-    Ok(Json(
-        service::list(&client, &caller, &project, &environment).await?,
-    ))
+    Ok(Json(service::list(&client, &caller, &environment).await?))
 }
 
 /// Create an app
@@ -127,7 +119,7 @@ async fn list_apps(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = AppRecord,
         headers(("Location" = String, description = "The new app's URL.")))),
@@ -135,7 +127,7 @@ async fn list_apps(
 async fn create_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(environment): ObjectPath<EnvironmentPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -154,14 +146,13 @@ async fn create_app(
         &client,
         &HostRules::new(&state.config),
         &caller,
-        &project,
         &environment,
         body,
     )
     .await?;
     let location = format!(
-        "/api/v1/projects/{project}/environments/{environment}/apps/{}",
-        created.name
+        "/api/v1/projects/{}/environments/{}/apps/{}",
+        environment.project, environment.environment, created.name
     );
     Ok((
         StatusCode::CREATED,
@@ -176,13 +167,13 @@ async fn create_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "The app.", body = AppDetail)),
 )]
 async fn get_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<AppDetail>, ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
@@ -199,14 +190,14 @@ async fn get_app(
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = UpdateBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn update_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -240,13 +231,13 @@ struct DeleteQuery {
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    params(ProjectPath, EnvironmentPath, AppPathParams, DeleteQuery),
+    params(AppPath, DeleteQuery),
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let path = app_path(path);
@@ -262,13 +253,13 @@ async fn delete_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
 )]
 async fn list_releases(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
@@ -294,14 +285,14 @@ struct RollbackBody {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = RollbackBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn rollback_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -324,11 +315,7 @@ async fn rollback_app(
 struct PromoteBody {
     /// The target environment's short name, in the same project (a DNS
     /// label of at most 22 characters; anything else is `422`).
-    #[schema(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 22
-    )]
+    #[schema(value_type = EnvironmentName)]
     environment: String,
 }
 
@@ -341,14 +328,14 @@ struct PromoteBody {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body = PromoteBody,
     responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
 )]
 async fn promote_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
@@ -390,13 +377,13 @@ struct LogsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",
-    params(ProjectPath, EnvironmentPath, AppPathParams, LogsQuery),
+    params(AppPath, LogsQuery),
     responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
 )]
 async fn get_app_logs(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = app_path(path);
@@ -411,13 +398,13 @@ async fn get_app_logs(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/restart",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 202, description = "Restarting.", body = AppRecord)),
 )]
 async fn restart_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<(StatusCode, Json<AppRecord>), ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
@@ -448,14 +435,14 @@ struct RunAnswer {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/run",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     request_body(content = RunBody, description = "Optional: which scheduled process."),
     responses((status = 202, description = "Started.", body = RunAnswer)),
 )]
 async fn run_app(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
     body: Option<JsonBody<RunBody>>,
 ) -> Result<(StatusCode, Json<RunAnswer>), ApiError> {
     let path = app_path(path);
@@ -472,17 +459,17 @@ async fn run_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/domains",
-    params(ProjectPath, EnvironmentPath, AppPathParams),
+    params(AppPath),
     responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
 )]
 async fn check_app_domains(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<DomainCheck>>, ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::check_domains(&client, &state.domains, &caller, &path).await?,
+        service::check_domains(&client, &state.domain_check, &caller, &path).await?,
     ))
 }

@@ -61,7 +61,7 @@ async fn list_audit_events(
     Ok(Json(
         state
             .audit
-            .page(&caller.user.org, limit, query.before)
+            .page(caller.user.org.as_str(), limit, query.before)
             .await?,
     ))
 }

@@ -6,11 +6,12 @@ use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
-use berth_shared::cluster::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_shared::domain::names::EnvironmentName;
+use berth_shared::domain::names::{EnvironmentName, NewEnvironmentName};
+use berth_shared::domain::paths::{EnvironmentPath, ProjectPath};
+use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
 use berth_shared::http::extract::object;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::{ApiError, AppState, Operation};
 
 berth_shared::operations! {
@@ -55,9 +56,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 async fn list_environments(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     let client = state.cluster.client().await?;
     Ok(Json(
         environments::list(&client, &caller.user.org, &project).await?,
@@ -70,7 +71,7 @@ async fn list_environments(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host); `{project}-{name}` names its namespace.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 22)]
+    #[schema(value_type = NewEnvironmentName)]
     name: String,
     /// `production` environments are purged after a grace period, others at once.
     #[serde(default = "standard")]
@@ -101,7 +102,7 @@ fn standard() -> String {
 async fn create_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<
     (
@@ -111,8 +112,11 @@ async fn create_environment(
     ),
     ApiError,
 > {
-    if let Ok(name) = EnvironmentName::parse(&body.name) {
-        audit_environment(&project, name.as_str());
+    if let Ok(environment) = EnvironmentName::parse(&body.name) {
+        audit_environment(&EnvironmentPath {
+            project: project.clone(),
+            environment,
+        });
     }
     let new = NewEnvironment {
         name: body.name,
@@ -136,18 +140,18 @@ async fn create_environment(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
 )]
 async fn get_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     let client = state.cluster.client().await?;
     Ok(Json(
-        environments::get(&client, &caller.user.org, &project, &environment).await?,
+        environments::get(&client, &caller.user.org, &path).await?,
     ))
 }
 
@@ -158,25 +162,19 @@ async fn get_environment(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 202, description = "Scheduled for deletion: `deleting` true and \
         `deletion_scheduled_at` set.", body = EnvironmentRecord)),
 )]
 async fn delete_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     let client = state.cluster.client().await?;
-    let deleted = environments::delete(
-        &client,
-        &caller,
-        &project,
-        &environment,
-        state.config.production_grace,
-    )
-    .await?;
+    let deleted =
+        environments::delete(&client, &caller, &path, state.config.production_grace).await?;
     Ok((StatusCode::ACCEPTED, Json(deleted)))
 }
 
@@ -188,26 +186,21 @@ async fn delete_environment(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/restore",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The environment, no longer deleting.",
         body = EnvironmentRecord)),
 )]
 async fn restore_environment(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&project, &environment);
+    audit_environment(&path);
     let client = state.cluster.client().await?;
-    Ok(Json(
-        environments::restore(&client, &caller, &project, &environment).await?,
-    ))
+    Ok(Json(environments::restore(&client, &caller, &path).await?))
 }
 
 /// Environments are audited by their cluster name, `{project}-{environment}`.
-fn audit_environment(project: &str, environment: &str) {
-    scope::audit_target(
-        "environment",
-        environments::resource_name(project, environment),
-    );
+fn audit_environment(path: &EnvironmentPath) {
+    scope::audit_target("environment", path.namespace());
 }

@@ -5,9 +5,11 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
-use berth_shared::cluster::projects::{self, NewProject, ProjectRecord};
+use berth_shared::domain::names::{NewProjectName, ProjectName};
+use berth_shared::domain::paths::ProjectPath;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::{ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
+use berth_shared::projects::{self, NewProject, ProjectRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
 berth_shared::operations! {
@@ -55,7 +57,7 @@ async fn list_projects(
 struct CreateBody {
     /// A DNS label without `--` (which separates the parts of an app's
     /// default host), unique in the cluster.
-    #[schema(pattern = r"^[a-z0-9](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = NewProjectName)]
     name: String,
     #[schema(min_length = 1, max_length = 100)]
     display_name: String,
@@ -85,7 +87,7 @@ async fn create_project(
     ),
     ApiError,
 > {
-    if berth_shared::names::dns_label("name", &body.name, projects::MAX_NAME_LEN).is_ok() {
+    if ProjectName::parse(&body.name).is_ok() {
         scope::audit_target("project", body.name.clone());
     }
     let new = NewProject {
@@ -116,9 +118,9 @@ async fn create_project(
 async fn get_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     let client = state.cluster.client().await?;
     Ok(Json(
         projects::get(&client, &caller.user.org, &project).await?,
@@ -138,9 +140,9 @@ async fn get_project(
 async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(project): ObjectPath<String>,
+    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
-    scope::audit_target("project", project.clone());
+    scope::audit_target("project", project.to_string());
     let client = state.cluster.client().await?;
     Ok((
         StatusCode::ACCEPTED,

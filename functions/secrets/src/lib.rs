@@ -8,10 +8,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde_json::Value;
 
-use berth_shared::cluster::secrets::SecretPath;
 use berth_shared::domain::names::SecretName;
+use berth_shared::domain::paths::{EnvironmentPath, SecretPath};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
 use berth_shared::{ApiError, AppState, Operation};
 
@@ -49,20 +49,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     failures
 }
 
-/// The `{secret}` of a path.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Path)]
-#[allow(dead_code)]
-struct SecretPathParams {
-    /// A DNS subdomain.
-    #[param(
-        pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
-        min_length = 1,
-        max_length = 253
-    )]
-    secret: String,
-}
-
 /// The body of `putSecret`, as described. The handler takes plain JSON and
 /// `berth_shared::secrets::parse_data` checks it with messages that never
 /// quote a value.
@@ -76,15 +62,11 @@ struct PutBody {
 }
 
 /// The path of one secret, noted as the call's audit target.
-fn secret_path((project, environment, secret): (String, String, String)) -> SecretPath {
-    if let Ok(name) = SecretName::parse(&secret) {
+fn secret_path(path: SecretPath) -> SecretPath {
+    if let Ok(name) = SecretName::parse(&path.secret) {
         scope::audit_target("secret", name.into_inner());
     }
-    SecretPath {
-        project,
-        environment,
-        secret,
-    }
+    path
 }
 
 /// List secrets
@@ -93,19 +75,17 @@ fn secret_path((project, environment, secret): (String, String, String)) -> Secr
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets",
-    params(ProjectPath, EnvironmentPath),
+    params(EnvironmentPath),
     responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
 )]
 async fn list_secrets(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment)): ObjectPath<(String, String)>,
+    ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<SecretSummary>>, ApiError> {
-    scope::audit_target("environment", format!("{project}-{environment}"));
+    scope::audit_target("environment", environment.namespace());
     let client = state.cluster.client().await?;
-    Ok(Json(
-        secrets::list(&client, &caller, &project, &environment).await?,
-    ))
+    Ok(Json(secrets::list(&client, &caller, &environment).await?))
 }
 
 /// The body is taken as plain JSON: `berth_shared::secrets::parse_data`
@@ -117,7 +97,7 @@ async fn list_secrets(
 #[utoipa::path(
     put,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    params(ProjectPath, EnvironmentPath, SecretPathParams),
+    params(SecretPath),
     request_body = PutBody,
     responses(
         (status = 201, description = "Created.", body = PutAnswer,
@@ -128,7 +108,7 @@ async fn list_secrets(
 async fn put_secret(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<SecretPath>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
     let path = secret_path(path);
@@ -156,13 +136,13 @@ async fn put_secret(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    params(ProjectPath, EnvironmentPath, SecretPathParams),
+    params(SecretPath),
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_secret(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath(path): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<SecretPath>,
 ) -> Result<StatusCode, ApiError> {
     let path = secret_path(path);
     let client = state.cluster.client().await?;

@@ -6,8 +6,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_shared::apps::hosts::HostRules;
+use berth_shared::domain::paths::TemplatePath;
 use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::{EnvironmentPath, ProjectPath, cluster_failures};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
@@ -66,15 +67,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     }
 }
 
-/// The `{template}` of a path.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Path)]
-#[allow(dead_code)]
-struct TemplatePath {
-    /// The template's name (see `listTemplates`).
-    template: String,
-}
-
 /// List templates
 ///
 /// The catalogue of ready-made apps that ships with Berth.
@@ -94,7 +86,7 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
-    params(ProjectPath, EnvironmentPath, TemplatePath),
+    params(TemplatePath),
     request_body(content = DeployBody, description = "Optional: another app name, and \
         values for the template's variables."),
     responses((status = 201, description = "Deployed.", body = Deployed)),
@@ -102,10 +94,10 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
 async fn deploy_template(
     State(state): State<AppState>,
     caller: Caller,
-    ObjectPath((project, environment, template)): ObjectPath<(String, String, String)>,
+    ObjectPath(path): ObjectPath<TemplatePath>,
     body: Option<JsonBody<DeployBody>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    scope::audit_target("template", template.clone());
+    scope::audit_target("template", path.template.clone());
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let client = state.cluster.client().await?;
     let deployed = templates::deploy(
@@ -113,11 +105,7 @@ async fn deploy_template(
         &client,
         &HostRules::new(&state.config),
         &caller,
-        templates::Target {
-            project: &project,
-            environment: &environment,
-            template: &template,
-        },
+        &path,
         body,
     )
     .await?;

@@ -35,6 +35,7 @@ mod server;
 mod sim;
 mod status;
 mod store;
+pub mod testing;
 mod validation;
 mod verbs;
 mod watch;

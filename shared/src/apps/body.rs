@@ -9,20 +9,19 @@ use serde::Deserialize;
 use crate::cluster::crd::{
     AppConfig, AppEnvVar, AppProcess, AppVolume, SecretKeyRef, object_names,
 };
+use crate::domain::container_paths::{HealthCheckPath, MountPath};
 use crate::domain::image::ImageRef;
 use crate::domain::names::{
-    AppName, EnvName, Hostname, ProcessName, SecretKey, SecretName, VolumeName,
+    AppName, EnvName, Hostname, NewAppName, ProcessName, SecretKey, SecretName, VolumeName,
 };
 use crate::domain::numbers::{FsGroup, Port, Replicas};
-use crate::domain::paths::{HealthCheckPath, MountPath};
-use crate::domain::schedule::{Schedule, TimeZone};
+use crate::domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
 use crate::domain::size::{Quantity, Size, VolumeSize};
 use crate::http::extract::object;
 use crate::{ApiError, Permission};
 
 pub const DEFAULT_SIZE: &str = "small";
 pub const DEFAULT_VOLUME_SIZE: &str = "1Gi";
-pub const DEFAULT_TIME_ZONE: &str = "UTC";
 const MAX_PROCESSES: usize = 20;
 const MAX_ENV: usize = 500;
 const MAX_DOMAINS: usize = 50;
@@ -38,11 +37,7 @@ const MAX_CRONJOB_NAME: usize = 52;
 #[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessBody {
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 20
-    )]
+    #[schema(value_type = Option<ProcessName>)]
     pub name: Option<String>,
     pub command: Option<Vec<String>>,
     #[schema(minimum = 1, maximum = 65535)]
@@ -67,7 +62,7 @@ pub struct ProcessBody {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvBody {
-    #[schema(pattern = "^[A-Za-z_][A-Za-z0-9_]*$", min_length = 1, max_length = 256)]
+    #[schema(value_type = EnvName)]
     pub name: String,
     pub value: Option<String>,
     #[serde(default, deserialize_with = "object::optional")]
@@ -84,11 +79,7 @@ pub struct SecretRefBody {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeBody {
-    #[schema(
-        pattern = r"^[a-z]([-a-z0-9]*[a-z0-9])?$",
-        min_length = 1,
-        max_length = 20
-    )]
+    #[schema(value_type = VolumeName)]
     pub name: String,
     /// An absolute path in the container.
     #[schema(pattern = "^/")]
@@ -106,7 +97,7 @@ pub struct VolumeBody {
 pub struct CreateBody {
     /// A DNS-1035 label without `--` (which separates the parts of the
     /// app's default host).
-    #[schema(pattern = r"^[a-z](-?[a-z0-9])*$", min_length = 1, max_length = 40)]
+    #[schema(value_type = NewAppName)]
     pub name: String,
     /// A container image reference, e.g. `nginx:1.27`.
     #[schema(min_length = 1)]

@@ -32,7 +32,7 @@
 //!   of two takers only one wins, and a holder that claimed it again
 //!   meanwhile keeps it.
 //!
-//! Default hosts (`cluster::render::default_host_label`) are never claimed:
+//! Default hosts (`berth_controller::render::default_host_label`) are never claimed:
 //! they name one app by construction, and no custom domain may fall under
 //! the apps domain.
 
@@ -44,10 +44,11 @@ use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
 use super::releases::{self, NotPrepared, StoredRelease};
-use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
+use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use crate::cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use crate::config::Config;
-use crate::domain::names::Hostname;
+use crate::domain::names::{AppName, EnvironmentName, Hostname, ProjectName};
+use crate::domain::paths::AppPath;
 use crate::store::{self, Store, keys};
 use crate::{ApiError, clock};
 
@@ -131,12 +132,14 @@ impl Claim {
         })
     }
 
-    fn holder(&self) -> AppPath {
-        AppPath {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-            app: self.app.clone(),
-        }
+    /// Where the app holding the claim is: none when the names stored
+    /// cannot be an app's (no App can hold the claim then).
+    fn holder(&self) -> Option<AppPath> {
+        Some(AppPath {
+            project: ProjectName::parse(&self.project).ok()?,
+            environment: EnvironmentName::parse(&self.environment).ok()?,
+            app: AppName::parse(&self.app).ok()?,
+        })
     }
 }
 
@@ -274,7 +277,10 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
         // Its write may still be creating or replacing the App.
         return Ok(true);
     }
-    let app = cluster_apps::find(client, &claim.holder()).await?;
+    let Some(holder) = claim.holder() else {
+        return Ok(false);
+    };
+    let app = cluster_apps::find(client, &holder).await?;
     Ok(app.is_some_and(|app| {
         app.annotations().get(ANNOTATION_HISTORY) == Some(&claim.history)
             && app.spec.config.domains.contains(&claim.hostname)

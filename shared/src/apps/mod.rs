@@ -7,11 +7,18 @@
 //! - [`record`]: what the API answers (App record, detail, pods);
 //! - [`releases`]: the release history in DynamoDB and its consistency rules;
 //! - [`service`]: the operations that change an app (each a revision);
-//! - [`operate`]: running it: logs, restart, run a scheduled process now.
+//! - [`operate`]: running it: logs, restart, run a scheduled process now;
+//! - [`rendered_names`]: the objects an app renders to, by name, so that two
+//!   apps of an environment never render the same one;
+//! - [`domain_check`] (feature `dns`): whether an app's hostnames resolve to
+//!   the gateway.
 
 pub mod body;
+#[cfg(feature = "dns")]
+pub mod domain_check;
 pub mod hosts;
 pub mod operate;
 pub mod record;
 pub mod releases;
+pub mod rendered_names;
 pub mod service;

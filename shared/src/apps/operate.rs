@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 
 use super::record::AppRecord;
 use super::service::{self, record_of};
-use crate::cluster::apps::{self as cluster_apps, AppPath};
+use crate::cluster::apps as cluster_apps;
 use crate::cluster::crd::{LABEL_PROCESS, object_names};
 use crate::cluster::ownership;
 use crate::cluster::{is_conflict, is_not_found, status_of};
+use crate::domain::paths::AppPath;
 use crate::identity::Principal;
 use crate::{ApiError, clock};
 
@@ -303,7 +304,7 @@ pub async fn restart(
     let org = &caller.user.org;
     let app = service::app_to_change(client, org, path).await?;
     let restarted = cluster_apps::stamp_restart(client, &app, &clock::now_precise()).await?;
-    Ok(record_of(&restarted, path, caller))
+    Ok(record_of(&restarted, &path.environment_path(), caller))
 }
 
 /// Runs a scheduled process now: a Job from its CronJob's template, as
@@ -351,7 +352,7 @@ pub async fn run_now(
             )));
         }
     };
-    let name = object_names::workload(&path.app, process);
+    let name = object_names::workload(path.app.as_str(), process);
     let cron_jobs: Api<CronJob> = Api::namespaced(client.clone(), &path.namespace());
     let cron_job = cron_jobs.get_opt(&name).await?.ok_or_else(|| {
         ApiError::Conflict(format!(
@@ -378,9 +379,7 @@ pub async fn run_now(
             "a run of that name exists already; try again".into(),
         )),
         // The namespace went with its environment meanwhile.
-        Err(error) if is_not_found(&error) => {
-            Err(crate::Missing::environment(&path.project, &path.environment).into())
-        }
+        Err(error) if is_not_found(&error) => Err(path.environment_path().missing()),
         Err(error) => Err(error.into()),
     }
 }

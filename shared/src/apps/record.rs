@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS, SecretKeyRef};
 use crate::cluster::timestamp;
+use crate::domain::paths::EnvironmentPath;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AppRecord {
@@ -89,7 +90,8 @@ pub enum EnvValues {
     Hidden,
 }
 
-pub fn app_record(app: &App, project: &str, environment: &str, values: EnvValues) -> AppRecord {
+/// The record of an app of `environment`.
+pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -> AppRecord {
     let config = &app.spec.config;
     let status = app.status.clone().unwrap_or_default();
     // A status written for an older spec says nothing about this one yet.
@@ -102,8 +104,8 @@ pub fn app_record(app: &App, project: &str, environment: &str, values: EnvValues
     };
     AppRecord {
         name: app.name_any(),
-        project: project.to_owned(),
-        environment: environment.to_owned(),
+        project: environment.project.to_string(),
+        environment: environment.environment.to_string(),
         namespace: app.namespace().unwrap_or_default(),
         image: Some(config.image.clone()),
         git_repo: None,

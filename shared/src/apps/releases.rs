@@ -179,7 +179,9 @@ pub async fn prepare(
             .is_some_and(|reason| reason.code() == Some("ConditionalCheckFailed"))
     };
     if failed(next_at) {
-        return Err(NotPrepared::Failed(changed_meanwhile()));
+        return Err(NotPrepared::Failed(
+            crate::cluster::apps::changed_meanwhile(),
+        ));
     }
     let refused: Vec<(usize, Option<store::Item>)> = reasons
         .iter()
@@ -195,10 +197,6 @@ pub async fn prepare(
         ApiError::Conflict(_) => Err(NotPrepared::Contended),
         other => Err(NotPrepared::Failed(other)),
     }
-}
-
-pub fn changed_meanwhile() -> ApiError {
-    ApiError::Conflict("the app was changed meanwhile; read it again and retry".into())
 }
 
 fn item(history: &str, release: &StoredRelease) -> Result<store::Item, ApiError> {

@@ -11,18 +11,19 @@ use super::body::{self, CreateBody, UpdateBody};
 use super::hosts::{self, HostRules};
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
-use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, AppPath};
+use super::rendered_names;
+use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use crate::cluster::crd::{
-    App, AppConfig, AppSpec, Environment, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-    LABEL_PROJECT, MANAGER, ReleaseMark,
+    App, AppConfig, AppSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
+    MANAGER, ReleaseMark,
 };
-use crate::cluster::environments;
-use crate::cluster::rendered_names;
-use crate::domain::names::{AppName, EnvironmentName};
+use crate::cluster::environments as cluster_environments;
+use crate::domain::names::{AppName, EnvironmentName, OrgName};
+use crate::domain::paths::{AppPath, EnvironmentPath};
 use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Missing, Permission, clock, secrets};
+use crate::{ApiError, Missing, Permission, clock, environments, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,45 +57,22 @@ fn values_for(caller: &Principal) -> EnvValues {
     }
 }
 
-pub fn record_of(app: &App, path: &AppPath, caller: &Principal) -> AppRecord {
-    record::app_record(app, &path.project, &path.environment, values_for(caller))
-}
-
-/// The environment a change goes into: visible, not being deleted, and its
-/// namespace there and owned by it (see [`environments::check_namespace`]).
-/// The one gate of every write into an environment (apps, secrets,
-/// templates); the namespace is read at the same time as the environment.
-pub(crate) async fn writable_environment(
-    client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
-) -> Result<Environment, ApiError> {
-    let namespace_name = environments::resource_name(project, environment);
-    let (found, namespace) = tokio::join!(
-        environments::get_visible(client, org, project, environment),
-        environments::namespace(client, &namespace_name)
-    );
-    let found = found?;
-    if environments::is_deleting(&found) {
-        return Err(ApiError::EnvironmentDeleting);
-    }
-    environments::check_namespace(&found, namespace?.as_ref())?;
-    Ok(found)
+/// The record of an app of `environment`, as the caller may see it.
+pub fn record_of(app: &App, environment: &EnvironmentPath, caller: &Principal) -> AppRecord {
+    record::app_record(app, environment, values_for(caller))
 }
 
 /// The Apps of the environment a change goes into (whoever's: all of them
 /// are rendered there), read at once with the checks of
-/// [`writable_environment`].
+/// [`environments::writable`].
 pub(crate) async fn environment_apps(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    environment: &EnvironmentPath,
 ) -> Result<Vec<App>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = environment.namespace();
     let (writable, apps) = tokio::join!(
-        writable_environment(client, org, project, environment),
+        environments::writable(client, org, environment),
         cluster_apps::in_namespace(client, &namespace)
     );
     writable?;
@@ -105,11 +83,12 @@ pub(crate) async fn environment_apps(
 /// writable environment (both read at once).
 pub(crate) async fn app_to_change(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &AppPath,
 ) -> Result<App, ApiError> {
+    let environment = path.environment_path();
     let (environment, app) = tokio::join!(
-        writable_environment(client, org, &path.project, &path.environment),
+        environments::writable(client, org, &environment),
         cluster_apps::get_visible(client, org, path)
     );
     environment?;
@@ -120,10 +99,10 @@ pub(crate) async fn app_to_change(
 /// of its environment, whose object names it must not take.
 async fn app_and_neighbours(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &AppPath,
 ) -> Result<(App, Vec<App>), ApiError> {
-    let mut apps = environment_apps(client, org, &path.project, &path.environment).await?;
+    let mut apps = environment_apps(client, org, &path.environment_path()).await?;
     let app = cluster_apps::take_visible(&mut apps, org, path).ok_or_else(|| path.missing())?;
     Ok((app, apps))
 }
@@ -142,7 +121,7 @@ pub(crate) fn check_names(
         .iter()
         .zip(neighbours)
         .map(|(name, app)| (name.as_str(), &app.spec.config));
-    match rendered_names::first_clash(&path.app, config, others) {
+    match rendered_names::first_clash(path.app.as_str(), config, others) {
         None => Ok(()),
         Some(clash) => Err(ApiError::Conflict(format!(
             "{clash}: an app's objects are named {{app}}-{{process}} and {{app}}-{{volume}}, so \
@@ -158,7 +137,10 @@ pub(crate) fn check_new(
     config: &AppConfig,
     neighbours: &[App],
 ) -> Result<(), ApiError> {
-    if neighbours.iter().any(|app| app.name_any() == path.app) {
+    if neighbours
+        .iter()
+        .any(|app| app.name_any() == path.app.as_str())
+    {
         return Err(ApiError::Conflict(format!(
             "an app named {} already exists in this environment",
             path.app
@@ -204,7 +186,7 @@ pub(crate) async fn commit_new(
     store: &Store,
     client: &kube::Client,
     rules: &HostRules,
-    org: &str,
+    org: &OrgName,
     path: &AppPath,
     config: AppConfig,
     release: ReleaseMark,
@@ -212,12 +194,12 @@ pub(crate) async fn commit_new(
     let history = uuid::Uuid::new_v4().simple().to_string();
     let app = App {
         metadata: ObjectMeta {
-            name: Some(path.app.clone()),
+            name: Some(path.app.to_string()),
             namespace: Some(path.namespace()),
             labels: Some(BTreeMap::from([
-                (LABEL_ORG.to_owned(), org.to_owned()),
-                (LABEL_PROJECT.to_owned(), path.project.clone()),
-                (LABEL_ENVIRONMENT.to_owned(), path.environment.clone()),
+                (LABEL_ORG.to_owned(), org.to_string()),
+                (LABEL_PROJECT.to_owned(), path.project.to_string()),
+                (LABEL_ENVIRONMENT.to_owned(), path.environment.to_string()),
                 (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
             ])),
             annotations: Some(BTreeMap::from([(
@@ -283,7 +265,7 @@ async fn commit_change(
                 if again.metadata.generation != current.metadata.generation
                     || again.metadata.uid != current.metadata.uid
                 {
-                    return Err(releases::changed_meanwhile());
+                    return Err(cluster_apps::changed_meanwhile());
                 }
                 read = again;
             }
@@ -302,28 +284,20 @@ async fn commit_change(
             Err(error) => return Err(error),
         }
     }
-    Err(releases::changed_meanwhile())
+    Err(cluster_apps::changed_meanwhile())
 }
 
 pub async fn list(
     client: &kube::Client,
     caller: &Principal,
-    project: &str,
-    environment: &str,
+    environment: &EnvironmentPath,
 ) -> Result<Vec<AppRecord>, ApiError> {
     let org = &caller.user.org;
-    environments::get_visible(client, org, project, environment).await?;
-    let apps = cluster_apps::list(client, org, project, environment).await?;
+    cluster_environments::get_visible(client, org, environment).await?;
+    let apps = cluster_apps::list(client, org, environment).await?;
     Ok(apps
         .iter()
-        .map(|app| {
-            let path = AppPath {
-                project: project.to_owned(),
-                environment: environment.to_owned(),
-                app: app.name_any(),
-            };
-            record_of(app, &path, caller)
-        })
+        .map(|app| record_of(app, environment, caller))
         .collect())
 }
 
@@ -340,7 +314,7 @@ pub async fn get(
     );
     let app = app?;
     Ok(AppDetail {
-        app: record_of(&app, path, caller),
+        app: record_of(&app, &path.environment_path(), caller),
         pods: pods?.iter().map(record::pod_record).collect(),
     })
 }
@@ -350,10 +324,10 @@ pub async fn get(
 #[cfg(feature = "dns")]
 pub async fn check_domains(
     client: &kube::Client,
-    checker: &crate::domains::DomainChecker,
+    checker: &super::domain_check::DomainChecker,
     caller: &Principal,
     path: &AppPath,
-) -> Result<Vec<crate::domains::DomainCheck>, ApiError> {
+) -> Result<Vec<super::domain_check::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     checker.check(&app.spec.config.domains).await
 }
@@ -363,18 +337,13 @@ pub async fn create(
     client: &kube::Client,
     rules: &HostRules,
     caller: &Principal,
-    project: &str,
-    environment: &str,
+    environment: &EnvironmentPath,
     body: CreateBody,
 ) -> Result<AppRecord, ApiError> {
     let (name, config) = body::parse_create(body)?;
     let org = &caller.user.org;
-    let path = AppPath {
-        project: project.to_owned(),
-        environment: environment.to_owned(),
-        app: name.as_str().to_owned(),
-    };
-    let neighbours = environment_apps(client, org, project, environment).await?;
+    let path = AppPath::new(environment, name);
+    let neighbours = environment_apps(client, org, environment).await?;
     check_new(&path, &config, &neighbours)?;
     secrets::check_references(client, &path, &config).await?;
     let created = commit_new(
@@ -387,7 +356,7 @@ pub async fn create(
         mark(1, Reason::Create, None, caller),
     )
     .await?;
-    Ok(record_of(&created, &path, caller))
+    Ok(record_of(&created, environment, caller))
 }
 
 pub async fn update(
@@ -400,15 +369,14 @@ pub async fn update(
 ) -> Result<AppRecord, ApiError> {
     let org = &caller.user.org;
     let (current, neighbours) = app_and_neighbours(client, org, path).await?;
-    let name = AppName::parse(&path.app).map_err(|_| path.missing())?;
-    let config = body::apply_update(&name, &current.spec.config, body)?;
+    let config = body::apply_update(&path.app, &current.spec.config, body)?;
     // Beyond the operation's `app-operate`: what the change touches.
     for permission in body::permissions_for(&current.spec.config, &config) {
         caller.require(permission)?;
     }
     if config == current.spec.config {
         // Nothing changes: no new revision.
-        return Ok(record_of(&current, path, caller));
+        return Ok(record_of(&current, &path.environment_path(), caller));
     }
     let reason = if config.image == current.spec.config.image {
         Reason::Config
@@ -419,7 +387,7 @@ pub async fn update(
     secrets::check_references(client, path, &config).await?;
     let release = mark(current.spec.release.revision + 1, reason, None, caller);
     let updated = commit_change(store, client, rules, &current, config, release).await?;
-    Ok(record_of(&updated, path, caller))
+    Ok(record_of(&updated, &path.environment_path(), caller))
 }
 
 /// Restores a revision's configuration as a new revision. Volumes never
@@ -461,7 +429,7 @@ pub async fn rollback(
         caller,
     );
     let updated = commit_change(store, client, rules, &current, config, release).await?;
-    Ok(record_of(&updated, path, caller))
+    Ok(record_of(&updated, &path.environment_path(), caller))
 }
 
 fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
@@ -488,21 +456,21 @@ pub async fn promote(
     target_environment: &EnvironmentName,
 ) -> Result<AppRecord, ApiError> {
     let org = &caller.user.org;
-    let target_environment = target_environment.as_str();
-    if target_environment == path.environment {
+    if *target_environment == path.environment {
         return Err(ApiError::ValidationFailed(
             "environment: promote to another environment of the project".into(),
         ));
     }
     let target_path = AppPath {
         project: path.project.clone(),
-        environment: target_environment.to_owned(),
+        environment: target_environment.clone(),
         app: path.app.clone(),
     };
+    let destination = target_path.environment_path();
     // The source, and the target environment with its Apps, read at once.
     let (source, target_apps) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        environment_apps(client, org, &path.project, target_environment)
+        environment_apps(client, org, &destination)
     );
     let source = source?;
     let mut neighbours = match target_apps {
@@ -537,7 +505,7 @@ pub async fn promote(
         }
         None => {
             // A new app: its name becomes part of its default host there.
-            AppName::parse_new(&path.app).map_err(|e| {
+            AppName::parse_new(path.app.as_str()).map_err(|e| {
                 ApiError::ValidationFailed(format!(
                     "app: promoting creates the app in {target_environment}, and the name of a \
                      new app {e}"
@@ -552,14 +520,13 @@ pub async fn promote(
             commit_new(store, client, rules, org, &target_path, config, release).await?
         }
     };
-    Ok(record_of(&promoted, &target_path, caller))
+    Ok(record_of(&promoted, &destination, caller))
 }
 
 /// The rules of a configuration assembled from two apps (a promotion keeps
 /// the target's volumes with the source's processes).
 fn check_config(path: &AppPath, config: &AppConfig) -> Result<(), ApiError> {
-    let name = AppName::parse(&path.app).map_err(|e| e.at("name"))?;
-    body::apply_update(&name, config, &UpdateBody::default()).map(|_| ())
+    body::apply_update(&path.app, config, &UpdateBody::default()).map(|_| ())
 }
 
 /// Deletes the app, its workloads (through their owner references) and its

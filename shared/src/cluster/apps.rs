@@ -12,60 +12,42 @@ use super::crd::{
     MANAGER,
 };
 use super::{environments, is_conflict, is_not_found};
+use crate::domain::names::OrgName;
+use crate::domain::paths::{AppPath, EnvironmentPath};
 use crate::{ApiError, Missing};
 
 /// The key of an app's release history in Berth's table (see
 /// `apps::releases`); chosen when the app is created, kept for its life.
 pub const ANNOTATION_HISTORY: &str = "berth.dev/release-history";
 
-/// Where an app lives: its project, environment and name, as in the URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppPath {
-    pub project: String,
-    pub environment: String,
-    pub app: String,
-}
-
-impl AppPath {
-    pub fn namespace(&self) -> String {
-        environments::resource_name(&self.project, &self.environment)
-    }
-
-    /// The audit target: `project/environment/app`.
-    pub fn target(&self) -> String {
-        format!("{}/{}/{}", self.project, self.environment, self.app)
-    }
-
-    pub fn missing(&self) -> ApiError {
-        ApiError::NotFound(Missing::App {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-            app: self.app.clone(),
-        })
-    }
+/// The conflict of a write conditioned on the App as it was read, when it
+/// changed meanwhile: this write changed nothing.
+pub fn changed_meanwhile() -> ApiError {
+    ApiError::Conflict("the app was changed meanwhile; read it again and retry".into())
 }
 
 /// The 404 of an App that was read and has gone since.
 fn gone(app: &App) -> ApiError {
     let labels = app.labels();
     let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
-    AppPath {
+    ApiError::NotFound(Missing::App {
         project: label(LABEL_PROJECT),
         environment: label(LABEL_ENVIRONMENT),
         app: app.name_any(),
-    }
-    .missing()
+    })
 }
 
 fn api(client: &kube::Client, namespace: &str) -> Api<App> {
     Api::namespaced(client.clone(), namespace)
 }
 
-fn belongs(app: &App, org: &str, project: &str, environment: &str) -> bool {
+/// Whether the App is the organization's, in that environment (by its labels).
+fn belongs(app: &App, org: &OrgName, environment: &EnvironmentPath) -> bool {
     let labels = app.labels();
-    labels.get(LABEL_ORG).map(String::as_str) == Some(org)
-        && labels.get(LABEL_PROJECT).map(String::as_str) == Some(project)
-        && labels.get(LABEL_ENVIRONMENT).map(String::as_str) == Some(environment)
+    let label = |key: &str| labels.get(key).map(String::as_str);
+    label(LABEL_ORG) == Some(org.as_str())
+        && label(LABEL_PROJECT) == Some(environment.project.as_str())
+        && label(LABEL_ENVIRONMENT) == Some(environment.environment.as_str())
 }
 
 /// The organization's app at that path; anything else is not found. The
@@ -73,17 +55,21 @@ fn belongs(app: &App, org: &str, project: &str, environment: &str) -> bool {
 /// (looked up only then, so a found app costs one read).
 pub async fn get_visible(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &AppPath,
 ) -> Result<App, ApiError> {
-    match api(client, &path.namespace()).get_opt(&path.app).await {
-        Ok(Some(app)) if belongs(&app, org, &path.project, &path.environment) => return Ok(app),
+    let environment = path.environment_path();
+    match api(client, &path.namespace())
+        .get_opt(path.app.as_str())
+        .await
+    {
+        Ok(Some(app)) if belongs(&app, org, &environment) => return Ok(app),
         Ok(_) => {}
         // The namespace itself may be gone (a purged environment).
         Err(error) if is_not_found(&error) => {}
         Err(error) => return Err(error.into()),
     }
-    environments::get_visible(client, org, &path.project, &path.environment).await?;
+    environments::get_visible(client, org, &environment).await?;
     Err(path.missing())
 }
 
@@ -115,7 +101,10 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
 
 /// The App at that path, whoever's it is (never shown to a caller as such).
 pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, ApiError> {
-    match api(client, &path.namespace()).get_opt(&path.app).await {
+    match api(client, &path.namespace())
+        .get_opt(path.app.as_str())
+        .await
+    {
         Ok(found) => Ok(found),
         // The namespace itself may be gone (a purged environment).
         Err(error) if is_not_found(&error) => Ok(None),
@@ -127,18 +116,17 @@ pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, 
 /// has checked), by name.
 pub async fn list(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    environment: &EnvironmentPath,
 ) -> Result<Vec<App>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = environment.namespace();
     let params = ListParams::default().labels(&format!("{LABEL_ORG}={org}"));
     let mut apps: Vec<App> = match super::list_decoded(client, Some(&namespace), &params).await {
         Ok(apps) => apps,
         Err(error) if is_not_found(&error) => Vec::new(),
         Err(error) => return Err(error.into()),
     };
-    apps.retain(|app| belongs(app, org, project, environment));
+    apps.retain(|app| belongs(app, org, environment));
     apps.sort_by_key(ResourceExt::name_any);
     Ok(apps)
 }
@@ -154,10 +142,11 @@ pub async fn in_namespace(client: &kube::Client, namespace: &str) -> Result<Vec<
 }
 
 /// Takes the organization's app at `path` out of the Apps of its namespace.
-pub fn take_visible(apps: &mut Vec<App>, org: &str, path: &AppPath) -> Option<App> {
-    let index = apps.iter().position(|app| {
-        app.name_any() == path.app && belongs(app, org, &path.project, &path.environment)
-    })?;
+pub fn take_visible(apps: &mut Vec<App>, org: &OrgName, path: &AppPath) -> Option<App> {
+    let environment = path.environment_path();
+    let index = apps
+        .iter()
+        .position(|app| app.name_any() == path.app.as_str() && belongs(app, org, &environment))?;
     Some(apps.swap_remove(index))
 }
 
@@ -190,7 +179,7 @@ pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> 
         .await
     {
         Ok(replaced) => Ok(replaced),
-        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile()),
         Err(error) if is_not_found(&error) => Err(gone(app)),
         Err(error) => Err(error.into()),
     }
@@ -212,17 +201,21 @@ pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
     {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) => Err(gone(app)),
-        Err(error) if is_conflict(&error) => Err(crate::apps::releases::changed_meanwhile()),
+        Err(error) if is_conflict(&error) => Err(changed_meanwhile()),
         Err(error) => Err(error.into()),
     }
 }
 
-fn app_selector(org: &str, path: &AppPath) -> String {
+fn app_selector(org: &OrgName, path: &AppPath) -> String {
     format!("{LABEL_ORG}={org},{LABEL_APP}={}", path.app)
 }
 
 /// The pods of an app, newest first.
-pub async fn pods(client: &kube::Client, org: &str, path: &AppPath) -> Result<Vec<Pod>, ApiError> {
+pub async fn pods(
+    client: &kube::Client,
+    org: &OrgName,
+    path: &AppPath,
+) -> Result<Vec<Pod>, ApiError> {
     let params = ListParams::default().labels(&app_selector(org, path));
     let mut pods = match Api::<Pod>::namespaced(client.clone(), &path.namespace())
         .list(&params)
@@ -263,7 +256,7 @@ pub async fn delete_claims(client: &kube::Client, app: &App) -> Result<usize, Ap
 /// many there were.
 pub async fn delete_left_claims(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &AppPath,
 ) -> Result<usize, ApiError> {
     let namespace = path.namespace();

@@ -71,6 +71,17 @@ pub struct EnvironmentSpec {
     pub deletion_scheduled_at: Option<String>,
 }
 
+impl Environment {
+    /// Deleted, and waiting for its purge (or being purged).
+    pub fn is_deleting(&self) -> bool {
+        self.spec.deletion_scheduled_at.is_some() || self.metadata.deletion_timestamp.is_some()
+    }
+}
+
+/// The phase the controller writes when it begins a purge, conditioned on
+/// the version it read; from then on the environment cannot be restored.
+pub const PHASE_TERMINATING: &str = "Terminating";
+
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EnvType {

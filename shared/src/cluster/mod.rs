@@ -1,16 +1,16 @@
-//! The cluster side: Berth's custom resources, access to the cluster from the
-//! stored kubeconfig, and the projects and environments kept there.
+//! The cluster side: access to the cluster from the stored kubeconfig (with
+//! its retries), Berth's custom resources, which objects are Berth's, and
+//! the reads and writes of each resource. What they mean is each resource's
+//! module's ([`crate::projects`], [`crate::environments`], [`crate::apps`],
+//! [`crate::secrets`]).
 
 pub mod access;
 pub mod apps;
 pub mod crd;
 pub mod environments;
 pub mod install;
-pub mod isolation;
 pub mod ownership;
 pub mod projects;
-pub mod render;
-pub mod rendered_names;
 pub mod retry;
 pub mod secrets;
 pub mod service_account;

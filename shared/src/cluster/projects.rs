@@ -1,232 +1,77 @@
-//! Projects: `Project` resources labelled with their organization. Another
-//! organization's project is not found.
-
-use std::collections::HashMap;
+//! Project resources in the cluster: cluster-scoped, named by the project,
+//! labelled with their organization. Each function here is one call to the
+//! cluster; what they mean is [`crate::projects`]'.
 
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams, Preconditions};
-use serde::Serialize;
+use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 
-use super::crd::{
-    Environment, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, Project, ProjectSpec,
-};
-use super::{environments, is_conflict, list_decoded, timestamp};
-use crate::error::EnvironmentLeft;
-use crate::names::ReservedNamespaces;
-use crate::{ApiError, names};
+use super::crd::{LABEL_ORG, Project};
+use super::{is_conflict, is_not_found, list_decoded};
+use crate::ApiError;
+use crate::domain::names::{OrgName, ProjectName};
 
-pub const MAX_NAME_LEN: usize = 40;
-pub const MAX_DISPLAY_NAME_LEN: usize = 100;
-pub const MAX_DESCRIPTION_LEN: usize = 1000;
-
-/// The Project record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct ProjectRecord {
-    pub name: String,
-    pub uid: Option<String>,
-    pub display_name: String,
-    pub description: Option<String>,
-    pub org: Option<String>,
-    pub environments: i32,
-    pub ready: bool,
-    pub deleting: bool,
-    pub created_at: Option<String>,
-}
-
-fn record(project: &Project, environments: i32) -> ProjectRecord {
-    ProjectRecord {
-        name: project.name_any(),
-        uid: project.uid(),
-        display_name: project.spec.display_name.clone(),
-        description: project.spec.description.clone(),
-        org: Some(project.spec.org.clone()),
-        environments,
-        ready: project.status.as_ref().is_some_and(|s| s.ready)
-            && project.metadata.deletion_timestamp.is_none(),
-        deleting: project.metadata.deletion_timestamp.is_some(),
-        created_at: project.metadata.creation_timestamp.as_ref().map(timestamp),
-    }
-}
-
-fn of_org(org: &str) -> ListParams {
+/// The label selector of an organization's objects.
+pub fn of_org(org: &OrgName) -> ListParams {
     ListParams::default().labels(&format!("{LABEL_ORG}={org}"))
 }
 
-/// The organization's projects, by name.
-pub async fn list(client: &kube::Client, org: &str) -> Result<Vec<ProjectRecord>, ApiError> {
+/// The organization's projects (any order).
+pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<Project>, ApiError> {
     let projects: Vec<Project> = list_decoded(client, None, &of_org(org)).await?;
-    let environments: Vec<Environment> = list_decoded(client, None, &of_org(org)).await?;
-    let mut counts: HashMap<&str, i32> = HashMap::new();
-    for environment in environments.iter().filter(|e| e.spec.org == org) {
-        *counts.entry(environment.spec.project.as_str()).or_default() += 1;
-    }
-    let mut records: Vec<ProjectRecord> = projects
-        .iter()
-        .filter(|p| p.spec.org == org)
-        .map(|p| record(p, counts.get(p.name_any().as_str()).copied().unwrap_or(0)))
-        .collect();
-    records.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(records)
+    Ok(projects
+        .into_iter()
+        .filter(|p| p.spec.org == org.as_str())
+        .collect())
 }
 
-/// The organization's project of that name.
+/// The organization's project of that name; another organization's is not
+/// found, as one that does not exist.
 pub async fn get_visible(
     client: &kube::Client,
-    org: &str,
-    name: &str,
+    org: &OrgName,
+    name: &ProjectName,
 ) -> Result<Project, ApiError> {
-    match Api::<Project>::all(client.clone()).get_opt(name).await? {
-        Some(project) if project.spec.org == org => Ok(project),
-        _ => Err(crate::Missing::project(name).into()),
-    }
-}
-
-async fn environments_of(
-    client: &kube::Client,
-    project: &str,
-) -> Result<Vec<Environment>, ApiError> {
-    let params = ListParams::default().labels(&format!("{LABEL_PROJECT}={project}"));
-    Ok(Api::<Environment>::all(client.clone())
-        .list(&params)
-        .await?
-        .items)
-}
-
-async fn environment_count(client: &kube::Client, project: &str) -> Result<i32, ApiError> {
-    let environments = environments_of(client, project).await?;
-    Ok(i32::try_from(environments.len()).unwrap_or(i32::MAX))
-}
-
-pub async fn get(client: &kube::Client, org: &str, name: &str) -> Result<ProjectRecord, ApiError> {
-    let project = get_visible(client, org, name).await?;
-    Ok(record(&project, environment_count(client, name).await?))
-}
-
-pub struct NewProject {
-    pub name: String,
-    pub display_name: String,
-    pub description: Option<String>,
-}
-
-/// A project create request that keeps every rule; only [`validate`] makes one.
-pub struct ValidProject(NewProject);
-
-impl ValidProject {
-    pub fn name(&self) -> &str {
-        &self.0.name
-    }
-}
-
-/// Checks the request's names and sizes. A project whose every environment
-/// would get a reserved namespace (`kube`, `berth-…`, see
-/// [`ReservedNamespaces`]) is refused here, before anything is made.
-pub fn validate(new: NewProject, reserved: &ReservedNamespaces) -> Result<ValidProject, ApiError> {
-    names::dns_label("name", &new.name, MAX_NAME_LEN)?;
-    names::host_part("name", &new.name)?;
-    if reserved.reserves_project(&new.name) {
-        return Err(ApiError::ValidationFailed(format!(
-            "name: {}-… namespaces are reserved for the cluster and Berth; choose another name",
-            new.name
-        )));
-    }
-    names::text("display_name", &new.display_name, MAX_DISPLAY_NAME_LEN)?;
-    if let Some(description) = &new.description
-        && description.chars().count() > MAX_DESCRIPTION_LEN
-    {
-        return Err(ApiError::ValidationFailed(format!(
-            "description: must be at most {MAX_DESCRIPTION_LEN} characters"
-        )));
-    }
-    Ok(ValidProject(new))
-}
-
-/// Creates the project. `Project` resources are cluster-scoped and named by
-/// the project, so a name is unique across the platform, not only within the
-/// organization: a name taken anywhere is a conflict that says so and nothing
-/// about who took it.
-pub async fn create(
-    client: &kube::Client,
-    org: &str,
-    new: ValidProject,
-) -> Result<ProjectRecord, ApiError> {
-    let ValidProject(new) = new;
-    let project = Project {
-        metadata: ObjectMeta {
-            name: Some(new.name.clone()),
-            labels: Some(
-                [
-                    (LABEL_ORG.to_owned(), org.to_owned()),
-                    (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-                ]
-                .into(),
-            ),
-            ..ObjectMeta::default()
-        },
-        spec: ProjectSpec {
-            display_name: new.display_name,
-            description: new.description,
-            org: org.to_owned(),
-        },
-        status: None,
-    };
     match Api::<Project>::all(client.clone())
-        .create(&PostParams::default(), &project)
+        .get_opt(name.as_str())
+        .await?
+    {
+        Some(project) if project.spec.org == org.as_str() => Ok(project),
+        _ => Err(crate::Missing::project(name.as_str()).into()),
+    }
+}
+
+/// Creates the project; `None` when its name is taken (by anyone: names are
+/// unique across the platform).
+pub async fn create(client: &kube::Client, project: &Project) -> Result<Option<Project>, ApiError> {
+    match Api::<Project>::all(client.clone())
+        .create(&PostParams::default(), project)
         .await
     {
-        Ok(created) => Ok(record(&created, 0)),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
-            "the project name {} is taken: project names are unique across the platform",
-            new.name
-        ))),
+        Ok(created) => Ok(Some(created)),
+        Err(error) if is_conflict(&error) => Ok(None),
         Err(error) => Err(error.into()),
     }
 }
 
-/// Deletes an empty project. The controller's finalizer keeps it until no
-/// environment refers to it, so a racing environment cannot be orphaned.
-pub async fn delete(
-    client: &kube::Client,
-    org: &str,
-    name: &str,
-) -> Result<ProjectRecord, ApiError> {
-    let project = get_visible(client, org, name).await?;
-    let environments = environments_of(client, name).await?;
-    if !environments.is_empty() {
-        let mut left: Vec<EnvironmentLeft> = environments
-            .iter()
-            .map(|environment| EnvironmentLeft {
-                name: environment.spec.name.clone(),
-                deleting: environments::is_deleting(environment),
-                purge_at: environment.spec.deletion_scheduled_at.clone(),
-            })
-            .collect();
-        left.sort_by(|a, b| a.name.cmp(&b.name));
-        return Err(ApiError::ProjectNotEmpty(left));
+/// Deletes the project that was read (uid precondition); one already gone
+/// is no failure.
+pub async fn delete(client: &kube::Client, project: &Project) -> Result<(), ApiError> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: project.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match Api::<Project>::all(client.clone())
+        .delete(&project.name_any(), &params)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) => Ok(()),
+        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(
+            "the project was replaced meanwhile".into(),
+        )),
+        Err(error) => Err(error.into()),
     }
-    let mut deleted = record(&project, 0);
-    if !deleted.deleting {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: project.uid(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match Api::<Project>::all(client.clone())
-            .delete(name, &params)
-            .await
-        {
-            Ok(_) => {}
-            Err(error) if super::is_not_found(&error) => {}
-            Err(error) if is_conflict(&error) => {
-                return Err(ApiError::Conflict(
-                    "the project was replaced meanwhile".into(),
-                ));
-            }
-            Err(error) => return Err(error.into()),
-        }
-    }
-    deleted.deleting = true;
-    deleted.ready = false;
-    Ok(deleted)
 }

@@ -1,5 +1,6 @@
-//! Kubernetes Secrets in an environment's namespace, and the restart of the
-//! apps that read them. A Secret is Berth's when it carries
+//! Kubernetes Secrets in an environment's namespace: each function here is
+//! one call to the cluster, and what they mean is [`crate::secrets`]'. A
+//! Secret is Berth's when it carries
 //! `app.kubernetes.io/managed-by: berth` and the organization, project and
 //! environment of the namespace it is in; Berth changes no other Secret.
 //!
@@ -14,52 +15,35 @@ use kube::api::Preconditions;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use super::crd::{LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER};
-use super::{environments, is_conflict, is_not_found};
+use super::{is_conflict, is_not_found};
+use crate::domain::names::OrgName;
+use crate::domain::paths::{EnvironmentPath, SecretPath};
 use crate::{ApiError, Missing};
 
 /// The only type Berth creates: arbitrary keys and values.
 pub const OPAQUE: &str = "Opaque";
-
-/// Where a secret lives: its environment, as in the URL, and its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SecretPath {
-    pub project: String,
-    pub environment: String,
-    pub secret: String,
-}
-
-impl SecretPath {
-    pub fn namespace(&self) -> String {
-        environments::resource_name(&self.project, &self.environment)
-    }
-
-    pub fn missing(&self) -> ApiError {
-        ApiError::NotFound(Missing::Secret {
-            project: self.project.clone(),
-            environment: self.environment.clone(),
-            secret: self.secret.clone(),
-        })
-    }
-}
 
 fn api(client: &kube::Client, namespace: &str) -> Api<Secret> {
     Api::namespaced(client.clone(), namespace)
 }
 
 /// Berth's labels for a secret of that organization and environment.
-pub fn labels(org: &str, project: &str, environment: &str) -> BTreeMap<String, String> {
+pub fn labels(org: &OrgName, environment: &EnvironmentPath) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (LABEL_ORG.to_owned(), org.to_owned()),
-        (LABEL_PROJECT.to_owned(), project.to_owned()),
-        (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
+        (LABEL_ORG.to_owned(), org.to_string()),
+        (LABEL_PROJECT.to_owned(), environment.project.to_string()),
+        (
+            LABEL_ENVIRONMENT.to_owned(),
+            environment.environment.to_string(),
+        ),
         (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
     ])
 }
 
 /// Whether Berth made this secret for that organization's environment.
-pub fn is_managed(secret: &Secret, org: &str, project: &str, environment: &str) -> bool {
+pub fn is_managed(secret: &Secret, org: &OrgName, environment: &EnvironmentPath) -> bool {
     let found = secret.labels();
-    labels(org, project, environment)
+    labels(org, environment)
         .iter()
         .all(|(key, value)| found.get(key) == Some(value))
 }
@@ -87,11 +71,10 @@ pub async fn list_all(client: &kube::Client, namespace: &str) -> Result<Vec<Secr
 /// visibility the caller has checked), by name.
 pub async fn list_managed(
     client: &kube::Client,
-    org: &str,
-    project: &str,
-    environment: &str,
+    org: &OrgName,
+    environment: &EnvironmentPath,
 ) -> Result<Vec<Secret>, ApiError> {
-    let namespace = environments::resource_name(project, environment);
+    let namespace = environment.namespace();
     let params =
         ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER},{LABEL_ORG}={org}"));
     let mut secrets = match api(client, &namespace).list(&params).await {
@@ -99,7 +82,7 @@ pub async fn list_managed(
         Err(error) if is_not_found(&error) => Vec::new(),
         Err(error) => return Err(error.into()),
     };
-    secrets.retain(|secret| is_managed(secret, org, project, environment));
+    secrets.retain(|secret| is_managed(secret, org, environment));
     secrets.sort_by_key(ResourceExt::name_any);
     Ok(secrets)
 }
@@ -114,7 +97,7 @@ fn data_of(values: BTreeMap<String, String>) -> BTreeMap<String, ByteString> {
 /// Creates a Berth-managed Opaque secret.
 pub async fn create(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &SecretPath,
     values: BTreeMap<String, String>,
 ) -> Result<Secret, ApiError> {
@@ -130,7 +113,7 @@ pub async fn create(
 /// created meanwhile.
 pub async fn try_create(
     client: &kube::Client,
-    org: &str,
+    org: &OrgName,
     path: &SecretPath,
     values: BTreeMap<String, String>,
 ) -> Result<Option<Secret>, ApiError> {
@@ -138,7 +121,7 @@ pub async fn try_create(
         metadata: ObjectMeta {
             name: Some(path.secret.clone()),
             namespace: Some(path.namespace()),
-            labels: Some(labels(org, &path.project, &path.environment)),
+            labels: Some(labels(org, &path.environment_path())),
             ..ObjectMeta::default()
         },
         type_: Some(OPAQUE.to_owned()),
@@ -212,12 +195,11 @@ pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ApiEr
             // Only Berth's own secrets are deleted, and they carry their path.
             let labels = current.labels();
             let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
-            Err(SecretPath {
+            Err(ApiError::NotFound(Missing::Secret {
                 project: label(LABEL_PROJECT),
                 environment: label(LABEL_ENVIRONMENT),
                 secret: name,
-            }
-            .missing())
+            }))
         }
         Err(error) if is_conflict(&error) => Err(changed_meanwhile(&name)),
         Err(error) => Err(error.into()),

@@ -5,6 +5,7 @@
 //! value itself (it may be a secret sent in the wrong field); the edge names
 //! the field with [`Invalid::at`].
 
+pub mod container_paths;
 pub mod image;
 pub mod names;
 pub mod numbers;

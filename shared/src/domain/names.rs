@@ -1,9 +1,19 @@
-//! Names (DESIGN §2): apps, processes, volumes, secrets and their keys,
-//! environment variables and the hostnames an app is reached at.
+//! Names (DESIGN §2): organizations, projects, environments, apps,
+//! processes, volumes, secrets and their keys, environment variables,
+//! namespaces and the hostnames an app is reached at.
+//!
+//! The DNS-label names share one rule, [`Label`]: it parses them, says what
+//! they must be, and makes their OpenAPI schema (pattern and lengths), so no
+//! pattern is written twice. Each name type carries its schema
+//! (`utoipa::ToSchema`), and deserializes through its parser.
+
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 
 use super::Invalid;
 
-/// The accessors every string newtype of this module shares: `as_str`,
+/// The accessors every string newtype of the domain shares: `as_str`,
 /// `into_inner`, `Display` and `AsRef<str>`.
 macro_rules! string_newtype {
     ($name:ident) => {
@@ -34,37 +44,190 @@ macro_rules! string_newtype {
 }
 pub(crate) use string_newtype;
 
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` of any length (callers bound it).
-pub(crate) fn is_dns1123_label(value: &str) -> bool {
-    let bytes = value.as_bytes();
-    bytes
-        .iter()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+/// What a name parsed from JSON or a URL shares: serde through its parser
+/// (`try_from`/`into` a string) and its OpenAPI schema, `$schema`.
+macro_rules! parsed_name {
+    ($name:ident, $schema:expr) => {
+        string_newtype!($name);
+
+        impl ::std::convert::TryFrom<String> for $name {
+            type Error = Invalid;
+
+            fn try_from(value: String) -> Result<Self, Invalid> {
+                Self::parse(&value)
+            }
+        }
+
+        impl ::std::convert::From<$name> for String {
+            fn from(name: $name) -> String {
+                name.0
+            }
+        }
+
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                $schema.into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+    };
 }
 
-/// `[a-z]([-a-z0-9]*[a-z0-9])?` of 1 to `max` characters.
-fn is_dns1035_label(value: &str, max: usize) -> bool {
-    value.len() <= max
-        && is_dns1123_label(value)
-        && value.as_bytes().first().is_some_and(u8::is_ascii_lowercase)
+/// A DNS label of 1 to `max` characters: lowercase letters, digits and
+/// '-', ending with a letter or digit, and starting with one (RFC 1123) or
+/// with a letter (RFC 1035, what Kubernetes asks of Service names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Label {
+    letter_first: bool,
+    max: usize,
 }
 
-fn dns1035_label(value: &str, max: usize) -> Result<String, Invalid> {
-    if is_dns1035_label(value, max) {
-        Ok(value.to_owned())
-    } else {
-        Err(Invalid::new(format!(
-            "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter \
-             and ending with a letter or digit) of 1 to {max} characters"
-        )))
+/// The pattern of [`Label::dns1123`], and of its names made since `--` is
+/// refused (see [`HOST_PART_SEPARATOR`]).
+const DNS1123_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+const DNS1123_NEW_PATTERN: &str = r"^[a-z0-9](-?[a-z0-9])*$";
+/// The same of [`Label::dns1035`].
+const DNS1035_PATTERN: &str = r"^[a-z]([-a-z0-9]*[a-z0-9])?$";
+const DNS1035_NEW_PATTERN: &str = r"^[a-z](-?[a-z0-9])*$";
+
+impl Label {
+    /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+    pub const fn dns1123(max: usize) -> Self {
+        Self {
+            letter_first: false,
+            max,
+        }
+    }
+
+    /// `[a-z]([-a-z0-9]*[a-z0-9])?`
+    pub const fn dns1035(max: usize) -> Self {
+        Self {
+            letter_first: true,
+            max,
+        }
+    }
+
+    pub const fn max_len(self) -> usize {
+        self.max
+    }
+
+    /// Whether `value` is such a label.
+    pub fn holds(self, value: &str) -> bool {
+        let bytes = value.as_bytes();
+        let first_ok = |b: &u8| {
+            if self.letter_first {
+                b.is_ascii_lowercase()
+            } else {
+                b.is_ascii_alphanumeric()
+            }
+        };
+        (1..=self.max).contains(&bytes.len())
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+            && bytes.first().is_some_and(first_ok)
+            && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+    }
+
+    /// `value` as such a label, or what it must be.
+    pub fn check(self, value: &str) -> Result<(), Invalid> {
+        if self.holds(value) {
+            Ok(())
+        } else if self.letter_first {
+            Err(Invalid::new(format!(
+                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a \
+                 letter and ending with a letter or digit) of 1 to {} characters",
+                self.max
+            )))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a DNS label (lowercase letters, digits and '-', starting and ending \
+                 with a letter or digit) of 1 to {} characters",
+                self.max
+            )))
+        }
+    }
+
+    /// [`Self::check`], and without [`HOST_PART_SEPARATOR`]: the name of an
+    /// object about to be made.
+    pub fn check_new(self, value: &str) -> Result<(), Invalid> {
+        self.check(value)?;
+        check_host_part(value)
+    }
+
+    /// The regular expression of [`Self::holds`] (without the length), or
+    /// with `new`, of [`Self::check_new`].
+    pub const fn pattern(self, new: bool) -> &'static str {
+        match (self.letter_first, new) {
+            (false, false) => DNS1123_PATTERN,
+            (false, true) => DNS1123_NEW_PATTERN,
+            (true, false) => DNS1035_PATTERN,
+            (true, true) => DNS1035_NEW_PATTERN,
+        }
+    }
+
+    /// The OpenAPI schema of such a label (with `new`, of a new object's name).
+    pub fn schema(self, new: bool) -> Schema {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(self.max))
+            .pattern(Some(self.pattern(new)))
+            .into()
     }
 }
 
+/// A name that is one [`Label`], parsed by it, with its schema; with `new
+/// $new`, also the rule of a new one ([`HOST_PART_SEPARATOR`]) and the
+/// schema of that, named `$new`.
+macro_rules! label_name {
+    ($(#[$meta:meta])* $name:ident = $rule:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            pub const RULE: Label = $rule;
+            pub const MAX_LEN: usize = Self::RULE.max_len();
+
+            pub fn parse(value: &str) -> Result<Self, Invalid> {
+                Self::RULE.check(value)?;
+                Ok(Self(value.to_owned()))
+            }
+        }
+
+        parsed_name!($name, Self::RULE.schema(false));
+    };
+    ($(#[$meta:meta])* $name:ident = $rule:expr, new $new:ident) => {
+        label_name!($(#[$meta])* $name = $rule);
+
+        impl $name {
+            /// The name of one about to be made: also without `--`. One
+            /// made before that rule keeps its name ([`Self::parse`]).
+            pub fn parse_new(value: &str) -> Result<Self, Invalid> {
+                Self::RULE.check_new(value)?;
+                Ok(Self(value.to_owned()))
+            }
+        }
+
+        #[doc = concat!("The OpenAPI schema of a new [`", stringify!($name), "`] (its `parse_new`): what a create body names it.")]
+        pub enum $new {}
+
+        impl utoipa::PartialSchema for $new {
+            fn schema() -> RefOr<Schema> {
+                $name::RULE.schema(true).into()
+            }
+        }
+
+        impl utoipa::ToSchema for $new {}
+    };
+}
+
 /// What separates the parts of an app's default host
-/// (`{app}--{environment}--{project}`, see `cluster::render`). No app,
-/// environment or project made since may contain it, so that host names
+/// (`{app}--{environment}--{project}`, see `berth_controller::render`). No
+/// app, environment or project made since may contain it, so that host names
 /// exactly one app; names made before keep working.
 pub const HOST_PART_SEPARATOR: &str = "--";
 
@@ -79,88 +242,67 @@ pub fn check_host_part(value: &str) -> Result<(), Invalid> {
     }
 }
 
-/// An app's name: a DNS-1035 label of 1 to 40 characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct AppName(String);
+/// The longest DNS label: what Kubernetes allows in the name of a namespace
+/// (and of most objects), and in a label value.
+pub const OBJECT_NAME: Label = Label::dns1123(63);
 
-impl AppName {
-    pub const MAX_LEN: usize = 40;
+label_name!(
+    /// An organization's name: a DNS label of 1 to 40 characters.
+    OrgName = Label::dns1123(40)
+);
 
-    /// An existing app's name (it may predate [`Self::parse_new`]'s rule).
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        dns1035_label(value, Self::MAX_LEN).map(Self)
-    }
+label_name!(
+    /// A project's name: a DNS label of 1 to 40 characters, unique across
+    /// the platform.
+    ProjectName = Label::dns1123(40),
+    new NewProjectName
+);
 
-    /// The name of an app about to be made: also without `--`.
-    pub fn parse_new(value: &str) -> Result<Self, Invalid> {
-        let name = Self::parse(value)?;
-        check_host_part(value)?;
-        Ok(name)
-    }
-}
-string_newtype!(AppName);
+label_name!(
+    /// An environment's short name: a DNS label of 1 to 22 characters, so
+    /// that `{project}-{environment}` (its namespace) is one too.
+    EnvironmentName = Label::dns1123(22),
+    new NewEnvironmentName
+);
 
-/// An environment's short name: a DNS label of 1 to 22 characters, so that
-/// `{project}-{environment}` (its namespace) is one too.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EnvironmentName(String);
+label_name!(
+    /// An app's name: a DNS-1035 label of 1 to 40 characters.
+    AppName = Label::dns1035(40),
+    new NewAppName
+);
 
-impl EnvironmentName {
-    pub const MAX_LEN: usize = 22;
+label_name!(
+    /// A process of an app: a DNS-1035 label of 1 to 20 characters (it
+    /// becomes part of `{app}-{process}` object names).
+    ProcessName = Label::dns1035(20)
+);
 
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        if value.len() <= Self::MAX_LEN && is_dns1123_label(value) {
-            Ok(Self(value.to_owned()))
-        } else {
-            Err(Invalid::new(format!(
-                "must be a DNS label (lowercase letters, digits and '-', starting and ending \
-                 with a letter or digit) of 1 to {} characters",
-                Self::MAX_LEN
-            )))
-        }
-    }
-}
-string_newtype!(EnvironmentName);
+label_name!(
+    /// A volume of an app: a DNS-1035 label of 1 to 20 characters.
+    VolumeName = Label::dns1035(20)
+);
 
-/// A process of an app: a DNS-1035 label of 1 to 20 characters (it becomes
-/// part of `{app}-{process}` object names).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ProcessName(String);
-
-impl ProcessName {
-    pub const MAX_LEN: usize = 20;
-
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        dns1035_label(value, Self::MAX_LEN).map(Self)
-    }
-}
-string_newtype!(ProcessName);
-
-/// A volume of an app: a DNS-1035 label of 1 to 20 characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct VolumeName(String);
-
-impl VolumeName {
-    pub const MAX_LEN: usize = 20;
-
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        dns1035_label(value, Self::MAX_LEN).map(Self)
-    }
-}
-string_newtype!(VolumeName);
+label_name!(
+    /// A namespace's name: a DNS label of 1 to 63 characters.
+    NamespaceName = OBJECT_NAME
+);
 
 /// A secret's name: a DNS-1123 subdomain of 1 to 253 characters, that is
 /// dot-separated parts of lowercase letters, digits and '-', each starting and
 /// ending with a letter or digit (Kubernetes bounds only the whole length, not
 /// each part's).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct SecretName(String);
 
 impl SecretName {
     pub const MAX_LEN: usize = 253;
+    /// Each dot-separated part (bounded only by the whole).
+    const PART: Label = Label::dns1123(Self::MAX_LEN);
+    const PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
     pub fn parse(value: &str) -> Result<Self, Invalid> {
-        if value.len() <= Self::MAX_LEN && value.split('.').all(is_dns1123_label) {
+        if value.len() <= Self::MAX_LEN && value.split('.').all(|part| Self::PART.holds(part)) {
             Ok(Self(value.to_owned()))
         } else {
             Err(Invalid::new(format!(
@@ -171,7 +313,14 @@ impl SecretName {
         }
     }
 }
-string_newtype!(SecretName);
+parsed_name!(
+    SecretName,
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(Self::MAX_LEN))
+        .pattern(Some(Self::PATTERN))
+);
 
 /// A key inside a secret: letters, digits, '-', '_' and '.', 1 to 253
 /// characters, and neither `.` nor `..`.
@@ -202,11 +351,13 @@ string_newtype!(SecretKey);
 
 /// An environment variable's name: `[A-Za-z_][A-Za-z0-9_]*`, 1 to 256
 /// characters.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
 pub struct EnvName(String);
 
 impl EnvName {
     pub const MAX_LEN: usize = 256;
+    const PATTERN: &str = "^[A-Za-z_][A-Za-z0-9_]*$";
 
     pub fn parse(value: &str) -> Result<Self, Invalid> {
         let bytes = value.as_bytes();
@@ -227,7 +378,37 @@ impl EnvName {
         }
     }
 }
-string_newtype!(EnvName);
+parsed_name!(
+    EnvName,
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(Self::MAX_LEN))
+        .pattern(Some(Self::PATTERN))
+);
+
+/// Every name type's OpenAPI schema, by its name in the document's
+/// components.
+pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
+    use utoipa::ToSchema;
+    fn entry<T: ToSchema>() -> (String, RefOr<Schema>) {
+        (T::name().into_owned(), T::schema())
+    }
+    vec![
+        entry::<OrgName>(),
+        entry::<ProjectName>(),
+        entry::<NewProjectName>(),
+        entry::<EnvironmentName>(),
+        entry::<NewEnvironmentName>(),
+        entry::<AppName>(),
+        entry::<NewAppName>(),
+        entry::<ProcessName>(),
+        entry::<VolumeName>(),
+        entry::<NamespaceName>(),
+        entry::<SecretName>(),
+        entry::<EnvName>(),
+    ]
+}
 
 /// A fully qualified hostname an app is served at (an Ingress host), in its
 /// one normal form: lowercase, without the trailing dot of the DNS root
@@ -256,7 +437,7 @@ impl Hostname {
             && labels.len() >= 2
             && labels
                 .iter()
-                .all(|label| label.len() <= Self::MAX_LABEL_LEN && is_dns1123_label(label));
+                .all(|label| Label::dns1123(Self::MAX_LABEL_LEN).holds(label));
         if !valid {
             return Err(Invalid::new(format!(
                 "must be a fully qualified hostname (at least two dot-separated labels of \
@@ -292,6 +473,76 @@ mod tests {
 
     fn long(c: char, n: usize) -> String {
         std::iter::repeat_n(c, n).collect()
+    }
+
+    /// Every string of up to four characters of `alphabet`, and strings of
+    /// about `max` characters: the ends of each rule.
+    fn corpus(max: usize) -> Vec<String> {
+        let alphabet = ['a', 'z', '0', '9', '-', '.', '_', 'A'];
+        let mut all = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last
+                .iter()
+                .flat_map(|prefix| alphabet.iter().map(move |c| format!("{prefix}{c}")))
+                .collect();
+            all.extend(last.iter().cloned());
+        }
+        for n in [max - 1, max, max + 1] {
+            all.extend([
+                long('a', n),
+                format!("a{}", long('-', n.saturating_sub(2))),
+                format!("{}b", long('a', n - 1)),
+                format!("a--{}", long('b', n.saturating_sub(3))),
+            ]);
+        }
+        all
+    }
+
+    /// Each name's schema says exactly what its parser takes: its pattern
+    /// and lengths, on the same strings.
+    #[test]
+    fn schemas_agree_with_parsers() {
+        use utoipa::openapi::RefOr;
+        fn check(schema: RefOr<Schema>, parses: impl Fn(&str) -> bool, max: usize) {
+            let RefOr::T(Schema::Object(object)) = schema else {
+                panic!("a string schema")
+            };
+            assert_eq!(object.min_length, Some(1));
+            assert_eq!(object.max_length, Some(max));
+            let pattern = object.pattern.expect("a pattern");
+            let regex = regex::Regex::new(&pattern).expect(&pattern);
+            for value in corpus(max) {
+                let described = regex.is_match(&value) && (1..=max).contains(&value.len());
+                assert_eq!(parses(&value), described, "{pattern} {max}: {value:?}");
+            }
+        }
+        use utoipa::PartialSchema;
+        macro_rules! labels {
+            ($($name:ident),*) => {$(
+                check($name::schema(), |v| $name::parse(v).is_ok(), $name::MAX_LEN);
+            )*};
+        }
+        labels!(
+            OrgName,
+            ProjectName,
+            EnvironmentName,
+            AppName,
+            ProcessName,
+            VolumeName
+        );
+        labels!(NamespaceName, SecretName, EnvName);
+        check(
+            NewProjectName::schema(),
+            |v| ProjectName::parse_new(v).is_ok(),
+            40,
+        );
+        check(
+            NewEnvironmentName::schema(),
+            |v| EnvironmentName::parse_new(v).is_ok(),
+            22,
+        );
+        check(NewAppName::schema(), |v| AppName::parse_new(v).is_ok(), 40);
     }
 
     #[test]

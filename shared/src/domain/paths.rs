@@ -1,170 +1,147 @@
-//! Paths inside a container: where a volume is mounted and what the health
-//! check requests.
+//! Where an object lives, as the API's paths name it
+//! (`/projects/{project}/environments/{environment}/apps/{app}`): one type
+//! per kind of place, parsed from the path (see `http::ObjectPath`), which
+//! is also its OpenAPI description (`IntoParams`).
 
-use super::Invalid;
-use super::names::string_newtype;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
-const MAX_PATH_LEN: usize = 1024;
+use super::names::{AppName, EnvironmentName, ProjectName, SecretName};
+use crate::{ApiError, Missing};
 
-/// Where a volume is mounted: an absolute path other than `/`, of at most 1024
-/// characters, without empty, `.` or `..` segments, ':', white space or
-/// control characters. A single trailing `/` is dropped; nothing else is
-/// normalised.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MountPath(String);
+/// What every place inside an environment (its `project` and `environment`)
+/// has: its environment's path, and the namespace that is where it lives.
+macro_rules! in_environment {
+    ($($place:ident),+) => {$(
+        impl $place {
+            /// Its environment's path.
+            pub fn environment_path(&self) -> EnvironmentPath {
+                EnvironmentPath {
+                    project: self.project.clone(),
+                    environment: self.environment.clone(),
+                }
+            }
 
-impl MountPath {
-    pub const MAX_LEN: usize = MAX_PATH_LEN;
-
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        let invalid = || {
-            Invalid::new(format!(
-                "must be an absolute path other than '/' of at most {} characters, without \
-                 empty, '.' or '..' segments, ':', white space or control characters",
-                Self::MAX_LEN
-            ))
-        };
-        if value.len() > Self::MAX_LEN {
-            return Err(invalid());
+            /// Its environment's namespace, where it lives.
+            pub fn namespace(&self) -> String {
+                self.environment_path().namespace()
+            }
         }
-        let path = value.strip_suffix('/').unwrap_or(value);
-        let Some(rest) = path.strip_prefix('/') else {
-            return Err(invalid());
-        };
-        let valid = rest
-            .split('/')
-            .all(|segment| !matches!(segment, "" | "." | ".."))
-            && !path
-                .chars()
-                .any(|c| c == ':' || c.is_whitespace() || c.is_control());
-        if valid {
-            Ok(Self(path.to_owned()))
-        } else {
-            Err(invalid())
-        }
+    )+};
+}
+
+/// A project: `/projects/{project}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProjectPath {
+    /// The project's name.
+    pub project: ProjectName,
+}
+
+/// An environment of a project: `…/environments/{environment}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct EnvironmentPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+}
+
+impl EnvironmentPath {
+    /// The name of the environment's resource and of its namespace,
+    /// `{project}-{environment}`: a DNS label, as both names are and the two
+    /// lengths allow.
+    pub fn namespace(&self) -> String {
+        format!("{}-{}", self.project, self.environment)
+    }
+
+    pub fn missing(&self) -> ApiError {
+        Missing::environment(self.project.as_str(), self.environment.as_str()).into()
     }
 }
-string_newtype!(MountPath);
 
-/// The path an HTTP health check requests: starts with `/`, at most 1024
-/// characters, printable ASCII without spaces (a URL path with an optional
-/// query).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct HealthCheckPath(String);
+/// An app of an environment: `…/apps/{app}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AppPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+    /// The app's name.
+    pub app: AppName,
+}
 
-impl HealthCheckPath {
-    pub const MAX_LEN: usize = MAX_PATH_LEN;
-
-    pub fn parse(value: &str) -> Result<Self, Invalid> {
-        let valid = value.len() <= Self::MAX_LEN
-            && value.starts_with('/')
-            && value.bytes().all(|b| b.is_ascii_graphic());
-        if valid {
-            Ok(Self(value.to_owned()))
-        } else {
-            Err(Invalid::new(format!(
-                "must be a URL path starting with '/' of at most {} printable ASCII characters \
-                 without spaces",
-                Self::MAX_LEN
-            )))
+impl AppPath {
+    /// The app of that name in `environment`.
+    pub fn new(environment: &EnvironmentPath, app: AppName) -> Self {
+        Self {
+            project: environment.project.clone(),
+            environment: environment.environment.clone(),
+            app,
         }
+    }
+
+    /// The audit target: `project/environment/app`.
+    pub fn target(&self) -> String {
+        format!("{}/{}/{}", self.project, self.environment, self.app)
+    }
+
+    pub fn missing(&self) -> ApiError {
+        ApiError::NotFound(Missing::App {
+            project: self.project.to_string(),
+            environment: self.environment.to_string(),
+            app: self.app.to_string(),
+        })
     }
 }
-string_newtype!(HealthCheckPath);
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A secret of an environment: `…/secrets/{secret}`. The name is kept as
+/// the path gives it: what a name no secret can have means is the
+/// operation's to say (a new secret's name is `422`, one to delete `404`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SecretPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+    /// A DNS subdomain.
+    #[param(value_type = SecretName)]
+    pub secret: String,
+}
 
-    #[test]
-    fn mount_paths() {
-        let max = format!("/{}", "a".repeat(1023));
-        for good in [
-            "/data",
-            "/var/lib/postgresql/data",
-            "/a",
-            "/srv/my-app_files.v2",
-            "/.config",
-            "/a/...",
-            "/données",
-            &max,
-        ] {
-            let path = MountPath::parse(good).unwrap();
-            assert_eq!(path.as_str(), good);
-            assert_eq!(path.to_string(), good);
-            assert_eq!(path.as_ref(), good);
-        }
-        for bad in [
-            "",
-            "/",
-            "//",
-            "data",
-            "./data",
-            "/data//",
-            "//data",
-            "/a//b",
-            "/a/../b",
-            "/..",
-            "/a/..",
-            "/a/./b",
-            "/.",
-            "/c:/x",
-            "/a:b",
-            "/a b",
-            "/a\tb",
-            "/a\nb",
-            "/a\u{0}b",
-            "/a\u{7f}b",
-            "/a\u{a0}b",
-            &format!("{max}a"),
-            &format!("{max}/"),
-        ] {
-            let err = MountPath::parse(bad).unwrap_err();
-            assert!(err.0.contains("absolute path"), "{bad:?}: {err}");
+impl SecretPath {
+    /// The secret of that name in `environment`.
+    pub fn new(environment: &EnvironmentPath, secret: &SecretName) -> Self {
+        Self {
+            project: environment.project.clone(),
+            environment: environment.environment.clone(),
+            secret: secret.to_string(),
         }
     }
 
-    #[test]
-    fn mount_paths_drop_one_trailing_slash() {
-        assert_eq!(MountPath::parse("/data/").unwrap().as_str(), "/data");
-        assert_eq!(
-            MountPath::parse("/var/lib/").unwrap().into_inner(),
-            "/var/lib"
-        );
-        assert!(MountPath::parse("/data//").is_err());
-    }
-
-    #[test]
-    fn health_check_paths() {
-        let max = format!("/{}", "h".repeat(1023));
-        for good in [
-            "/",
-            "/healthz",
-            "/health/ready",
-            "/status?verbose=1&x=%20",
-            "/a:b",
-            "//double",
-            "/~user/#frag",
-            &max,
-        ] {
-            let path = HealthCheckPath::parse(good).unwrap();
-            assert_eq!(path.as_str(), good);
-            assert_eq!(path.to_string(), good);
-        }
-        for bad in [
-            "",
-            "healthz",
-            "http://x/healthz",
-            " /healthz",
-            "/health z",
-            "/health\t",
-            "/health\n",
-            "/h\u{7f}",
-            "/santé",
-            &format!("{max}h"),
-        ] {
-            let err = HealthCheckPath::parse(bad).unwrap_err();
-            assert!(err.0.contains("starting with '/'"), "{bad:?}: {err}");
-        }
+    pub fn missing(&self) -> ApiError {
+        ApiError::NotFound(Missing::Secret {
+            project: self.project.to_string(),
+            environment: self.environment.to_string(),
+            secret: self.secret.clone(),
+        })
     }
 }
+
+/// A template deployed into an environment: `…/templates/{template}`, one
+/// of the catalogue's names.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TemplatePath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+    /// The template's name (see `listTemplates`).
+    pub template: String,
+}
+
+in_environment!(AppPath, SecretPath, TemplatePath);

@@ -19,6 +19,9 @@ const MACROS: [&str; 7] = [
     "@hourly",
 ];
 
+/// The time zone of a schedule that names none.
+pub const DEFAULT_TIME_ZONE: &str = "UTC";
+
 const MONTHS: [&str; 12] = [
     "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
 ];

@@ -12,6 +12,11 @@ use super::Invalid;
 const QUANTITY_RULE: &str = "must be a Kubernetes quantity such as 500m, 2, 1536Mi or 1Gi (digits, an optional fraction \
      and an optional suffix: n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei or an exponent e3)";
 
+const PLAIN_QUANTITY_RULE: &str = "must be a Kubernetes quantity such as 500m, 2, 512Mi or 4Gi";
+
+/// The longest quantity in plain notation.
+pub const MAX_PLAIN_LEN: usize = 32;
+
 /// Digits beyond this, and exponents beyond ±`MAX_EXPONENT`, are refused: no
 /// real size needs them, and they keep exact comparison cheap.
 const MAX_DIGITS: usize = 64;
@@ -39,11 +44,24 @@ struct Value {
 impl Quantity {
     pub fn parse(text: &str) -> Result<Self, Invalid> {
         parse_value(text)
-            .map(|value| Self {
+            .map(|(value, _)| Self {
                 text: text.to_owned(),
                 value,
             })
             .ok_or_else(|| Invalid::new(QUANTITY_RULE))
+    }
+
+    /// A quantity in its plain notation: digits, an optional fraction and an
+    /// optional suffix, at most [`MAX_PLAIN_LEN`] characters (`500m`, `2`,
+    /// `1.5`, `512Mi`, `1E`): no sign, no exponent, no bare fraction (`.5`).
+    pub fn parse_plain(text: &str) -> Result<Self, Invalid> {
+        match parse_value(text) {
+            Some((value, Notation::Plain)) if text.len() <= MAX_PLAIN_LEN => Ok(Self {
+                text: text.to_owned(),
+                value,
+            }),
+            _ => Err(Invalid::new(PLAIN_QUANTITY_RULE)),
+        }
     }
 
     /// As written: the form to put in a Kubernetes object.
@@ -164,12 +182,20 @@ fn compare_limbs(a: &[u32], b: &[u32]) -> Ordering {
         .then_with(|| a.iter().rev().cmp(b.iter().rev()))
 }
 
+/// How a quantity was written: plainly (`digits[.digits][suffix]`), or with
+/// a sign, an exponent or a bare fraction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Notation {
+    Plain,
+    Other,
+}
+
 /// `[+-]digits[.digits](suffix)`, as Kubernetes writes quantities.
-fn parse_value(text: &str) -> Option<Value> {
-    let (negative, unsigned) = match text.as_bytes().first()? {
-        b'-' => (true, &text[1..]),
-        b'+' => (false, &text[1..]),
-        _ => (false, text),
+fn parse_value(text: &str) -> Option<(Value, Notation)> {
+    let (negative, signed, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, true, &text[1..]),
+        b'+' => (false, true, &text[1..]),
+        _ => (false, false, text),
     };
     let number_end = unsigned
         .find(|c: char| !c.is_ascii_digit() && c != '.')
@@ -183,7 +209,12 @@ fn parse_value(text: &str) -> Option<Value> {
     if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
         return None;
     }
-    let (mut decimal, binary) = parse_suffix(suffix)?;
+    let (mut decimal, binary, exponent) = parse_suffix(suffix)?;
+    let notation = if signed || exponent || whole.is_empty() {
+        Notation::Other
+    } else {
+        Notation::Plain
+    };
     let all_digits = format!("{whole}{fraction}");
     let significant = all_digits.trim_start_matches('0');
     let trimmed = significant.trim_end_matches('0');
@@ -201,16 +232,18 @@ fn parse_value(text: &str) -> Option<Value> {
     if digits.is_empty() {
         decimal = 0;
     }
-    Some(Value {
+    let value = Value {
         negative: negative && !digits.is_empty(),
         binary: if digits.is_empty() { 0 } else { binary },
         digits,
         decimal,
-    })
+    };
+    Some((value, notation))
 }
 
-/// The power of ten and of two a suffix stands for.
-fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
+/// The power of ten and of two a suffix stands for, and whether it is an
+/// exponent (`e3`) rather than a unit.
+fn parse_suffix(suffix: &str) -> Option<(i32, i32, bool)> {
     let known = match suffix {
         "" => Some((0, 0)),
         "n" => Some((-9, 0)),
@@ -230,8 +263,8 @@ fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
         "Ei" => Some((0, 60)),
         _ => None,
     };
-    if known.is_some() {
-        return known;
+    if let Some((decimal, binary)) = known {
+        return Some((decimal, binary, false));
     }
     // `1e3`, `1E-3`: a decimal exponent (a lone `E` is exa, matched above).
     let exponent = suffix.strip_prefix(['e', 'E'])?;
@@ -240,7 +273,7 @@ fn parse_suffix(suffix: &str) -> Option<(i32, i32)> {
         return None;
     }
     let power: i32 = exponent.parse().ok()?;
-    (power.abs() <= MAX_EXPONENT).then_some((power, 0))
+    (power.abs() <= MAX_EXPONENT).then_some((power, 0, true))
 }
 
 const SIZE_RULE: &str = "must be nano, small, medium, large or CPU/MEMORY in Kubernetes \
@@ -377,6 +410,22 @@ mod tests {
         ] {
             assert_eq!(Quantity::parse(text).expect_err(text).0, QUANTITY_RULE);
         }
+    }
+
+    #[test]
+    fn plain_quantities_have_no_sign_exponent_or_bare_fraction() {
+        for good in [
+            "1", "500m", "0.5", "2", "512Mi", "4Gi", "1G", "100k", "1E", "1Ei",
+        ] {
+            assert!(Quantity::parse_plain(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "", "m", "-1", "+1", "1.", ".5", "1.5.1", "4GB", "4 Gi", "one", "1mi", "1e3",
+        ] {
+            assert!(Quantity::parse_plain(bad).is_err(), "{bad}");
+        }
+        assert!(Quantity::parse_plain(&"1".repeat(MAX_PLAIN_LEN)).is_ok());
+        assert!(Quantity::parse_plain(&"1".repeat(MAX_PLAIN_LEN + 1)).is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 
-use crate::domain::names::is_dns1123_label;
+use crate::domain::names::OBJECT_NAME;
 use crate::error::Missing;
 use crate::identity::{Authentication, Principal};
 use crate::{ApiError, Operation};
@@ -54,9 +54,6 @@ pub struct QueryParams<T>(pub T);
 #[derive(Debug)]
 pub struct ObjectPath<T>(pub T);
 
-/// The longest DNS label, and Kubernetes label value.
-const MAX_LABEL_LEN: usize = 63;
-
 impl<T, S> FromRequestParts<S> for ObjectPath<T>
 where
     T: serde::de::DeserializeOwned + Send,
@@ -70,9 +67,9 @@ where
             .map_err(|_| ApiError::NotFound(Missing::Route))?;
         // A secret's name is the rules of `secrets`' own: a new one that
         // breaks them is 422, one to delete 404.
-        let possible = raw.iter().all(|(name, value)| {
-            name == "secret" || (value.len() <= MAX_LABEL_LEN && is_dns1123_label(value))
-        });
+        let possible = raw
+            .iter()
+            .all(|(name, value)| name == "secret" || OBJECT_NAME.holds(value));
         if !possible {
             return Err(ApiError::NotFound(missing_named_by(&raw)));
         }

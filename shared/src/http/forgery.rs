@@ -138,7 +138,7 @@ mod tests {
                 id: "u".into(),
                 email: "a@example.org".into(),
                 display_name: None,
-                org: "acme".into(),
+                org: crate::domain::names::OrgName::parse("acme").expect("an org"),
                 role: Role::Owner,
                 must_change_password: false,
                 active: true,

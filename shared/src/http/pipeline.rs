@@ -161,13 +161,13 @@ async fn equal_login_round_trips(state: &AppState) {
 fn audit_partitions(authentication: &Authentication, notes: &AuditNotes) -> Vec<String> {
     if notes.login_attempted {
         return match &notes.login_account {
-            Some(account) if notes.login_succeeded => vec![account.org.clone()],
-            Some(account) => vec![SYSTEM_ORG.to_owned(), account.org.clone()],
+            Some(account) if notes.login_succeeded => vec![account.org.to_string()],
+            Some(account) => vec![SYSTEM_ORG.to_owned(), account.org.to_string()],
             None => vec![SYSTEM_ORG.to_owned()],
         };
     }
     match authentication {
-        Authentication::Authenticated(principal) => vec![principal.user.org.clone()],
+        Authentication::Authenticated(principal) => vec![principal.user.org.to_string()],
         _ => vec![SYSTEM_ORG.to_owned()],
     }
 }

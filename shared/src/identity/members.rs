@@ -8,12 +8,12 @@ use serde::Serialize;
 
 use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
 use super::{Principal, normalize_email, password, validate_email};
+use crate::domain::names::OrgName;
 use crate::roles::Permission;
 use crate::store::{self, Item, Store, keys};
 use crate::{ApiError, Role, clock, credentials};
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
-pub const MAX_ORG_NAME_LEN: usize = 40;
 
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct MemberRecord {
@@ -47,7 +47,7 @@ pub struct NewMember {
 }
 
 /// The members of an organization, by email.
-pub async fn list(store: &Store, org: &str) -> Result<Vec<MemberRecord>, ApiError> {
+pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, ApiError> {
     let items = store::query_all(
         store
             .client()
@@ -55,7 +55,7 @@ pub async fn list(store: &Store, org: &str) -> Result<Vec<MemberRecord>, ApiErro
             .table_name(store.table())
             .index_name(keys::GSI1)
             .key_condition_expression("gsi1pk = :members")
-            .expression_attribute_values(":members", store::s(keys::members_of(org))),
+            .expression_attribute_values(":members", store::s(keys::members_of(org.as_str()))),
     )
     .await?;
     items
@@ -99,24 +99,25 @@ pub async fn invite(
 
 /// Creates an organization and its first owner (the admin CLI's bootstrap).
 pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMember, ApiError> {
-    validate_org_name(org)?;
+    let org = org_name(org)?;
     let account = NewAccount {
         email,
         display_name: None,
-        org,
+        org: &org,
         role: Role::Owner,
     };
     create_account(store, account, OrgWrite::Create).await
 }
 
-pub fn validate_org_name(org: &str) -> Result<(), ApiError> {
-    crate::names::dns_label("org", org, MAX_ORG_NAME_LEN)
+/// A new organization's name, as the admin CLI gives it.
+pub fn org_name(org: &str) -> Result<OrgName, ApiError> {
+    OrgName::parse(org).map_err(|e| e.at("org"))
 }
 
 struct NewAccount<'a> {
     email: &'a str,
     display_name: Option<String>,
-    org: &'a str,
+    org: &'a OrgName,
     role: Role,
 }
 
@@ -155,12 +156,12 @@ async fn create_account(
                 .condition_expression("attribute_not_exists(pk)"),
         )
     };
-    let org_key = store::key(keys::org(&profile.org), keys::ORG_SK);
+    let org_key = store::key(keys::org(profile.org.as_str()), keys::ORG_SK);
     let org_write = match org {
         OrgWrite::Create => put_new(store::to_item(&OrgItem {
-            pk: keys::org(&profile.org),
+            pk: keys::org(profile.org.as_str()),
             sk: keys::ORG_SK.to_owned(),
-            name: profile.org.clone(),
+            name: profile.org.to_string(),
             owners: 1,
             created_at: clock::unix_seconds(),
         })?)?,
@@ -192,7 +193,7 @@ async fn create_account(
                     ApiError::Conflict(format!("organization {} already exists", profile.org))
                 }
                 OrgWrite::Existing => ApiError::NotFound(crate::Missing::Organization {
-                    org: profile.org.clone(),
+                    org: profile.org.to_string(),
                 }),
             },
             _ => store::transaction_failure(e),
@@ -225,7 +226,7 @@ pub async fn change_role(
             .expression_attribute_names("#role", "role")
             .expression_attribute_values(":new", store::s(role.as_str()))
             .expression_attribute_values(":old", store::s(target.role.as_str()))
-            .expression_attribute_values(":org", store::s(&caller.user.org)),
+            .expression_attribute_values(":org", store::s(caller.user.org.as_str())),
     )?];
     let owners_delta = i64::from(role == Role::Owner) - i64::from(target.role == Role::Owner);
     if owners_delta != 0 {
@@ -251,7 +252,7 @@ pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Resul
                 .condition_expression("#role = :role AND org = :org")
                 .expression_attribute_names("#role", "role")
                 .expression_attribute_values(":role", store::s(target.role.as_str()))
-                .expression_attribute_values(":org", store::s(&caller.user.org)),
+                .expression_attribute_values(":org", store::s(caller.user.org.as_str())),
         )?,
         store::tx_delete(
             Delete::builder()
@@ -286,10 +287,14 @@ fn member_change_failure(error: store::TransactError) -> ApiError {
 }
 
 /// Moves the organization's owner count; a decrease must leave one owner.
-fn owner_count_change(store: &Store, org: &str, delta: i64) -> Result<TransactWriteItem, ApiError> {
+fn owner_count_change(
+    store: &Store,
+    org: &OrgName,
+    delta: i64,
+) -> Result<TransactWriteItem, ApiError> {
     let update = Update::builder()
         .table_name(store.table())
-        .set_key(Some(store::key(keys::org(org), keys::ORG_SK)))
+        .set_key(Some(store::key(keys::org(org.as_str()), keys::ORG_SK)))
         .update_expression("ADD owners :delta")
         .expression_attribute_values(":delta", store::n(delta));
     store::tx_update(if delta < 0 {
@@ -313,10 +318,10 @@ mod tests {
     #[test]
     fn org_names_are_dns_labels() {
         for good in ["default", "acme-1", "a"] {
-            assert!(super::validate_org_name(good).is_ok(), "{good}");
+            assert!(super::org_name(good).is_ok(), "{good}");
         }
         for bad in ["", "-a", "a-", "Acme", "a_b", &"a".repeat(41)] {
-            assert!(super::validate_org_name(bad).is_err(), "{bad}");
+            assert!(super::org_name(bad).is_err(), "{bad}");
         }
     }
 }

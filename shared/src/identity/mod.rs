@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::Role;
+use crate::domain::names::OrgName;
 use crate::roles::Permission;
 
 /// An account as the rest of Berth sees it: never carries the password hash.
@@ -24,7 +25,7 @@ pub struct User {
     pub id: String,
     pub email: String,
     pub display_name: Option<String>,
-    pub org: String,
+    pub org: OrgName,
     pub role: Role,
     pub must_change_password: bool,
     pub active: bool,

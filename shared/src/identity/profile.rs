@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::User;
+use crate::domain::names::OrgName;
 use crate::store::{self, Store, keys};
 use crate::{ApiError, Role};
 
@@ -17,7 +18,7 @@ pub struct ProfileItem {
     pub id: String,
     pub email: String,
     pub display_name: Option<String>,
-    pub org: String,
+    pub org: OrgName,
     pub role: Role,
     pub password_hash: String,
     pub must_change_password: bool,
@@ -31,7 +32,7 @@ pub struct NewProfile<'a> {
     pub id: &'a str,
     pub email: &'a str,
     pub display_name: Option<String>,
-    pub org: &'a str,
+    pub org: &'a OrgName,
     pub role: Role,
     pub password_hash: String,
     pub must_change_password: bool,
@@ -42,12 +43,12 @@ impl ProfileItem {
         Self {
             pk: keys::user(new.id),
             sk: keys::PROFILE_SK.to_owned(),
-            gsi1pk: keys::members_of(new.org),
+            gsi1pk: keys::members_of(new.org.as_str()),
             gsi1sk: new.email.to_owned(),
             id: new.id.to_owned(),
             email: new.email.to_owned(),
             display_name: new.display_name,
-            org: new.org.to_owned(),
+            org: new.org.clone(),
             role: new.role,
             password_hash: new.password_hash,
             must_change_password: new.must_change_password,
@@ -105,7 +106,11 @@ pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileI
 }
 
 /// The profile of a member of `org`; anyone else's is not found.
-pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<ProfileItem, ApiError> {
+pub async fn get_member(
+    store: &Store,
+    org: &OrgName,
+    user_id: &str,
+) -> Result<ProfileItem, ApiError> {
     // A member id from the path is held to the id format before it becomes a key.
     let missing = || {
         ApiError::NotFound(crate::Missing::Member {
@@ -116,7 +121,7 @@ pub async fn get_member(store: &Store, org: &str, user_id: &str) -> Result<Profi
         return Err(missing());
     }
     match get_profile(store, user_id).await? {
-        Some(profile) if profile.org == org => Ok(profile),
+        Some(profile) if &profile.org == org => Ok(profile),
         _ => Err(missing()),
     }
 }

@@ -5,10 +5,10 @@
 //! their own ServiceAccounts, with exactly the roles of `infra/k8s`
 //! (`identities`).
 
-use std::future::Future;
 use std::time::Duration;
 
 use berth_kube_standin::StandIn;
+pub use berth_kube_standin::testing::{eventually, wait_bound};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::ListParams;
@@ -35,7 +35,7 @@ pub const INGRESS_NAMESPACE: &str = "berth-tests-ingress";
 pub fn controller_settings() -> berth_controller::Settings {
     berth_controller::Settings {
         ingress_namespace: INGRESS_NAMESPACE.to_owned(),
-        render: berth_shared::cluster::render::RenderSettings {
+        render: berth_controller::render::RenderSettings {
             ingress_class: Some(INGRESS_CLASS.to_owned()),
             apps_domain: Some(APPS_DOMAIN.to_owned()),
             progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,
@@ -47,18 +47,6 @@ pub fn controller_settings() -> berth_controller::Settings {
 /// too. The fault tests, which need the stand-in's knobs, are then built as
 /// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
 pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
-
-/// The one bound on every wait for a cluster effect (the controller's work, a
-/// rollout, a namespace going): `BERTH_TEST_WAIT_SECONDS`, 120 s by default.
-/// A real cluster under a parallel test run takes far longer than the
-/// stand-in (namespaces take tens of seconds to go); a passing wait ends as
-/// soon as its effect shows, so the bound costs only failing tests.
-pub fn wait_bound() -> Duration {
-    std::env::var("BERTH_TEST_WAIT_SECONDS")
-        .ok()
-        .and_then(|seconds| seconds.parse().ok())
-        .map_or(Duration::from_secs(120), Duration::from_secs)
-}
 
 /// Bound on connecting and on each request of the tests' clients.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -268,21 +256,4 @@ pub fn unique(prefix: &str) -> String {
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     )
-}
-
-/// Polls `check` until it holds, for at most [`wait_bound`].
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let bound = wait_bound();
-    let deadline = tokio::time::Instant::now() + bound;
-    while tokio::time::Instant::now() < deadline {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{what}: not within {} s", bound.as_secs());
 }

@@ -104,7 +104,8 @@ impl TestUser {
                 id: self.id.clone(),
                 email: self.email.clone(),
                 display_name: None,
-                org: self.org.clone(),
+                org: berth_shared::domain::names::OrgName::parse(&self.org)
+                    .expect("an organization's name"),
                 role: self.role,
                 must_change_password: false,
                 active: true,

@@ -1,9 +1,10 @@
 //! Shared test setup: a stand-in (or, with `BERTH_TEST_KUBECONFIG` set, a real cluster), a kube
 //! client from a kubeconfig, a fresh namespace per test, and polling helpers.
 
-use std::future::Future;
 use std::time::Duration;
 
+pub use berth_kube_standin::testing::eventually;
+pub use berth_kube_standin::testing::wait_bound as patience;
 use berth_kube_standin::{Config as StandInConfig, StandIn};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -144,36 +145,6 @@ impl Drop for TestEnv {
                 let _ = api.delete(&ns, &DeleteParams::default()).await;
             });
         }
-    }
-}
-
-/// How long to wait for asynchronous effects (GC, namespace deletion,
-/// watches): `BERTH_TEST_WAIT_SECONDS`, 120 s by default, Berth's tests' one
-/// bound (long enough for a real cluster under load; a passing wait ends as
-/// soon as its effect shows).
-pub fn patience() -> Duration {
-    std::env::var("BERTH_TEST_WAIT_SECONDS")
-        .ok()
-        .and_then(|seconds| seconds.parse().ok())
-        .map_or(Duration::from_secs(120), Duration::from_secs)
-}
-
-/// Polls `check` until it holds.
-pub async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + patience();
-    loop {
-        if check().await {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

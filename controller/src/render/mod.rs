@@ -8,11 +8,12 @@
 //! hosts, and one PersistentVolumeClaim per volume (not owned by the App, so
 //! data outlives it).
 //!
-//! The App's spec is checked again here even though the API validated it:
-//! anyone with cluster access can edit the resource, and an object the
-//! apiserver would refuse is better reported as what in the spec is wrong.
+//! It takes the App as [`CheckedApp::of`] checked it (`checked.rs`), and
+//! checks nothing itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+mod checked;
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
 use k8s_openapi::api::autoscaling::v2::{
@@ -32,31 +33,29 @@ use k8s_openapi::api::networking::v1::{
     IngressServiceBackend, IngressSpec, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::{Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use super::crd::{
-    App, AppConfig, AppProcess, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY,
-    LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
-};
-use crate::domain::size::{Size, VolumeSize};
+use berth_shared::cluster::crd::{App, AppConfig, object_names};
+use berth_shared::domain::schedule::DEFAULT_TIME_ZONE;
+
+use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
+pub use checked::{CheckedApp, RenderError};
 
 /// The pod template annotation a restart sets (the one `kubectl rollout
 /// restart` uses), so the rollout looks familiar to anyone with kubectl.
 pub const RESTARTED_AT_ANNOTATION: &str = "kubectl.kubernetes.io/restartedAt";
 /// The CPU utilization an autoscaled process is kept at.
 pub const TARGET_CPU_UTILIZATION: i32 = 75;
-/// The time zone of a schedule that names none.
-pub const DEFAULT_TIME_ZONE: &str = "UTC";
 /// How late a missed scheduled run may still start.
 pub const STARTING_DEADLINE_SECONDS: i64 = 300;
 /// Finished jobs kept per scheduled process, for their logs.
 const JOBS_HISTORY: i32 = 3;
-/// A job's name is its CronJob's plus 11 characters.
-const MAX_CRON_JOB_NAME: usize = 52;
-const MAX_LABEL: usize = 63;
+
+/// How long a Deployment's rollout may make no progress before it is
+/// reported as failed, unless the controller's settings say otherwise.
+pub const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
 
 /// The cluster-wide choices rendering depends on (the controller's settings).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +76,7 @@ impl Default for RenderSettings {
         Self {
             ingress_class: None,
             apps_domain: None,
-            progress_deadline_seconds: 600,
+            progress_deadline_seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS,
         }
     }
 }
@@ -96,36 +95,21 @@ pub struct Rendered {
     pub url: Option<String>,
 }
 
-/// What in the App is invalid: the field (a path in the App resource) and the
-/// rule it breaks. Never the value, which may be a secret in the wrong place.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{field} {rule}")]
-pub struct RenderError {
-    pub field: String,
-    pub rule: String,
-}
-
-impl RenderError {
-    fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            rule: rule.into(),
-        }
-    }
-}
-
-/// Renders `app` into the objects that run it.
-pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderError> {
-    let context = AppContext::of(app)?;
+/// Renders a checked App into the objects that run it.
+pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
+    let CheckedApp {
+        app,
+        context,
+        processes,
+        volumes,
+        domains,
+    } = checked;
     let config = &app.spec.config;
-    check_lists(config)?;
-    let volumes = volumes(&context, config)?;
+    let volumes = rendered_volumes(context, volumes);
 
     let mut rendered = Rendered::default();
-    for (index, process) in config.processes.iter().enumerate() {
-        let field = format!("spec.processes[{index}]");
-        let process = CheckedProcess::of(&context, process, &field)?;
-        let container = container(config, &process, &volumes)?;
+    for process in processes {
+        let container = container(config, process, &volumes);
         let pod_spec = PodSpec {
             containers: vec![container],
             // Nothing in a tenant's pod talks to the cluster as Berth's
@@ -140,44 +124,43 @@ pub fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderEr
             }),
             ..Default::default()
         };
-        if let Some(breach) = unconfined(&pod_spec).into_iter().next() {
-            return Err(RenderError::new(field, format!("would render {breach}")));
-        }
+        // What no App can change: every pod is confined (see `unconfined`).
+        debug_assert_eq!(unconfined(&pod_spec), Vec::<String>::new());
         if let Some(schedule) = &process.spec.schedule {
             rendered
                 .cron_jobs
-                .push(cron_job(&context, &process, schedule, pod_spec));
+                .push(cron_job(context, process, schedule, pod_spec));
             continue;
         }
         let autoscaled =
             process.spec.min_replicas >= 1 && process.spec.max_replicas > process.spec.min_replicas;
         rendered.deployments.push(deployment(
-            &context,
+            context,
             app,
             settings,
-            &process,
+            process,
             pod_spec,
             autoscaled,
             !volumes.is_empty(),
         ));
         if let Some(port) = process.spec.port {
-            rendered.services.push(service(&context, &process, port));
+            rendered.services.push(service(context, process, port));
         }
         if autoscaled {
-            rendered.autoscalers.push(autoscaler(&context, &process));
+            rendered.autoscalers.push(autoscaler(context, process));
         }
     }
     rendered.claims = volumes.into_iter().map(|volume| volume.claim).collect();
 
-    let hosts = hosts(&context, config, settings)?;
-    rendered.ingress = ingress(&context, settings, &hosts);
+    let hosts = hosts(context, domains, settings);
+    rendered.ingress = ingress(context, settings, &hosts);
     // Only where the Ingress sends requests somewhere; a wildcard is no address.
     rendered.url = rendered
         .ingress
         .as_ref()
         .and_then(|_| hosts.iter().find(|host| !host.starts_with('*')))
         .map(|host| format!("https://{host}"));
-    Ok(rendered)
+    rendered
 }
 
 /// The pod's security settings: the runtime's default seccomp profile, and
@@ -278,223 +261,6 @@ fn container_security() -> SecurityContext {
     }
 }
 
-/// What every object of the app shares.
-struct AppContext<'a> {
-    name: &'a str,
-    namespace: &'a str,
-    project: &'a str,
-    environment: &'a str,
-    owner: OwnerReference,
-    /// Berth's labels and `berth.dev/app`.
-    labels: BTreeMap<String, String>,
-    /// The first always-on `http` process with a port, which the Ingress routes to.
-    web: Option<(String, i32)>,
-}
-
-impl<'a> AppContext<'a> {
-    fn of(app: &'a App) -> Result<Self, RenderError> {
-        let name = app.metadata.name.as_deref().unwrap_or_default();
-        if !is_dns1035_label(name) {
-            return Err(RenderError::new(
-                "metadata.name",
-                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters)",
-            ));
-        }
-        let namespace = app
-            .metadata
-            .namespace
-            .as_deref()
-            .ok_or_else(|| RenderError::new("metadata.namespace", "must be set"))?;
-        let mut owner = app.controller_owner_ref(&()).ok_or_else(|| {
-            RenderError::new("metadata.uid", "must be set (the App must be stored)")
-        })?;
-        // Foreground deletion of the App then waits for its workloads.
-        owner.block_owner_deletion = Some(true);
-        let label = |key: &'static str| -> Result<&'a str, RenderError> {
-            match app.labels().get(key) {
-                Some(value) if is_label_value(value) && !value.is_empty() => Ok(value.as_str()),
-                _ => Err(RenderError::new(
-                    format!("metadata.labels[{key}]"),
-                    "must be set to a label value (at most 63 characters)",
-                )),
-            }
-        };
-        let org = label(LABEL_ORG)?;
-        let project = label(LABEL_PROJECT)?;
-        let environment = label(LABEL_ENVIRONMENT)?;
-        let labels = BTreeMap::from([
-            (LABEL_ORG.to_owned(), org.to_owned()),
-            (LABEL_PROJECT.to_owned(), project.to_owned()),
-            (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
-            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-            (LABEL_APP.to_owned(), name.to_owned()),
-        ]);
-        let web = app
-            .spec
-            .config
-            .processes
-            .iter()
-            .find(|p| !p.is_scheduled() && p.protocol == "http" && p.port.is_some())
-            .and_then(|p| Some((object_names::workload(name, &p.name), p.port?)));
-        Ok(Self {
-            name,
-            namespace,
-            project,
-            environment,
-            owner,
-            labels,
-            web,
-        })
-    }
-
-    fn metadata(&self, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
-        ObjectMeta {
-            name: Some(name),
-            namespace: Some(self.namespace.to_owned()),
-            labels: Some(labels),
-            owner_references: Some(vec![self.owner.clone()]),
-            ..Default::default()
-        }
-    }
-
-    /// A claim has no owner; its App's uid, as a label, says whose it is.
-    fn claim_labels(&self) -> BTreeMap<String, String> {
-        let mut labels = self.labels.clone();
-        labels.insert(LABEL_APP_UID.to_owned(), self.owner.uid.clone());
-        labels
-    }
-
-    fn process_labels(&self, process: &str) -> BTreeMap<String, String> {
-        let mut labels = self.labels.clone();
-        labels.insert(LABEL_PROCESS.to_owned(), process.to_owned());
-        labels
-    }
-
-    /// What a process's pods are selected by: stable across spec changes, as
-    /// a Deployment's selector is immutable.
-    fn selector(&self, process: &str) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            (LABEL_APP.to_owned(), self.name.to_owned()),
-            (LABEL_PROCESS.to_owned(), process.to_owned()),
-        ])
-    }
-}
-
-/// No two processes or volumes of the same name: they would render to the
-/// same objects.
-fn check_lists(config: &AppConfig) -> Result<(), RenderError> {
-    if config.processes.is_empty() {
-        return Err(RenderError::new(
-            "spec.processes",
-            "must hold at least one process",
-        ));
-    }
-    let mut seen = BTreeSet::new();
-    for (index, process) in config.processes.iter().enumerate() {
-        if !seen.insert(process.name.as_str()) {
-            return Err(RenderError::new(
-                format!("spec.processes[{index}].name"),
-                "must differ from every other process's name",
-            ));
-        }
-    }
-    let mut seen = BTreeSet::new();
-    for (index, volume) in config.volumes.iter().enumerate() {
-        if !seen.insert(volume.name.as_str()) {
-            return Err(RenderError::new(
-                format!("spec.volumes[{index}].name"),
-                "must differ from every other volume's name",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// A process whose fields rendering relies on have been checked.
-struct CheckedProcess<'a> {
-    spec: &'a AppProcess,
-    /// The Deployment, Service, HPA or CronJob name.
-    object_name: String,
-    size: Size,
-    labels: BTreeMap<String, String>,
-}
-
-impl<'a> CheckedProcess<'a> {
-    fn of(
-        context: &AppContext<'_>,
-        spec: &'a AppProcess,
-        field: &str,
-    ) -> Result<Self, RenderError> {
-        if !is_dns1123_label(&spec.name) {
-            return Err(RenderError::new(
-                format!("{field}.name"),
-                "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
-            ));
-        }
-        let object_name = object_names::workload(context.name, &spec.name);
-        let limit = if spec.is_scheduled() {
-            MAX_CRON_JOB_NAME
-        } else {
-            MAX_LABEL
-        };
-        if !is_dns1035_label(&object_name) || object_name.len() > limit {
-            return Err(RenderError::new(
-                format!("{field}.name"),
-                format!(
-                    "is too long: the app's and the process's names joined by '-' must be at most {limit} characters"
-                ),
-            ));
-        }
-        let size = Size::parse(&spec.size)
-            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
-        if let Some(port) = spec.port
-            && !(1..=65535).contains(&port)
-        {
-            return Err(RenderError::new(
-                format!("{field}.port"),
-                "must be between 1 and 65535",
-            ));
-        }
-        if spec.protocol != "http" && spec.protocol != "tcp" {
-            return Err(RenderError::new(
-                format!("{field}.protocol"),
-                "must be http or tcp",
-            ));
-        }
-        if spec.min_replicas < 0 {
-            return Err(RenderError::new(
-                format!("{field}.minReplicas"),
-                "must be 0 or more",
-            ));
-        }
-        if spec.max_replicas < spec.min_replicas {
-            return Err(RenderError::new(
-                format!("{field}.maxReplicas"),
-                "must be at least minReplicas",
-            ));
-        }
-        if let Some(schedule) = &spec.schedule
-            && schedule.trim().is_empty()
-        {
-            return Err(RenderError::new(
-                format!("{field}.schedule"),
-                "must be a 5-field cron expression",
-            ));
-        }
-        Ok(Self {
-            spec,
-            labels: context.process_labels(&spec.name),
-            object_name,
-            size,
-        })
-    }
-
-    /// The container port's name, also the Service port's: a DNS-1035 label.
-    fn port_name(&self) -> String {
-        self.spec.protocol.clone()
-    }
-}
-
 /// A volume: its claim, and how pods mount it.
 struct RenderedVolume {
     claim: PersistentVolumeClaim,
@@ -502,37 +268,18 @@ struct RenderedVolume {
     mount: VolumeMount,
 }
 
-fn volumes(
+fn rendered_volumes(
     context: &AppContext<'_>,
-    config: &AppConfig,
-) -> Result<Vec<RenderedVolume>, RenderError> {
-    config
-        .volumes
+    volumes: &[CheckedVolume<'_>],
+) -> Vec<RenderedVolume> {
+    volumes
         .iter()
-        .enumerate()
-        .map(|(index, volume)| {
-            let field = format!("spec.volumes[{index}]");
-            if !is_dns1123_label(&volume.name) {
-                return Err(RenderError::new(
-                    format!("{field}.name"),
-                    "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
-                ));
-            }
-            let claim_name = object_names::claim(context.name, &volume.name);
-            if !is_dns1123_subdomain(&claim_name) {
-                return Err(RenderError::new(
-                    format!("{field}.name"),
-                    "is too long for a claim name with the app's name",
-                ));
-            }
-            if !volume.mount_path.starts_with('/') || volume.mount_path.contains(':') {
-                return Err(RenderError::new(
-                    format!("{field}.mountPath"),
-                    "must be an absolute path without ':'",
-                ));
-            }
-            let size = VolumeSize::parse(&volume.size)
-                .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+        .map(|checked| {
+            let CheckedVolume {
+                spec: volume,
+                claim_name,
+                size,
+            } = checked;
             let claim = PersistentVolumeClaim {
                 metadata: ObjectMeta {
                     name: Some(claim_name.clone()),
@@ -556,12 +303,12 @@ fn volumes(
                 }),
                 status: None,
             };
-            Ok(RenderedVolume {
+            RenderedVolume {
                 claim,
                 pod_volume: Volume {
                     name: volume.name.clone(),
                     persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                        claim_name,
+                        claim_name: claim_name.clone(),
                         read_only: None,
                     }),
                     ..Default::default()
@@ -571,7 +318,7 @@ fn volumes(
                     mount_path: volume.mount_path.clone(),
                     ..Default::default()
                 },
-            })
+            }
         })
         .collect()
 }
@@ -582,10 +329,7 @@ fn container(
     config: &AppConfig,
     process: &CheckedProcess<'_>,
     volumes: &[RenderedVolume],
-) -> Result<Container, RenderError> {
-    if config.image.trim().is_empty() {
-        return Err(RenderError::new("spec.image", "must be an image reference"));
-    }
+) -> Container {
     let resources: BTreeMap<String, K8sQuantity> = BTreeMap::from([
         (
             "cpu".to_owned(),
@@ -600,14 +344,14 @@ fn container(
     // fails a liveness probe would be killed mid-run).
     let port = process.spec.port.filter(|_| !process.spec.is_scheduled());
     let (readiness_probe, liveness_probe) = match port {
-        Some(port) => probes(config, process, port)?,
+        Some(port) => probes(config, process, port),
         None => (None, None),
     };
-    Ok(Container {
+    Container {
         name: process.spec.name.clone(),
         image: Some(config.image.clone()),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
-        env: (!config.env.is_empty()).then(|| env(config)).transpose()?,
+        env: (!config.env.is_empty()).then(|| env(config)),
         ports: port.map(|port| {
             vec![ContainerPort {
                 name: Some(process.port_name()),
@@ -629,45 +373,31 @@ fn container(
             .then(|| volumes.iter().map(|volume| volume.mount.clone()).collect()),
         security_context: Some(container_security()),
         ..Default::default()
-    })
+    }
 }
 
-fn env(config: &AppConfig) -> Result<Vec<EnvVar>, RenderError> {
+fn env(config: &AppConfig) -> Vec<EnvVar> {
     config
         .env
         .iter()
-        .enumerate()
-        .map(|(index, var)| {
-            let field = format!("spec.env[{index}]");
-            if var.name.is_empty() || var.name.contains('=') {
-                return Err(RenderError::new(
-                    format!("{field}.name"),
-                    "must be an environment variable name",
-                ));
-            }
-            match (&var.value, &var.secret) {
-                (Some(_), Some(_)) => Err(RenderError::new(
-                    field,
-                    "must have either a value or a secret, not both",
-                )),
-                (_, Some(secret)) => Ok(EnvVar {
-                    name: var.name.clone(),
-                    value: None,
-                    value_from: Some(EnvVarSource {
-                        secret_key_ref: Some(SecretKeySelector {
-                            name: secret.name.clone(),
-                            key: secret.key.clone(),
-                            optional: None,
-                        }),
-                        ..Default::default()
+        .map(|var| match &var.secret {
+            Some(secret) => EnvVar {
+                name: var.name.clone(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: secret.name.clone(),
+                        key: secret.key.clone(),
+                        optional: None,
                     }),
+                    ..Default::default()
                 }),
-                (value, None) => Ok(EnvVar {
-                    name: var.name.clone(),
-                    value: value.clone(),
-                    value_from: None,
-                }),
-            }
+            },
+            None => EnvVar {
+                name: var.name.clone(),
+                value: var.value.clone(),
+                value_from: None,
+            },
         })
         .collect()
 }
@@ -678,18 +408,12 @@ fn probes(
     config: &AppConfig,
     process: &CheckedProcess<'_>,
     port: i32,
-) -> Result<(Option<Probe>, Option<Probe>), RenderError> {
+) -> (Option<Probe>, Option<Probe>) {
     match process.spec.protocol.as_str() {
         "http" => {
             let Some(path) = &config.health_check_path else {
-                return Ok((None, None));
+                return (None, None);
             };
-            if !path.starts_with('/') {
-                return Err(RenderError::new(
-                    "spec.healthCheckPath",
-                    "must be an absolute HTTP path",
-                ));
-            }
             let http_get = || HTTPGetAction {
                 path: Some(path.clone()),
                 port: IntOrString::Int(port),
@@ -715,9 +439,9 @@ fn probes(
                 success_threshold: Some(1),
                 ..Default::default()
             };
-            Ok((Some(readiness), Some(liveness)))
+            (Some(readiness), Some(liveness))
         }
-        _ => Ok((
+        _ => (
             Some(Probe {
                 tcp_socket: Some(TCPSocketAction {
                     port: IntOrString::Int(port),
@@ -730,7 +454,7 @@ fn probes(
                 ..Default::default()
             }),
             None,
-        )),
+        ),
     }
 }
 
@@ -881,23 +605,8 @@ fn cron_job(
 }
 
 /// The app's hosts: its domains, then the default host of a web app.
-fn hosts(
-    context: &AppContext<'_>,
-    config: &AppConfig,
-    settings: &RenderSettings,
-) -> Result<Vec<String>, RenderError> {
-    let mut hosts: Vec<String> = Vec::new();
-    for (index, domain) in config.domains.iter().enumerate() {
-        if !is_host(domain) {
-            return Err(RenderError::new(
-                format!("spec.domains[{index}]"),
-                "must be a lowercase DNS hostname",
-            ));
-        }
-        if !hosts.contains(domain) {
-            hosts.push(domain.clone());
-        }
-    }
+fn hosts(context: &AppContext<'_>, domains: &[String], settings: &RenderSettings) -> Vec<String> {
+    let mut hosts = domains.to_vec();
     if let (Some(apps_domain), Some(_)) = (&settings.apps_domain, &context.web) {
         let host = format!(
             "{}.{apps_domain}",
@@ -907,7 +616,7 @@ fn hosts(
             hosts.push(host);
         }
     }
-    Ok(hosts)
+    hosts
 }
 
 /// The first label of an app's default host: `{app}--{environment}--{project}`.
@@ -983,103 +692,31 @@ fn ingress(
     })
 }
 
-fn is_dns1123_label(value: &str) -> bool {
-    !value.is_empty()
-        && value.len() <= MAX_LABEL
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !value.starts_with('-')
-        && !value.ends_with('-')
-}
-
-fn is_dns1035_label(value: &str) -> bool {
-    is_dns1123_label(value) && value.starts_with(|c: char| c.is_ascii_lowercase())
-}
-
-fn is_dns1123_subdomain(value: &str) -> bool {
-    value.len() <= 253 && value.split('.').all(is_dns1123_label)
-}
-
-/// An Ingress host: a DNS subdomain, optionally with a leading `*.`.
-fn is_host(value: &str) -> bool {
-    let name = value.strip_prefix("*.").unwrap_or(value);
-    name.contains('.') && is_dns1123_subdomain(name)
-}
-
-/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, at most 63 characters.
-fn is_label_value(value: &str) -> bool {
-    value.len() <= MAX_LABEL
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        && value
-            .bytes()
-            .next()
-            .is_none_or(|b| b.is_ascii_alphanumeric())
-        && value
-            .bytes()
-            .last()
-            .is_none_or(|b| b.is_ascii_alphanumeric())
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::cluster::crd::{AppEnvVar, AppSpec, AppVolume, ReleaseMark, SecretKeyRef};
-
-    pub(crate) fn process(name: &str, port: Option<i32>) -> AppProcess {
-        AppProcess {
-            name: name.to_owned(),
-            command: Vec::new(),
-            port,
-            size: "small".to_owned(),
-            min_replicas: 1,
-            max_replicas: 1,
-            schedule: None,
-            time_zone: None,
-            protocol: "http".to_owned(),
-        }
-    }
+    use berth_shared::apps::rendered_names::{ObjectKind, rendered_names};
+    use berth_shared::cluster::crd::{
+        AppEnvVar, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
+        LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, SecretKeyRef,
+    };
+    use berth_shared::domain::names::OBJECT_NAME;
+    use kube::ResourceExt;
+    use std::collections::BTreeSet;
 
     /// App `shop` in `store-prod`, stored (a uid) and labelled as the API
     /// makes it.
-    pub(crate) fn app(processes: Vec<AppProcess>) -> App {
-        let mut app = App::new(
-            "shop",
-            AppSpec {
-                config: AppConfig {
-                    image: "ghcr.io/acme/shop:1.2.3".to_owned(),
-                    processes,
-                    env: Vec::new(),
-                    domains: Vec::new(),
-                    volumes: Vec::new(),
-                    health_check_path: None,
-                    fs_group: None,
-                },
-                release: ReleaseMark {
-                    revision: 1,
-                    reason: "create".to_owned(),
-                    note: None,
-                    actor: None,
-                    created_at: 0,
-                },
-                restarted_at: None,
-            },
-        );
-        app.metadata.namespace = Some("store-prod".to_owned());
-        app.metadata.uid = Some("0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001".to_owned());
-        app.metadata.labels = Some(BTreeMap::from([
-            (LABEL_ORG.to_owned(), "acme".to_owned()),
-            (LABEL_PROJECT.to_owned(), "store".to_owned()),
-            (LABEL_ENVIRONMENT.to_owned(), "prod".to_owned()),
-            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
-        ]));
-        app
+    fn app(processes: Vec<AppProcess>) -> App {
+        App::test("shop", AppConfig::test(processes)).stored()
+    }
+
+    /// What the controller does with an App: check it, then render it.
+    fn render(app: &App, settings: &RenderSettings) -> Result<Rendered, RenderError> {
+        Ok(super::render(&CheckedApp::of(app)?, settings))
     }
 
     fn web_app() -> App {
-        app(vec![process("web", Some(8080))])
+        app(vec![AppProcess::test("web", Some(8080))])
     }
 
     fn settings() -> RenderSettings {
@@ -1250,13 +887,13 @@ pub(crate) mod tests {
 
     #[test]
     fn web_worker_and_cron_render_to_their_own_objects() {
-        let mut worker = process("worker", None);
+        let mut worker = AppProcess::test("worker", None);
         worker.size = "750m/1536Mi".to_owned();
         worker.command = vec!["./work".to_owned()];
-        let mut nightly = process("nightly", None);
+        let mut nightly = AppProcess::test("nightly", None);
         nightly.schedule = Some("0 3 * * *".to_owned());
         nightly.command = vec!["./report".to_owned()];
-        let mut app = app(vec![process("web", Some(8080)), worker, nightly]);
+        let mut app = app(vec![AppProcess::test("web", Some(8080)), worker, nightly]);
         app.spec.config.health_check_path = Some("/healthz".to_owned());
         let rendered = render(&app, &settings()).unwrap();
 
@@ -1314,7 +951,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_time_zone_is_kept() {
-        let mut job = process("job", None);
+        let mut job = AppProcess::test("job", None);
         job.schedule = Some("*/5 * * * *".to_owned());
         job.time_zone = Some("Europe/Berlin".to_owned());
         let rendered = render(&app(vec![job]), &settings()).unwrap();
@@ -1327,7 +964,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_autoscaled_process_leaves_replicas_to_its_hpa() {
-        let mut web = process("web", Some(8080));
+        let mut web = AppProcess::test("web", Some(8080));
         web.min_replicas = 2;
         web.max_replicas = 6;
         let rendered = render(&app(vec![web]), &settings()).unwrap();
@@ -1356,8 +993,8 @@ pub(crate) mod tests {
 
     #[test]
     fn no_hpa_at_fixed_or_zero_replicas() {
-        let fixed = process("web", Some(8080));
-        let mut stopped = process("worker", None);
+        let fixed = AppProcess::test("web", Some(8080));
+        let mut stopped = AppProcess::test("worker", None);
         stopped.min_replicas = 0;
         stopped.max_replicas = 4;
         let rendered = render(&app(vec![fixed, stopped]), &settings()).unwrap();
@@ -1375,16 +1012,8 @@ pub(crate) mod tests {
         let mut app = web_app();
         app.spec.config.fs_group = Some(1000);
         app.spec.config.volumes = vec![
-            AppVolume {
-                name: "data".to_owned(),
-                mount_path: "/var/lib/data".to_owned(),
-                size: "5Gi".to_owned(),
-            },
-            AppVolume {
-                name: "cache".to_owned(),
-                mount_path: "/cache".to_owned(),
-                size: "1Gi".to_owned(),
-            },
+            AppVolume::test("data", "/var/lib/data", "5Gi"),
+            AppVolume::test("cache", "/cache", "1Gi"),
         ];
         let rendered = render(&app, &settings()).unwrap();
         let spec = rendered.deployments[0].spec.as_ref().unwrap();
@@ -1542,7 +1171,7 @@ pub(crate) mod tests {
 
     #[test]
     fn a_worker_only_app_has_no_ingress() {
-        let mut app = app(vec![process("worker", None)]);
+        let mut app = app(vec![AppProcess::test("worker", None)]);
         app.spec.config.domains = vec!["shop.example.com".to_owned()];
         let rendered = render(&app, &settings()).unwrap();
         assert!(rendered.ingress.is_none());
@@ -1552,7 +1181,7 @@ pub(crate) mod tests {
 
     #[test]
     fn tcp_processes_get_a_tcp_readiness_probe_and_no_ingress() {
-        let mut db = process("db", Some(5432));
+        let mut db = AppProcess::test("db", Some(5432));
         db.protocol = "tcp".to_owned();
         let mut app = app(vec![db]);
         app.spec.config.health_check_path = Some("/healthz".to_owned());
@@ -1587,7 +1216,7 @@ pub(crate) mod tests {
         let (app, environment, project) = ("a".repeat(40), "e".repeat(22), "p".repeat(40));
         let label = default_host_label(&app, &environment, &project);
         assert_eq!(label.len(), 63, "{label}");
-        assert!(is_dns1123_label(&label));
+        assert!(OBJECT_NAME.holds(&label));
         let digest = hex::encode(Sha256::digest(
             format!("{app}/{environment}/{project}").as_bytes(),
         ));
@@ -1619,7 +1248,7 @@ pub(crate) mod tests {
         assert_eq!(label, format!("{app}--bb---{}", &digest[..16]));
         assert_eq!(label.matches("---").count(), 1);
         assert!(!label.contains("----"));
-        assert!(is_dns1123_label(&label));
+        assert!(OBJECT_NAME.holds(&label));
     }
 
     #[test]
@@ -1741,9 +1370,9 @@ pub(crate) mod tests {
     #[test]
     fn no_pod_reaches_the_host_the_cluster_or_more_privileges() {
         let mut everything = app(vec![
-            process("web", Some(8080)),
+            AppProcess::test("web", Some(8080)),
             {
-                let mut db = process("db", Some(5432));
+                let mut db = AppProcess::test("db", Some(5432));
                 db.protocol = "tcp".to_owned();
                 db.command = vec![
                     "postgres".to_owned(),
@@ -1753,12 +1382,12 @@ pub(crate) mod tests {
                 db
             },
             {
-                let mut job = process("nightly", None);
+                let mut job = AppProcess::test("nightly", None);
                 job.schedule = Some("0 3 * * *".to_owned());
                 job
             },
             {
-                let mut worker = process("worker", None);
+                let mut worker = AppProcess::test("worker", None);
                 worker.size = "16/64Gi".to_owned();
                 worker
             },
@@ -1766,11 +1395,7 @@ pub(crate) mod tests {
         everything.spec.config.fs_group = Some(999);
         everything.spec.config.health_check_path = Some("/healthz".to_owned());
         everything.spec.config.domains = vec!["shop.example.com".to_owned()];
-        everything.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/var/lib/data".to_owned(),
-            size: "1Ti".to_owned(),
-        }];
+        everything.spec.config.volumes = vec![AppVolume::test("data", "/var/lib/data", "1Ti")];
         everything.spec.config.env = vec![AppEnvVar {
             name: "DATABASE_URL".to_owned(),
             value: None,
@@ -1782,7 +1407,7 @@ pub(crate) mod tests {
         everything.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
         let mut autoscaled = web_app();
         autoscaled.spec.config.processes[0].max_replicas = 5;
-        let mut stopped = app(vec![process("worker", None)]);
+        let mut stopped = app(vec![AppProcess::test("worker", None)]);
         stopped.spec.config.processes[0].min_replicas = 0;
 
         let foreign = app_with_foreign_fields();
@@ -1865,11 +1490,7 @@ pub(crate) mod tests {
         big.spec.config.processes[0].size = "32/1Gi".to_owned();
         assert_eq!(refusal(&big).field, "spec.processes[0].size");
         let mut huge = web_app();
-        huge.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/data".to_owned(),
-            size: "2Ti".to_owned(),
-        }];
+        huge.spec.config.volumes = vec![AppVolume::test("data", "/data", "2Ti")];
         assert_eq!(refusal(&huge).field, "spec.volumes[0].size");
     }
 
@@ -1886,11 +1507,7 @@ pub(crate) mod tests {
         assert!(!error.to_string().contains("galactic"));
 
         let mut bad = web_app();
-        bad.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/data".to_owned(),
-            size: "lots".to_owned(),
-        }];
+        bad.spec.config.volumes = vec![AppVolume::test("data", "/data", "lots")];
         assert_eq!(refusal(&bad).field, "spec.volumes[0].size");
 
         let mut bad = web_app();
@@ -1905,7 +1522,10 @@ pub(crate) mod tests {
         bad.spec.config.processes[0].max_replicas = 0;
         assert_eq!(refusal(&bad).field, "spec.processes[0].maxReplicas");
 
-        let mut bad = app(vec![process("web", Some(80)), process("web", None)]);
+        let mut bad = app(vec![
+            AppProcess::test("web", Some(80)),
+            AppProcess::test("web", None),
+        ]);
         assert_eq!(refusal(&bad).field, "spec.processes[1].name");
         bad.spec.config.processes = Vec::new();
         assert_eq!(refusal(&bad).field, "spec.processes");
@@ -1943,13 +1563,13 @@ pub(crate) mod tests {
     #[test]
     fn names_fit_what_the_apiserver_allows() {
         // A Service name is a DNS-1035 label of at most 63 characters.
-        let long = app(vec![process(&"w".repeat(30), Some(80))]);
+        let long = app(vec![AppProcess::test(&"w".repeat(30), Some(80))]);
         let mut long = long;
         long.metadata.name = Some(format!("a{}", "b".repeat(35)));
         assert_eq!(refusal(&long).field, "spec.processes[0].name");
 
         // A CronJob's name is at most 52 characters.
-        let mut job = process(&"j".repeat(15), None);
+        let mut job = AppProcess::test(&"j".repeat(15), None);
         job.schedule = Some("0 * * * *".to_owned());
         let mut cron = app(vec![job.clone()]);
         cron.metadata.name = Some("a".repeat(40));
@@ -1972,5 +1592,66 @@ pub(crate) mod tests {
         assert!(deployment.get("status").is_none());
         let ingress = serde_json::to_value(rendered.ingress.as_ref().unwrap()).unwrap();
         assert_eq!(ingress["apiVersion"], "networking.k8s.io/v1");
+    }
+
+    fn names_of<K: kube::Resource<DynamicType = ()>>(
+        objects: impl IntoIterator<Item = K>,
+        kind: ObjectKind,
+    ) -> Vec<(ObjectKind, String)> {
+        objects.into_iter().map(|o| (kind, o.name_any())).collect()
+    }
+
+    /// What the API refuses before it is made (`rendered_names`) is exactly
+    /// the names `render` gives its objects (with a default host, so that
+    /// every web app has its Ingress).
+    #[test]
+    fn the_names_the_api_checks_are_those_render_gives() {
+        let mut autoscaled = AppProcess::test("api", Some(8080));
+        autoscaled.max_replicas = 4;
+        let mut scheduled = AppProcess::test("nightly", None);
+        scheduled.schedule = Some("0 3 * * *".to_owned());
+        let mut tcp = AppProcess::test("db", Some(5432));
+        tcp.protocol = "tcp".to_owned();
+        let stopped = AppProcess {
+            min_replicas: 0,
+            max_replicas: 0,
+            ..AppProcess::test("worker", None)
+        };
+        let volume = |name: &str| AppVolume::test(name, &format!("/{name}"), "1Gi");
+        let apps = [
+            (vec![AppProcess::test("web", Some(80))], Vec::new()),
+            (
+                vec![
+                    AppProcess::test("web", Some(80)),
+                    autoscaled,
+                    scheduled,
+                    stopped,
+                ],
+                vec![volume("data"), volume("cache")],
+            ),
+            (vec![tcp], vec![volume("data")]),
+            (vec![AppProcess::test("worker", None)], Vec::new()),
+        ];
+        let settings = RenderSettings {
+            apps_domain: Some("apps.example.net".to_owned()),
+            ..RenderSettings::default()
+        };
+        for (processes, volumes) in apps {
+            let mut shop = app(processes);
+            shop.spec.config.volumes = volumes;
+            let rendered = render(&shop, &settings).unwrap();
+            let mut expected = BTreeSet::new();
+            expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
+            expected.extend(names_of(rendered.services, ObjectKind::Service));
+            expected.extend(names_of(
+                rendered.autoscalers,
+                ObjectKind::HorizontalPodAutoscaler,
+            ));
+            expected.extend(names_of(rendered.cron_jobs, ObjectKind::CronJob));
+            expected.extend(names_of(rendered.ingress, ObjectKind::Ingress));
+            expected.extend(names_of(rendered.claims, ObjectKind::PersistentVolumeClaim));
+            let config = &shop.spec.config;
+            assert_eq!(rendered_names("shop", config), expected, "{config:?}");
+        }
     }
 }

@@ -2,13 +2,13 @@
 //! it: so that a change can be refused before it makes two apps of one
 //! environment render the same object (app `db` with volume `data-x` and app
 //! `db-data` with volume `x` would share the claim `db-data-x`). Names come
-//! from the same [`object_names`] functions [`super::render`] uses, and a
-//! test holds the two together.
+//! from the same [`object_names`] functions the controller's renderer uses,
+//! and a test of the renderer holds the two together.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::crd::{AppConfig, object_names};
+use crate::cluster::crd::{AppConfig, object_names};
 
 /// The kinds an app renders to. Two names clash only within one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -117,90 +117,30 @@ pub fn first_clash<'a>(
 
 #[cfg(test)]
 mod tests {
-    use kube::ResourceExt;
-
     use super::*;
     use crate::cluster::crd::{AppProcess, AppVolume};
-    use crate::cluster::render::tests::{app, process};
-    use crate::cluster::render::{RenderSettings, render};
 
     fn volume(name: &str) -> AppVolume {
-        AppVolume {
-            name: name.to_owned(),
-            mount_path: format!("/{name}"),
-            size: "1Gi".to_owned(),
-        }
+        AppVolume::test(name, &format!("/{name}"), "1Gi")
     }
 
     fn config(processes: Vec<AppProcess>, volumes: Vec<AppVolume>) -> AppConfig {
-        let mut config = app(processes).spec.config;
-        config.volumes = volumes;
-        config
-    }
-
-    fn names_of<K: kube::Resource<DynamicType = ()>>(
-        objects: impl IntoIterator<Item = K>,
-        kind: ObjectKind,
-    ) -> Vec<(ObjectKind, String)> {
-        objects.into_iter().map(|o| (kind, o.name_any())).collect()
-    }
-
-    /// The names are exactly those `render` gives its objects (with a default
-    /// host, so that every web app has its Ingress).
-    #[test]
-    fn the_names_are_those_render_gives() {
-        let mut autoscaled = process("api", Some(8080));
-        autoscaled.max_replicas = 4;
-        let mut scheduled = process("nightly", None);
-        scheduled.schedule = Some("0 3 * * *".to_owned());
-        let mut tcp = process("db", Some(5432));
-        tcp.protocol = "tcp".to_owned();
-        let stopped = AppProcess {
-            min_replicas: 0,
-            max_replicas: 0,
-            ..process("worker", None)
-        };
-        let configs = [
-            config(vec![process("web", Some(80))], Vec::new()),
-            config(
-                vec![process("web", Some(80)), autoscaled, scheduled, stopped],
-                vec![volume("data"), volume("cache")],
-            ),
-            config(vec![tcp], vec![volume("data")]),
-            config(vec![process("worker", None)], Vec::new()),
-        ];
-        let settings = RenderSettings {
-            apps_domain: Some("apps.example.net".to_owned()),
-            ..RenderSettings::default()
-        };
-        for config in configs {
-            let mut shop = app(Vec::new());
-            shop.spec.config = config.clone();
-            let rendered = render(&shop, &settings).unwrap();
-            let mut expected = BTreeSet::new();
-            expected.extend(names_of(rendered.deployments, ObjectKind::Deployment));
-            expected.extend(names_of(rendered.services, ObjectKind::Service));
-            expected.extend(names_of(
-                rendered.autoscalers,
-                ObjectKind::HorizontalPodAutoscaler,
-            ));
-            expected.extend(names_of(rendered.cron_jobs, ObjectKind::CronJob));
-            expected.extend(names_of(rendered.ingress, ObjectKind::Ingress));
-            expected.extend(names_of(rendered.claims, ObjectKind::PersistentVolumeClaim));
-            assert_eq!(rendered_names("shop", &config), expected, "{config:?}");
+        AppConfig {
+            volumes,
+            ..AppConfig::test(processes)
         }
     }
 
     #[test]
     fn the_issues_two_examples_clash() {
-        let db = config(vec![process("main", None)], vec![volume("data-x")]);
-        let db_data = config(vec![process("main", None)], vec![volume("x")]);
+        let db = config(vec![AppProcess::test("main", None)], vec![volume("data-x")]);
+        let db_data = config(vec![AppProcess::test("main", None)], vec![volume("x")]);
         assert_eq!(
             first_clash("db-data", &db_data, [("db", &db)]).map(|c| c.to_string()),
             Some("PersistentVolumeClaim db-data-x is already rendered by app db".to_owned())
         );
-        let shop_web = config(vec![process("x", Some(80))], Vec::new());
-        let shop = config(vec![process("web-x", Some(80))], Vec::new());
+        let shop_web = config(vec![AppProcess::test("x", Some(80))], Vec::new());
+        let shop = config(vec![AppProcess::test("web-x", Some(80))], Vec::new());
         assert_eq!(
             first_clash("shop", &shop, [("shop-web", &shop_web)]).map(|c| c.to_string()),
             Some("Deployment shop-web-x is already rendered by app shop-web".to_owned())
@@ -211,14 +151,14 @@ mod tests {
     fn names_clash_only_within_a_kind_and_between_two_apps() {
         // App `shop-web`'s Ingress `shop-web` and app `shop`'s Deployment
         // and Service `shop-web`.
-        let shop_web = config(vec![process("x", Some(80))], Vec::new());
-        let shop = config(vec![process("web", Some(80))], Vec::new());
+        let shop_web = config(vec![AppProcess::test("x", Some(80))], Vec::new());
+        let shop = config(vec![AppProcess::test("web", Some(80))], Vec::new());
         assert_eq!(first_clash("shop", &shop, [("shop-web", &shop_web)]), None);
         // A CronJob and a Deployment of one name.
-        let mut job = process("x", None);
+        let mut job = AppProcess::test("x", None);
         job.schedule = Some("0 3 * * *".to_owned());
         let scheduled = config(vec![job], Vec::new());
-        let always_on = config(vec![process("web-x", None)], Vec::new());
+        let always_on = config(vec![AppProcess::test("web-x", None)], Vec::new());
         assert_eq!(
             first_clash("shop", &always_on, [("shop-web", &scheduled)]),
             None

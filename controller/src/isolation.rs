@@ -8,7 +8,8 @@
 //!   warned and audited;
 //! - a ResourceQuota that always bounds storage: the total requested by the
 //!   namespace's volumes and their number, with platform defaults when the
-//!   environment names none and maxima no tenant can exceed.
+//!   environment names none and maxima no tenant can exceed (the rules the
+//!   API holds tenants to, `berth_shared::environments::quota`).
 //!
 //! The policy is for ingress only, on purpose: egress rules by IP block
 //! behave differently per network plugin for pod addresses, so a rule meant
@@ -22,9 +23,11 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use super::crd::{LABEL_MANAGED_BY, MANAGER, Quota};
-use crate::ApiError;
-use crate::domain::size::Quantity;
+use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER, Quota};
+use berth_shared::domain::size::Quantity;
+use berth_shared::environments::quota::{
+    DEFAULT_STORAGE, DEFAULT_VOLUMES, MAX_STORAGE, MAX_VOLUMES,
+};
 
 /// The NetworkPolicy of every environment's namespace.
 pub const NETWORK_POLICY_NAME: &str = "berth-isolation";
@@ -41,17 +44,6 @@ pub const POD_SECURITY_LABELS: [(&str, &str); 3] = [
     ("pod-security.kubernetes.io/warn", "restricted"),
     ("pod-security.kubernetes.io/audit", "restricted"),
 ];
-
-/// The storage all volumes of an environment may request together, when its
-/// quota names none.
-pub const DEFAULT_STORAGE: &str = "1Ti";
-/// The most storage an environment may ask for.
-pub const MAX_STORAGE: &str = "10Ti";
-/// How many volumes (claims) an environment may have, when its quota names
-/// no number.
-pub const DEFAULT_VOLUMES: i32 = 20;
-/// The most volumes an environment may ask for.
-pub const MAX_VOLUMES: i32 = 100;
 
 /// The namespace's NetworkPolicy: every pod of it (`podSelector: {}`) admits
 /// only traffic from pods of the same namespace (a peer with only a
@@ -134,31 +126,6 @@ pub fn quota_hard(quota: Option<&Quota>) -> BTreeMap<String, String> {
     hard
 }
 
-/// The rules of what a tenant may ask for: storage at most [`MAX_STORAGE`]
-/// and at most [`MAX_VOLUMES`] volumes (zero of either is an environment
-/// without volumes).
-pub fn check_quota(quota: &Quota) -> Result<(), ApiError> {
-    if let Some(storage) = &quota.storage {
-        let within = match (quantity(storage), quantity("0"), quantity(MAX_STORAGE)) {
-            (Some(asked), Some(zero), Some(max)) => zero <= asked && asked <= max,
-            _ => false,
-        };
-        if !within {
-            return Err(ApiError::ValidationFailed(format!(
-                "quota.storage: must be a Kubernetes quantity from 0 to {MAX_STORAGE}, such as 500Gi"
-            )));
-        }
-    }
-    if let Some(volumes) = quota.volumes
-        && !(0..=MAX_VOLUMES).contains(&volumes)
-    {
-        return Err(ApiError::ValidationFailed(format!(
-            "quota.volumes: must be 0 to {MAX_VOLUMES}"
-        )));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,34 +189,6 @@ mod tests {
             ..Quota::default()
         }));
         assert_eq!(negative["requests.storage"], "0");
-    }
-
-    #[test]
-    fn tenants_ask_within_the_maxima() {
-        for (storage, volumes) in [("10Ti", 100), ("0", 0), ("500Gi", 1), ("10240Gi", 20)] {
-            check_quota(&Quota {
-                storage: Some(storage.into()),
-                volumes: Some(volumes),
-                ..Quota::default()
-            })
-            .unwrap_or_else(|e| panic!("{storage} {volumes}: {e}"));
-        }
-        for storage in ["11Ti", "10241Gi", "1Pi", "-1Gi", "lots", ""] {
-            let error = check_quota(&Quota {
-                storage: Some(storage.into()),
-                ..Quota::default()
-            })
-            .expect_err(storage);
-            assert!(error.to_string().starts_with("quota.storage:"), "{error}");
-        }
-        for volumes in [101, -1] {
-            let error = check_quota(&Quota {
-                volumes: Some(volumes),
-                ..Quota::default()
-            })
-            .expect_err("too many");
-            assert!(error.to_string().starts_with("quota.volumes:"), "{error}");
-        }
     }
 
     #[test]

@@ -1,0 +1,422 @@
+//! The App as the renderer takes it: every field rendering relies on,
+//! checked once. The App's spec is checked again here even though the API
+//! validated it: anyone with cluster access can edit the resource, and an
+//! object the apiserver would refuse is better reported as what in the spec
+//! is wrong. Past [`CheckedApp::of`], [`super::render`] checks nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::{Resource, ResourceExt};
+
+use berth_shared::cluster::crd::{
+    App, AppConfig, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
+    LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
+};
+use berth_shared::domain::names::{Label, OBJECT_NAME};
+use berth_shared::domain::size::{Size, VolumeSize};
+
+/// A job's name is its CronJob's plus 11 characters.
+const MAX_CRON_JOB_NAME: usize = 52;
+pub(super) const MAX_LABEL: usize = 63;
+/// What Kubernetes asks of Service names (and so of an app's, and of what it
+/// renders).
+const DNS1035_LABEL: Label = Label::dns1035(MAX_LABEL);
+
+/// What in the App is invalid: the field (a path in the App resource) and the
+/// rule it breaks. Never the value, which may be a secret in the wrong place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} {rule}")]
+pub struct RenderError {
+    pub field: String,
+    pub rule: String,
+}
+
+impl RenderError {
+    pub(super) fn new(field: impl Into<String>, rule: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            rule: rule.into(),
+        }
+    }
+}
+
+/// An App every field of which rendering relies on has been checked, in the
+/// order rendering would meet them, so the first fault reported is the same.
+pub struct CheckedApp<'a> {
+    pub(super) app: &'a App,
+    pub(super) context: AppContext<'a>,
+    pub(super) processes: Vec<CheckedProcess<'a>>,
+    pub(super) volumes: Vec<CheckedVolume<'a>>,
+    /// Its domains, each once, in order.
+    pub(super) domains: Vec<String>,
+}
+
+impl<'a> CheckedApp<'a> {
+    pub fn of(app: &'a App) -> Result<Self, RenderError> {
+        let context = AppContext::of(app)?;
+        let config = &app.spec.config;
+        check_lists(config)?;
+        let volumes = config
+            .volumes
+            .iter()
+            .enumerate()
+            .map(|(index, volume)| CheckedVolume::of(&context, volume, index))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut processes = Vec::with_capacity(config.processes.len());
+        for (index, process) in config.processes.iter().enumerate() {
+            let field = format!("spec.processes[{index}]");
+            let process = CheckedProcess::of(&context, process, &field)?;
+            check_container(config, &process)?;
+            processes.push(process);
+        }
+        let domains = domains(config)?;
+        Ok(Self {
+            app,
+            context,
+            processes,
+            volumes,
+            domains,
+        })
+    }
+}
+
+/// What the process's container takes from the app: an image, a health
+/// check path its probes can use, and environment variables.
+fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(), RenderError> {
+    if config.image.trim().is_empty() {
+        return Err(RenderError::new("spec.image", "must be an image reference"));
+    }
+    // Only the probes of an always-on `http` process with a port use the path.
+    let probed = process.spec.port.is_some()
+        && !process.spec.is_scheduled()
+        && process.spec.protocol == "http";
+    if probed
+        && let Some(path) = &config.health_check_path
+        && !path.starts_with('/')
+    {
+        return Err(RenderError::new(
+            "spec.healthCheckPath",
+            "must be an absolute HTTP path",
+        ));
+    }
+    for (index, var) in config.env.iter().enumerate() {
+        let field = format!("spec.env[{index}]");
+        if var.name.is_empty() || var.name.contains('=') {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                "must be an environment variable name",
+            ));
+        }
+        if var.value.is_some() && var.secret.is_some() {
+            return Err(RenderError::new(
+                field,
+                "must have either a value or a secret, not both",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A volume whose name, claim name, mount path and size have been checked.
+pub(super) struct CheckedVolume<'a> {
+    pub(super) spec: &'a AppVolume,
+    pub(super) claim_name: String,
+    pub(super) size: VolumeSize,
+}
+
+impl<'a> CheckedVolume<'a> {
+    fn of(
+        context: &AppContext<'_>,
+        volume: &'a AppVolume,
+        index: usize,
+    ) -> Result<Self, RenderError> {
+        let field = format!("spec.volumes[{index}]");
+        if !OBJECT_NAME.holds(&volume.name) {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
+            ));
+        }
+        let claim_name = object_names::claim(context.name, &volume.name);
+        if !is_dns1123_subdomain(&claim_name) {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                "is too long for a claim name with the app's name",
+            ));
+        }
+        if !volume.mount_path.starts_with('/') || volume.mount_path.contains(':') {
+            return Err(RenderError::new(
+                format!("{field}.mountPath"),
+                "must be an absolute path without ':'",
+            ));
+        }
+        let size = VolumeSize::parse(&volume.size)
+            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+        Ok(Self {
+            spec: volume,
+            claim_name,
+            size,
+        })
+    }
+}
+
+/// The app's domains: Ingress hosts, each once.
+fn domains(config: &AppConfig) -> Result<Vec<String>, RenderError> {
+    let mut domains: Vec<String> = Vec::new();
+    for (index, domain) in config.domains.iter().enumerate() {
+        if !is_host(domain) {
+            return Err(RenderError::new(
+                format!("spec.domains[{index}]"),
+                "must be a lowercase DNS hostname",
+            ));
+        }
+        if !domains.contains(domain) {
+            domains.push(domain.clone());
+        }
+    }
+    Ok(domains)
+}
+
+/// What every object of the app shares.
+pub(super) struct AppContext<'a> {
+    pub(super) name: &'a str,
+    pub(super) namespace: &'a str,
+    pub(super) project: &'a str,
+    pub(super) environment: &'a str,
+    pub(super) owner: OwnerReference,
+    /// Berth's labels and `berth.dev/app`.
+    pub(super) labels: BTreeMap<String, String>,
+    /// The first always-on `http` process with a port, which the Ingress routes to.
+    pub(super) web: Option<(String, i32)>,
+}
+
+impl<'a> AppContext<'a> {
+    fn of(app: &'a App) -> Result<Self, RenderError> {
+        let name = app.metadata.name.as_deref().unwrap_or_default();
+        if !DNS1035_LABEL.holds(name) {
+            return Err(RenderError::new(
+                "metadata.name",
+                "must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters)",
+            ));
+        }
+        let namespace = app
+            .metadata
+            .namespace
+            .as_deref()
+            .ok_or_else(|| RenderError::new("metadata.namespace", "must be set"))?;
+        let mut owner = app.controller_owner_ref(&()).ok_or_else(|| {
+            RenderError::new("metadata.uid", "must be set (the App must be stored)")
+        })?;
+        // Foreground deletion of the App then waits for its workloads.
+        owner.block_owner_deletion = Some(true);
+        let label = |key: &'static str| -> Result<&'a str, RenderError> {
+            match app.labels().get(key) {
+                Some(value) if is_label_value(value) && !value.is_empty() => Ok(value.as_str()),
+                _ => Err(RenderError::new(
+                    format!("metadata.labels[{key}]"),
+                    "must be set to a label value (at most 63 characters)",
+                )),
+            }
+        };
+        let org = label(LABEL_ORG)?;
+        let project = label(LABEL_PROJECT)?;
+        let environment = label(LABEL_ENVIRONMENT)?;
+        let labels = BTreeMap::from([
+            (LABEL_ORG.to_owned(), org.to_owned()),
+            (LABEL_PROJECT.to_owned(), project.to_owned()),
+            (LABEL_ENVIRONMENT.to_owned(), environment.to_owned()),
+            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+            (LABEL_APP.to_owned(), name.to_owned()),
+        ]);
+        let web = app
+            .spec
+            .config
+            .processes
+            .iter()
+            .find(|p| !p.is_scheduled() && p.protocol == "http" && p.port.is_some())
+            .and_then(|p| Some((object_names::workload(name, &p.name), p.port?)));
+        Ok(Self {
+            name,
+            namespace,
+            project,
+            environment,
+            owner,
+            labels,
+            web,
+        })
+    }
+
+    pub(super) fn metadata(&self, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name),
+            namespace: Some(self.namespace.to_owned()),
+            labels: Some(labels),
+            owner_references: Some(vec![self.owner.clone()]),
+            ..Default::default()
+        }
+    }
+
+    /// A claim has no owner; its App's uid, as a label, says whose it is.
+    pub(super) fn claim_labels(&self) -> BTreeMap<String, String> {
+        let mut labels = self.labels.clone();
+        labels.insert(LABEL_APP_UID.to_owned(), self.owner.uid.clone());
+        labels
+    }
+
+    fn process_labels(&self, process: &str) -> BTreeMap<String, String> {
+        let mut labels = self.labels.clone();
+        labels.insert(LABEL_PROCESS.to_owned(), process.to_owned());
+        labels
+    }
+
+    /// What a process's pods are selected by: stable across spec changes, as
+    /// a Deployment's selector is immutable.
+    pub(super) fn selector(&self, process: &str) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_APP.to_owned(), self.name.to_owned()),
+            (LABEL_PROCESS.to_owned(), process.to_owned()),
+        ])
+    }
+}
+
+/// No two processes or volumes of the same name: they would render to the
+/// same objects.
+fn check_lists(config: &AppConfig) -> Result<(), RenderError> {
+    if config.processes.is_empty() {
+        return Err(RenderError::new(
+            "spec.processes",
+            "must hold at least one process",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (index, process) in config.processes.iter().enumerate() {
+        if !seen.insert(process.name.as_str()) {
+            return Err(RenderError::new(
+                format!("spec.processes[{index}].name"),
+                "must differ from every other process's name",
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (index, volume) in config.volumes.iter().enumerate() {
+        if !seen.insert(volume.name.as_str()) {
+            return Err(RenderError::new(
+                format!("spec.volumes[{index}].name"),
+                "must differ from every other volume's name",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A process whose fields rendering relies on have been checked.
+pub(super) struct CheckedProcess<'a> {
+    pub(super) spec: &'a AppProcess,
+    /// The Deployment, Service, HPA or CronJob name.
+    pub(super) object_name: String,
+    pub(super) size: Size,
+    pub(super) labels: BTreeMap<String, String>,
+}
+
+impl<'a> CheckedProcess<'a> {
+    fn of(
+        context: &AppContext<'_>,
+        spec: &'a AppProcess,
+        field: &str,
+    ) -> Result<Self, RenderError> {
+        if !OBJECT_NAME.holds(&spec.name) {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
+            ));
+        }
+        let object_name = object_names::workload(context.name, &spec.name);
+        let limit = if spec.is_scheduled() {
+            MAX_CRON_JOB_NAME
+        } else {
+            MAX_LABEL
+        };
+        if !DNS1035_LABEL.holds(&object_name) || object_name.len() > limit {
+            return Err(RenderError::new(
+                format!("{field}.name"),
+                format!(
+                    "is too long: the app's and the process's names joined by '-' must be at most {limit} characters"
+                ),
+            ));
+        }
+        let size = Size::parse(&spec.size)
+            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+        if let Some(port) = spec.port
+            && !(1..=65535).contains(&port)
+        {
+            return Err(RenderError::new(
+                format!("{field}.port"),
+                "must be between 1 and 65535",
+            ));
+        }
+        if spec.protocol != "http" && spec.protocol != "tcp" {
+            return Err(RenderError::new(
+                format!("{field}.protocol"),
+                "must be http or tcp",
+            ));
+        }
+        if spec.min_replicas < 0 {
+            return Err(RenderError::new(
+                format!("{field}.minReplicas"),
+                "must be 0 or more",
+            ));
+        }
+        if spec.max_replicas < spec.min_replicas {
+            return Err(RenderError::new(
+                format!("{field}.maxReplicas"),
+                "must be at least minReplicas",
+            ));
+        }
+        if let Some(schedule) = &spec.schedule
+            && schedule.trim().is_empty()
+        {
+            return Err(RenderError::new(
+                format!("{field}.schedule"),
+                "must be a 5-field cron expression",
+            ));
+        }
+        Ok(Self {
+            spec,
+            labels: context.process_labels(&spec.name),
+            object_name,
+            size,
+        })
+    }
+
+    /// The container port's name, also the Service port's: a DNS-1035 label.
+    pub(super) fn port_name(&self) -> String {
+        self.spec.protocol.clone()
+    }
+}
+
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253 && value.split('.').all(|label| OBJECT_NAME.holds(label))
+}
+
+/// An Ingress host: a DNS subdomain, optionally with a leading `*.`.
+fn is_host(value: &str) -> bool {
+    let name = value.strip_prefix("*.").unwrap_or(value);
+    name.contains('.') && is_dns1123_subdomain(name)
+}
+
+/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, at most 63 characters.
+fn is_label_value(value: &str) -> bool {
+    value.len() <= MAX_LABEL
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && value
+            .bytes()
+            .next()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
+        && value
+            .bytes()
+            .last()
+            .is_none_or(|b| b.is_ascii_alphanumeric())
+}
