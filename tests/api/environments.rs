@@ -249,6 +249,14 @@ async fn a_production_environment_waits_for_its_grace() {
     );
 }
 
+async fn environments_of(app: &TestApp, project: &str) -> Value {
+    app.get(&format!("/api/v1/projects/{project}/environments"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json()
+}
+
 /// serde would take a struct as the array of its fields (`[null, null]`,
 /// every field left out): a body's objects are objects only.
 #[tokio::test]
@@ -274,13 +282,11 @@ async fn an_object_given_as_an_array_is_refused() {
         .send()
         .await
         .assert_problem(400, "invalid_request");
-    let listed = app
-        .get(&format!("/api/v1/projects/{project}/environments"))
-        .by(&app.owner)
-        .send()
-        .await
-        .json();
-    assert_eq!(listed, json!([]), "nothing was created");
+    assert_eq!(
+        environments_of(&app, &project).await,
+        json!([]),
+        "nothing was created"
+    );
 }
 
 #[tokio::test]
@@ -317,13 +323,11 @@ async fn environment_requests_are_validated() {
         .send()
         .await
         .assert_problem(400, "invalid_request");
-    let listed = app
-        .get(&format!("/api/v1/projects/{project}/environments"))
-        .by(&app.owner)
-        .send()
-        .await
-        .json();
-    assert_eq!(listed, json!([]), "nothing was created");
+    assert_eq!(
+        environments_of(&app, &project).await,
+        json!([]),
+        "nothing was created"
+    );
 
     create(json!({ "name": "dev" }))
         .send()
