@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The generated conformance run of `make test` (issue 10): the committed
+# The generated conformance run of `make test`: the committed
 # OpenAPI description is validated (openapi-spec-validator), then schemathesis
 # sends generated requests to every operation of the whole API, running
 # locally against a throwaway in-memory DynamoDB Local and Berth's stand-in

@@ -1,4 +1,4 @@
-//! Operation ids (DESIGN §3): the `action` of audit events and the OpenAPI
+//! Operation ids: the `action` of audit events and the OpenAPI
 //! `operationId`, stable once released; and who may call each.
 
 use serde::Serialize;
@@ -17,7 +17,7 @@ macro_rules! operations {
                 match self { $(Operation::$variant => $id,)* }
             }
 
-            /// Who may call the operation at all (DESIGN §5), checked by
+            /// Who may call the operation at all, checked by
             /// the `Caller` extractor before the body is read, so that a
             /// caller who may not make the call learns that first. What a
             /// particular request needs beyond it (a new image, a
@@ -116,7 +116,7 @@ impl Operation {
         }
     }
 
-    /// What a caller whose password must change may still do (DESIGN §4).
+    /// What a caller whose password must change may still do.
     pub fn allowed_before_password_change(self) -> bool {
         matches!(
             self,

@@ -53,7 +53,7 @@ pub struct TemplateEnv {
     pub generate: bool,
 }
 
-/// The template record of the API (DESIGN §3).
+/// The template record of the API.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct TemplateRecord {
     pub name: String,
@@ -68,7 +68,7 @@ pub struct TemplateRecord {
     pub processes: Option<Vec<Value>>,
 }
 
-/// What a deployment made (DESIGN §3).
+/// What a deployment made.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Deployed {
     pub template: String,

@@ -261,7 +261,7 @@ fn the_document_says_what_a_client_needs() {
         if !security.is_empty() {
             assert!(responses.contains_key("401"), "{at}: 401");
         }
-        // The records that have a URL of their own (DESIGN §3).
+        // The records that have a URL of their own.
         let located = [
             "createProject",
             "createEnvironment",

@@ -56,7 +56,7 @@ struct LoginBody {
 ///
 /// Checks the email and password and starts a session: the `berth_session`
 /// cookie (`HttpOnly`, `SameSite=Lax`, `Path=/`, 12 h). Failures are
-/// throttled per email and per client address (DESIGN §2).
+/// throttled per email and per client address.
 #[utoipa::path(
     post,
     path = "/api/v1/auth/login",
@@ -70,7 +70,7 @@ async fn login(
     JsonBody(body): JsonBody<LoginBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     // A login attempt from here on, whatever else the request carries: its
-    // event follows the account it names (DESIGN §6), even if it fails below.
+    // event follows the account it names, even if it fails below.
     scope::audit_login(None, false);
     let attempt =
         login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
