@@ -1,4 +1,4 @@
-//! `make bench`: the audit log under concurrency (issue 9, item 8).
+//! `make bench`: the audit log under concurrency.
 //!
 //! Many Lambda instances of one organization write its audit log at once.
 //! This drives `GET /api/v1/me` through the full router against DynamoDB

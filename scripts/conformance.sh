@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# The generated conformance run of `make test` (issue 10): the committed
+# The generated conformance run of `make test`: the committed
 # OpenAPI description is validated (openapi-spec-validator), then schemathesis
 # sends generated requests to every operation of the whole API, running
 # locally against a throwaway in-memory DynamoDB Local and Berth's stand-in
 # cluster, as an owner with an API token; every response must conform to the
-# description. Everything it starts is stopped afterwards; on failure its
-# report stays under .local/conformance/.
+# description, and every other check of schemathesis's (`--checks all`:
+# schema-violating requests refused, schema-valid ones accepted, credentials
+# enforced, ...). Its settings and hooks are in scripts/conformance/.
+# Everything it starts is stopped afterwards; on failure its report stays
+# under .local/conformance/.
 #
 # Knobs: BERTH_CONFORMANCE_EXAMPLES (examples per operation and phase, default
-# 10), BERTH_CONFORMANCE_SEED (a fixed seed, to replay a run).
+# 10), BERTH_CONFORMANCE_SEED (a fixed seed, to replay a run; by default the
+# day's date, so that the generated cases change from day to day but a
+# failure replays the same day), BERTH_CONFORMANCE_CHECKS (default `all`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +21,7 @@ tools=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv/bin
 bin=${CARGO_TARGET_DIR:-target}/debug
 report=.local/conformance
 examples=${BERTH_CONFORMANCE_EXAMPLES:-10}
-seed=${BERTH_CONFORMANCE_SEED:-$RANDOM}
+seed=${BERTH_CONFORMANCE_SEED:-$(date -u +%Y%m%d)}
 
 say() { printf 'conformance: %s\n' "$*" >&2; }
 
@@ -102,9 +107,9 @@ status=0
 schemathesis() {
   local name=$1
   shift
-  "$tools/st" run openapi/openapi.json --url "$api" \
-    --header "Authorization: Bearer $token" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+  BERTH_CONFORMANCE_TOKEN=$token SCHEMATHESIS_HOOKS=hooks PYTHONPATH=scripts/conformance \
+    "$tools/st" --config-file scripts/conformance/schemathesis.toml run openapi/openapi.json --url "$api" \
+    --checks "${BERTH_CONFORMANCE_CHECKS:-all}" \
     --max-examples "$examples" --seed "$seed" --workers 1 \
     --request-timeout 30 --generation-database none \
     --report junit,ndjson --report-dir "$report/$name" \

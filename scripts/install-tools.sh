@@ -67,11 +67,11 @@ command -v cargo >/dev/null 2>&1 || {
 case "${1:-}" in
   image)
     # `make controller-image`: buildah builds the image without a daemon,
-    # skopeo reads it back and pushes it (README, Deploy).
+    # skopeo reads it back and pushes it (docs/deploy.md).
     apt_tool buildah buildah "make controller-image builds the controller's image with it"
     apt_tool skopeo skopeo "the controller's image is inspected and pushed with it"
-    # A registry on loopback: the README's Deploy test pushes the image there.
-    apt_tool docker-registry docker-registry "the README's Deploy test pushes the image to it"
+    # A registry on loopback: the deploy test (docs/deploy.md, run) pushes the image there.
+    apt_tool docker-registry docker-registry "the deploy test of docs/deploy.md pushes the image to it"
     exit 0
     ;;
   lambda | package)

@@ -3,7 +3,7 @@
 # test, lints the SAM template, checks the CDK stack against it, runs the
 # generated conformance run, and stops what it started.
 # `BERTH_TEST_KUBECONFIG=/path make test` runs the cluster tests against that
-# real cluster instead of the stand-in (see the README's Tests).
+# real cluster instead of the stand-in (see docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +19,7 @@ echo "== the CDK stack (infra/cdk) against template.yaml"
 infra/cdk/cdk.sh check
 
 echo "== the controller's image (make controller-image, from an unoptimized build)"
-# Also for the tests: the README's Deploy test runs `make controller-image`.
+# Also for the tests: the deploy test (docs/deploy.md, run) runs `make controller-image`.
 export BERTH_IMAGE_PROFILE=dev
 scripts/controller-image.sh
 

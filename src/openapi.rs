@@ -176,6 +176,8 @@ pub fn document() -> Value {
     for function in FUNCTIONS {
         api.merge((function.describe)());
     }
+    // Once for the whole document; the public operations say `[]`.
+    api.security = Some(berth_shared::openapi::security());
     api.tags = Some(
         TAGS.iter()
             .map(|(name, description)| {

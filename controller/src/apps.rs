@@ -26,7 +26,7 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::batch::v1::CronJob;
-use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Service};
+use k8s_openapi::api::core::v1::{Namespace as K8sNamespace, PersistentVolumeClaim, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
@@ -44,9 +44,11 @@ use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
+use crate::events::Reason;
+use crate::metrics::Metrics;
 use crate::releases::{self, Plan, ReleaseJob};
 use crate::render::{CheckedApp, Rendered, render};
-use crate::{Context, Error, FIELD_MANAGER, backoff_key};
+use crate::{Context, Error, FIELD_MANAGER, named, namespace_terminating};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
@@ -70,29 +72,63 @@ const WHILE_AN_EARLIER_APP_GOES: Duration = Duration::from_secs(2);
 /// not Berth's: only a change elsewhere can cure it, so look now and then.
 const WHILE_BLOCKED: Duration = Duration::from_secs(30);
 
+// The Events of an App (`kubectl describe app NAME -n NAMESPACE`): one at
+// each change of its status, and one at each refused write.
+const PROGRESSING: Reason = Reason::normal(REASON_PROGRESSING, "Rollout");
+const AVAILABLE: Reason = Reason::normal(REASON_AVAILABLE, "Rollout");
+const SCHEDULED: Reason = Reason::normal(REASON_SCHEDULED, "Rollout");
+const ROLLOUT_FAILED: Reason = Reason::warning(REASON_ROLLOUT_FAILED, "Rollout");
+const INVALID_SPEC: Reason = Reason::warning("InvalidSpec", "Render");
+const NAMESPACE_NOT_BERTHS: Reason = Reason::warning("NamespaceNotBerths", "Apply");
+const NAME_TAKEN: Reason = Reason::warning("NameTaken", "Apply");
+const WAITING_FOR_EARLIER_APP: Reason = Reason::normal("WaitingForEarlierApp", "Apply");
+const REFUSED: Reason = Reason::warning("Refused", "Apply");
+const RELEASING: Reason = Reason::normal(REASON_RELEASING, "Release");
+const RELEASE_FAILED: Reason = Reason::warning(REASON_RELEASE_FAILED, "Release");
+const ROLLED_BACK: Reason = Reason::warning("RolledBack", "Rollback");
+
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
     if app.metadata.deletion_timestamp.is_some() {
         // Its workloads go with it (owner references); its claims stay.
         return Ok(Action::await_change());
     }
-    let key = backoff_key(app.as_ref());
+    let key = named(app.as_ref());
     let checked = CheckedApp::of(&app).map(|checked| render(&checked, &context.settings.render));
     let rendered = match checked {
         Ok(rendered) => rendered,
         Err(error) => {
             tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
             let message = format!("The App's spec is invalid: {error}.");
-            set_status(&app, &context, failure_status(&app, None, message)).await?;
-            context.succeeded(&key);
+            report(
+                &app,
+                &context,
+                failure_status(&app, None, message),
+                INVALID_SPEC,
+            )
+            .await?;
             // Only a change of the spec can fix it, and that is watched.
             return Ok(Action::await_change());
         }
     };
-    if let Some(message) = foreign_namespace(&app, &context).await? {
-        tracing::warn!(app = %key, "the App's namespace is not its environment's; nothing applied");
-        set_status(&app, &context, failure_status(&app, None, message)).await?;
-        context.succeeded(&key);
-        return Ok(Action::requeue(WHILE_BLOCKED));
+    match namespace_of(&app, &context).await? {
+        Namespace::Berths => {}
+        Namespace::Terminating => {
+            // Writes into it are refused, and the App goes with it: nothing
+            // to do but wait (an Event in it would be refused too).
+            tracing::info!(app = %key, "the App's namespace is being deleted; nothing applied");
+            return Ok(Action::await_change());
+        }
+        Namespace::Foreign(message) => {
+            tracing::warn!(app = %key, "the App's namespace is not its environment's; nothing applied");
+            report(
+                &app,
+                &context,
+                failure_status(&app, None, message),
+                NAMESPACE_NOT_BERTHS,
+            )
+            .await?;
+            return Ok(Action::requeue(WHILE_BLOCKED));
+        }
     }
     let _turn = context
         .namespace_turn(&app.namespace().unwrap_or_default())
@@ -103,21 +139,21 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     // What the workloads run: the spec's revision, unless its release
     // command is still to succeed (the last available configuration runs
     // meanwhile, and stays if it fails).
-    let held: Option<(&str, String)> = match releases::plan(&app, &memory) {
+    let held: Option<(Reason, String)> = match releases::plan(&app, &memory) {
         Plan::Apply => None,
-        Plan::Failed(message) => Some((REASON_RELEASE_FAILED, message)),
+        Plan::Failed(message) => Some((RELEASE_FAILED, message)),
         Plan::Release => {
             match releases::run(&app, &context.client, &context.settings.render).await? {
                 ReleaseJob::Succeeded => {
                     memory.released_command_of = Some(revision);
                     None
                 }
-                ReleaseJob::Running(message) => Some((REASON_RELEASING, message)),
+                ReleaseJob::Running(message) => Some((RELEASING, message)),
                 ReleaseJob::Failed(why) => {
                     let message = releases::release_failed(&app, &why, &memory);
                     tracing::warn!(app = %key, revision, why = %why, "release command failed");
                     memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
-                    Some((REASON_RELEASE_FAILED, message))
+                    Some((RELEASE_FAILED, message))
                 }
             }
         }
@@ -125,7 +161,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let previous;
     let (target, rendered) = match &held {
         None => (app.as_ref(), rendered),
-        Some((reason, message)) => {
+        Some((why, message)) => {
             let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
                 let checked = CheckedApp::of(&previous).ok()?;
                 let rendered = render(&checked, &context.settings.render);
@@ -135,16 +171,14 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 // Nothing ran before this revision: nothing to keep running.
                 let status = AppStatus {
                     ready: false,
-                    reason: Some((*reason).to_owned()),
+                    reason: Some(why.reason.to_owned()),
                     message: Some(message.clone()),
                     url: None,
                     observed_generation: app.metadata.generation,
                     ..memory
                 };
-                let releasing = *reason == REASON_RELEASING;
-                set_status(&app, &context, status).await?;
-                context.succeeded(&key);
-                return Ok(Action::requeue(if releasing {
+                report(&app, &context, status, *why).await?;
+                return Ok(Action::requeue(if *why == RELEASING {
                     WHILE_RELEASING
                 } else {
                     RESYNC
@@ -155,20 +189,24 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         }
     };
     match apply_all(target, &rendered, &context).await {
+        Ok(Outcome::Gone) => {
+            tracing::info!(app = %key, "the App was deleted meanwhile; no claim made");
+            Ok(Action::await_change())
+        }
         Ok(Outcome::Blocked(blocked)) => {
             tracing::warn!(app = %key, message = %blocked.message, "a rendered name is taken; nothing applied");
             // No URL while someone else's objects hold the app's names:
             // nothing of it serves there.
-            let status = if blocked.waiting {
-                AppStatus {
+            let (status, why) = if blocked.waiting {
+                let status = AppStatus {
                     reason: Some(REASON_PROGRESSING.to_owned()),
                     ..failure_status(&app, rendered.url.clone(), blocked.message)
-                }
+                };
+                (status, WAITING_FOR_EARLIER_APP)
             } else {
-                failure_status(&app, None, blocked.message)
+                (failure_status(&app, None, blocked.message), NAME_TAKEN)
             };
-            set_status(&app, &context, status.remembering(memory)).await?;
-            context.succeeded(&key);
+            report(&app, &context, status.remembering(memory), why).await?;
             Ok(Action::requeue(if blocked.waiting {
                 WHILE_AN_EARLIER_APP_GOES
             } else {
@@ -183,35 +221,40 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 applied.waiting_for.clone(),
             )
             .remembering(memory);
-            if let Some((reason, message)) = held {
+            let why = if let Some((why, message)) = held {
                 // The previous revision serves; the status says why.
-                status.reason = Some(reason.to_owned());
+                status.reason = Some(why.reason.to_owned());
                 status.message = Some(message);
+                why
             } else {
                 let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
                     .then(|| status.message.clone().unwrap_or_default());
-                if let Some(why) = &failed
-                    && let Some(next) = releases::rollback(&app, &status, why)
+                if let Some(failure) = &failed
+                    && let Some(next) = releases::rollback(&app, &status, failure)
                     && releases::commit_rollback(&context.client, &next).await?
                 {
                     status.reason = Some(REASON_PROGRESSING.to_owned());
                     status.message = next.spec.release.note.clone();
                     releases::remember_rollback(&next, &mut status);
-                    set_status(&app, &context, status).await?;
-                    context.succeeded(&key);
+                    report(&app, &context, status, ROLLED_BACK).await?;
                     return Ok(Action::requeue(WHILE_PROGRESSING));
                 }
                 releases::record_applied(&app, &mut status, failed.as_deref());
                 if status.ready && status.message.is_none() {
                     status.message = releases::rollback_note(&app);
                 }
-            }
+                match status.reason.as_deref() {
+                    Some(REASON_AVAILABLE) => AVAILABLE,
+                    Some(REASON_SCHEDULED) => SCHEDULED,
+                    Some(REASON_ROLLOUT_FAILED) => ROLLOUT_FAILED,
+                    _ => PROGRESSING,
+                }
+            };
             let progressing = matches!(
                 status.reason.as_deref(),
                 Some(REASON_PROGRESSING | REASON_RELEASING)
             );
-            set_status(&app, &context, status).await?;
-            context.succeeded(&key);
+            report(&app, &context, status, why).await?;
             Ok(Action::requeue(if applied.waiting_for.is_some() {
                 WHILE_REPLACING_A_CLAIM
             } else if progressing {
@@ -221,15 +264,21 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             }))
         }
         Err(failure) => {
-            // The raw error for operators; the status gets a sentence.
+            // The raw error for operators; the status and the Event get a
+            // sentence.
             tracing::warn!(app = %key, object = %failure.object, error = %failure.error, "applying failed");
             // A refusal is the app's failure; a cluster that is briefly
-            // unavailable is not, and is only retried.
-            if failure.is_refusal() {
-                let status = failure_status(&app, rendered.url.clone(), failure.message())
-                    .remembering(memory);
+            // unavailable is not, and is only retried. A namespace being
+            // deleted refuses everything, Events too.
+            if failure.is_refusal() && !namespace_terminating(&failure.error) {
+                let message = failure.message();
+                let status =
+                    failure_status(&app, rendered.url.clone(), message.clone()).remembering(memory);
                 // Best effort: the error is what gets retried.
                 let _ = set_status(&app, &context, status).await;
+                // Every refusal, not only the first: kube-rs's Recorder
+                // counts repeats in one Event.
+                context.events.publish(app.as_ref(), REFUSED, message).await;
             }
             Err(Error::Apply {
                 object: failure.object,
@@ -267,37 +316,49 @@ impl Remembering for AppStatus {
     }
 }
 
-pub fn error_policy(app: Arc<App>, _error: &Error, context: Arc<Context>) -> Action {
-    context.backoff(backoff_key(app.as_ref()))
+/// Whether the App's namespace is one Berth renders into.
+enum Namespace {
+    /// Owned by Berth's Environment of that name (by uid).
+    Berths,
+    /// Berth's, but being deleted.
+    Terminating,
+    /// Not Berth's: why, for the App's status.
+    Foreign(String),
 }
 
-/// Why the App is not rendered in its namespace, when the namespace is not
-/// the one its Berth Environment of that name owns (by uid). Namespace and
-/// Environment are read at once.
-async fn foreign_namespace(app: &App, context: &Context) -> Result<Option<String>, Error> {
+/// Whether the App's namespace is the one its Berth Environment of that name
+/// owns (by uid). Namespace and Environment are read at once.
+async fn namespace_of(app: &App, context: &Context) -> Result<Namespace, Error> {
     let namespace = app.namespace().unwrap_or_default();
-    let namespaces = Api::<Namespace>::all(context.client.clone());
+    let namespaces = Api::<K8sNamespace>::all(context.client.clone());
     let environments = Api::<Environment>::all(context.client.clone());
     let (found, environment) = tokio::join!(
         namespaces.get_opt(&namespace),
         environments.get_opt(&namespace)
     );
-    let owned = match (found?, environment?) {
-        (Some(found), Some(environment)) => {
-            ownership::namespace_owner(&found, &environment) == NamespaceOwner::ThisEnvironment
+    Ok(match (found?, environment?) {
+        (Some(found), Some(environment))
+            if ownership::namespace_owner(&found, &environment)
+                == NamespaceOwner::ThisEnvironment =>
+        {
+            if found.metadata.deletion_timestamp.is_some() {
+                Namespace::Terminating
+            } else {
+                Namespace::Berths
+            }
         }
-        _ => false,
-    };
-    Ok((!owned).then(|| {
-        format!(
+        _ => Namespace::Foreign(format!(
             "Namespace {namespace} is not owned by Berth's environment {namespace}, so Berth applies nothing in it."
-        )
-    }))
+        )),
+    })
 }
 
 /// What applying came to.
 enum Outcome {
     Applied(Applied),
+    /// Nothing more was applied: the App was deleted meanwhile (a claim it
+    /// would have made would outlive it).
+    Gone,
     /// Nothing was applied: a rendered name is someone else's.
     Blocked(Blocked),
 }
@@ -433,6 +494,7 @@ struct Kind<K: Resource> {
     api: Api<K>,
     ours: BTreeMap<String, K>,
     others: BTreeMap<String, K>,
+    metrics: Arc<Metrics>,
 }
 
 impl<K> Kind<K>
@@ -462,7 +524,12 @@ where
             .into_iter()
             .map(|object| (object.name_any(), object))
             .partition(|(_, object)| is_ours(object));
-        Ok(Self { api, ours, others })
+        Ok(Self {
+            api,
+            ours,
+            others,
+            metrics: context.metrics.clone(),
+        })
     }
 
     /// Those controlled by `app`, by uid.
@@ -490,14 +557,17 @@ where
 
     async fn apply(&self, object: &K) -> Result<K, Failure> {
         let name = object.name_any();
-        self.api
+        let applied = self
+            .api
             .patch(
                 &name,
                 &PatchParams::apply(FIELD_MANAGER).force(),
                 &Patch::Apply(object),
             )
             .await
-            .map_err(Failure::of::<K>(&name))
+            .map_err(Failure::of::<K>(&name))?;
+        self.metrics.applied(&K::kind(&()));
+        Ok(applied)
     }
 
     async fn apply_all(&self, objects: &[K]) -> Result<Vec<K>, Failure> {
@@ -617,6 +687,18 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
         return Ok(Outcome::Blocked(blocked));
     }
 
+    // A claim has no owner reference (it outlives its App), so nothing
+    // would collect one made for an App deleted since this reconcile's
+    // look (the cache can be behind): before making a claim, one read
+    // confirms the App is still this one.
+    let makes_a_claim = rendered
+        .claims
+        .iter()
+        .any(|claim| !claims.ours.contains_key(&claim.name_any()));
+    if makes_a_claim && !still_exists(app, context).await? {
+        return Ok(Outcome::Gone);
+    }
+
     // Claims first: pods wait for the claims they mount.
     let mut waiting_for = None;
     for claim in &rendered.claims {
@@ -646,6 +728,18 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
         deployments: live_deployments,
         waiting_for,
     }))
+}
+
+/// Whether the App is still there, the same one (by uid): one read.
+async fn still_exists(app: &App, context: &Context) -> Result<bool, Failure> {
+    let api: Api<App> =
+        Api::namespaced(context.client.clone(), &app.namespace().unwrap_or_default());
+    let live = api
+        .get_opt(&app.name_any())
+        .await
+        .map_err(Failure::of::<App>(&app.name_any()))?;
+    Ok(live
+        .is_some_and(|live| live.uid() == app.uid() && live.metadata.deletion_timestamp.is_none()))
 }
 
 /// A Deployment moving to `Recreate` must lose its `rollingUpdate`
@@ -878,10 +972,33 @@ pub fn failure_status(app: &App, url: Option<String>, message: String) -> AppSta
     }
 }
 
-/// Writes the status only when it differs, so writing it starts no new round.
-async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(), Error> {
+/// Writes the status when it differs, and then publishes an Event of
+/// `why`: one Event per change of the App's state.
+async fn report(app: &App, context: &Context, status: AppStatus, why: Reason) -> Result<(), Error> {
+    let note = event_note(&status);
+    if set_status(app, context, status).await? {
+        context.events.publish(app, why, note).await;
+    }
+    Ok(())
+}
+
+/// An Event's note: the status's message, or what a ready status means.
+fn event_note(status: &AppStatus) -> String {
+    if let Some(message) = &status.message {
+        return message.clone();
+    }
+    match (status.reason.as_deref(), &status.url) {
+        (Some(REASON_SCHEDULED), _) => "The app's scheduled processes are set up.".to_owned(),
+        (_, Some(url)) => format!("Every process of the app is rolled out; it answers at {url}."),
+        _ => "Every process of the app is rolled out.".to_owned(),
+    }
+}
+
+/// Writes the status only when it differs, so writing it starts no new
+/// round; whether it was written.
+async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<bool, Error> {
     if app.status.as_ref() == Some(&status) {
-        return Ok(());
+        return Ok(false);
     }
     let api: Api<App> =
         Api::namespaced(context.client.clone(), &app.namespace().unwrap_or_default());
@@ -900,15 +1017,15 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<(
     {
         Ok(_) => {}
         // Deleted meanwhile: nothing to report to.
-        Err(error) if is_not_found(&error) => return Ok(()),
+        Err(error) if is_not_found(&error) => return Ok(false),
         Err(error) => return Err(error.into()),
     }
     tracing::info!(
-        app = %backoff_key(app),
+        app = %named(app),
         reason = %status.reason.as_deref().unwrap_or("none"),
         "status"
     );
-    Ok(())
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -28,13 +28,26 @@ use berth_shared::cluster::crd::{
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
+use crate::events::Reason;
 use crate::isolation;
-use crate::{Context, Error, FIELD_MANAGER, backoff_key};
+use crate::{Context, Error, FIELD_MANAGER};
 
 pub const QUOTA_NAME: &str = "berth-quota";
 pub const LIMIT_RANGE_NAME: &str = "berth-defaults";
 /// How often a provisioned environment is looked at again, to repair drift.
 const RESYNC: Duration = Duration::from_secs(300);
+
+// The Events of an Environment (`kubectl describe environment NAME`).
+const NAMESPACE_CREATED: Reason = Reason::normal("NamespaceCreated", "Provision");
+const PROVISIONED: Reason = Reason::normal("Provisioned", "Provision");
+const QUOTA_APPLIED: Reason = Reason::normal("QuotaApplied", "Provision");
+const NAMESPACE_TERMINATING: Reason = Reason::warning("NamespaceTerminating", "Provision");
+const NAMESPACE_NOT_BERTHS: Reason = Reason::warning("NamespaceNotBerths", "Provision");
+const EARLIER_NAMESPACE: Reason = Reason::normal("WaitingForEarlierNamespace", "Provision");
+const PROVISIONING_FAILED: Reason = Reason::warning("ProvisioningFailed", "Provision");
+const PURGING: Reason = Reason::normal("Purging", "Purge");
+const PURGED: Reason = Reason::normal("Purged", "Purge");
+const PURGE_FAILED: Reason = Reason::warning("PurgeFailed", "Purge");
 
 pub async fn reconcile(
     environment: Arc<Environment>,
@@ -43,14 +56,27 @@ pub async fn reconcile(
     let name = environment.name_any();
     let result = reconcile_inner(&environment, &context).await;
     match &result {
-        Ok(_) => context.succeeded(&backoff_key(environment.as_ref())),
+        Ok(_) => {}
         // A failed purge says so itself, and stays `Terminating`: an
         // environment half purged must never look restorable.
         Err(error) if purge_due(&environment) => {
             tracing::warn!(environment = %name, error = %error, "purge failed");
+            context
+                .events
+                .publish(environment.as_ref(), PURGE_FAILED, error.tenant_message())
+                .await;
         }
         Err(error) => {
             tracing::warn!(environment = %name, error = %error, "provisioning failed");
+            let why = match error {
+                Error::NamespaceNotManaged(_) => NAMESPACE_NOT_BERTHS,
+                Error::NamespaceOfEarlierEnvironment(_) => EARLIER_NAMESPACE,
+                _ => PROVISIONING_FAILED,
+            };
+            context
+                .events
+                .publish(environment.as_ref(), why, error.tenant_message())
+                .await;
             let degraded = EnvironmentStatus {
                 phase: Some("Degraded".into()),
                 ready: false,
@@ -62,14 +88,6 @@ pub async fn reconcile(
         }
     }
     result
-}
-
-pub fn error_policy(
-    environment: Arc<Environment>,
-    _error: &Error,
-    context: Arc<Context>,
-) -> Action {
-    context.backoff(backoff_key(environment.as_ref()))
 }
 
 fn current_status(environment: &Environment) -> EnvironmentStatus {
@@ -114,16 +132,82 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
         };
         set_status(environment, context, pending).await?;
     }
-    provision(environment, context).await?;
+    let namespace = environment.name_any();
+    // A namespace whose deletion begins while it is provisioned refuses the
+    // writes still to come: the same wait as for one seen being deleted.
+    let provisioned = match provision(environment, context).await {
+        Err(error) if error.is_namespace_terminating() => Provisioned::NamespaceTerminating,
+        provisioned => provisioned?,
+    };
+    match provisioned {
+        Provisioned::Applied => {}
+        Provisioned::Created => {
+            let note = format!(
+                "Namespace {namespace} created for environment {} of project {}.",
+                environment.spec.name, environment.spec.project
+            );
+            context
+                .events
+                .publish(environment, NAMESPACE_CREATED, note)
+                .await;
+        }
+        Provisioned::NamespaceTerminating => {
+            let message = format!(
+                "namespace {namespace} is being deleted; Berth makes it again once it has gone"
+            );
+            let degraded = EnvironmentStatus {
+                phase: Some("Degraded".into()),
+                ready: false,
+                message: Some(message.clone()),
+                ..current_status(environment)
+            };
+            set_status(environment, context, degraded).await?;
+            context
+                .events
+                .publish(environment, NAMESPACE_TERMINATING, message)
+                .await;
+            // Its deletion is a change of the namespace this controller
+            // owns, which wakes it; writing into it meanwhile is refused.
+            return Ok(Action::await_change());
+        }
+    }
     let ready = EnvironmentStatus {
         phase: Some("Ready".into()),
         ready: true,
         message: None,
-        namespace: Some(environment.name_any()),
+        namespace: Some(namespace.clone()),
         observed_generation: environment.metadata.generation,
     };
-    set_status(environment, context, ready).await?;
+    let before = current_status(environment);
+    if set_status(environment, context, ready).await? {
+        if !before.ready {
+            let note = format!(
+                "Namespace {namespace} is ready, with its quota, default limits and network isolation."
+            );
+            context.events.publish(environment, PROVISIONED, note).await;
+        } else if before.observed_generation != environment.metadata.generation {
+            let note = format!(
+                "The environment's quota is applied to namespace {namespace} (generation {}).",
+                environment.metadata.generation.unwrap_or_default()
+            );
+            context
+                .events
+                .publish(environment, QUOTA_APPLIED, note)
+                .await;
+        }
+    }
     Ok(Action::requeue(requeue))
+}
+
+/// What provisioning came to.
+enum Provisioned {
+    /// The namespace was made, and everything applied in it.
+    Created,
+    /// The namespace was there already; everything applied again.
+    Applied,
+    /// The namespace is this environment's but being deleted: nothing was
+    /// written, or the apiserver refused the rest.
+    NamespaceTerminating,
 }
 
 /// Whether `namespace` is this environment's: its controller owner
@@ -142,7 +226,7 @@ fn not_ours(namespace: &Namespace, environment: &Environment) -> Error {
     }
 }
 
-async fn provision(environment: &Environment, context: &Context) -> Result<(), Error> {
+async fn provision(environment: &Environment, context: &Context) -> Result<Provisioned, Error> {
     let namespace_name = environment.name_any();
     let namespaces = Api::<Namespace>::all(context.client.clone());
     // Look before applying: server-side apply would adopt whatever namespace
@@ -153,6 +237,12 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
         && !owned_by(namespace, environment)
     {
         return Err(not_ours(namespace, environment));
+    }
+    if existing
+        .as_ref()
+        .is_some_and(|namespace| namespace.metadata.deletion_timestamp.is_some())
+    {
+        return Ok(Provisioned::NamespaceTerminating);
     }
     let owner = environment
         .controller_owner_ref(&())
@@ -192,6 +282,7 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
             .patch(&namespace_name, &apply, &Patch::Apply(&namespace))
             .await?;
     }
+    context.metrics.applied("Namespace");
 
     // Every environment has a quota: its storage is bounded even when it
     // asks for nothing.
@@ -204,6 +295,7 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
     Api::<ResourceQuota>::namespaced(context.client.clone(), &namespace_name)
         .patch(QUOTA_NAME, &apply, &Patch::Apply(&resource_quota))
         .await?;
+    context.metrics.applied("ResourceQuota");
     let policy = isolation::network_policy(&namespace_name, &context.settings.ingress_namespace);
     Api::<NetworkPolicy>::namespaced(context.client.clone(), &namespace_name)
         .patch(
@@ -212,6 +304,7 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
             &Patch::Apply(&policy),
         )
         .await?;
+    context.metrics.applied("NetworkPolicy");
 
     // Defaults, so that pods without requests and limits still fit a quota.
     let limit_range = json!({
@@ -227,7 +320,12 @@ async fn provision(environment: &Environment, context: &Context) -> Result<(), E
     Api::<LimitRange>::namespaced(context.client.clone(), &namespace_name)
         .patch(LIMIT_RANGE_NAME, &apply, &Patch::Apply(&limit_range))
         .await?;
-    Ok(())
+    context.metrics.applied("LimitRange");
+    Ok(if existing.is_none() {
+        Provisioned::Created
+    } else {
+        Provisioned::Applied
+    })
 }
 
 /// Marks the environment `Terminating`, then deletes the namespace, waits
@@ -252,7 +350,13 @@ async fn purge(environment: &Environment, context: &Context) -> Result<Action, E
         )
         .await
         {
-            Ok(()) => {}
+            Ok(()) => {
+                let note = format!(
+                    "The environment's deletion is due: namespace {} and everything in it are deleted.",
+                    environment.name_any()
+                );
+                context.events.publish(environment, PURGING, note).await;
+            }
             Err(Error::Kube(error)) if is_conflict(&error) => {
                 return Ok(Action::requeue(Duration::from_secs(1)));
             }
@@ -302,6 +406,8 @@ async fn remove(environment: &Environment, context: &Context) -> Result<Action, 
             return Ok(Action::requeue(Duration::from_secs(2)));
         }
     }
+    let note = format!("Namespace {name} has gone; the environment is removed.");
+    context.events.publish(environment, PURGED, note).await;
     match Api::<Environment>::all(context.client.clone())
         .delete(&name, &DeleteParams::default())
         .await
@@ -314,16 +420,18 @@ async fn remove(environment: &Environment, context: &Context) -> Result<Action, 
     Ok(Action::await_change())
 }
 
-/// Writes the status only when it differs, so writing it starts no new round.
+/// Writes the status only when it differs, so writing it starts no new
+/// round; whether it was written.
 async fn set_status(
     environment: &Environment,
     context: &Context,
     status: EnvironmentStatus,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     if environment.status.as_ref() == Some(&status) {
-        return Ok(());
+        return Ok(false);
     }
-    write_status(environment, context, &status, None).await
+    write_status(environment, context, &status, None).await?;
+    Ok(true)
 }
 
 /// Writes the status; with `resource_version`, only onto that version of the

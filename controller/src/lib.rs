@@ -4,31 +4,48 @@
 //! resources into the workloads that run them ([`render`]).
 //!
 //! Reconciles are idempotent (server-side apply; status written only when it
-//! changes) and failures back off exponentially per object.
+//! changes) and failures back off exponentially per object (`backoff`); a
+//! write refused because the namespace is being deleted waits for a change
+//! instead. What happens is told as Kubernetes Events on the objects
+//! (`events`) and counted in Prometheus metrics (`metrics`); of several
+//! replicas only the one holding the Lease reconciles (`replica`).
 
 pub mod apps;
+mod backoff;
 mod environments;
+pub mod events;
 pub mod isolation;
+pub mod metrics;
 mod projects;
 pub mod releases;
 pub mod render;
+mod replica;
 
 use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
 
 use crate::render::RenderSettings;
+
+pub use replica::{
+    DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
+    ReplicaSettings,
+};
 
 /// The field manager of everything the controller applies.
 pub const FIELD_MANAGER: &str = "berth-controller";
@@ -77,6 +94,40 @@ impl Error {
             | Error::NamespaceOfEarlierEnvironment(_) => self.to_string(),
         }
     }
+
+    /// The `error` label of `reconcile_failures_total`.
+    pub fn kind(&self) -> &'static str {
+        if self.is_namespace_terminating() {
+            return "namespace_terminating";
+        }
+        match self {
+            Error::Kube(_) => "kube",
+            Error::ProjectNotEmpty(_) => "project_not_empty",
+            Error::BadSchedule(_) => "bad_schedule",
+            Error::Finalizer(_) => "finalizer",
+            Error::NamespaceNotManaged(_) => "namespace_not_managed",
+            Error::NamespaceOfEarlierEnvironment(_) => "namespace_of_earlier_environment",
+            Error::Manifest(_) => "manifest",
+            Error::Apply { .. } => "apply",
+        }
+    }
+
+    /// Whether the apiserver refused a write because the namespace is being
+    /// deleted: retrying cannot help until the namespace has gone.
+    pub fn is_namespace_terminating(&self) -> bool {
+        match self {
+            Error::Kube(error) | Error::Apply { source: error, .. } => namespace_terminating(error),
+            _ => false,
+        }
+    }
+}
+
+/// A refusal of new content in a namespace being deleted (the apiserver's
+/// `NamespaceTerminating` cause).
+pub fn namespace_terminating(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403
+        && status.details.iter().flat_map(|details| &details.causes)
+            .any(|cause| cause.reason == "NamespaceTerminating"))
 }
 
 #[cfg(test)]
@@ -128,28 +179,26 @@ impl Default for Settings {
 pub struct Context {
     pub client: Client,
     pub settings: Settings,
-    failures: Mutex<HashMap<String, u32>>,
+    pub metrics: Arc<metrics::Metrics>,
+    pub events: events::Events,
+    backoff: backoff::Backoff,
     /// One lock per namespace: its apps are applied one at a time.
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-/// The backoff key of an object: kind, namespace and name, so that objects of
-/// different kinds or namespaces never share a count.
-fn backoff_key<K: Resource<DynamicType = ()>>(object: &K) -> String {
-    format!(
-        "{}/{}/{}",
-        K::kind(&()),
-        object.namespace().unwrap_or_default(),
-        object.name_any()
-    )
-}
-
 impl Context {
-    fn new(client: Client, settings: Settings) -> Arc<Self> {
+    fn new(
+        client: Client,
+        settings: Settings,
+        metrics: Arc<metrics::Metrics>,
+        instance: &str,
+    ) -> Arc<Self> {
         Arc::new(Self {
+            events: events::Events::new(client.clone(), instance),
             client,
             settings,
-            failures: Mutex::new(HashMap::new()),
+            metrics,
+            backoff: backoff::Backoff::default(),
             turns: Mutex::new(HashMap::new()),
         })
     }
@@ -167,28 +216,122 @@ impl Context {
         };
         lock.lock_owned().await
     }
+}
 
-    /// 1 s, 2 s, 4 s … up to 5 minutes, per object.
-    fn backoff(&self, key: String) -> Action {
-        let mut failures = self
-            .failures
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let count = failures.entry(key).or_insert(0);
-        *count = (*count + 1).min(9);
-        Action::requeue(Duration::from_secs(1 << (*count - 1)).min(Duration::from_secs(300)))
-    }
-
-    fn succeeded(&self, key: &str) {
-        if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(key);
-        }
+/// `namespace/name` (or `name`) of an object, for the log.
+fn named<K: Resource>(object: &K) -> String {
+    match object.meta().namespace.as_deref() {
+        Some(namespace) => format!("{namespace}/{}", object.name_any()),
+        None => object.name_any(),
     }
 }
 
-/// Runs the controllers until the watches end.
-pub async fn run(client: Client, settings: Settings) {
-    let context = Context::new(client.clone(), settings);
+/// The one error policy of the three controllers: a write refused because
+/// the namespace is being deleted waits for a change (the namespace's
+/// deletion ends it: an Environment watches its namespace, an App goes with
+/// it), anything else is retried after the object's backoff.
+fn error_policy<K: Resource<DynamicType = ()>>(
+    object: Arc<K>,
+    error: &Error,
+    context: Arc<Context>,
+) -> Action {
+    if error.is_namespace_terminating() {
+        return Action::await_change();
+    }
+    Action::requeue(
+        context
+            .backoff
+            .failed(backoff::key(object.as_ref()), Instant::now()),
+    )
+}
+
+/// A reconcile, counted and timed; a success forgets the object's backoff.
+async fn measured(
+    kind: &'static str,
+    key: String,
+    context: Arc<Context>,
+    reconcile: impl Future<Output = Result<Action, Error>>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile.await;
+    context
+        .metrics
+        .reconciled(kind, started.elapsed(), result.as_ref().map(|_| ()));
+    if result.is_ok() {
+        context.backoff.succeeded(&key);
+    }
+    result
+}
+
+/// A controller running `reconcile` (counted, timed, with the one error
+/// policy), its failures logged.
+fn running<K, Reconciled>(
+    controller: Controller<K>,
+    kind: &'static str,
+    reconcile: fn(Arc<K>, Arc<Context>) -> Reconciled,
+    context: Arc<Context>,
+) -> impl Future<Output = ()> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    Reconciled: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    controller
+        .run(
+            move |object, context: Arc<Context>| {
+                measured(
+                    kind,
+                    backoff::key(object.as_ref()),
+                    context.clone(),
+                    reconcile(object, context),
+                )
+            },
+            error_policy,
+            context,
+        )
+        .for_each(move |result| async move {
+            match result {
+                // A deleted project waiting for its environments is no news.
+                Err(error) if kind == "Project" => {
+                    tracing::debug!(error = %error, "project reconcile deferred")
+                }
+                Err(error) => tracing::warn!(kind, error = %error, "reconcile failed"),
+                Ok(_) => {}
+            }
+        })
+}
+
+/// The caches of the three controllers.
+struct Stores {
+    projects: Store<Project>,
+    environments: Store<Environment>,
+    apps: Store<App>,
+}
+
+impl Stores {
+    /// Once every watch has listed what there is.
+    async fn ready(&self) {
+        let _ = tokio::join!(
+            self.projects.wait_until_ready(),
+            self.environments.wait_until_ready(),
+            self.apps.wait_until_ready()
+        );
+    }
+}
+
+/// The three controllers, until `stop` turns true: then no new reconcile
+/// starts, and the future ends once those running have finished
+/// (kube-runtime's graceful shutdown).
+fn controllers(
+    context: Arc<Context>,
+    stop: watch::Receiver<bool>,
+) -> (impl Future<Output = ()> + Send, Stores) {
+    let client = context.client.clone();
+    let stopped = move || {
+        let mut stop = stop.clone();
+        async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        }
+    };
     let managed = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
     let environments = Controller::new(
         Api::<Environment>::all(client.clone()),
@@ -209,16 +352,7 @@ pub async fn run(client: Client, settings: Settings) {
                 .map(|namespace| ObjectRef::<Environment>::new(&namespace))
         },
     )
-    .run(
-        environments::reconcile,
-        environments::error_policy,
-        context.clone(),
-    )
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::warn!(error = %error, "environment reconcile failed");
-        }
-    });
+    .graceful_shutdown_on(stopped());
     // The workloads it owns are watched too, so an App's status follows
     // their rollouts.
     let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
@@ -226,12 +360,7 @@ pub async fn run(client: Client, settings: Settings) {
         .owns(Api::<CronJob>::all(client.clone()), managed.clone())
         // Release commands: the Job's end moves the app on.
         .owns(Api::<Job>::all(client.clone()), managed.clone())
-        .run(apps::reconcile, apps::error_policy, context.clone())
-        .for_each(|result| async move {
-            if let Err(error) = result {
-                tracing::warn!(error = %error, "app reconcile failed");
-            }
-        });
+        .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
     let projects = Controller::new(
@@ -243,11 +372,22 @@ pub async fn run(client: Client, settings: Settings) {
         watcher::Config::default(),
         |environment: Environment| Some(ObjectRef::<Project>::new(&environment.spec.project)),
     )
-    .run(projects::reconcile, projects::error_policy, context)
-    .for_each(|result| async move {
-        if let Err(error) = result {
-            tracing::debug!(error = %error, "project reconcile deferred");
-        }
-    });
-    tokio::join!(environments, apps, projects);
+    .graceful_shutdown_on(stopped());
+    let stores = Stores {
+        projects: projects.store(),
+        environments: environments.store(),
+        apps: apps.store(),
+    };
+    let environments = running(
+        environments,
+        "Environment",
+        environments::reconcile,
+        context.clone(),
+    );
+    let apps = running(apps, "App", apps::reconcile, context.clone());
+    let projects = running(projects, "Project", projects::reconcile, context);
+    let running = async move {
+        tokio::join!(environments, apps, projects);
+    };
+    (running, stores)
 }

@@ -12,17 +12,37 @@
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
 //!
+//! Running as one of several replicas: `BERTH_CONTROLLER_ADDR` (where
+//! `/metrics`, `/healthz` and `/readyz` are served; `0.0.0.0:8080` by
+//! default), `BERTH_LEASE_DURATION_SECONDS` (how long the leader's Lease
+//! holds without renewal: how long a standby waits after the leader died;
+//! 15 by default), `BERTH_REPLICA` (this replica's name, the Lease's holder
+//! while it leads: the pod's name, which the Deployment passes; `HOSTNAME`
+//! otherwise), `BERTH_LEASE_NAMESPACE` (the namespace of the Lease
+//! `berth-controller`: the pod's own, which the Deployment passes;
+//! `berth-system` otherwise).
+//!
+//! SIGTERM or SIGINT stops it cleanly: reconciles in flight finish and the
+//! Lease is released; a second signal exits at once.
+//!
 //! `berth-controller --version` prints its name and version and exits (the
 //! image's test runs it that way).
 
 use std::process::ExitCode;
 
-use berth_controller::Settings;
+use std::net::SocketAddr;
+
 use berth_controller::isolation;
 use berth_controller::render::{
     DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
 };
+use berth_controller::{
+    DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
+    ReplicaSettings, Settings,
+};
 use berth_shared::domain::names::NamespaceName;
+
+const DEFAULT_ADDR: &str = "0.0.0.0:8080";
 
 /// An environment variable, unset when empty.
 fn setting(name: &str) -> Option<String> {
@@ -71,6 +91,66 @@ fn settings() -> Result<Settings, String> {
     })
 }
 
+/// How this replica runs among the others, and where its endpoint listens.
+fn replica_settings() -> Result<(ReplicaSettings, SocketAddr), String> {
+    let addr = setting("BERTH_CONTROLLER_ADDR")
+        .unwrap_or_else(|| DEFAULT_ADDR.to_owned())
+        .parse::<SocketAddr>()
+        .map_err(|_| "BERTH_CONTROLLER_ADDR must be an address and port, like 0.0.0.0:8080")?;
+    let lease_duration_seconds = match setting("BERTH_LEASE_DURATION_SECONDS") {
+        None => DEFAULT_LEASE_DURATION_SECONDS,
+        Some(value) => value
+            .parse::<u64>()
+            .ok()
+            .filter(|seconds| (2..=3600).contains(seconds))
+            .ok_or("BERTH_LEASE_DURATION_SECONDS must be a number of seconds from 2 to 3600")?,
+    };
+    let identity = setting("BERTH_REPLICA")
+        .or_else(|| setting("HOSTNAME"))
+        .ok_or("BERTH_REPLICA (the pod's name) or HOSTNAME must name this replica")?;
+    let lease_namespace =
+        setting("BERTH_LEASE_NAMESPACE").unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned());
+    Ok((
+        ReplicaSettings {
+            identity,
+            lease_namespace,
+            lease_name: DEFAULT_LEASE_NAME.to_owned(),
+            lease_duration_seconds,
+        },
+        addr,
+    ))
+}
+
+/// Resolves at SIGTERM or SIGINT; at a second one, exits at once.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+    let (first, received) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let Ok(mut terminate) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            tracing::error!("SIGTERM cannot be handled");
+            return;
+        };
+        let mut signal = async || {
+            tokio::select! {
+                _ = terminate.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+        };
+        signal().await;
+        tracing::info!(
+            "stopping: reconciles in flight finish, then the lease is released (a second signal exits at once)"
+        );
+        let _ = first.send(());
+        signal().await;
+        tracing::warn!("second signal: exiting now");
+        std::process::exit(1);
+    });
+    async move {
+        let _ = received.await;
+    }
+}
+
 /// What the command line asks for: the controller takes no arguments but
 /// `--version`.
 fn version_requested() -> Result<bool, String> {
@@ -99,7 +179,7 @@ async fn main() -> ExitCode {
         }
     }
     berth_shared::telemetry::init();
-    let settings = match settings() {
+    let (settings, (replica, addr)) = match settings().and_then(|s| Ok((s, replica_settings()?))) {
         Ok(settings) => settings,
         Err(error) => {
             eprintln!("berth-controller: {error}");
@@ -125,10 +205,21 @@ async fn main() -> ExitCode {
         progress_deadline_seconds = settings.render.progress_deadline_seconds,
         release_deadline_seconds = settings.render.release_deadline_seconds,
         ingress_namespace = %settings.ingress_namespace,
+        identity = %replica.identity,
+        lease = %format!("{}/{}", replica.lease_namespace, replica.lease_name),
+        lease_duration_seconds = replica.lease_duration_seconds,
+        %addr,
         "berth-controller started"
     );
-    tokio::select! {
-        () = berth_controller::run(client, settings) => ExitCode::SUCCESS,
-        _ = tokio::signal::ctrl_c() => ExitCode::SUCCESS,
+    let shutdown = shutdown_signal();
+    match Replica::bind(client, settings, replica, addr).await {
+        Ok(replica) => {
+            replica.run(shutdown).await;
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("berth-controller: cannot listen on {addr}: {error}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -12,29 +12,20 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{Environment, LABEL_PROJECT, Project, ProjectStatus};
 
-use crate::{Context, Error, backoff_key};
+use crate::{Context, Error};
 
 pub const FINALIZER: &str = "berth.dev/project-protection";
 
 pub async fn reconcile(project: Arc<Project>, context: Arc<Context>) -> Result<Action, Error> {
     let api: Api<Project> = Api::all(context.client.clone());
-    let key = backoff_key(project.as_ref());
-    let result = finalizer(&api, FINALIZER, project, |event| async {
+    finalizer(&api, FINALIZER, project, |event| async {
         match event {
             Event::Apply(project) => mark_ready(&project, &context).await,
             Event::Cleanup(project) => release(&project, &context).await,
         }
     })
     .await
-    .map_err(|error| Error::Finalizer(error.to_string()));
-    if result.is_ok() {
-        context.succeeded(&key);
-    }
-    result
-}
-
-pub fn error_policy(project: Arc<Project>, _error: &Error, context: Arc<Context>) -> Action {
-    context.backoff(backoff_key(project.as_ref()))
+    .map_err(|error| Error::Finalizer(error.to_string()))
 }
 
 async fn mark_ready(project: &Project, context: &Context) -> Result<Action, Error> {

@@ -1,4 +1,4 @@
-//! The audit log (DESIGN §6): one event for every call, kept per organization.
+//! The audit log: one event for every call, kept per organization.
 //!
 //! Each organization has a counter item beside its events. A writer takes the
 //! next `seq` with one atomic increment (no optimistic retries, so concurrent

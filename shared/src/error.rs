@@ -1,4 +1,4 @@
-//! The one error type of the API and its Problem Details rendering (DESIGN §4).
+//! The one error type of the API and its Problem Details rendering.
 //! Everything else returns `Result<_, ApiError>` and uses `?`.
 
 use axum::Json;
@@ -223,7 +223,7 @@ fn not_empty_detail(left: &[EnvironmentLeft]) -> String {
 /// Problem Details (RFC 9457 in spirit): every error of the API.
 #[derive(Debug, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 pub struct Problem {
-    /// The stable machine-readable code (DESIGN §4).
+    /// The stable machine-readable code.
     pub code: String,
     pub title: String,
     pub status: u16,

@@ -1,4 +1,4 @@
-//! The health report (DESIGN §3): each subsystem's status and latency.
+//! The health report: each subsystem's status and latency.
 
 use std::time::Instant;
 

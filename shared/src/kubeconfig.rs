@@ -1,4 +1,4 @@
-//! The stored kubeconfig (DESIGN §7): how Berth reaches its cluster. The admin
+//! The stored kubeconfig: how Berth reaches its cluster. The admin
 //! CLI writes it; functions that need the cluster read it.
 
 use kube::config::Kubeconfig;

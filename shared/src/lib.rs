@@ -66,5 +66,8 @@ pub mod testing;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;
+/// For [`operations!`]: the handlers' `__path_` types.
+#[doc(hidden)]
+pub use paste::paste as __paste;
 pub use roles::{Permission, Role};
 pub use state::AppState;

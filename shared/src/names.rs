@@ -1,4 +1,4 @@
-//! Name rules (DESIGN §2): display texts and reserved namespaces.
+//! Name rules: display texts and reserved namespaces.
 
 use crate::ApiError;
 

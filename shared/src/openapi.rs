@@ -3,8 +3,9 @@
 //! operation can give. Path parameters are the places of `domain::paths`.
 //!
 //! Each function crate describes its own operations with `#[utoipa::path]`
-//! on the handlers and finishes its part with [`describe`]; the local server
-//! (`berth_local::openapi`) merges the parts into the whole document. No
+//! on the handlers, and [`crate::operations!`] finishes its part with
+//! [`describe`]; the local server (`berth_local::openapi`) merges the parts
+//! into the whole document. No
 //! Lambda function builds the document: the `health` function serves the
 //! committed file.
 
@@ -12,10 +13,12 @@ use std::collections::BTreeMap;
 
 use utoipa::openapi::path::{Operation as Described, PathItem};
 use utoipa::openapi::schema::{AllOfBuilder, ObjectBuilder, OneOfBuilder, Type};
+use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::{Missing, Problem};
+use crate::operation::Access;
 use crate::{ApiError, Operation};
 
 /// The security scheme of the session cookie (`berth_session`).
@@ -23,25 +26,39 @@ pub const SESSION: &str = "session";
 /// The security scheme of API tokens (`Authorization: Bearer brt_...`).
 pub const TOKEN: &str = "token";
 
-/// Finishes a function's part of the description: every operation gets the
-/// failures it can give (Problem Details, with the `code` values of each
-/// status). What an operation
-/// can give follows from how it is described (credentials, a body, query or
-/// path parameters) and from [`Operation::minimum_permission`]; `specific`
-/// adds what only its handler knows (conflicts, the cluster, rules of the
-/// body).
+/// Finishes a function's part of the description (see
+/// [`crate::operations!`]): each operation gets its id (the handler is
+/// named after it), the function's tag (unless its annotation names
+/// another), its security (the document's
+/// default, both schemes; an empty list for a public operation, so that it
+/// says so), and the failures it can give (Problem Details, with the `code`
+/// values of each status). What an operation can give follows from how it is
+/// described (a body, query or path parameters) and from
+/// [`Operation::access`]; `specific` adds what only its handler knows
+/// (conflicts, the cluster, rules of the body).
 ///
-/// Panics on an operation id that is not an [`Operation`]: the description
+/// Panics on a handler not named after an [`Operation`]: the description
 /// is built by tests and by the document's generator, never while serving.
-pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> OpenApi {
+pub fn describe(
+    mut api: OpenApi,
+    tag: &str,
+    specific: impl Fn(Operation) -> Vec<ApiError>,
+) -> OpenApi {
     for (path, item) in api.paths.paths.iter_mut() {
         for (changes, described) in operations_mut(item) {
-            let id = described.operation_id.clone().unwrap_or_default();
-            let operation = Operation::ALL
-                .iter()
-                .copied()
-                .find(|op| op.id() == id)
-                .unwrap_or_else(|| panic!("{path}: `{id}` is not an operation id"));
+            let handler = described.operation_id.clone().unwrap_or_default();
+            let operation = Operation::of_handler(&handler)
+                .unwrap_or_else(|| panic!("{path}: `{handler}` is not named after an operation"));
+            described.operation_id = Some(operation.id().to_owned());
+            // The function's tag, unless the annotation names another.
+            let tags = described.tags.get_or_insert_with(Vec::new);
+            if tags.is_empty() {
+                tags.push(tag.to_owned());
+            }
+            described.security = match operation.access() {
+                Access::Public => Some(Vec::new()),
+                Access::SignedIn | Access::Needs(_) => None,
+            };
             let failures = failures(operation, described, changes, specific(operation));
             add_failures(described, &failures);
         }
@@ -59,6 +76,15 @@ pub fn describe(mut api: OpenApi, specific: fn(Operation) -> Vec<ApiError>) -> O
         }
     }
     api
+}
+
+/// What the whole document requires of every operation but the public
+/// ones: either credential.
+pub fn security() -> Vec<SecurityRequirement> {
+    [SESSION, TOKEN]
+        .into_iter()
+        .map(|scheme| SecurityRequirement::new(scheme, Vec::<String>::new()))
+        .collect()
 }
 
 /// The operations of a path, whatever their method, each with whether it
@@ -86,11 +112,7 @@ fn failures(
         ApiError::Internal(String::new()),
         ApiError::DeadlineExceeded,
     ];
-    let authenticated = described
-        .security
-        .as_ref()
-        .is_some_and(|requirements| !requirements.is_empty());
-    if authenticated {
+    if operation.access() != Access::Public {
         failures.push(ApiError::Unauthenticated);
         failures.push(ApiError::StorageUnavailable(String::new()));
         if !operation.allowed_before_password_change() {
@@ -125,6 +147,27 @@ fn failures(
     }
     failures.extend(specific);
     failures
+}
+
+/// Adds to the schema `name` a rule between its fields that its derivation
+/// cannot state: a body must not be `forbidden` (JSON Schema `not`).
+///
+/// Panics on a name that is not an object's schema of `api`: the
+/// description is built by tests and by the document's generator.
+pub fn forbid(api: &mut OpenApi, name: &str, forbidden: serde_json::Value) {
+    let schema = api
+        .components
+        .as_mut()
+        .and_then(|components| components.schemas.get_mut(name));
+    let Some(RefOr::T(Schema::Object(object))) = schema else {
+        panic!("{name} is not an object's schema of this description");
+    };
+    // JSON Schema's own keyword, not an `x-` extension: utoipa has no
+    // `not`, and its builder would prefix the name.
+    object
+        .extensions
+        .get_or_insert_with(Default::default)
+        .insert("not".to_owned(), forbidden);
 }
 
 /// The failures of a cluster operation: no cluster, or one that does not

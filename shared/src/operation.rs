@@ -1,101 +1,122 @@
-//! Operation ids (DESIGN §3): the `action` of audit events and the OpenAPI
-//! `operationId`. Stable once released.
+//! Operation ids: the `action` of audit events and the OpenAPI
+//! `operationId`, stable once released; and who may call each.
 
 use serde::Serialize;
 
 use crate::Permission;
 
 macro_rules! operations {
-    ($($variant:ident => $id:literal,)*) => {
+    ($($variant:ident => $id:literal, $access:expr;)*) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
         pub enum Operation { $($variant,)* }
 
         impl Operation {
             pub const ALL: &'static [Operation] = &[$(Operation::$variant,)*];
 
-            /// A `const fn`, so that the OpenAPI annotations of the handlers
-            /// take their `operationId` from here too.
             pub const fn id(self) -> &'static str {
                 match self { $(Operation::$variant => $id,)* }
+            }
+
+            /// Who may call the operation at all, checked by
+            /// the `Caller` extractor before the body is read, so that a
+            /// caller who may not make the call learns that first. What a
+            /// particular request needs beyond it (a new image, a
+            /// production environment) its rules require of the caller the
+            /// same way, with `Principal::require`.
+            pub const fn access(self) -> Access {
+                match self { $(Operation::$variant => $access,)* }
             }
         }
     };
 }
 
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone: the description says so with an empty `security`.
+    Public,
+    /// Any signed-in caller (a session or an API token).
+    SignedIn,
+    /// A signed-in caller whose role grants the permission.
+    Needs(Permission),
+}
+
+use Access::{Needs, Public, SignedIn};
+use Permission::*;
+
 operations! {
-    Login => "login",
-    Logout => "logout",
-    GetCurrentUser => "getCurrentUser",
-    ChangePassword => "changePassword",
-    ListProjects => "listProjects",
-    CreateProject => "createProject",
-    GetProject => "getProject",
-    DeleteProject => "deleteProject",
-    ListEnvironments => "listEnvironments",
-    CreateEnvironment => "createEnvironment",
-    GetEnvironment => "getEnvironment",
-    DeleteEnvironment => "deleteEnvironment",
-    RestoreEnvironment => "restoreEnvironment",
-    ListApps => "listApps",
-    CreateApp => "createApp",
-    GetApp => "getApp",
-    UpdateApp => "updateApp",
-    DeleteApp => "deleteApp",
-    GetAppLogs => "getAppLogs",
-    ListReleases => "listReleases",
-    RollbackApp => "rollbackApp",
-    PromoteApp => "promoteApp",
-    RestartApp => "restartApp",
-    RunApp => "runApp",
-    CheckAppDomains => "checkAppDomains",
-    ListSecrets => "listSecrets",
-    PutSecret => "putSecret",
-    DeleteSecret => "deleteSecret",
-    ListTemplates => "listTemplates",
-    DeployTemplate => "deployTemplate",
-    ListTokens => "listTokens",
-    CreateToken => "createToken",
-    DeleteToken => "deleteToken",
-    ListMembers => "listMembers",
-    InviteMember => "inviteMember",
-    UpdateMember => "updateMember",
-    RemoveMember => "removeMember",
-    ListAuditEvents => "listAuditEvents",
-    GetHealthDetails => "getHealthDetails",
-    GetHealth => "getHealth",
-    GetApiDescription => "getApiDescription",
-    UnknownRoute => "unknownRoute",
+    Login => "login", Public;
+    Logout => "logout", SignedIn;
+    GetCurrentUser => "getCurrentUser", SignedIn;
+    ChangePassword => "changePassword", SignedIn;
+    ListProjects => "listProjects", Needs(Read);
+    CreateProject => "createProject", Needs(ProjectWrite);
+    GetProject => "getProject", Needs(Read);
+    DeleteProject => "deleteProject", Needs(ProjectWrite);
+    ListEnvironments => "listEnvironments", Needs(Read);
+    CreateEnvironment => "createEnvironment", Needs(EnvWrite);
+    GetEnvironment => "getEnvironment", Needs(Read);
+    // A production environment needs `env-delete-protected` (its rules).
+    DeleteEnvironment => "deleteEnvironment", Needs(EnvWrite);
+    RestoreEnvironment => "restoreEnvironment", Needs(EnvDeleteProtected);
+    ListApps => "listApps", Needs(Read);
+    CreateApp => "createApp", Needs(AppDeploy);
+    GetApp => "getApp", Needs(Read);
+    // Beyond `app-operate`: `app-write` or `app-deploy`, by field (its rules).
+    UpdateApp => "updateApp", Needs(AppOperate);
+    DeleteApp => "deleteApp", Needs(AppDeploy);
+    GetAppLogs => "getAppLogs", Needs(Read);
+    ListReleases => "listReleases", Needs(Read);
+    RollbackApp => "rollbackApp", Needs(AppDeploy);
+    PromoteApp => "promoteApp", Needs(AppDeploy);
+    RestartApp => "restartApp", Needs(AppOperate);
+    RunApp => "runApp", Needs(AppOperate);
+    CheckAppDomains => "checkAppDomains", Needs(Read);
+    ListSecrets => "listSecrets", Needs(Read);
+    PutSecret => "putSecret", Needs(SecretWrite);
+    DeleteSecret => "deleteSecret", Needs(SecretWrite);
+    ListTemplates => "listTemplates", Needs(Read);
+    DeployTemplate => "deployTemplate", Needs(AppDeploy);
+    ListTokens => "listTokens", SignedIn;
+    CreateToken => "createToken", SignedIn;
+    DeleteToken => "deleteToken", SignedIn;
+    ListMembers => "listMembers", Needs(Read);
+    InviteMember => "inviteMember", Needs(MemberManage);
+    UpdateMember => "updateMember", Needs(MemberManage);
+    RemoveMember => "removeMember", Needs(MemberManage);
+    ListAuditEvents => "listAuditEvents", Needs(AuditRead);
+    GetHealthDetails => "getHealthDetails", SignedIn;
+    GetHealth => "getHealth", Public;
+    GetApiDescription => "getApiDescription", Public;
+    UnknownRoute => "unknownRoute", Public;
 }
 
 impl Operation {
-    /// The least permission a caller needs for the operation at all (DESIGN
-    /// §5), checked before the body is read, so that a caller who may not
-    /// make the call learns that first. Handlers check what a particular
-    /// request needs beyond it (a new image, a production environment).
-    pub fn minimum_permission(self) -> Option<Permission> {
-        use Operation::*;
-        Some(match self {
-            ListProjects | GetProject | ListEnvironments | GetEnvironment | ListApps | GetApp
-            | GetAppLogs | ListReleases | CheckAppDomains | ListSecrets | ListTemplates
-            | ListMembers => Permission::Read,
-            CreateProject | DeleteProject => Permission::ProjectWrite,
-            CreateEnvironment | DeleteEnvironment => Permission::EnvWrite,
-            RestoreEnvironment => Permission::EnvDeleteProtected,
-            CreateApp | DeleteApp | RollbackApp | PromoteApp | DeployTemplate => {
-                Permission::AppDeploy
-            }
-            UpdateApp | RestartApp | RunApp => Permission::AppOperate,
-            PutSecret | DeleteSecret => Permission::SecretWrite,
-            InviteMember | UpdateMember | RemoveMember => Permission::MemberManage,
-            ListAuditEvents => Permission::AuditRead,
-            Login | Logout | GetCurrentUser | ChangePassword | ListTokens | CreateToken
-            | DeleteToken | GetHealthDetails | GetHealth | GetApiDescription | UnknownRoute => {
-                return None;
+    /// The operation a handler serves: the one it is named after
+    /// (`list_secrets` serves `listSecrets`).
+    pub fn of_handler(name: &str) -> Option<Operation> {
+        Operation::ALL.iter().copied().find(|operation| {
+            let mut id = operation.id().chars();
+            let mut words = name.chars().filter(|c| *c != '_');
+            loop {
+                match (id.next(), words.next()) {
+                    (None, None) => return true,
+                    (Some(a), Some(b)) if a.eq_ignore_ascii_case(&b) => {}
+                    _ => return false,
+                }
             }
         })
     }
 
-    /// What a caller whose password must change may still do (DESIGN §4).
+    /// The permission the operation needs at all, if any.
+    pub fn minimum_permission(self) -> Option<Permission> {
+        match self.access() {
+            Needs(permission) => Some(permission),
+            Public | SignedIn => None,
+        }
+    }
+
+    /// What a caller whose password must change may still do.
     pub fn allowed_before_password_change(self) -> bool {
         matches!(
             self,
@@ -114,5 +135,26 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), Operation::ALL.len());
+    }
+
+    #[test]
+    fn handlers_are_named_after_their_operations() {
+        assert_eq!(
+            Operation::of_handler("list_secrets"),
+            Some(Operation::ListSecrets)
+        );
+        assert_eq!(
+            Operation::of_handler("get_api_description"),
+            Some(Operation::GetApiDescription)
+        );
+        assert_eq!(Operation::of_handler("list_secret"), None);
+        assert_eq!(Operation::of_handler("list_secretss"), None);
+        for operation in Operation::ALL {
+            assert_eq!(
+                Operation::of_handler(operation.id()),
+                Some(*operation),
+                "{operation:?}"
+            );
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Roles and the permissions each grants (DESIGN §5).
+//! Roles and the permissions each grants.
 
 use serde::{Deserialize, Serialize};
 
@@ -70,7 +70,7 @@ impl Role {
 }
 
 impl Permission {
-    /// Every permission, in DESIGN §5's order.
+    /// Every permission, in the order of the guide's table of roles.
     pub const ALL: [Permission; 12] = [
         Permission::Read,
         Permission::AppOperate,
@@ -109,7 +109,7 @@ mod tests {
     use super::Permission::*;
     use super::*;
 
-    /// DESIGN §5, row by row: which roles hold each permission.
+    /// The table of roles (`docs/guide.md`), row by row: which roles hold each permission.
     #[test]
     fn matches_the_design_table() {
         let table: [(Permission, [bool; 5]); 12] = [
@@ -139,7 +139,7 @@ mod tests {
         }
     }
 
-    /// Permission ids are kebab-case like the rest of DESIGN §5's column.
+    /// Permission ids are kebab-case, like the operation table's permissions.
     #[test]
     fn permission_ids_are_kebab_case() {
         for permission in Permission::ALL {

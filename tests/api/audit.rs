@@ -328,6 +328,28 @@ async fn pages_newest_first_with_limit_and_before() {
     }
 }
 
+/// `before` is an int64, as every `seq` is: one past it is out of range,
+/// not a page of everything.
+#[tokio::test]
+async fn a_before_past_the_largest_seq_is_refused() {
+    let app = TestApp::new().await;
+    app.get("/api/v1/audit?before=9223372036854775807")
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+    let response = app
+        .get("/api/v1/audit?before=9223372036854775808")
+        .by(&app.owner)
+        .send()
+        .await;
+    response.assert_problem(400, "invalid_request");
+    assert_eq!(
+        response.json()["detail"],
+        "before: must be 0 to 9223372036854775807"
+    );
+}
+
 #[tokio::test]
 async fn organizations_see_only_their_own_events() {
     let app = TestApp::new().await;

@@ -4,12 +4,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
+use berth_controller::DEFAULT_LEASE_NAME;
 use serde_json::Value;
 
+use crate::controller_ops::{held_by, holder, http_get};
+use crate::support::cluster::LEASE_DURATION_SECONDS;
 use crate::support::identities::documents;
-use crate::support::stdout_of;
+use crate::support::{TestApp, eventually, stdout_of};
 
 const BINARY: &str = "usr/local/bin/berth-controller";
 
@@ -76,31 +80,64 @@ fn needs_a_loader(elf: &[u8]) -> bool {
     })
 }
 
+/// The image's archive unpacked into a directory of its own: the image's
+/// manifest, its configuration and the root of its file system.
+struct Unpacked {
+    dir: PathBuf,
+    manifest: Value,
+    config: Value,
+}
+
+impl Unpacked {
+    fn new() -> Self {
+        let archive = archive();
+        assert!(
+            archive.exists(),
+            "{} is missing: build it with `make controller-image` (`make test` does)",
+            archive.display()
+        );
+        let dir = std::env::temp_dir().join(crate::support::unique("berth-image"));
+        let root = dir.join("rootfs");
+        std::fs::create_dir_all(&root).expect("a directory");
+        tar(&["-xf", archive.to_str().expect("a UTF-8 path")], &dir);
+        let index = json(&dir.join("index.json"));
+        let manifest = json(&blob(
+            &dir,
+            index["manifests"][0]["digest"]
+                .as_str()
+                .expect("a manifest"),
+        ));
+        let config = json(&blob(
+            &dir,
+            manifest["config"]["digest"].as_str().expect("a config"),
+        ));
+        for layer in manifest["layers"].as_array().expect("layers") {
+            let path = blob(&dir, layer["digest"].as_str().expect("a layer digest"));
+            tar(&["-xf", path.to_str().expect("a UTF-8 path")], &root);
+        }
+        Self {
+            dir,
+            manifest,
+            config,
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.join("rootfs")
+    }
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[test]
 fn the_controller_image_holds_the_static_controller_run_as_its_user() {
-    let archive = archive();
-    assert!(
-        archive.exists(),
-        "{} is missing: build it with `make controller-image` (`make test` does)",
-        archive.display()
-    );
-    let dir = std::env::temp_dir().join(crate::support::unique("berth-image"));
-    let root = dir.join("rootfs");
-    std::fs::create_dir_all(&root).expect("a directory");
-    tar(&["-xf", archive.to_str().expect("a UTF-8 path")], &dir);
-
-    let index = json(&dir.join("index.json"));
-    let manifest = json(&blob(
-        &dir,
-        index["manifests"][0]["digest"]
-            .as_str()
-            .expect("a manifest"),
-    ));
-    let config = json(&blob(
-        &dir,
-        manifest["config"]["digest"].as_str().expect("a config"),
-    ));
-    let image = &config["config"];
+    let unpacked = Unpacked::new();
+    let (manifest, root) = (&unpacked.manifest, unpacked.root());
+    let image = &unpacked.config["config"];
     assert_eq!(
         image["Entrypoint"],
         serde_json::json!([format!("/{BINARY}")])
@@ -121,10 +158,6 @@ fn the_controller_image_holds_the_static_controller_run_as_its_user() {
     assert_ne!(uid, 0);
     assert_eq!(image["User"], format!("{uid}:{uid}"));
 
-    for layer in manifest["layers"].as_array().expect("layers") {
-        let path = blob(&dir, layer["digest"].as_str().expect("a layer digest"));
-        tar(&["-xf", path.to_str().expect("a UTF-8 path")], &root);
-    }
     let files = files(&root);
     assert_eq!(
         files.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -171,5 +204,83 @@ fn the_controller_image_holds_the_static_controller_run_as_its_user() {
         files[BINARY],
         files.values().sum::<u64>()
     );
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The image's controller as the Deployment runs it (its settings in the
+/// environment, the pod's name as its replica's): it leads, reconciles, and
+/// at SIGTERM (what the kubelet sends a pod's container) finishes, releases
+/// the Lease and exits 0.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "stops the test's own controller, and would contend for the Lease of an installed one"
+)]
+async fn the_images_controller_leads_and_stops_cleanly_at_sigterm() {
+    let app = TestApp::with_cluster().await;
+    let cluster = app.cluster();
+    let admin = &cluster.client;
+    let unpacked = Unpacked::new();
+    let kubeconfig = unpacked.dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, &cluster.controller_kubeconfig).expect("writing the kubeconfig");
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port");
+    let identity = crate::support::unique("berth-controller-pod");
+    cluster.stop_controller().await;
+    let child = Command::new(unpacked.root().join(BINARY))
+        .env_clear()
+        .env("KUBECONFIG", &kubeconfig)
+        .env("BERTH_REPLICA", &identity)
+        .env("BERTH_CONTROLLER_ADDR", addr.to_string())
+        .env(
+            "BERTH_LEASE_DURATION_SECONDS",
+            LEASE_DURATION_SECONDS.to_string(),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the image's controller starts");
+    let mut child = KilledOnDrop(child);
+    let wait = crate::support::wait_bound();
+    // The stopped controller's Lease expires first (it did not release it).
+    held_by(admin, DEFAULT_LEASE_NAME, &identity, wait).await;
+    eventually("it leads with its caches filled", || async {
+        http_get(addr, "/readyz").await == (200, "leader".to_owned())
+    })
+    .await;
+    app.ready_environment("image", "dev").await;
+
+    let terminated = Command::new("kill")
+        .args(["-TERM", &child.0.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(terminated.success());
+    let stopping = Instant::now();
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("the controller's status") {
+            break status;
+        }
+        assert!(
+            stopping.elapsed() < wait,
+            "still running {wait:?} after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    eprintln!("SIGTERM to exit: {} ms", stopping.elapsed().as_millis());
+    assert!(status.success(), "a clean exit: {status}");
+    assert_eq!(
+        holder(admin, DEFAULT_LEASE_NAME).await,
+        None,
+        "the Lease is released"
+    );
+}
+
+/// A child process killed if the test ends before it does.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

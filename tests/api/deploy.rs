@@ -1,10 +1,10 @@
-//! The README's "The cluster" (under Deploy), run as a reader runs it: its
+//! "The cluster" of `docs/deploy.md`, run as a reader runs it: its
 //! `sh` blocks, in order, in one bash in the clone, from the image to a
 //! controller whose rollout completed and the API's kubeconfig stored —
 //! against a fresh stand-in cluster (or `BERTH_TEST_KUBECONFIG`), a registry
 //! on loopback (Debian's `docker-registry`) and DynamoDB Local. Where it
 //! differs from a reader's run (the pod is made Running by the test, the
-//! registry speaks plain HTTP) the README says so.
+//! registry speaks plain HTTP) the document says so.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -22,7 +22,7 @@ use crate::support::cluster::bare_cluster;
 use crate::support::kubelet::keep_pods_running;
 use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
 
-const README: &str = include_str!("../../README.md");
+const DEPLOY: &str = include_str!("../../docs/deploy.md");
 
 /// The variables of the section's first block, which the reader fills in.
 const FILLED_IN: [&str; 3] = ["REGISTRY", "APPS_DOMAIN", "INSTALLATION"];
@@ -31,15 +31,15 @@ const FILLED_IN: [&str; 3] = ["REGISTRY", "APPS_DOMAIN", "INSTALLATION"];
 /// test` has just built the image, and about 4 minutes on a new machine.
 const DEADLINE: Duration = Duration::from_secs(600);
 
-/// The README's "### The cluster" subsection, and the line it starts at.
+/// The "## The cluster" section of `docs/deploy.md`, and the line it starts at.
 fn section() -> (&'static str, usize) {
-    let start = README
-        .find("\n### The cluster\n")
-        .expect("the README's Deploy has a \"### The cluster\" section")
+    let start = DEPLOY
+        .find("\n## The cluster\n")
+        .expect("docs/deploy.md has a \"## The cluster\" section")
         + 1;
-    let rest = &README[start..];
+    let rest = &DEPLOY[start..];
     let end = rest[1..].find("\n#").map_or(rest.len(), |at| at + 2);
-    (&rest[..end], README[..start].lines().count() + 1)
+    (&rest[..end], DEPLOY[..start].lines().count() + 1)
 }
 
 /// A registry on loopback, stopped when dropped.
@@ -173,7 +173,7 @@ async fn every_command_of_the_clusters_deploy_works() {
         ("KUBECONFIG", kubeconfig_path.display().to_string()),
         ("CARGO_TARGET_DIR", target_dir.display().to_string()),
         // As `make test` builds it: unoptimized, since a release build takes
-        // minutes after any change (the README says so).
+        // minutes after any change (docs/deploy.md says so).
         ("BERTH_IMAGE_PROFILE", "dev".to_owned()),
         ("BERTH_TABLE", api.state.store.table().to_owned()),
         ("AWS_ENDPOINT_URL_DYNAMODB", dynamodb_endpoint()),
@@ -190,7 +190,7 @@ async fn every_command_of_the_clusters_deploy_works() {
     ];
     let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
     let printed = run_steps(
-        "README, The cluster",
+        "docs/deploy.md, The cluster",
         &steps,
         &values,
         &dir,
@@ -247,8 +247,8 @@ async fn every_command_of_the_clusters_deploy_works() {
         deployment
             .status
             .and_then(|status| status.available_replicas),
-        Some(1),
-        "the rollout completed"
+        Some(2),
+        "the rollout completed: both replicas (one leads, one stands by)"
     );
 
     // The API's stored kubeconfig is berth-api's.

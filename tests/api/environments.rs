@@ -249,6 +249,46 @@ async fn a_production_environment_waits_for_its_grace() {
     );
 }
 
+async fn environments_of(app: &TestApp, project: &str) -> Value {
+    app.get(&format!("/api/v1/projects/{project}/environments"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json()
+}
+
+/// serde would take a struct as the array of its fields (`[null, null]`,
+/// every field left out): a body's objects are objects only.
+#[tokio::test]
+async fn an_object_given_as_an_array_is_refused() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("p").await;
+    for quota in [json!([null, null]), json!(["2", "4Gi"])] {
+        let response = app
+            .post(&format!("/api/v1/projects/{project}/environments"))
+            .by(&app.owner)
+            .json(json!({ "name": "dev", "quota": quota }))
+            .send()
+            .await;
+        response.assert_problem(400, "invalid_request");
+        assert_eq!(
+            response.json()["detail"],
+            "quota must be an object, not an array"
+        );
+    }
+    app.post(&format!("/api/v1/projects/{project}/environments"))
+        .by(&app.owner)
+        .json(json!(["dev", "standard"]))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    assert_eq!(
+        environments_of(&app, &project).await,
+        json!([]),
+        "nothing was created"
+    );
+}
+
 #[tokio::test]
 async fn environment_requests_are_validated() {
     let app = TestApp::with_cluster().await;
@@ -283,13 +323,11 @@ async fn environment_requests_are_validated() {
         .send()
         .await
         .assert_problem(400, "invalid_request");
-    let listed = app
-        .get(&format!("/api/v1/projects/{project}/environments"))
-        .by(&app.owner)
-        .send()
-        .await
-        .json();
-    assert_eq!(listed, json!([]), "nothing was created");
+    assert_eq!(
+        environments_of(&app, &project).await,
+        json!([]),
+        "nothing was created"
+    );
 
     create(json!({ "name": "dev" }))
         .send()
@@ -411,8 +449,11 @@ async fn a_provisioning_failure_shows_as_degraded_until_it_heals() {
     let app = TestApp::with_cluster().await;
     let standin = app.standin();
     let project = app.create_project("p").await;
+    // Four refusals: the first reconciles follow at once (the status
+    // written, the namespace made, each a watch event), so two could be
+    // spent and healed within milliseconds; the last are a backoff apart.
     standin.add_fault(
-        berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 2)
+        berth_kube_standin::Fault::new(berth_kube_standin::FaultKind::InternalError, 4)
             .method("PATCH")
             .path_contains("/resourcequotas/"),
     );

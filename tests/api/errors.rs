@@ -181,7 +181,7 @@ async fn body_errors_speak_the_apis_words() {
 }
 
 /// A caller who may not make a call learns that before anything about the
-/// body (DESIGN §5).
+/// body.
 #[tokio::test]
 async fn forbidden_comes_before_any_lesson_about_the_body() {
     let app = TestApp::new().await;

@@ -1,4 +1,4 @@
-//! Backend faults mapped by cause (issue 9, item 6): only what a retry may
+//! Backend faults mapped by cause: only what a retry may
 //! cure is "unavailable"; input that would break a key is refused before any
 //! call; a misconfigured cluster says what to fix; one undecodable resource
 //! is skipped, not a failed list.

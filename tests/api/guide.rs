@@ -197,7 +197,7 @@ fn the_guide_starts_by_setting_what_the_reader_fills_in() {
     }
 }
 
-/// The guide's table of roles is DESIGN §5, as `Role::grants` implements it.
+/// The guide's table of roles is the one `Role::grants` implements.
 #[test]
 fn the_guides_permission_table_is_the_one_berth_enforces() {
     let mut rows = Vec::new();

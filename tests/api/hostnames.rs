@@ -1,4 +1,4 @@
-//! A hostname belongs to one app on the whole platform (issue 15, part 3):
+//! A hostname belongs to one app on the whole platform:
 //! claimed at every write that sets an app's domains, whichever organization
 //! asks, released when the app drops it or is deleted, never lost or doubled
 //! under concurrent writes; custom domains stay out of the apps domain, and

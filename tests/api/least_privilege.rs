@@ -9,7 +9,9 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, ServiceAccount};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
@@ -274,6 +276,18 @@ async fn the_controllers_identity_is_refused_what_its_role_does_not_grant() {
         (
             "create Projects (the API does)",
             attempt(|client| dry_run_create::<Project>(client, None)),
+        ),
+        (
+            "take a Lease outside berth-system (another controller's)",
+            attempt(|client| dry_run_create::<Lease>(client, Some("kube-system"))),
+        ),
+        (
+            "read Events (it only writes them)",
+            attempt(|client| async move {
+                Api::<Event>::namespaced(client, "default")
+                    .list(&ListParams::default())
+                    .await
+            }),
         ),
     ]);
     refused_as("berth-controller", &controller, &cluster.client, attempts).await;

@@ -11,6 +11,7 @@ mod cluster_faults;
 mod cluster_names;
 mod cluster_retries;
 mod controller_image;
+mod controller_ops;
 mod deploy;
 mod domains;
 mod environments;

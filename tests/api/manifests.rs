@@ -100,6 +100,8 @@ fn the_kustomization_renders_one_installation() {
             "CustomResourceDefinition",
             "Deployment",
             "Namespace",
+            "Role",
+            "RoleBinding",
             "ServiceAccount",
             "ServiceAccount",
         ]
@@ -124,6 +126,33 @@ fn the_kustomization_renders_one_installation() {
         "kustomization.yaml's images: tags the controller's version (make controller-image builds it)"
     );
     assert_eq!(pod["securityContext"]["runAsUser"].as_u64(), Some(65532));
+    // Two replicas, one leading; probed on the controller's own endpoint.
+    assert_eq!(deployment["spec"]["replicas"].as_u64(), Some(2));
+    assert_eq!(container["ports"][0]["containerPort"].as_u64(), Some(8080));
+    assert_eq!(
+        container["livenessProbe"]["httpGet"]["path"].as_str(),
+        Some("/healthz")
+    );
+    assert_eq!(
+        container["readinessProbe"]["httpGet"]["path"].as_str(),
+        Some("/readyz")
+    );
+    for probe in ["livenessProbe", "readinessProbe"] {
+        assert_eq!(container[probe]["httpGet"]["port"].as_str(), Some("http"));
+    }
+    let downward: Vec<&str> = container["env"]
+        .as_sequence()
+        .expect("the pod's name and namespace")
+        .iter()
+        .filter_map(|variable| variable["name"].as_str())
+        .collect();
+    assert_eq!(downward, ["BERTH_REPLICA", "BERTH_LEASE_NAMESPACE"]);
+    for variable in &downward {
+        assert!(
+            controller_main_reads(variable),
+            "the controller reads {variable}"
+        );
+    }
     assert!(container["resources"]["requests"].is_mapping());
     assert!(container["resources"]["limits"].is_mapping());
     let config_map = named(&objects, "ConfigMap")[0];
@@ -136,9 +165,8 @@ fn the_kustomization_renders_one_installation() {
         container["envFrom"][0]["configMapRef"]["name"].as_str(),
         Some(generated_name)
     );
-    // Every setting is one the controller reads and the README documents.
-    let controller_main = include_str!("../../controller/src/main.rs");
-    let readme = include_str!("../../README.md");
+    // Every setting is one the controller reads and docs/configuration.md documents.
+    let documented = include_str!("../../docs/configuration.md");
     let settings: Vec<&str> = config_map["data"]
         .as_mapping()
         .unwrap()
@@ -150,20 +178,26 @@ fn the_kustomization_renders_one_installation() {
         "BERTH_APPS_DOMAIN",
         "BERTH_PROGRESS_DEADLINE_SECONDS",
         "BERTH_RELEASE_DEADLINE_SECONDS",
+        "BERTH_CONTROLLER_ADDR",
+        "BERTH_LEASE_DURATION_SECONDS",
         "RUST_LOG",
     ] {
         assert!(settings.contains(&setting), "{setting} is set in one place");
     }
     for setting in settings {
         assert!(
-            setting == "RUST_LOG" || controller_main.contains(&format!("\"{setting}\"")),
+            setting == "RUST_LOG" || controller_main_reads(setting),
             "the controller reads {setting}"
         );
         assert!(
-            readme.contains(&format!("| `{setting}` |")),
-            "the README's Configuration table has {setting}"
+            documented.contains(&format!("| `{setting}` |")),
+            "the Configuration table of docs/configuration.md has {setting}"
         );
     }
+}
+
+fn controller_main_reads(variable: &str) -> bool {
+    include_str!("../../controller/src/main.rs").contains(&format!("\"{variable}\""))
 }
 
 /// What `kubectl apply -k infra/k8s` installs, a cluster accepts.
@@ -227,9 +261,15 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "networkpolicies", "watch"),
     ("networking.k8s.io", "networkpolicies", "create"),
     ("networking.k8s.io", "networkpolicies", "patch"),
+    ("berth.dev", "apps", "get"),
     ("berth.dev", "apps", "list"),
     ("berth.dev", "apps", "watch"),
     ("berth.dev", "apps/status", "patch"),
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "patch"),
     ("apps", "deployments", "list"),
     ("apps", "deployments", "watch"),
     ("apps", "deployments", "create"),
@@ -259,16 +299,25 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("", "persistentvolumeclaims", "delete"),
 ];
 
-fn granted(file: &str, role: &str) -> BTreeSet<(String, String, String)> {
-    let document = documents(file)
+/// The ClusterRole and the Role (if any) of that name in `file`.
+fn roles(file: &str, name: &str) -> Vec<serde_yaml::Value> {
+    documents(file)
         .into_iter()
-        .find(|d| {
-            d["kind"].as_str() == Some("ClusterRole")
-                && d["metadata"]["name"].as_str() == Some(role)
+        .filter(|d| {
+            matches!(d["kind"].as_str(), Some("ClusterRole" | "Role"))
+                && d["metadata"]["name"].as_str() == Some(name)
         })
-        .unwrap();
+        .collect()
+}
+
+fn granted(file: &str, role: &str) -> BTreeSet<(String, String, String)> {
+    let rules: Vec<serde_yaml::Value> = roles(file, role)
+        .iter()
+        .flat_map(|role| role["rules"].as_sequence().unwrap().clone())
+        .collect();
+    assert!(!rules.is_empty(), "{role} has rules in {file}");
     let mut grants = BTreeSet::new();
-    for rule in document["rules"].as_sequence().unwrap() {
+    for rule in &rules {
         let list = |field: &str| -> Vec<String> {
             rule[field]
                 .as_sequence()
@@ -318,6 +367,22 @@ fn roles_grant_what_the_code_uses_and_nothing_wildcard() {
             "{role} does more with secrets than it needs"
         );
     }
+    // The Lease only in the controller's own namespace: a cluster-wide grant
+    // would let it take any other controller's Lease.
+    for role in roles("controller.yaml", "berth-controller") {
+        let leases = role["rules"]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .any(|rule| serde_yaml::to_string(rule).unwrap().contains("leases"));
+        match role["kind"].as_str() {
+            Some("Role") => {
+                assert!(leases);
+                assert_eq!(role["metadata"]["namespace"].as_str(), Some("berth-system"));
+            }
+            _ => assert!(!leases, "the ClusterRole grants no leases"),
+        }
+    }
     let bindings: Vec<_> = documents("api-rbac.yaml")
         .into_iter()
         .chain(documents("controller.yaml"))
@@ -352,18 +417,16 @@ fn every_grant_of_the_roles_is_used() {
         ("api-rbac.yaml", identities::api_account()),
         ("controller.yaml", identities::controller_account()),
     ] {
-        let role = documents(file)
-            .into_iter()
-            .find(|d| {
-                d["kind"].as_str() == Some("ClusterRole")
-                    && d["metadata"]["name"].as_str() == Some(account.name.as_str())
-            })
-            .expect("the account's ClusterRole");
+        let rules: Vec<serde_yaml::Value> = roles(file, &account.name)
+            .iter()
+            .flat_map(|role| role["rules"].as_sequence().expect("rules").clone())
+            .collect();
+        assert!(!rules.is_empty(), "the account's roles");
         let user = format!(
             "system:serviceaccount:{}:{}",
             account.namespace, account.name
         );
-        for rule in role["rules"].as_sequence().expect("rules") {
+        for rule in &rules {
             let list = |field: &str| -> Vec<String> {
                 rule[field]
                     .as_sequence()

@@ -200,7 +200,7 @@ async fn app_operations_stay_within_their_round_trips() {
 }
 
 /// A refused login costs the same round trips before its answer whether the
-/// email is known or not (DESIGN §4): a known one writes its event to two
+/// email is known or not: a known one writes its event to two
 /// partitions, an unknown one to one and makes up the other.
 #[tokio::test]
 async fn a_refused_login_costs_the_same_round_trips_for_known_and_unknown_emails() {

@@ -1,4 +1,4 @@
-//! Deploys that cannot take an app down (issue 19): the release phase (a
+//! Deploys that cannot take an app down: the release phase (a
 //! release command's Job succeeding, failing and timing out) and the
 //! automatic rollback of a rollout that never becomes available, through the
 //! API, with the reasons and the release history after each step. They pass

@@ -2,10 +2,9 @@
 //! promotion and domain check. The rules live in `berth_shared::apps` (and
 //! `berth_shared::apps::domain_check`); this crate maps HTTP onto them.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::routing::{delete, get, patch, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::apps::body::{CreateBody, UpdateBody};
@@ -17,76 +16,35 @@ use berth_shared::apps::releases::ReleaseRecord;
 use berth_shared::apps::service;
 use berth_shared::domain::names::{AppName, EnvironmentName};
 use berth_shared::domain::paths::{AppPath, EnvironmentPath};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_shared::openapi::cluster_failures;
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::{ApiError, AppState, Operation};
 
-const APPS: &str = "/api/v1/projects/{project}/environments/{environment}/apps";
-const APP: &str = "/api/v1/projects/{project}/environments/{environment}/apps/{app}";
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            APPS,
-            operation(Operation::ListApps, get(list_apps))
-                .merge(operation(Operation::CreateApp, post(create_app))),
-        )
-        .route(
-            APP,
-            operation(Operation::GetApp, get(get_app))
-                .merge(operation(Operation::UpdateApp, patch(update_app)))
-                .merge(operation(Operation::DeleteApp, delete(delete_app))),
-        )
-        .route(
-            &format!("{APP}/releases"),
-            operation(Operation::ListReleases, get(list_releases)),
-        )
-        .route(
-            &format!("{APP}/rollback"),
-            operation(Operation::RollbackApp, post(rollback_app)),
-        )
-        .route(
-            &format!("{APP}/promote"),
-            operation(Operation::PromoteApp, post(promote_app)),
-        )
-        .route(
-            &format!("{APP}/logs"),
-            operation(Operation::GetAppLogs, get(get_app_logs)),
-        )
-        .route(
-            &format!("{APP}/restart"),
-            operation(Operation::RestartApp, post(restart_app)),
-        )
-        .route(
-            &format!("{APP}/run"),
-            operation(Operation::RunApp, post(run_app)),
-        )
-        .route(
-            &format!("{APP}/domains"),
-            operation(Operation::CheckAppDomains, get(check_app_domains)),
-        )
+berth_shared::operations! {
+    tag: "apps",
+    failures: failures,
+    finish: finish,
+    handlers: [
+        list_apps,
+        create_app,
+        get_app,
+        update_app,
+        delete_app,
+        list_releases,
+        rollback_app,
+        promote_app,
+        get_app_logs,
+        restart_app,
+        run_app,
+        check_app_domains,
+    ],
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    list_apps,
-    create_app,
-    get_app,
-    update_app,
-    delete_app,
-    list_releases,
-    rollback_app,
-    promote_app,
-    get_app_logs,
-    restart_app,
-    run_app,
-    check_app_domains
-))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+/// What the annotations cannot say.
+fn finish(api: &mut utoipa::openapi::OpenApi) {
+    for (schema, forbidden) in berth_shared::apps::body::forbidden_combinations() {
+        berth_shared::openapi::forbid(api, schema, forbidden);
+    }
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -138,9 +96,6 @@ fn app_path(path: AppPath) -> AppPath {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
-    operation_id = Operation::ListApps.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
 )]
@@ -150,7 +105,6 @@ async fn list_apps(
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<AppRecord>>, ApiError> {
     scope::audit_target("environment", environment.namespace());
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(service::list(&client, &caller, &environment).await?))
 }
@@ -165,9 +119,6 @@ async fn list_apps(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps",
-    operation_id = Operation::CreateApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = AppRecord,
@@ -189,7 +140,6 @@ async fn create_app(
     if let Ok(name) = AppName::parse(&body.name) {
         scope::audit_target("app", name.into_inner());
     }
-    caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     let created = service::create(
         &state.store,
@@ -217,9 +167,6 @@ async fn create_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    operation_id = Operation::GetApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     responses((status = 200, description = "The app.", body = AppDetail)),
 )]
@@ -229,7 +176,6 @@ async fn get_app(
     ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<AppDetail>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(service::get(&client, &caller, &path).await?))
 }
@@ -244,9 +190,6 @@ async fn get_app(
 #[utoipa::path(
     patch,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    operation_id = Operation::UpdateApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     request_body = UpdateBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
@@ -258,7 +201,6 @@ async fn update_app(
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::AppOperate)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::update(
@@ -289,9 +231,6 @@ struct DeleteQuery {
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}",
-    operation_id = Operation::DeleteApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath, DeleteQuery),
     responses((status = 204, description = "Deleted.")),
 )]
@@ -302,7 +241,6 @@ async fn delete_app(
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     service::delete(&state.store, &client, &caller, &path, query.delete_volumes).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -315,9 +253,6 @@ async fn delete_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
-    operation_id = Operation::ListReleases.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
 )]
@@ -327,7 +262,6 @@ async fn list_releases(
     ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::list_releases(&state.store, &client, &caller, &path).await?,
@@ -351,9 +285,6 @@ struct RollbackBody {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/rollback",
-    operation_id = Operation::RollbackApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     request_body = RollbackBody,
     responses((status = 200, description = "The app.", body = AppRecord)),
@@ -365,7 +296,6 @@ async fn rollback_app(
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::AppDeploy)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::rollback(
@@ -398,9 +328,6 @@ struct PromoteBody {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/promote",
-    operation_id = Operation::PromoteApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     request_body = PromoteBody,
     responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
@@ -412,7 +339,6 @@ async fn promote_app(
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::AppDeploy)?;
     let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
     let client = state.cluster.client().await?;
     Ok(Json(
@@ -455,9 +381,6 @@ struct LogsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/logs",
-    operation_id = Operation::GetAppLogs.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath, LogsQuery),
     responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
 )]
@@ -479,9 +402,6 @@ async fn get_app_logs(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/restart",
-    operation_id = Operation::RestartApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     responses((status = 202, description = "Restarting.", body = AppRecord)),
 )]
@@ -519,9 +439,6 @@ struct RunAnswer {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/run",
-    operation_id = Operation::RunApp.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     request_body(content = RunBody, description = "Optional: which scheduled process."),
     responses((status = 202, description = "Started.", body = RunAnswer)),
@@ -546,9 +463,6 @@ async fn run_app(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/domains",
-    operation_id = Operation::CheckAppDomains.id(),
-    tag = "apps",
-    security(("session" = []), ("token" = [])),
     params(AppPath),
     responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
 )]
@@ -558,7 +472,6 @@ async fn check_app_domains(
     ObjectPath(path): ObjectPath<AppPath>,
 ) -> Result<Json<Vec<DomainCheck>>, ApiError> {
     let path = app_path(path);
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::check_domains(&client, &state.domain_check, &caller, &path).await?,

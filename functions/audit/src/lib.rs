@@ -1,28 +1,19 @@
 //! The `audit` function: the caller's organization's audit log.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::audit::{AuditPage, DEFAULT_PAGE, MAX_PAGE};
-use berth_shared::http::{Caller, QueryParams, operation};
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::http::{Caller, QueryParams};
+use berth_shared::{ApiError, AppState};
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
-        "/api/v1/audit",
-        operation(Operation::ListAuditEvents, get(list_audit_events)),
-    )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_audit_events))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), |_| Vec::new())
+berth_shared::operations! {
+    tag: "audit",
+    failures: |_| Vec::new(),
+    handlers: [
+        list_audit_events,
+    ],
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -42,9 +33,6 @@ struct PageQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/audit",
-    operation_id = Operation::ListAuditEvents.id(),
-    tag = "audit",
-    security(("session" = []), ("token" = [])),
     params(PageQuery),
     responses((status = 200, description = "A page of events.", body = AuditPage)),
 )]
@@ -53,11 +41,21 @@ async fn list_audit_events(
     caller: Caller,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    caller.require(Permission::AuditRead)?;
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::InvalidRequest(format!(
             "limit: must be 1 to {MAX_PAGE}"
+        )));
+    }
+    // The description gives `before` as an int64 (`format`), as every
+    // `seq` is: a larger one is out of range, as a negative one is.
+    if query
+        .before
+        .is_some_and(|before| i64::try_from(before).is_err())
+    {
+        return Err(ApiError::InvalidRequest(format!(
+            "before: must be 0 to {}",
+            i64::MAX
         )));
     }
     Ok(Json(

@@ -4,42 +4,23 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::http::header::SET_COOKIE;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
 use berth_shared::http::pipeline::ClientIp;
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, scope};
 use berth_shared::identity::{Credential, Identity, login, sessions};
 use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/auth/login",
-            operation(Operation::Login, post(sign_in)),
-        )
-        .route(
-            "/api/v1/auth/logout",
-            operation(Operation::Logout, post(sign_out)),
-        )
-        .route(
-            "/api/v1/me",
-            operation(Operation::GetCurrentUser, get(current_user)),
-        )
-        .route(
-            "/api/v1/me/password",
-            operation(Operation::ChangePassword, post(change_password)),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(sign_in, sign_out, current_user, change_password))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "auth",
+    failures: failures,
+    handlers: [
+        login,
+        logout,
+        get_current_user,
+        change_password,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -75,23 +56,21 @@ struct LoginBody {
 ///
 /// Checks the email and password and starts a session: the `berth_session`
 /// cookie (`HttpOnly`, `SameSite=Lax`, `Path=/`, 12 h). Failures are
-/// throttled per email and per client address (DESIGN §2).
+/// throttled per email and per client address.
 #[utoipa::path(
     post,
     path = "/api/v1/auth/login",
-    operation_id = Operation::Login.id(),
-    tag = "auth",
     request_body = LoginBody,
     responses((status = 200, description = "Signed in.", body = Identity,
         headers(("Set-Cookie" = String, description = "The session cookie, `berth_session`.")))),
 )]
-async fn sign_in(
+async fn login(
     State(state): State<AppState>,
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(body): JsonBody<LoginBody>,
 ) -> Result<impl IntoResponse, ApiError> {
     // A login attempt from here on, whatever else the request carries: its
-    // event follows the account it names (DESIGN §6), even if it fails below.
+    // event follows the account it names, even if it fails below.
     scope::audit_login(None, false);
     let attempt =
         login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
@@ -112,13 +91,10 @@ async fn sign_in(
 #[utoipa::path(
     post,
     path = "/api/v1/auth/logout",
-    operation_id = Operation::Logout.id(),
-    tag = "auth",
-    security(("session" = []), ("token" = [])),
     responses((status = 204, description = "Signed out.",
         headers(("Set-Cookie" = String, description = "Clears `berth_session`.")))),
 )]
-async fn sign_out(
+async fn logout(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -138,12 +114,9 @@ async fn sign_out(
 #[utoipa::path(
     get,
     path = "/api/v1/me",
-    operation_id = Operation::GetCurrentUser.id(),
-    tag = "auth",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The caller.", body = Identity)),
 )]
-async fn current_user(caller: Caller) -> Json<Identity> {
+async fn get_current_user(caller: Caller) -> Json<Identity> {
     Json(caller.identity())
 }
 
@@ -170,9 +143,6 @@ struct PasswordChanged {
 #[utoipa::path(
     post,
     path = "/api/v1/me/password",
-    operation_id = Operation::ChangePassword.id(),
-    tag = "auth",
-    security(("session" = []), ("token" = [])),
     request_body = PasswordChange,
     responses((status = 200, description = "Changed.", body = PasswordChanged)),
 )]

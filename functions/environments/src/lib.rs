@@ -1,54 +1,29 @@
 //! The `environments` function: the environments of a project.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::cluster::crd::Quota;
 use berth_shared::domain::names::{EnvironmentName, NewEnvironmentName};
 use berth_shared::domain::paths::{EnvironmentPath, ProjectPath};
 use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::extract::object;
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::cluster_failures;
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/projects/{project}/environments",
-            operation(Operation::ListEnvironments, get(list_environments)).merge(operation(
-                Operation::CreateEnvironment,
-                post(create_environment),
-            )),
-        )
-        .route(
-            "/api/v1/projects/{project}/environments/{environment}",
-            operation(Operation::GetEnvironment, get(get_environment)).merge(operation(
-                Operation::DeleteEnvironment,
-                axum::routing::delete(delete_environment),
-            )),
-        )
-        .route(
-            "/api/v1/projects/{project}/environments/{environment}/restore",
-            operation(Operation::RestoreEnvironment, post(restore_environment)),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    list_environments,
-    create_environment,
-    get_environment,
-    delete_environment,
-    restore_environment
-))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "environments",
+    failures: failures,
+    handlers: [
+        list_environments,
+        create_environment,
+        get_environment,
+        delete_environment,
+        restore_environment,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -75,9 +50,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments",
-    operation_id = Operation::ListEnvironments.id(),
-    tag = "environments",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath),
     responses((status = 200, description = "The environments.", body = Vec<EnvironmentRecord>)),
 )]
@@ -87,7 +59,6 @@ async fn list_environments(
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
     scope::audit_target("project", project.to_string());
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         environments::list(&client, &caller.user.org, &project).await?,
@@ -106,6 +77,7 @@ struct CreateBody {
     #[serde(default = "standard")]
     #[schema(pattern = "^(standard|production|preview)$", default = "standard")]
     env_type: String,
+    #[serde(default, deserialize_with = "object::optional")]
     quota: Option<Quota>,
 }
 
@@ -122,9 +94,6 @@ fn standard() -> String {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments",
-    operation_id = Operation::CreateEnvironment.id(),
-    tag = "environments",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = EnvironmentRecord,
@@ -149,7 +118,6 @@ async fn create_environment(
             environment,
         });
     }
-    caller.require(Permission::EnvWrite)?;
     let new = NewEnvironment {
         name: body.name,
         env_type: body.env_type,
@@ -172,9 +140,6 @@ async fn create_environment(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}",
-    operation_id = Operation::GetEnvironment.id(),
-    tag = "environments",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
 )]
@@ -184,7 +149,6 @@ async fn get_environment(
     ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
     audit_environment(&path);
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         environments::get(&client, &caller.user.org, &path).await?,
@@ -198,9 +162,6 @@ async fn get_environment(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}",
-    operation_id = Operation::DeleteEnvironment.id(),
-    tag = "environments",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     responses((status = 202, description = "Scheduled for deletion: `deleting` true and \
         `deletion_scheduled_at` set.", body = EnvironmentRecord)),
@@ -211,7 +172,6 @@ async fn delete_environment(
     ObjectPath(path): ObjectPath<EnvironmentPath>,
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
     audit_environment(&path);
-    caller.require(Permission::EnvWrite)?;
     let client = state.cluster.client().await?;
     let deleted =
         environments::delete(&client, &caller, &path, state.config.production_grace).await?;
@@ -226,9 +186,6 @@ async fn delete_environment(
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/restore",
-    operation_id = Operation::RestoreEnvironment.id(),
-    tag = "environments",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     responses((status = 200, description = "The environment, no longer deleting.",
         body = EnvironmentRecord)),

@@ -1,14 +1,13 @@
 //! The `health` function: the liveness probe, the per-subsystem report, and
 //! the API's OpenAPI description.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use berth_shared::health::{self, HealthReport};
-use berth_shared::http::{Caller, operation};
+use berth_shared::http::Caller;
 use berth_shared::{ApiError, AppState, Operation};
 
 /// The whole API's description, generated from the code of every function
@@ -17,29 +16,14 @@ use berth_shared::{ApiError, AppState, Operation};
 /// (`tests/api/openapi.rs`) fails when the file and the code disagree.
 pub const API_DESCRIPTION: &[u8] = include_bytes!("../../../openapi/openapi.json");
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/healthz",
-            operation(Operation::GetHealth, get(liveness)),
-        )
-        .route(
-            "/api/v1/healthz/details",
-            operation(Operation::GetHealthDetails, get(details)),
-        )
-        .route(
-            "/api/v1/openapi.json",
-            operation(Operation::GetApiDescription, get(api_description)),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(liveness, details, api_description))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "health",
+    failures: failures,
+    handlers: [
+        get_health,
+        get_health_details,
+        get_api_description,
+    ],
 }
 
 /// Nothing beyond what every operation can give: the report checks the
@@ -62,11 +46,9 @@ struct Liveness {
 #[utoipa::path(
     get,
     path = "/api/v1/healthz",
-    operation_id = Operation::GetHealth.id(),
-    tag = "health",
     responses((status = 200, description = "The process is up.", body = Liveness)),
 )]
-async fn liveness() -> Json<Liveness> {
+async fn get_health() -> Json<Liveness> {
     Json(Liveness { status: "ok" })
 }
 
@@ -77,15 +59,12 @@ async fn liveness() -> Json<Liveness> {
 #[utoipa::path(
     get,
     path = "/api/v1/healthz/details",
-    operation_id = Operation::GetHealthDetails.id(),
-    tag = "health",
-    security(("session" = []), ("token" = [])),
     responses(
         (status = 200, description = "Every subsystem is up.", body = HealthReport),
         (status = 503, description = "A subsystem is down: the report says which.", body = HealthReport),
     ),
 )]
-async fn details(
+async fn get_health_details(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> (StatusCode, Json<HealthReport>) {
@@ -109,11 +88,10 @@ async fn details(
 #[utoipa::path(
     get,
     path = "/api/v1/openapi.json",
-    operation_id = Operation::GetApiDescription.id(),
     tag = "openapi",
     responses((status = 200, description = "The OpenAPI 3.1 document.", body = Object)),
 )]
-async fn api_description() -> ([(header::HeaderName, &'static str); 1], &'static [u8]) {
+async fn get_api_description() -> ([(header::HeaderName, &'static str); 1], &'static [u8]) {
     (
         [(header::CONTENT_TYPE, "application/json")],
         API_DESCRIPTION,

@@ -1,40 +1,23 @@
 //! The `members` function: the caller's organization and its roles.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, patch};
-use axum::{Json, Router};
 use serde::Deserialize;
 
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, scope};
 use berth_shared::identity::members::{self, MemberRecord, NewMember};
-use berth_shared::{ApiError, AppState, Operation, Permission, Role};
+use berth_shared::{ApiError, AppState, Operation, Role};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/members",
-            operation(Operation::ListMembers, get(list_members)).merge(operation(
-                Operation::InviteMember,
-                axum::routing::post(invite_member),
-            )),
-        )
-        .route(
-            "/api/v1/members/{member}",
-            operation(Operation::UpdateMember, patch(update_member)).merge(operation(
-                Operation::RemoveMember,
-                axum::routing::delete(remove_member),
-            )),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_members, invite_member, update_member, remove_member))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "members",
+    failures: failures,
+    handlers: [
+        list_members,
+        invite_member,
+        update_member,
+        remove_member,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -74,16 +57,12 @@ fn parse_role(role: &str) -> Result<Role, ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/members",
-    operation_id = Operation::ListMembers.id(),
-    tag = "members",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The members.", body = Vec<MemberRecord>)),
 )]
 async fn list_members(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<Vec<MemberRecord>>, ApiError> {
-    caller.require(Permission::Read)?;
     Ok(Json(members::list(&state.store, &caller.user.org).await?))
 }
 
@@ -94,7 +73,7 @@ struct Invitation {
     email: String,
     #[schema(value_type = Role)]
     role: String,
-    #[schema(max_length = 100)]
+    #[schema(min_length = 1, max_length = 100)]
     display_name: Option<String>,
 }
 
@@ -106,9 +85,6 @@ struct Invitation {
 #[utoipa::path(
     post,
     path = "/api/v1/members",
-    operation_id = Operation::InviteMember.id(),
-    tag = "members",
-    security(("session" = []), ("token" = [])),
     request_body = Invitation,
     responses((status = 201, description = "Invited; `temporary_password` is shown once.",
         body = NewMember)),
@@ -118,7 +94,6 @@ async fn invite_member(
     caller: Caller,
     JsonBody(body): JsonBody<Invitation>,
 ) -> Result<(StatusCode, Json<NewMember>), ApiError> {
-    caller.require(Permission::MemberManage)?;
     let role = parse_role(&body.role)?;
     let invited =
         members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
@@ -139,9 +114,6 @@ struct RoleChange {
 #[utoipa::path(
     patch,
     path = "/api/v1/members/{member}",
-    operation_id = Operation::UpdateMember.id(),
-    tag = "members",
-    security(("session" = []), ("token" = [])),
     params(MemberPath),
     request_body = RoleChange,
     responses((status = 200, description = "The member.", body = MemberRecord)),
@@ -153,7 +125,6 @@ async fn update_member(
     JsonBody(body): JsonBody<RoleChange>,
 ) -> Result<Json<MemberRecord>, ApiError> {
     audit_member(&member_id);
-    caller.require(Permission::MemberManage)?;
     let role = parse_role(&body.role)?;
     Ok(Json(
         members::change_role(&state.store, &caller, &member_id, role).await?,
@@ -166,9 +137,6 @@ async fn update_member(
 #[utoipa::path(
     delete,
     path = "/api/v1/members/{member}",
-    operation_id = Operation::RemoveMember.id(),
-    tag = "members",
-    security(("session" = []), ("token" = [])),
     params(MemberPath),
     responses((status = 204, description = "Removed.")),
 )]
@@ -178,7 +146,6 @@ async fn remove_member(
     Path(member_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     audit_member(&member_id);
-    caller.require(Permission::MemberManage)?;
     members::remove(&state.store, &caller, &member_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

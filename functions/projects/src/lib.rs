@@ -1,41 +1,26 @@
 //! The `projects` function: the organization's projects.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use berth_shared::domain::names::{NewProjectName, ProjectName};
 use berth_shared::domain::paths::ProjectPath;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::cluster_failures;
 use berth_shared::projects::{self, NewProject, ProjectRecord};
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/projects",
-            operation(Operation::ListProjects, get(list_projects))
-                .merge(operation(Operation::CreateProject, post(create_project))),
-        )
-        .route(
-            "/api/v1/projects/{project}",
-            operation(Operation::GetProject, get(get_project)).merge(operation(
-                Operation::DeleteProject,
-                axum::routing::delete(delete_project),
-            )),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_projects, create_project, get_project, delete_project))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "projects",
+    failures: failures,
+    handlers: [
+        list_projects,
+        create_project,
+        get_project,
+        delete_project,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -56,16 +41,12 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/projects",
-    operation_id = Operation::ListProjects.id(),
-    tag = "projects",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The projects.", body = Vec<ProjectRecord>)),
 )]
 async fn list_projects(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(projects::list(&client, &caller.user.org).await?))
 }
@@ -90,9 +71,6 @@ struct CreateBody {
 #[utoipa::path(
     post,
     path = "/api/v1/projects",
-    operation_id = Operation::CreateProject.id(),
-    tag = "projects",
-    security(("session" = []), ("token" = [])),
     request_body = CreateBody,
     responses((status = 201, description = "Created.", body = ProjectRecord,
         headers(("Location" = String, description = "The new project's URL.")))),
@@ -112,7 +90,6 @@ async fn create_project(
     if ProjectName::parse(&body.name).is_ok() {
         scope::audit_target("project", body.name.clone());
     }
-    caller.require(Permission::ProjectWrite)?;
     let new = NewProject {
         name: body.name,
         display_name: body.display_name,
@@ -135,9 +112,6 @@ async fn create_project(
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}",
-    operation_id = Operation::GetProject.id(),
-    tag = "projects",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath),
     responses((status = 200, description = "The project.", body = ProjectRecord)),
 )]
@@ -147,7 +121,6 @@ async fn get_project(
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
     scope::audit_target("project", project.to_string());
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(
         projects::get(&client, &caller.user.org, &project).await?,
@@ -160,9 +133,6 @@ async fn get_project(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}",
-    operation_id = Operation::DeleteProject.id(),
-    tag = "projects",
-    security(("session" = []), ("token" = [])),
     params(ProjectPath),
     responses((status = 202, description = "Being deleted: the record, `deleting` true.",
         body = ProjectRecord)),
@@ -173,7 +143,6 @@ async fn delete_project(
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
     scope::audit_target("project", project.to_string());
-    caller.require(Permission::ProjectWrite)?;
     let client = state.cluster.client().await?;
     Ok((
         StatusCode::ACCEPTED,

@@ -1,48 +1,32 @@
 //! The `secrets` function: the secrets of an environment. The rules live in
 //! `berth_shared::secrets`; this crate maps HTTP onto them.
 
+use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, put};
-use axum::{Json, Router};
+use axum::routing::MethodRouter;
 use serde_json::Value;
 
 use berth_shared::domain::names::SecretName;
 use berth_shared::domain::paths::{EnvironmentPath, SecretPath};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::cluster_failures;
 use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
-use berth_shared::{ApiError, AppState, Operation, Permission};
+use berth_shared::{ApiError, AppState, Operation};
 
-const SECRETS: &str = "/api/v1/projects/{project}/environments/{environment}/secrets";
-const SECRET: &str = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}";
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            SECRETS,
-            operation(Operation::ListSecrets, get(list_secrets)),
-        )
-        .route(
-            SECRET,
-            // Only this route takes bodies beyond the common 256 KiB, so
-            // that the 512 KiB rule on values is the one a caller meets.
-            operation(
-                Operation::PutSecret,
-                put(put_secret).layer(DefaultBodyLimit::max(MAX_PUT_BODY_BYTES)),
-            )
-            .merge(operation(Operation::DeleteSecret, delete(delete_secret))),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_secrets, put_secret, delete_secret))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "secrets",
+    failures: failures,
+    handlers: [
+        list_secrets,
+        // Only this route takes bodies beyond the common 256 KiB, so that
+        // the 512 KiB rule on values is the one a caller meets.
+        put_secret => |route: MethodRouter<AppState>| {
+            route.layer(DefaultBodyLimit::max(MAX_PUT_BODY_BYTES))
+        },
+        delete_secret,
+    ],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -70,10 +54,10 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 /// quote a value.
 #[derive(utoipa::ToSchema)]
 #[schema(as = PutSecretBody)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct PutBody {
-    /// Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;
-    /// the values together at most 512 KiB.
+    #[schema(schema_with = secrets::data_schema)]
     data: std::collections::BTreeMap<String, String>,
 }
 
@@ -91,9 +75,6 @@ fn secret_path(path: SecretPath) -> SecretPath {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets",
-    operation_id = Operation::ListSecrets.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(EnvironmentPath),
     responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
 )]
@@ -103,7 +84,6 @@ async fn list_secrets(
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<SecretSummary>>, ApiError> {
     scope::audit_target("environment", environment.namespace());
-    caller.require(Permission::Read)?;
     let client = state.cluster.client().await?;
     Ok(Json(secrets::list(&client, &caller, &environment).await?))
 }
@@ -117,9 +97,6 @@ async fn list_secrets(
 #[utoipa::path(
     put,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    operation_id = Operation::PutSecret.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(SecretPath),
     request_body = PutBody,
     responses(
@@ -135,7 +112,6 @@ async fn put_secret(
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
     let path = secret_path(path);
-    caller.require(Permission::SecretWrite)?;
     let client = state.cluster.client().await?;
     Ok(match secrets::put(&client, &caller, &path, &body).await? {
         (PutOutcome::Created, answer) => {
@@ -160,9 +136,6 @@ async fn put_secret(
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/secrets/{secret}",
-    operation_id = Operation::DeleteSecret.id(),
-    tag = "secrets",
-    security(("session" = []), ("token" = [])),
     params(SecretPath),
     responses((status = 204, description = "Deleted.")),
 )]
@@ -172,7 +145,6 @@ async fn delete_secret(
     ObjectPath(path): ObjectPath<SecretPath>,
 ) -> Result<StatusCode, ApiError> {
     let path = secret_path(path);
-    caller.require(Permission::SecretWrite)?;
     let client = state.cluster.client().await?;
     secrets::delete(&client, &caller, &path).await?;
     Ok(StatusCode::NO_CONTENT)

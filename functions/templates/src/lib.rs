@@ -1,40 +1,31 @@
 //! The `templates` function: the template catalogue, and deploying a
 //! template into an environment. The rules live in `berth_shared::templates`.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 
 use berth_shared::apps::hosts::HostRules;
 use berth_shared::domain::paths::TemplatePath;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, operation, scope};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_shared::openapi::cluster_failures;
 use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/templates",
-            operation(Operation::ListTemplates, get(list_templates)),
-        )
-        .route(
-            "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
-            operation(Operation::DeployTemplate, post(deploy_template)),
-        )
+berth_shared::operations! {
+    tag: "templates",
+    failures: failures,
+    finish: finish,
+    handlers: [
+        list_templates,
+        deploy_template,
+    ],
 }
 
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_templates, deploy_template))]
-struct Description;
-
-/// This function's part of the OpenAPI description. The catalogue ships
+/// What the annotations cannot say. The catalogue ships
 /// with the code, so a template's name is one of its names.
-pub fn openapi() -> utoipa::openapi::OpenApi {
+fn finish(api: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::schema::{ObjectBuilder, Type};
-    let mut api =
-        berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures);
     let names: Vec<String> = templates::list().into_iter().map(|t| t.name).collect();
     let parameters = api
         .paths
@@ -50,7 +41,17 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
                 .into(),
         );
     }
-    api
+    // The body may be left out (not `null`): utoipa's `Option` would say
+    // the opposite.
+    let bodies = api
+        .paths
+        .paths
+        .values_mut()
+        .filter_map(|item| item.post.as_mut())
+        .filter_map(|operation| operation.request_body.as_mut());
+    for body in bodies {
+        body.required = Some(utoipa::openapi::Required::False);
+    }
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -72,9 +73,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/templates",
-    operation_id = Operation::ListTemplates.id(),
-    tag = "templates",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The catalogue.", body = Vec<TemplateRecord>)),
 )]
 async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
@@ -88,9 +86,6 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/templates/{template}",
-    operation_id = Operation::DeployTemplate.id(),
-    tag = "templates",
-    security(("session" = []), ("token" = [])),
     params(TemplatePath),
     request_body(content = DeployBody, description = "Optional: another app name, and \
         values for the template's variables."),

@@ -1,35 +1,18 @@
 //! The `tokens` function: the caller's personal API tokens.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{delete, get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
-use berth_shared::http::{Caller, JsonBody, operation, scope};
+use berth_shared::http::{Caller, JsonBody, scope};
 use berth_shared::identity::tokens::{self, CreatedToken, TokenRecord};
 use berth_shared::{ApiError, AppState, Operation};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/tokens",
-            operation(Operation::ListTokens, get(list_tokens))
-                .merge(operation(Operation::CreateToken, post(create_token))),
-        )
-        .route(
-            "/api/v1/tokens/{token}",
-            operation(Operation::DeleteToken, delete(delete_token)),
-        )
-}
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_tokens, create_token, delete_token))]
-struct Description;
-
-/// This function's part of the OpenAPI description.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    berth_shared::openapi::describe(<Description as utoipa::OpenApi>::openapi(), failures)
+berth_shared::operations! {
+    tag: "tokens",
+    failures: failures,
+    handlers: [list_tokens, create_token, delete_token],
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -54,9 +37,6 @@ struct TokenPath {
 #[utoipa::path(
     get,
     path = "/api/v1/tokens",
-    operation_id = Operation::ListTokens.id(),
-    tag = "tokens",
-    security(("session" = []), ("token" = [])),
     responses((status = 200, description = "The tokens.", body = Vec<TokenRecord>)),
 )]
 async fn list_tokens(
@@ -84,9 +64,6 @@ struct NewToken {
 #[utoipa::path(
     post,
     path = "/api/v1/tokens",
-    operation_id = Operation::CreateToken.id(),
-    tag = "tokens",
-    security(("session" = []), ("token" = [])),
     request_body = NewToken,
     responses((status = 201, description = "Created; `token` is the secret, shown once.",
         body = CreatedToken)),
@@ -113,9 +90,6 @@ async fn create_token(
 #[utoipa::path(
     delete,
     path = "/api/v1/tokens/{token}",
-    operation_id = Operation::DeleteToken.id(),
-    tag = "tokens",
-    security(("session" = []), ("token" = [])),
     params(TokenPath),
     responses((status = 204, description = "Revoked.")),
 )]

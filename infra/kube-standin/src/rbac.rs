@@ -12,9 +12,9 @@
 //!   ServiceAccount, valid until it expires or the ServiceAccount is deleted.
 //!   Its requests are authorized by the ClusterRoles that ClusterRoleBindings
 //!   grant to the ServiceAccount (subjects of kind `ServiceAccount`, or the
-//!   `Group`s every ServiceAccount is in). Roles and RoleBindings grant
-//!   nothing here (Berth uses none): a test relying on them fails with 403,
-//!   never passes wrongly.
+//!   `Group`s every ServiceAccount is in), and, in a namespace, by the Roles
+//!   (of that namespace) and ClusterRoles that RoleBindings of that
+//!   namespace grant it there (the controller's Lease).
 //! - An unknown or expired token: 401.
 //! - Discovery, `/version` and the health paths are open to every caller, as
 //!   the bootstrap roles `system:discovery` and `system:public-info-viewer`
@@ -324,23 +324,42 @@ pub fn authorize(
         uses.record(identity, action);
         return Ok(());
     }
-    let allowed = state
+    let namespace = match *action {
+        Action::Resource { namespace, .. } => namespace,
+        Action::NonResource { .. } => None,
+    };
+    // A ClusterRoleBinding grants everywhere; a RoleBinding only in its
+    // namespace, a Role of that namespace or a ClusterRole.
+    let bindings = state
         .store
         .list(RBAC_GROUP, "clusterrolebindings", None)
-        .filter(|(_, binding)| {
+        .map(|(_, binding)| (binding, ""))
+        .chain(namespace.into_iter().flat_map(|namespace| {
+            state
+                .store
+                .list(RBAC_GROUP, "rolebindings", Some(namespace))
+                .map(move |(_, binding)| (binding, namespace))
+        }));
+    let allowed = bindings
+        .filter(|(binding, _)| {
             binding
                 .get("subjects")
                 .and_then(Value::as_array)
                 .is_some_and(|subjects| subjects.iter().any(|s| identity.is(s)))
         })
-        .filter(|(_, binding)| {
-            binding.pointer("/roleRef/kind").and_then(Value::as_str) == Some("ClusterRole")
-        })
-        .filter_map(|(_, binding)| binding.pointer("/roleRef/name").and_then(Value::as_str))
-        .filter_map(|role| {
-            state
-                .store
-                .get(&ObjKey::new(RBAC_GROUP, "clusterroles", "", role))
+        .filter_map(|(binding, namespace)| {
+            let name = binding.pointer("/roleRef/name").and_then(Value::as_str)?;
+            match binding.pointer("/roleRef/kind").and_then(Value::as_str)? {
+                "ClusterRole" => {
+                    state
+                        .store
+                        .get(&ObjKey::new(RBAC_GROUP, "clusterroles", "", name))
+                }
+                "Role" if !namespace.is_empty() => state
+                    .store
+                    .get(&ObjKey::new(RBAC_GROUP, "roles", namespace, name)),
+                _ => None,
+            }
         })
         .flat_map(|role| {
             role.get("rules")

@@ -119,6 +119,7 @@ const BUILTINS: &[Builtin] = &[
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, false, false, &[]),
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, true, true, &["crd", "crds"]),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, false, false, &[]),
+    ("events.k8s.io", "v1", "events", "Event", true, false, false, &[]),
     ("storage.k8s.io", "v1", "storageclasses", "StorageClass", false, false, false, &["sc"]),
     ("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, false, false, &["pc"]),
 ];
@@ -142,6 +143,7 @@ const GROUP_ORDER: &[&str] = &[
     "rbac.authorization.k8s.io",
     "apiextensions.k8s.io",
     "coordination.k8s.io",
+    "events.k8s.io",
     "storage.k8s.io",
     "scheduling.k8s.io",
 ];

@@ -765,8 +765,12 @@ impl State {
                 )));
             }
         }
+        // The name is checked on the object the apply makes: an applied
+        // configuration may leave it out when the object exists (it is
+        // merged into the live one, whose name it keeps), not when it
+        // creates it.
         let applied_name = meta::name(applied);
-        if applied_name != key.name {
+        if applied_name != key.name && (old.is_none() || !applied_name.is_empty()) {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({applied_name}) does not match the name on the URL ({})",
                 key.name

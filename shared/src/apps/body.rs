@@ -17,6 +17,7 @@ use crate::domain::names::{
 use crate::domain::numbers::{FsGroup, Port, Replicas};
 use crate::domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
 use crate::domain::size::{Quantity, Size, VolumeSize};
+use crate::http::extract::object;
 use crate::{ApiError, Permission};
 
 pub const DEFAULT_SIZE: &str = "small";
@@ -64,6 +65,7 @@ pub struct EnvBody {
     #[schema(value_type = EnvName)]
     pub name: String,
     pub value: Option<String>,
+    #[serde(default, deserialize_with = "object::optional")]
     pub secret: Option<SecretRefBody>,
 }
 
@@ -119,8 +121,10 @@ pub struct CreateBody {
     pub protocol: Option<String>,
     /// Several processes, instead of the flat fields of the main one.
     #[schema(min_items = 1, max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub env: Option<Vec<EnvBody>>,
     /// Hostnames the app answers on (through the gateway), case-insensitive
     /// and with the DNS root's trailing dot optional (kept lowercase,
@@ -130,6 +134,7 @@ pub struct CreateBody {
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
     #[schema(max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub volumes: Option<Vec<VolumeBody>>,
     #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
@@ -170,8 +175,10 @@ pub struct UpdateBody {
     pub protocol: Option<String>,
     /// Several processes, instead of the flat fields of the main one.
     #[schema(min_items = 1, max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub processes: Option<Vec<ProcessBody>>,
     #[schema(max_items = 500)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub env: Option<Vec<EnvBody>>,
     /// Hostnames the app answers on (through the gateway), case-insensitive
     /// and with the DNS root's trailing dot optional (kept lowercase,
@@ -181,6 +188,7 @@ pub struct UpdateBody {
     pub domains: Option<Vec<String>>,
     pub health_check_path: Option<String>,
     #[schema(max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
     pub volumes: Option<Vec<VolumeBody>>,
     #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
@@ -219,6 +227,41 @@ macro_rules! flat_process {
 }
 flat_process!(CreateBody);
 flat_process!(UpdateBody);
+
+/// The main process's fields that a body carries flat.
+const FLAT_PROCESS_FIELDS: [&str; 8] = [
+    "port",
+    "command",
+    "replicas",
+    "max_replicas",
+    "size",
+    "schedule",
+    "time_zone",
+    "protocol",
+];
+
+/// What no body may be, for the rules between fields that the derived
+/// schemas cannot state (JSON Schema `not`, by schema name): `processes`
+/// and the main process's flat fields together ([`both_process_forms`]),
+/// a variable's `value` and `secret` together.
+pub fn forbidden_combinations() -> [(&'static str, serde_json::Value); 3] {
+    use serde_json::json;
+    let given = |field: &str| json!({ "required": [field], "properties": { field: { "not": { "type": "null" } } } });
+    let both_process_forms = json!({
+        "allOf": [
+            given("processes"),
+            { "anyOf": FLAT_PROCESS_FIELDS.map(given) },
+        ]
+    });
+    [
+        ("CreateAppBody", both_process_forms.clone()),
+        ("UpdateAppBody", both_process_forms),
+        (
+            "EnvBody",
+            json!({ "allOf": [given("value"), given("secret")] }),
+        ),
+    ]
+}
 
 /// A new app's name and configuration, every rule checked.
 pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> {

@@ -40,7 +40,7 @@ const MAX_CNAME_HOPS: usize = 8;
 pub const NO_GATEWAY: &str = "no gateway is configured (BERTH_GATEWAY_HOSTNAME or \
                               BERTH_GATEWAY_ADDRESSES), so this name cannot be checked";
 
-/// One hostname's answer (DESIGN §3, domain check).
+/// One hostname's answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DomainCheck {
     pub hostname: String,

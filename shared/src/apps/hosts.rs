@@ -1,4 +1,4 @@
-//! Hostnames (issue 15, part 3): a custom domain serves at most one app on
+//! Hostnames: a custom domain serves at most one app on
 //! the whole platform, whichever organization asks.
 //!
 //! A hostname, in its one normal form ([`Hostname`]: lowercase, no trailing

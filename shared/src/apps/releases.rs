@@ -31,8 +31,9 @@ pub struct ReleaseRecord {
     /// Whether this is the revision running (not always the newest: a
     /// revision whose release command failed never ran).
     pub current: bool,
-    /// `pending`, `released`, `failed` or `rolled_back` (see the README's
-    /// API notes).
+    /// `pending` (not seen available), `released` (became available),
+    /// `failed` (its release command or its rollout failed) or `rolled_back`
+    /// (its rollout failed and was rolled back automatically).
     #[schema(pattern = "^(pending|released|failed|rolled_back)$")]
     pub status: String,
 }

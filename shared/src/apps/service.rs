@@ -340,7 +340,6 @@ pub async fn create(
     environment: &EnvironmentPath,
     body: CreateBody,
 ) -> Result<AppRecord, ApiError> {
-    caller.require(Permission::AppDeploy)?;
     let (name, config) = body::parse_create(body)?;
     let org = &caller.user.org;
     let path = AppPath::new(environment, name);
@@ -368,10 +367,10 @@ pub async fn update(
     path: &AppPath,
     body: &UpdateBody,
 ) -> Result<AppRecord, ApiError> {
-    caller.require(Permission::AppOperate)?;
     let org = &caller.user.org;
     let (current, neighbours) = app_and_neighbours(client, org, path).await?;
     let config = body::apply_update(&path.app, &current.spec.config, body)?;
+    // Beyond the operation's `app-operate`: what the change touches.
     for permission in body::permissions_for(&current.spec.config, &config) {
         caller.require(permission)?;
     }
@@ -401,7 +400,6 @@ pub async fn rollback(
     path: &AppPath,
     revision: i64,
 ) -> Result<AppRecord, ApiError> {
-    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
     let (current, neighbours) = app_and_neighbours(client, org, path).await?;
     let head = current.spec.release.revision;
@@ -444,7 +442,6 @@ pub async fn promote(
     path: &AppPath,
     target_environment: &EnvironmentName,
 ) -> Result<AppRecord, ApiError> {
-    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
     if *target_environment == path.environment {
         return Err(ApiError::ValidationFailed(
@@ -531,7 +528,6 @@ pub async fn delete(
     path: &AppPath,
     delete_volumes: bool,
 ) -> Result<(), ApiError> {
-    caller.require(Permission::AppDeploy)?;
     let org = &caller.user.org;
     let app = match cluster_apps::get_visible(client, org, path).await {
         Ok(app) => app,

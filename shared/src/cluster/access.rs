@@ -1,4 +1,4 @@
-//! The kube-rs client, built from the stored kubeconfig (DESIGN §7): loaded on
+//! The kube-rs client, built from the stored kubeconfig: loaded on
 //! first use, kept for the life of the instance, and replaced within a minute
 //! of the stored kubeconfig changing.
 

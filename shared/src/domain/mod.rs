@@ -1,5 +1,5 @@
-//! Values parsed once at the API's edge: each type can only hold a valid value
-//! (DESIGN §2), so code past the edge never checks again.
+//! Values parsed once at the API's edge: each type can only hold a valid
+//! value, so code past the edge never checks again.
 //!
 //! Every `parse` answers [`Invalid`] with what the value must be, never the
 //! value itself (it may be a secret sent in the wrong field); the edge names

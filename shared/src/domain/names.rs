@@ -1,4 +1,4 @@
-//! Names (DESIGN §2): organizations, projects, environments, apps,
+//! Names: organizations, projects, environments, apps,
 //! processes, volumes, secrets and their keys, environment variables,
 //! namespaces and the hostnames an app is reached at.
 //!

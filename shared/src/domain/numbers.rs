@@ -1,4 +1,4 @@
-//! Bounded numbers (DESIGN §2): ports, replica counts and volume group ids.
+//! Bounded numbers: ports, replica counts and volume group ids.
 //! Each parses from the `i64` a JSON body carries.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Kubernetes quantities and process sizes (DESIGN §2).
+//! Kubernetes quantities and process sizes.
 //!
 //! A [`Quantity`] compares by value, exactly: `1Gi` > `1000Mi`, `1G` < `1Gi`,
 //! `1024Mi` == `1Gi`. That is what "a volume may grow, never shrink" needs,

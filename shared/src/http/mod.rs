@@ -5,6 +5,7 @@
 pub mod extract;
 pub mod forgery;
 pub mod pipeline;
+pub mod routes;
 pub mod scope;
 
 use axum::Router;

@@ -141,8 +141,8 @@ fn describe_call(
 }
 
 /// A refused login of a known email is written to two partitions, of an
-/// unknown one to one. So that the two answer alike (DESIGN §4: same answer
-/// and timing), an unknown email makes up the second event's round trips
+/// unknown one to one. So that the two answer alike (same answer and
+/// timing: no user enumeration), an unknown email makes up the second event's round trips
 /// with reads of the system partition's audit counter, which change nothing.
 async fn equal_login_round_trips(state: &AppState) {
     let key = store::key(keys::audit(SYSTEM_ORG), keys::AUDIT_COUNTER_SK);
@@ -153,7 +153,7 @@ async fn equal_login_round_trips(state: &AppState) {
     }
 }
 
-/// Where the event goes (DESIGN §6): the caller's organization; the system
+/// Where the event goes: the caller's organization; the system
 /// partition for calls without one. A login attempt goes by the account it
 /// names, whatever other credentials the request carries: a successful one to
 /// the account's organization, a refused one to the system partition and, for

@@ -1,4 +1,4 @@
-//! Argon2id password hashing (DESIGN §2). Hashing and verifying take tens of
+//! Argon2id password hashing. Hashing and verifying take tens of
 //! milliseconds of CPU, so they run on the blocking pool, off the async runtime.
 
 use std::cell::Cell;

@@ -1,4 +1,4 @@
-//! Browser sessions: the `berth_session` cookie (DESIGN §2).
+//! Browser sessions: the `berth_session` cookie.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,4 @@
-//! Login throttling (DESIGN §2): per email, 5 failed logins within 15 minutes;
+//! Login throttling: per email, 5 failed logins within 15 minutes;
 //! per client IP, 50. Once a subject reaches its limit every login for it
 //! answers 429 until its oldest counted attempt leaves the window, even with
 //! the right password.

@@ -1,4 +1,4 @@
-//! Personal API tokens: `Authorization: Bearer brt_…` (DESIGN §2, §3). Only the
+//! Personal API tokens: `Authorization: Bearer brt_…`. Only the
 //! SHA-256 of a token is stored; the token itself is shown once, at creation.
 
 use serde::{Deserialize, Serialize};

@@ -5,8 +5,10 @@
 //! their own ServiceAccounts, with exactly the roles of `infra/k8s`
 //! (`identities`).
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
+use berth_controller::{Replica, ReplicaSettings};
 use berth_kube_standin::StandIn;
 pub use berth_kube_standin::testing::{eventually, wait_bound};
 use k8s_openapi::api::core::v1::Namespace;
@@ -47,6 +49,10 @@ pub fn controller_settings() -> berth_controller::Settings {
     }
 }
 
+/// How long the test controllers' Lease holds without renewal: short, so
+/// that a standby takes over soon after its leader was killed.
+pub const LEASE_DURATION_SECONDS: u64 = 6;
+
 /// Point the cluster tests at a real cluster instead: they must pass there
 /// too. The fault tests, which need the stand-in's knobs, are then built as
 /// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
@@ -65,24 +71,45 @@ pub struct TestCluster {
     /// The kubeconfig Berth's API stores: the `berth-api` ServiceAccount's.
     pub kubeconfig: String,
     /// The controller's kubeconfig: the `berth-controller` ServiceAccount's.
-    controller_kubeconfig: String,
+    pub controller_kubeconfig: String,
     controller: Controller,
 }
 
 /// The controller beside the cluster: one per test on its own stand-in; on a
 /// real cluster one for the whole test process, since each would reconcile
 /// every test's objects (and every earlier run's) and multiply the load.
+/// Either is a replica of its own name, leading its Lease alone; restarted,
+/// it keeps its name (as a restarted container of the same pod) and so
+/// leads again at once.
 enum Controller {
-    Own(std::sync::Mutex<tokio::task::JoinHandle<()>>),
+    Own {
+        replica: ReplicaSettings,
+        running: std::sync::Mutex<Running>,
+    },
     Shared(&'static SharedController),
+}
+
+/// A controller replica's task and the address of its endpoint.
+struct Running {
+    task: tokio::task::JoinHandle<()>,
+    addr: SocketAddr,
+}
+
+impl Running {
+    /// Kills the replica: nothing of it runs on, nothing is released (the
+    /// task is aborted, as a process is killed).
+    fn kill(&mut self) -> tokio::task::JoinHandle<()> {
+        self.task.abort();
+        std::mem::replace(&mut self.task, tokio::spawn(async {}))
+    }
 }
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
-        if let Controller::Own(controller) = &self.controller
-            && let Ok(controller) = controller.lock()
+        if let Controller::Own { running, .. } = &self.controller
+            && let Ok(running) = running.lock()
         {
-            controller.abort();
+            running.task.abort();
         }
         if let Some(standin) = &self.standin {
             identities::record_uses(standin);
@@ -143,11 +170,17 @@ impl TestCluster {
             .await;
         }
         let controller = if standin.is_some() {
-            Controller::Own(std::sync::Mutex::new(tokio::spawn(run_controller(
-                controller_kubeconfig.clone(),
-            ))))
+            let replica = replica_settings(
+                unique("test-controller"),
+                berth_controller::DEFAULT_LEASE_NAME,
+            );
+            let running = start_replica(&controller_kubeconfig, replica.clone()).await;
+            Controller::Own {
+                replica,
+                running: std::sync::Mutex::new(running),
+            }
         } else {
-            Controller::Shared(SharedController::get(&controller_kubeconfig))
+            Controller::Shared(SharedController::get(&controller_kubeconfig).await)
         };
         Self {
             standin,
@@ -163,34 +196,80 @@ impl TestCluster {
     /// or renders meanwhile. Only on the stand-in: on a shared real cluster
     /// the other tests' controllers would.
     pub async fn stop_controller(&self) {
-        let Controller::Own(controller) = &self.controller else {
+        let Controller::Own { .. } = &self.controller else {
             panic!(
                 "only a test's own controller (on its stand-in) can be stopped: mark the test \
                  #[cfg_attr(berth_real_cluster, ignore = \"…\")]"
             );
         };
-        let stopped = {
-            let mut controller = controller.lock().unwrap();
-            controller.abort();
-            std::mem::replace(&mut *controller, tokio::spawn(async {}))
+        self.kill_controller().await;
+    }
+
+    /// Kills the controller (until `restart_controller`) without letting it
+    /// release its Lease: another replica of the same Lease takes over once
+    /// it expires. On a real cluster this is the process's shared
+    /// controller: the test that kills it must bring a replica that leads
+    /// meanwhile, and restart it.
+    pub async fn kill_controller(&self) {
+        let killed = match &self.controller {
+            Controller::Own { running, .. } => running.lock().unwrap().kill(),
+            Controller::Shared(shared) => {
+                // Other tests' restarts wait for the killer's revival: a
+                // restarted replica of the killed one's name would lead again.
+                shared
+                    .killed
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                shared.running.lock().unwrap().kill()
+            }
+        };
+        let _ = killed.await;
+    }
+
+    /// Starts the controller `kill_controller` killed again.
+    pub async fn revive_controller(&self) {
+        if let Controller::Shared(shared) = &self.controller {
+            shared
+                .killed
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        self.restart_controller().await;
+    }
+
+    /// Stops the controller and starts a new one, as a restarted container
+    /// of the same pod (same name: it leads again at once).
+    pub async fn restart_controller(&self) {
+        let stopped = match &self.controller {
+            Controller::Own { replica, running } => {
+                let stopped = running.lock().unwrap().kill();
+                let started = start_replica(&self.controller_kubeconfig, replica.clone()).await;
+                *running.lock().unwrap() = started;
+                stopped
+            }
+            // Killed by a test that revives it when it is done.
+            Controller::Shared(shared)
+                if shared.killed.load(std::sync::atomic::Ordering::SeqCst) =>
+            {
+                return;
+            }
+            Controller::Shared(shared) => shared.restart().await,
         };
         let _ = stopped.await;
     }
 
-    /// Stops the controller and starts a new one, as a rescheduled pod would.
-    pub async fn restart_controller(&self) {
-        let stopped = match &self.controller {
-            Controller::Own(controller) => {
-                let mut controller = controller.lock().unwrap();
-                controller.abort();
-                std::mem::replace(
-                    &mut *controller,
-                    tokio::spawn(run_controller(self.controller_kubeconfig.clone())),
-                )
-            }
-            Controller::Shared(shared) => shared.restart(),
-        };
-        let _ = stopped.await;
+    /// How the test's controller takes part in the leader election.
+    pub fn controller_replica(&self) -> ReplicaSettings {
+        match &self.controller {
+            Controller::Own { replica, .. } => replica.clone(),
+            Controller::Shared(shared) => shared.replica.clone(),
+        }
+    }
+
+    /// Where the test's controller serves `/metrics`, `/healthz`, `/readyz`.
+    pub fn controller_addr(&self) -> SocketAddr {
+        match &self.controller {
+            Controller::Own { running, .. } => running.lock().unwrap().addr,
+            Controller::Shared(shared) => shared.running.lock().unwrap().addr,
+        }
     }
 
     pub async fn namespace_exists(&self, name: &str) -> bool {
@@ -202,53 +281,112 @@ impl TestCluster {
     }
 }
 
-/// The controller as `berth-controller` runs it, as its ServiceAccount: a
-/// client with kube's own settings (`Client::try_default` there), whose
-/// watches outlive the quiet minutes of a real cluster (Berth's API client times a read out after
+/// A client as `berth-controller` makes one, as its ServiceAccount: kube's
+/// own settings (`Client::try_default` there), whose watches outlive the
+/// quiet minutes of a real cluster (Berth's API client times a read out after
 /// 10 s, long before a real apiserver's next watch bookmark).
-async fn run_controller(kubeconfig: String) {
-    let parsed = kube::config::Kubeconfig::from_yaml(&kubeconfig).expect("the kubeconfig parses");
+pub async fn controller_client(kubeconfig: &str) -> kube::Client {
+    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).expect("the kubeconfig parses");
     let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
         .await
         .expect("a config for the controller");
-    let client = kube::Client::try_from(config).expect("a client for the controller");
-    berth_controller::run(client, controller_settings()).await;
+    kube::Client::try_from(config).expect("a client for the controller")
+}
+
+/// A replica named `identity` of the Lease `lease` in `berth-system`, held
+/// [`LEASE_DURATION_SECONDS`].
+pub fn replica_settings(identity: String, lease: &str) -> ReplicaSettings {
+    ReplicaSettings {
+        identity,
+        lease_namespace: berth_controller::DEFAULT_LEASE_NAMESPACE.to_owned(),
+        lease_name: lease.to_owned(),
+        lease_duration_seconds: LEASE_DURATION_SECONDS,
+    }
+}
+
+/// A controller replica as `berth-controller` runs one, its endpoint on
+/// loopback; not yet running.
+pub async fn controller_replica(kubeconfig: &str, replica: ReplicaSettings) -> Replica {
+    Replica::bind(
+        controller_client(kubeconfig).await,
+        controller_settings(),
+        replica,
+        SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .expect("the controller's endpoint binds")
+}
+
+/// A replica running until its task is aborted.
+async fn start_replica(kubeconfig: &str, replica: ReplicaSettings) -> Running {
+    let replica = controller_replica(kubeconfig, replica).await;
+    let addr = replica.local_addr().expect("the endpoint's address");
+    let task = tokio::spawn(replica.run(std::future::pending()));
+    Running { task, addr }
 }
 
 /// The controller of a real cluster, on a runtime of its own, so that it
-/// outlives the test (each has its runtime) that started it.
+/// outlives the test (each has its runtime) that started it. Its Lease is
+/// the process's own, so that an earlier run's does not hold it up.
 struct SharedController {
     runtime: tokio::runtime::Handle,
     kubeconfig: String,
-    task: std::sync::Mutex<tokio::task::JoinHandle<()>>,
+    replica: ReplicaSettings,
+    running: std::sync::Mutex<Running>,
+    /// Killed by a test (`kill_controller`), until it revives it.
+    killed: std::sync::atomic::AtomicBool,
 }
 
 impl SharedController {
-    fn get(kubeconfig: &str) -> &'static Self {
-        static SHARED: std::sync::OnceLock<SharedController> = std::sync::OnceLock::new();
-        SHARED.get_or_init(|| {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("a runtime for the controller");
-            let handle = runtime.handle().clone();
-            std::thread::spawn(move || runtime.block_on(std::future::pending::<()>()));
-            let task = handle.spawn(run_controller(kubeconfig.to_owned()));
-            SharedController {
-                runtime: handle,
-                kubeconfig: kubeconfig.to_owned(),
-                task: std::sync::Mutex::new(task),
-            }
-        })
+    async fn get(kubeconfig: &str) -> &'static Self {
+        static SHARED: tokio::sync::OnceCell<SharedController> = tokio::sync::OnceCell::const_new();
+        SHARED
+            .get_or_init(|| async {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the controller");
+                let handle = runtime.handle().clone();
+                std::thread::spawn(move || runtime.block_on(std::future::pending::<()>()));
+                let replica = replica_settings(unique("test-controller"), &unique("berth-tests"));
+                let running = Self::start(&handle, kubeconfig, &replica).await;
+                SharedController {
+                    runtime: handle,
+                    kubeconfig: kubeconfig.to_owned(),
+                    replica,
+                    running: std::sync::Mutex::new(running),
+                    killed: std::sync::atomic::AtomicBool::new(false),
+                }
+            })
+            .await
+    }
+
+    /// A replica started on the shared runtime.
+    async fn start(
+        runtime: &tokio::runtime::Handle,
+        kubeconfig: &str,
+        replica: &ReplicaSettings,
+    ) -> Running {
+        let (kubeconfig, replica) = (kubeconfig.to_owned(), replica.clone());
+        let (bound, addr) = tokio::sync::oneshot::channel();
+        let task = runtime.spawn(async move {
+            let replica = controller_replica(&kubeconfig, replica).await;
+            let _ = bound.send(replica.local_addr().expect("the endpoint's address"));
+            replica.run(std::future::pending()).await;
+        });
+        let addr = addr
+            .await
+            .expect("the shared controller binds its endpoint");
+        Running { task, addr }
     }
 
     /// Starts a new controller; the stopped one's handle.
-    fn restart(&self) -> tokio::task::JoinHandle<()> {
-        let mut task = self.task.lock().unwrap();
-        task.abort();
-        let started = self.runtime.spawn(run_controller(self.kubeconfig.clone()));
-        std::mem::replace(&mut *task, started)
+    async fn restart(&self) -> tokio::task::JoinHandle<()> {
+        let stopped = self.running.lock().unwrap().kill();
+        let started = Self::start(&self.runtime, &self.kubeconfig, &self.replica).await;
+        *self.running.lock().unwrap() = started;
+        stopped
     }
 }
 

@@ -709,3 +709,27 @@ async fn deployment_scale_subresource() {
     assert_eq!(d.spec.unwrap().replicas, Some(5));
     assert_eq!(d.metadata.generation, Some(2));
 }
+
+/// An applied configuration may leave the name out when the object exists
+/// (kube-lease-manager applies a Lease so); one that creates must name it.
+#[tokio::test]
+async fn an_apply_may_leave_out_the_name_of_an_existing_object() {
+    let env = TestEnv::new().await;
+    let maps: Api<ConfigMap> = env.api();
+    let ssa = PatchParams::apply("nameless");
+    let nameless = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}});
+    let refused = api_status(maps.patch("absent", &ssa, &Patch::Apply(&nameless)).await);
+    assert_eq!(refused.code, 400, "{}", refused.message);
+    maps.create(&PostParams::default(), &configmap("present", &[], &[]))
+        .await
+        .unwrap();
+    let applied = maps
+        .patch("present", &ssa, &Patch::Apply(&nameless))
+        .await
+        .unwrap();
+    assert_eq!(applied.metadata.name.as_deref(), Some("present"));
+    assert_eq!(applied.data.unwrap()["k"], "v");
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other"}});
+    let refused = api_status(maps.patch("present", &ssa, &Patch::Apply(&other)).await);
+    assert_eq!(refused.code, 400, "{}", refused.message);
+}

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::AuthInfo;
 use serde_json::json;
@@ -105,6 +105,16 @@ fn config_map(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
 }
 
+/// Makes the ConfigMap `shown` in `env`'s namespace; the account's view of
+/// that namespace's ConfigMaps.
+async fn shown_map(env: &TestEnv, account: &Account) -> Api<ConfigMap> {
+    env.api::<ConfigMap>()
+        .create(&PostParams::default(), &config_map("shown"))
+        .await
+        .unwrap();
+    Api::namespaced(account.client.clone(), &env.ns)
+}
+
 #[tokio::test]
 async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
     let env = TestEnv::new().await;
@@ -116,11 +126,7 @@ async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
         ]),
     )
     .await;
-    env.api::<ConfigMap>()
-        .create(&PostParams::default(), &config_map("shown"))
-        .await
-        .unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(account.client.clone(), &env.ns);
+    let maps = shown_map(&env, &account).await;
     // A real API server's authorizer learns of a new binding through its cache.
     eventually("the binding takes effect", || async {
         maps.list(&ListParams::default()).await.is_ok()
@@ -249,4 +255,46 @@ async fn tokens_are_refused_when_unknown_or_their_account_is_gone() {
         matches!(maps.list(&ListParams::default()).await, Err(kube::Error::Api(s)) if s.code == 401)
     })
     .await;
+}
+
+/// A RoleBinding grants its Role's rules (or a ClusterRole's) in its own
+/// namespace only.
+#[tokio::test]
+async fn a_role_binding_grants_in_its_namespace_only() {
+    let env = TestEnv::new().await;
+    let account = Account::new(&env, json!([])).await;
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "maps-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }))
+    .unwrap();
+    env.api::<Role>()
+        .create(&PostParams::default(), &role)
+        .await
+        .unwrap();
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "maps-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "maps-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": account.name, "namespace": env.ns}],
+    }))
+    .unwrap();
+    env.api::<RoleBinding>()
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    let maps = shown_map(&env, &account).await;
+    eventually("the binding takes effect", || async {
+        maps.get("shown").await.is_ok()
+    })
+    .await;
+    let refused = api_status(maps.list(&ListParams::default()).await);
+    assert_eq!(refused.code, 403, "only get was granted");
+    let elsewhere: Api<ConfigMap> = Api::namespaced(account.client.clone(), "default");
+    let refused = api_status(elsewhere.get("kube-root-ca.crt").await);
+    assert_eq!(refused.code, 403, "{}", refused.message);
+    assert!(
+        refused.message.ends_with("in the namespace \"default\""),
+        "{}",
+        refused.message
+    );
 }

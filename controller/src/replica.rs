@@ -1,0 +1,352 @@
+//! One replica of the controller among several: leader election on a
+//! `coordination.k8s.io` Lease (`kube-lease-manager`), the HTTP endpoint
+//! (`/metrics`, `/healthz`, `/readyz`) and a clean shutdown.
+//!
+//! Only the replica holding the Lease reconciles: the others stand by,
+//! watching the Lease, and one takes over once the holder has not renewed it
+//! for the lease duration (kube-lease-manager then waits up to one more
+//! second, at random, before it takes it, so that two standbys rarely
+//! collide). A holder renews `grace` seconds before its lease would expire.
+//!
+//! Shutdown (SIGTERM in the binary): the endpoint's readiness turns 503, no
+//! new reconcile starts and those running finish (kube-runtime's graceful
+//! shutdown), then the Lease is released, so a standby takes over at once
+//! rather than after the lease duration. A replica that dies without
+//! shutting down (killed, or its task aborted) releases nothing: the others
+//! wait out the lease. A replica that loses the Lease (another holder shows
+//! in it) stops reconciling the same way and stands by again.
+//!
+//! Readiness (`/readyz`): 200 `leader` once the leader's watches have
+//! listed everything (its caches are filled), 200 `standby` for a replica
+//! that has read the Lease and waits for it; 503 before either, and while
+//! stopping. Liveness (`/healthz`): 200 unless the leader election itself
+//! has ended (its task failed), which only a restart cures.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use kube::Client;
+use kube::runtime::reflector::Store;
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+use tokio::sync::watch;
+
+use berth_shared::cluster::crd::App;
+
+use crate::metrics::Metrics;
+use crate::{Context, Settings, controllers};
+
+/// The Lease's name when none is set.
+pub const DEFAULT_LEASE_NAME: &str = "berth-controller";
+/// The Lease's namespace when none is set: the controller's own.
+pub const DEFAULT_LEASE_NAMESPACE: &str = "berth-system";
+/// How long a Lease holds without renewal.
+pub const DEFAULT_LEASE_DURATION_SECONDS: u64 = 15;
+
+/// How this replica takes part in the election.
+#[derive(Clone, Debug)]
+pub struct ReplicaSettings {
+    /// This replica's name among the others (the pod's name): the Lease's
+    /// holder while it leads, and the `reportingInstance` of its Events.
+    pub identity: String,
+    pub lease_namespace: String,
+    pub lease_name: String,
+    /// How long the Lease holds without renewal: how long the others wait
+    /// after the leader died before one takes over.
+    pub lease_duration_seconds: u64,
+}
+
+impl ReplicaSettings {
+    /// How long before its expiry the holder renews the Lease: a third of
+    /// the duration (5 s of 15 s), at least 1 s.
+    pub fn grace_seconds(&self) -> u64 {
+        (self.lease_duration_seconds / 3).max(1)
+    }
+}
+
+/// Where a replica stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Role {
+    Starting = 0,
+    Standby = 1,
+    /// Holds the Lease; its watches are still listing.
+    Leading = 2,
+    /// Holds the Lease, caches filled.
+    LeaderReady = 3,
+    Stopping = 4,
+}
+
+/// What the endpoint reads.
+struct Shared {
+    metrics: Arc<Metrics>,
+    role: AtomicU8,
+    healthy: AtomicBool,
+    /// The leader's cache of Apps (for the `apps` gauge).
+    apps: Mutex<Option<Store<App>>>,
+}
+
+impl Shared {
+    fn role(&self) -> Role {
+        match self.role.load(Ordering::Acquire) {
+            1 => Role::Standby,
+            2 => Role::Leading,
+            3 => Role::LeaderReady,
+            4 => Role::Stopping,
+            _ => Role::Starting,
+        }
+    }
+
+    fn set_role(&self, role: Role) {
+        self.role.store(role as u8, Ordering::Release);
+        self.metrics
+            .set_leader(matches!(role, Role::Leading | Role::LeaderReady));
+    }
+
+    fn set_apps(&self, apps: Option<Store<App>>) {
+        *self
+            .apps
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = apps;
+    }
+}
+
+/// A replica, its endpoint bound.
+pub struct Replica {
+    listener: tokio::net::TcpListener,
+    client: Client,
+    settings: Settings,
+    replica: ReplicaSettings,
+    shared: Arc<Shared>,
+}
+
+/// The lease manager's task, aborted when dropped: a replica that dies
+/// without shutting down releases nothing, like a killed process.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Replica {
+    /// Binds the endpoint at `addr` (port 0: any free port).
+    pub async fn bind(
+        client: Client,
+        settings: Settings,
+        replica: ReplicaSettings,
+        addr: SocketAddr,
+    ) -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        Ok(Self {
+            listener,
+            client,
+            settings,
+            replica,
+            shared: Arc::new(Shared {
+                metrics: Arc::new(Metrics::default()),
+                role: AtomicU8::new(Role::Starting as u8),
+                healthy: AtomicBool::new(true),
+                apps: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// Where the endpoint listens.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves the endpoint and takes part in the election until `shutdown`
+    /// resolves; then stops cleanly (see the module's documentation).
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) {
+        let Replica {
+            listener,
+            client,
+            settings,
+            replica,
+            shared,
+        } = self;
+        let (stopping_tx, stopping) = watch::channel(false);
+        let endpoint = axum::serve(listener, router(shared.clone())).with_graceful_shutdown({
+            let mut stopping = stopping.clone();
+            async move {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            }
+        });
+        let elect = async {
+            let shutdown = std::pin::pin!(shutdown);
+            elect(client, settings, &replica, &shared, shutdown).await;
+            let _ = stopping_tx.send(true);
+        };
+        let (served, ()) = tokio::join!(endpoint, elect);
+        if let Err(error) = served {
+            tracing::warn!(error = %error, "the controller's endpoint stopped");
+        }
+    }
+}
+
+/// Campaigns for the Lease, reconciles while holding it, until `shutdown`.
+async fn elect(
+    client: Client,
+    settings: Settings,
+    replica: &ReplicaSettings,
+    shared: &Arc<Shared>,
+    mut shutdown: std::pin::Pin<&mut (impl Future<Output = ()> + Send)>,
+) {
+    let manager = tokio::select! {
+        manager = lease_manager(&client, replica) => manager,
+        () = &mut shutdown => return,
+    };
+    let (mut leading, task) = manager.watch().await;
+    let mut task = AbortOnDrop(task);
+    let context = Context::new(client, settings, shared.metrics.clone(), &replica.identity);
+    loop {
+        shared.set_role(Role::Standby);
+        tracing::info!(identity = %replica.identity, lease = %replica.lease_name, "standing by");
+        let held = tokio::select! {
+            held = leading.wait_for(|leads| *leads) => held.is_ok(),
+            () = shutdown.as_mut() => break,
+        };
+        if !held {
+            shared.healthy.store(false, Ordering::Release);
+            tracing::error!("the leader election ended; a restart is needed");
+            shutdown.as_mut().await;
+            break;
+        }
+        shared.set_role(Role::Leading);
+        tracing::info!(identity = %replica.identity, "leading: reconciling");
+        let (stop, stopped) = watch::channel(false);
+        let (running, stores) = controllers(context.clone(), stopped);
+        shared.set_apps(Some(stores.apps.clone()));
+        let mut running = std::pin::pin!(running);
+        let ready = async {
+            stores.ready().await;
+            shared.set_role(Role::LeaderReady);
+            std::future::pending::<()>().await;
+        };
+        let why = tokio::select! {
+            () = &mut running => "the controllers ended",
+            lost = leading.wait_for(|leads| !*leads) => match lost.is_ok() {
+                true => "another replica holds the lease",
+                false => "the leader election ended",
+            },
+            () = shutdown.as_mut() => "shutting down",
+            () = ready => unreachable!("readiness never ends"),
+        };
+        let shutting_down = why == "shutting down";
+        if shutting_down {
+            shared.set_role(Role::Stopping);
+        }
+        tracing::info!(
+            reason = why,
+            "stopping the controllers: reconciles in flight finish"
+        );
+        let _ = stop.send(true);
+        running.await;
+        shared.set_apps(None);
+        if shutting_down {
+            break;
+        }
+        shared.set_role(Role::Standby);
+    }
+    shared.set_role(Role::Stopping);
+    // Closing the channel makes the manager release the Lease and end.
+    drop(leading);
+    match tokio::time::timeout(Duration::from_secs(10), &mut task.0).await {
+        Ok(Ok(Ok(_))) => tracing::info!(lease = %replica.lease_name, "lease released"),
+        Ok(Ok(Err(error))) => {
+            tracing::warn!(error = %error, "the lease could not be released")
+        }
+        Ok(Err(error)) => tracing::warn!(error = %error, "the lease manager failed"),
+        Err(_) => tracing::warn!("the lease was not released within 10 s"),
+    }
+}
+
+/// The lease manager, once the Lease could be read (or made): until then
+/// the replica is not ready, and tries again every few seconds.
+async fn lease_manager(client: &Client, replica: &ReplicaSettings) -> LeaseManager {
+    let mut wait = Duration::from_secs(1);
+    loop {
+        let built = LeaseManagerBuilder::new(client.clone(), &replica.lease_name)
+            .with_namespace(&replica.lease_namespace)
+            .with_identity(&replica.identity)
+            .with_duration(replica.lease_duration_seconds)
+            .with_grace(replica.grace_seconds())
+            .with_field_manager(format!("berth-controller/{}", replica.identity))
+            .build()
+            .await;
+        match built {
+            Ok(manager) => return manager,
+            Err(error) => {
+                tracing::warn!(
+                    error = %error,
+                    lease = %replica.lease_name,
+                    namespace = %replica.lease_namespace,
+                    "the lease cannot be read; trying again"
+                );
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .with_state(shared)
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let apps = shared
+        .apps
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .as_ref()
+        .map(Store::state)
+        .unwrap_or_default();
+    let text = shared.metrics.encode(apps.iter().map(|app| {
+        app.status
+            .as_ref()
+            .and_then(|status| status.reason.as_deref())
+    }));
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+async fn healthz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
+    if shared.healthy.load(Ordering::Acquire) {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "the leader election ended")
+    }
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
+    match shared.role() {
+        Role::LeaderReady => (StatusCode::OK, "leader"),
+        Role::Standby => (StatusCode::OK, "standby"),
+        Role::Leading => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "leader, filling its caches",
+        ),
+        Role::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting"),
+        Role::Stopping => (StatusCode::SERVICE_UNAVAILABLE, "stopping"),
+    }
+}
