@@ -35,13 +35,11 @@ use berth_shared::clock;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::Error;
+use crate::events::bounded;
 use crate::render::{CheckedApp, RenderSettings, release_job};
 
 pub const REASON_RELEASING: &str = "Releasing";
 pub const REASON_RELEASE_FAILED: &str = "ReleaseFailed";
-
-/// The longest message kept per revision in the status.
-const MAX_OUTCOME_MESSAGE: usize = 1024;
 
 /// What the spec's revision needs before its workloads may change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -273,18 +271,6 @@ pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, 
     }
 }
 
-fn bounded(mut message: String) -> String {
-    if message.len() > MAX_OUTCOME_MESSAGE {
-        let mut end = MAX_OUTCOME_MESSAGE;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    message
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,6 +388,8 @@ mod tests {
         assert_eq!(status.revisions.len(), 50);
         assert_eq!(status.revisions[0].revision, 99);
         assert!(status.outcome(49).is_none());
-        assert!(bounded("x".repeat(5000)).len() <= MAX_OUTCOME_MESSAGE + '…'.len_utf8());
+        let mut fresh = AppStatus::default();
+        record_applied(&app, &mut fresh, Some(&"x".repeat(5000)));
+        assert!(fresh.outcome(2).unwrap().message.as_ref().unwrap().len() <= 1024);
     }
 }

@@ -367,7 +367,7 @@ struct LogsQuery {
     #[serde(default)]
     previous: bool,
     /// The output of this revision's release command instead (its Job's
-    /// pods, kept a day); not with `process`.
+    /// pods, kept a day), which belong to no process.
     #[param(minimum = 1)]
     release: Option<i64>,
 }

@@ -75,12 +75,6 @@ impl LogQuery {
                 "release: must be a revision (1 or more)".into(),
             ));
         }
-        if release.is_some() && process.is_some() {
-            return Err(ApiError::InvalidRequest(
-                "release: a release command's pods belong to no process; give release or process"
-                    .into(),
-            ));
-        }
         Ok(Self {
             tail,
             process,
@@ -526,6 +520,5 @@ mod tests {
         assert!(LogQuery::new(Some(2000), None, true, None).is_ok());
         assert!(LogQuery::new(None, None, false, Some(3)).is_ok());
         assert!(LogQuery::new(None, None, false, Some(0)).is_err());
-        assert!(LogQuery::new(None, Some("web".into()), false, Some(3)).is_err());
     }
 }
