@@ -38,6 +38,7 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{
     App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
+    OUTCOME_FAILED,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
@@ -45,6 +46,7 @@ use berth_shared::domain::size::Quantity;
 
 use crate::events::Reason;
 use crate::metrics::Metrics;
+use crate::releases::{self, Plan, ReleaseJob};
 use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, named, namespace_terminating};
 
@@ -52,12 +54,16 @@ pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
 pub const REASON_ROLLOUT_FAILED: &str = "RolloutFailed";
 pub const REASON_SCHEDULED: &str = "Scheduled";
+pub use crate::releases::{REASON_RELEASE_FAILED, REASON_RELEASING};
 
 /// How often a settled app is looked at again, to repair drift.
 const RESYNC: Duration = Duration::from_secs(300);
 /// While a rollout runs, the Deployment watch brings the news; this is a
 /// safety net for a missed event.
 const WHILE_PROGRESSING: Duration = Duration::from_secs(30);
+/// While a release command runs, its Job's watch brings the news; this is
+/// a safety net for a missed event.
+const WHILE_RELEASING: Duration = Duration::from_secs(15);
 /// While a claim is being replaced, the old one has to go first.
 const WHILE_REPLACING_A_CLAIM: Duration = Duration::from_secs(1);
 /// While an earlier App's objects of the same names are being collected.
@@ -77,6 +83,9 @@ const NAMESPACE_NOT_BERTHS: Reason = Reason::warning("NamespaceNotBerths", "Appl
 const NAME_TAKEN: Reason = Reason::warning("NameTaken", "Apply");
 const WAITING_FOR_EARLIER_APP: Reason = Reason::normal("WaitingForEarlierApp", "Apply");
 const REFUSED: Reason = Reason::warning("Refused", "Apply");
+const RELEASING: Reason = Reason::normal(REASON_RELEASING, "Release");
+const RELEASE_FAILED: Reason = Reason::warning(REASON_RELEASE_FAILED, "Release");
+const ROLLED_BACK: Reason = Reason::warning("RolledBack", "Rollback");
 
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
     if app.metadata.deletion_timestamp.is_some() {
@@ -124,7 +133,62 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let _turn = context
         .namespace_turn(&app.namespace().unwrap_or_default())
         .await;
-    match apply_all(&app, &rendered, &context).await {
+    let revision = app.spec.release.revision;
+    let mut memory = remembered(&app);
+    releases::remember_rollback(&app, &mut memory);
+    // What the workloads run: the spec's revision, unless its release
+    // command is still to succeed (the last available configuration runs
+    // meanwhile, and stays if it fails).
+    let held: Option<(Reason, String)> = match releases::plan(&app, &memory) {
+        Plan::Apply => None,
+        Plan::Failed(message) => Some((RELEASE_FAILED, message)),
+        Plan::Release => {
+            match releases::run(&app, &context.client, &context.settings.render).await? {
+                ReleaseJob::Succeeded => {
+                    memory.released_command_of = Some(revision);
+                    None
+                }
+                ReleaseJob::Running(message) => Some((RELEASING, message)),
+                ReleaseJob::Failed(why) => {
+                    let message = releases::release_failed(&app, &why, &memory);
+                    tracing::warn!(app = %key, revision, why = %why, "release command failed");
+                    memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
+                    Some((RELEASE_FAILED, message))
+                }
+            }
+        }
+    };
+    let previous;
+    let (target, rendered) = match &held {
+        None => (app.as_ref(), rendered),
+        Some((why, message)) => {
+            let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
+                let checked = CheckedApp::of(&previous).ok()?;
+                let rendered = render(&checked, &context.settings.render);
+                Some((previous, rendered))
+            });
+            let Some((found, rendered)) = rendered_previous else {
+                // Nothing ran before this revision: nothing to keep running.
+                let status = AppStatus {
+                    ready: false,
+                    reason: Some(why.reason.to_owned()),
+                    message: Some(message.clone()),
+                    url: None,
+                    observed_generation: app.metadata.generation,
+                    ..memory
+                };
+                report(&app, &context, status, *why).await?;
+                return Ok(Action::requeue(if *why == RELEASING {
+                    WHILE_RELEASING
+                } else {
+                    RESYNC
+                }));
+            };
+            previous = found;
+            (&previous, rendered)
+        }
+    };
+    match apply_all(target, &rendered, &context).await {
         Ok(Outcome::Gone) => {
             tracing::info!(app = %key, "the App was deleted meanwhile; no claim made");
             Ok(Action::await_change())
@@ -142,7 +206,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             } else {
                 (failure_status(&app, None, blocked.message), NAME_TAKEN)
             };
-            report(&app, &context, status, why).await?;
+            report(&app, &context, status.remembering(memory), why).await?;
             Ok(Action::requeue(if blocked.waiting {
                 WHILE_AN_EARLIER_APP_GOES
             } else {
@@ -150,22 +214,50 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             }))
         }
         Ok(Outcome::Applied(applied)) => {
-            let status = app_status(
+            let mut status = app_status(
                 &app,
                 rendered.url.clone(),
                 &applied.deployments,
                 applied.waiting_for.clone(),
-            );
-            let why = match status.reason.as_deref() {
-                Some(REASON_AVAILABLE) => AVAILABLE,
-                Some(REASON_SCHEDULED) => SCHEDULED,
-                Some(REASON_ROLLOUT_FAILED) => ROLLOUT_FAILED,
-                _ => PROGRESSING,
+            )
+            .remembering(memory);
+            let why = if let Some((why, message)) = held {
+                // The previous revision serves; the status says why.
+                status.reason = Some(why.reason.to_owned());
+                status.message = Some(message);
+                why
+            } else {
+                let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
+                    .then(|| status.message.clone().unwrap_or_default());
+                if let Some(failure) = &failed
+                    && let Some(next) = releases::rollback(&app, &status, failure)
+                    && releases::commit_rollback(&context.client, &next).await?
+                {
+                    status.reason = Some(REASON_PROGRESSING.to_owned());
+                    status.message = next.spec.release.note.clone();
+                    releases::remember_rollback(&next, &mut status);
+                    report(&app, &context, status, ROLLED_BACK).await?;
+                    return Ok(Action::requeue(WHILE_PROGRESSING));
+                }
+                releases::record_applied(&app, &mut status, failed.as_deref());
+                if status.ready && status.message.is_none() {
+                    status.message = releases::rollback_note(&app);
+                }
+                match status.reason.as_deref() {
+                    Some(REASON_AVAILABLE) => AVAILABLE,
+                    Some(REASON_SCHEDULED) => SCHEDULED,
+                    Some(REASON_ROLLOUT_FAILED) => ROLLOUT_FAILED,
+                    _ => PROGRESSING,
+                }
             };
-            report(&app, &context, status.clone(), why).await?;
+            let progressing = matches!(
+                status.reason.as_deref(),
+                Some(REASON_PROGRESSING | REASON_RELEASING)
+            );
+            report(&app, &context, status, why).await?;
             Ok(Action::requeue(if applied.waiting_for.is_some() {
                 WHILE_REPLACING_A_CLAIM
-            } else if status.reason.as_deref() == Some(REASON_PROGRESSING) {
+            } else if progressing {
                 WHILE_PROGRESSING
             } else {
                 RESYNC
@@ -180,7 +272,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             // deleted refuses everything, Events too.
             if failure.is_refusal() && !namespace_terminating(&failure.error) {
                 let message = failure.message();
-                let status = failure_status(&app, rendered.url.clone(), message.clone());
+                let status =
+                    failure_status(&app, rendered.url.clone(), message.clone()).remembering(memory);
                 // Best effort: the error is what gets retried.
                 let _ = set_status(&app, &context, status).await;
                 // Every refusal, not only the first: kube-rs's Recorder
@@ -191,6 +284,34 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 object: failure.object,
                 source: failure.error,
             })
+        }
+    }
+}
+
+/// What the App's status remembers across reconciles (see
+/// [`crate::releases`]), without what it reports.
+fn remembered(app: &App) -> AppStatus {
+    let status = app.status.clone().unwrap_or_default();
+    AppStatus {
+        last_available: status.last_available,
+        released_command_of: status.released_command_of,
+        revisions: status.revisions,
+        ..AppStatus::default()
+    }
+}
+
+/// A reported status that keeps what `memory` remembers.
+trait Remembering {
+    fn remembering(self, memory: AppStatus) -> AppStatus;
+}
+
+impl Remembering for AppStatus {
+    fn remembering(self, memory: AppStatus) -> AppStatus {
+        AppStatus {
+            last_available: memory.last_available,
+            released_command_of: memory.released_command_of,
+            revisions: memory.revisions,
+            ..self
         }
     }
 }
@@ -815,6 +936,7 @@ pub fn app_status(
         message,
         url: url.clone(),
         observed_generation: app.metadata.generation,
+        ..remembered(app)
     };
     let rollouts: Vec<Rollout> = deployments.iter().map(rollout).collect();
     if let Some(message) = rollouts.iter().find_map(|rollout| match rollout {
@@ -846,6 +968,7 @@ pub fn failure_status(app: &App, url: Option<String>, message: String) -> AppSta
         message: Some(message),
         url,
         observed_generation: app.metadata.generation,
+        ..remembered(app)
     }
 }
 
@@ -879,19 +1002,16 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<b
     }
     let api: Api<App> =
         Api::namespaced(context.client.clone(), &app.namespace().unwrap_or_default());
-    // Explicit nulls: a merge patch only removes the fields it names.
-    let patch = json!({ "status": {
-        "ready": status.ready,
-        "reason": status.reason,
-        "message": status.message,
-        "url": status.url,
-        "observedGeneration": status.observed_generation,
-    }});
+    // The whole status at once: a merge patch would keep the fields of a
+    // remembered configuration that the new one no longer has.
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        { "op": "add", "path": "/status", "value": status }
+    ]))?;
     match api
         .patch_status(
             &app.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(patch),
+            &Patch::<()>::Json(patch),
         )
         .await
     {
@@ -971,6 +1091,7 @@ mod tests {
                 message: None,
                 url: url(),
                 observed_generation: Some(4),
+                ..AppStatus::default()
             }
         );
     }

@@ -108,8 +108,9 @@ pub fn reference<K: Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
     }
 }
 
-/// A note cut to the apiserver's limit, at a character boundary.
-fn bounded(mut note: String) -> String {
+/// A note cut to the apiserver's limit, at a character boundary (also what
+/// an App's status keeps of a revision's outcome, `crate::releases`).
+pub(crate) fn bounded(mut note: String) -> String {
     if note.len() > NOTE_LIMIT {
         let mut end = NOTE_LIMIT - 3;
         while !note.is_char_boundary(end) {

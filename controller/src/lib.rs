@@ -17,6 +17,7 @@ pub mod events;
 pub mod isolation;
 pub mod metrics;
 mod projects;
+pub mod releases;
 pub mod render;
 mod replica;
 
@@ -28,7 +29,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::batch::v1::CronJob;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -357,6 +358,8 @@ fn controllers(
     let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Deployment>::all(client.clone()), managed.clone())
         .owns(Api::<CronJob>::all(client.clone()), managed.clone())
+        // Release commands: the Job's end moves the app on.
+        .owns(Api::<Job>::all(client.clone()), managed.clone())
         .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.

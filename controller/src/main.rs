@@ -6,6 +6,8 @@
 //! read by the API as well, with the same rule, see `config::apps_domain`),
 //! `BERTH_PROGRESS_DEADLINE_SECONDS` (how long a rollout may make no progress
 //! before the app is reported `RolloutFailed`; 600 by default),
+//! `BERTH_RELEASE_DEADLINE_SECONDS` (how long an app's release command may
+//! run before it counts as failed; 600 by default),
 //! `BERTH_INGRESS_NAMESPACE` (the ingress controller's namespace, the only
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
@@ -31,7 +33,9 @@ use std::process::ExitCode;
 use std::net::SocketAddr;
 
 use berth_controller::isolation;
-use berth_controller::render::{DEFAULT_PROGRESS_DEADLINE_SECONDS, RenderSettings};
+use berth_controller::render::{
+    DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
+};
 use berth_controller::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
     ReplicaSettings, Settings,
@@ -57,6 +61,14 @@ fn settings() -> Result<Settings, String> {
             .filter(|seconds| *seconds > 0)
             .ok_or("BERTH_PROGRESS_DEADLINE_SECONDS must be a positive number of seconds")?,
     };
+    let release_deadline_seconds = match setting("BERTH_RELEASE_DEADLINE_SECONDS") {
+        None => DEFAULT_RELEASE_DEADLINE_SECONDS,
+        Some(value) => value
+            .parse::<i64>()
+            .ok()
+            .filter(|seconds| *seconds > 0)
+            .ok_or("BERTH_RELEASE_DEADLINE_SECONDS must be a positive number of seconds")?,
+    };
     let ingress_namespace = match setting("BERTH_INGRESS_NAMESPACE") {
         None => isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
         Some(namespace) if NamespaceName::parse(&namespace).is_ok() => namespace,
@@ -74,6 +86,7 @@ fn settings() -> Result<Settings, String> {
                 .map_err(|e| e.to_string())?
                 .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
+            release_deadline_seconds,
         },
     })
 }
@@ -190,6 +203,7 @@ async fn main() -> ExitCode {
             .unwrap_or("the cluster's default"),
         apps_domain = %settings.render.apps_domain.as_deref().unwrap_or("none"),
         progress_deadline_seconds = settings.render.progress_deadline_seconds,
+        release_deadline_seconds = settings.render.release_deadline_seconds,
         ingress_namespace = %settings.ingress_namespace,
         identity = %replica.identity,
         lease = %format!("{}/{}", replica.lease_namespace, replica.lease_name),

@@ -58,6 +58,8 @@ impl AppConfig {
             volumes: Vec::new(),
             health_check_path: None,
             fs_group: None,
+            release_command: Vec::new(),
+            auto_rollback: true,
         }
     }
 }
@@ -71,6 +73,7 @@ impl ReleaseMark {
             note: None,
             actor: None,
             created_at: 0,
+            automatic_rollback_of: None,
         }
     }
 }

@@ -33,6 +33,7 @@ mod packaging;
 mod permissions;
 mod projects;
 mod round_trips;
+mod safe_deploys;
 mod secrecy;
 mod secrets;
 mod support;

@@ -177,6 +177,7 @@ fn the_kustomization_renders_one_installation() {
         "BERTH_INGRESS_CLASS",
         "BERTH_APPS_DOMAIN",
         "BERTH_PROGRESS_DEADLINE_SECONDS",
+        "BERTH_RELEASE_DEADLINE_SECONDS",
         "BERTH_CONTROLLER_ADDR",
         "BERTH_LEASE_DURATION_SECONDS",
         "RUST_LOG",

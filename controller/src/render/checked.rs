@@ -71,6 +71,18 @@ impl<'a> CheckedApp<'a> {
             processes.push(process);
         }
         let domains = domains(config)?;
+        // The release Job's name is a label of its pods (`job-name`).
+        if !config.release_command.is_empty()
+            && !DNS1035_LABEL.holds(&object_names::release_job(
+                context.name,
+                app.spec.release.revision,
+            ))
+        {
+            return Err(RenderError::new(
+                "metadata.name",
+                "is too long for its release Job's name ({name}--release-{revision}, at most 63 characters)",
+            ));
+        }
         Ok(Self {
             app,
             context,

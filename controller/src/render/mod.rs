@@ -15,18 +15,20 @@ mod checked;
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
 use k8s_openapi::api::autoscaling::v2::{
     CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
     MetricTarget, ResourceMetricSource,
 };
-use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec};
+use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecretKeySelector,
-    SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction, Lifecycle,
+    LifecycleHandler, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service, ServicePort,
+    ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::api::networking::v1::{
     HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
@@ -37,7 +39,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
-use berth_shared::cluster::crd::{App, AppConfig, object_names};
+use berth_shared::cluster::crd::{App, AppConfig, LABEL_RELEASE, object_names};
 use berth_shared::domain::schedule::DEFAULT_TIME_ZONE;
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
@@ -53,9 +55,24 @@ pub const STARTING_DEADLINE_SECONDS: i64 = 300;
 /// Finished jobs kept per scheduled process, for their logs.
 const JOBS_HISTORY: i32 = 3;
 
+/// How long a serving pod waits, once told to stop, before its process is:
+/// long enough for the Service's endpoints and the ingress to stop sending
+/// it requests (they learn of the stop at the same moment as the pod).
+pub const PRE_STOP_PAUSE_SECONDS: i64 = 5;
+/// A serving pod's whole grace period: the pause, then the process's own
+/// 30 s (Kubernetes' default) to finish what it serves.
+pub const TERMINATION_GRACE_SECONDS: i64 = PRE_STOP_PAUSE_SECONDS + 30;
+/// Tries of a release command: one, and one retry.
+pub const RELEASE_BACKOFF_LIMIT: i32 = 1;
+/// How long a finished release Job (and its pod's log) is kept.
+pub const RELEASE_JOB_KEPT_SECONDS: i32 = 24 * 60 * 60;
+
 /// How long a Deployment's rollout may make no progress before it is
 /// reported as failed, unless the controller's settings say otherwise.
 pub const DEFAULT_PROGRESS_DEADLINE_SECONDS: i32 = 600;
+/// How long a release command may run, unless the controller's settings
+/// say otherwise.
+pub const DEFAULT_RELEASE_DEADLINE_SECONDS: i64 = 600;
 
 /// The cluster-wide choices rendering depends on (the controller's settings).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +86,8 @@ pub struct RenderSettings {
     /// How long a Deployment's rollout may make no progress before it is
     /// reported as failed.
     pub progress_deadline_seconds: i32,
+    /// How long a release command may run (its Job's `activeDeadlineSeconds`).
+    pub release_deadline_seconds: i64,
 }
 
 impl Default for RenderSettings {
@@ -77,6 +96,7 @@ impl Default for RenderSettings {
             ingress_class: None,
             apps_domain: None,
             progress_deadline_seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS,
+            release_deadline_seconds: DEFAULT_RELEASE_DEADLINE_SECONDS,
         }
     }
 }
@@ -110,8 +130,10 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     let mut rendered = Rendered::default();
     for process in processes {
         let container = container(config, process, &volumes);
+        let serving = container.lifecycle.is_some();
         let pod_spec = PodSpec {
             containers: vec![container],
+            termination_grace_period_seconds: serving.then_some(TERMINATION_GRACE_SECONDS),
             // Nothing in a tenant's pod talks to the cluster as Berth's
             // service account: no API credentials are mounted.
             automount_service_account_token: Some(false),
@@ -369,6 +391,20 @@ fn container(
         }),
         readiness_probe,
         liveness_probe,
+        // A pause before the process is told to stop, while the endpoints
+        // and the ingress drop the pod. `sleep` from the image: the
+        // lifecycle's own sleep action needs Kubernetes 1.30. Where the image
+        // has none, the hook fails and the pod stops at once, as without it.
+        lifecycle: port.map(|_| Lifecycle {
+            pre_stop: Some(LifecycleHandler {
+                exec: Some(ExecAction {
+                    command: Some(vec!["sleep".to_owned(), PRE_STOP_PAUSE_SECONDS.to_string()]),
+                }),
+                ..Default::default()
+            }),
+            post_start: None,
+            stop_signal: None,
+        }),
         volume_mounts: (!volumes.is_empty())
             .then(|| volumes.iter().map(|volume| volume.mount.clone()).collect()),
         security_context: Some(container_security()),
@@ -403,17 +439,16 @@ fn env(config: &AppConfig) -> Vec<EnvVar> {
 }
 
 /// Readiness and liveness: HTTP on the health check path for `http`
-/// processes that have one, a TCP connect for readiness of `tcp` processes.
+/// processes that have one; otherwise a TCP connect for readiness alone, so
+/// that no pod gets requests (or counts as available in a rollout) before it
+/// listens.
 fn probes(
     config: &AppConfig,
     process: &CheckedProcess<'_>,
     port: i32,
 ) -> (Option<Probe>, Option<Probe>) {
-    match process.spec.protocol.as_str() {
-        "http" => {
-            let Some(path) = &config.health_check_path else {
-                return (None, None);
-            };
+    match (process.spec.protocol.as_str(), &config.health_check_path) {
+        ("http", Some(path)) => {
             let http_get = || HTTPGetAction {
                 path: Some(path.clone()),
                 port: IntOrString::Int(port),
@@ -482,19 +517,7 @@ fn deployment(
                 match_labels: Some(context.selector(&process.spec.name)),
                 match_expressions: None,
             },
-            // A ReadWriteOnce claim can't be mounted by the old and the new
-            // pod at once on different nodes: stop the old one first.
-            strategy: Some(DeploymentStrategy {
-                type_: Some(
-                    if has_volumes {
-                        "Recreate"
-                    } else {
-                        "RollingUpdate"
-                    }
-                    .to_owned(),
-                ),
-                rolling_update: None,
-            }),
+            strategy: Some(strategy(has_volumes)),
             progress_deadline_seconds: Some(settings.progress_deadline_seconds),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
@@ -508,6 +531,84 @@ fn deployment(
         }),
         status: None,
     }
+}
+
+/// Zero downtime: a new pod first, and an old one stops only once a new one
+/// is ready (`maxUnavailable: 0`), so a new revision that never becomes
+/// ready leaves the old pods serving. Not with volumes: a ReadWriteOnce
+/// claim can't be mounted by the old and the new pod at once on different
+/// nodes, so the old one stops first (`Recreate`), a short gap.
+fn strategy(has_volumes: bool) -> DeploymentStrategy {
+    if has_volumes {
+        return DeploymentStrategy {
+            type_: Some("Recreate".to_owned()),
+            rolling_update: None,
+        };
+    }
+    DeploymentStrategy {
+        type_: Some("RollingUpdate".to_owned()),
+        rolling_update: Some(RollingUpdateDeployment {
+            max_surge: Some(IntOrString::Int(1)),
+            max_unavailable: Some(IntOrString::Int(0)),
+        }),
+    }
+}
+
+/// The Job that runs a revision's release command before its workloads
+/// change: the configuration's image and env (secret references included),
+/// no volumes, the first process's size (under the environment's quota like
+/// every pod), one retry at most and `release_deadline_seconds` in all, with
+/// the confinement of every pod Berth renders. None without a command.
+pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Option<Job> {
+    let CheckedApp {
+        app,
+        context,
+        processes,
+        ..
+    } = checked;
+    let config = &app.spec.config;
+    let main = processes.first()?;
+    if config.release_command.is_empty() {
+        return None;
+    }
+    let revision = app.spec.release.revision;
+    let mut labels = context.labels.clone();
+    labels.insert(LABEL_RELEASE.to_owned(), revision.to_string());
+    let container = Container {
+        name: "release".to_owned(),
+        command: Some(config.release_command.clone()),
+        ports: None,
+        readiness_probe: None,
+        liveness_probe: None,
+        lifecycle: None,
+        ..container(config, main, &[])
+    };
+    let pod_spec = PodSpec {
+        containers: vec![container],
+        automount_service_account_token: Some(false),
+        security_context: Some(pod_security(None)),
+        restart_policy: Some("Never".to_owned()),
+        ..Default::default()
+    };
+    debug_assert_eq!(unconfined(&pod_spec), Vec::<String>::new());
+    let name = object_names::release_job(context.name, revision);
+    Some(Job {
+        metadata: context.metadata(name, labels.clone()),
+        spec: Some(JobSpec {
+            backoff_limit: Some(RELEASE_BACKOFF_LIMIT),
+            active_deadline_seconds: Some(settings.release_deadline_seconds),
+            ttl_seconds_after_finished: Some(RELEASE_JOB_KEPT_SECONDS),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(pod_spec),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    })
 }
 
 fn service(context: &AppContext<'_>, process: &CheckedProcess<'_>, port: i32) -> Service {
@@ -724,6 +825,7 @@ mod tests {
             ingress_class: Some("nginx".to_owned()),
             apps_domain: Some("apps.example.net".to_owned()),
             progress_deadline_seconds: 120,
+            release_deadline_seconds: 300,
         }
     }
 
@@ -1156,6 +1258,7 @@ mod tests {
             ingress_class: None,
             apps_domain: None,
             progress_deadline_seconds: 600,
+            release_deadline_seconds: 600,
         };
         let rendered = render(&web_app(), &no_domain).unwrap();
         assert!(rendered.ingress.is_none());
@@ -1205,10 +1308,153 @@ mod tests {
     }
 
     #[test]
-    fn http_processes_without_a_health_check_path_get_no_probes() {
+    fn http_processes_without_a_health_check_path_are_ready_when_they_listen() {
         let rendered = render(&web_app(), &settings()).unwrap();
         let container = only_container(pod_spec(&rendered.deployments[0]));
-        assert!(container.readiness_probe.is_none() && container.liveness_probe.is_none());
+        let readiness = container.readiness_probe.as_ref().unwrap();
+        assert_eq!(
+            readiness.tcp_socket.as_ref().unwrap().port,
+            IntOrString::Int(8080)
+        );
+        assert!(readiness.http_get.is_none());
+        assert!(container.liveness_probe.is_none());
+    }
+
+    #[test]
+    fn serving_processes_roll_without_downtime_and_stop_gently() {
+        let mut app = app(vec![
+            AppProcess::test("web", Some(8080)),
+            AppProcess::test("worker", None),
+        ]);
+        app.spec.config.processes[0].min_replicas = 2;
+        app.spec.config.processes[0].max_replicas = 2;
+        let rendered = render(&app, &settings()).unwrap();
+        for deployment in &rendered.deployments {
+            let strategy = deployment.spec.as_ref().unwrap().strategy.clone().unwrap();
+            assert_eq!(strategy.type_.as_deref(), Some("RollingUpdate"));
+            let rolling = strategy.rolling_update.unwrap();
+            assert_eq!(rolling.max_unavailable, Some(IntOrString::Int(0)));
+            assert_eq!(rolling.max_surge, Some(IntOrString::Int(1)));
+        }
+        let web = pod_spec(&rendered.deployments[0]);
+        assert_eq!(web.termination_grace_period_seconds, Some(35));
+        let pre_stop = only_container(web)
+            .lifecycle
+            .as_ref()
+            .and_then(|lifecycle| lifecycle.pre_stop.as_ref())
+            .and_then(|handler| handler.exec.as_ref())
+            .and_then(|exec| exec.command.clone());
+        assert_eq!(pre_stop, Some(vec!["sleep".to_owned(), "5".to_owned()]));
+        // A worker serves nothing: no pause, the default grace.
+        let worker = pod_spec(&rendered.deployments[1]);
+        assert!(only_container(worker).lifecycle.is_none());
+        assert_eq!(worker.termination_grace_period_seconds, None);
+    }
+
+    fn release_app() -> App {
+        let mut app = app(vec![AppProcess::test("web", Some(8080))]);
+        app.spec.release.revision = 7;
+        app.spec.config.release_command = vec!["./migrate".to_owned(), "--up".to_owned()];
+        app.spec.config.volumes = vec![AppVolume {
+            name: "data".to_owned(),
+            mount_path: "/data".to_owned(),
+            size: "1Gi".to_owned(),
+        }];
+        app.spec.config.env = vec![
+            AppEnvVar {
+                name: "MODE".to_owned(),
+                value: Some("production".to_owned()),
+                secret: None,
+            },
+            AppEnvVar {
+                name: "DATABASE_URL".to_owned(),
+                value: None,
+                secret: Some(SecretKeyRef {
+                    name: "db".to_owned(),
+                    key: "url".to_owned(),
+                }),
+            },
+        ];
+        app
+    }
+
+    #[test]
+    fn a_release_command_is_a_confined_job_of_the_new_image_and_env() {
+        let app = release_app();
+        let job = release_job(&CheckedApp::of(&app).unwrap(), &settings()).unwrap();
+        assert_eq!(job.metadata.name.as_deref(), Some("shop--release-7"));
+        assert_owned_and_labelled(&job.metadata, None);
+        assert_eq!(job.metadata.labels.as_ref().unwrap()[LABEL_RELEASE], "7");
+        let spec = job.spec.as_ref().unwrap();
+        assert_eq!(spec.backoff_limit, Some(1));
+        assert_eq!(spec.active_deadline_seconds, Some(300));
+        let template_labels = spec
+            .template
+            .metadata
+            .as_ref()
+            .unwrap()
+            .labels
+            .as_ref()
+            .unwrap();
+        assert_eq!(template_labels[LABEL_RELEASE], "7");
+        assert!(!template_labels.contains_key(LABEL_PROCESS));
+        let pod = template_spec(&spec.template);
+        assert!(unconfined(pod).is_empty(), "{:?}", unconfined(pod));
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(
+            pod.security_context
+                .as_ref()
+                .unwrap()
+                .seccomp_profile
+                .as_ref()
+                .unwrap()
+                .type_,
+            "RuntimeDefault"
+        );
+        // No volumes: the release runs beside the old pods, which hold them.
+        assert!(pod.volumes.is_none());
+        let container = only_container(pod);
+        assert!(container.volume_mounts.is_none());
+        assert_eq!(container.image.as_deref(), Some("ghcr.io/acme/shop:1.2.3"));
+        assert_eq!(
+            container.command,
+            Some(vec!["./migrate".to_owned(), "--up".to_owned()])
+        );
+        let env = container.env.as_ref().unwrap();
+        assert_eq!(env[0].value.as_deref(), Some("production"));
+        let secret = env[1]
+            .value_from
+            .as_ref()
+            .unwrap()
+            .secret_key_ref
+            .as_ref()
+            .unwrap();
+        assert_eq!((secret.name.as_str(), secret.key.as_str()), ("db", "url"));
+        assert!(container.resources.as_ref().unwrap().limits.is_some());
+        assert!(container.readiness_probe.is_none() && container.lifecycle.is_none());
+        assert_eq!(
+            container
+                .security_context
+                .as_ref()
+                .unwrap()
+                .allow_privilege_escalation,
+            Some(false)
+        );
+
+        let mut without = release_app();
+        without.spec.config.release_command.clear();
+        assert_eq!(
+            release_job(&CheckedApp::of(&without).unwrap(), &settings()),
+            None
+        );
+        // Its name must stay a label: a long name (edited in the cluster) is refused.
+        let mut long = release_app();
+        long.metadata.name = Some("s".repeat(55));
+        assert_eq!(
+            CheckedApp::of(&long).err().map(|error| error.field),
+            Some("metadata.name".to_owned())
+        );
     }
 
     #[test]

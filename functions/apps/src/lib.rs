@@ -366,6 +366,10 @@ struct LogsQuery {
     /// The previous container's log (after a restart).
     #[serde(default)]
     previous: bool,
+    /// The output of this revision's release command instead (its Job's
+    /// pods, kept a day), which belong to no process.
+    #[param(minimum = 1)]
+    release: Option<i64>,
 }
 
 /// App logs
@@ -387,7 +391,7 @@ async fn get_app_logs(
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = app_path(path);
-    let query = LogQuery::new(query.tail, query.process, query.previous)?;
+    let query = LogQuery::new(query.tail, query.process, query.previous, query.release)?;
     let client = state.cluster.client().await?;
     Ok(Json(operate::logs(&client, &caller, &path, &query).await?))
 }

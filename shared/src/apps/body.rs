@@ -138,6 +138,15 @@ pub struct CreateBody {
     pub volumes: Option<Vec<VolumeBody>>,
     #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
+    /// Run before the workloads change, whenever the image, a command, the
+    /// env or this command change (a Job from the new image with the new
+    /// env, no volumes); the workloads change only when it succeeds. Empty
+    /// to remove (`app-deploy`, like `command`).
+    #[schema(max_items = 100)]
+    pub release_command: Option<Vec<String>>,
+    /// Roll a revision whose rollout fails back to the last configuration
+    /// that became available; `true` by default.
+    pub auto_rollback: Option<bool>,
 }
 
 /// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced whole.
@@ -183,6 +192,15 @@ pub struct UpdateBody {
     pub volumes: Option<Vec<VolumeBody>>,
     #[schema(minimum = 1, maximum = 2147483647)]
     pub fs_group: Option<i64>,
+    /// Run before the workloads change, whenever the image, a command, the
+    /// env or this command change (a Job from the new image with the new
+    /// env, no volumes); the workloads change only when it succeeds. Empty
+    /// to remove (`app-deploy`, like `command`).
+    #[schema(max_items = 100)]
+    pub release_command: Option<Vec<String>>,
+    /// Roll a revision whose rollout fails back to the last configuration
+    /// that became available; `true` by default.
+    pub auto_rollback: Option<bool>,
 }
 
 /// Both bodies carry the main process's fields flat (serde cannot flatten
@@ -268,6 +286,13 @@ pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> 
         volumes,
         health_check_path: parse_health_check_path(body.health_check_path.as_deref())?,
         fs_group: parse_fs_group(body.fs_group)?,
+        release_command: body
+            .release_command
+            .as_deref()
+            .map(|command| parse_command(command, "release_command"))
+            .transpose()?
+            .unwrap_or_default(),
+        auto_rollback: body.auto_rollback.unwrap_or(true),
     };
     check_whole(&name, &config)?;
     Ok((name, config))
@@ -334,6 +359,12 @@ pub fn apply_update(
         } else {
             parse_fs_group(Some(fs_group))?
         };
+    }
+    if let Some(command) = &body.release_command {
+        next.release_command = parse_command(command, "release_command")?;
+    }
+    if let Some(auto_rollback) = body.auto_rollback {
+        next.auto_rollback = auto_rollback;
     }
     check_whole(app, &next)?;
     Ok(next)
@@ -698,12 +729,15 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What a change needs (DESIGN §5): new code to run — a new image, or a new
-/// command of a process — `app-deploy`; replica counts alone `app-operate`;
+/// What a change needs (DESIGN §5): new code to run — a new image, a new
+/// command of a process, or a new release command — `app-deploy`; replica counts alone `app-operate`;
 /// anything else `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
     let mut needed = vec![Permission::AppOperate];
-    if current.image != next.image || runs_new_command(current, next) {
+    if current.image != next.image
+        || runs_new_command(current, next)
+        || (!next.release_command.is_empty() && next.release_command != current.release_command)
+    {
         needed.push(Permission::AppDeploy);
     }
     let without_replicas = |config: &AppConfig| {
@@ -1059,5 +1093,51 @@ mod tests {
             permissions_for(&current, &plain),
             [Permission::AppOperate, Permission::AppWrite]
         );
+    }
+
+    #[test]
+    fn a_release_command_is_new_code_and_auto_rollback_is_on_by_default() {
+        let current = config(serde_json::json!({"name": "shop", "image": "nginx:1", "port": 80}));
+        assert!(current.release_command.is_empty());
+        assert!(current.auto_rollback);
+        let deploy_and_write = [
+            Permission::AppOperate,
+            Permission::AppDeploy,
+            Permission::AppWrite,
+        ];
+        let released = update(
+            &current,
+            serde_json::json!({"release_command": ["./migrate"], "auto_rollback": false}),
+        )
+        .expect("valid");
+        assert_eq!(released.release_command, ["./migrate"]);
+        assert!(!released.auto_rollback);
+        assert_eq!(permissions_for(&current, &released), deploy_and_write);
+        // Removing it, or turning rollbacks on, runs no new code.
+        let removed = update(&released, serde_json::json!({"release_command": []})).expect("valid");
+        assert!(removed.release_command.is_empty());
+        assert_eq!(
+            permissions_for(&released, &removed),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+        let created = config(serde_json::json!({
+            "name": "shop", "image": "nginx:1", "release_command": ["./migrate", "up"], "auto_rollback": false
+        }));
+        assert_eq!(created.release_command, ["./migrate", "up"]);
+        assert!(!created.auto_rollback);
+        let too_long = vec!["x"; 101];
+        let error = create(
+            serde_json::json!({"name": "shop", "image": "nginx", "release_command": too_long}),
+        )
+        .unwrap_err();
+        assert!(detail(error).starts_with("release_command:"));
+        // What runs: image, commands, env and the release command; not sizes.
+        assert!(!released.runs_like(&current));
+        let resized = update(
+            &current,
+            serde_json::json!({"size": "large", "replicas": 3}),
+        )
+        .expect("valid");
+        assert!(resized.runs_like(&current));
     }
 }

@@ -53,6 +53,8 @@ pub struct LogQuery {
     pub tail: i64,
     pub process: Option<String>,
     pub previous: bool,
+    /// The pods of this revision's release command instead of the processes'.
+    pub release: Option<i64>,
 }
 
 impl LogQuery {
@@ -60,6 +62,7 @@ impl LogQuery {
         tail: Option<i64>,
         process: Option<String>,
         previous: bool,
+        release: Option<i64>,
     ) -> Result<Self, ApiError> {
         let tail = tail.unwrap_or(DEFAULT_TAIL);
         if !(1..=MAX_TAIL).contains(&tail) {
@@ -67,16 +70,23 @@ impl LogQuery {
                 "tail: must be 1 to {MAX_TAIL}"
             )));
         }
+        if release.is_some_and(|revision| revision < 1) {
+            return Err(ApiError::InvalidRequest(
+                "release: must be a revision (1 or more)".into(),
+            ));
+        }
         Ok(Self {
             tail,
             process,
             previous,
+            release,
         })
     }
 }
 
-/// The logs of the app's newest pods (of one process, if asked), read at
-/// once. A pod whose log cannot be read says why in its entry.
+/// The logs of the app's newest pods (of one process, or of a revision's
+/// release command, if asked), read at once. A pod whose log cannot be read
+/// says why in its entry.
 pub async fn logs(
     client: &kube::Client,
     caller: &Principal,
@@ -86,7 +96,7 @@ pub async fn logs(
     let org = &caller.user.org;
     let (app, pods) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        cluster_apps::pods(client, org, path)
+        cluster_apps::pods(client, org, path, query.release)
     );
     app?;
     let pods: Vec<Pod> = pods?
@@ -504,9 +514,11 @@ mod tests {
 
     #[test]
     fn tail_is_bounded() {
-        assert_eq!(LogQuery::new(None, None, false).unwrap().tail, 200);
-        assert!(LogQuery::new(Some(0), None, false).is_err());
-        assert!(LogQuery::new(Some(2001), None, false).is_err());
-        assert!(LogQuery::new(Some(2000), None, true).is_ok());
+        assert_eq!(LogQuery::new(None, None, false, None).unwrap().tail, 200);
+        assert!(LogQuery::new(Some(0), None, false, None).is_err());
+        assert!(LogQuery::new(Some(2001), None, false, None).is_err());
+        assert!(LogQuery::new(Some(2000), None, true, None).is_ok());
+        assert!(LogQuery::new(None, None, false, Some(3)).is_ok());
+        assert!(LogQuery::new(None, None, false, Some(0)).is_err());
     }
 }

@@ -28,6 +28,10 @@ pub struct AppRecord {
     /// Beyond the spec: what the flat create fields also set.
     pub health_check_path: Option<String>,
     pub fs_group: Option<i64>,
+    /// Run as a Job before the workloads change (empty: none).
+    pub release_command: Vec<String>,
+    /// Whether a failed rollout is rolled back automatically.
+    pub auto_rollback: bool,
     /// Beyond the spec: the release revision the app is at.
     pub revision: i64,
     pub created_at: Option<String>,
@@ -123,6 +127,8 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
         volumes: config.volumes.iter().map(volume_record).collect(),
         health_check_path: config.health_check_path.clone(),
         fs_group: config.fs_group,
+        release_command: config.release_command.clone(),
+        auto_rollback: config.auto_rollback,
         revision: app.spec.release.revision,
         created_at: app.metadata.creation_timestamp.as_ref().map(timestamp),
     }

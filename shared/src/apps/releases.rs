@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWrite
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
-use crate::cluster::crd::{AppConfig, ReleaseMark};
+use crate::cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, OUTCOME_RELEASED, ReleaseMark};
 use crate::store::{self, Store, keys};
 
 /// The Release record of the API (spec part 2).
@@ -28,7 +28,36 @@ pub struct ReleaseRecord {
     pub note: Option<String>,
     pub actor: Option<String>,
     pub created_at: i64,
+    /// Whether this is the revision running (not always the newest: a
+    /// revision whose release command failed never ran).
     pub current: bool,
+    /// `pending` (not seen available), `released` (became available),
+    /// `failed` (its release command or its rollout failed) or `rolled_back`
+    /// (its rollout failed and was rolled back automatically).
+    #[schema(pattern = "^(pending|released|failed|rolled_back)$")]
+    pub status: String,
+}
+
+/// What became of `revision`, as the App's status (written by the
+/// controller) says; `running` is the revision its workloads run (see
+/// `App::running_revision`). A revision the status has no word of is
+/// `released` below the running one (it ran before the controller recorded
+/// outcomes) and `pending` from it on.
+pub fn status_of(status: &AppStatus, revision: i64, running: Option<i64>) -> String {
+    match status.outcome(revision) {
+        Some(outcome) => outcome.status.clone(),
+        None if running.is_some_and(|running| revision < running) => OUTCOME_RELEASED.to_owned(),
+        None => OUTCOME_PENDING.to_owned(),
+    }
+}
+
+/// Marks the `running` revision's record `current` (none, when nothing
+/// runs yet), each with its status from the App's.
+pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, running: Option<i64>) {
+    for record in records {
+        record.current = Some(record.revision) == running;
+        record.status = status_of(status, record.revision, running);
+    }
 }
 
 /// The revisions kept per app (spec part 8: the release history is 50
@@ -93,6 +122,7 @@ impl StoredRelease {
             actor: self.actor.clone(),
             created_at: self.created_at,
             current,
+            status: OUTCOME_PENDING.to_owned(),
         }
     }
 }

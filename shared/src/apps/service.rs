@@ -20,7 +20,6 @@ use crate::cluster::crd::{
 use crate::cluster::environments as cluster_environments;
 use crate::domain::names::{AppName, EnvironmentName, OrgName};
 use crate::domain::paths::{AppPath, EnvironmentPath};
-use crate::domain::size::Quantity;
 use crate::identity::Principal;
 use crate::store::Store;
 use crate::{ApiError, Missing, Permission, clock, environments, secrets};
@@ -161,6 +160,7 @@ pub(crate) fn mark(
         note,
         actor: Some(caller.user.email.clone()),
         created_at: clock::unix_millis(),
+        automatic_rollback_of: None,
     }
 }
 
@@ -310,7 +310,7 @@ pub async fn get(
     let org = &caller.user.org;
     let (app, pods) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        cluster_apps::pods(client, org, path)
+        cluster_apps::pods(client, org, path, None)
     );
     let app = app?;
     Ok(AppDetail {
@@ -419,7 +419,7 @@ pub async fn rollback(
             })?
             .config()?
     };
-    let config = keep_grown_volumes(restored, &current.spec.config);
+    let config = restored.with_grown_volumes(&current.spec.config);
     check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
     let release = mark(
@@ -430,19 +430,6 @@ pub async fn rollback(
     );
     let updated = commit_change(store, client, rules, &current, config, release).await?;
     Ok(record_of(&updated, &path.environment_path(), caller))
-}
-
-fn keep_grown_volumes(mut config: AppConfig, current: &AppConfig) -> AppConfig {
-    for volume in &mut config.volumes {
-        if let Some(now) = current.volumes.iter().find(|v| v.name == volume.name)
-            && let (Ok(now_size), Ok(restored_size)) =
-                (Quantity::parse(&now.size), Quantity::parse(&volume.size))
-            && now_size > restored_size
-        {
-            volume.size.clone_from(&now.size);
-        }
-    }
-    config
 }
 
 /// Copies image and processes to the app of the same name in another
@@ -578,5 +565,8 @@ pub async fn list_releases(
     path: &AppPath,
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    releases::list(store, &history_of(&app)?, &current_release(&app)?).await
+    let mut records = releases::list(store, &history_of(&app)?, &current_release(&app)?).await?;
+    let status = app.status.clone().unwrap_or_default();
+    releases::with_outcomes(&mut records, &status, app.running_revision());
+    Ok(records)
 }

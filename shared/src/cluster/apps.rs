@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, P
 
 use super::crd::{
     App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
-    MANAGER,
+    LABEL_RELEASE, MANAGER,
 };
 use super::{environments, is_conflict, is_not_found};
 use crate::domain::names::OrgName;
@@ -210,13 +210,19 @@ fn app_selector(org: &OrgName, path: &AppPath) -> String {
     format!("{LABEL_ORG}={org},{LABEL_APP}={}", path.app)
 }
 
-/// The pods of an app, newest first.
+/// The pods of an app, newest first: its processes' (`release` None), or
+/// those of a revision's release command.
 pub async fn pods(
     client: &kube::Client,
     org: &OrgName,
     path: &AppPath,
+    release: Option<i64>,
 ) -> Result<Vec<Pod>, ApiError> {
-    let params = ListParams::default().labels(&app_selector(org, path));
+    let selector = match release {
+        None => format!("{},!{LABEL_RELEASE}", app_selector(org, path)),
+        Some(revision) => format!("{},{LABEL_RELEASE}={revision}", app_selector(org, path)),
+    };
+    let params = ListParams::default().labels(&selector);
     let mut pods = match Api::<Pod>::namespaced(client.clone(), &path.namespace())
         .list(&params)
         .await

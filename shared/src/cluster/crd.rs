@@ -207,6 +207,59 @@ pub struct AppConfig {
     /// The pods' `fsGroup`, owning the volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs_group: Option<i64>,
+    /// Run as a Job from this configuration's image and env before its
+    /// workloads change, whenever what runs changes (see
+    /// [`AppConfig::runs_like`]); empty: no release phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release_command: Vec<String>,
+    /// Whether a revision whose rollout fails is rolled back to the last
+    /// configuration that became available (true unless turned off).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub auto_rollback: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_true(value: &bool) -> bool {
+    *value
+}
+
+impl AppConfig {
+    /// Whether both run the same code the same way: image, each process's
+    /// command, env and release command. A change of anything else (sizes,
+    /// replicas, domains, volumes…) needs no release phase.
+    pub fn runs_like(&self, other: &AppConfig) -> bool {
+        let commands = |config: &AppConfig| -> Vec<(String, Vec<String>)> {
+            config
+                .processes
+                .iter()
+                .map(|process| (process.name.clone(), process.command.clone()))
+                .collect()
+        };
+        self.image == other.image
+            && self.env == other.env
+            && self.release_command == other.release_command
+            && commands(self) == commands(other)
+    }
+
+    /// This configuration restored over `current`: a volume that has grown
+    /// since keeps its current size (volumes never shrink).
+    pub fn with_grown_volumes(mut self, current: &AppConfig) -> AppConfig {
+        use crate::domain::size::Quantity;
+        for volume in &mut self.volumes {
+            if let Some(now) = current.volumes.iter().find(|v| v.name == volume.name)
+                && let (Ok(now_size), Ok(restored_size)) =
+                    (Quantity::parse(&now.size), Quantity::parse(&volume.size))
+                && now_size > restored_size
+            {
+                volume.size.clone_from(&now.size);
+            }
+        }
+        self
+    }
 }
 
 /// One process of an app: always-on (a Deployment, with a Service when it has
@@ -282,6 +335,10 @@ pub struct ReleaseMark {
     pub actor: Option<String>,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// Set by the controller on the revision it wrote to roll back a
+    /// failed rollout automatically: the revision it rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automatic_rollback_of: Option<i64>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -289,7 +346,8 @@ pub struct ReleaseMark {
 pub struct AppStatus {
     #[serde(default)]
     pub ready: bool,
-    /// `Progressing`, `Available`, `RolloutFailed` or `Scheduled`.
+    /// `Progressing`, `Available`, `RolloutFailed`, `Scheduled`, `Releasing`
+    /// or `ReleaseFailed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +357,99 @@ pub struct AppStatus {
     pub url: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The last configuration that became available: what a failed release
+    /// keeps running and a failed rollout is rolled back to, without the API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_available: Option<AvailableConfig>,
+    /// The revision whose release command succeeded: its workloads may change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_command_of: Option<i64>,
+    /// What became of each recent revision, newest first (at most
+    /// `REVISION_OUTCOMES_KEPT`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<RevisionOutcome>,
+}
+
+/// How many revisions' outcomes an App's status keeps: as many as the
+/// release history (`apps::releases::HISTORY_KEPT`).
+pub const REVISION_OUTCOMES_KEPT: usize = 50;
+
+/// A configuration that became available, and its revision.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailableConfig {
+    pub revision: i64,
+    pub config: AppConfig,
+}
+
+/// What became of a revision: `pending` (not seen available, or replaced
+/// before it was), `released` (became available), `failed` (its release
+/// command failed, or its rollout did and was not rolled back) or
+/// `rolled_back` (its rollout failed and the controller rolled it back).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionOutcome {
+    pub revision: i64,
+    pub status: String,
+    /// Why it failed or was rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+pub const OUTCOME_PENDING: &str = "pending";
+pub const OUTCOME_RELEASED: &str = "released";
+pub const OUTCOME_FAILED: &str = "failed";
+pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
+
+impl App {
+    /// Whether the spec's revision waits for its release command (or saw it
+    /// fail): it has one, and changes what runs since the last configuration
+    /// that became available (`AppConfig::runs_like`), and the command has
+    /// not succeeded for it. Its workloads then keep that configuration.
+    pub fn awaits_release(&self) -> bool {
+        let config = &self.spec.config;
+        let status = self.status.as_ref();
+        let available = status.and_then(|status| status.last_available.as_ref());
+        !config.release_command.is_empty()
+            && available.is_none_or(|available| !available.config.runs_like(config))
+            && status.and_then(|status| status.released_command_of)
+                != Some(self.spec.release.revision)
+    }
+
+    /// The revision the workloads run (or roll out): the spec's, unless it
+    /// awaits its release command, when it is the last that became available
+    /// (None: nothing ran yet).
+    pub fn running_revision(&self) -> Option<i64> {
+        if self.awaits_release() {
+            self.status
+                .as_ref()
+                .and_then(|status| status.last_available.as_ref())
+                .map(|available| available.revision)
+        } else {
+            Some(self.spec.release.revision)
+        }
+    }
+}
+
+impl AppStatus {
+    /// The recorded outcome of `revision`, if any.
+    pub fn outcome(&self, revision: i64) -> Option<&RevisionOutcome> {
+        self.revisions.iter().find(|o| o.revision == revision)
+    }
+
+    /// Records `revision`'s outcome, keeping the newest
+    /// [`REVISION_OUTCOMES_KEPT`].
+    pub fn record(&mut self, revision: i64, status: &str, message: Option<String>) {
+        self.revisions.retain(|o| o.revision != revision);
+        self.revisions.push(RevisionOutcome {
+            revision,
+            status: status.to_owned(),
+            message,
+        });
+        self.revisions
+            .sort_by_key(|outcome| std::cmp::Reverse(outcome.revision));
+        self.revisions.truncate(REVISION_OUTCOMES_KEPT);
+    }
 }
 
 /// Labels of everything rendered from an app, besides the environment's.
@@ -308,6 +459,8 @@ pub const LABEL_PROCESS: &str = "berth.dev/process";
 /// the app): the uid of the App it belongs to, so that deleting an app's
 /// volumes never selects a claim by a name a user chose.
 pub const LABEL_APP_UID: &str = "berth.dev/app-uid";
+/// On a release Job and its pod: the revision whose release command it runs.
+pub const LABEL_RELEASE: &str = "berth.dev/release";
 
 /// Object names of what an app becomes (one place, so the API, the
 /// controller and the tests agree).
@@ -323,6 +476,13 @@ pub mod object_names {
     /// The Ingress of an app's hosts.
     pub fn ingress(app: &str) -> String {
         app.to_owned()
+    }
+    /// The Job of a revision's release command. `--` never occurs in an
+    /// app's name and a process's name never starts with `-`, so no other
+    /// object of any app is named so; an app's name has at most 40
+    /// characters, so with a revision of up to 13 digits it stays a label.
+    pub fn release_job(app: &str, revision: i64) -> String {
+        format!("{app}--release-{revision}")
     }
 }
 

@@ -24,6 +24,9 @@ use super::identities;
 /// `RolloutFailed`: short, since on a real cluster without nodes every
 /// rollout stalls.
 pub const PROGRESS_DEADLINE_SECONDS: i32 = 10;
+/// How long a test app's release command may run: short, so that a
+/// release that never finishes (no node runs its pod) fails soon.
+pub const RELEASE_DEADLINE_SECONDS: i64 = 8;
 /// The default domain of the test apps' hosts.
 pub const APPS_DOMAIN: &str = "apps.berth.test";
 /// The Ingress class of the test apps (none needs to exist for the apiserver).
@@ -41,6 +44,7 @@ pub fn controller_settings() -> berth_controller::Settings {
             ingress_class: Some(INGRESS_CLASS.to_owned()),
             apps_domain: Some(APPS_DOMAIN.to_owned()),
             progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,
+            release_deadline_seconds: RELEASE_DEADLINE_SECONDS,
         },
     }
 }

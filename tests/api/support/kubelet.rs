@@ -58,22 +58,7 @@ async fn try_play_kubelet(
         if pod.metadata.deletion_timestamp.is_some() || running_and_ready(&pod) {
             continue;
         }
-        let containers: Vec<Value> = pod
-            .spec
-            .iter()
-            .flat_map(|s| s.containers.iter())
-            .map(|c| {
-                json!({
-                    "name": c.name,
-                    "image": c.image.clone().unwrap_or_default(),
-                    "imageID": "",
-                    "ready": true,
-                    "started": true,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": now}},
-                })
-            })
-            .collect();
+        let containers = container_statuses(&pod, json!({"running": {"startedAt": now}}));
         let condition =
             |kind: &str| json!({"type": kind, "status": "True", "lastTransitionTime": now});
         // A merge patch replaces the lists whole, so every condition a running pod has is sent.
@@ -93,6 +78,27 @@ async fn try_play_kubelet(
         marked += 1;
     }
     Ok(marked)
+}
+
+/// Each container of `pod` as a kubelet reports it in `state`: ready and
+/// started while it runs, neither once it ended.
+fn container_statuses(pod: &Pod, state: Value) -> Vec<Value> {
+    let running = state.get("running").is_some();
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| {
+            json!({
+                "name": c.name,
+                "image": c.image.clone().unwrap_or_default(),
+                "imageID": "",
+                "ready": running,
+                "started": running,
+                "restartCount": 0,
+                "state": state,
+            })
+        })
+        .collect()
 }
 
 /// A kubelet reports changes only: a pod it already runs is left as it is.
@@ -117,4 +123,65 @@ fn now() -> String {
     k8s_openapi::jiff::Timestamp::from_second(secs)
         .map(|t| t.to_string())
         .unwrap_or_default()
+}
+
+/// Ends every Pod in `namespace` matching `label_selector` that has not ended, as a kubelet
+/// reports a container that exited: `Succeeded` with exit code 0, or `Failed` with 1. The
+/// Job controller (kube-controller-manager's, or the stand-in's) then counts them. Returns how
+/// many pods it ended.
+pub async fn end_pods(
+    client: &kube::Client,
+    namespace: &str,
+    label_selector: &str,
+    succeeded: bool,
+) -> usize {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let list = pods
+        .list(&ListParams::default().labels(label_selector))
+        .await
+        .expect("listing pods");
+    let now = now();
+    let (phase, exit_code, reason) = if succeeded {
+        ("Succeeded", 0, "Completed")
+    } else {
+        ("Failed", 1, "Error")
+    };
+    let mut ended = 0;
+    for pod in list.items {
+        let Some(name) = pod.metadata.name.as_deref() else {
+            continue;
+        };
+        let over = pod
+            .status
+            .as_ref()
+            .and_then(|status| status.phase.as_deref())
+            .is_some_and(|phase| phase == "Succeeded" || phase == "Failed");
+        if over || pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let containers = container_statuses(
+            &pod,
+            json!({"terminated": {
+                "exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now,
+            }}),
+        );
+        let status = json!({"status": {
+            "phase": phase,
+            "startTime": now,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now},
+            ],
+            "containerStatuses": containers,
+        }});
+        // A pod deleted or ended meanwhile is no fault: the caller looks again.
+        if pods
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .is_ok()
+        {
+            ended += 1;
+        }
+    }
+    ended
 }

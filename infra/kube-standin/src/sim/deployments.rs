@@ -64,18 +64,22 @@ fn sync(state: &mut State, key: &ObjKey, d: &Value, now: Timestamp) {
         .max()
         .unwrap_or(0);
     let max_surge = max_surge(d, desired);
+    let rolling = str_at(d, "/spec/strategy/type") != Some("Recreate");
+    let old_total: i64 = owned
+        .iter()
+        .filter(|(_, rs)| !is_new(rs))
+        .map(|(_, rs)| int(rs, "/spec/replicas").unwrap_or(0))
+        .sum();
 
     let existing_new = owned.iter().find(|(_, rs)| is_new(rs)).cloned();
     let created = existing_new.is_none();
     let Some((new_key, new_rs)) = existing_new.or_else(|| {
-        let rs = new_replicaset(
-            d,
-            &template,
-            &hash,
-            desired,
-            max_old_revision + 1,
-            max_surge,
-        );
+        let first = if rolling {
+            scaled_up(desired, max_surge, old_total, 0)
+        } else {
+            desired
+        };
+        let rs = new_replicaset(d, &template, &hash, first, max_old_revision + 1, max_surge);
         state
             .sim_create("apps", "replicasets", &key.namespace, rs)
             .map(|rs| {
@@ -94,16 +98,39 @@ fn sync(state: &mut State, key: &ObjKey, d: &Value, now: Timestamp) {
     } else {
         max_old_revision + 1
     };
+    // A rolling update (`rolling.go`): the new ReplicaSet grows within `maxSurge` of the
+    // desired count, and old ones shrink only as far as `maxUnavailable` lets the available
+    // pods fall, so with `maxUnavailable: 0` old pods go only once new ones are ready.
+    let new_target = if rolling {
+        let now = int(&new_rs, "/spec/replicas").unwrap_or(0);
+        if now >= desired {
+            desired
+        } else {
+            scaled_up(desired, max_surge, old_total, now)
+        }
+    } else {
+        desired
+    };
     scale_replicaset(
         state,
         &new_key,
         &new_rs,
-        desired,
+        new_target,
         Some((revision, desired, max_surge)),
     );
+    let mut scale_down = if rolling {
+        let new_ready = ready_pods(state, &key.namespace, meta::uid(&new_rs)).min(new_target);
+        let min_available = desired - max_unavailable(d, desired);
+        (old_total + new_target - min_available - (new_target - new_ready)).max(0)
+    } else {
+        old_total
+    };
     for (k, rs) in &owned {
         if *k != new_key {
-            scale_replicaset(state, k, rs, 0, None);
+            let replicas = int(rs, "/spec/replicas").unwrap_or(0);
+            let cut = scale_down.min(replicas);
+            scale_down -= cut;
+            scale_replicaset(state, k, rs, replicas - cut, None);
         }
     }
     set_revision_annotation(state, key, revision);
@@ -142,6 +169,21 @@ struct Counts {
     updated: i64,
     /// Ready pods; available too, as `minReadySeconds` is not simulated.
     ready: i64,
+}
+
+/// The new ReplicaSet's size in a rolling update: up to `desired`, while all ReplicaSets
+/// together stay within `desired + max_surge`.
+fn scaled_up(desired: i64, max_surge: i64, old_total: i64, new_now: i64) -> i64 {
+    let room = (desired + max_surge - old_total - new_now).max(0);
+    new_now + room.min(desired - new_now)
+}
+
+/// The active, ready pods a ReplicaSet controls.
+fn ready_pods(state: &State, namespace: &str, rs_uid: &str) -> i64 {
+    controlled_by(state, "", "pods", namespace, rs_uid)
+        .iter()
+        .filter(|(_, pod)| pod_is_active(pod) && pod_is_ready(pod))
+        .count() as i64
 }
 
 fn new_replicaset(

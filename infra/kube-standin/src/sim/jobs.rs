@@ -2,9 +2,13 @@
 //! for a default Job), counts them, and marks the Job complete or failed. CronJobs create
 //! nothing: no schedule fires in the stand-in.
 //!
+//! A Job running longer than its `activeDeadlineSeconds` (from its `startTime`) fails with
+//! `DeadlineExceeded`, and its active pods are deleted.
+//!
 //! Not simulated: the `batch.kubernetes.io/job-tracking` finalizer on pods, pod failure
-//! policies, indexed completions, `activeDeadlineSeconds` and back-off delays.
+//! policies, indexed completions and back-off delays.
 
+use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::conditions::{Condition, set_condition};
@@ -84,6 +88,20 @@ fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
                 ),
             );
             status.insert("completionTime".into(), json!(now));
+        } else if past_deadline(job, now) {
+            for (pod, _) in pods.iter().filter(|(_, p)| pod_is_active(p)) {
+                state.sim_delete(pod);
+            }
+            for kind in ["FailureTarget", "Failed"] {
+                set_condition(
+                    &mut conditions,
+                    cond(
+                        kind,
+                        "DeadlineExceeded",
+                        "Job was active longer than specified deadline",
+                    ),
+                );
+            }
         } else if failed > backoff_limit {
             set_condition(
                 &mut conditions,
@@ -138,6 +156,21 @@ fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
         status.insert("conditions".into(), Value::Array(conditions));
     }
     state.sim_set_status(key, Value::Object(status));
+}
+
+/// Whether the Job has run longer than its `activeDeadlineSeconds`.
+fn past_deadline(job: &Value, now: &str) -> bool {
+    let Some(deadline) = int(job, "/spec/activeDeadlineSeconds") else {
+        return false;
+    };
+    let started = job
+        .pointer("/status/startTime")
+        .and_then(Value::as_str)
+        .and_then(|at| at.parse::<Timestamp>().ok());
+    match (started, now.parse::<Timestamp>()) {
+        (Some(started), Ok(now)) => now.as_second() - started.as_second() >= deadline,
+        _ => false,
+    }
 }
 
 /// A pod of a Job: the template, the Job's labels (set on the template when the Job was

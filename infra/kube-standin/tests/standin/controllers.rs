@@ -364,3 +364,42 @@ async fn a_job_gets_one_pending_pod_and_a_cronjob_none() {
     .await;
     assert!(is_gone(&jobs, "once").await);
 }
+
+#[tokio::test]
+async fn a_job_past_its_active_deadline_fails_and_loses_its_pods() {
+    let env = TestEnv::with_controllers().await;
+    let jobs: Api<Job> = env.api();
+    let pods: Api<Pod> = env.api();
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "slow"},
+        "spec": {
+            "activeDeadlineSeconds": 2,
+            "backoffLimit": 1,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "task", "image": "busybox:1"}]}},
+        },
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    let by_job = ListParams::default().labels("job-name=slow");
+    eventually("the job's pod", || async {
+        pods.list(&by_job).await.unwrap().items.len() == 1
+    })
+    .await;
+    eventually("DeadlineExceeded", || async {
+        let job = jobs.get("slow").await.unwrap();
+        job.status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| {
+                c.type_ == "Failed"
+                    && c.status == "True"
+                    && c.reason.as_deref() == Some("DeadlineExceeded")
+            })
+    })
+    .await;
+    eventually("its pod deleted", || async {
+        pods.list(&by_job).await.unwrap().items.is_empty()
+    })
+    .await;
+}

@@ -1,0 +1,395 @@
+//! Deploys that cannot take an app down: the release phase, and the
+//! automatic rollback of a failed rollout.
+//!
+//! The App's status remembers what the controller needs for both without
+//! the API: the last configuration that became available, the revision
+//! whose release command succeeded, and what became of each recent revision
+//! (`AppStatus::revisions`, which `listReleases` shows).
+//!
+//! - A revision that changes what runs (`AppConfig::runs_like`) and has a
+//!   release command first runs it as a Job (`render::render::release_job`); the
+//!   workloads keep the last available configuration meanwhile (`Releasing`)
+//!   and, should it fail, afterwards (`ReleaseFailed`; the revision is
+//!   `failed` and never run again: the next change starts afresh).
+//! - A revision whose rollout fails is rolled back: the controller writes
+//!   the next revision, the last available configuration, with reason
+//!   `rollback`, no actor, a note saying why, and `automaticRollbackOf`. The
+//!   App resource is the commit point of the release history, so the API's
+//!   next change copies that revision into it like any other. A revision
+//!   that is itself an automatic rollback is never rolled back: no loop.
+//!
+//! Domains always stay the spec's when an older configuration runs: their
+//! claims (`apps::hosts`) follow the revisions the API commits.
+
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::api::{Api, PostParams};
+
+use berth_shared::cluster::crd::{
+    App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
+    OUTCOME_ROLLED_BACK, ReleaseMark, object_names,
+};
+use berth_shared::cluster::ownership;
+
+use berth_shared::clock;
+use berth_shared::cluster::{is_conflict, is_not_found};
+
+use crate::Error;
+use crate::events::bounded;
+use crate::render::{CheckedApp, RenderSettings, release_job};
+
+pub const REASON_RELEASING: &str = "Releasing";
+pub const REASON_RELEASE_FAILED: &str = "ReleaseFailed";
+
+/// What the spec's revision needs before its workloads may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Its workloads may change: no release command to run, or it succeeded.
+    Apply,
+    /// Its release command has to run (or is running).
+    Release,
+    /// Its release command failed: it never runs.
+    Failed(String),
+}
+
+/// Whether the spec's revision needs its release command run first
+/// (`App::awaits_release`, with the status as this round has it).
+pub fn plan(app: &App, status: &AppStatus) -> Plan {
+    let mut seen = app.clone();
+    seen.status = Some(status.clone());
+    if !seen.awaits_release() {
+        return Plan::Apply;
+    }
+    match status.outcome(app.spec.release.revision) {
+        Some(outcome) if outcome.status == OUTCOME_FAILED => {
+            Plan::Failed(outcome.message.clone().unwrap_or_default())
+        }
+        _ => Plan::Release,
+    }
+}
+
+/// The App as it runs while its spec's revision waits or failed: the last
+/// configuration that became available, with the spec's domains and grown
+/// volumes. None before any did (nothing runs yet).
+pub fn previous(app: &App, status: &AppStatus) -> Option<App> {
+    let available = status.last_available.as_ref()?;
+    let mut previous = app.clone();
+    previous.spec.config = restored(&available.config, &app.spec.config);
+    Some(previous)
+}
+
+/// `available` run again over `current`: the current domains (claimed for
+/// the current revision), volumes never shrinking.
+pub fn restored(available: &AppConfig, current: &AppConfig) -> AppConfig {
+    let mut config = available.clone().with_grown_volumes(current);
+    config.domains.clone_from(&current.domains);
+    config
+}
+
+/// Where the release Job of the spec's revision stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReleaseJob {
+    Running(String),
+    Succeeded,
+    Failed(String),
+}
+
+/// Creates the release Job of the spec's revision if it is not there, and
+/// says where it stands. Only a Job this App controls is ever read as its
+/// release; another of that name is left alone and waited out.
+pub async fn run(
+    app: &App,
+    client: &kube::Client,
+    settings: &RenderSettings,
+) -> Result<ReleaseJob, Error> {
+    let revision = app.spec.release.revision;
+    let name = object_names::release_job(&app.name_any(), revision);
+    let jobs: Api<Job> = Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
+    let running = |what: &str| {
+        ReleaseJob::Running(format!(
+            "The release command of revision {revision} {what} (Job {name}); the workloads change once it succeeds."
+        ))
+    };
+    let Some(job) = jobs.get_opt(&name).await? else {
+        let job = match CheckedApp::of(app).map(|checked| release_job(&checked, settings)) {
+            Ok(Some(job)) => job,
+            Ok(None) => return Ok(ReleaseJob::Succeeded),
+            Err(error) => {
+                return Ok(ReleaseJob::Failed(format!(
+                    "its Job cannot be made: the App's {error}"
+                )));
+            }
+        };
+        match jobs.create(&PostParams::default(), &job).await {
+            Ok(_) => tracing::info!(app = %app.name_any(), job = %name, "release command started"),
+            // Made meanwhile: read at the next round.
+            Err(error) if is_conflict(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+        return Ok(running("is starting"));
+    };
+    let uid = app.uid().unwrap_or_default();
+    if !ownership::is_controlled_by(&job.metadata, &uid) {
+        return Ok(ReleaseJob::Running(format!(
+            "Job {name} exists and is not this app's release; Berth leaves it untouched and waits for it to go."
+        )));
+    }
+    Ok(job_state(&job, settings).unwrap_or_else(|| running("is running")))
+}
+
+/// A finished Job's outcome; None while it runs.
+fn job_state(job: &Job, settings: &RenderSettings) -> Option<ReleaseJob> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    let holds = |kind: &str| {
+        conditions
+            .iter()
+            .find(|condition| condition.type_ == kind && condition.status == "True")
+    };
+    if holds("Complete").is_some() {
+        return Some(ReleaseJob::Succeeded);
+    }
+    let failed = holds("Failed")?;
+    let why = match failed.reason.as_deref() {
+        Some("DeadlineExceeded") => format!(
+            "it ran past its deadline of {} s",
+            settings.release_deadline_seconds
+        ),
+        Some("BackoffLimitExceeded") => "it failed, and failed again when retried".to_owned(),
+        Some(reason) => format!("its Job failed ({reason})"),
+        None => "its Job failed".to_owned(),
+    };
+    Some(ReleaseJob::Failed(why))
+}
+
+/// The message of a revision whose release command failed.
+pub fn release_failed(app: &App, why: &str, status: &AppStatus) -> String {
+    let revision = app.spec.release.revision;
+    let keeps = match &status.last_available {
+        Some(available) => format!("revision {} keeps running", available.revision),
+        None => "nothing runs yet".to_owned(),
+    };
+    bounded(format!(
+        "The release command of revision {revision} failed: {why}; {keeps}. Its output: the app's logs with release={revision}."
+    ))
+}
+
+/// What a revision that is itself an automatic rollback says while it
+/// runs: the note the controller wrote.
+pub fn rollback_note(app: &App) -> Option<String> {
+    app.spec
+        .release
+        .automatic_rollback_of
+        .and(app.spec.release.note.clone())
+}
+
+/// Outcomes the spec alone says: the revision an automatic rollback rolled
+/// back (written before its outcome could be) is `rolled_back`.
+pub fn remember_rollback(app: &App, status: &mut AppStatus) {
+    if let Some(rolled_back) = app.spec.release.automatic_rollback_of
+        && status
+            .outcome(rolled_back)
+            .is_none_or(|outcome| outcome.status != OUTCOME_ROLLED_BACK)
+    {
+        status.record(
+            rolled_back,
+            OUTCOME_ROLLED_BACK,
+            app.spec.release.note.clone(),
+        );
+    }
+}
+
+/// Records where the spec's revision stands once its configuration is
+/// applied: `released` (and the last available configuration) when ready,
+/// `failed` when its rollout failed, `pending` until then.
+pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
+    let revision = app.spec.release.revision;
+    if let Some(message) = failed {
+        status.record(revision, OUTCOME_FAILED, Some(bounded(message.to_owned())));
+    } else if status.ready {
+        status.record(revision, OUTCOME_RELEASED, None);
+        status.last_available = Some(berth_shared::cluster::crd::AvailableConfig {
+            revision,
+            config: app.spec.config.clone(),
+        });
+    } else if status.outcome(revision).is_none() {
+        status.record(revision, OUTCOME_PENDING, None);
+    }
+}
+
+/// The App rolled back from its failed revision to the last configuration
+/// that became available, as the next revision; None when there is nothing
+/// to roll back to, rolling back is off, or the revision is itself an
+/// automatic rollback (never a loop).
+pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
+    let spec = &app.spec;
+    if !spec.config.auto_rollback || spec.release.automatic_rollback_of.is_some() {
+        return None;
+    }
+    let available = status.last_available.as_ref()?;
+    let config = restored(&available.config, &spec.config);
+    if available.revision == spec.release.revision || config == spec.config {
+        return None;
+    }
+    let revision = spec.release.revision;
+    let mut next = app.clone();
+    next.spec.config = config;
+    next.spec.release = ReleaseMark {
+        revision: revision + 1,
+        reason: "rollback".to_owned(),
+        note: Some(bounded(format!(
+            "automatic: revision {revision} did not become available ({}); rolled back to revision {}",
+            why.trim_end_matches('.'),
+            available.revision
+        ))),
+        actor: None,
+        created_at: clock::unix_millis(),
+        automatic_rollback_of: Some(revision),
+    };
+    next.status = None;
+    Some(next)
+}
+
+/// Commits an automatic rollback: replaces the App read (its
+/// `resourceVersion`), so a change made meanwhile wins and is not undone.
+/// Answers whether it was written.
+pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Error> {
+    let api: Api<App> = Api::namespaced(client.clone(), &next.namespace().unwrap_or_default());
+    match api
+        .replace(&next.name_any(), &PostParams::default(), next)
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(
+                app = %next.name_any(),
+                revision = next.spec.release.revision,
+                "rolled back automatically"
+            );
+            Ok(true)
+        }
+        Err(error) if is_conflict(&error) || is_not_found(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_shared::cluster::crd::{AppProcess, AvailableConfig};
+
+    fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
+        let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
+        config.image = image.to_owned();
+        config.release_command = release_command.iter().map(|s| (*s).to_owned()).collect();
+        config.domains = vec![format!("r{revision}.example.com")];
+        let mut app = App::test("shop", config).stored();
+        app.spec.release.revision = revision;
+        app
+    }
+
+    fn available(app: &App) -> AppStatus {
+        AppStatus {
+            last_available: Some(AvailableConfig {
+                revision: app.spec.release.revision,
+                config: app.spec.config.clone(),
+            }),
+            ..AppStatus::default()
+        }
+    }
+
+    #[test]
+    fn a_release_runs_when_what_runs_changes_and_never_again_once_failed() {
+        let first = app(1, "shop:1", &[]);
+        let status = available(&first);
+        // No command, or nothing that runs changed: straight on.
+        assert_eq!(plan(&app(2, "shop:2", &[]), &status), Plan::Apply);
+        let mut resized = app(2, "shop:1", &["./migrate"]);
+        let mut with_command = status.clone();
+        with_command.last_available.as_mut().unwrap().config = resized.spec.config.clone();
+        resized.spec.config.processes[0].min_replicas = 3;
+        assert_eq!(plan(&resized, &with_command), Plan::Apply);
+        // A new image with a command: release first, on a first deploy too.
+        let next = app(2, "shop:2", &["./migrate"]);
+        assert_eq!(plan(&next, &status), Plan::Release);
+        assert_eq!(plan(&next, &AppStatus::default()), Plan::Release);
+        let mut passed = status.clone();
+        passed.released_command_of = Some(2);
+        assert_eq!(plan(&next, &passed), Plan::Apply);
+        let mut failed = status.clone();
+        failed.record(2, OUTCOME_FAILED, Some("it failed".to_owned()));
+        assert_eq!(plan(&next, &failed), Plan::Failed("it failed".to_owned()));
+        // The API's view agrees: revision 1 runs while 2 waits or failed.
+        let mut seen = next.clone();
+        seen.status = Some(failed);
+        assert!(seen.awaits_release());
+        assert_eq!(seen.running_revision(), Some(1));
+        seen.status = Some(passed);
+        assert_eq!(seen.running_revision(), Some(2));
+        // What runs meanwhile: revision 1's config, revision 2's domains.
+        let previous = previous(&next, &status).unwrap();
+        assert_eq!(previous.spec.config.image, "shop:1");
+        assert_eq!(previous.spec.config.domains, ["r2.example.com"]);
+        assert!(super::previous(&next, &AppStatus::default()).is_none());
+    }
+
+    #[test]
+    fn a_failed_rollout_rolls_back_once_and_never_loops() {
+        let first = app(1, "shop:1", &[]);
+        let status = available(&first);
+        let broken = app(2, "shop:2", &[]);
+        let why = "Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready.";
+        let back = rollback(&broken, &status, why).expect("a rollback");
+        assert_eq!(back.spec.release.revision, 3);
+        assert_eq!(back.spec.release.reason, "rollback");
+        assert_eq!(back.spec.release.actor, None);
+        assert_eq!(back.spec.release.automatic_rollback_of, Some(2));
+        assert_eq!(
+            back.spec.release.note.as_deref(),
+            Some(
+                "automatic: revision 2 did not become available (Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready); rolled back to revision 1"
+            )
+        );
+        assert_eq!(back.spec.config.image, "shop:1");
+        assert_eq!(back.spec.config.domains, ["r2.example.com"]);
+        // Revision 3 failing in turn is not rolled back: no loop.
+        assert!(rollback(&back, &status, why).is_none());
+        // Nothing to roll back to, the available revision itself, or off.
+        assert!(rollback(&broken, &AppStatus::default(), why).is_none());
+        assert!(rollback(&first, &status, why).is_none());
+        let mut off = broken.clone();
+        off.spec.config.auto_rollback = false;
+        assert!(rollback(&off, &status, why).is_none());
+
+        // The rolled-back revision's outcome follows from the spec alone.
+        let mut after = status.clone();
+        remember_rollback(&back, &mut after);
+        let outcome = after.outcome(2).unwrap();
+        assert_eq!(outcome.status, OUTCOME_ROLLED_BACK);
+        assert_eq!(outcome.message, back.spec.release.note);
+        assert_eq!(rollback_note(&back), back.spec.release.note);
+        assert_eq!(rollback_note(&broken), None);
+    }
+
+    #[test]
+    fn outcomes_follow_the_rollout_and_stay_bounded() {
+        let app = app(2, "shop:2", &[]);
+        let mut status = AppStatus::default();
+        record_applied(&app, &mut status, None);
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_PENDING);
+        assert!(status.last_available.is_none());
+        record_applied(&app, &mut status, Some("stuck"));
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_FAILED);
+        status.ready = true;
+        record_applied(&app, &mut status, None);
+        assert_eq!(status.outcome(2).unwrap().status, OUTCOME_RELEASED);
+        assert_eq!(status.last_available.as_ref().unwrap().revision, 2);
+        for revision in 3..100 {
+            status.record(revision, OUTCOME_RELEASED, None);
+        }
+        assert_eq!(status.revisions.len(), 50);
+        assert_eq!(status.revisions[0].revision, 99);
+        assert!(status.outcome(49).is_none());
+        let mut fresh = AppStatus::default();
+        record_applied(&app, &mut fresh, Some(&"x".repeat(5000)));
+        assert!(fresh.outcome(2).unwrap().message.as_ref().unwrap().len() <= 1024);
+    }
+}
