@@ -722,7 +722,7 @@ fn hosts(context: &AppContext<'_>, domains: &[String], settings: &RenderSettings
 
 /// The first label of an app's default host: `{app}--{environment}--{project}`.
 ///
-/// Names made since issue 15 never contain `--` and never start or end with
+/// Names made since hostnames are claimed never contain `--` and never start or end with
 /// `-`, so the label names exactly one app (a single `-` joined the parts
 /// before, and project `store`/environment `acme`/app `web-staging` took the
 /// host of project `acme-store`/environment `staging`/app `web`). When it is
@@ -1499,7 +1499,7 @@ mod tests {
 
     #[test]
     fn default_hosts_of_different_apps_differ() {
-        // The example of issue 15: once the same host.
+        // Two apps that once shared this host.
         assert_ne!(
             default_host_label("web-staging", "acme", "store"),
             default_host_label("web", "staging", "acme-store")

@@ -1,6 +1,7 @@
-//! The app bodies of the API (spec 4.2, 4.3) and how they become an
+//! The app bodies of the API (`createApp`, `updateApp`) and how they become an
 //! [`AppConfig`]: every value is parsed into its domain type here, once, and
-//! every rule of DESIGN §2 is checked before anything is written.
+//! every rule of a name, size and schedule is checked before anything is
+//! written.
 
 use std::collections::HashSet;
 
@@ -729,7 +730,7 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What a change needs (DESIGN §5): new code to run — a new image, a new
+/// What a change needs: new code to run — a new image, a new
 /// command of a process, or a new release command — `app-deploy`; replica counts alone `app-operate`;
 /// anything else `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
