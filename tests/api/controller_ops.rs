@@ -70,7 +70,12 @@ async fn event_where(
 }
 
 /// Waits for an Event of `reason` regarding `uid`, and returns it.
-async fn event(client: &kube::Client, namespace: &str, uid: &str, reason: &str) -> Event {
+pub(crate) async fn event(
+    client: &kube::Client,
+    namespace: &str,
+    uid: &str,
+    reason: &str,
+) -> Event {
     event_where(client, namespace, uid, reason, |event| {
         event.reason.as_deref() == Some(reason)
     })
@@ -126,7 +131,7 @@ async fn app_uid(app: &TestApp, apps: &str, namespace: &str, body: serde_json::V
 }
 
 /// An Event's note ("" without one).
-fn note(event: &Event) -> &str {
+pub(crate) fn note(event: &Event) -> &str {
     event.note.as_deref().unwrap_or_default()
 }
 

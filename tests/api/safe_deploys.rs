@@ -12,6 +12,9 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use serde_json::{Value, json};
 
+use berth_shared::cluster::crd::App;
+
+use crate::controller_ops::{event, note};
 use crate::support::cluster::RELEASE_DEADLINE_SECONDS;
 use crate::support::kubelet::{end_pods, keep_pods_running, play_kubelet};
 use crate::support::{TestApp, eventually};
@@ -35,6 +38,17 @@ async fn shop(app: &TestApp, body: Value) -> Shop {
         shop: format!("{apps}/shop"),
         namespace: format!("{project}-prod"),
     }
+}
+
+/// The uid of the shop's App, which its Events regard.
+async fn app_uid(app: &TestApp, shop: &Shop) -> String {
+    Api::<App>::namespaced(app.cluster().client.clone(), &shop.namespace)
+        .get("shop")
+        .await
+        .expect("the App")
+        .metadata
+        .uid
+        .expect("a uid")
 }
 
 async fn get(app: &TestApp, path: &str) -> Value {
@@ -246,6 +260,12 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
         "{message}"
     );
     assert!(message.contains("revision 1 keeps running"), "{message}");
+    // `kubectl describe` tells it too.
+    let uid = app_uid(&app, &shop).await;
+    let client = &app.cluster().client;
+    event(client, &shop.namespace, &uid, "Releasing").await;
+    let failed = event(client, &shop.namespace, &uid, "ReleaseFailed").await;
+    assert!(note(&failed).contains("revision 2"), "{failed:?}");
     assert_eq!(
         deployment_image(&app, &shop).await.as_deref(),
         Some("nginx:1.27")
@@ -321,6 +341,9 @@ async fn a_rollout_that_never_becomes_available_is_rolled_back() {
         "{message}"
     );
     assert!(message.ends_with("rolled back to revision 1"), "{message}");
+    let uid = app_uid(&app, &shop).await;
+    let rolled_back = event(&app.cluster().client, &shop.namespace, &uid, "RolledBack").await;
+    assert!(note(&rolled_back).contains("revision 1"), "{rolled_back:?}");
     assert_eq!(
         deployment_image(&app, &shop).await.as_deref(),
         Some("nginx:1.27")
