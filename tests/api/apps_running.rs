@@ -18,12 +18,7 @@ use berth_shared::Role;
 async fn app_in_environment(app: &TestApp, body: Value) -> (String, String) {
     let project = app.ready_environment("run", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.post(&apps)
-        .by(&app.owner)
-        .json(body)
-        .send()
-        .await
-        .assert_status(201);
+    app.create_app(&apps, body).await;
     (project, apps)
 }
 

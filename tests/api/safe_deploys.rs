@@ -28,12 +28,7 @@ struct Shop {
 async fn shop(app: &TestApp, body: Value) -> Shop {
     let project = app.ready_environment("deploys", "prod").await;
     let apps = format!("/api/v1/projects/{project}/environments/prod/apps");
-    app.post(&apps)
-        .by(&app.owner)
-        .json(body)
-        .send()
-        .await
-        .assert_status(201);
+    app.create_app(&apps, body).await;
     Shop {
         shop: format!("{apps}/shop"),
         namespace: format!("{project}-prod"),

@@ -447,20 +447,20 @@ fn probes(
     process: &CheckedProcess<'_>,
     port: i32,
 ) -> (Option<Probe>, Option<Probe>) {
+    // How often readiness asks, whichever way it asks.
+    let readiness = |probe: Probe| Probe {
+        period_seconds: Some(10),
+        timeout_seconds: Some(3),
+        failure_threshold: Some(3),
+        success_threshold: Some(1),
+        ..probe
+    };
     match (process.spec.protocol.as_str(), &config.health_check_path) {
         ("http", Some(path)) => {
             let http_get = || HTTPGetAction {
                 path: Some(path.clone()),
                 port: IntOrString::Int(port),
                 scheme: Some("HTTP".to_owned()),
-                ..Default::default()
-            };
-            let readiness = Probe {
-                http_get: Some(http_get()),
-                period_seconds: Some(10),
-                timeout_seconds: Some(3),
-                failure_threshold: Some(3),
-                success_threshold: Some(1),
                 ..Default::default()
             };
             // Slower and later than readiness: restarting a process that is
@@ -474,20 +474,20 @@ fn probes(
                 success_threshold: Some(1),
                 ..Default::default()
             };
+            let readiness = readiness(Probe {
+                http_get: Some(http_get()),
+                ..Default::default()
+            });
             (Some(readiness), Some(liveness))
         }
         _ => (
-            Some(Probe {
+            Some(readiness(Probe {
                 tcp_socket: Some(TCPSocketAction {
                     port: IntOrString::Int(port),
                     host: None,
                 }),
-                period_seconds: Some(10),
-                timeout_seconds: Some(3),
-                failure_threshold: Some(3),
-                success_threshold: Some(1),
                 ..Default::default()
-            }),
+            })),
             None,
         ),
     }
