@@ -11,8 +11,9 @@ use berth_shared::Operation;
 use berth_shared::identity::sessions;
 use berth_shared::openapi::{SESSION, TOKEN};
 use serde_json::{Value, json};
-use utoipa::openapi::info::{InfoBuilder, LicenseBuilder};
+use utoipa::openapi::info::{ContactBuilder, InfoBuilder, LicenseBuilder};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::server::Server;
 use utoipa::openapi::tag::TagBuilder;
 use utoipa::openapi::{OpenApi, Paths};
 
@@ -170,9 +171,19 @@ pub fn document() -> Value {
                     .identifier(Some("Apache-2.0"))
                     .build(),
             ))
+            .contact(Some(
+                ContactBuilder::new()
+                    .name(Some("The operator of this Berth installation"))
+                    .build(),
+            ))
             .build(),
         Paths::new(),
     );
+    // Paths are absolute (`/api/v1/…`): the API answers at the origin that
+    // served this document, whichever gateway or local port that is.
+    let mut origin = Server::new("/");
+    origin.description = Some("The origin that served this document".to_owned());
+    api.servers = Some(vec![origin]);
     for function in FUNCTIONS {
         api.merge((function.describe)());
     }
