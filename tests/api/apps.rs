@@ -686,15 +686,7 @@ async fn volumes_are_kept_on_delete_unless_asked() {
         .send()
         .await
         .assert_status(204);
-    crate::support::eventually("the claim is deleted", || async {
-        // A claim in use is only marked for deletion until its pods go.
-        claims
-            .get_opt("db-data")
-            .await
-            .unwrap()
-            .is_none_or(|claim| claim.metadata.deletion_timestamp.is_some())
-    })
-    .await;
+    crate::support::cluster::until_claim_deleted(&claims, "db-data").await;
     app.request(Method::DELETE, &format!("{apps}/db?delete_volumes=maybe"))
         .by(&app.owner)
         .send()

@@ -548,14 +548,7 @@ async fn deleting_an_apps_volumes_deletes_only_its_own_claims() {
         .await
     };
     delete().await.assert_status(204);
-    eventually("the app's claim is deleted", || async {
-        claims
-            .get_opt("db-data")
-            .await
-            .unwrap()
-            .is_none_or(|claim| claim.metadata.deletion_timestamp.is_some())
-    })
-    .await;
+    crate::support::cluster::until_claim_deleted(&claims, "db-data").await;
     let survivors = || async {
         for name in ["db-notes", "db-cache", "dbx-data"] {
             let claim = claims.get_opt(name).await.unwrap();

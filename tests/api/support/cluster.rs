@@ -11,7 +11,7 @@ use std::time::Duration;
 use berth_controller::{Replica, ReplicaSettings};
 use berth_kube_standin::StandIn;
 pub use berth_kube_standin::testing::{eventually, wait_bound};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::ListParams;
 
@@ -398,4 +398,17 @@ pub fn unique(prefix: &str) -> String {
         "{prefix}-{}",
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     )
+}
+
+/// Waits until the claim `name` is gone, or marked for deletion: a claim in
+/// use is only marked until its pods go.
+pub async fn until_claim_deleted(claims: &Api<PersistentVolumeClaim>, name: &str) {
+    eventually("the claim is deleted", || async {
+        claims
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_none_or(|claim| claim.metadata.deletion_timestamp.is_some())
+    })
+    .await;
 }
