@@ -278,7 +278,7 @@ mod tests {
 
     fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
         let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
-        config.image = image.to_owned();
+        config.image = Some(image.to_owned());
         config.release_command = release_command.iter().map(|s| (*s).to_owned()).collect();
         config.domains = vec![format!("r{revision}.example.com")];
         let mut app = App::test("shop", config).stored();
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(seen.running_revision(), Some(2));
         // What runs meanwhile: revision 1's config, revision 2's domains.
         let previous = previous(&next, &status).unwrap();
-        assert_eq!(previous.spec.config.image, "shop:1");
+        assert_eq!(previous.spec.config.image.as_deref(), Some("shop:1"));
         assert_eq!(previous.spec.config.domains, ["r2.example.com"]);
         assert!(super::previous(&next, &AppStatus::default()).is_none());
     }
@@ -348,7 +348,7 @@ mod tests {
                 "automatic: revision 2 did not become available (Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready); rolled back to revision 1"
             )
         );
-        assert_eq!(back.spec.config.image, "shop:1");
+        assert_eq!(back.spec.config.image.as_deref(), Some("shop:1"));
         assert_eq!(back.spec.config.domains, ["r2.example.com"]);
         // Revision 3 failing in turn is not rolled back: no loop.
         assert!(rollback(&back, &status, why).is_none());

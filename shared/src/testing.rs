@@ -51,7 +51,8 @@ impl AppConfig {
     /// [`IMAGE`] with these processes and nothing else.
     pub fn test(processes: Vec<AppProcess>) -> Self {
         Self {
-            image: IMAGE.to_owned(),
+            image: Some(IMAGE.to_owned()),
+            source: None,
             processes,
             env: Vec::new(),
             domains: Vec::new(),

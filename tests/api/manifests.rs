@@ -41,7 +41,7 @@ fn crds_file_matches_the_code() {
         .iter()
         .map(|d| d["spec"]["names"]["kind"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(kinds, ["Project", "Environment", "App"]);
+    assert_eq!(kinds, ["Project", "Environment", "App", "Build"]);
     for crd in documents("crds.yaml") {
         let version = &crd["spec"]["versions"][0];
         assert_eq!(crd["spec"]["group"].as_str(), Some("berth.dev"));

@@ -371,7 +371,7 @@ fn container(
     };
     Container {
         name: process.spec.name.clone(),
-        image: Some(config.image.clone()),
+        image: config.image.clone(),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
         env: (!config.env.is_empty()).then(|| env(config)),
         ports: port.map(|port| {

@@ -280,7 +280,8 @@ pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> 
     let env = parse_env(body.env.as_deref().unwrap_or_default(), &[])?;
     let volumes = parse_volumes(body.volumes.as_deref().unwrap_or_default(), &[])?;
     let config = AppConfig {
-        image: parse_image(&body.image)?,
+        image: Some(parse_image(&body.image)?),
+        source: None,
         processes,
         env,
         domains: parse_domains(body.domains.as_deref().unwrap_or_default())?,
@@ -307,7 +308,7 @@ pub fn apply_update(
 ) -> Result<AppConfig, ApiError> {
     let mut next = current.clone();
     if let Some(image) = &body.image {
-        next.image = parse_image(image)?;
+        next.image = Some(parse_image(image)?);
     }
     let flat = body.flat_process();
     match (&body.processes, flat != ProcessBody::default()) {
@@ -743,7 +744,7 @@ pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission>
     }
     let without_replicas = |config: &AppConfig| {
         let mut config = config.clone();
-        config.image.clear();
+        config.image = None;
         for process in &mut config.processes {
             process.min_replicas = 0;
             process.max_replicas = 0;
@@ -987,7 +988,7 @@ mod tests {
             ),
             (3, 3)
         );
-        assert_eq!(next.image, "nginx:1");
+        assert_eq!(next.image.as_deref(), Some("nginx:1"));
         // Entries with only a name keep their value or reference.
         let next = update(
             &current,

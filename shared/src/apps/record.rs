@@ -111,7 +111,7 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
         project: environment.project.to_string(),
         environment: environment.environment.to_string(),
         namespace: app.namespace().unwrap_or_default(),
-        image: Some(config.image.clone()),
+        image: config.image.clone(),
         git_repo: None,
         url: status.url,
         ready,

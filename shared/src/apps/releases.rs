@@ -87,7 +87,10 @@ pub struct StoredRelease {
     #[serde(default)]
     pub actor: Option<String>,
     pub created_at: i64,
-    pub image: String,
+    /// None for a revision of an app built from source before its first
+    /// build.
+    #[serde(default)]
+    pub image: Option<String>,
     /// The configuration as JSON: restored as a whole by a rollback.
     pub config: String,
     pub confirmed: bool,
@@ -116,7 +119,7 @@ impl StoredRelease {
     fn record(&self, current: bool) -> ReleaseRecord {
         ReleaseRecord {
             revision: self.revision,
-            image: Some(self.image.clone()),
+            image: self.image.clone(),
             reason: self.reason.clone(),
             note: self.note.clone(),
             actor: self.actor.clone(),

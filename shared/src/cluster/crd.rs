@@ -193,7 +193,14 @@ pub struct AppSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppConfig {
-    pub image: String,
+    /// The image that runs. None only for an app built from source whose
+    /// first build has not succeeded: it renders no workloads
+    /// (`AwaitingBuild`). A built image is pinned by digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Where Berth builds the app's image from, when it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AppSource>,
     pub processes: Vec<AppProcess>,
     #[serde(default)]
     pub env: Vec<AppEnvVar>,
@@ -259,6 +266,161 @@ impl AppConfig {
             }
         }
         self
+    }
+}
+
+/// A git repository Berth builds an app's image from (see [`Build`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppSource {
+    /// An `https://` URL.
+    pub git_repo: String,
+    /// A branch, tag or commit; the repository's default branch when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_ref: Option<String>,
+    #[serde(default)]
+    pub build: BuildSettings,
+    /// A secret of the environment holding the credential to clone with
+    /// (key `token`, and `username` optionally); the build alone reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_secret: Option<String>,
+}
+
+/// How a build makes the image.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildSettings {
+    pub strategy: BuildStrategy,
+    /// The directory of the repository to build, relative to its root;
+    /// the root when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_dir: Option<String>,
+    /// The Dockerfile's path relative to the context directory;
+    /// `Dockerfile` when None.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dockerfile: Option<String>,
+}
+
+/// `auto`: the Dockerfile if the repository has one, else buildpacks.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum BuildStrategy {
+    #[default]
+    Auto,
+    Dockerfile,
+    Buildpacks,
+}
+
+impl BuildStrategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildStrategy::Auto => "auto",
+            BuildStrategy::Dockerfile => "dockerfile",
+            BuildStrategy::Buildpacks => "buildpacks",
+        }
+    }
+}
+
+/// One build of an app's source into an image, in the namespace
+/// [`BUILDS_NAMESPACE`] where no tenant's pod runs. The API creates it
+/// (`queued`); the controller runs it as a Job, one per app at a time,
+/// writes its status, and on success gives the app a new revision with the
+/// image pinned by digest. Named [`object_names::build`]; labelled with the
+/// app's `LABEL_*` and `LABEL_APP_UID`, and removed once its App is gone.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Build",
+    plural = "builds",
+    shortname = "bbuild",
+    namespaced,
+    status = "BuildStatus",
+    printcolumn = r#"{"name":"App","type":"string","jsonPath":".spec.app"}"#,
+    printcolumn = r#"{"name":"Number","type":"integer","jsonPath":".spec.number"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Commit","type":"string","jsonPath":".status.commit"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildSpec {
+    pub org: String,
+    pub project: String,
+    /// The environment's short name.
+    pub environment: String,
+    /// The app's namespace.
+    pub namespace: String,
+    pub app: String,
+    /// The uid of the App it builds: a build never outlives it, nor serves
+    /// another App of the same name.
+    pub app_uid: String,
+    /// The build's id among the app's builds: 1, 2, 3…
+    pub number: i64,
+    /// What to build, as the app said when the build was made; `gitRef` is
+    /// the ref asked for (a branch, tag or commit).
+    pub source: AppSource,
+    /// Who asked: an email, or `webhook`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Unix milliseconds.
+    pub created_at: i64,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildStatus {
+    /// `queued` (also when absent), `running`, `succeeded`, `failed` or
+    /// `cancelled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// The commit the ref resolved to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// `auto` resolved: `dockerfile` or `buildpacks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<BuildStrategy>,
+    /// The image pushed, pinned by digest (`repo@sha256:…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Why it failed or was cancelled, or what it waits for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The Job running it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+    /// The App revision the built image became.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+}
+
+/// The namespace builds run in: Berth's own, where the registry's push
+/// credential is, and no tenant's app.
+pub const BUILDS_NAMESPACE: &str = "berth-builds";
+
+pub const BUILD_QUEUED: &str = "queued";
+pub const BUILD_RUNNING: &str = "running";
+pub const BUILD_SUCCEEDED: &str = "succeeded";
+pub const BUILD_FAILED: &str = "failed";
+pub const BUILD_CANCELLED: &str = "cancelled";
+
+impl Build {
+    /// `queued` until the controller says otherwise.
+    pub fn phase(&self) -> &str {
+        self.status
+            .as_ref()
+            .and_then(|status| status.phase.as_deref())
+            .unwrap_or(BUILD_QUEUED)
+    }
+
+    /// Whether it ended (succeeded, failed or cancelled).
+    pub fn is_finished(&self) -> bool {
+        matches!(self.phase(), BUILD_SUCCEEDED | BUILD_FAILED | BUILD_CANCELLED)
     }
 }
 
@@ -461,6 +623,8 @@ pub const LABEL_PROCESS: &str = "berth.dev/process";
 pub const LABEL_APP_UID: &str = "berth.dev/app-uid";
 /// On a release Job and its pod: the revision whose release command it runs.
 pub const LABEL_RELEASE: &str = "berth.dev/release";
+/// On a build's Job and its pod: the build's number among its app's.
+pub const LABEL_BUILD: &str = "berth.dev/build";
 
 /// Object names of what an app becomes (one place, so the API, the
 /// controller and the tests agree).
@@ -484,14 +648,27 @@ pub mod object_names {
     pub fn release_job(app: &str, revision: i64) -> String {
         format!("{app}--release-{revision}")
     }
+    /// A Build resource, in the builds namespace: the app's namespace and
+    /// name (DNS labels, so the dots keep them apart) and the build's number.
+    pub fn build(namespace: &str, app: &str, number: i64) -> String {
+        format!("{namespace}.{app}.{number}")
+    }
+    /// The Job of a build: short enough to be a label (`job-name`) whatever
+    /// the Build's name, which it is derived from.
+    pub fn build_job(build: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(build.as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("build-{hex}")
+    }
 }
 
-/// The three CRDs, in the order they are installed.
+/// The CRDs, in the order they are installed.
 pub fn definitions()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    vec![Project::crd(), Environment::crd(), App::crd()]
+    vec![Project::crd(), Environment::crd(), App::crd(), Build::crd()]
 }
 
 /// `infra/k8s/crds.yaml`: the CRDs as one multi-document YAML file.
@@ -560,7 +737,7 @@ mod tests {
             );
         }
         let required: Vec<_> = spec["required"].as_array().unwrap().iter().collect();
-        for field in ["image", "processes", "release"] {
+        for field in ["processes", "release"] {
             assert!(
                 required.contains(&&serde_json::Value::from(field)),
                 "{field} required"
