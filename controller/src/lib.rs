@@ -12,11 +12,14 @@
 
 pub mod apps;
 mod backoff;
+pub mod build_engine;
+pub mod builds;
 mod environments;
 pub mod events;
 pub mod isolation;
 pub mod metrics;
 mod projects;
+pub mod registry;
 pub mod releases;
 pub mod render;
 mod replica;
@@ -38,7 +41,9 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use berth_shared::cluster::crd::{App, Environment, LABEL_MANAGED_BY, MANAGER, Project};
+use berth_shared::cluster::crd::{
+    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project,
+};
 
 use crate::render::RenderSettings;
 
@@ -165,6 +170,8 @@ pub struct Settings {
     /// pods may reach every environment's pods (see
     /// [`isolation`]).
     pub ingress_namespace: String,
+    /// The images builds run, and their deadline.
+    pub builders: build_engine::BuilderSettings,
 }
 
 impl Default for Settings {
@@ -172,6 +179,7 @@ impl Default for Settings {
         Self {
             render: RenderSettings::default(),
             ingress_namespace: isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
+            builders: build_engine::BuilderSettings::default(),
         }
     }
 }
@@ -300,11 +308,12 @@ where
         })
 }
 
-/// The caches of the three controllers.
+/// The caches of the controllers.
 struct Stores {
     projects: Store<Project>,
     environments: Store<Environment>,
     apps: Store<App>,
+    builds: Store<Build>,
 }
 
 impl Stores {
@@ -313,7 +322,8 @@ impl Stores {
         let _ = tokio::join!(
             self.projects.wait_until_ready(),
             self.environments.wait_until_ready(),
-            self.apps.wait_until_ready()
+            self.apps.wait_until_ready(),
+            self.builds.wait_until_ready()
         );
     }
 }
@@ -360,7 +370,25 @@ fn controllers(
         .owns(Api::<CronJob>::all(client.clone()), managed.clone())
         // Release commands: the Job's end moves the app on.
         .owns(Api::<Job>::all(client.clone()), managed.clone())
+        // An app awaiting its first build says how its builds go.
+        .watches(
+            Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE),
+            watcher::Config::default(),
+            |build: Build| {
+                Some(ObjectRef::<App>::new(&build.spec.app).within(&build.spec.namespace))
+            },
+        )
         .graceful_shutdown_on(stopped());
+    // Builds, in their own namespace: the end of a build's Job moves it on.
+    let builds = Controller::new(
+        Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Job>::namespaced(client.clone(), BUILDS_NAMESPACE),
+        managed.clone(),
+    )
+    .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
     let projects = Controller::new(
@@ -377,6 +405,7 @@ fn controllers(
         projects: projects.store(),
         environments: environments.store(),
         apps: apps.store(),
+        builds: builds.store(),
     };
     let environments = running(
         environments,
@@ -385,9 +414,10 @@ fn controllers(
         context.clone(),
     );
     let apps = running(apps, "App", apps::reconcile, context.clone());
+    let builds = running(builds, "Build", builds::reconcile, context.clone());
     let projects = running(projects, "Project", projects::reconcile, context);
     let running = async move {
-        tokio::join!(environments, apps, projects);
+        tokio::join!(environments, apps, builds, projects);
     };
     (running, stores)
 }

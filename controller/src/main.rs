@@ -12,6 +12,12 @@
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
 //!
+//! Builds: `BERTH_BUILD_DEADLINE_SECONDS` (how long a build may run; 1800 by
+//! default), `BERTH_BUILD_GIT_IMAGE` (the image that clones, and writes the
+//! result), `BERTH_BUILDKIT_IMAGE` (rootless BuildKit, for Dockerfiles),
+//! `BERTH_BUILDPACKS_BUILDER` (a Cloud Native Buildpacks builder image;
+//! Paketo's by default); each a pinned default (`build_engine`).
+//!
 //! Running as one of several replicas: `BERTH_CONTROLLER_ADDR` (where
 //! `/metrics`, `/healthz` and `/readyz` are served; `0.0.0.0:8080` by
 //! default), `BERTH_LEASE_DURATION_SECONDS` (how long the leader's Lease
@@ -32,6 +38,7 @@ use std::process::ExitCode;
 
 use std::net::SocketAddr;
 
+use berth_controller::build_engine::{BuilderSettings, DEFAULT_BUILD_DEADLINE_SECONDS};
 use berth_controller::isolation;
 use berth_controller::render::{
     DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
@@ -78,8 +85,24 @@ fn settings() -> Result<Settings, String> {
             );
         }
     };
+    let build_deadline_seconds = match setting("BERTH_BUILD_DEADLINE_SECONDS") {
+        None => DEFAULT_BUILD_DEADLINE_SECONDS,
+        Some(value) => value
+            .parse::<i64>()
+            .ok()
+            .filter(|seconds| *seconds > 0)
+            .ok_or("BERTH_BUILD_DEADLINE_SECONDS must be a positive number of seconds")?,
+    };
+    let defaults = BuilderSettings::default();
+    let builders = BuilderSettings {
+        git_image: setting("BERTH_BUILD_GIT_IMAGE").unwrap_or(defaults.git_image),
+        buildkit_image: setting("BERTH_BUILDKIT_IMAGE").unwrap_or(defaults.buildkit_image),
+        builder_image: setting("BERTH_BUILDPACKS_BUILDER").unwrap_or(defaults.builder_image),
+        deadline_seconds: build_deadline_seconds,
+    };
     Ok(Settings {
         ingress_namespace,
+        builders,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
             apps_domain: berth_shared::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
@@ -87,6 +110,7 @@ fn settings() -> Result<Settings, String> {
                 .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
             release_deadline_seconds,
+            registry_prefix: None,
         },
     })
 }
@@ -205,6 +229,7 @@ async fn main() -> ExitCode {
         progress_deadline_seconds = settings.render.progress_deadline_seconds,
         release_deadline_seconds = settings.render.release_deadline_seconds,
         ingress_namespace = %settings.ingress_namespace,
+        build_deadline_seconds = settings.builders.deadline_seconds,
         identity = %replica.identity,
         lease = %format!("{}/{}", replica.lease_namespace, replica.lease_name),
         lease_duration_seconds = replica.lease_duration_seconds,

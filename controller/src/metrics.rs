@@ -9,6 +9,7 @@
 //! | `objects_applied_total` | counter | `kind` of the object written (Namespace, Deployment…) |
 //! | `apps` | gauge | `reason` of the App's status (Available, Progressing, RolloutFailed, Scheduled, none) |
 //! | `leader` | gauge | none: 1 while this replica holds the lease and reconciles |
+//! | `builds_total` | counter | `outcome` (started, succeeded, failed, removed) |
 //!
 //! `apps` is counted from the leader's cache of App resources at each scrape,
 //! so it is exact and only the leader reports it (a standby has no cache).
@@ -47,6 +48,11 @@ struct ReasonLabels {
     reason: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
 type DurationFamily = Family<KindLabels, Histogram, fn() -> Histogram>;
 
 pub struct Metrics {
@@ -57,6 +63,7 @@ pub struct Metrics {
     applied: Family<KindLabels, Counter>,
     apps: Family<ReasonLabels, Gauge>,
     leader: Gauge,
+    builds: Family<OutcomeLabels, Counter>,
     /// Serializes scrapes: `apps` is rebuilt at each.
     scrape: Mutex<()>,
 }
@@ -73,6 +80,12 @@ impl Default for Metrics {
         let applied = Family::<KindLabels, Counter>::default();
         let apps = Family::<ReasonLabels, Gauge>::default();
         let leader = Gauge::default();
+        let builds = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "builds",
+            "Builds started, and how they ended (succeeded, failed, removed with their app)",
+            builds.clone(),
+        );
         registry.register(
             "reconciles",
             "Reconciles by kind of resource and result",
@@ -111,6 +124,7 @@ impl Default for Metrics {
             applied,
             apps,
             leader,
+            builds,
             scrape: Mutex::new(()),
         }
     }
@@ -146,6 +160,16 @@ impl Metrics {
         self.applied
             .get_or_create(&KindLabels {
                 kind: kind.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A build started or ended so (`started`, `succeeded`, `failed`,
+    /// `removed`).
+    pub fn build(&self, outcome: &str) {
+        self.builds
+            .get_or_create(&OutcomeLabels {
+                outcome: outcome.to_owned(),
             })
             .inc();
     }

@@ -45,6 +45,9 @@ impl RenderError {
 /// order rendering would meet them, so the first fault reported is the same.
 pub struct CheckedApp<'a> {
     pub(super) app: &'a App,
+    /// The image every container runs: an App without one (awaiting its
+    /// first build) is never checked, see [`CheckedApp::of`].
+    pub(super) image: &'a str,
     pub(super) context: AppContext<'a>,
     pub(super) processes: Vec<CheckedProcess<'a>>,
     pub(super) volumes: Vec<CheckedVolume<'a>>,
@@ -57,6 +60,11 @@ impl<'a> CheckedApp<'a> {
         let context = AppContext::of(app)?;
         let config = &app.spec.config;
         check_lists(config)?;
+        let image = config
+            .image
+            .as_deref()
+            .filter(|image| !image.trim().is_empty())
+            .ok_or_else(|| RenderError::new("spec.image", "must be an image reference"))?;
         let volumes = config
             .volumes
             .iter()
@@ -85,6 +93,7 @@ impl<'a> CheckedApp<'a> {
         }
         Ok(Self {
             app,
+            image,
             context,
             processes,
             volumes,
@@ -93,12 +102,8 @@ impl<'a> CheckedApp<'a> {
     }
 }
 
-/// What the process's container takes from the app: an image, a health
-/// check path its probes can use, and environment variables.
+/// What the process's container takes from the app: a health check path its probes can use, and environment variables.
 fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(), RenderError> {
-    if config.image.as_deref().is_none_or(|image| image.trim().is_empty()) {
-        return Err(RenderError::new("spec.image", "must be an image reference"));
-    }
     // Only the probes of an always-on `http` process with a port use the path.
     let probed = process.spec.port.is_some()
         && !process.spec.is_scheduled()

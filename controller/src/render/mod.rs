@@ -25,7 +25,7 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{
     Container, ContainerPort, EnvVar, EnvVarSource, ExecAction, HTTPGetAction, Lifecycle,
-    LifecycleHandler, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    LifecycleHandler, LocalObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
     ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Service, ServicePort,
     ServiceSpec, TCPSocketAction, Volume, VolumeMount, VolumeResourceRequirements,
@@ -88,7 +88,15 @@ pub struct RenderSettings {
     pub progress_deadline_seconds: i32,
     /// How long a release command may run (its Job's `activeDeadlineSeconds`).
     pub release_deadline_seconds: i64,
+    /// The repository prefix of the images Berth builds (the registry's
+    /// ConfigMap, read by the controller): pods of an image under it name
+    /// the pull credential [`PULL_SECRET`] in their `imagePullSecrets`.
+    pub registry_prefix: Option<String>,
 }
+
+/// The pull credential of Berth's registry in each environment's namespace
+/// (copied there by the controller from `berth-system`).
+pub const PULL_SECRET: &str = "berth-registry-pull";
 
 impl Default for RenderSettings {
     fn default() -> Self {
@@ -97,6 +105,7 @@ impl Default for RenderSettings {
             apps_domain: None,
             progress_deadline_seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS,
             release_deadline_seconds: DEFAULT_RELEASE_DEADLINE_SECONDS,
+            registry_prefix: None,
         }
     }
 }
@@ -119,6 +128,7 @@ pub struct Rendered {
 pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     let CheckedApp {
         app,
+        image,
         context,
         processes,
         volumes,
@@ -126,10 +136,11 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     } = checked;
     let config = &app.spec.config;
     let volumes = rendered_volumes(context, volumes);
+    let image_pull_secrets = pull_secrets(image, settings);
 
     let mut rendered = Rendered::default();
     for process in processes {
-        let container = container(config, process, &volumes);
+        let container = container(config, image, process, &volumes);
         let serving = container.lifecycle.is_some();
         let pod_spec = PodSpec {
             containers: vec![container],
@@ -138,6 +149,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
             // service account: no API credentials are mounted.
             automount_service_account_token: Some(false),
             security_context: Some(pod_security(config.fs_group)),
+            image_pull_secrets: image_pull_secrets.clone(),
             volumes: (!volumes.is_empty()).then(|| {
                 volumes
                     .iter()
@@ -183,6 +195,20 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
         .and_then(|_| hosts.iter().find(|host| !host.starts_with('*')))
         .map(|host| format!("https://{host}"));
     rendered
+}
+
+/// The registry's pull credential, for an image Berth built (under the
+/// registry's prefix, followed by `/`); none for any other image.
+fn pull_secrets(image: &str, settings: &RenderSettings) -> Option<Vec<LocalObjectReference>> {
+    let prefix = settings.registry_prefix.as_deref()?;
+    image
+        .strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with('/'))
+        .then(|| {
+            vec![LocalObjectReference {
+                name: PULL_SECRET.to_owned(),
+            }]
+        })
 }
 
 /// The pod's security settings: the runtime's default seccomp profile, and
@@ -349,6 +375,7 @@ fn rendered_volumes(
 /// probes and mounts.
 fn container(
     config: &AppConfig,
+    image: &str,
     process: &CheckedProcess<'_>,
     volumes: &[RenderedVolume],
 ) -> Container {
@@ -371,7 +398,7 @@ fn container(
     };
     Container {
         name: process.spec.name.clone(),
-        image: config.image.clone(),
+        image: Some(image.to_owned()),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
         env: (!config.env.is_empty()).then(|| env(config)),
         ports: port.map(|port| {
@@ -562,6 +589,7 @@ fn strategy(has_volumes: bool) -> DeploymentStrategy {
 pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Option<Job> {
     let CheckedApp {
         app,
+        image,
         context,
         processes,
         ..
@@ -581,11 +609,12 @@ pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Optio
         readiness_probe: None,
         liveness_probe: None,
         lifecycle: None,
-        ..container(config, main, &[])
+        ..container(config, image, main, &[])
     };
     let pod_spec = PodSpec {
         containers: vec![container],
         automount_service_account_token: Some(false),
+        image_pull_secrets: pull_secrets(image, settings),
         security_context: Some(pod_security(None)),
         restart_policy: Some("Never".to_owned()),
         ..Default::default()
@@ -826,6 +855,7 @@ mod tests {
             apps_domain: Some("apps.example.net".to_owned()),
             progress_deadline_seconds: 120,
             release_deadline_seconds: 300,
+            registry_prefix: None,
         }
     }
 
@@ -1259,6 +1289,7 @@ mod tests {
             apps_domain: None,
             progress_deadline_seconds: 600,
             release_deadline_seconds: 600,
+            registry_prefix: None,
         };
         let rendered = render(&web_app(), &no_domain).unwrap();
         assert!(rendered.ingress.is_none());

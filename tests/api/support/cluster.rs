@@ -45,6 +45,7 @@ pub fn controller_settings() -> berth_controller::Settings {
             apps_domain: Some(APPS_DOMAIN.to_owned()),
             progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,
             release_deadline_seconds: RELEASE_DEADLINE_SECONDS,
+            registry_prefix: None,
         },
     }
 }
