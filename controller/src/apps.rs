@@ -37,7 +37,8 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use berth_shared::cluster::crd::{
-    App, AppStatus, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
+    App, AppStatus, BUILD_CANCELLED, BUILD_FAILED, BUILD_RUNNING, BUILD_SUCCEEDED,
+    BUILDS_NAMESPACE, Build, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
     OUTCOME_FAILED,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
@@ -46,6 +47,7 @@ use berth_shared::domain::size::Quantity;
 
 use crate::events::Reason;
 use crate::metrics::Metrics;
+use crate::registry::Registry;
 use crate::releases::{self, Plan, ReleaseJob};
 use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, named, namespace_terminating};
@@ -54,6 +56,7 @@ pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
 pub const REASON_ROLLOUT_FAILED: &str = "RolloutFailed";
 pub const REASON_SCHEDULED: &str = "Scheduled";
+pub const REASON_AWAITING_BUILD: &str = "AwaitingBuild";
 pub use crate::releases::{REASON_RELEASE_FAILED, REASON_RELEASING};
 
 /// How often a settled app is looked at again, to repair drift.
@@ -78,6 +81,7 @@ const PROGRESSING: Reason = Reason::normal(REASON_PROGRESSING, "Rollout");
 const AVAILABLE: Reason = Reason::normal(REASON_AVAILABLE, "Rollout");
 const SCHEDULED: Reason = Reason::normal(REASON_SCHEDULED, "Rollout");
 const ROLLOUT_FAILED: Reason = Reason::warning(REASON_ROLLOUT_FAILED, "Rollout");
+const AWAITING_BUILD: Reason = Reason::normal(REASON_AWAITING_BUILD, "Build");
 const INVALID_SPEC: Reason = Reason::warning("InvalidSpec", "Render");
 const NAMESPACE_NOT_BERTHS: Reason = Reason::warning("NamespaceNotBerths", "Apply");
 const NAME_TAKEN: Reason = Reason::warning("NameTaken", "Apply");
@@ -93,7 +97,16 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         return Ok(Action::await_change());
     }
     let key = named(app.as_ref());
-    let checked = CheckedApp::of(&app).map(|checked| render(&checked, &context.settings.render));
+    if app.spec.config.image.is_none() {
+        return awaiting_build(&app, &context).await;
+    }
+    // Pods of an image Berth built name the registry's pull credential.
+    let mut settings = context.settings.render.clone();
+    settings.registry_prefix = Registry::read(&context.client)
+        .await?
+        .map(|registry| registry.prefix);
+    let settings = &settings;
+    let checked = CheckedApp::of(&app).map(|checked| render(&checked, settings));
     let rendered = match checked {
         Ok(rendered) => rendered,
         Err(error) => {
@@ -143,7 +156,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         Plan::Apply => None,
         Plan::Failed(message) => Some((RELEASE_FAILED, message)),
         Plan::Release => {
-            match releases::run(&app, &context.client, &context.settings.render).await? {
+            match releases::run(&app, &context.client, settings).await? {
                 ReleaseJob::Succeeded => {
                     memory.released_command_of = Some(revision);
                     None
@@ -164,7 +177,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         Some((why, message)) => {
             let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
                 let checked = CheckedApp::of(&previous).ok()?;
-                let rendered = render(&checked, &context.settings.render);
+                let rendered = render(&checked, settings);
                 Some((previous, rendered))
             });
             let Some((found, rendered)) = rendered_previous else {
@@ -285,6 +298,58 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 source: failure.error,
             })
         }
+    }
+}
+
+/// An app built from source with no image yet: nothing runs (nothing is
+/// rendered, so nothing is created), and its status says which build it
+/// awaits, or why the latest failed.
+async fn awaiting_build(app: &App, context: &Context) -> Result<Action, Error> {
+    let uid = app.uid().unwrap_or_default();
+    let latest = Api::<Build>::namespaced(context.client.clone(), BUILDS_NAMESPACE)
+        .list(&ListParams::default().labels(&format!("{LABEL_APP_UID}={uid}")))
+        .await?
+        .items
+        .into_iter()
+        .max_by_key(|build| build.spec.number);
+    let message = awaiting_message(latest.as_ref());
+    let status = AppStatus {
+        ready: false,
+        reason: Some(REASON_AWAITING_BUILD.to_owned()),
+        message: Some(message),
+        url: None,
+        observed_generation: app.metadata.generation,
+        ..remembered(app)
+    };
+    report(app, context, status, AWAITING_BUILD).await?;
+    // Its builds' changes are watched; a build's end wakes it.
+    Ok(Action::requeue(RESYNC))
+}
+
+/// What an app awaiting its first image says, from its latest build.
+pub fn awaiting_message(latest: Option<&Build>) -> String {
+    let Some(build) = latest else {
+        return "The app awaits its first build: nothing runs until one succeeds.".to_owned();
+    };
+    let number = build.spec.number;
+    let said = build
+        .status
+        .as_ref()
+        .and_then(|status| status.message.as_deref())
+        .map(|message| format!(" {message}"))
+        .unwrap_or_default();
+    match build.phase() {
+        BUILD_FAILED => format!(
+            "The app awaits its first successful build: build {number} failed.{said}"
+        ),
+        BUILD_CANCELLED => format!(
+            "The app awaits its first successful build: build {number} was cancelled."
+        ),
+        BUILD_RUNNING => format!("The app awaits its first build: build {number} is running."),
+        BUILD_SUCCEEDED => format!(
+            "Build {number} succeeded; the app's revision with its image is on its way."
+        ),
+        _ => format!("The app awaits its first build: build {number} is queued."),
     }
 }
 

@@ -1,7 +1,8 @@
 //! `Environment` → namespace `{project}-{environment}` with Berth's labels and
 //! Pod Security Admission's, a ResourceQuota from `quota` (storage always
-//! bounded), a default LimitRange and the NetworkPolicy that keeps other
-//! namespaces' pods out ([`crate::isolation`]); status `Pending` →
+//! bounded), a default LimitRange, the NetworkPolicy that keeps other
+//! namespaces' pods out ([`crate::isolation`]) and the registry's pull
+//! credential ([`crate::registry`]); status `Pending` →
 //! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
 //! `Terminating` while the namespace goes, then the resource itself.
 //!
@@ -30,6 +31,7 @@ use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::events::Reason;
 use crate::isolation;
+use crate::registry;
 use crate::{Context, Error, FIELD_MANAGER};
 
 pub const QUOTA_NAME: &str = "berth-quota";
@@ -321,6 +323,10 @@ async fn provision(environment: &Environment, context: &Context) -> Result<Provi
         .patch(LIMIT_RANGE_NAME, &apply, &Patch::Apply(&limit_range))
         .await?;
     context.metrics.applied("LimitRange");
+
+    // The pull credential of the images Berth builds (kept in step at each
+    // resync).
+    registry::copy_pull_secret(&context.client, &namespace_name).await?;
     Ok(if existing.is_none() {
         Provisioned::Created
     } else {

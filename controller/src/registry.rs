@@ -6,14 +6,11 @@
 //! environment's namespace (and names in the `imagePullSecrets` of pods whose
 //! image is under the prefix, see `render::RenderSettings::registry_prefix`).
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER};
-use berth_shared::cluster::is_not_found;
 
 use crate::{Error, FIELD_MANAGER};
 
@@ -74,27 +71,17 @@ impl Registry {
 }
 
 /// Keeps `namespace`'s copy of the pull credential the same as Berth's in
-/// `berth-system`, or removes Berth's copy when there is none to copy.
-/// Only a Secret Berth labelled as its own is ever deleted.
+/// `berth-system`. Without one there, nothing is copied (a copy made
+/// before stays until the namespace goes: apps already pulling keep
+/// pulling).
 pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<(), Error> {
     let source = Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE)
         .get_opt(PULL_SECRET)
         .await?;
-    let copies = Api::<Secret>::namespaced(client.clone(), namespace);
     let Some(config) = source
         .and_then(|secret| secret.data)
         .and_then(|mut data| data.remove(DOCKER_CONFIG_KEY))
     else {
-        match copies.get_opt(PULL_SECRET).await? {
-            Some(copy) if is_berths(copy.metadata.labels.as_ref()) => {
-                match copies.delete(PULL_SECRET, &DeleteParams::default()).await {
-                    Ok(_) => {}
-                    Err(error) if is_not_found(&error) => {}
-                    Err(error) => return Err(error.into()),
-                }
-            }
-            _ => {}
-        }
         return Ok(());
     };
     let copy = json!({
@@ -108,7 +95,7 @@ pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<
         "type": DOCKER_CONFIG_TYPE,
         "data": { DOCKER_CONFIG_KEY: config },
     });
-    copies
+    Api::<Secret>::namespaced(client.clone(), namespace)
         .patch(
             PULL_SECRET,
             &PatchParams::apply(FIELD_MANAGER).force(),
@@ -118,15 +105,10 @@ pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<
     Ok(())
 }
 
-fn is_berths(labels: Option<&BTreeMap<String, String>>) -> bool {
-    labels
-        .and_then(|labels| labels.get(LABEL_MANAGED_BY))
-        .is_some_and(|manager| manager == MANAGER)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn config(prefix: &str, server: &str) -> ConfigMap {
         ConfigMap {
