@@ -47,7 +47,7 @@ use berth_shared::domain::size::Quantity;
 
 use crate::events::Reason;
 use crate::metrics::Metrics;
-use crate::registry::Registry;
+use crate::registry;
 use crate::releases::{self, Plan, ReleaseJob};
 use crate::render::{CheckedApp, Rendered, render};
 use crate::{Context, Error, FIELD_MANAGER, named, namespace_terminating};
@@ -102,7 +102,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     }
     // Pods of an image Berth built name the registry's pull credential.
     let mut settings = context.settings.render.clone();
-    settings.registry_prefix = Registry::read(&context.client)
+    settings.registry_prefix = registry::read(&context.client)
         .await?
         .map(|registry| registry.prefix);
     let settings = &settings;

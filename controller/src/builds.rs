@@ -44,7 +44,7 @@ use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::build_engine::{self, GitCredential, Outcome, Pushed};
 use crate::events::{Reason, bounded};
-use crate::registry::{self, Registry};
+use crate::registry;
 use crate::{Context, Error};
 
 /// A queued build looks again this often for its turn (a build ending
@@ -128,7 +128,7 @@ pub async fn reconcile(build: Arc<Build>, context: Arc<Context>) -> Result<Actio
 /// Starts the build's Job (with its git credential copied first), or fails
 /// it at once when the registry or the credential is missing.
 async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
-    let Some(registry) = Registry::read(&context.client).await? else {
+    let Some(registry) = registry::read(&context.client).await? else {
         return fail(build, context, registry::NOT_CONFIGURED.to_owned()).await;
     };
     let job_name = object_names::build_job(&build.name_any());
@@ -300,7 +300,7 @@ async fn succeed(
     context: &Context,
     pushed: &Pushed,
 ) -> Result<Action, Error> {
-    let Some(registry) = Registry::read(&context.client).await? else {
+    let Some(registry) = registry::read(&context.client).await? else {
         return fail(build, context, registry::NOT_CONFIGURED.to_owned()).await;
     };
     let spec = &build.spec;

@@ -94,9 +94,7 @@ pub struct RenderSettings {
     pub registry_prefix: Option<String>,
 }
 
-/// The pull credential of Berth's registry in each environment's namespace
-/// (copied there by the controller from `berth-system`).
-pub const PULL_SECRET: &str = "berth-registry-pull";
+pub use berth_shared::cluster::registry::PULL_SECRET;
 
 impl Default for RenderSettings {
     fn default() -> Self {

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use berth_shared::cluster::install;
+use berth_shared::cluster::registry::{self, Credential, Registry};
 use berth_shared::cluster::service_account::{self, ServiceAccountRef};
 use berth_shared::config::Config;
 use berth_shared::identity::members;
@@ -61,6 +62,33 @@ enum Command {
     Cluster {
         #[command(subcommand)]
         command: ClusterCommand,
+    },
+    /// The image registry builds push to and apps pull from.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum RegistryCommand {
+    /// Configures the registry in the cluster, with an administrator's
+    /// kubeconfig used for this command only. Standard input holds the push
+    /// credential's user name and password on two lines, and optionally a
+    /// pull-only credential's on two more (else apps pull with the push
+    /// credential).
+    Set {
+        /// Where images go: a registry host and path, like
+        /// registry.example.com/berth (images are PREFIX/ORG/PROJECT/APP).
+        #[arg(long)]
+        prefix: String,
+        /// The registry host the credentials are for (the prefix's host).
+        #[arg(long)]
+        server: String,
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        #[arg(long)]
+        context: Option<String>,
     },
 }
 
@@ -145,13 +173,14 @@ async fn admin(command: Command) -> Result<(), Failure> {
     let sdk = berth_shared::state::aws_config().await;
     let location = StoreLocation::new(&sdk);
     let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
-    // Installing the CRDs needs only the cluster.
-    if !matches!(
+    // Installing the CRDs and setting the registry need only the cluster.
+    let cluster_only = matches!(
         command,
         Command::Cluster {
             command: ClusterCommand::Install { .. }
-        }
-    ) {
+        } | Command::Registry { .. }
+    );
+    if !cluster_only {
         let table_exists = preflight::check(&sdk, &state.store, &location).await?;
         if !table_exists && !matches!(command, Command::CreateTable) {
             return Err(preflight::missing_table(state.store.table(), &location));
@@ -308,6 +337,39 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
             for name in install::install_crds(&client).await? {
                 println!("installed CRD {name}");
             }
+        }
+        Command::Registry {
+            command:
+                RegistryCommand::Set {
+                    prefix,
+                    server,
+                    kubeconfig,
+                    context,
+                },
+        } => {
+            let registry = Registry::parse(&prefix, &server).map_err(CommandError::Unreadable)?;
+            let input = std::io::read_to_string(std::io::stdin())
+                .map_err(|error| unreadable(std::path::Path::new("standard input"), error))?;
+            let (push, pull) = Credential::parse_input(&input).map_err(CommandError::Unreadable)?;
+            let yaml = std::fs::read_to_string(&kubeconfig)
+                .map_err(|error| unreadable(&kubeconfig, error))?;
+            let client = berth_shared::cluster::access::client_from_kubeconfig(
+                &yaml,
+                context.as_deref(),
+                state.config.cluster_timeout,
+            )
+            .await?;
+            registry::set(&client, &registry, &push, pull.as_ref().unwrap_or(&push)).await?;
+            println!(
+                "registry set: images under {}, credentials for {} ({})",
+                registry.prefix,
+                registry.server,
+                if pull.is_some() {
+                    "a pull-only credential for apps"
+                } else {
+                    "apps pull with the push credential"
+                }
+            );
         }
         Command::Cluster {
             command: ClusterCommand::Clear,

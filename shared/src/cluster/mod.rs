@@ -11,6 +11,7 @@ pub mod environments;
 pub mod install;
 pub mod ownership;
 pub mod projects;
+pub mod registry;
 pub mod retry;
 pub mod secrets;
 pub mod service_account;

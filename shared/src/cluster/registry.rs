@@ -1,0 +1,237 @@
+//! The image registry builds push to and apps pull from, as the operator
+//! sets it once (`berth-admin registry set`) and the controller reads it:
+//!
+//! - ConfigMap [`CONFIG_MAP`] in [`SYSTEM_NAMESPACE`], keys `prefix`
+//!   (`registry.example.com/berth`: no scheme, no trailing slash; images are
+//!   `{prefix}/{org}/{project}/{app}`) and `server` (the host the
+//!   credentials are for);
+//! - the push credential [`PUSH_SECRET`] in the builds namespace only, and
+//!   the pull credential [`PULL_SECRET`] in `berth-system`, which the
+//!   controller copies into each environment's namespace; both of type
+//!   `kubernetes.io/dockerconfigjson`.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use kube::api::{Api, Patch, PatchParams};
+
+use super::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, MANAGER};
+use crate::ApiError;
+
+/// Where Berth's own configuration lives.
+pub const SYSTEM_NAMESPACE: &str = "berth-system";
+pub const CONFIG_MAP: &str = "berth-registry";
+pub const PUSH_SECRET: &str = "berth-registry-push";
+pub const PULL_SECRET: &str = "berth-registry-pull";
+/// The type of both credentials: a Docker `config.json`.
+pub const DOCKER_CONFIG_TYPE: &str = "kubernetes.io/dockerconfigjson";
+pub const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
+
+/// The registry's settings, well formed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registry {
+    pub prefix: String,
+    pub server: String,
+}
+
+impl Registry {
+    /// A prefix (host and path, no scheme, no trailing slash) and the
+    /// server (a host, with a port perhaps); why not, in a sentence.
+    pub fn parse(prefix: &str, server: &str) -> Result<Self, String> {
+        let (prefix, server) = (prefix.trim(), server.trim());
+        let well_formed = |value: &str| {
+            !value.is_empty()
+                && !value.contains("://")
+                && !value.starts_with('/')
+                && !value.ends_with('/')
+                && !value.contains("//")
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-/:".contains(c))
+        };
+        if !well_formed(prefix) || prefix.chars().any(|c| c.is_ascii_uppercase()) {
+            return Err(
+                "the prefix must be a registry host and path in lowercase, like registry.example.com/berth (no scheme, no trailing slash)"
+                    .to_owned(),
+            );
+        }
+        if !well_formed(server) || server.contains('/') {
+            return Err(
+                "the server must be the registry's host (and port), like registry.example.com"
+                    .to_owned(),
+            );
+        }
+        Ok(Self {
+            prefix: prefix.to_owned(),
+            server: server.to_owned(),
+        })
+    }
+
+    /// The settings of the ConfigMap; None when missing or malformed (the
+    /// controller then builds nothing rather than push somewhere odd).
+    pub fn of(config: &ConfigMap) -> Option<Self> {
+        let data = config.data.as_ref()?;
+        Self::parse(data.get("prefix")?, data.get("server")?).ok()
+    }
+
+    /// The repository of an app's images: `{prefix}/{org}/{project}/{app}`.
+    pub fn repository(&self, org: &str, project: &str, app: &str) -> String {
+        format!("{}/{org}/{project}/{app}", self.prefix)
+    }
+}
+
+/// A user name and password (or token) for the registry.
+pub struct Credential {
+    pub username: String,
+    pub password: String,
+}
+
+impl Credential {
+    /// The credentials from standard input's text: the push credential's
+    /// user name and password on the first two lines, and optionally a
+    /// pull-only credential's on the next two (else pulls use the push
+    /// credential). Nothing of the values is ever in the error.
+    pub fn parse_input(text: &str) -> Result<(Credential, Option<Credential>), String> {
+        let lines: Vec<&str> = text
+            .lines()
+            .map(|line| line.trim_end_matches('\r'))
+            .filter(|line| !line.is_empty())
+            .collect();
+        let pair = |username: &str, password: &str| Credential {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        };
+        match lines.as_slice() {
+            [username, password] => Ok((pair(username, password), None)),
+            [username, password, pull_username, pull_password] => Ok((
+                pair(username, password),
+                Some(pair(pull_username, pull_password)),
+            )),
+            _ => Err(
+                "standard input must hold the push credential's user name and password on two lines, \
+                 and optionally a pull-only credential's on two more"
+                    .to_owned(),
+            ),
+        }
+    }
+
+    /// A Docker `config.json` with this credential for `server`.
+    pub fn docker_config(&self, server: &str) -> String {
+        let auth = base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", self.username, self.password));
+        serde_json::json!({
+            "auths": { server: {
+                "username": self.username,
+                "password": self.password,
+                "auth": auth,
+            }}
+        })
+        .to_string()
+    }
+}
+
+/// Writes the registry's ConfigMap and both credentials (server-side apply:
+/// running it again replaces them).
+pub async fn set(
+    client: &kube::Client,
+    registry: &Registry,
+    push: &Credential,
+    pull: &Credential,
+) -> Result<(), ApiError> {
+    let params = PatchParams::apply(MANAGER).force();
+    let labels = || Some(BTreeMap::from([(LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned())]));
+    let config = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(CONFIG_MAP.to_owned()),
+            namespace: Some(SYSTEM_NAMESPACE.to_owned()),
+            labels: labels(),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([
+            ("prefix".to_owned(), registry.prefix.clone()),
+            ("server".to_owned(), registry.server.clone()),
+        ])),
+        ..Default::default()
+    };
+    let secret = |name: &str, namespace: &str, credential: &Credential| Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: labels(),
+            ..Default::default()
+        },
+        type_: Some(DOCKER_CONFIG_TYPE.to_owned()),
+        data: Some(BTreeMap::from([(
+            DOCKER_CONFIG_KEY.to_owned(),
+            ByteString(credential.docker_config(&registry.server).into_bytes()),
+        )])),
+        ..Default::default()
+    };
+    // Credentials first: a build started once the ConfigMap is there finds
+    // its push credential.
+    Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
+        .patch(
+            PUSH_SECRET,
+            &params,
+            &Patch::Apply(secret(PUSH_SECRET, BUILDS_NAMESPACE, push)),
+        )
+        .await?;
+    Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE)
+        .patch(
+            PULL_SECRET,
+            &params,
+            &Patch::Apply(secret(PULL_SECRET, SYSTEM_NAMESPACE, pull)),
+        )
+        .await?;
+    Api::<ConfigMap>::namespaced(client.clone(), SYSTEM_NAMESPACE)
+        .patch(CONFIG_MAP, &params, &Patch::Apply(&config))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_are_taken_only_when_well_formed() {
+        let registry = Registry::parse("registry.example.com/berth", "registry.example.com")
+            .expect("well formed");
+        assert_eq!(
+            registry.repository("acme", "shop", "web"),
+            "registry.example.com/berth/acme/shop/web"
+        );
+        assert!(Registry::parse("localhost:5000", "localhost:5000").is_ok());
+        for (prefix, server) in [
+            ("https://registry.example.com/berth", "registry.example.com"),
+            ("registry.example.com/berth/", "registry.example.com"),
+            ("", "registry.example.com"),
+            ("Registry.example.com/berth", "registry.example.com"),
+            ("registry.example.com/berth", "registry.example.com/x"),
+            ("registry.example.com/be rth", "registry.example.com"),
+        ] {
+            assert!(Registry::parse(prefix, server).is_err(), "{prefix} {server}");
+        }
+        assert_eq!(Registry::of(&ConfigMap::default()), None);
+    }
+
+    #[test]
+    fn credentials_come_as_two_or_four_lines_and_errors_never_hold_them() {
+        let (push, pull) = Credential::parse_input("robot\ns3cret\n").expect("two lines");
+        assert_eq!((push.username.as_str(), push.password.as_str()), ("robot", "s3cret"));
+        assert!(pull.is_none());
+        let (_, pull) = Credential::parse_input("robot\ns3cret\nreader\nr3ad\n").expect("four");
+        assert_eq!(pull.expect("a pull credential").username, "reader");
+        let error = Credential::parse_input("only-a-s3cret\n").err().expect("refused");
+        assert!(!error.contains("s3cret"));
+        let config: serde_json::Value =
+            serde_json::from_str(&push.docker_config("registry.example.com")).unwrap();
+        assert_eq!(
+            config["auths"]["registry.example.com"]["auth"],
+            "cm9ib3Q6czNjcmV0"
+        );
+    }
+}
