@@ -155,21 +155,19 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let held: Option<(Reason, String)> = match releases::plan(&app, &memory) {
         Plan::Apply => None,
         Plan::Failed(message) => Some((RELEASE_FAILED, message)),
-        Plan::Release => {
-            match releases::run(&app, &context.client, settings).await? {
-                ReleaseJob::Succeeded => {
-                    memory.released_command_of = Some(revision);
-                    None
-                }
-                ReleaseJob::Running(message) => Some((RELEASING, message)),
-                ReleaseJob::Failed(why) => {
-                    let message = releases::release_failed(&app, &why, &memory);
-                    tracing::warn!(app = %key, revision, why = %why, "release command failed");
-                    memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
-                    Some((RELEASE_FAILED, message))
-                }
+        Plan::Release => match releases::run(&app, &context.client, settings).await? {
+            ReleaseJob::Succeeded => {
+                memory.released_command_of = Some(revision);
+                None
             }
-        }
+            ReleaseJob::Running(message) => Some((RELEASING, message)),
+            ReleaseJob::Failed(why) => {
+                let message = releases::release_failed(&app, &why, &memory);
+                tracing::warn!(app = %key, revision, why = %why, "release command failed");
+                memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
+                Some((RELEASE_FAILED, message))
+            }
+        },
     };
     let previous;
     let (target, rendered) = match &held {
@@ -339,16 +337,16 @@ pub fn awaiting_message(latest: Option<&Build>) -> String {
         .map(|message| format!(" {message}"))
         .unwrap_or_default();
     match build.phase() {
-        BUILD_FAILED => format!(
-            "The app awaits its first successful build: build {number} failed.{said}"
-        ),
-        BUILD_CANCELLED => format!(
-            "The app awaits its first successful build: build {number} was cancelled."
-        ),
+        BUILD_FAILED => {
+            format!("The app awaits its first successful build: build {number} failed.{said}")
+        }
+        BUILD_CANCELLED => {
+            format!("The app awaits its first successful build: build {number} was cancelled.")
+        }
         BUILD_RUNNING => format!("The app awaits its first build: build {number} is running."),
-        BUILD_SUCCEEDED => format!(
-            "Build {number} succeeded; the app's revision with its image is on its way."
-        ),
+        BUILD_SUCCEEDED => {
+            format!("Build {number} succeeded; the app's revision with its image is on its way.")
+        }
         _ => format!("The app awaits its first build: build {number} is queued."),
     }
 }
@@ -1097,6 +1095,45 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<b
 mod tests {
     use super::*;
     use berth_shared::cluster::crd::AppConfig;
+
+    #[test]
+    fn an_app_awaiting_its_first_build_says_how_its_latest_went() {
+        use berth_shared::cluster::crd::{AppSource, BuildSpec, BuildStatus};
+        assert_eq!(
+            awaiting_message(None),
+            "The app awaits its first build: nothing runs until one succeeds."
+        );
+        let mut build = Build::new(
+            "store-prod.shop.3",
+            BuildSpec {
+                org: "acme".to_owned(),
+                project: "store".to_owned(),
+                environment: "prod".to_owned(),
+                namespace: "store-prod".to_owned(),
+                app: "shop".to_owned(),
+                app_uid: "uid".to_owned(),
+                number: 3,
+                source: AppSource {
+                    git_repo: "https://git.example.com/shop.git".to_owned(),
+                    git_ref: None,
+                    build: Default::default(),
+                    git_secret: None,
+                },
+                actor: None,
+                created_at: 1,
+            },
+        );
+        assert!(awaiting_message(Some(&build)).contains("build 3 is queued"));
+        build.status = Some(BuildStatus {
+            phase: Some(BUILD_FAILED.to_owned()),
+            message: Some("The build failed: step source failed: repository not found".to_owned()),
+            ..Default::default()
+        });
+        assert_eq!(
+            awaiting_message(Some(&build)),
+            "The app awaits its first successful build: build 3 failed. The build failed: step source failed: repository not found"
+        );
+    }
     use k8s_openapi::api::apps::v1::{DeploymentCondition, DeploymentSpec, DeploymentStatus};
 
     fn app() -> App {

@@ -556,12 +556,345 @@ fn tail(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_shared::cluster::crd::{
+        AppSource, BUILDS_NAMESPACE, BuildSettings, BuildSpec, LABEL_APP_UID, LABEL_MANAGED_BY,
+        MANAGER,
+    };
+    use k8s_openapi::api::batch::v1::{JobCondition, JobStatus};
+    use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated, PodStatus};
+    use kube::Resource;
+
+    fn build(git_secret: Option<&str>) -> Build {
+        let name = object_names::build("store-prod", "a-rather-long-app-name-of-forty-chars", 12);
+        let mut build = Build::new(
+            &name,
+            BuildSpec {
+                org: "acme".to_owned(),
+                project: "store".to_owned(),
+                environment: "prod".to_owned(),
+                namespace: "store-prod".to_owned(),
+                app: "a-rather-long-app-name-of-forty-chars".to_owned(),
+                app_uid: "app-uid".to_owned(),
+                number: 12,
+                source: AppSource {
+                    git_repo: "https://git.example.com/acme/shop.git".to_owned(),
+                    git_ref: Some("main".to_owned()),
+                    build: BuildSettings {
+                        strategy: BuildStrategy::Auto,
+                        context_dir: Some("services/web/".to_owned()),
+                        dockerfile: None,
+                    },
+                    git_secret: git_secret.map(str::to_owned),
+                },
+                actor: Some("dev@acme.test".to_owned()),
+                created_at: 1,
+            },
+        );
+        build.metadata.namespace = Some(BUILDS_NAMESPACE.to_owned());
+        build.metadata.uid = Some("build-uid".to_owned());
+        build.metadata.labels = Some(BTreeMap::from([
+            (LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned()),
+            (LABEL_APP_UID.to_owned(), "app-uid".to_owned()),
+        ]));
+        build
+    }
+
+    fn rendered(git_secret: Option<&str>) -> Job {
+        let build = build(git_secret);
+        let owner = build.controller_owner_ref(&()).unwrap();
+        let registry =
+            Registry::parse("registry.example.com/berth", "registry.example.com").unwrap();
+        let name = object_names::build_job(&build.metadata.name.clone().unwrap());
+        let credential = git_secret.map(|_| GitCredential {
+            secret: &name,
+            has_username: true,
+        });
+        job(
+            &build,
+            owner,
+            &registry,
+            &BuilderSettings::default(),
+            credential.as_ref(),
+        )
+    }
+
+    fn pod_of(job: &Job) -> &PodSpec {
+        job.spec.as_ref().unwrap().template.spec.as_ref().unwrap()
+    }
+
+    fn all_containers(pod: &PodSpec) -> Vec<&Container> {
+        pod.init_containers
+            .iter()
+            .flatten()
+            .chain(&pod.containers)
+            .collect()
+    }
+
+    #[test]
+    fn a_build_job_is_confined_and_owned_by_its_build() {
+        let job = rendered(Some("git-token"));
+        let meta = &job.metadata;
+        let name = meta.name.as_deref().unwrap();
+        assert!(name.len() <= 63 && name.starts_with("build-"), "{name}");
+        assert_eq!(meta.namespace.as_deref(), Some(BUILDS_NAMESPACE));
+        let owner = &meta.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("Build", "build-uid", Some(true))
+        );
+        let labels = meta.labels.as_ref().unwrap();
+        assert_eq!(labels.get(LABEL_BUILD).map(String::as_str), Some("12"));
+        assert_eq!(
+            labels.get(LABEL_APP_UID).map(String::as_str),
+            Some("app-uid")
+        );
+        for value in labels.values() {
+            assert!(value.len() <= 63);
+        }
+        let spec = job.spec.as_ref().unwrap();
+        assert_eq!(spec.backoff_limit, Some(0));
+        assert_eq!(
+            spec.active_deadline_seconds,
+            Some(DEFAULT_BUILD_DEADLINE_SECONDS)
+        );
+        assert_eq!(
+            spec.ttl_seconds_after_finished,
+            Some(BUILD_JOB_KEPT_SECONDS)
+        );
+        assert_eq!(
+            spec.template.metadata.as_ref().unwrap().labels.as_ref(),
+            Some(labels)
+        );
+
+        let pod = pod_of(&job);
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(pod.automount_service_account_token, Some(false));
+        assert_eq!(pod.service_account_name, None);
+        let names: Vec<&str> = all_containers(pod)
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        assert_eq!(names, [SOURCE, DOCKERFILE, BUILDPACKS, RESULT]);
+        // Nothing reaches the node or grants privileges, whatever the Build says.
+        let text = serde_json::to_string(pod).unwrap();
+        for field in [
+            "privileged",
+            "hostNetwork",
+            "hostPID",
+            "hostIPC",
+            "hostPath",
+            "hostPort",
+            "capabilities",
+            "procMount",
+            "serviceAccountName",
+            "nodeName",
+        ] {
+            assert!(!text.contains(&format!("\"{field}\"")), "{field} in {text}");
+        }
+        for container in all_containers(pod) {
+            assert_eq!(
+                container.termination_message_policy.as_deref(),
+                Some("FallbackToLogsOnError"),
+                "{}",
+                container.name
+            );
+            let resources = container.resources.as_ref().unwrap();
+            for map in [&resources.requests, &resources.limits] {
+                let map = map.as_ref().unwrap();
+                assert!(map.contains_key("cpu") && map.contains_key("memory"));
+            }
+            let security = container.security_context.as_ref().unwrap();
+            assert_eq!(security.privileged, None);
+            // Only BuildKit escalates (newuidmap) and runs without a seccomp filter.
+            let unconfined = container.name == DOCKERFILE;
+            assert_eq!(
+                security.allow_privilege_escalation.is_none(),
+                unconfined,
+                "{}",
+                container.name
+            );
+            assert_eq!(
+                security.seccomp_profile.as_ref().unwrap().type_,
+                if unconfined {
+                    "Unconfined"
+                } else {
+                    "RuntimeDefault"
+                }
+            );
+            assert!(container.name.len() <= 63);
+        }
+        for volume in pod.volumes.as_ref().unwrap() {
+            assert!(volume.name.len() <= 63);
+        }
+    }
+
+    #[test]
+    fn the_git_credential_reaches_the_clone_step_only_and_the_push_credential_the_builders_only() {
+        let job = rendered(Some("git-token"));
+        let pod = pod_of(&job);
+        let secret_of = |container: &Container| -> Vec<String> {
+            container
+                .env
+                .iter()
+                .flatten()
+                .filter_map(|var| var.value_from.as_ref()?.secret_key_ref.as_ref())
+                .map(|selector| selector.key.clone())
+                .collect()
+        };
+        for container in all_containers(pod) {
+            let keys = secret_of(container);
+            if container.name == SOURCE {
+                assert_eq!(keys, ["token", "username"]);
+            } else {
+                assert!(keys.is_empty(), "{}", container.name);
+            }
+            let pushes = container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|mount| mount.name == "push");
+            assert_eq!(
+                pushes,
+                [DOCKERFILE, BUILDPACKS].contains(&container.name.as_str())
+            );
+            // Values reach the scripts as variables, never spliced into them.
+            let command = container.command.as_ref().unwrap().join(" ");
+            assert!(!command.contains("git.example.com") && !command.contains("services/web"));
+        }
+        let env = |name: &str| -> String {
+            all_containers(pod)[0]
+                .env
+                .iter()
+                .flatten()
+                .find(|var| var.name == name)
+                .and_then(|var| var.value.clone())
+                .unwrap_or_default()
+        };
+        assert_eq!(env("GIT_REPO"), "https://git.example.com/acme/shop.git");
+        assert_eq!(env("GIT_REF"), "main");
+        assert_eq!(env("STRATEGY"), "auto");
+        assert_eq!(env("CONTEXT_DIR"), "/workspace/source/services/web");
+        assert_eq!(env("DOCKERFILE"), "Dockerfile");
+        assert_eq!(
+            env("IMAGE"),
+            "registry.example.com/berth/acme/store/a-rather-long-app-name-of-forty-chars"
+        );
+        let push = pod
+            .volumes
+            .iter()
+            .flatten()
+            .find(|volume| volume.name == "push")
+            .and_then(|volume| volume.secret.as_ref())
+            .unwrap();
+        assert_eq!(push.secret_name.as_deref(), Some(PUSH_SECRET));
+        // Without a git secret, no credential at all.
+        let public = rendered(None);
+        for container in all_containers(pod_of(&public)) {
+            assert!(secret_of(container).is_empty());
+        }
+    }
+
+    fn ended(
+        job_condition: (&str, Option<&str>),
+        steps: &[(&str, i32, Option<&str>)],
+    ) -> (Job, Pod) {
+        let job = Job {
+            status: Some(JobStatus {
+                conditions: Some(vec![JobCondition {
+                    type_: job_condition.0.to_owned(),
+                    status: "True".to_owned(),
+                    reason: job_condition.1.map(str::to_owned),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let status = |(name, exit_code, message): &(&str, i32, Option<&str>)| ContainerStatus {
+            name: (*name).to_owned(),
+            state: Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: *exit_code,
+                    message: message.map(str::to_owned),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (init, main): (Vec<_>, Vec<_>) = steps.iter().partition(|(name, ..)| *name != RESULT);
+        let pod = Pod {
+            status: Some(PodStatus {
+                init_container_statuses: Some(init.iter().map(|step| status(step)).collect()),
+                container_statuses: Some(main.iter().map(|step| status(step)).collect()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        (job, pod)
+    }
+
+    #[test]
+    fn a_builds_end_is_read_from_its_result_or_its_failed_step() {
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let message =
+            format!(r#"{{"commit":"{commit}","strategy":"buildpacks","digest":"{digest}"}}"#);
+        let (job, pod) = ended(
+            ("Complete", None),
+            &[
+                (SOURCE, 0, None),
+                (DOCKERFILE, 0, None),
+                (BUILDPACKS, 0, None),
+                (RESULT, 0, Some(&message)),
+            ],
+        );
+        assert_eq!(
+            outcome(&job, Some(&pod), 600),
+            Some(Outcome::Succeeded(Pushed {
+                commit: commit.to_owned(),
+                strategy: BuildStrategy::Buildpacks,
+                digest: digest.clone(),
+            }))
+        );
+        // A result that is not exactly the shape is no success.
+        let (job, pod) = ended(
+            ("Complete", None),
+            &[(RESULT, 0, Some("{\"commit\":\"x\"}"))],
+        );
+        assert!(matches!(
+            outcome(&job, Some(&pod), 600),
+            Some(Outcome::Failed(_))
+        ));
+        let (job, pod) = ended(
+            ("Failed", Some("BackoffLimitExceeded")),
+            &[
+                (SOURCE, 0, None),
+                (DOCKERFILE, 1, Some("ERROR: failed to solve: exit code 2\n")),
+            ],
+        );
+        assert_eq!(
+            outcome(&job, Some(&pod), 600),
+            Some(Outcome::Failed(
+                "step dockerfile failed: ERROR: failed to solve: exit code 2".to_owned()
+            ))
+        );
+        let (job, _) = ended(("Failed", Some("DeadlineExceeded")), &[]);
+        assert_eq!(
+            outcome(&job, None, 900),
+            Some(Outcome::Failed(
+                "it ran past its deadline of 900 s".to_owned()
+            ))
+        );
+        assert_eq!(outcome(&Job::default(), None, 600), None);
+    }
 
     #[test]
     fn a_result_is_taken_only_in_its_exact_shape() {
         let commit = "0123456789abcdef0123456789abcdef01234567";
         let digest = format!("sha256:{}", "ab".repeat(32));
-        let good = format!(r#"{{"commit":"{commit}","strategy":"dockerfile","digest":"{digest}"}}"#);
+        let good =
+            format!(r#"{{"commit":"{commit}","strategy":"dockerfile","digest":"{digest}"}}"#);
         let pushed = Pushed::parse(&good).expect("parsed");
         assert_eq!(pushed.commit, commit);
         assert_eq!(pushed.strategy, BuildStrategy::Dockerfile);

@@ -77,7 +77,9 @@ pub async fn reconcile(build: Arc<Build>, context: Arc<Context>) -> Result<Actio
         forget_credential(&build, &context).await?;
         return Ok(Action::await_change());
     }
-    let _turn = context.namespace_turn(&format!("build:{}", spec.app_uid)).await;
+    let _turn = context
+        .namespace_turn(&format!("build:{}", spec.app_uid))
+        .await;
     if build.phase() == BUILD_RUNNING {
         return follow(&build, &app, &context).await;
     }
@@ -101,7 +103,10 @@ pub async fn reconcile(build: Arc<Build>, context: Arc<Context>) -> Result<Actio
             ..build.status.clone().unwrap_or_default()
         };
         if write_status(&build, &context, status).await? {
-            context.events.publish(build.as_ref(), CANCELLED, message).await;
+            context
+                .events
+                .publish(build.as_ref(), CANCELLED, message)
+                .await;
         }
         return Ok(Action::await_change());
     }
@@ -282,10 +287,12 @@ async fn follow(build: &Build, app: &App, context: &Context) -> Result<Action, E
         .await?
         .items
         .into_iter()
-        .find(|pod| {
-            ownership::is_controlled_by(&pod.metadata, &job.uid().unwrap_or_default())
-        });
-    match build_engine::outcome(&job, pod.as_ref(), context.settings.builders.deadline_seconds) {
+        .find(|pod| ownership::is_controlled_by(&pod.metadata, &job.uid().unwrap_or_default()));
+    match build_engine::outcome(
+        &job,
+        pod.as_ref(),
+        context.settings.builders.deadline_seconds,
+    ) {
         None => Ok(Action::requeue(WHILE_RUNNING)),
         Some(Outcome::Failed(why)) => fail(build, context, why).await,
         Some(Outcome::Succeeded(pushed)) => succeed(build, app, context, &pushed).await,
@@ -329,7 +336,10 @@ async fn succeed(
         };
         next.status = None;
         let apps: Api<App> = Api::namespaced(context.client.clone(), &spec.namespace);
-        match apps.replace(&app.name_any(), &PostParams::default(), &next).await {
+        match apps
+            .replace(&app.name_any(), &PostParams::default(), &next)
+            .await
+        {
             Ok(_) => {}
             // Changed meanwhile: the next round reads it again.
             Err(error) if is_conflict(&error) => return Ok(Action::requeue(AFTER_A_CONFLICT)),
@@ -343,7 +353,10 @@ async fn succeed(
             .publish(
                 app,
                 DEPLOYED,
-                format!("Revision {} runs the image of {note}.", next.spec.release.revision),
+                format!(
+                    "Revision {} runs the image of {note}.",
+                    next.spec.release.revision
+                ),
             )
             .await;
         next.spec.release.revision
@@ -416,7 +429,11 @@ async fn remove(build: &Build, context: &Context) -> Result<Action, Error> {
 
 /// Replaces the Build's status, conditioned on the Build as read; whether
 /// it was written (false: it changed meanwhile, or is gone).
-async fn write_status(build: &Build, context: &Context, status: BuildStatus) -> Result<bool, Error> {
+async fn write_status(
+    build: &Build,
+    context: &Context,
+    status: BuildStatus,
+) -> Result<bool, Error> {
     let builds: Api<Build> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     let mut next = build.clone();
     next.status = Some(status);

@@ -19,7 +19,8 @@ pub use berth_shared::cluster::registry::{
 use crate::{Error, FIELD_MANAGER};
 
 /// What a build says when the registry is not configured.
-pub const NOT_CONFIGURED: &str = "no image registry is configured for builds: an operator must run `berth-admin registry set`";
+pub const NOT_CONFIGURED: &str =
+    "no image registry is configured for builds: an operator must run `berth-admin registry set`";
 
 /// Reads the registry's ConfigMap: None when it is missing or malformed.
 pub async fn read(client: &kube::Client) -> Result<Option<Registry>, Error> {

@@ -1408,6 +1408,47 @@ mod tests {
     }
 
     #[test]
+    fn pods_of_a_built_image_name_the_registrys_pull_credential() {
+        let mut shop = app(vec![AppProcess::test("web", Some(8080))]);
+        shop.spec.config.release_command = vec!["./migrate".to_owned()];
+        let settings = RenderSettings {
+            registry_prefix: Some("registry.example.com/berth".to_owned()),
+            ..settings()
+        };
+        let pull_secrets = |image: &str| {
+            let mut built = shop.clone();
+            built.spec.config.image = Some(image.to_owned());
+            let rendered = render(&built, &settings).unwrap();
+            let job = release_job(&CheckedApp::of(&built).unwrap(), &settings).unwrap();
+            let of_job = job.spec.unwrap().template.spec.unwrap().image_pull_secrets;
+            let of_deployment = rendered.deployments[0]
+                .spec
+                .clone()
+                .unwrap()
+                .template
+                .spec
+                .unwrap()
+                .image_pull_secrets;
+            assert_eq!(of_job, of_deployment);
+            of_deployment.map(|secrets| secrets[0].name.clone())
+        };
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/acme/store/shop@sha256:ab").as_deref(),
+            Some(PULL_SECRET)
+        );
+        // Another image, or one whose path only starts like the prefix: none.
+        assert_eq!(pull_secrets("ghcr.io/acme/shop:1"), None);
+        assert_eq!(pull_secrets("registry.example.com/berthx/shop:1"), None);
+        // An App with no image is never rendered.
+        let mut awaiting = shop.clone();
+        awaiting.spec.config.image = None;
+        assert_eq!(
+            CheckedApp::of(&awaiting).err().map(|error| error.field),
+            Some("spec.image".to_owned())
+        );
+    }
+
+    #[test]
     fn a_release_command_is_a_confined_job_of_the_new_image_and_env() {
         let app = release_app();
         let job = release_job(&CheckedApp::of(&app).unwrap(), &settings()).unwrap();

@@ -13,9 +13,9 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::ByteString;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, MANAGER};
@@ -142,7 +142,12 @@ pub async fn set(
     pull: &Credential,
 ) -> Result<(), ApiError> {
     let params = PatchParams::apply(MANAGER).force();
-    let labels = || Some(BTreeMap::from([(LABEL_MANAGED_BY.to_owned(), MANAGER.to_owned())]));
+    let labels = || {
+        Some(BTreeMap::from([(
+            LABEL_MANAGED_BY.to_owned(),
+            MANAGER.to_owned(),
+        )]))
+    };
     let config = ConfigMap {
         metadata: ObjectMeta {
             name: Some(CONFIG_MAP.to_owned()),
@@ -213,7 +218,10 @@ mod tests {
             ("registry.example.com/berth", "registry.example.com/x"),
             ("registry.example.com/be rth", "registry.example.com"),
         ] {
-            assert!(Registry::parse(prefix, server).is_err(), "{prefix} {server}");
+            assert!(
+                Registry::parse(prefix, server).is_err(),
+                "{prefix} {server}"
+            );
         }
         assert_eq!(Registry::of(&ConfigMap::default()), None);
     }
@@ -221,11 +229,16 @@ mod tests {
     #[test]
     fn credentials_come_as_two_or_four_lines_and_errors_never_hold_them() {
         let (push, pull) = Credential::parse_input("robot\ns3cret\n").expect("two lines");
-        assert_eq!((push.username.as_str(), push.password.as_str()), ("robot", "s3cret"));
+        assert_eq!(
+            (push.username.as_str(), push.password.as_str()),
+            ("robot", "s3cret")
+        );
         assert!(pull.is_none());
         let (_, pull) = Credential::parse_input("robot\ns3cret\nreader\nr3ad\n").expect("four");
         assert_eq!(pull.expect("a pull credential").username, "reader");
-        let error = Credential::parse_input("only-a-s3cret\n").err().expect("refused");
+        let error = Credential::parse_input("only-a-s3cret\n")
+            .err()
+            .expect("refused");
         assert!(!error.contains("s3cret"));
         let config: serde_json::Value =
             serde_json::from_str(&push.docker_config("registry.example.com")).unwrap();
