@@ -47,6 +47,7 @@ pub fn controller_settings() -> berth_controller::Settings {
             release_deadline_seconds: RELEASE_DEADLINE_SECONDS,
             registry_prefix: None,
         },
+        builders: berth_controller::build_engine::BuilderSettings::default(),
     }
 }
 

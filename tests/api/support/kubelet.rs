@@ -185,3 +185,136 @@ pub async fn end_pods(
     }
     ended
 }
+
+/// How a build pod ends (see `controller/src/build_engine.rs`).
+pub enum BuildEnd<'a> {
+    /// Every step succeeded and `result` says it pushed this.
+    Pushed {
+        commit: &'a str,
+        strategy: &'a str,
+        digest: &'a str,
+    },
+    /// The step `step` failed, its output's tail `message` (as
+    /// `FallbackToLogsOnError` makes it).
+    Failed { step: &'a str, message: &'a str },
+}
+
+/// Ends every build pod in `namespace` matching `label_selector` as a
+/// kubelet reports it: each init container terminated in order (up to the
+/// failed one) and `result` with its termination message, through the
+/// `pods/status` subresource, so it works on a real cluster too. The Job
+/// controller then marks the Job complete or failed. Returns how many pods
+/// it ended.
+pub async fn end_build_pods(
+    client: &kube::Client,
+    namespace: &str,
+    label_selector: &str,
+    end: &BuildEnd<'_>,
+) -> usize {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let Ok(list) = pods
+        .list(&ListParams::default().labels(label_selector))
+        .await
+    else {
+        return 0;
+    };
+    let now = now();
+    let terminated = |code: i32, message: Option<&str>| {
+        let mut state = json!({
+            "exitCode": code,
+            "reason": if code == 0 { "Completed" } else { "Error" },
+            "startedAt": now, "finishedAt": now,
+        });
+        if let Some(message) = message {
+            state["message"] = json!(message);
+        }
+        json!({"terminated": state})
+    };
+    let status_of = |name: &str, image: &str, state: Value| {
+        json!({
+            "name": name, "image": image, "imageID": "", "ready": false,
+            "started": false, "restartCount": 0, "state": state,
+        })
+    };
+    let mut ended = 0;
+    for pod in list.items {
+        let Some(name) = pod.metadata.name.as_deref() else {
+            continue;
+        };
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed"))
+            || pod.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let spec = pod.spec.clone().unwrap_or_default();
+        let mut failed_already = false;
+        let init: Vec<Value> = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .map(|c| {
+                let image = c.image.clone().unwrap_or_default();
+                let state = if failed_already {
+                    json!({"waiting": {"reason": "PodInitializing"}})
+                } else {
+                    match end {
+                        BuildEnd::Failed { step, message } if *step == c.name => {
+                            failed_already = true;
+                            terminated(1, Some(message))
+                        }
+                        _ => terminated(0, None),
+                    }
+                };
+                status_of(&c.name, &image, state)
+            })
+            .collect();
+        let main: Vec<Value> = spec
+            .containers
+            .iter()
+            .map(|c| {
+                let image = c.image.clone().unwrap_or_default();
+                let state = match end {
+                    BuildEnd::Pushed {
+                        commit,
+                        strategy,
+                        digest,
+                    } => terminated(
+                        0,
+                        Some(
+                            &json!({"commit": commit, "strategy": strategy, "digest": digest})
+                                .to_string(),
+                        ),
+                    ),
+                    BuildEnd::Failed { step, message } if *step == c.name => {
+                        terminated(1, Some(message))
+                    }
+                    BuildEnd::Failed { .. } => json!({"waiting": {"reason": "PodInitializing"}}),
+                };
+                status_of(&c.name, &image, state)
+            })
+            .collect();
+        let phase = match end {
+            BuildEnd::Pushed { .. } => "Succeeded",
+            BuildEnd::Failed { .. } => "Failed",
+        };
+        let status = json!({"status": {
+            "phase": phase,
+            "startTime": now,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now},
+            ],
+            "initContainerStatuses": init,
+            "containerStatuses": main,
+        }});
+        if pods
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+            .await
+            .is_ok()
+        {
+            ended += 1;
+        }
+    }
+    ended
+}
