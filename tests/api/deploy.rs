@@ -25,7 +25,12 @@ use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
 const DEPLOY: &str = include_str!("../../docs/deploy.md");
 
 /// The variables of the section's first block, which the reader fills in.
-const FILLED_IN: [&str; 3] = ["REGISTRY", "APPS_DOMAIN", "INSTALLATION"];
+const FILLED_IN: [&str; 4] = [
+    "REGISTRY",
+    "APPS_DOMAIN",
+    "INSTALLATION",
+    "REGISTRY_CREDENTIALS",
+];
 
 /// Bound on the whole section: `make controller-image` is quick when `make
 /// test` has just built the image, and about 4 minutes on a new machine.
@@ -183,10 +188,13 @@ async fn every_command_of_the_clusters_deploy_works() {
     ];
     let installation = unique("deploy-test");
     let registry_path = format!("127.0.0.1:{}/berth", registry.port);
+    let credentials = dir.join("registry-credentials.txt");
+    std::fs::write(&credentials, "builder\nbuild-s3cret\n").expect("the registry's credentials");
     let values = [
         ("REGISTRY", registry_path.clone()),
         ("APPS_DOMAIN", "apps.deploy.test".to_owned()),
         ("INSTALLATION", installation.clone()),
+        ("REGISTRY_CREDENTIALS", credentials.display().to_string()),
     ];
     let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
     let printed = run_steps(
@@ -250,6 +258,21 @@ async fn every_command_of_the_clusters_deploy_works() {
         Some(2),
         "the rollout completed: both replicas (one leads, one stands by)"
     );
+
+    // The registry builds push to, as `berth-admin registry set` wrote it.
+    let registry_settings = Api::<ConfigMap>::namespaced(admin.clone(), "berth-system")
+        .get("berth-registry")
+        .await
+        .expect("the registry's settings")
+        .data
+        .expect("data");
+    assert_eq!(registry_settings["prefix"], format!("{registry_path}/apps"));
+    assert_eq!(registry_settings["server"], format!("127.0.0.1:{}", registry.port));
+    let push = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds")
+        .get("berth-registry-push")
+        .await
+        .expect("the push credential");
+    assert_eq!(push.type_.as_deref(), Some("kubernetes.io/dockerconfigjson"));
 
     // The API's stored kubeconfig is berth-api's.
     let stored = berth_shared::kubeconfig::load(&api.state.store)
