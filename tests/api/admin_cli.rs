@@ -602,3 +602,36 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
     assert_eq!(stored.kubeconfig, second.kubeconfig);
     std::fs::remove_file(path).ok();
 }
+
+/// `registry set` refuses a malformed prefix, and standard input that is not
+/// two (or four) lines, saying what it wants and never echoing it; neither
+/// DynamoDB nor the cluster is asked (the kubeconfig is not even read).
+#[test]
+fn registry_set_says_what_it_wants_before_touching_anything() {
+    let args = |prefix: &'static str| {
+        [
+            "registry",
+            "set",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+            "--prefix",
+            prefix,
+            "--server",
+            "registry.example.com",
+        ]
+    };
+    let scheme = one_line(&admin_alone(
+        &[],
+        &args("https://registry.example.com/berth"),
+    ));
+    assert!(
+        scheme.contains("the prefix must be a registry host and path"),
+        "{scheme}"
+    );
+    // Standard input is empty here (not inherited): no credential.
+    let empty = one_line(&admin_alone(&[], &args("registry.example.com/berth")));
+    assert!(
+        empty.contains("standard input must hold the push credential's user name and password"),
+        "{empty}"
+    );
+}

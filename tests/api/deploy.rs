@@ -267,12 +267,18 @@ async fn every_command_of_the_clusters_deploy_works() {
         .data
         .expect("data");
     assert_eq!(registry_settings["prefix"], format!("{registry_path}/apps"));
-    assert_eq!(registry_settings["server"], format!("127.0.0.1:{}", registry.port));
+    assert_eq!(
+        registry_settings["server"],
+        format!("127.0.0.1:{}", registry.port)
+    );
     let push = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds")
         .get("berth-registry-push")
         .await
         .expect("the push credential");
-    assert_eq!(push.type_.as_deref(), Some("kubernetes.io/dockerconfigjson"));
+    assert_eq!(
+        push.type_.as_deref(),
+        Some("kubernetes.io/dockerconfigjson")
+    );
 
     // The API's stored kubeconfig is berth-api's.
     let stored = berth_shared::kubeconfig::load(&api.state.store)

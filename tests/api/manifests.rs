@@ -98,6 +98,7 @@ fn the_kustomization_renders_one_installation() {
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "Deployment",
             "LimitRange",
             "Namespace",
