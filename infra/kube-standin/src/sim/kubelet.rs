@@ -1,6 +1,8 @@
 //! A kubelet that runs nothing: about a second after a pod appears it is bound to
 //! `standin-node` and reported `Running` and `Ready`, with a few log lines per container that
-//! say plainly that nothing runs. Job pods then succeed a second later. For `make dev` only:
+//! say plainly that nothing runs. Job pods then succeed a second later; a Berth build's pod
+//! (its `result` container) ends with the result message a build writes, naming a digest
+//! derived from the pod's uid, so a local run shows a build completing. For `make dev` only:
 //! tests see what a cluster without nodes shows.
 
 use std::collections::HashMap;
@@ -146,6 +148,27 @@ fn finish(state: &mut State, key: &ObjKey, pod: &Value, now: &str) {
             }
         }
     }
+    let result = build_result(pod);
+    if result.is_some() {
+        // Its init containers ran before it, each to its end.
+        let init: Vec<Value> = pod
+            .pointer("/spec/initContainers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                json!({
+                    "name": c.get("name").cloned().unwrap_or(Value::Null),
+                    "image": c.get("image").cloned().unwrap_or(Value::Null),
+                    "imageID": "", "ready": false, "started": false, "restartCount": 0,
+                    "state": {"terminated": {
+                        "exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
+                    }},
+                })
+            })
+            .collect();
+        status["initContainerStatuses"] = json!(init);
+    }
     if let Some(cs) = status
         .get_mut("containerStatuses")
         .and_then(Value::as_array_mut)
@@ -161,9 +184,39 @@ fn finish(state: &mut State, key: &ObjKey, pod: &Value, now: &str) {
                 "exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": now,
                 "containerID": c.get("containerID").cloned().unwrap_or(Value::Null),
             }});
+            if let Some(message) = &result
+                && c.get("name").and_then(Value::as_str) == Some("result")
+            {
+                c["state"]["terminated"]["message"] = json!(message);
+            }
         }
     }
     state.sim_set_status(key, status);
+}
+
+/// The termination message of a Berth build pod's `result` container (a pod labelled
+/// `berth.dev/build` with such a container): a commit and a digest made of the pod uid's
+/// hex digits, so each build "pushes" its own image. None for any other pod.
+fn build_result(pod: &Value) -> Option<String> {
+    pod.pointer("/metadata/labels/berth.dev~1build")?;
+    let has_result =
+        containers(pod).any(|c| c.get("name").and_then(Value::as_str) == Some("result"));
+    if !has_result {
+        return None;
+    }
+    let hex: String = meta::uid(pod)
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if hex.is_empty() {
+        return None;
+    }
+    let digits = |count: usize| hex.chars().cycle().take(count).collect::<String>();
+    Some(
+        json!({"commit": digits(40), "strategy": "dockerfile", "digest": format!("sha256:{}", digits(64))})
+            .to_string(),
+    )
 }
 
 /// Gives each container of a running pod its simulated log, unless it has one (after a
@@ -221,4 +274,41 @@ fn ensure_node(state: &mut State, now: &str) {
         "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
     });
     state.sim_set_status(&key, ready);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_pod_ends_with_a_result_of_its_own() {
+        let pod = |uid: &str, build: bool| {
+            let labels = if build {
+                json!({"berth.dev/build": "1"})
+            } else {
+                json!({})
+            };
+            json!({
+                "metadata": {"uid": uid, "labels": labels},
+                "spec": {"containers": [{"name": "result"}]},
+            })
+        };
+        let message = build_result(&pod("6F1e2d3c-0000-4000-8000-00000000abcd", true))
+            .expect("a build pod's result");
+        let result: Value = serde_json::from_str(&message).expect("JSON");
+        let commit = result["commit"].as_str().unwrap();
+        let digest = result["digest"].as_str().unwrap();
+        assert!(
+            commit.len() == 40
+                && commit
+                    .chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        assert!(hex.len() == 64 && hex.starts_with("6f1e2d3c0000"));
+        assert_eq!(result["strategy"], "dockerfile");
+        let other = build_result(&pod("1111", true)).unwrap();
+        assert_ne!(other, message, "each build its own image");
+        assert_eq!(build_result(&pod("6f1e", false)), None);
+    }
 }
