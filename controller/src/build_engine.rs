@@ -143,7 +143,7 @@ pub fn job(
         value: Some(value.to_owned()),
         value_from: None,
     };
-    let shared = vec![
+    let shared = [
         var("CONTEXT_DIR", &context_dir),
         var("DOCKERFILE", &dockerfile),
         var("IMAGE", &repository),
@@ -825,8 +825,8 @@ mod tests {
         let (init, main): (Vec<_>, Vec<_>) = steps.iter().partition(|(name, ..)| *name != RESULT);
         let pod = Pod {
             status: Some(PodStatus {
-                init_container_statuses: Some(init.iter().map(|step| status(step)).collect()),
-                container_statuses: Some(main.iter().map(|step| status(step)).collect()),
+                init_container_statuses: Some(init.iter().map(&status).collect()),
+                container_statuses: Some(main.iter().map(status).collect()),
                 ..Default::default()
             }),
             ..Default::default()
