@@ -232,6 +232,22 @@ fn unreadable(path: &std::path::Path, error: std::io::Error) -> CommandError {
     CommandError::Unreadable(format!("cannot read {}: {error}", path.display()))
 }
 
+/// A client with an administrator's kubeconfig FILE, for one command only.
+async fn administrator(
+    kubeconfig: &std::path::Path,
+    context: Option<&str>,
+    state: &AppState,
+) -> Result<kube::Client, CommandError> {
+    let yaml =
+        std::fs::read_to_string(kubeconfig).map_err(|error| unreadable(kubeconfig, error))?;
+    Ok(berth_shared::cluster::access::client_from_kubeconfig(
+        &yaml,
+        context,
+        state.config.cluster_timeout,
+    )
+    .await?)
+}
+
 async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
     let table = state.store.table();
     match command {
@@ -326,14 +342,7 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
                     context,
                 },
         } => {
-            let yaml = std::fs::read_to_string(&kubeconfig)
-                .map_err(|error| unreadable(&kubeconfig, error))?;
-            let client = berth_shared::cluster::access::client_from_kubeconfig(
-                &yaml,
-                context.as_deref(),
-                state.config.cluster_timeout,
-            )
-            .await?;
+            let client = administrator(&kubeconfig, context.as_deref(), state).await?;
             for name in install::install_crds(&client).await? {
                 println!("installed CRD {name}");
             }
@@ -351,14 +360,7 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
             let input = std::io::read_to_string(std::io::stdin())
                 .map_err(|error| unreadable(std::path::Path::new("standard input"), error))?;
             let (push, pull) = Credential::parse_input(&input).map_err(CommandError::Unreadable)?;
-            let yaml = std::fs::read_to_string(&kubeconfig)
-                .map_err(|error| unreadable(&kubeconfig, error))?;
-            let client = berth_shared::cluster::access::client_from_kubeconfig(
-                &yaml,
-                context.as_deref(),
-                state.config.cluster_timeout,
-            )
-            .await?;
+            let client = administrator(&kubeconfig, context.as_deref(), state).await?;
             registry::set(&client, &registry, &push, pull.as_ref().unwrap_or(&push)).await?;
             println!(
                 "registry set: images under {}, credentials for {} ({})",

@@ -165,25 +165,39 @@ pub async fn end_pods(
                 "exitCode": exit_code, "reason": reason, "startedAt": now, "finishedAt": now,
             }}),
         );
-        let status = json!({"status": {
-            "phase": phase,
-            "startTime": now,
-            "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
-                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now},
-            ],
-            "containerStatuses": containers,
-        }});
         // A pod deleted or ended meanwhile is no fault: the caller looks again.
-        if pods
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-            .await
-            .is_ok()
-        {
+        if report_ended(&pods, name, phase, &now, None, containers).await {
             ended += 1;
         }
     }
     ended
+}
+
+/// Reports a pod ended in `phase` with these container statuses (and init
+/// containers' when given), as a kubelet does; whether the report was taken.
+async fn report_ended(
+    pods: &Api<Pod>,
+    name: &str,
+    phase: &str,
+    now: &str,
+    init: Option<Vec<Value>>,
+    containers: Vec<Value>,
+) -> bool {
+    let mut status = json!({"status": {
+        "phase": phase,
+        "startTime": now,
+        "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now},
+        ],
+        "containerStatuses": containers,
+    }});
+    if let Some(init) = init {
+        status["status"]["initContainerStatuses"] = json!(init);
+    }
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .is_ok()
 }
 
 /// How a build pod ends (see `controller/src/build_engine.rs`).
@@ -298,21 +312,7 @@ pub async fn end_build_pods(
             BuildEnd::Pushed { .. } => "Succeeded",
             BuildEnd::Failed { .. } => "Failed",
         };
-        let status = json!({"status": {
-            "phase": phase,
-            "startTime": now,
-            "conditions": [
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
-                {"type": "Ready", "status": "False", "reason": "PodCompleted", "lastTransitionTime": now},
-            ],
-            "initContainerStatuses": init,
-            "containerStatuses": main,
-        }});
-        if pods
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-            .await
-            .is_ok()
-        {
+        if report_ended(&pods, name, phase, &now, Some(init), main).await {
             ended += 1;
         }
     }
