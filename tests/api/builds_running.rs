@@ -214,6 +214,7 @@ fn source(git_secret: Option<&str>) -> AppSource {
 /// pods name the registry's pull credential (copied into the namespace).
 #[tokio::test]
 async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
+    crate::support::logs::capture();
     let test = TestApp::with_cluster().await;
     let fixture = Fixture::new(&test, true, Some("git-token")).await;
     let secrets = |namespace: &str| Api::<Secret>::namespaced(fixture.client.clone(), namespace);
@@ -347,9 +348,37 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
             .is_ok_and(|secret| secret.is_none())
     })
     .await;
-    // Nowhere in what the build wrote is the credential's value.
+    // Nowhere in what the build wrote, its Events or the log is the
+    // credential's value.
     let said = serde_json::to_string(&fixture.build(1).await.unwrap()).unwrap();
     assert!(!said.contains("sentinel"));
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(
+        fixture.client.clone(),
+        BUILDS_NAMESPACE,
+    )
+    .list(&ListParams::default())
+    .await
+    .expect("the builds' Events");
+    let notes: Vec<String> = events.items.into_iter().filter_map(|e| e.note).collect();
+    assert!(notes.iter().any(|note| note.contains(&image)), "{notes:?}");
+    assert!(notes.iter().all(|note| !note.contains("sentinel")));
+    assert!(!crate::support::logs::captured().contains("ghp-sentinel-s3cret"));
+}
+
+/// A git secret the environment does not have fails the build at once,
+/// naming the secret.
+#[tokio::test]
+async fn a_missing_git_secret_fails_the_build_naming_it() {
+    let test = TestApp::with_cluster().await;
+    let fixture = Fixture::new(&test, true, Some("deploy-key")).await;
+    fixture.create_build(1, None).await;
+    let failed = fixture.until_phase(1, BUILD_FAILED).await;
+    assert_eq!(
+        failed.status.unwrap().message.as_deref(),
+        Some(
+            "The build failed: the git secret deploy-key is not a secret of the app's environment"
+        )
+    );
 }
 
 /// A failed build says why (its failed step's output) and changes nothing of
