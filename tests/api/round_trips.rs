@@ -51,6 +51,17 @@ fn assert_sent_once(app: &TestApp, sent_before: u64, calls: u64) {
     }
 }
 
+/// A call whose round trips are counted: (operation, method, path, body,
+/// DynamoDB budget, Kubernetes budget).
+type Call = (
+    &'static str,
+    http::Method,
+    String,
+    Option<serde_json::Value>,
+    u64,
+    u64,
+);
+
 /// Round trips of the app operations (DynamoDB, Kubernetes), counted so that
 /// they cannot silently grow. The budgets: `getApp` at most 3 + 2 (App,
 /// pods); `updateApp` at most 4 + 4 (environment, its namespace and the
@@ -92,15 +103,6 @@ async fn app_operations_stay_within_their_round_trips() {
     };
     // A hostname release: the one transaction hostname claims may add.
     const RELEASE: u64 = 1;
-    // (operation, method, path, body, DynamoDB budget, Kubernetes budget)
-    type Call = (
-        &'static str,
-        Method,
-        String,
-        Option<serde_json::Value>,
-        u64,
-        u64,
-    );
     let calls: Vec<Call> = vec![
         ("getApp", Method::GET, shop.clone(), None, 3, 2),
         // App and pods; one log request per pod (none here), read at once.
@@ -384,8 +386,7 @@ async fn build_operations_stay_within_their_round_trips() {
                 "git_repo": "https://github.com/acme/shop" }),
     )
     .await;
-    // (operation, method, path, body, DynamoDB budget, Kubernetes budget)
-    let calls: Vec<(&str, Method, String, Option<serde_json::Value>, u64, u64)> = vec![
+    let calls: Vec<Call> = vec![
         (
             "createBuild",
             Method::POST,
