@@ -60,6 +60,20 @@ async fn create_build(app: &TestApp, user: &TestUser, shop: &str, body: Option<V
     build
 }
 
+/// An image app `shop` with a source, and its build 1 (asked by the
+/// owner): its environment's apps path, namespace and the app's path.
+async fn shop_with_a_build(app: &TestApp) -> (String, String, String) {
+    let (apps, namespace) = environment(app).await;
+    app.create_app(
+        &apps,
+        json!({"name": "shop", "image": "nginx", "git_repo": REPO}),
+    )
+    .await;
+    let shop = format!("{apps}/shop");
+    create_build(app, &app.owner, &shop, None).await;
+    (apps, namespace, shop)
+}
+
 #[tokio::test]
 async fn an_app_from_source_shows_it_and_queues_build_one() {
     let app = TestApp::with_cluster().await;
@@ -213,14 +227,8 @@ async fn create_build_builds_the_apps_ref_or_the_one_asked() {
 #[tokio::test]
 async fn builds_are_listed_newest_first_a_page_at_a_time() {
     let app = TestApp::with_cluster().await;
-    let (apps, _) = environment(&app).await;
-    app.create_app(
-        &apps,
-        json!({"name": "shop", "image": "nginx", "git_repo": REPO}),
-    )
-    .await;
-    let shop = format!("{apps}/shop");
-    for _ in 0..5 {
+    let (_, _, shop) = shop_with_a_build(&app).await;
+    for _ in 0..4 {
         create_build(&app, &app.owner, &shop, None).await;
     }
     let page = async |query: &str| {
@@ -257,14 +265,7 @@ async fn builds_are_listed_newest_first_a_page_at_a_time() {
 #[tokio::test]
 async fn builds_are_the_apps_own() {
     let app = TestApp::with_cluster().await;
-    let (apps, namespace) = environment(&app).await;
-    app.create_app(
-        &apps,
-        json!({"name": "shop", "image": "nginx", "git_repo": REPO}),
-    )
-    .await;
-    let shop = format!("{apps}/shop");
-    create_build(&app, &app.owner, &shop, None).await;
+    let (apps, namespace, shop) = shop_with_a_build(&app).await;
 
     let stranger = app.other_org(&crate::support::unique("rival")).await;
     let missing_app = app
@@ -333,14 +334,7 @@ async fn builds_are_the_apps_own() {
 #[tokio::test]
 async fn who_may_build_and_read_builds() {
     let app = TestApp::with_cluster().await;
-    let (apps, namespace) = environment(&app).await;
-    app.create_app(
-        &apps,
-        json!({"name": "shop", "image": "nginx", "git_repo": REPO}),
-    )
-    .await;
-    let shop = format!("{apps}/shop");
-    create_build(&app, &app.owner, &shop, None).await;
+    let (_, namespace, shop) = shop_with_a_build(&app).await;
     for role in Role::ALL {
         let user = app.user(role).await;
         let may_build = role.grants(berth_shared::Permission::AppDeploy);
@@ -540,14 +534,7 @@ async fn what_an_app_without_an_image_cannot_do() {
 #[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's log knob")]
 async fn build_logs_are_the_build_pods_steps_in_order() {
     let app = TestApp::with_cluster().await;
-    let (apps, namespace) = environment(&app).await;
-    app.create_app(
-        &apps,
-        json!({"name": "shop", "image": "nginx", "git_repo": REPO}),
-    )
-    .await;
-    let shop = format!("{apps}/shop");
-    create_build(&app, &app.owner, &shop, None).await;
+    let (_, namespace, shop) = shop_with_a_build(&app).await;
     let logs = async |query: &str| {
         let answer = app
             .get(&format!("{shop}/builds/1/logs{query}"))

@@ -62,6 +62,33 @@ type Call = (
     u64,
 );
 
+/// Makes the call as the owner and checks its round trips against its
+/// budgets; the line of the table printed.
+async fn within_budget(app: &TestApp, call: Call) -> String {
+    let (operation, method, path, body, dynamodb_budget, kube_budget) = call;
+    let (dynamodb, kube, sent) = (
+        app.round_trips.get(),
+        app.cluster_requests.calls(),
+        app.cluster_requests.get(),
+    );
+    let mut request = app.request(method, &path).by(&app.owner);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let answer = request.send().await;
+    assert!(answer.status.is_success(), "{operation}: {}", answer.text());
+    let used = (
+        app.round_trips.get() - dynamodb,
+        app.cluster_requests.calls() - kube,
+    );
+    assert_sent_once(app, sent, used.1);
+    assert!(
+        used.0 <= dynamodb_budget && used.1 <= kube_budget,
+        "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
+    );
+    format!("{operation}: {} DynamoDB, {} Kubernetes", used.0, used.1)
+}
+
 /// Round trips of the app operations (DynamoDB, Kubernetes), counted so that
 /// they cannot silently grow. The budgets: `getApp` at most 3 + 2 (App,
 /// pods); `updateApp` at most 4 + 4 (environment, its namespace and the
@@ -168,35 +195,12 @@ async fn app_operations_stay_within_their_round_trips() {
         ),
     ];
     let mut table = Vec::new();
-    for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
+    for call in calls {
         crate::support::eventually("the app's status settles", || async {
             app.get(&shop).by(&app.owner).send().await.json()["app"]["ready"] == true
         })
         .await;
-        let (dynamodb, kube, sent) = (
-            app.round_trips.get(),
-            app.cluster_requests.calls(),
-            app.cluster_requests.get(),
-        );
-        let mut request = app.request(method, &path).by(&app.owner);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let answer = request.send().await;
-        assert!(answer.status.is_success(), "{operation}: {}", answer.text());
-        let used = (
-            app.round_trips.get() - dynamodb,
-            app.cluster_requests.calls() - kube,
-        );
-        assert_sent_once(&app, sent, used.1);
-        table.push(format!(
-            "{operation}: {} DynamoDB, {} Kubernetes",
-            used.0, used.1
-        ));
-        assert!(
-            used.0 <= dynamodb_budget && used.1 <= kube_budget,
-            "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
-        );
+        table.push(within_budget(&app, call).await);
     }
     println!("{}", table.join("\n"));
 }
@@ -429,31 +433,8 @@ async fn build_operations_stay_within_their_round_trips() {
         ),
     ];
     let mut table = Vec::new();
-    for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
-        let (dynamodb, kube, sent) = (
-            app.round_trips.get(),
-            app.cluster_requests.calls(),
-            app.cluster_requests.get(),
-        );
-        let mut request = app.request(method, &path).by(&app.owner);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let answer = request.send().await;
-        assert!(answer.status.is_success(), "{operation}: {}", answer.text());
-        let used = (
-            app.round_trips.get() - dynamodb,
-            app.cluster_requests.calls() - kube,
-        );
-        assert_sent_once(&app, sent, used.1);
-        table.push(format!(
-            "{operation}: {} DynamoDB, {} Kubernetes",
-            used.0, used.1
-        ));
-        assert!(
-            used.0 <= dynamodb_budget && used.1 <= kube_budget,
-            "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
-        );
+    for call in calls {
+        table.push(within_budget(&app, call).await);
     }
     println!("{}", table.join("\n"));
 }
