@@ -21,7 +21,8 @@
 //!   reads and writes), [`kubeconfig`] (the stored kubeconfig).
 //! - The resources (feature `cluster`), each holding its rules:
 //!   [`projects`], [`environments`], [`apps`] (with the DNS check of its
-//!   domains under feature `dns`), [`secrets`], [`templates`].
+//!   domains under feature `dns`), [`builds`] (apps from source),
+//!   [`secrets`], [`templates`].
 //! - The process: [`config`], [`state`] (what every handler shares),
 //!   [`runtime`], [`telemetry`].
 //! - [`testing`] (feature `test-support`): fixtures for every crate's tests.
@@ -33,6 +34,8 @@
 #[cfg(feature = "cluster")]
 pub mod apps;
 pub mod audit;
+#[cfg(feature = "cluster")]
+pub mod builds;
 pub mod clock;
 #[cfg(feature = "cluster")]
 pub mod cluster;

@@ -107,6 +107,8 @@ fn the_kustomization_renders_one_installation() {
             "ResourceQuota",
             "Role",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "RoleBinding",
             "ServiceAccount",
@@ -242,6 +244,10 @@ const API_USES: &[(&str, &str, &str)] = &[
     ("", "secrets", "create"),
     ("", "secrets", "update"),
     ("", "secrets", "delete"),
+    ("berth.dev", "builds", "get"),
+    ("berth.dev", "builds", "list"),
+    ("berth.dev", "builds", "create"),
+    ("berth.dev", "builds", "delete"),
 ];
 
 const CONTROLLER_USES: &[(&str, &str, &str)] = &[
