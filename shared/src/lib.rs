@@ -21,7 +21,9 @@
 //!   reads and writes), [`kubeconfig`] (the stored kubeconfig).
 //! - The resources (feature `cluster`), each holding its rules:
 //!   [`projects`], [`environments`], [`apps`] (with the DNS check of its
-//!   domains under feature `dns`), [`secrets`], [`templates`].
+//!   domains under feature `dns`), [`secrets`], [`templates`]; [`webhooks`]
+//!   (git pushes that start builds; its storage and signature checks need
+//!   no cluster).
 //! - The process: [`config`], [`state`] (what every handler shares),
 //!   [`runtime`], [`telemetry`].
 //! - [`testing`] (feature `test-support`): fixtures for every crate's tests.
@@ -63,6 +65,7 @@ pub mod telemetry;
 pub mod templates;
 #[cfg(all(feature = "cluster", any(test, feature = "test-support")))]
 pub mod testing;
+pub mod webhooks;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;

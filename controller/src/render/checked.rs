@@ -96,7 +96,11 @@ impl<'a> CheckedApp<'a> {
 /// What the process's container takes from the app: an image, a health
 /// check path its probes can use, and environment variables.
 fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(), RenderError> {
-    if config.image.as_deref().is_none_or(|image| image.trim().is_empty()) {
+    if config
+        .image
+        .as_deref()
+        .is_none_or(|image| image.trim().is_empty())
+    {
         return Err(RenderError::new("spec.image", "must be an image reference"));
     }
     // Only the probes of an always-on `http` process with a port use the path.

@@ -420,7 +420,10 @@ impl Build {
 
     /// Whether it ended (succeeded, failed or cancelled).
     pub fn is_finished(&self) -> bool {
-        matches!(self.phase(), BUILD_SUCCEEDED | BUILD_FAILED | BUILD_CANCELLED)
+        matches!(
+            self.phase(),
+            BUILD_SUCCEEDED | BUILD_FAILED | BUILD_CANCELLED
+        )
     }
 }
 
