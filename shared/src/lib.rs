@@ -21,9 +21,9 @@
 //!   reads and writes), [`kubeconfig`] (the stored kubeconfig).
 //! - The resources (feature `cluster`), each holding its rules:
 //!   [`projects`], [`environments`], [`apps`] (with the DNS check of its
-//!   domains under feature `dns`), [`secrets`], [`templates`]; [`webhooks`]
-//!   (git pushes that start builds; its storage and signature checks need
-//!   no cluster).
+//!   domains under feature `dns`), [`builds`] (apps from source),
+//!   [`secrets`], [`templates`]; [`webhooks`] (git pushes that start
+//!   builds; its storage and signature checks need no cluster).
 //! - The process: [`config`], [`state`] (what every handler shares),
 //!   [`runtime`], [`telemetry`].
 //! - [`testing`] (feature `test-support`): fixtures for every crate's tests.
@@ -35,6 +35,8 @@
 #[cfg(feature = "cluster")]
 pub mod apps;
 pub mod audit;
+#[cfg(feature = "cluster")]
+pub mod builds;
 pub mod clock;
 #[cfg(feature = "cluster")]
 pub mod cluster;

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod apps;
+pub mod builds;
 pub mod crd;
 pub mod environments;
 pub mod install;

@@ -6,6 +6,7 @@
 //! the field with [`Invalid::at`].
 
 pub mod container_paths;
+pub mod git;
 pub mod image;
 pub mod names;
 pub mod numbers;

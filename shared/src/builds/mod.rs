@@ -1,0 +1,186 @@
+//! Builds of apps from source (issue 18): the API makes a Build resource
+//! for each (`queued`), lists and reads them and their output; the
+//! controller runs them and writes their status, and on success the app's
+//! next revision. See `docs/api-notes.md`, "Apps from source".
+//!
+//! - [`record`]: the Build record the API answers;
+//! - [`start`]: the next build of an app (createBuild, the create of an app
+//!   from source, a webhook's push);
+//! - [`service`]: the operations (list, get, logs).
+
+pub mod record;
+
+
+use std::collections::BTreeMap;
+
+use kube::ResourceExt;
+use kube::api::ObjectMeta;
+
+use crate::ApiError;
+use crate::cluster::builds::{self as cluster_builds, Created};
+use crate::cluster::crd::{
+    App, BUILDS_NAMESPACE, Build, BuildSpec, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
+    LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, object_names,
+};
+use crate::clock;
+use crate::domain::git::GitRef;
+use record::{BuildRecord, build_record};
+
+/// The builds kept per app: making one more deletes the oldest finished
+/// ones beyond it (a queued or running build is never deleted for it).
+pub const BUILDS_KEPT: usize = 50;
+
+/// How many numbers a create tries when others take them meanwhile.
+const NUMBER_ATTEMPTS: i64 = 5;
+
+/// Queues the next build of `app` (a Build resource in
+/// [`BUILDS_NAMESPACE`], phase absent: `queued`): its source as it is now,
+/// with the ref replaced by `requested_ref` when one is given. Its number
+/// is the highest of the app's builds plus one; a create that loses that
+/// number to another (409 from the apiserver) tries the next, a few times.
+/// Then the oldest finished builds beyond [`BUILDS_KEPT`] are deleted.
+///
+/// 409 when the app has no source to build. The caller has checked the
+/// app is the caller's and that it may build it.
+pub async fn start(
+    client: &kube::Client,
+    app: &App,
+    requested_ref: Option<GitRef>,
+    actor: &str,
+) -> Result<BuildRecord, ApiError> {
+    let Some(mut source) = app.spec.config.source.clone() else {
+        return Err(ApiError::Conflict(format!(
+            "app {} has no git_repo to build: set one with updateApp",
+            app.name_any()
+        )));
+    };
+    if let Some(requested) = requested_ref {
+        source.git_ref = Some(requested.into_inner());
+    }
+    let app_uid = app
+        .uid()
+        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))?;
+    let namespace = app.namespace().unwrap_or_default();
+    let mut existing = cluster_builds::of_app(client, &app_uid).await?;
+    let mut number = existing.iter().map(|b| b.spec.number).max().unwrap_or(0) + 1;
+    let app_labels = app.labels();
+    let label = |key: &str| app_labels.get(key).cloned().unwrap_or_default();
+    let labels: BTreeMap<String, String> = [
+        (LABEL_MANAGED_BY, MANAGER.to_owned()),
+        (LABEL_ORG, label(LABEL_ORG)),
+        (LABEL_PROJECT, label(LABEL_PROJECT)),
+        (LABEL_ENVIRONMENT, label(LABEL_ENVIRONMENT)),
+        (LABEL_APP, app.name_any()),
+        (LABEL_APP_UID, app_uid.clone()),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_owned(), value))
+    .collect();
+    let mut spec = BuildSpec {
+        org: label(LABEL_ORG),
+        project: label(LABEL_PROJECT),
+        environment: label(LABEL_ENVIRONMENT),
+        namespace: namespace.clone(),
+        app: app.name_any(),
+        app_uid,
+        number,
+        source,
+        actor: Some(actor.to_owned()),
+        created_at: clock::unix_millis(),
+    };
+    for _ in 0..NUMBER_ATTEMPTS {
+        spec.number = number;
+        let build = Build {
+            metadata: ObjectMeta {
+                name: Some(object_names::build(&namespace, &app.name_any(), number)),
+                namespace: Some(BUILDS_NAMESPACE.to_owned()),
+                labels: Some(labels.clone()),
+                ..ObjectMeta::default()
+            },
+            spec: spec.clone(),
+            status: None,
+        };
+        match cluster_builds::create(client, &build).await? {
+            Created::Made(made) => {
+                existing.push(*made.clone());
+                prune(client, existing).await?;
+                return Ok(build_record(&made));
+            }
+            Created::NameTaken => number += 1,
+        }
+    }
+    Err(ApiError::Conflict(
+        "other builds of this app were being made at the same time; try again".into(),
+    ))
+}
+
+/// Deletes the oldest finished builds beyond [`BUILDS_KEPT`].
+async fn prune(client: &kube::Client, builds: Vec<Build>) -> Result<(), ApiError> {
+    for build in beyond_kept(builds) {
+        cluster_builds::delete(client, &build).await?;
+    }
+    Ok(())
+}
+
+/// Of an app's builds, the oldest finished ones beyond [`BUILDS_KEPT`].
+fn beyond_kept(mut builds: Vec<Build>) -> Vec<Build> {
+    let excess = builds.len().saturating_sub(BUILDS_KEPT);
+    builds.sort_by_key(|build| build.spec.number);
+    builds
+        .into_iter()
+        .filter(Build::is_finished)
+        .take(excess)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::crd::{AppSource, BuildStatus};
+
+    fn build(number: i64, phase: Option<&str>) -> Build {
+        let mut build = Build::new(
+            &format!("ns.shop.{number}"),
+            BuildSpec {
+                org: "acme".into(),
+                project: "p".into(),
+                environment: "e".into(),
+                namespace: "ns".into(),
+                app: "shop".into(),
+                app_uid: "uid".into(),
+                number,
+                source: AppSource {
+                    git_repo: "https://github.com/acme/shop".into(),
+                    git_ref: None,
+                    build: Default::default(),
+                    git_secret: None,
+                },
+                actor: None,
+                created_at: 0,
+            },
+        );
+        build.status = phase.map(|phase| BuildStatus {
+            phase: Some(phase.into()),
+            ..BuildStatus::default()
+        });
+        build
+    }
+
+    fn numbers(builds: Vec<Build>) -> Vec<i64> {
+        builds.iter().map(|build| build.spec.number).collect()
+    }
+
+    #[test]
+    fn keeps_fifty_deleting_the_oldest_finished() {
+        let fifty: Vec<Build> = (1..=50).map(|n| build(n, Some("succeeded"))).collect();
+        assert!(beyond_kept(fifty.clone()).is_empty());
+        let mut more = fifty;
+        more.push(build(51, None));
+        more.push(build(52, None));
+        assert_eq!(numbers(beyond_kept(more.clone())), vec![1, 2]);
+        // Unfinished builds are never deleted to make room.
+        more[0] = build(1, Some("running"));
+        more[1] = build(2, None);
+        assert_eq!(numbers(beyond_kept(more)), vec![3, 4]);
+    }
+}

@@ -1,0 +1,246 @@
+//! What an app built from source names in git: the repository's URL, the
+//! ref to build, and paths inside the repository.
+//!
+//! - A repository is an `https://` URL with a host and a path, and nothing
+//!   a clone could be tricked with: no credentials (`user:token@`), no
+//!   query or fragment, no whitespace or control characters, at most
+//!   [`GitRepo::MAX_LEN`] characters. Private repositories are cloned
+//!   with the credential of the app's `git_secret`, never one in the URL.
+//! - A ref (branch, tag or commit) follows git's own rules
+//!   (`git check-ref-format`): no component starting with `.` or ending
+//!   with `.lock`, no `..`, `@{`, `\`, space, `~`, `^`, `:`, `?`, `*`,
+//!   `[` or control character, no leading, trailing or doubled `/`, not
+//!   ending with `.`, not `@`; besides, not starting with `-` (it would
+//!   read as an option to git) and at most [`GitRef::MAX_LEN`] characters.
+//! - A path in the repository is relative, `/`-separated, with no `.` or
+//!   `..` component, at most [`RepoPath::MAX_LEN`] characters.
+
+use super::Invalid;
+use super::names::string_newtype;
+
+/// An `https://` URL of a git repository, kept as given.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GitRepo(String);
+
+impl GitRepo {
+    pub const MAX_LEN: usize = 512;
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        let rule = || {
+            Invalid::new(format!(
+                "must be an https:// URL of a git repository (host and path, no credentials, \
+                 query or fragment), at most {} characters",
+                Self::MAX_LEN
+            ))
+        };
+        if value.len() > Self::MAX_LEN {
+            return Err(rule());
+        }
+        let rest = value.strip_prefix("https://").ok_or_else(rule)?;
+        let (authority, path) = rest.split_once('/').ok_or_else(rule)?;
+        if authority.contains('@') {
+            return Err(Invalid::new(
+                "must not hold credentials (user:token@): name a secret of the environment in \
+                 git_secret instead",
+            ));
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        let host_ok = !host.is_empty()
+            && host.len() <= 253
+            && host.split('.').all(|label| {
+                !label.is_empty()
+                    && label.len() <= 63
+                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+            });
+        let port_ok = port.is_none_or(|port| {
+            !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+        });
+        let path_ok = !path.is_empty()
+            && path.bytes().all(|b| {
+                b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.' | b'~' | b'%')
+            })
+            && path
+                .split('/')
+                .all(|component| component != "." && component != "..");
+        if host_ok && port_ok && path_ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(rule())
+        }
+    }
+}
+
+string_newtype!(GitRepo);
+
+/// A branch, tag or commit, by git's ref-format rules (see the module).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GitRef(String);
+
+impl GitRef {
+    pub const MAX_LEN: usize = 255;
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        if is_ref(value) {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a git branch, tag or commit of at most {} characters by git's \
+                 ref-format rules: no space, control character, '~', '^', ':', '?', '*', '[', \
+                 '\\', '..' or '@{{'; no component starting with '.' or ending with '.lock'; \
+                 no leading, trailing or doubled '/'; not ending with '.', not '@', not \
+                 starting with '-'",
+                Self::MAX_LEN
+            )))
+        }
+    }
+}
+
+string_newtype!(GitRef);
+
+fn is_ref(value: &str) -> bool {
+    !value.is_empty()
+        && value.len() <= GitRef::MAX_LEN
+        && value != "@"
+        && !value.starts_with('-')
+        && !value.ends_with('.')
+        && !value.contains("..")
+        && !value.contains("@{")
+        && !value.bytes().any(|b| {
+            b < 0x20 || b == 0x7f || matches!(b, b' ' | b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\')
+        })
+        && value.split('/').all(|component| {
+            !component.is_empty() && !component.starts_with('.') && !component.ends_with(".lock")
+        })
+}
+
+/// A relative path inside a repository (a build's context directory, a
+/// Dockerfile), kept as given.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RepoPath(String);
+
+impl RepoPath {
+    pub const MAX_LEN: usize = 255;
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        let ok = !value.is_empty()
+            && value.len() <= Self::MAX_LEN
+            && !value.starts_with('/')
+            && !value.bytes().any(|b| b < 0x20 || b == 0x7f || b == b'\\')
+            && value
+                .trim_end_matches('/')
+                .split('/')
+                .all(|component| !component.is_empty() && component != "." && component != "..");
+        if ok {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a path relative to the repository's root: '/'-separated names, no \
+                 leading '/', no '.' or '..' component, at most {} characters",
+                Self::MAX_LEN
+            )))
+        }
+    }
+}
+
+string_newtype!(RepoPath);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repositories_are_https_urls_without_credentials() {
+        for good in [
+            "https://github.com/acme/shop",
+            "https://github.com/acme/shop.git",
+            "https://git.example.com:8443/group/sub/shop.git",
+            "https://gitlab.com/acme/shop_2-x",
+        ] {
+            assert!(GitRepo::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "http://github.com/acme/shop",
+            "git@github.com:acme/shop.git",
+            "ssh://git@github.com/acme/shop",
+            "https://github.com",
+            "https://github.com/",
+            "https:///acme/shop",
+            "https://github.com/acme/shop?x=1",
+            "https://github.com/acme/shop#main",
+            "https://github.com/acme/sh op",
+            "https://github.com/acme/../shop",
+            "https://-bad.com/acme/shop",
+            "https://github.com:x/acme/shop",
+            "HTTPS://github.com/acme/shop",
+        ] {
+            assert!(GitRepo::parse(bad).is_err(), "{bad}");
+        }
+        let long = format!("https://github.com/{}", "a".repeat(GitRepo::MAX_LEN));
+        assert!(GitRepo::parse(&long).is_err());
+    }
+
+    #[test]
+    fn credentials_in_a_url_are_refused_without_being_echoed() {
+        let error = GitRepo::parse("https://me:ghp_SENTINEL@github.com/acme/shop")
+            .expect_err("credentials");
+        assert!(error.0.contains("git_secret"), "{error}");
+        assert!(!error.0.contains("SENTINEL"), "{error}");
+    }
+
+    #[test]
+    fn refs_follow_gits_rules() {
+        for good in [
+            "main",
+            "release/1.2",
+            "v1.2.3",
+            "feature/x_y-z",
+            "0123456789abcdef0123456789abcdef01234567",
+            "refs/heads/main",
+        ] {
+            assert!(GitRef::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "@",
+            "-main",
+            "main.",
+            "a..b",
+            "a@{1}",
+            "a b",
+            "a~1",
+            "a^",
+            "a:b",
+            "a?",
+            "a*",
+            "a[",
+            "a\\b",
+            "/main",
+            "main/",
+            "a//b",
+            ".hidden",
+            "a/.b",
+            "a.lock",
+            "a/b.lock/c",
+            "tab\there",
+        ] {
+            assert!(GitRef::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(GitRef::parse(&"a".repeat(GitRef::MAX_LEN)).is_ok());
+        assert!(GitRef::parse(&"a".repeat(GitRef::MAX_LEN + 1)).is_err());
+    }
+
+    #[test]
+    fn repository_paths_stay_inside() {
+        for good in ["app", "services/web", "docker/Dockerfile.prod", "web/"] {
+            assert!(RepoPath::parse(good).is_ok(), "{good}");
+        }
+        for bad in ["", "/etc", "..", "a/../b", "./a", "a//b", "a\\b", "a/./b"] {
+            assert!(RepoPath::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+}
