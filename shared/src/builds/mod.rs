@@ -10,19 +10,18 @@
 
 pub mod record;
 
-
 use std::collections::BTreeMap;
 
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
 use crate::ApiError;
+use crate::clock;
 use crate::cluster::builds::{self as cluster_builds, Created};
 use crate::cluster::crd::{
     App, BUILDS_NAMESPACE, Build, BuildSpec, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
     LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, object_names,
 };
-use crate::clock;
 use crate::domain::git::GitRef;
 use record::{BuildRecord, build_record};
 

@@ -53,7 +53,9 @@ impl GitRepo {
             && host.split('.').all(|label| {
                 !label.is_empty()
                     && label.len() <= 63
-                    && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                     && !label.starts_with('-')
                     && !label.ends_with('-')
             });
@@ -111,7 +113,9 @@ fn is_ref(value: &str) -> bool {
         && !value.contains("..")
         && !value.contains("@{")
         && !value.bytes().any(|b| {
-            b < 0x20 || b == 0x7f || matches!(b, b' ' | b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\')
+            b < 0x20
+                || b == 0x7f
+                || matches!(b, b' ' | b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\')
         })
         && value.split('/').all(|component| {
             !component.is_empty() && !component.starts_with('.') && !component.ends_with(".lock")

@@ -16,6 +16,7 @@
 //! | app's webhook (pointer to its hook) | `RELEASES#{app uid}` | `WEBHOOK` |
 //! | webhook (with its secret) | `HOOK#{hook id}` | `HOOK` |
 //! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (TTL) |
+//! | webhook payload seen | `HOOK#{hook id}` | `PAYLOAD#{sha256 of the body}` (TTL) |
 //!
 //! A user's sessions and tokens share the profile's partition, so a request is
 //! authenticated with one `BatchGetItem`, and everything a user holds is found
@@ -117,6 +118,10 @@ pub const DELIVERY_SK_PREFIX: &str = "DELIVERY#";
 
 pub fn delivery_sk(delivery_id: &str) -> String {
     format!("{DELIVERY_SK_PREFIX}{delivery_id}")
+}
+
+pub fn payload_sk(body_digest: &str) -> String {
+    format!("PAYLOAD#{body_digest}")
 }
 
 pub const CLUSTER_PK: &str = "CLUSTER";

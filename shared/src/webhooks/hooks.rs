@@ -32,6 +32,7 @@ pub struct HookItem {
     /// name is another app, which this hook does not build.
     pub history: String,
     pub secret: String,
+    /// Unix milliseconds.
     pub created_at: i64,
 }
 
@@ -74,7 +75,7 @@ pub async fn create(store: &Store, app: &HookedApp) -> Result<HookItem, ApiError
     // A replacement racing another is tried again on what the other left.
     for _ in 0..3 {
         let previous = pointer(store, &app.history).await?;
-        let now = clock::unix_seconds();
+        let now = clock::unix_millis();
         let id = credentials::new_record_id();
         let hook = HookItem {
             pk: keys::hook(&id),
@@ -178,40 +179,76 @@ pub async fn find(store: &Store, hook_id: &str) -> Result<Option<HookItem>, ApiE
     Ok(found.filter(|_| well_formed))
 }
 
-/// Records a delivery of the hook; `false` if it was recorded before (a
-/// replay). Remembered for [`DELIVERY_MEMORY_SECS`] (the table's TTL).
+/// The items that mark a delivery as seen: its id (when it has one) and
+/// its body's digest. GitHub signs the body only, so a captured delivery
+/// sent again under a new id is still known by its body; a legitimate new
+/// push always has a body of its own.
+fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> Vec<Item> {
+    let payload = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
+    delivery_id
+        .map(keys::delivery_sk)
+        .into_iter()
+        .chain([keys::payload_sk(&payload)])
+        .map(|sk| store::key(keys::hook(hook_id), &sk))
+        .collect()
+}
+
+/// Records a delivery of the hook, in one transaction; `false` if its id or
+/// its body was recorded before (a replay). Remembered for
+/// [`DELIVERY_MEMORY_SECS`] (the table's TTL).
 pub async fn record_delivery(
     store: &Store,
     hook_id: &str,
-    delivery_id: &str,
+    delivery_id: Option<&str>,
+    body: &[u8],
 ) -> Result<bool, ApiError> {
-    let expires = clock::unix_seconds() + DELIVERY_MEMORY_SECS;
-    let put = store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .item(keys::PK, store::s(keys::hook(hook_id)))
-        .item(keys::SK, store::s(keys::delivery_sk(delivery_id)))
-        .item(keys::TTL, store::n(expires))
-        // An expired record DynamoDB has not yet removed is no record.
-        .condition_expression("attribute_not_exists(pk) OR #ttl < :now")
-        .expression_attribute_names("#ttl", keys::TTL)
-        .expression_attribute_values(":now", store::n(clock::unix_seconds()))
-        .send()
-        .await;
-    match put {
-        Ok(_) => Ok(true),
-        Err(error) if store::is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
+    let now = clock::unix_seconds();
+    let writes = delivery_keys(hook_id, delivery_id, body)
+        .into_iter()
+        .map(|mut item| {
+            item.insert(keys::TTL.to_owned(), store::n(now + DELIVERY_MEMORY_SECS));
+            store::tx_put(
+                Put::builder()
+                    .table_name(store.table())
+                    .set_item(Some(item))
+                    // An expired record DynamoDB has not yet removed is no record.
+                    .condition_expression("attribute_not_exists(pk) OR #ttl < :now")
+                    .expression_attribute_names("#ttl", keys::TTL)
+                    .expression_attribute_values(":now", store::n(now)),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    match store.transact(writes).await {
+        Ok(()) => Ok(true),
+        Err(error) if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
+            Ok(false)
+        }
+        Err(error) => Err(store::transaction_failure(error)),
     }
 }
 
 /// Forgets a delivery whose build could not be started, so that the
 /// sender's retry (or a redelivery by hand) is not taken for a replay.
-pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: &str) {
-    let key = store::key(keys::hook(hook_id), &keys::delivery_sk(delivery_id));
-    if let Err(error) = store.delete(key).await {
-        tracing::warn!(error = %error.cause(), "forgetting a failed webhook delivery");
+pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&str>, body: &[u8]) {
+    let deletes = delivery_keys(hook_id, delivery_id, body)
+        .into_iter()
+        .map(|key| {
+            store::tx_delete(
+                Delete::builder()
+                    .table_name(store.table())
+                    .set_key(Some(key)),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>();
+    let outcome = match deletes {
+        Ok(deletes) => store
+            .transact(deletes)
+            .await
+            .map_err(store::transaction_failure),
+        Err(error) => Err(error),
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(error = %error.cause(), "forgetting a webhook delivery whose build failed");
     }
 }
 

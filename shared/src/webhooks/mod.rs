@@ -11,3 +11,5 @@
 pub mod delivery;
 pub mod hooks;
 pub mod push;
+#[cfg(feature = "cluster")]
+pub mod service;
