@@ -72,6 +72,11 @@ operations! {
     RestartApp => "restartApp", Needs(AppOperate);
     RunApp => "runApp", Needs(AppOperate);
     CheckAppDomains => "checkAppDomains", Needs(Read);
+    CreateWebhook => "createWebhook", Needs(AppDeploy);
+    GetWebhook => "getWebhook", Needs(Read);
+    DeleteWebhook => "deleteWebhook", Needs(AppDeploy);
+    // No credentials: the hook's signature, checked by its rules.
+    ReceiveWebhook => "receiveWebhook", Public;
     ListSecrets => "listSecrets", Needs(Read);
     PutSecret => "putSecret", Needs(SecretWrite);
     DeleteSecret => "deleteSecret", Needs(SecretWrite);

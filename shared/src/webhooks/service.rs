@@ -21,6 +21,11 @@ use crate::identity::Principal;
 use crate::store::Store;
 use crate::{ApiError, AppState, Missing};
 
+/// The largest delivery read (`413` beyond). GitHub caps a payload at
+/// 25 MB, but a push payload lists at most 20 commits and stays far below
+/// this; API Gateway and Lambda take a few MB at most anyway.
+pub const MAX_DELIVERY_BYTES: usize = 1024 * 1024;
+
 /// The actor of the builds a hook starts (`Build.actor`).
 pub const WEBHOOK_ACTOR: &str = "webhook";
 
@@ -173,6 +178,11 @@ pub async fn receive(
         return Err(ApiError::Unauthenticated);
     };
     scope::audit_webhook(delivery.provider.as_str());
+    if !crate::http::forgery::is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType(
+            "the hook's content type must be application/json".into(),
+        ));
+    }
     if let Some(why) = push::ignored_event(&delivery) {
         return Ok(Received::Ignored(why));
     }
