@@ -168,6 +168,12 @@ fn referencing(apps: &[App], secret: &str) -> Vec<String> {
                 .env
                 .iter()
                 .any(|var| var.secret.as_ref().is_some_and(|r| r.name == secret))
+                || app
+                    .spec
+                    .config
+                    .source
+                    .as_ref()
+                    .is_some_and(|source| source.git_secret.as_deref() == Some(secret))
         })
         .map(ResourceExt::name_any)
         .collect()
@@ -298,8 +304,13 @@ pub async fn delete(
     cluster_secrets::delete(client, &current).await
 }
 
-/// Refuses a configuration whose env reads a secret or key that does not
-/// exist in the app's environment: its pods would never start. Costs one
+/// The key of an app's `git_secret` a build clones with (and `username`,
+/// optionally).
+pub const GIT_TOKEN_KEY: &str = "token";
+
+/// Refuses a configuration whose env (or `git_secret`: its `token`) reads
+/// a secret or key that does not exist in the app's environment: its pods
+/// (or builds) would never start. Costs one
 /// cluster request when the env has secret references (a get for one secret,
 /// a list for several) and none otherwise. Any secret of the namespace counts,
 /// Berth's or not: secrets made by other tools may be read too.
@@ -308,16 +319,18 @@ pub async fn check_references(
     path: &AppPath,
     config: &AppConfig,
 ) -> Result<(), ApiError> {
-    let references: Vec<(usize, &str, &str)> = config
-        .env
+    let env = config.env.iter().enumerate().filter_map(|(i, var)| {
+        var.secret
+            .as_ref()
+            .map(|r| (format!("env[{i}].secret"), r.name.as_str(), r.key.as_str()))
+    });
+    // A build clones with the git secret's `token`.
+    let git = config
+        .source
         .iter()
-        .enumerate()
-        .filter_map(|(i, var)| {
-            var.secret
-                .as_ref()
-                .map(|r| (i, r.name.as_str(), r.key.as_str()))
-        })
-        .collect();
+        .filter_map(|source| source.git_secret.as_deref())
+        .map(|name| ("git_secret".to_owned(), name, GIT_TOKEN_KEY));
+    let references: Vec<(String, &str, &str)> = env.chain(git).collect();
     let Some(&(_, first, _)) = references.first() else {
         return Ok(());
     };
@@ -335,10 +348,10 @@ pub async fn check_references(
     } else {
         cluster_secrets::list_all(client, &namespace).await?
     };
-    for (i, name, key) in references {
+    for (field, name, key) in references {
         let Some(secret) = found.iter().find(|s| s.name_any() == name) else {
             return Err(ApiError::ValidationFailed(format!(
-                "env[{i}].secret: there is no secret {name} in this environment; create it first"
+                "{field}: there is no secret {name} in this environment; create it first"
             )));
         };
         let has_key = secret.data.as_ref().is_some_and(|d| d.contains_key(key))
@@ -348,7 +361,7 @@ pub async fn check_references(
                 .is_some_and(|d| d.contains_key(key));
         if !has_key {
             return Err(ApiError::ValidationFailed(format!(
-                "env[{i}].secret: the secret {name} has no key {key}"
+                "{field}: the secret {name} has no key {key}"
             )));
         }
     }

@@ -8,9 +8,11 @@ use std::collections::HashSet;
 use serde::Deserialize;
 
 use crate::cluster::crd::{
-    AppConfig, AppEnvVar, AppProcess, AppVolume, SecretKeyRef, object_names,
+    AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
+    SecretKeyRef, object_names,
 };
 use crate::domain::container_paths::{HealthCheckPath, MountPath};
+use crate::domain::git::{GitRef, GitRepo, RepoPath};
 use crate::domain::image::ImageRef;
 use crate::domain::names::{
     AppName, EnvName, Hostname, NewAppName, ProcessName, SecretKey, SecretName, VolumeName,
@@ -90,6 +92,25 @@ pub struct VolumeBody {
     pub size: Option<String>,
 }
 
+/// How a build of the app's source makes its image (replaced whole in an
+/// update; what it leaves out takes its default).
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuildBody {
+    /// `auto` (the default: the Dockerfile if the repository has one,
+    /// else buildpacks), `dockerfile` or `buildpacks`.
+    #[schema(pattern = "^(auto|dockerfile|buildpacks)$")]
+    pub strategy: Option<String>,
+    /// The directory to build, relative to the repository's root (no `..`);
+    /// the root by default.
+    #[schema(max_length = 255)]
+    pub context_dir: Option<String>,
+    /// The Dockerfile's path relative to the context directory;
+    /// `Dockerfile` by default.
+    #[schema(max_length = 255)]
+    pub dockerfile: Option<String>,
+}
+
 /// `POST ENV/apps`: the spec's flat fields, or `processes` for an app of
 /// several processes (never both).
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
@@ -100,9 +121,26 @@ pub struct CreateBody {
     /// app's default host).
     #[schema(value_type = NewAppName)]
     pub name: String,
-    /// A container image reference, e.g. `nginx:1.27`.
+    /// A container image reference, e.g. `nginx:1.27`; optional with a
+    /// `git_repo`.
     #[schema(min_length = 1)]
-    pub image: String,
+    pub image: Option<String>,
+    /// The `https://` URL of a git repository to build the image from (no
+    /// credentials in it: see `git_secret`). An app has an `image`, a
+    /// `git_repo` or both; with a `git_repo` and no `image`, build 1 is
+    /// queued at once and the app awaits it.
+    #[schema(max_length = 512, pattern = "^https://")]
+    pub git_repo: Option<String>,
+    /// The branch, tag or commit to build (git's ref-format rules, at most
+    /// 255 characters); the repository's default branch when omitted.
+    #[schema(max_length = 255)]
+    pub git_ref: Option<String>,
+    #[serde(default, deserialize_with = "object::optional")]
+    pub build: Option<BuildBody>,
+    /// A secret of the environment holding the credential to clone with
+    /// (key `token`, optionally `username`); only its name is ever shown.
+    #[schema(value_type = Option<SecretName>)]
+    pub git_secret: Option<String>,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     pub command: Option<Vec<String>>,
@@ -157,6 +195,21 @@ pub struct CreateBody {
 pub struct UpdateBody {
     /// A new image deploys a release (`app-deploy`).
     pub image: Option<String>,
+    /// A new repository (`app-deploy`, like every source field); `null`
+    /// removes the app's source, only when it has an image.
+    #[schema(value_type = Option<String>, max_length = 512, pattern = "^https://")]
+    #[serde(default, deserialize_with = "present")]
+    pub git_repo: Option<Option<String>>,
+    /// `null`: the repository's default branch.
+    #[schema(value_type = Option<String>, max_length = 255)]
+    #[serde(default, deserialize_with = "present")]
+    pub git_ref: Option<Option<String>>,
+    #[serde(default, deserialize_with = "object::optional")]
+    pub build: Option<BuildBody>,
+    /// `null`: clone without a credential.
+    #[schema(value_type = Option<SecretName>)]
+    #[serde(default, deserialize_with = "present")]
+    pub git_secret: Option<Option<String>>,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     pub command: Option<Vec<String>>,
@@ -279,9 +332,25 @@ pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> 
     };
     let env = parse_env(body.env.as_deref().unwrap_or_default(), &[])?;
     let volumes = parse_volumes(body.volumes.as_deref().unwrap_or_default(), &[])?;
+    let source = match &body.git_repo {
+        Some(repo) => Some(AppSource {
+            git_repo: parse_repo(repo)?,
+            git_ref: body.git_ref.as_deref().map(parse_ref).transpose()?,
+            build: parse_build(body.build.as_ref().unwrap_or(&BuildBody::default()))?,
+            git_secret: body
+                .git_secret
+                .as_deref()
+                .map(parse_git_secret)
+                .transpose()?,
+        }),
+        None if body.git_ref.is_some() || body.build.is_some() || body.git_secret.is_some() => {
+            return Err(needs_repo());
+        }
+        None => None,
+    };
     let config = AppConfig {
-        image: Some(parse_image(&body.image)?),
-        source: None,
+        image: body.image.as_deref().map(parse_image).transpose()?,
+        source,
         processes,
         env,
         domains: parse_domains(body.domains.as_deref().unwrap_or_default())?,
@@ -310,6 +379,7 @@ pub fn apply_update(
     if let Some(image) = &body.image {
         next.image = Some(parse_image(image)?);
     }
+    next.source = apply_source(current.source.as_ref(), body)?;
     let flat = body.flat_process();
     match (&body.processes, flat != ProcessBody::default()) {
         (Some(_), true) => return Err(both_process_forms()),
@@ -370,6 +440,126 @@ pub fn apply_update(
     }
     check_whole(app, &next)?;
     Ok(next)
+}
+
+/// A field that is given as `null` (`Some(None)`) told apart from one left
+/// out (`None`, by `#[serde(default)]`).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// The source an update asks for, from the current one: `git_repo` sets or
+/// (`null`) removes it; the other fields change the source there is.
+fn apply_source(
+    current: Option<&AppSource>,
+    body: &UpdateBody,
+) -> Result<Option<AppSource>, ApiError> {
+    let mut next = match &body.git_repo {
+        None => current.cloned(),
+        Some(None) => None,
+        Some(Some(repo)) => {
+            let git_repo = parse_repo(repo)?;
+            Some(match current {
+                Some(current) => AppSource {
+                    git_repo,
+                    ..current.clone()
+                },
+                None => AppSource {
+                    git_repo,
+                    git_ref: None,
+                    build: BuildSettings::default(),
+                    git_secret: None,
+                },
+            })
+        }
+    };
+    let other_fields = body.git_ref.is_some() || body.build.is_some() || body.git_secret.is_some();
+    let Some(source) = next.as_mut() else {
+        return if other_fields && body.git_repo != Some(None) {
+            Err(needs_repo())
+        } else if other_fields {
+            Err(ApiError::ValidationFailed(
+                "git_repo: removing the source removes its git_ref, build and git_secret too; \
+                 give none of them"
+                    .into(),
+            ))
+        } else {
+            Ok(None)
+        };
+    };
+    if let Some(git_ref) = &body.git_ref {
+        source.git_ref = git_ref.as_deref().map(parse_ref).transpose()?;
+    }
+    if let Some(build) = &body.build {
+        source.build = parse_build(build)?;
+    }
+    if let Some(secret) = &body.git_secret {
+        source.git_secret = secret.as_deref().map(parse_git_secret).transpose()?;
+    }
+    Ok(next)
+}
+
+fn needs_repo() -> ApiError {
+    ApiError::ValidationFailed(
+        "git_repo: git_ref, build and git_secret describe the app's source; give a git_repo".into(),
+    )
+}
+
+fn parse_repo(repo: &str) -> Result<String, ApiError> {
+    Ok(GitRepo::parse(repo)
+        .map_err(|e| e.at("git_repo"))?
+        .into_inner())
+}
+
+fn parse_ref(git_ref: &str) -> Result<String, ApiError> {
+    Ok(GitRef::parse(git_ref)
+        .map_err(|e| e.at("git_ref"))?
+        .into_inner())
+}
+
+fn parse_git_secret(name: &str) -> Result<String, ApiError> {
+    Ok(SecretName::parse(name)
+        .map_err(|e| e.at("git_secret"))?
+        .as_str()
+        .to_owned())
+}
+
+fn parse_build(body: &BuildBody) -> Result<BuildSettings, ApiError> {
+    let strategy = match body.strategy.as_deref() {
+        None | Some("auto") => BuildStrategy::Auto,
+        Some("dockerfile") => BuildStrategy::Dockerfile,
+        Some("buildpacks") => BuildStrategy::Buildpacks,
+        Some(_) => {
+            return Err(ApiError::ValidationFailed(
+                "build.strategy: must be auto, dockerfile or buildpacks".into(),
+            ));
+        }
+    };
+    let path = |value: &Option<String>, field: &str| {
+        value
+            .as_deref()
+            .map(|path| {
+                RepoPath::parse(path)
+                    .map(RepoPath::into_inner)
+                    .map_err(|e| e.at(field))
+            })
+            .transpose()
+    };
+    let dockerfile = path(&body.dockerfile, "build.dockerfile")?;
+    if dockerfile.is_some() && strategy == BuildStrategy::Buildpacks {
+        return Err(ApiError::ValidationFailed(
+            "build.dockerfile: a buildpacks build reads no Dockerfile".into(),
+        ));
+    }
+    Ok(BuildSettings {
+        strategy,
+        context_dir: path(&body.context_dir, "build.context_dir")?,
+        dockerfile,
+    })
 }
 
 fn both_process_forms() -> ApiError {
@@ -700,6 +890,11 @@ fn duplicate(field: &str) -> ApiError {
 /// Rules across fields: process names, object name lengths, and one replica
 /// for apps with volumes.
 fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
+    if config.image.is_none() && config.source.is_none() {
+        return Err(ApiError::ValidationFailed(
+            "image: an app needs an image, a git_repo to build one from, or both".into(),
+        ));
+    }
     if config.processes.is_empty() || config.processes.len() > MAX_PROCESSES {
         return Err(ApiError::ValidationFailed(format!(
             "processes: an app has 1 to {MAX_PROCESSES} processes"
@@ -731,12 +926,14 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// What a change needs: new code to run — a new image, a new
-/// command of a process, or a new release command — `app-deploy`; replica counts alone `app-operate`;
+/// What a change needs: new code to run — a new image, a new source to
+/// build (any source field), a new command of a process, or a new release
+/// command — `app-deploy`; replica counts alone `app-operate`;
 /// anything else `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
     let mut needed = vec![Permission::AppOperate];
     if current.image != next.image
+        || current.source != next.source
         || runs_new_command(current, next)
         || (!next.release_command.is_empty() && next.release_command != current.release_command)
     {
@@ -745,6 +942,7 @@ pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission>
     let without_replicas = |config: &AppConfig| {
         let mut config = config.clone();
         config.image = None;
+        config.source = None;
         for process in &mut config.processes {
             process.min_replicas = 0;
             process.max_replicas = 0;
@@ -1141,5 +1339,98 @@ mod tests {
         )
         .expect("valid");
         assert!(resized.runs_like(&current));
+    }
+
+    #[test]
+    fn an_app_from_source_has_a_repository_and_may_have_no_image() {
+        let from_source = config(serde_json::json!({
+            "name": "shop", "git_repo": "https://github.com/acme/shop", "git_ref": "main",
+            "build": {"strategy": "dockerfile", "context_dir": "web", "dockerfile": "Dockerfile.prod"},
+            "git_secret": "github", "port": 8080
+        }));
+        assert_eq!(from_source.image, None);
+        let source = from_source.source.clone().expect("a source");
+        assert_eq!(source.git_ref.as_deref(), Some("main"));
+        assert_eq!(source.build.strategy, BuildStrategy::Dockerfile);
+        assert_eq!(source.build.context_dir.as_deref(), Some("web"));
+        assert_eq!(source.git_secret.as_deref(), Some("github"));
+        for (body, field) in [
+            (serde_json::json!({"name": "shop"}), "image:"),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "http://github.com/a/b"}),
+                "git_repo:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://u:p@github.com/a/b"}),
+                "git_repo:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://github.com/a/b", "git_ref": "a..b"}),
+                "git_ref:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://github.com/a/b", "build": {"context_dir": "../x"}}),
+                "build.context_dir:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://github.com/a/b", "build": {"strategy": "nix"}}),
+                "build.strategy:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://github.com/a/b", "build": {"strategy": "buildpacks", "dockerfile": "D"}}),
+                "build.dockerfile:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "git_repo": "https://github.com/a/b", "git_secret": "Not_A_Name"}),
+                "git_secret:",
+            ),
+            (
+                serde_json::json!({"name": "shop", "image": "nginx", "git_ref": "main"}),
+                "git_repo:",
+            ),
+        ] {
+            let error = detail(create(body.clone()).expect_err("invalid"));
+            assert!(error.starts_with(field), "{body}: {error}");
+        }
+    }
+
+    #[test]
+    fn updates_set_and_remove_the_source() {
+        let image_app = config(serde_json::json!({"name": "shop", "image": "nginx"}));
+        let with_source = update(
+            &image_app,
+            serde_json::json!({"git_repo": "https://github.com/acme/shop"}),
+        )
+        .expect("a source added");
+        assert_eq!(with_source.image.as_deref(), Some("nginx"));
+        assert!(permissions_for(&image_app, &with_source).contains(&Permission::AppDeploy));
+        let new_ref = update(&with_source, serde_json::json!({"git_ref": "v2"})).expect("a ref");
+        assert_eq!(
+            new_ref.source.as_ref().and_then(|s| s.git_ref.as_deref()),
+            Some("v2")
+        );
+        assert!(permissions_for(&with_source, &new_ref).contains(&Permission::AppDeploy));
+        assert!(!permissions_for(&with_source, &new_ref).contains(&Permission::AppWrite));
+        let default_branch = update(&new_ref, serde_json::json!({"git_ref": null})).expect("reset");
+        assert_eq!(
+            default_branch
+                .source
+                .as_ref()
+                .and_then(|s| s.git_ref.clone()),
+            None
+        );
+        let removed = update(&new_ref, serde_json::json!({"git_repo": null})).expect("removed");
+        assert_eq!(removed.source, None);
+
+        let source_only =
+            config(serde_json::json!({"name": "shop", "git_repo": "https://github.com/acme/shop"}));
+        let error = detail(
+            update(&source_only, serde_json::json!({"git_repo": null})).expect_err("neither"),
+        );
+        assert!(error.starts_with("image:"), "{error}");
+        let error = detail(
+            update(&image_app, serde_json::json!({"git_secret": "s"})).expect_err("no repo"),
+        );
+        assert!(error.starts_with("git_repo:"), "{error}");
     }
 }

@@ -15,8 +15,16 @@ pub struct AppRecord {
     pub project: String,
     pub environment: String,
     pub namespace: String,
+    /// Null for an app from source until its first build succeeded.
     pub image: Option<String>,
+    /// The repository the app is built from; null for an image app (as are
+    /// `git_ref`, `build` and `git_secret`).
     pub git_repo: Option<String>,
+    /// The branch, tag or commit built; null: the default branch.
+    pub git_ref: Option<String>,
+    pub build: Option<BuildSettingsRecord>,
+    /// The name of the secret cloned with (never its value).
+    pub git_secret: Option<String>,
     pub url: Option<String>,
     pub ready: bool,
     pub reason: Option<String>,
@@ -36,6 +44,21 @@ pub struct AppRecord {
     pub revision: i64,
     pub created_at: Option<String>,
 }
+
+/// How the app's builds make its image.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+#[schema(as = BuildSettings)]
+pub struct BuildSettingsRecord {
+    /// `auto`, `dockerfile` or `buildpacks`.
+    #[schema(pattern = "^(auto|dockerfile|buildpacks)$")]
+    pub strategy: String,
+    pub context_dir: Option<String>,
+    pub dockerfile: Option<String>,
+}
+
+/// The reason of an app from source that has no image yet, until the
+/// controller reports on it.
+pub const AWAITING_BUILD: &str = "AwaitingBuild";
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct ProcessRecord {
@@ -97,12 +120,19 @@ pub enum EnvValues {
 /// The record of an app of `environment`.
 pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -> AppRecord {
     let config = &app.spec.config;
+    let source = config.source.as_ref();
     let status = app.status.clone().unwrap_or_default();
     // A status written for an older spec says nothing about this one yet.
     let observed = status.observed_generation.is_some()
         && status.observed_generation == app.metadata.generation;
     let (ready, reason, message) = if observed {
         (status.ready, status.reason, status.message)
+    } else if config.image.is_none() {
+        (
+            false,
+            Some(AWAITING_BUILD.to_owned()),
+            Some("the app's first build is awaited".to_owned()),
+        )
     } else {
         (false, Some("Progressing".to_owned()), None)
     };
@@ -112,7 +142,14 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
         environment: environment.environment.to_string(),
         namespace: app.namespace().unwrap_or_default(),
         image: config.image.clone(),
-        git_repo: None,
+        git_repo: source.map(|source| source.git_repo.clone()),
+        git_ref: source.and_then(|source| source.git_ref.clone()),
+        build: source.map(|source| BuildSettingsRecord {
+            strategy: source.build.strategy.as_str().to_owned(),
+            context_dir: source.build.context_dir.clone(),
+            dockerfile: source.build.dockerfile.clone(),
+        }),
+        git_secret: source.and_then(|source| source.git_secret.clone()),
         url: status.url,
         ready,
         reason,

@@ -22,7 +22,7 @@ use crate::domain::names::{AppName, EnvironmentName, OrgName};
 use crate::domain::paths::{AppPath, EnvironmentPath};
 use crate::identity::Principal;
 use crate::store::Store;
-use crate::{ApiError, Missing, Permission, clock, environments, secrets};
+use crate::{ApiError, Missing, Permission, builds, clock, environments, secrets};
 
 /// Why a revision was made (spec part 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -346,6 +346,7 @@ pub async fn create(
     let neighbours = environment_apps(client, org, environment).await?;
     check_new(&path, &config, &neighbours)?;
     secrets::check_references(client, &path, &config).await?;
+    let awaits_build = config.image.is_none();
     let created = commit_new(
         store,
         client,
@@ -356,6 +357,14 @@ pub async fn create(
         mark(1, Reason::Create, None, caller),
     )
     .await?;
+    if awaits_build {
+        // The app is committed: a fault now leaves it awaiting a build that
+        // createBuild queues (docs/api-notes.md, "Apps from source").
+        if let Err(error) = builds::start(client, &created, None, &caller.user.email).await {
+            tracing::warn!(app = %path.target(), error = %error.cause(),
+                "the first build of an app from source could not be queued");
+        }
+    }
     Ok(record_of(&created, environment, caller))
 }
 
@@ -378,7 +387,9 @@ pub async fn update(
         // Nothing changes: no new revision.
         return Ok(record_of(&current, &path.environment_path(), caller));
     }
-    let reason = if config.image == current.spec.config.image {
+    let reason = if config.image == current.spec.config.image
+        && config.source == current.spec.config.source
+    {
         Reason::Config
     } else {
         Reason::Deploy
@@ -419,6 +430,12 @@ pub async fn rollback(
             })?
             .config()?
     };
+    if restored.image.is_none() && current.spec.config.image.is_some() {
+        return Err(ApiError::Conflict(format!(
+            "revision {revision} has no image (the app's first build had not succeeded then): \
+             rolling back to it would stop the app; roll back to a revision with an image"
+        )));
+    }
     let config = restored.with_grown_volumes(&current.spec.config);
     check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
@@ -460,6 +477,13 @@ pub async fn promote(
         environment_apps(client, org, &destination)
     );
     let source = source?;
+    if source.spec.config.image.is_none() {
+        return Err(ApiError::Conflict(format!(
+            "app {} has no image yet: promoting copies its built image and never builds; \
+             wait for its first build to succeed (listBuilds)",
+            path.app
+        )));
+    }
     let mut neighbours = match target_apps {
         Err(ApiError::NotFound(_)) => {
             return Err(ApiError::ValidationFailed(format!(
@@ -500,6 +524,8 @@ pub async fn promote(
             })?;
             let mut config = source.spec.config.clone();
             config.domains.clear();
+            // It runs the promoted image; builds stay the source app's.
+            config.source = None;
             check_new(&target_path, &config, &neighbours)?;
             // The source's env, read in the target's environment.
             secrets::check_references(client, &target_path, &config).await?;
