@@ -43,6 +43,7 @@ functions! {
     "apps" => berth_fn_apps,
     "templates" => berth_fn_templates,
     "secrets" => berth_fn_secrets,
+    "builds" => berth_fn_builds,
 }
 
 /// The routes of the function of that name.

@@ -45,6 +45,7 @@ const TAGS: &[(&str, &str)] = &[
         "apps",
         "Apps of an environment, their releases, logs and domains.",
     ),
+    ("builds", "Builds of apps from source, and their output."),
     ("secrets", "Secrets of an environment."),
     (
         "templates",
@@ -78,6 +79,13 @@ const SECRET: &[(&str, &str)] = &[
     ("project", "$request.path.project"),
     ("environment", "$request.path.environment"),
     ("secret", "$response.body#/name"),
+];
+
+const BUILD: &[(&str, &str)] = &[
+    ("project", "$request.path.project"),
+    ("environment", "$request.path.environment"),
+    ("app", "$request.path.app"),
+    ("build", "$response.body#/id"),
 ];
 
 /// What a created object leads to: the project's name to its environments,
@@ -134,10 +142,13 @@ fn links() -> Vec<Link> {
             RestartApp,
             RunApp,
             CheckAppDomains,
+            CreateBuild,
+            ListBuilds,
         ],
         APP,
     );
     add(PutSecret, "201", &[DeleteSecret], SECRET);
+    add(CreateBuild, "202", &[GetBuild, GetBuildLogs], BUILD);
     add(
         CreateToken,
         "201",

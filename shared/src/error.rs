@@ -111,6 +111,12 @@ pub enum Missing {
         environment: String,
         secret: String,
     },
+    Build {
+        project: String,
+        environment: String,
+        app: String,
+        build: String,
+    },
     Template {
         template: String,
     },
@@ -157,6 +163,16 @@ impl std::fmt::Display for Missing {
             } => write!(
                 f,
                 "secret `{secret}` not found in environment `{environment}` of project `{project}`"
+            ),
+            Self::Build {
+                project,
+                environment,
+                app,
+                build,
+            } => write!(
+                f,
+                "build {build} not found of app `{app}` in environment `{environment}` of \
+                 project `{project}`"
             ),
             Self::Template { template } => write!(f, "template `{template}` not found"),
             // A token itself put where its id belongs is never repeated.

@@ -72,6 +72,10 @@ operations! {
     RestartApp => "restartApp", Needs(AppOperate);
     RunApp => "runApp", Needs(AppOperate);
     CheckAppDomains => "checkAppDomains", Needs(Read);
+    CreateBuild => "createBuild", Needs(AppDeploy);
+    ListBuilds => "listBuilds", Needs(Read);
+    GetBuild => "getBuild", Needs(Read);
+    GetBuildLogs => "getBuildLogs", Needs(Read);
     CreateWebhook => "createWebhook", Needs(AppDeploy);
     GetWebhook => "getWebhook", Needs(Read);
     DeleteWebhook => "deleteWebhook", Needs(AppDeploy);

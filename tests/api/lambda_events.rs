@@ -43,7 +43,13 @@ const EXPECTED: &[(&str, u16)] = &[
     ("apps/create.json", 201),
     ("apps/list.json", 200),
     ("apps/get.json", 200),
+    // The sample update gives the app a git_repo: the builds' samples build it.
     ("apps/update.json", 200),
+    ("builds/create.json", 202),
+    ("builds/list.json", 200),
+    ("builds/get.json", 200),
+    // Its pod is the controller's to make: no output yet, or the pending pod's.
+    ("builds/logs.json", 200),
     ("apps/releases.json", 200),
     ("apps/rollback.json", 200),
     // The sample promotes to `production`, which this test does not create.

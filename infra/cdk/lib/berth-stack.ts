@@ -86,6 +86,11 @@ const FUNCTIONS: readonly BerthFunction[] = [
     tableActions: ITEM_ACCESS,
   },
   {
+    binary: 'builds',
+    description: 'Builds of apps from source',
+    tableActions: ITEM_ACCESS,
+  },
+  {
     binary: 'templates',
     description: 'The template catalogue and deploying templates',
     tableActions: [...ITEM_ACCESS, 'Query', 'BatchWriteItem', 'DeleteItem'],

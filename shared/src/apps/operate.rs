@@ -39,6 +39,9 @@ pub const MAX_LOGS_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
 pub struct LogEntry {
     pub pod: String,
     pub process: Option<String>,
+    /// The container whose log this is (of an app's pod, named after its
+    /// process; of a build's pod, the build's step).
+    pub container: Option<String>,
     pub lines: Vec<String>,
     pub error: Option<String>,
     /// Whether lines asked for are left out or cut: the pod's log was
@@ -99,7 +102,7 @@ pub async fn logs(
         cluster_apps::pods(client, org, path, query.release)
     );
     app?;
-    let pods: Vec<Pod> = pods?
+    let sources: Vec<LogSource> = pods?
         .into_iter()
         .filter(|pod| {
             query.process.as_deref().is_none_or(|process| {
@@ -107,26 +110,60 @@ pub async fn logs(
             })
         })
         .take(MAX_LOG_PODS)
+        .map(|pod| {
+            let process = pod.labels().get(LABEL_PROCESS).cloned();
+            LogSource {
+                pod,
+                // Berth names each pod's one container after its process.
+                container: process.clone(),
+                process,
+            }
+        })
         .collect();
     let api: Api<Pod> = Api::namespaced(client.clone(), &path.namespace());
-    let mut entries = futures::stream::iter(pods)
-        .map(|pod| {
+    Ok(read_logs(&api, sources, query.tail, query.previous).await)
+}
+
+/// One container's log to read: `container` None is the pod's only one.
+pub struct LogSource {
+    pub pod: Pod,
+    pub container: Option<String>,
+    pub process: Option<String>,
+}
+
+/// Reads the logs at once (the last `tail` lines of each, at most
+/// [`MAX_POD_LOG_BYTES`], lines cut at [`MAX_LINE_BYTES`]), the whole kept
+/// within [`MAX_LOGS_RESPONSE_BYTES`]; entries in the sources' order. A log
+/// that cannot be read says why in its entry.
+pub async fn read_logs(
+    api: &Api<Pod>,
+    sources: Vec<LogSource>,
+    tail: i64,
+    previous: bool,
+) -> Vec<LogEntry> {
+    let mut entries = futures::stream::iter(sources)
+        .map(|source| {
             let api = api.clone();
-            async move { pod_log(&api, &pod, query).await }
+            async move { pod_log(&api, source, tail, previous).await }
         })
         .buffered(MAX_LOG_PODS)
         .collect::<Vec<_>>()
         .await;
     fit(&mut entries, MAX_LOGS_RESPONSE_BYTES);
-    Ok(entries)
+    entries
 }
 
-async fn pod_log(api: &Api<Pod>, pod: &Pod, query: &LogQuery) -> LogEntry {
+async fn pod_log(api: &Api<Pod>, source: LogSource, tail: i64, previous: bool) -> LogEntry {
+    let LogSource {
+        pod,
+        container,
+        process,
+    } = source;
     let name = pod.name_any();
-    let process = pod.labels().get(LABEL_PROCESS).cloned();
     let entry = |lines, error, truncated| LogEntry {
         pod: name.clone(),
         process: process.clone(),
+        container: container.clone(),
         lines,
         error,
         truncated,
@@ -145,10 +182,9 @@ async fn pod_log(api: &Api<Pod>, pod: &Pod, query: &LogQuery) -> LogEntry {
         );
     }
     let params = LogParams {
-        // Berth names each pod's one container after its process.
-        container: process.clone(),
-        tail_lines: Some(query.tail),
-        previous: query.previous,
+        container: container.clone(),
+        tail_lines: Some(tail),
+        previous,
         limit_bytes: i64::try_from(MAX_POD_LOG_BYTES).ok(),
         ..LogParams::default()
     };
@@ -448,6 +484,7 @@ mod tests {
         LogEntry {
             pod: pod.to_owned(),
             process: Some("web".to_owned()),
+            container: Some("web".to_owned()),
             lines,
             error: None,
             truncated: false,

@@ -9,6 +9,7 @@
 //! - [`service`]: the operations (list, get, logs).
 
 pub mod record;
+pub mod service;
 
 use std::collections::BTreeMap;
 

@@ -97,6 +97,32 @@ impl AppPath {
     }
 }
 
+/// A build of an app: `…/apps/{app}/builds/{build}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct BuildPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+    /// The app's name.
+    pub app: AppName,
+    /// The build's id (its number among the app's builds).
+    #[param(minimum = 1)]
+    pub build: i64,
+}
+
+impl BuildPath {
+    /// The app it is a build of.
+    pub fn app_path(&self) -> AppPath {
+        AppPath {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            app: self.app.clone(),
+        }
+    }
+}
+
 /// A secret of an environment: `…/secrets/{secret}`. The name is kept as
 /// the path gives it: what a name no secret can have means is the
 /// operation's to say (a new secret's name is `422`, one to delete `404`).

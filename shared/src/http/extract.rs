@@ -94,6 +94,15 @@ fn missing_named_by(raw: &RawPathParams) -> Missing {
         param("secret"),
         param("template"),
     ) {
+        // A build's id is its number: anything else names none of them.
+        (Some(project), Some(environment), Some(app), _, _) if param("build").is_some() => {
+            Missing::Build {
+                project,
+                environment,
+                app,
+                build: param("build").unwrap_or_default(),
+            }
+        }
         (Some(project), Some(environment), Some(app), _, _) => Missing::App {
             project,
             environment,

@@ -1,0 +1,237 @@
+//! The `builds` function: builds of apps from source (queue one, list them,
+//! read one and its output). The rules live in `berth_shared::builds`; this
+//! crate maps HTTP onto them.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use serde::Deserialize;
+
+use berth_shared::apps::operate::{DEFAULT_TAIL, LogEntry, MAX_TAIL};
+use berth_shared::builds::record::{BuildPage, BuildRecord};
+use berth_shared::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
+use berth_shared::domain::git::GitRef;
+use berth_shared::domain::paths::{AppPath, BuildPath};
+use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_shared::openapi::cluster_failures;
+use berth_shared::{ApiError, AppState, Operation};
+
+berth_shared::operations! {
+    tag: "builds",
+    failures: failures,
+    finish: finish,
+    handlers: [
+        create_build,
+        list_builds,
+        get_build,
+        get_build_logs,
+    ],
+}
+
+/// What the annotations cannot say: createBuild's body may be left out
+/// (not `null`), which utoipa's `Option` would not say.
+fn finish(api: &mut utoipa::openapi::OpenApi) {
+    let bodies = api
+        .paths
+        .paths
+        .values_mut()
+        .filter_map(|item| item.post.as_mut())
+        .filter(|operation| operation.operation_id.as_deref() == Some("createBuild"))
+        .filter_map(|operation| operation.request_body.as_mut());
+    for body in bodies {
+        body.required = Some(utoipa::openapi::Required::False);
+    }
+}
+
+fn failures(operation: Operation) -> Vec<ApiError> {
+    let changes = operation == Operation::CreateBuild;
+    let mut failures = cluster_failures(changes);
+    if changes {
+        // The environment must take writes, as for any deploy; `ref` is
+        // checked.
+        failures.push(ApiError::EnvironmentDeleting);
+        failures.extend(berth_shared::openapi::namespace_failures());
+        failures.push(ApiError::ValidationFailed(String::new()));
+    }
+    failures
+}
+
+/// The path of one app, noted as the call's audit target.
+fn app_path(path: AppPath) -> AppPath {
+    scope::audit_target("app", path.app.to_string());
+    path
+}
+
+/// The path of one build, noted as the call's audit target
+/// (`{app}/{build}`).
+fn build_path(path: BuildPath) -> BuildPath {
+    scope::audit_target("build", format!("{}/{}", path.app, path.build));
+    path
+}
+
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CreateBuildBody {
+    /// The branch, tag or commit to build instead of the app's `git_ref`
+    /// (git's ref-format rules, at most 255 characters).
+    #[serde(rename = "ref")]
+    #[schema(max_length = 255)]
+    git_ref: Option<String>,
+}
+
+/// Build an app
+///
+/// Queues a build of the app's source: its `git_ref`, or the `ref` given.
+/// The controller runs one build of an app at a time; when several are
+/// queued, all but the newest are cancelled. On success the app gets a new
+/// revision with the built image pinned by digest. An app without a
+/// `git_repo` has nothing to build (`409`). The 50 newest builds are kept.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds",
+    params(AppPath),
+    request_body(content = CreateBuildBody, description = "Optional: a ref to build instead \
+        of the app's git_ref."),
+    responses((status = 202, description = "Queued.", body = BuildRecord,
+        headers(("Location" = String, description = "The build's URL.")))),
+)]
+async fn create_build(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+    body: Option<JsonBody<CreateBuildBody>>,
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<BuildRecord>,
+    ),
+    ApiError,
+> {
+    let path = app_path(path);
+    let body = body.map(|JsonBody(body)| body).unwrap_or_default();
+    let requested_ref = body
+        .git_ref
+        .as_deref()
+        .map(|git_ref| GitRef::parse(git_ref).map_err(|e| e.at("ref")))
+        .transpose()?;
+    let client = state.cluster.client().await?;
+    let build = service::create(&client, &caller, &path, requested_ref).await?;
+    scope::audit_target("build", format!("{}/{}", path.app, build.id));
+    let location = format!(
+        "/api/v1/projects/{}/environments/{}/apps/{}/builds/{}",
+        path.project, path.environment, path.app, build.id
+    );
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(build),
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct PageQuery {
+    /// Builds per page, 1 to 50; 20 by default.
+    #[param(minimum = 1, maximum = 50)]
+    limit: Option<i64>,
+    /// Only builds older than this id (the previous page's `next_before`).
+    #[param(minimum = 1)]
+    before: Option<i64>,
+}
+
+/// List builds
+///
+/// The app's builds, newest first, a page at a time (the 50 newest are
+/// kept).
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds",
+    params(AppPath, PageQuery),
+    responses((status = 200, description = "A page of builds.", body = BuildPage)),
+)]
+async fn list_builds(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+    QueryParams(query): QueryParams<PageQuery>,
+) -> Result<Json<BuildPage>, ApiError> {
+    let path = app_path(path);
+    let limit = query.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::InvalidRequest(format!(
+            "limit: must be 1 to {MAX_PAGE}"
+        )));
+    }
+    if query.before.is_some_and(|before| before < 1) {
+        return Err(ApiError::InvalidRequest(
+            "before: must be a build's id (1 or more)".into(),
+        ));
+    }
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        service::list(&client, &caller, &path, limit, query.before).await?,
+    ))
+}
+
+/// Get a build
+///
+/// One build of the app: its status, commit and image once known.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds/{build}",
+    params(BuildPath),
+    responses((status = 200, description = "The build.", body = BuildRecord)),
+)]
+async fn get_build(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<BuildPath>,
+) -> Result<Json<BuildRecord>, ApiError> {
+    let path = build_path(path);
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        service::get(&client, &caller, &path.app_path(), path.build).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct BuildLogsQuery {
+    /// Lines per step, 1 to 2000; 200 by default.
+    #[param(minimum = 1, maximum = 2000)]
+    tail: Option<i64>,
+}
+
+/// Build logs
+///
+/// The output of the build's steps (the containers of its pod, in the order
+/// they run), bounded as app logs are: the last `tail` lines of each, at
+/// most 512 KiB of each read, the answer within 5 MiB; an entry that lost
+/// or cut lines says `truncated`. Empty until the build's pod exists.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds/{build}/logs",
+    params(BuildPath, BuildLogsQuery),
+    responses((status = 200, description = "One entry per step.", body = Vec<LogEntry>)),
+)]
+async fn get_build_logs(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<BuildPath>,
+    QueryParams(query): QueryParams<BuildLogsQuery>,
+) -> Result<Json<Vec<LogEntry>>, ApiError> {
+    let path = build_path(path);
+    let tail = query.tail.unwrap_or(DEFAULT_TAIL);
+    if !(1..=MAX_TAIL).contains(&tail) {
+        return Err(ApiError::InvalidRequest(format!(
+            "tail: must be 1 to {MAX_TAIL}"
+        )));
+    }
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        service::logs(&client, &caller, &path.app_path(), path.build, tail).await?,
+    ))
+}
