@@ -39,3 +39,4 @@ mod secrets;
 mod support;
 mod templates;
 mod tokens;
+mod webhooks;

@@ -12,9 +12,12 @@ use serde::Serialize;
 
 use berth_shared::builds::record::BuildRecord;
 use berth_shared::domain::paths::AppPath;
-use berth_shared::http::{Caller, ObjectPath, scope};
+use berth_shared::http::{Caller, ObjectPath};
+use berth_shared::openapi::cluster_failures;
 use berth_shared::webhooks::service::{self, CreatedWebhook, Received, WebhookRecord};
 use berth_shared::{ApiError, AppState};
+
+use super::app_path;
 
 /// `/api/v1/hooks/{hook}`.
 #[derive(utoipa::IntoParams)]
@@ -33,10 +36,17 @@ pub struct IgnoredDelivery {
     pub ignored: String,
 }
 
-/// The path of one app, noted as the call's audit target.
-fn app_path(path: AppPath) -> AppPath {
-    scope::audit_target("app", path.target());
-    path
+/// What the receiver can answer besides its successes: `401` for every
+/// delivery it cannot trust, the body's failures, and those of starting a
+/// build (the store, the cluster, an app gone meanwhile, numbers taken).
+pub fn receiver_failures() -> Vec<ApiError> {
+    let mut failures = cluster_failures(true);
+    failures.extend([
+        ApiError::Unauthenticated,
+        ApiError::StorageUnavailable(String::new()),
+        ApiError::NotFound(berth_shared::Missing::Route),
+    ]);
+    failures
 }
 
 /// Make an app's webhook
