@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{PASSWORD, TestApp, logs};
+use crate::support::{PASSWORD, TestApp, TestResponse, logs, unique};
 
 #[tokio::test]
 async fn secrets_never_leak() {
@@ -81,9 +81,15 @@ async fn secrets_never_leak() {
             .await,
     );
 
-    for response in &later_bodies {
+    assert_never_shown(&app, &secrets, &later_bodies).await;
+}
+
+/// No secret in a response shown after its one-time display, in the audit
+/// log of the owner's organization or the system partition, or in the logs.
+async fn assert_never_shown(app: &TestApp, secrets: &[String], later_bodies: &[TestResponse]) {
+    for response in later_bodies {
         let text = format!("{:?} {}", response.headers, response.text());
-        for secret in &secrets {
+        for secret in secrets {
             assert!(
                 !text.contains(secret.as_str()),
                 "a response shows a secret: {text}"
@@ -96,11 +102,90 @@ async fn secrets_never_leak() {
     }
     let logged = logs::captured();
     assert!(logged.contains("request"), "the capture works");
-    for secret in &secrets {
+    for secret in secrets {
         assert!(
             !audit.contains(secret.as_str()),
             "the audit log holds a secret"
         );
         assert!(!logged.contains(secret.as_str()), "the log holds a secret");
     }
+}
+
+/// A webhook's secret is shown when the hook is made, and never again: not
+/// by getWebhook, not in the receiver's answers (signed, wrongly signed,
+/// GitLab's token), not in the audit log or the logs; nor are the
+/// signatures made with it.
+#[tokio::test]
+async fn webhook_secrets_never_leak() {
+    use berth_shared::webhooks::delivery::github_signature;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("leak", "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    app.create_app(
+        &apps,
+        json!({ "name": "shop", "git_repo": "https://github.com/acme/shop", "git_ref": "main" }),
+    )
+    .await;
+    let hook = format!("{apps}/shop/webhook");
+    let made = app.post(&hook).by(&app.owner).send().await;
+    made.assert_status(201);
+    let url = made.json()["url"].as_str().unwrap().to_owned();
+    let secret = made.json()["secret"].as_str().unwrap().to_owned();
+    let mut secrets = vec![secret.clone()];
+    let mut later_bodies = vec![app.get(&hook).by(&app.owner).send().await];
+
+    for (event, git_ref) in [
+        ("push", "refs/heads/main"),
+        ("push", "refs/heads/dev"),
+        ("ping", ""),
+    ] {
+        let body = json!({
+            "ref": git_ref, "after": "9fceb02d0ae598e95dc970b74767f19372d61af8",
+            "repository": { "default_branch": "main" },
+        })
+        .to_string();
+        let signature = format!("sha256={}", github_signature(&secret, body.as_bytes()));
+        secrets.push(signature.clone());
+        later_bodies.push(
+            app.post(&url)
+                .header("content-type", "application/json")
+                .header("x-github-event", event)
+                .header("x-github-delivery", &unique("d"))
+                .header("x-hub-signature-256", &signature)
+                .raw(body)
+                .send()
+                .await,
+        );
+    }
+    let wrong = format!("{secret}-wrong");
+    secrets.push(wrong.clone());
+    for token in [&secret, &wrong] {
+        later_bodies.push(
+            app.post(&url)
+                .header("content-type", "application/json")
+                .header("x-gitlab-event", "Push Hook")
+                .header("x-gitlab-token", token)
+                .raw(json!({ "ref": "refs/heads/other" }).to_string())
+                .send()
+                .await,
+        );
+    }
+    // Replaced: the old secret is shown nowhere after, the new one only once.
+    let replaced = app.post(&hook).by(&app.owner).send().await;
+    secrets.push(replaced.json()["secret"].as_str().unwrap().to_owned());
+    later_bodies.push(app.get(&hook).by(&app.owner).send().await);
+    later_bodies.push(
+        app.get("/api/v1/audit?limit=200")
+            .by(&app.owner)
+            .send()
+            .await,
+    );
+    assert!(
+        later_bodies
+            .iter()
+            .any(|response| response.status.as_u16() == 202),
+        "a signed push was accepted"
+    );
+    assert_never_shown(&app, &secrets, &later_bodies).await;
 }
