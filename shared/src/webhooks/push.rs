@@ -177,7 +177,6 @@ mod tests {
             Some(build(SHA))
         );
         assert!(ignored(decide(
-            &push,
             &github_push("refs/heads/dev", SHA, false),
             None
         )));
@@ -187,11 +186,7 @@ mod tests {
 
     #[test]
     fn other_branches_tags_and_deletions_are_ignored() {
-        let other = decide(
-            &push,
-            &github_push("refs/heads/dev", SHA, false),
-            Some("main"),
-        );
+        let other = decide(&github_push("refs/heads/dev", SHA, false), Some("main"));
         assert_eq!(
             other.ok(),
             Some(Decision::Ignore(
@@ -199,17 +194,14 @@ mod tests {
             ))
         );
         assert!(ignored(decide(
-            &push,
             &github_push("refs/tags/v1", SHA, false),
             Some("v1")
         )));
         assert!(ignored(decide(
-            &push,
             &github_push("refs/heads/main", &"0".repeat(40), true),
             Some("main")
         )));
         assert!(ignored(decide(
-            &push,
             &github_push("refs/notes/x", SHA, false),
             Some("main")
         )));

@@ -62,7 +62,7 @@ pub enum Received {
     /// Nothing, for this reason (`200 {"ignored": …}`).
     Ignored(String),
     /// A build of the pushed commit (`202`).
-    Started(BuildRecord),
+    Started(Box<BuildRecord>),
 }
 
 async fn hooked_app(
@@ -209,7 +209,7 @@ pub async fn receive(
         ));
     }
     match crate::builds::start(&client, &app, Some(commit), WEBHOOK_ACTOR).await {
-        Ok(build) => Ok(Received::Started(build)),
+        Ok(build) => Ok(Received::Started(Box::new(build))),
         Err(error) => {
             hooks::forget_delivery(&state.store, &hook.id, delivery_id, body).await;
             Err(error)
