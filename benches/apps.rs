@@ -138,7 +138,7 @@ async fn baseline_update(
         .find(|found| found.name_any() == app)
         .unwrap();
     let revision = baseline.revision.fetch_add(1, Ordering::SeqCst) as i64 + 1;
-    next.spec.config.image = body["image"].as_str().unwrap().to_owned();
+    next.spec.config.image = Some(body["image"].as_str().unwrap().to_owned());
     next.spec.release.revision = revision;
     let history = format!("RELEASES#baseline-{app}");
     let release = |revision: i64| {

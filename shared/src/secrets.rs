@@ -296,7 +296,7 @@ pub async fn delete(
     let readers = referencing(&apps, &path.secret);
     if !readers.is_empty() {
         return Err(ApiError::Conflict(format!(
-            "the secret {} is still used by the env of: {}; remove those references first",
+            "the secret {} is still used by the env or git_secret of: {}; remove those references first",
             path.secret,
             readers.join(", ")
         )));

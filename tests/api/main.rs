@@ -6,6 +6,7 @@ mod apps;
 mod apps_running;
 mod audit;
 mod auth;
+mod builds;
 mod cluster_access;
 mod cluster_faults;
 mod cluster_names;

@@ -51,6 +51,44 @@ fn assert_sent_once(app: &TestApp, sent_before: u64, calls: u64) {
     }
 }
 
+/// A call whose round trips are counted: (operation, method, path, body,
+/// DynamoDB budget, Kubernetes budget).
+type Call = (
+    &'static str,
+    http::Method,
+    String,
+    Option<serde_json::Value>,
+    u64,
+    u64,
+);
+
+/// Makes the call as the owner and checks its round trips against its
+/// budgets; the line of the table printed.
+async fn within_budget(app: &TestApp, call: Call) -> String {
+    let (operation, method, path, body, dynamodb_budget, kube_budget) = call;
+    let (dynamodb, kube, sent) = (
+        app.round_trips.get(),
+        app.cluster_requests.calls(),
+        app.cluster_requests.get(),
+    );
+    let mut request = app.request(method, &path).by(&app.owner);
+    if let Some(body) = body {
+        request = request.json(body);
+    }
+    let answer = request.send().await;
+    assert!(answer.status.is_success(), "{operation}: {}", answer.text());
+    let used = (
+        app.round_trips.get() - dynamodb,
+        app.cluster_requests.calls() - kube,
+    );
+    assert_sent_once(app, sent, used.1);
+    assert!(
+        used.0 <= dynamodb_budget && used.1 <= kube_budget,
+        "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
+    );
+    format!("{operation}: {} DynamoDB, {} Kubernetes", used.0, used.1)
+}
+
 /// Round trips of the app operations (DynamoDB, Kubernetes), counted so that
 /// they cannot silently grow. The budgets: `getApp` at most 3 + 2 (App,
 /// pods); `updateApp` at most 4 + 4 (environment, its namespace and the
@@ -92,15 +130,6 @@ async fn app_operations_stay_within_their_round_trips() {
     };
     // A hostname release: the one transaction hostname claims may add.
     const RELEASE: u64 = 1;
-    // (operation, method, path, body, DynamoDB budget, Kubernetes budget)
-    type Call = (
-        &'static str,
-        Method,
-        String,
-        Option<serde_json::Value>,
-        u64,
-        u64,
-    );
     let calls: Vec<Call> = vec![
         ("getApp", Method::GET, shop.clone(), None, 3, 2),
         // App and pods; one log request per pod (none here), read at once.
@@ -178,35 +207,12 @@ async fn app_operations_stay_within_their_round_trips() {
         ),
     ];
     let mut table = Vec::new();
-    for (operation, method, path, body, dynamodb_budget, kube_budget) in calls {
+    for call in calls {
         crate::support::eventually("the app's status settles", || async {
             app.get(&shop).by(&app.owner).send().await.json()["app"]["ready"] == true
         })
         .await;
-        let (dynamodb, kube, sent) = (
-            app.round_trips.get(),
-            app.cluster_requests.calls(),
-            app.cluster_requests.get(),
-        );
-        let mut request = app.request(method, &path).by(&app.owner);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let answer = request.send().await;
-        assert!(answer.status.is_success(), "{operation}: {}", answer.text());
-        let used = (
-            app.round_trips.get() - dynamodb,
-            app.cluster_requests.calls() - kube,
-        );
-        assert_sent_once(&app, sent, used.1);
-        table.push(format!(
-            "{operation}: {} DynamoDB, {} Kubernetes",
-            used.0, used.1
-        ));
-        assert!(
-            used.0 <= dynamodb_budget && used.1 <= kube_budget,
-            "{operation} used {used:?}, budget ({dynamodb_budget}, {kube_budget})"
-        );
+        table.push(within_budget(&app, call).await);
     }
     println!("{}", table.join("\n"));
 }
@@ -441,4 +447,77 @@ async fn the_webhook_receiver_stays_within_its_round_trips() {
         "receiveWebhook: refused {:?}, building {:?}",
         wrong.1, built.1
     );
+}
+
+/// Round trips of the build operations (DynamoDB, Kubernetes). DynamoDB:
+/// authentication and the audit event (3), and for `createApp` its release
+/// history (4, as an image app's). Kubernetes: `createBuild` reads the
+/// environment, its namespace and the App at once (3), then the app's
+/// Builds and creates the next (2); `listBuilds` the App and the app's
+/// Builds (2); `getBuild` the App and the Build (2); `getBuildLogs` the App,
+/// then the Build and the build's pods at once (3), and one log request
+/// per step of the pod (none here: no pod yet). An app from source costs
+/// `createApp`'s 4 and queuing build 1 (2).
+#[tokio::test]
+async fn build_operations_stay_within_their_round_trips() {
+    use http::Method;
+    use serde_json::json;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("rtb", "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    let shop = format!("{apps}/shop");
+    app.create_app(
+        &apps,
+        json!({ "name": "shop", "image": "nginx:1", "replicas": 0,
+                "git_repo": "https://github.com/acme/shop" }),
+    )
+    .await;
+    let calls: Vec<Call> = vec![
+        (
+            "createBuild",
+            Method::POST,
+            format!("{shop}/builds"),
+            Some(json!({ "ref": "main" })),
+            3,
+            5,
+        ),
+        (
+            "listBuilds",
+            Method::GET,
+            format!("{shop}/builds"),
+            None,
+            3,
+            2,
+        ),
+        (
+            "getBuild",
+            Method::GET,
+            format!("{shop}/builds/1"),
+            None,
+            3,
+            2,
+        ),
+        (
+            "getBuildLogs",
+            Method::GET,
+            format!("{shop}/builds/1/logs"),
+            None,
+            3,
+            3,
+        ),
+        (
+            "createApp (from source)",
+            Method::POST,
+            apps.clone(),
+            Some(json!({ "name": "cart", "git_repo": "https://github.com/acme/cart" })),
+            4,
+            6,
+        ),
+    ];
+    let mut table = Vec::new();
+    for call in calls {
+        table.push(within_budget(&app, call).await);
+    }
+    println!("{}", table.join("\n"));
 }

@@ -189,3 +189,95 @@ async fn webhook_secrets_never_leak() {
     );
     assert_never_shown(&app, &secrets, &later_bodies).await;
 }
+
+/// A git credential (an app's `git_secret`) is the build's alone: its value
+/// is in no response, audit event or log line of the app and build
+/// operations, nor in a refusal of a URL that carried one.
+#[tokio::test]
+async fn git_credentials_never_leak() {
+    use http::Method;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("gitleak", "dev").await;
+    let env = format!("/api/v1/projects/{project}/environments/dev");
+    let apps = format!("{env}/apps");
+    let shop = format!("{apps}/shop");
+    let token = format!("ghp_SENTINEL{}", uuid::Uuid::new_v4().simple());
+    let in_url = format!("ghp_URLSENTINEL{}", uuid::Uuid::new_v4().simple());
+    let mut answers = vec![
+        app.request(Method::PUT, &format!("{env}/secrets/git-cred"))
+            .by(&app.owner)
+            .json(json!({ "data": { "token": token, "username": "bot" } }))
+            .send()
+            .await,
+    ];
+    answers.push(
+        app.post(&apps)
+            .by(&app.owner)
+            .json(json!({ "name": "leak", "git_repo": format!("https://bot:{in_url}@github.com/acme/shop") }))
+            .send()
+            .await,
+    );
+    let created = app
+        .post(&apps)
+        .by(&app.owner)
+        .json(
+            json!({ "name": "shop", "git_repo": "https://github.com/acme/private",
+                      "git_secret": "git-cred" }),
+        )
+        .send()
+        .await;
+    assert_eq!(
+        created.json()["git_secret"],
+        "git-cred",
+        "its name is shown"
+    );
+    answers.push(created);
+    for (method, path, body) in [
+        (Method::GET, shop.clone(), None),
+        (Method::GET, apps.clone(), None),
+        (
+            Method::PATCH,
+            shop.clone(),
+            Some(json!({ "git_ref": "release" })),
+        ),
+        (
+            Method::POST,
+            format!("{shop}/builds"),
+            Some(json!({ "ref": "main" })),
+        ),
+        (Method::GET, format!("{shop}/builds"), None),
+        (Method::GET, format!("{shop}/builds/1"), None),
+        (Method::GET, format!("{shop}/builds/1/logs"), None),
+        (Method::GET, format!("{shop}/releases"), None),
+        (Method::GET, "/api/v1/audit?limit=200".to_owned(), None),
+    ] {
+        let mut request = app.request(method, &path).by(&app.owner);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        let answer = request.send().await;
+        assert!(answer.status.is_success(), "{path}: {}", answer.text());
+        answers.push(answer);
+    }
+    let audit = format!("{:?}", app.audit_events(&app.owner.org).await);
+    assert!(audit.contains("createBuild"), "the build is audited");
+    let logged = logs::captured();
+    for secret in [&token, &in_url] {
+        for answer in &answers {
+            let text = format!("{:?} {}", answer.headers, answer.text());
+            assert!(
+                !text.contains(secret.as_str()),
+                "a response shows a git credential: {text}"
+            );
+        }
+        assert!(
+            !audit.contains(secret.as_str()),
+            "the audit log holds a git credential"
+        );
+        assert!(
+            !logged.contains(secret.as_str()),
+            "the log holds a git credential"
+        );
+    }
+}

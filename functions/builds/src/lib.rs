@@ -11,7 +11,7 @@ use axum::http::{StatusCode, header};
 use axum::routing::MethodRouter;
 use serde::Deserialize;
 
-use berth_shared::apps::operate::{DEFAULT_TAIL, LogEntry, MAX_TAIL};
+use berth_shared::apps::operate::{LogEntry, LogQuery};
 use berth_shared::builds::record::{BuildPage, BuildRecord};
 use berth_shared::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
 use berth_shared::domain::git::GitRef;
@@ -252,12 +252,8 @@ async fn get_build_logs(
     QueryParams(query): QueryParams<BuildLogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = build_path(path);
-    let tail = query.tail.unwrap_or(DEFAULT_TAIL);
-    if !(1..=MAX_TAIL).contains(&tail) {
-        return Err(ApiError::InvalidRequest(format!(
-            "tail: must be 1 to {MAX_TAIL}"
-        )));
-    }
+    // getAppLogs' bounds, checked by its query's rules.
+    let tail = LogQuery::new(query.tail, None, false, None)?.tail;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::logs(&client, &caller, &path.app_path(), path.build, tail).await?,

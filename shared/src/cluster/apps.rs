@@ -188,15 +188,8 @@ pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> 
 /// Deletes the App that was read (uid precondition); its workloads follow
 /// through their owner references.
 pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: app.uid(),
-            resource_version: None,
-        }),
-        ..DeleteParams::background()
-    };
     match api(client, &app.namespace().unwrap_or_default())
-        .delete(&app.name_any(), &params)
+        .delete(&app.name_any(), &super::delete_only(app.uid()))
         .await
     {
         Ok(_) => Ok(()),
@@ -222,22 +215,7 @@ pub async fn pods(
         None => format!("{},!{LABEL_RELEASE}", app_selector(org, path)),
         Some(revision) => format!("{},{LABEL_RELEASE}={revision}", app_selector(org, path)),
     };
-    let params = ListParams::default().labels(&selector);
-    let mut pods = match Api::<Pod>::namespaced(client.clone(), &path.namespace())
-        .list(&params)
-        .await
-    {
-        Ok(list) => list.items,
-        Err(error) if is_not_found(&error) => Vec::new(),
-        Err(error) => return Err(error.into()),
-    };
-    pods.sort_by(|a, b| {
-        b.metadata
-            .creation_timestamp
-            .cmp(&a.metadata.creation_timestamp)
-            .then_with(|| a.name_any().cmp(&b.name_any()))
-    });
-    Ok(pods)
+    super::pods_newest_first(client, &path.namespace(), &selector).await
 }
 
 /// Deletes the claims of the app's volumes: those labelled with its uid,

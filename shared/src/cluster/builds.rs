@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use kube::api::{Api, ListParams, PostParams};
 
 use super::crd::{BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD};
 use super::{is_conflict, is_not_found};
@@ -65,14 +65,10 @@ pub async fn create(client: &kube::Client, build: &Build) -> Result<Created, Api
 /// meanwhile is left alone. Its Job, pod and credential copy follow through
 /// their owner references.
 pub async fn delete(client: &kube::Client, build: &Build) -> Result<(), ApiError> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: build.uid(),
-            resource_version: None,
-        }),
-        ..DeleteParams::background()
-    };
-    match api(client).delete(&build.name_any(), &params).await {
+    match api(client)
+        .delete(&build.name_any(), &super::delete_only(build.uid()))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),
@@ -82,21 +78,6 @@ pub async fn delete(client: &kube::Client, build: &Build) -> Result<(), ApiError
 /// The pods of a build (its Job's, labelled with the app's uid and the
 /// build's number), newest first.
 pub async fn pods(client: &kube::Client, app_uid: &str, number: i64) -> Result<Vec<Pod>, ApiError> {
-    let params =
-        ListParams::default().labels(&format!("{LABEL_APP_UID}={app_uid},{LABEL_BUILD}={number}"));
-    let mut pods = match Api::<Pod>::namespaced(client.clone(), BUILDS_NAMESPACE)
-        .list(&params)
-        .await
-    {
-        Ok(list) => list.items,
-        Err(error) if is_not_found(&error) => Vec::new(),
-        Err(error) => return Err(error.into()),
-    };
-    pods.sort_by(|a, b| {
-        b.metadata
-            .creation_timestamp
-            .cmp(&a.metadata.creation_timestamp)
-            .then_with(|| a.name_any().cmp(&b.name_any()))
-    });
-    Ok(pods)
+    let selector = format!("{LABEL_APP_UID}={app_uid},{LABEL_BUILD}={number}");
+    super::pods_newest_first(client, BUILDS_NAMESPACE, &selector).await
 }

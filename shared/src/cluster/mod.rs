@@ -124,6 +124,46 @@ where
         .collect())
 }
 
+/// A delete of the object with that uid only: one made again under its name
+/// since it was read is not the one meant (`409`, left alone). Its
+/// dependents go in the background.
+pub fn delete_only(uid: Option<String>) -> kube::api::DeleteParams {
+    kube::api::DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid,
+            resource_version: None,
+        }),
+        ..kube::api::DeleteParams::background()
+    }
+}
+
+/// The pods of a namespace matching `selector`, newest first (by creation,
+/// then by name); none when the namespace is gone.
+pub async fn pods_newest_first(
+    client: &kube::Client,
+    namespace: &str,
+    selector: &str,
+) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, ApiError> {
+    use kube::ResourceExt;
+    let params = kube::api::ListParams::default().labels(selector);
+    let mut pods =
+        match kube::Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
+            .list(&params)
+            .await
+        {
+            Ok(list) => list.items,
+            Err(error) if is_not_found(&error) => Vec::new(),
+            Err(error) => return Err(error.into()),
+        };
+    pods.sort_by(|a, b| {
+        b.metadata
+            .creation_timestamp
+            .cmp(&a.metadata.creation_timestamp)
+            .then_with(|| a.name_any().cmp(&b.name_any()))
+    });
+    Ok(pods)
+}
+
 pub fn is_conflict(error: &kube::Error) -> bool {
     status_of(error) == Some(409)
 }
