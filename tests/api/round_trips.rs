@@ -385,62 +385,32 @@ async fn restoring_an_environment_stays_within_its_round_trips() {
 /// hook exists or not: its read and its audit event.
 #[tokio::test]
 async fn the_webhook_receiver_stays_within_its_round_trips() {
-    use berth_shared::webhooks::delivery::github_signature;
-    use serde_json::json;
+    use crate::webhooks::{COMMIT, Hook, UNKNOWN_HOOK, source_app};
 
     let app = TestApp::with_cluster().await;
-    let project = app.ready_environment("rt-hook", "dev").await;
-    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.create_app(
-        &apps,
-        json!({ "name": "shop", "git_repo": "https://github.com/acme/shop", "git_ref": "main" }),
-    )
-    .await;
-    let made = app
-        .post(&format!("{apps}/shop/webhook"))
-        .by(&app.owner)
-        .send()
-        .await;
-    made.assert_status(201);
-    let url = made.json()["url"].as_str().expect("url").to_owned();
-    let secret = made.json()["secret"].as_str().expect("secret").to_owned();
-    let deliver = |url: String, secret: String, delivery: &'static str| {
-        let body = json!({
-            "ref": "refs/heads/main", "after": "9fceb02d0ae598e95dc970b74767f19372d61af8",
-            "repository": { "default_branch": "main" },
-        })
-        .to_string();
-        let signature = format!("sha256={}", github_signature(&secret, body.as_bytes()));
+    let source = source_app(&app, Some("main")).await;
+    let hook = Hook::make(&app, &source).await;
+    let deliver = |hook: Hook| {
         let app = &app;
         async move {
             let before = (app.round_trips.get(), app.cluster_requests.calls());
-            let status = app
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("x-github-event", "push")
-                .header("x-github-delivery", delivery)
-                .header("x-hub-signature-256", &signature)
-                .raw(body)
-                .send()
-                .await
-                .status
-                .as_u16();
+            let status = hook.push(app, "refs/heads/main", COMMIT).await.status;
             let used = (
                 app.round_trips.get() - before.0,
                 app.cluster_requests.calls() - before.1,
             );
-            (status, used)
+            (status.as_u16(), used)
         }
     };
-    let unknown = deliver("/api/v1/hooks/aaaaaaaaaaaa".into(), secret.clone(), "d-1").await;
-    let wrong = deliver(url.clone(), "not the secret".into(), "d-2").await;
+    let unknown = deliver(hook.at(UNKNOWN_HOOK)).await;
+    let wrong = deliver(hook.signed_with("not the secret")).await;
     assert_eq!(unknown, (401, (3, 0)), "unknown hook");
     assert_eq!(
         wrong, unknown,
         "a wrong signature costs what an unknown hook does"
     );
     let sent = app.cluster_requests.get();
-    let built = deliver(url.clone(), secret.clone(), "d-3").await;
+    let built = deliver(hook).await;
     assert_eq!(built, (202, (4, 3)), "a delivery that builds");
     assert_sent_once(&app, sent, built.1.1);
     println!(

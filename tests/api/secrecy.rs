@@ -117,52 +117,33 @@ async fn assert_never_shown(app: &TestApp, secrets: &[String], later_bodies: &[T
 /// signatures made with it.
 #[tokio::test]
 async fn webhook_secrets_never_leak() {
+    use crate::webhooks::{COMMIT, Hook, push, source_app};
     use berth_shared::webhooks::delivery::github_signature;
 
     let app = TestApp::with_cluster().await;
-    let project = app.ready_environment("leak", "dev").await;
-    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.create_app(
-        &apps,
-        json!({ "name": "shop", "git_repo": "https://github.com/acme/shop", "git_ref": "main" }),
-    )
-    .await;
-    let hook = format!("{apps}/shop/webhook");
-    let made = app.post(&hook).by(&app.owner).send().await;
-    made.assert_status(201);
-    let url = made.json()["url"].as_str().unwrap().to_owned();
-    let secret = made.json()["secret"].as_str().unwrap().to_owned();
-    let mut secrets = vec![secret.clone()];
-    let mut later_bodies = vec![app.get(&hook).by(&app.owner).send().await];
-
+    let source = source_app(&app, Some("main")).await;
+    let hook = Hook::make(&app, &source).await;
+    let path = format!("{}/webhook", source.path);
+    let wrong = format!("{}-wrong", hook.secret);
+    let mut secrets = vec![hook.secret.clone(), wrong.clone()];
+    let mut later_bodies = vec![app.get(&path).by(&app.owner).send().await];
     for (event, git_ref) in [
         ("push", "refs/heads/main"),
         ("push", "refs/heads/dev"),
         ("ping", ""),
     ] {
-        let body = json!({
-            "ref": git_ref, "after": "9fceb02d0ae598e95dc970b74767f19372d61af8",
-            "repository": { "default_branch": "main" },
-        })
-        .to_string();
-        let signature = format!("sha256={}", github_signature(&secret, body.as_bytes()));
-        secrets.push(signature.clone());
-        later_bodies.push(
-            app.post(&url)
-                .header("content-type", "application/json")
-                .header("x-github-event", event)
-                .header("x-github-delivery", &unique("d"))
-                .header("x-hub-signature-256", &signature)
-                .raw(body)
-                .send()
-                .await,
-        );
+        let body = push(git_ref, COMMIT);
+        secrets.push(github_signature(&hook.secret, &body));
+        later_bodies.push(hook.github(&app, event, &unique("d"), body).await);
     }
-    let wrong = format!("{secret}-wrong");
-    secrets.push(wrong.clone());
-    for token in [&secret, &wrong] {
+    later_bodies.push(
+        hook.signed_with(&wrong)
+            .push(&app, "refs/heads/main", COMMIT)
+            .await,
+    );
+    for token in [&hook.secret, &wrong] {
         later_bodies.push(
-            app.post(&url)
+            app.post(&hook.url)
                 .header("content-type", "application/json")
                 .header("x-gitlab-event", "Push Hook")
                 .header("x-gitlab-token", token)
@@ -172,9 +153,9 @@ async fn webhook_secrets_never_leak() {
         );
     }
     // Replaced: the old secret is shown nowhere after, the new one only once.
-    let replaced = app.post(&hook).by(&app.owner).send().await;
-    secrets.push(replaced.json()["secret"].as_str().unwrap().to_owned());
-    later_bodies.push(app.get(&hook).by(&app.owner).send().await);
+    let replaced = Hook::make(&app, &source).await;
+    secrets.push(replaced.secret);
+    later_bodies.push(app.get(&path).by(&app.owner).send().await);
     later_bodies.push(
         app.get("/api/v1/audit?limit=200")
             .by(&app.owner)

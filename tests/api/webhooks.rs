@@ -12,21 +12,23 @@ use berth_shared::audit::ActorKind;
 use berth_shared::cluster::crd::{BUILDS_NAMESPACE, Build};
 use berth_shared::webhooks::delivery::github_signature;
 
-use crate::support::{TestApp, unique};
+use crate::support::{TestApp, TestResponse, unique};
 
-const COMMIT: &str = "9fceb02d0ae598e95dc970b74767f19372d61af8";
+pub const COMMIT: &str = "9fceb02d0ae598e95dc970b74767f19372d61af8";
 const OTHER_COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const REPO: &str = "https://github.com/acme/shop.git";
+/// A hook id no hook has (the form of one).
+pub const UNKNOWN_HOOK: &str = "/api/v1/hooks/aaaaaaaaaaaa";
 
 /// An app from source in a ready environment of a fresh project.
-struct SourceApp {
+pub struct SourceApp {
     project: String,
-    name: String,
+    pub name: String,
     /// `/api/v1/projects/…/apps/{name}`.
-    path: String,
+    pub path: String,
 }
 
-async fn source_app(app: &TestApp, git_ref: Option<&str>) -> SourceApp {
+pub async fn source_app(app: &TestApp, git_ref: Option<&str>) -> SourceApp {
     let project = app.ready_environment("hooks", "dev").await;
     let name = unique("shop");
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
@@ -42,23 +44,89 @@ async fn source_app(app: &TestApp, git_ref: Option<&str>) -> SourceApp {
     }
 }
 
-/// The app's hook: its receiver URL and secret.
-async fn make_hook(app: &TestApp, source: &SourceApp) -> (String, String) {
-    let made = app
-        .post(&format!("{}/webhook", source.path))
-        .by(&app.owner)
-        .send()
-        .await;
-    made.assert_status(201);
-    let body = made.json();
-    let url = body["url"].as_str().expect("url").to_owned();
-    let secret = body["secret"].as_str().expect("secret").to_owned();
-    assert!(url.starts_with("/api/v1/hooks/"), "{url}");
-    assert_eq!(secret.len(), 40);
-    (url, secret)
+/// A hook's receiver URL and the secret a sender signs with (the hook's,
+/// or another to try).
+#[derive(Clone)]
+pub struct Hook {
+    pub url: String,
+    pub secret: String,
 }
 
-fn push(git_ref: &str, after: &str) -> Vec<u8> {
+impl Hook {
+    /// The app's new hook, made by the owner.
+    pub async fn make(app: &TestApp, source: &SourceApp) -> Hook {
+        let made = app
+            .post(&format!("{}/webhook", source.path))
+            .by(&app.owner)
+            .send()
+            .await;
+        made.assert_status(201);
+        let body = made.json();
+        let hook = Hook {
+            url: body["url"].as_str().expect("url").to_owned(),
+            secret: body["secret"].as_str().expect("secret").to_owned(),
+        };
+        assert!(hook.url.starts_with("/api/v1/hooks/"), "{}", hook.url);
+        assert_eq!(hook.secret.len(), 40);
+        hook
+    }
+
+    /// The same URL, signed with another secret.
+    pub fn signed_with(&self, secret: &str) -> Hook {
+        Hook {
+            url: self.url.clone(),
+            secret: secret.to_owned(),
+        }
+    }
+
+    /// Another URL, signed with this secret.
+    pub fn at(&self, url: &str) -> Hook {
+        Hook {
+            url: url.to_owned(),
+            secret: self.secret.clone(),
+        }
+    }
+
+    /// A GitHub delivery of `body`, signed.
+    pub async fn github(
+        &self,
+        app: &TestApp,
+        event: &str,
+        delivery: &str,
+        body: Vec<u8>,
+    ) -> TestResponse {
+        let signature = format!("sha256={}", github_signature(&self.secret, &body));
+        app.post(&self.url)
+            .header("content-type", "application/json")
+            .header("x-github-event", event)
+            .header("x-github-delivery", delivery)
+            .header("x-hub-signature-256", &signature)
+            .raw(body)
+            .send()
+            .await
+    }
+
+    /// A GitHub push of `after` to `git_ref`, a delivery of its own.
+    pub async fn push(&self, app: &TestApp, git_ref: &str, after: &str) -> TestResponse {
+        self.github(app, "push", &unique("d"), push(git_ref, after))
+            .await
+    }
+
+    /// A GitLab delivery of `body`, with this secret as its token.
+    async fn gitlab(&self, app: &TestApp, event: &'static str, body: Value) -> TestResponse {
+        app.post(&self.url)
+            .header("content-type", "application/json")
+            .header("x-gitlab-event", event)
+            .header("x-gitlab-event-uuid", &unique("uuid"))
+            .header("x-gitlab-token", &self.secret)
+            .raw(body.to_string())
+            .send()
+            .await
+    }
+}
+
+/// GitHub's push payload, as far as Berth reads it and a little more.
+pub fn push(git_ref: &str, after: &str) -> Vec<u8> {
     json!({
         "ref": git_ref,
         "before": OTHER_COMMIT,
@@ -69,26 +137,6 @@ fn push(git_ref: &str, after: &str) -> Vec<u8> {
     })
     .to_string()
     .into_bytes()
-}
-
-/// A GitHub delivery of `body`, signed with `secret`.
-async fn github(
-    app: &TestApp,
-    url: &str,
-    secret: &str,
-    event: &str,
-    delivery: &str,
-    body: Vec<u8>,
-) -> crate::support::TestResponse {
-    let signature = format!("sha256={}", github_signature(secret, &body));
-    app.post(url)
-        .header("content-type", "application/json")
-        .header("x-github-event", event)
-        .header("x-github-delivery", delivery)
-        .header("x-hub-signature-256", &signature)
-        .raw(body)
-        .send()
-        .await
 }
 
 /// The Builds of the app, in the cluster.
@@ -106,26 +154,27 @@ async fn builds_of(app: &TestApp, source: &SourceApp) -> Vec<Build> {
     found
 }
 
-fn assert_unauthenticated(response: &crate::support::TestResponse) {
+fn assert_unauthenticated(response: &TestResponse) {
     response.assert_problem(401, "unauthenticated");
+}
+
+fn assert_ignored(response: &TestResponse, why: &str) {
+    response.assert_status(200);
+    let reason = response.json()["ignored"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.contains(why), "{reason:?} should say {why:?}");
 }
 
 #[tokio::test]
 async fn a_signed_github_push_to_the_apps_branch_builds_the_commit() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let (url, secret) = make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     let before = builds_of(&app, &source).await.len();
 
-    let answer = github(
-        &app,
-        &url,
-        &secret,
-        "push",
-        &unique("d"),
-        push("refs/heads/main", COMMIT),
-    )
-    .await;
+    let answer = hook.push(&app, "refs/heads/main", COMMIT).await;
     answer.assert_status(202);
     let build = answer.json();
     assert_eq!(build["ref"], COMMIT);
@@ -139,8 +188,7 @@ async fn a_signed_github_push_to_the_apps_branch_builds_the_commit() {
     assert_eq!(newest.spec.actor.as_deref(), Some("webhook"));
     assert_eq!(build["id"], json!(newest.spec.number));
 
-    // Audited in the app's organization, the sender as its actor, with
-    // neither the secret nor the signature.
+    // Audited in the app's organization, the sender as its actor.
     let event = app.last_audit_event("acme").await;
     assert_eq!(event.action, "receiveWebhook");
     assert_eq!(event.status, Some(202));
@@ -153,54 +201,30 @@ async fn a_signed_github_push_to_the_apps_branch_builds_the_commit() {
 async fn wrong_missing_and_unknown_credentials_are_the_same_401_and_build_nothing() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let (url, secret) = make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     let before = builds_of(&app, &source).await.len();
-    let body = push("refs/heads/main", COMMIT);
+    let (main, wrong) = ("refs/heads/main", "not the secret");
 
-    let wrong = github(
-        &app,
-        &url,
-        "not the secret",
-        "push",
-        &unique("d"),
-        body.clone(),
-    )
-    .await;
     let unsigned = app
-        .post(&url)
+        .post(&hook.url)
         .header("content-type", "application/json")
         .header("x-github-event", "push")
-        .raw(body.clone())
+        .raw(push(main, COMMIT))
         .send()
         .await;
-    let unknown = github(
-        &app,
-        "/api/v1/hooks/aaaaaaaaaaaa",
-        &secret,
-        "push",
-        &unique("d"),
-        body.clone(),
-    )
-    .await;
-    let malformed = github(
-        &app,
-        "/api/v1/hooks/..%2Fx",
-        &secret,
-        "push",
-        &unique("d"),
-        body.clone(),
-    )
-    .await;
-    let gitlab_wrong = app
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("x-gitlab-event", "Push Hook")
-        .header("x-gitlab-token", "not the secret")
-        .raw(body.clone())
-        .send()
-        .await;
+    let answers = [
+        hook.signed_with(wrong).push(&app, main, COMMIT).await,
+        unsigned,
+        hook.at(UNKNOWN_HOOK).push(&app, main, COMMIT).await,
+        hook.at("/api/v1/hooks/..%2Fx")
+            .push(&app, main, COMMIT)
+            .await,
+        hook.signed_with(wrong)
+            .gitlab(&app, "Push Hook", json!({ "ref": main }))
+            .await,
+    ];
     let mut problems = Vec::new();
-    for answer in [&wrong, &unsigned, &unknown, &malformed, &gitlab_wrong] {
+    for answer in &answers {
         assert_unauthenticated(answer);
         problems.push(answer.json());
     }
@@ -224,26 +248,18 @@ async fn wrong_missing_and_unknown_credentials_are_the_same_401_and_build_nothin
 async fn a_gitlab_token_is_accepted_and_a_wrong_one_refused() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, None).await;
-    let (url, secret) = make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     let before = builds_of(&app, &source).await.len();
-    let gitlab = |token: String, event: &'static str, body: Value| {
-        app.post(&url)
-            .header("content-type", "application/json")
-            .header("x-gitlab-event", event)
-            .header("x-gitlab-event-uuid", &unique("uuid"))
-            .header("x-gitlab-token", &token)
-            .raw(body.to_string())
-            .send()
-    };
     let body = json!({
         "object_kind": "push", "ref": "refs/heads/main", "after": COMMIT,
         "checkout_sha": COMMIT, "project": { "default_branch": "main" },
     });
-    assert_unauthenticated(&gitlab(format!("{secret}x"), "Push Hook", body.clone()).await);
+    let almost = hook.signed_with(&format!("{}x", hook.secret));
+    assert_unauthenticated(&almost.gitlab(&app, "Push Hook", body.clone()).await);
     assert_eq!(builds_of(&app, &source).await.len(), before);
 
     // No git_ref: the repository's default branch, as the payload names it.
-    let accepted = gitlab(secret.clone(), "Push Hook", body).await;
+    let accepted = hook.gitlab(&app, "Push Hook", body).await;
     accepted.assert_status(202);
     assert_eq!(accepted.json()["ref"], COMMIT);
     assert_eq!(builds_of(&app, &source).await.len(), before + 1);
@@ -252,14 +268,7 @@ async fn a_gitlab_token_is_accepted_and_a_wrong_one_refused() {
         "object_kind": "tag_push", "ref": "refs/tags/v1", "after": COMMIT,
         "project": { "default_branch": "main" },
     });
-    let ignored = gitlab(secret.clone(), "Tag Push Hook", tag).await;
-    ignored.assert_status(200);
-    assert!(
-        ignored.json()["ignored"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("tag")
-    );
+    assert_ignored(&hook.gitlab(&app, "Tag Push Hook", tag).await, "tag");
     assert_eq!(builds_of(&app, &source).await.len(), before + 1);
 }
 
@@ -267,129 +276,50 @@ async fn a_gitlab_token_is_accepted_and_a_wrong_one_refused() {
 async fn other_branches_tags_pings_and_replays_are_ignored() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let (url, secret) = make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     let before = builds_of(&app, &source).await.len();
-    let ignored = |answer: crate::support::TestResponse, why: &str| {
-        answer.assert_status(200);
-        let reason = answer.json()["ignored"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        assert!(reason.contains(why), "{reason:?} should say {why:?}");
-    };
 
-    let ping = json!({ "zen": "Design for failure.", "hook_id": 1 })
-        .to_string()
-        .into_bytes();
-    ignored(
-        github(&app, &url, &secret, "ping", &unique("d"), ping).await,
-        "ping",
-    );
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &unique("d"),
-            push("refs/heads/dev", COMMIT),
-        )
-        .await,
-        "\"dev\"",
-    );
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &unique("d"),
-            push("refs/tags/v1.0", COMMIT),
-        )
-        .await,
-        "tag",
-    );
+    let ping = json!({ "zen": "Design for failure.", "hook_id": 1 });
+    let ping = hook
+        .github(&app, "ping", &unique("d"), ping.to_string().into_bytes())
+        .await;
+    assert_ignored(&ping, "ping");
+    assert_ignored(&hook.push(&app, "refs/heads/dev", COMMIT).await, "\"dev\"");
+    assert_ignored(&hook.push(&app, "refs/tags/v1.0", COMMIT).await, "tag");
     let deleted = json!({
         "ref": "refs/heads/main", "after": "0".repeat(40), "deleted": true,
         "repository": { "default_branch": "main" },
     });
-    ignored(
-        github(
+    let deleted = hook
+        .github(&app, "push", &unique("d"), deleted.to_string().into_bytes())
+        .await;
+    assert_ignored(&deleted, "deleted");
+    let pull_request = hook
+        .github(
             &app,
-            &url,
-            &secret,
-            "push",
-            &unique("d"),
-            deleted.to_string().into_bytes(),
-        )
-        .await,
-        "deleted",
-    );
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
             "pull_request",
             &unique("d"),
             push("refs/heads/main", COMMIT),
         )
-        .await,
-        "not a push",
-    );
+        .await;
+    assert_ignored(&pull_request, "not a push");
     assert_eq!(builds_of(&app, &source).await.len(), before);
 
     // The same delivery twice builds once; so does its body under a new
-    // delivery id (GitHub signs the body only).
+    // delivery id (GitHub signs the body only), and its id with another body.
     let delivery = unique("d");
-    github(
-        &app,
-        &url,
-        &secret,
-        "push",
-        &delivery,
-        push("refs/heads/main", COMMIT),
-    )
-    .await
-    .assert_status(202);
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &delivery,
-            push("refs/heads/main", COMMIT),
-        )
-        .await,
-        "received before",
-    );
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &unique("d"),
-            push("refs/heads/main", COMMIT),
-        )
-        .await,
-        "received before",
-    );
-    assert_eq!(builds_of(&app, &source).await.len(), before + 1);
-    // The same delivery id with another body is a replay too.
-    ignored(
-        github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &delivery,
-            push("refs/heads/main", OTHER_COMMIT),
-        )
-        .await,
-        "received before",
-    );
+    let main = |after| push("refs/heads/main", after);
+    hook.github(&app, "push", &delivery, main(COMMIT))
+        .await
+        .assert_status(202);
+    for replay in [
+        hook.github(&app, "push", &delivery, main(COMMIT)).await,
+        hook.push(&app, "refs/heads/main", COMMIT).await,
+        hook.github(&app, "push", &delivery, main(OTHER_COMMIT))
+            .await,
+    ] {
+        assert_ignored(&replay, "received before");
+    }
     assert_eq!(builds_of(&app, &source).await.len(), before + 1);
 }
 
@@ -397,110 +327,44 @@ async fn other_branches_tags_pings_and_replays_are_ignored() {
 async fn the_secret_is_shown_once_and_a_replacement_invalidates_the_old_hook() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let hook = format!("{}/webhook", source.path);
-    app.get(&hook)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_problem(404, "not_found");
-    let (old_url, old_secret) = make_hook(&app, &source).await;
-    let shown = app.get(&hook).by(&app.owner).send().await;
+    let path = format!("{}/webhook", source.path);
+    let get = || app.get(&path).by(&app.owner).send();
+    get().await.assert_problem(404, "not_found");
+    let old = Hook::make(&app, &source).await;
+    let shown = get().await;
     shown.assert_status(200);
-    assert_eq!(shown.json()["url"], old_url);
+    assert_eq!(shown.json()["url"], old.url);
     assert!(shown.json().get("secret").is_none(), "{}", shown.text());
-    assert!(!shown.text().contains(&old_secret));
+    assert!(!shown.text().contains(&old.secret));
 
-    let (new_url, new_secret) = make_hook(&app, &source).await;
-    assert_ne!((&new_url, &new_secret), (&old_url, &old_secret));
-    assert_eq!(
-        app.get(&hook).by(&app.owner).send().await.json()["url"],
-        new_url
-    );
-    let body = push("refs/heads/main", COMMIT);
+    let new = Hook::make(&app, &source).await;
+    assert_ne!((&new.url, &new.secret), (&old.url, &old.secret));
+    assert_eq!(get().await.json()["url"], new.url);
     // The old URL is gone, and the old secret does not sign for the new one.
-    assert_unauthenticated(
-        &github(
-            &app,
-            &old_url,
-            &old_secret,
-            "push",
-            &unique("d"),
-            body.clone(),
-        )
-        .await,
-    );
-    assert_unauthenticated(
-        &github(
-            &app,
-            &new_url,
-            &old_secret,
-            "push",
-            &unique("d"),
-            body.clone(),
-        )
-        .await,
-    );
-    github(
-        &app,
-        &new_url,
-        &new_secret,
-        "push",
-        &unique("d"),
-        body.clone(),
-    )
-    .await
-    .assert_status(202);
+    let main = "refs/heads/main";
+    assert_unauthenticated(&old.push(&app, main, COMMIT).await);
+    assert_unauthenticated(&new.signed_with(&old.secret).push(&app, main, COMMIT).await);
+    new.push(&app, main, COMMIT).await.assert_status(202);
 
-    app.request(Method::DELETE, &hook)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_status(204);
-    app.get(&hook)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_problem(404, "not_found");
-    app.request(Method::DELETE, &hook)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_problem(404, "not_found");
-    assert_unauthenticated(
-        &github(
-            &app,
-            &new_url,
-            &new_secret,
-            "push",
-            &unique("d"),
-            push("refs/heads/main", OTHER_COMMIT),
-        )
-        .await,
-    );
+    let delete = || app.request(Method::DELETE, &path).by(&app.owner).send();
+    delete().await.assert_status(204);
+    get().await.assert_problem(404, "not_found");
+    delete().await.assert_problem(404, "not_found");
+    assert_unauthenticated(&new.push(&app, main, OTHER_COMMIT).await);
 }
 
 #[tokio::test]
 async fn deleting_the_app_deletes_its_hook() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let (url, secret) = make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     app.request(Method::DELETE, &source.path)
         .by(&app.owner)
         .send()
         .await
         .assert_status(204);
-    assert_unauthenticated(
-        &github(
-            &app,
-            &url,
-            &secret,
-            "push",
-            &unique("d"),
-            push("refs/heads/main", COMMIT),
-        )
-        .await,
-    );
-    let hook_id = url.rsplit('/').next().expect("an id");
+    assert_unauthenticated(&hook.push(&app, "refs/heads/main", COMMIT).await);
+    let hook_id = hook.url.rsplit('/').next().expect("an id");
     let stored = berth_shared::webhooks::hooks::find(&app.state.store, hook_id)
         .await
         .expect("reading the hook");
@@ -526,46 +390,37 @@ async fn deleting_the_app_deletes_its_hook() {
 async fn another_organizations_app_has_no_webhook_to_manage() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    make_hook(&app, &source).await;
+    let hook = Hook::make(&app, &source).await;
     let stranger = app.other_org("umbrella").await;
-    let hook = format!("{}/webhook", source.path);
+    let path = format!("{}/webhook", source.path);
     for method in [Method::POST, Method::GET, Method::DELETE] {
-        app.request(method.clone(), &hook)
+        app.request(method.clone(), &path)
             .by(&stranger)
             .send()
             .await
             .assert_problem(404, "not_found");
     }
     // Its hook is still there and unchanged.
-    app.get(&hook)
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_status(200);
+    let shown = app.get(&path).by(&app.owner).send().await;
+    assert_eq!(shown.json()["url"], hook.url);
 }
 
 #[tokio::test]
 async fn an_oversized_delivery_is_413() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
-    let (url, secret) = make_hook(&app, &source).await;
-    let padding = "x".repeat(berth_shared::webhooks::service::MAX_DELIVERY_BYTES);
+    let hook = Hook::make(&app, &source).await;
+    let limit = berth_shared::webhooks::service::MAX_DELIVERY_BYTES;
     let mut body: Value = serde_json::from_slice(&push("refs/heads/main", COMMIT)).expect("json");
-    body["padding"] = json!(padding);
+    body["padding"] = json!("x".repeat(limit));
     let big = body.to_string().into_bytes();
-    github(&app, &url, &secret, "push", &unique("d"), big)
+    hook.github(&app, "push", &unique("d"), big)
         .await
         .assert_problem(413, "payload_too_large");
     // Under the limit, a large payload is read.
-    body["padding"] = json!("x".repeat(512 * 1024));
-    github(
-        &app,
-        &url,
-        &secret,
-        "push",
-        &unique("d"),
-        body.to_string().into_bytes(),
-    )
-    .await
-    .assert_status(202);
+    body["padding"] = json!("x".repeat(limit / 2));
+    let large = body.to_string().into_bytes();
+    hook.github(&app, "push", &unique("d"), large)
+        .await
+        .assert_status(202);
 }
