@@ -8,7 +8,7 @@
 use berth_kube_standin::LogKey;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, TestUser};
@@ -607,4 +607,48 @@ async fn build_logs_are_the_build_pods_steps_in_order() {
             .assert_status(400);
     }
     pods.delete(&pod_name, &Default::default()).await.unwrap();
+}
+
+/// 50 builds are kept per app: making the 51st deletes the oldest finished
+/// one. Unfinished builds are never deleted to make room.
+#[tokio::test]
+async fn fifty_builds_are_kept() {
+    let app = TestApp::with_cluster().await;
+    let (_, namespace, shop) = shop_with_a_build(&app).await;
+    for _ in 2..=50 {
+        create_build(&app, &app.owner, &shop, None).await;
+    }
+    let builds: Api<Build> = Api::namespaced(app.cluster().client.clone(), BUILDS_NAMESPACE);
+    let finish = async |number: i64| {
+        // As the controller would end it.
+        builds
+            .patch_status(
+                &format!("{namespace}.shop.{number}"),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"phase": "failed", "message": "test"}})),
+            )
+            .await
+            .expect("ending a build");
+    };
+    // Build 1 still runs: the oldest finished one is build 2.
+    builds
+        .patch_status(
+            &format!("{namespace}.shop.1"),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "running"}})),
+        )
+        .await
+        .expect("running build 1");
+    for number in 2..=50 {
+        finish(number).await;
+    }
+    let newest = create_build(&app, &app.owner, &shop, None).await;
+    assert_eq!(newest["id"], 51);
+    let numbers: Vec<i64> = builds_of(&app, &namespace, "shop")
+        .await
+        .iter()
+        .map(|build| build.spec.number)
+        .collect();
+    let expected: Vec<i64> = std::iter::once(1).chain(3..=51).collect();
+    assert_eq!(numbers, expected);
 }

@@ -98,9 +98,13 @@ fn the_kustomization_renders_one_installation() {
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
+            "CustomResourceDefinition",
             "Deployment",
             "Namespace",
+            "Namespace",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "ServiceAccount",
             "ServiceAccount",
@@ -235,6 +239,10 @@ const API_USES: &[(&str, &str, &str)] = &[
     ("", "secrets", "create"),
     ("", "secrets", "update"),
     ("", "secrets", "delete"),
+    ("berth.dev", "builds", "get"),
+    ("berth.dev", "builds", "list"),
+    ("berth.dev", "builds", "create"),
+    ("berth.dev", "builds", "delete"),
 ];
 
 const CONTROLLER_USES: &[(&str, &str, &str)] = &[
