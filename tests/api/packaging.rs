@@ -170,6 +170,7 @@ fn functions_link_only_what_they_use() {
         "apps",
         "templates",
         "secrets",
+        "builds",
     ];
     for function in berth_local::FUNCTIONS.iter().map(|function| function.name) {
         let packages = linked_packages(function);
