@@ -652,3 +652,50 @@ async fn fifty_builds_are_kept() {
     let expected: Vec<i64> = std::iter::once(1).chain(3..=51).collect();
     assert_eq!(numbers, expected);
 }
+
+/// A `git_secret` must exist with the key a build clones with (`token`),
+/// only its name is shown, and a secret an app clones with is not deleted
+/// from under it.
+#[tokio::test]
+async fn a_git_secret_is_checked_and_kept() {
+    let app = TestApp::with_cluster().await;
+    let (apps, _) = environment(&app).await;
+    let env = apps.trim_end_matches("/apps").to_owned();
+    let put = async |name: &str, data: Value| {
+        app.request(http::Method::PUT, &format!("{env}/secrets/{name}"))
+            .by(&app.owner)
+            .json(json!({ "data": data }))
+            .send()
+            .await
+            .assert_status(201);
+    };
+    put("no-token", json!({"password": "p"})).await;
+    put("git-cred", json!({"token": "t0ken", "username": "bot"})).await;
+    let refused = app
+        .post(&apps)
+        .by(&app.owner)
+        .json(json!({"name": "shop", "git_repo": REPO, "git_secret": "no-token"}))
+        .send()
+        .await;
+    refused.assert_problem(422, "validation_failed");
+    assert!(
+        refused.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("has no key token")
+    );
+    let created = app
+        .post(&apps)
+        .by(&app.owner)
+        .json(json!({"name": "shop", "git_repo": REPO, "git_secret": "git-cred"}))
+        .send()
+        .await;
+    created.assert_status(201);
+    assert_eq!(created.json()["git_secret"], "git-cred");
+    assert!(!created.text().contains("t0ken"));
+    app.request(http::Method::DELETE, &format!("{env}/secrets/git-cred"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(409, "conflict");
+}
