@@ -88,6 +88,12 @@ const BUILD: &[(&str, &str)] = &[
     ("build", "$response.body#/id"),
 ];
 
+const WEBHOOK: &[(&str, &str)] = &[
+    ("project", "$request.path.project"),
+    ("environment", "$request.path.environment"),
+    ("app", "$request.path.app"),
+];
+
 /// What a created object leads to: the project's name to its environments,
 /// the environment's to its apps, secrets and templates, and so on.
 fn links() -> Vec<Link> {
@@ -144,11 +150,15 @@ fn links() -> Vec<Link> {
             CheckAppDomains,
             CreateBuild,
             ListBuilds,
+            CreateWebhook,
+            GetWebhook,
+            DeleteWebhook,
         ],
         APP,
     );
     add(PutSecret, "201", &[DeleteSecret], SECRET);
     add(CreateBuild, "202", &[GetBuild, GetBuildLogs], BUILD);
+    add(CreateWebhook, "201", &[GetWebhook, DeleteWebhook], WEBHOOK);
     add(
         CreateToken,
         "201",

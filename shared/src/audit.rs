@@ -44,6 +44,9 @@ pub enum ActorKind {
     Token,
     User,
     Anonymous,
+    /// A git webhook delivery whose signature held; the actor is its
+    /// sender, `github` or `gitlab`.
+    Webhook,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -64,6 +67,7 @@ impl ActorKind {
             Self::Token => "token",
             Self::User => "user",
             Self::Anonymous => "anonymous",
+            Self::Webhook => "webhook",
         }
     }
 }
@@ -543,6 +547,7 @@ mod tests {
             ActorKind::Token,
             ActorKind::User,
             ActorKind::Anonymous,
+            ActorKind::Webhook,
         ] {
             assert_eq!(serde_json::json!(kind), kind.as_str());
         }

@@ -126,6 +126,12 @@ pub enum Missing {
     Member {
         member: String,
     },
+    /// An app without a webhook (`getWebhook`, `deleteWebhook`).
+    Webhook {
+        project: String,
+        environment: String,
+        app: String,
+    },
 }
 
 impl std::fmt::Display for Missing {
@@ -177,6 +183,14 @@ impl std::fmt::Display for Missing {
                 ),
             Self::Token { token } => write!(f, "token `{token}` not found"),
             Self::Member { member } => write!(f, "member `{member}` not found"),
+            Self::Webhook {
+                project,
+                environment,
+                app,
+            } => write!(
+                f,
+                "app `{app}` in environment `{environment}` of project `{project}` has no webhook"
+            ),
         }
     }
 }
@@ -364,7 +378,7 @@ impl ApiError {
             )),
             Self::PayloadTooLarge => Some(
                 "the request body is larger than this operation accepts (256 KiB; 768 KiB for \
-                 putSecret)"
+                 putSecret; 1 MiB for receiveWebhook)"
                     .into(),
             ),
             Self::TooManyRequests { retry_after_secs } => Some(format!(

@@ -22,7 +22,8 @@
 //! - The resources (feature `cluster`), each holding its rules:
 //!   [`projects`], [`environments`], [`apps`] (with the DNS check of its
 //!   domains under feature `dns`), [`builds`] (apps from source),
-//!   [`secrets`], [`templates`].
+//!   [`secrets`], [`templates`]; [`webhooks`] (git pushes that start
+//!   builds; its storage and signature checks need no cluster).
 //! - The process: [`config`], [`state`] (what every handler shares),
 //!   [`runtime`], [`telemetry`].
 //! - [`testing`] (feature `test-support`): fixtures for every crate's tests.
@@ -66,6 +67,7 @@ pub mod telemetry;
 pub mod templates;
 #[cfg(all(feature = "cluster", any(test, feature = "test-support")))]
 pub mod testing;
+pub mod webhooks;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;

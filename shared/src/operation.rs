@@ -76,6 +76,11 @@ operations! {
     ListBuilds => "listBuilds", Needs(Read);
     GetBuild => "getBuild", Needs(Read);
     GetBuildLogs => "getBuildLogs", Needs(Read);
+    CreateWebhook => "createWebhook", Needs(AppDeploy);
+    GetWebhook => "getWebhook", Needs(Read);
+    DeleteWebhook => "deleteWebhook", Needs(AppDeploy);
+    // No credentials: the hook's signature, checked by its rules.
+    ReceiveWebhook => "receiveWebhook", Public;
     ListSecrets => "listSecrets", Needs(Read);
     PutSecret => "putSecret", Needs(SecretWrite);
     DeleteSecret => "deleteSecret", Needs(SecretWrite);

@@ -50,6 +50,11 @@ const EXPECTED: &[(&str, u16)] = &[
     ("builds/get.json", 200),
     // Its pod is the controller's to make: no output yet, or the pending pod's.
     ("builds/logs.json", 200),
+    ("builds/webhook-create.json", 201),
+    ("builds/webhook-get.json", 200),
+    // No hook has the sample's id (and none could have its signature).
+    ("builds/webhook-receive.json", 401),
+    ("builds/webhook-delete.json", 204),
     ("apps/releases.json", 200),
     ("apps/rollback.json", 200),
     // The sample promotes to `production`, which this test does not create.

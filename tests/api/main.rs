@@ -41,3 +41,4 @@ mod secrets;
 mod support;
 mod templates;
 mod tokens;
+mod webhooks;

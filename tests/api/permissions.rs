@@ -40,6 +40,8 @@ enum Target {
     Environment,
     /// A fresh app in the shared environment (its path).
     App,
+    /// A fresh app in the shared environment with a webhook (its path).
+    HookedApp,
     /// A fresh secret in the shared environment (its path).
     Secret,
 }
@@ -411,6 +413,40 @@ fn cases() -> Vec<Case> {
             None,
             [200, 200, 200, 200, 200, 401, 404],
         ),
+        case(
+            "createWebhook",
+            Method::POST,
+            App,
+            |a| format!("{a}/webhook"),
+            None,
+            [403, 403, 201, 201, 201, 401, 404],
+        ),
+        case(
+            "getWebhook",
+            Method::GET,
+            HookedApp,
+            |a| format!("{a}/webhook"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404],
+        ),
+        case(
+            "deleteWebhook",
+            Method::DELETE,
+            HookedApp,
+            |a| format!("{a}/webhook"),
+            None,
+            [403, 403, 204, 204, 204, 401, 404],
+        ),
+        // No role signs a delivery: only the hook's secret does. Audited in
+        // the caller's organization (an unknown hook has none).
+        case(
+            "receiveWebhook",
+            Method::POST,
+            Nothing,
+            |_| "/api/v1/hooks/aaaaaaaaaaaa".into(),
+            Some(|| json!({ "ref": "refs/heads/main" })),
+            [401, 401, 401, 401, 401, 401, 401],
+        ),
     ]
 }
 
@@ -442,7 +478,7 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
             path
         }
         Target::Environment => shared.to_owned(),
-        Target::App => {
+        Target::App | Target::HookedApp => {
             let name = unique("a");
             app.post(&format!("{shared}/apps"))
                 .by(&app.owner)
@@ -450,7 +486,15 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
                 .send()
                 .await
                 .assert_status(201);
-            format!("{shared}/apps/{name}")
+            let path = format!("{shared}/apps/{name}");
+            if matches!(target, Target::HookedApp) {
+                app.post(&format!("{path}/webhook"))
+                    .by(&app.owner)
+                    .send()
+                    .await
+                    .assert_status(201);
+            }
+            path
         }
         Target::Secret => {
             let path = format!("{shared}/secrets/{}", unique("s"));

@@ -185,6 +185,18 @@ async fn app_operations_stay_within_their_round_trips() {
             4,
             4,
         ),
+        // The App (is it the caller's?), then the app's pointer to its
+        // hook read and the new hook with the pointer written at once.
+        (
+            "createWebhook",
+            Method::POST,
+            format!("{apps}/cart/webhook"),
+            None,
+            5,
+            1,
+        ),
+        // Its hook goes in the batch that deletes its release history:
+        // no round trip more than without one.
         (
             "deleteApp",
             Method::DELETE,
@@ -364,6 +376,47 @@ async fn restoring_an_environment_stays_within_its_round_trips() {
         used.0, used.1
     );
     assert!(used.0 <= 3 && used.1 <= 2, "used {used:?}, budget (3, 2)");
+}
+
+/// The webhook receiver: a delivery that builds reads the hook, records the
+/// delivery (one transaction) and is audited (2), and in the cluster reads
+/// the App and queues the Build (the app's Builds listed for the next
+/// number, the Build created). A refused one costs the same whether the
+/// hook exists or not: its read and its audit event.
+#[tokio::test]
+async fn the_webhook_receiver_stays_within_its_round_trips() {
+    use crate::webhooks::{COMMIT, Hook, UNKNOWN_HOOK, source_app};
+
+    let app = TestApp::with_cluster().await;
+    let source = source_app(&app, Some("main")).await;
+    let hook = Hook::make(&app, &source).await;
+    let deliver = |hook: Hook| {
+        let app = &app;
+        async move {
+            let before = (app.round_trips.get(), app.cluster_requests.calls());
+            let status = hook.push(app, "refs/heads/main", COMMIT).await.status;
+            let used = (
+                app.round_trips.get() - before.0,
+                app.cluster_requests.calls() - before.1,
+            );
+            (status.as_u16(), used)
+        }
+    };
+    let unknown = deliver(hook.at(UNKNOWN_HOOK)).await;
+    let wrong = deliver(hook.signed_with("not the secret")).await;
+    assert_eq!(unknown, (401, (3, 0)), "unknown hook");
+    assert_eq!(
+        wrong, unknown,
+        "a wrong signature costs what an unknown hook does"
+    );
+    let sent = app.cluster_requests.get();
+    let built = deliver(hook).await;
+    assert_eq!(built, (202, (4, 3)), "a delivery that builds");
+    assert_sent_once(&app, sent, built.1.1);
+    println!(
+        "receiveWebhook: refused {:?}, building {:?}",
+        wrong.1, built.1
+    );
 }
 
 /// Round trips of the build operations (DynamoDB, Kubernetes). DynamoDB:

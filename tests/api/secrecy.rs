@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{PASSWORD, TestApp, logs};
+use crate::support::{PASSWORD, TestApp, TestResponse, logs, unique};
 
 #[tokio::test]
 async fn secrets_never_leak() {
@@ -81,9 +81,15 @@ async fn secrets_never_leak() {
             .await,
     );
 
-    for response in &later_bodies {
+    assert_never_shown(&app, &secrets, &later_bodies).await;
+}
+
+/// No secret in a response shown after its one-time display, in the audit
+/// log of the owner's organization or the system partition, or in the logs.
+async fn assert_never_shown(app: &TestApp, secrets: &[String], later_bodies: &[TestResponse]) {
+    for response in later_bodies {
         let text = format!("{:?} {}", response.headers, response.text());
-        for secret in &secrets {
+        for secret in secrets {
             assert!(
                 !text.contains(secret.as_str()),
                 "a response shows a secret: {text}"
@@ -96,13 +102,73 @@ async fn secrets_never_leak() {
     }
     let logged = logs::captured();
     assert!(logged.contains("request"), "the capture works");
-    for secret in &secrets {
+    for secret in secrets {
         assert!(
             !audit.contains(secret.as_str()),
             "the audit log holds a secret"
         );
         assert!(!logged.contains(secret.as_str()), "the log holds a secret");
     }
+}
+
+/// A webhook's secret is shown when the hook is made, and never again: not
+/// by getWebhook, not in the receiver's answers (signed, wrongly signed,
+/// GitLab's token), not in the audit log or the logs; nor are the
+/// signatures made with it.
+#[tokio::test]
+async fn webhook_secrets_never_leak() {
+    use crate::webhooks::{COMMIT, Hook, push, source_app};
+    use berth_shared::webhooks::delivery::github_signature;
+
+    let app = TestApp::with_cluster().await;
+    let source = source_app(&app, Some("main")).await;
+    let hook = Hook::make(&app, &source).await;
+    let path = format!("{}/webhook", source.path);
+    let wrong = format!("{}-wrong", hook.secret);
+    let mut secrets = vec![hook.secret.clone(), wrong.clone()];
+    let mut later_bodies = vec![app.get(&path).by(&app.owner).send().await];
+    for (event, git_ref) in [
+        ("push", "refs/heads/main"),
+        ("push", "refs/heads/dev"),
+        ("ping", ""),
+    ] {
+        let body = push(git_ref, COMMIT);
+        secrets.push(github_signature(&hook.secret, &body));
+        later_bodies.push(hook.github(&app, event, &unique("d"), body).await);
+    }
+    later_bodies.push(
+        hook.signed_with(&wrong)
+            .push(&app, "refs/heads/main", COMMIT)
+            .await,
+    );
+    for token in [&hook.secret, &wrong] {
+        later_bodies.push(
+            app.post(&hook.url)
+                .header("content-type", "application/json")
+                .header("x-gitlab-event", "Push Hook")
+                .header("x-gitlab-token", token)
+                .raw(json!({ "ref": "refs/heads/other" }).to_string())
+                .send()
+                .await,
+        );
+    }
+    // Replaced: the old secret is shown nowhere after, the new one only once.
+    let replaced = Hook::make(&app, &source).await;
+    secrets.push(replaced.secret);
+    later_bodies.push(app.get(&path).by(&app.owner).send().await);
+    later_bodies.push(
+        app.get("/api/v1/audit?limit=200")
+            .by(&app.owner)
+            .send()
+            .await,
+    );
+    assert!(
+        later_bodies
+            .iter()
+            .any(|response| response.status.as_u16() == 202),
+        "a signed push was accepted"
+    );
+    assert_never_shown(&app, &secrets, &later_bodies).await;
 }
 
 /// A git credential (an app's `git_secret`) is the build's alone: its value

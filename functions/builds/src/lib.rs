@@ -1,10 +1,14 @@
 //! The `builds` function: builds of apps from source (queue one, list them,
-//! read one and its output). The rules live in `berth_shared::builds`; this
+//! read one and its output) and the apps' git webhooks ([`webhooks`]). The
+//! rules live in `berth_shared::builds` and `berth_shared::webhooks`; this
 //! crate maps HTTP onto them.
 
+mod webhooks;
+
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
+use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_shared::apps::operate::{LogEntry, LogQuery};
@@ -14,7 +18,12 @@ use berth_shared::domain::git::GitRef;
 use berth_shared::domain::paths::{AppPath, BuildPath};
 use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_shared::openapi::cluster_failures;
+use berth_shared::webhooks::service::MAX_DELIVERY_BYTES;
 use berth_shared::{ApiError, AppState, Operation};
+use webhooks::{
+    __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_receive_webhook,
+    create_webhook, delete_webhook, get_webhook, receive_webhook,
+};
 
 berth_shared::operations! {
     tag: "builds",
@@ -25,6 +34,14 @@ berth_shared::operations! {
         list_builds,
         get_build,
         get_build_logs,
+        create_webhook,
+        get_webhook,
+        delete_webhook,
+        // Only the receiver takes bodies beyond the common 256 KiB: push
+        // payloads of many commits.
+        receive_webhook => |route: MethodRouter<AppState>| {
+            route.layer(DefaultBodyLimit::max(MAX_DELIVERY_BYTES))
+        },
     ],
 }
 
@@ -44,7 +61,18 @@ fn finish(api: &mut utoipa::openapi::OpenApi) {
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
-    let changes = operation == Operation::CreateBuild;
+    if operation == Operation::ReceiveWebhook {
+        return webhooks::receiver_failures();
+    }
+    let changes = matches!(
+        operation,
+        Operation::CreateBuild | Operation::CreateWebhook | Operation::DeleteWebhook
+    );
+    if operation != Operation::CreateBuild {
+        // A webhook: the app is read from the cluster, the hook is
+        // DynamoDB's (a replacement racing another is 409).
+        return cluster_failures(changes);
+    }
     let mut failures = cluster_failures(changes);
     if changes {
         // The environment must take writes, as for any deploy; `ref` is

@@ -88,7 +88,8 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'builds',
     description: 'Builds of apps from source',
-    tableActions: ITEM_ACCESS,
+    // Webhooks: a replaced or deleted hook's item, a forgotten delivery.
+    tableActions: [...ITEM_ACCESS, 'DeleteItem'],
   },
   {
     binary: 'templates',

@@ -282,18 +282,33 @@ pub async fn list(
     Ok(records)
 }
 
-/// Deletes a history (after its app is gone).
+/// Deletes a history (after its app is gone), and the app's webhook with
+/// it: the history's partition holds the pointer to the hook, so the hook's
+/// item joins the same batches.
 pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
-    let keys_only = store::query_all(
+    let found = store::query_all(
         store
             .client()
             .query()
             .table_name(store.table())
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", store::s(keys::releases(history)))
-            .projection_expression("pk, sk"),
+            .projection_expression(crate::webhooks::hooks::HISTORY_PROJECTION)
+            .expression_attribute_names("#hook", "hook"),
     )
     .await?;
+    let hooks = found
+        .iter()
+        .filter_map(crate::webhooks::hooks::hook_key_of_history_item);
+    let keys_only: Vec<store::Item> = found
+        .iter()
+        .map(|item| {
+            let mut key = item.clone();
+            key.retain(|name, _| name == keys::PK || name == keys::SK);
+            key
+        })
+        .chain(hooks)
+        .collect();
     for chunk in keys_only.chunks(25) {
         let mut requests = chunk
             .iter()

@@ -164,7 +164,7 @@ pub(crate) fn mark(
     }
 }
 
-fn history_of(app: &App) -> Result<String, ApiError> {
+pub(crate) fn history_of(app: &App) -> Result<String, ApiError> {
     app.annotations()
         .get(ANNOTATION_HISTORY)
         .cloned()

@@ -446,7 +446,8 @@ pub mod body_words {
     }
 }
 
-fn bytes_rejection(error: &BytesRejection) -> ApiError {
+/// A body that could not be read: `413` past the route's limit, else `400`.
+pub fn bytes_rejection(error: &BytesRejection) -> ApiError {
     if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge
     } else {

@@ -115,6 +115,12 @@ fn describe_call(
             (ActorKind::User, Some(account.email.clone()))
         }
         _ if notes.login_attempted => (ActorKind::Anonymous, None),
+        // A webhook delivery acts for its hook, whatever credentials the
+        // request carries: its sender once the signature held.
+        _ if notes.org.is_some() => match notes.webhook {
+            Some(sender) => (ActorKind::Webhook, Some(sender.to_owned())),
+            None => (ActorKind::Anonymous, None),
+        },
         (Authentication::Authenticated(principal), _) => {
             let kind = match principal.via() {
                 "token" => ActorKind::Token,
@@ -153,8 +159,9 @@ async fn equal_login_round_trips(state: &AppState) {
     }
 }
 
-/// Where the event goes: the caller's organization; the system
-/// partition for calls without one. A login attempt goes by the account it
+/// Where the event goes: the organization of the webhook a delivery is
+/// for (whatever credentials it carries); else the caller's organization;
+/// the system partition for calls without one. A login attempt goes by the account it
 /// names, whatever other credentials the request carries: a successful one to
 /// the account's organization, a refused one to the system partition and, for
 /// a known account, its organization too.
@@ -166,8 +173,9 @@ fn audit_partitions(authentication: &Authentication, notes: &AuditNotes) -> Vec<
             None => vec![SYSTEM_ORG.to_owned()],
         };
     }
-    match authentication {
-        Authentication::Authenticated(principal) => vec![principal.user.org.to_string()],
+    match (authentication, &notes.org) {
+        (_, Some(org)) => vec![org.to_string()],
+        (Authentication::Authenticated(principal), _) => vec![principal.user.org.to_string()],
         _ => vec![SYSTEM_ORG.to_owned()],
     }
 }

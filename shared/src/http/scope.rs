@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use crate::Operation;
+use crate::domain::names::OrgName;
 use crate::identity::User;
 
 tokio::task_local! {
@@ -25,6 +26,11 @@ pub struct AuditNotes {
     /// The account a login named, if the email belongs to one.
     pub login_account: Option<User>,
     pub login_succeeded: bool,
+    /// The organization a call without credentials acts in: a webhook's.
+    pub org: Option<OrgName>,
+    /// The sender of a webhook delivery whose signature held (`github`,
+    /// `gitlab`): the call's actor.
+    pub webhook: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -94,4 +100,15 @@ pub fn audit_login(account: Option<User>, succeeded: bool) {
         notes.login_account = account;
         notes.login_succeeded = succeeded;
     });
+}
+
+/// Notes the organization an unauthenticated call acts in (a webhook's),
+/// whose audit log gets its event.
+pub fn audit_org(org: OrgName) {
+    with_notes(|notes| notes.org = Some(org));
+}
+
+/// Notes that the call is a webhook delivery signed by `sender`.
+pub fn audit_webhook(sender: &'static str) {
+    with_notes(|notes| notes.webhook = Some(sender));
 }

@@ -13,6 +13,10 @@
 //! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
 //! | app release | `RELEASES#{app uid}` | `REV#{revision, 12 digits}` |
 //! | hostname claim | `HOST#{hostname}` | `HOST` |
+//! | app's webhook (pointer to its hook) | `RELEASES#{app uid}` | `WEBHOOK` |
+//! | webhook (with its secret) | `HOOK#{hook id}` | `HOOK` |
+//! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (TTL) |
+//! | webhook payload seen | `HOOK#{hook id}` | `PAYLOAD#{sha256 of the body}` (TTL) |
 //!
 //! A user's sessions and tokens share the profile's partition, so a request is
 //! authenticated with one `BatchGetItem`, and everything a user holds is found
@@ -98,6 +102,28 @@ pub fn host(hostname: &str) -> String {
 
 pub const HOST_SK: &str = "HOST";
 
+/// The pointer from an app to its webhook lives in the app's release
+/// history partition, so that deleting the history (when the app is
+/// deleted) finds it in the same query; it sorts after every `REV#` item,
+/// so the history's reads (`sk < REV#{current}`) never see it.
+pub const WEBHOOK_SK: &str = "WEBHOOK";
+
+/// A webhook by its random id (`webhooks::hooks`): what the receiver reads.
+pub fn hook(hook_id: &str) -> String {
+    format!("HOOK#{hook_id}")
+}
+
+pub const HOOK_SK: &str = "HOOK";
+pub const DELIVERY_SK_PREFIX: &str = "DELIVERY#";
+
+pub fn delivery_sk(delivery_id: &str) -> String {
+    format!("{DELIVERY_SK_PREFIX}{delivery_id}")
+}
+
+pub fn payload_sk(body_digest: &str) -> String {
+    format!("PAYLOAD#{body_digest}")
+}
+
 pub const CLUSTER_PK: &str = "CLUSTER";
 pub const KUBECONFIG_SK: &str = "KUBECONFIG";
 
@@ -108,5 +134,10 @@ mod tests {
         assert!(super::audit_event_sk(9) < super::audit_event_sk(10));
         assert!(super::audit_event_sk(99_999) < super::audit_event_sk(100_000));
         assert!(super::AUDIT_COUNTER_SK < super::AUDIT_EVENT_SK_PREFIX);
+    }
+
+    #[test]
+    fn an_apps_webhook_sorts_after_its_releases() {
+        assert!(super::release_sk(999_999_999_999).as_str() < super::WEBHOOK_SK);
     }
 }

@@ -1,0 +1,161 @@
+//! The webhook operations of the `builds` function: an app's hook (made,
+//! read, deleted by its team) and the receiver GitHub and GitLab call. The
+//! rules live in `berth_shared::webhooks`.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use berth_shared::builds::record::BuildRecord;
+use berth_shared::domain::paths::AppPath;
+use berth_shared::http::{Caller, ObjectPath};
+use berth_shared::openapi::cluster_failures;
+use berth_shared::webhooks::service::{self, CreatedWebhook, Received, WebhookRecord};
+use berth_shared::{ApiError, AppState};
+
+use super::app_path;
+
+/// `/api/v1/hooks/{hook}`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+struct HookPath {
+    /// The hook's id, from its `url`.
+    hook: String,
+}
+
+/// A delivery the receiver accepted and did nothing with.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct IgnoredDelivery {
+    /// Why nothing was built: not a push, another branch, a tag, a
+    /// deleted branch, a delivery received before.
+    pub ignored: String,
+}
+
+/// What the receiver can answer besides its successes: `401` for every
+/// delivery it cannot trust, the body's failures, and those of starting a
+/// build (the store, the cluster, an app gone meanwhile, numbers taken).
+pub fn receiver_failures() -> Vec<ApiError> {
+    let mut failures = cluster_failures(true);
+    failures.extend([
+        ApiError::Unauthenticated,
+        ApiError::StorageUnavailable(String::new()),
+        ApiError::NotFound(berth_shared::Missing::Route),
+    ]);
+    failures
+}
+
+/// Make an app's webhook
+///
+/// Makes the app's git webhook, or replaces it: the old URL and secret stop
+/// working at once. Give `url` (on this API's origin) and `secret` to
+/// GitHub (content type `application/json`, the push event) or GitLab
+/// (push events); a push to the app's branch then starts a build of the
+/// pushed commit. The secret is in this answer only.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/webhook",
+    params(AppPath),
+    responses((status = 201, description = "Made; `secret` is shown this once.",
+        body = CreatedWebhook)),
+)]
+pub async fn create_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+) -> Result<(StatusCode, Json<CreatedWebhook>), ApiError> {
+    let path = app_path(path);
+    let client = state.cluster.client().await?;
+    let created = service::create(&state.store, &client, &caller, &path).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Get an app's webhook
+///
+/// Its receiver URL and when it was made; never its secret.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/webhook",
+    params(AppPath),
+    responses((status = 200, description = "The webhook.", body = WebhookRecord)),
+)]
+pub async fn get_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+) -> Result<Json<WebhookRecord>, ApiError> {
+    let path = app_path(path);
+    let client = state.cluster.client().await?;
+    Ok(Json(
+        service::get(&state.store, &client, &caller, &path).await?,
+    ))
+}
+
+/// Delete an app's webhook
+///
+/// Its URL and secret stop working at once.
+#[utoipa::path(
+    delete,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/webhook",
+    params(AppPath),
+    responses((status = 204, description = "Deleted.")),
+)]
+pub async fn delete_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+) -> Result<StatusCode, ApiError> {
+    let path = app_path(path);
+    let client = state.cluster.client().await?;
+    service::delete(&state.store, &client, &caller, &path).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Receive a git push
+///
+/// Where GitHub and GitLab deliver an app's webhook events. No session or
+/// token: a delivery is accepted only with the hook's signature — GitHub's
+/// `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body under the
+/// secret>` or GitLab's `X-Gitlab-Token: <secret>` — and is otherwise
+/// `401`, the same for an unknown hook, a missing or a wrong signature
+/// (so the conformance run, which cannot sign, gets `401` throughout).
+/// Events are told by `X-GitHub-Event` / `X-Gitlab-Event`, deliveries by
+/// `X-GitHub-Delivery` / `X-Gitlab-Event-UUID`. The body must be
+/// `application/json`, at most 1 MiB. A push to the app's branch (its
+/// `git_ref`, else the repository's default branch) starts a build of the
+/// pushed commit (`202`, actor `webhook`); anything else is `200` with
+/// the reason it was ignored: another event (`ping`), another branch, a
+/// tag, a deleted branch, a delivery received before.
+#[utoipa::path(
+    post,
+    path = "/api/v1/hooks/{hook}",
+    params(HookPath),
+    request_body(content = Object, content_type = "application/json",
+        description = "The push payload, as GitHub or GitLab sends it."),
+    responses(
+        (status = 200, description = "Accepted and ignored, with the reason.",
+            body = IgnoredDelivery),
+        (status = 202, description = "A build of the pushed commit was queued.",
+            body = BuildRecord),
+    ),
+)]
+pub async fn receive_webhook(
+    State(state): State<AppState>,
+    Path(hook): Path<String>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|error| berth_shared::http::extract::bytes_rejection(&error))?;
+    Ok(
+        match service::receive(&state, &hook, &headers, &body).await? {
+            Received::Ignored(ignored) => {
+                (StatusCode::OK, Json(IgnoredDelivery { ignored })).into_response()
+            }
+            Received::Started(build) => (StatusCode::ACCEPTED, Json(build)).into_response(),
+        },
+    )
+}
