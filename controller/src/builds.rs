@@ -324,9 +324,9 @@ async fn succeed(
     {
         release.revision
     } else {
-        let mut next = app.clone();
-        next.spec.config.image = Some(image.clone());
-        next.spec.release = ReleaseMark {
+        let mut config = app.spec.config.clone();
+        config.image = Some(image.clone());
+        let release = ReleaseMark {
             revision: release.revision + 1,
             reason: "deploy".to_owned(),
             note: Some(note.clone()),
@@ -334,7 +334,7 @@ async fn succeed(
             created_at: clock::unix_millis(),
             automatic_rollback_of: None,
         };
-        next.status = None;
+        let next = app.superseded(config, release);
         let apps: Api<App> = Api::namespaced(context.client.clone(), &spec.namespace);
         match apps
             .replace(&app.name_any(), &PostParams::default(), &next)

@@ -231,9 +231,7 @@ pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
         return None;
     }
     let revision = spec.release.revision;
-    let mut next = app.clone();
-    next.spec.config = config;
-    next.spec.release = ReleaseMark {
+    let release = ReleaseMark {
         revision: revision + 1,
         reason: "rollback".to_owned(),
         note: Some(bounded(format!(
@@ -245,8 +243,7 @@ pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
         created_at: clock::unix_millis(),
         automatic_rollback_of: Some(revision),
     };
-    next.status = None;
-    Some(next)
+    Some(app.superseded(config, release))
 }
 
 /// Commits an automatic rollback: replaces the App read (its

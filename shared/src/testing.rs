@@ -87,6 +87,7 @@ impl App {
         let app = App::new(
             name,
             AppSpec {
+                unrecorded: Vec::new(),
                 config,
                 release: ReleaseMark::test(),
                 restarted_at: None,

@@ -22,7 +22,7 @@ use berth_shared::cluster::registry::{self, Credential, Registry};
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, eventually};
 
-const PREFIX: &str = "registry.berth.test/apps";
+pub(crate) const PREFIX: &str = "registry.berth.test/apps";
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
 fn digest(fill: &str) -> String {
@@ -30,7 +30,7 @@ fn digest(fill: &str) -> String {
 }
 
 /// The test registry, as `berth-admin registry set` writes it.
-async fn set_registry(client: &kube::Client) {
+pub(crate) async fn set_registry(client: &kube::Client) {
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
     let (push, pull) =
         Credential::parse_input("pusher\npush-s3cret\npuller\npull-s3cret\n").expect("four lines");
@@ -72,6 +72,7 @@ impl Fixture {
         let mut app = App::new(
             "shop",
             AppSpec {
+                unrecorded: Vec::new(),
                 config,
                 release: ReleaseMark::test(),
                 restarted_at: None,

@@ -38,6 +38,7 @@ mod round_trips;
 mod safe_deploys;
 mod secrecy;
 mod secrets;
+mod source_deploys;
 mod support;
 mod templates;
 mod tokens;

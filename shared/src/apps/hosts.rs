@@ -187,6 +187,7 @@ pub async fn prepare_claimed(
     rules: &HostRules,
     next: &App,
     current: Option<&StoredRelease>,
+    unrecorded: &[StoredRelease],
 ) -> Result<(), ApiError> {
     let domains = &next.spec.config.domains;
     rules.check(domains)?;
@@ -212,7 +213,7 @@ pub async fn prepare_claimed(
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        match releases::prepare(store, &history, current, &release, claims).await {
+        match releases::prepare(store, &history, current, unrecorded, &release, claims).await {
             Ok(()) => return Ok(()),
             Err(NotPrepared::Failed(error)) => return Err(error),
             Err(NotPrepared::Contended) => {

@@ -158,7 +158,9 @@ impl From<ApiError> for NotPrepared {
 
 /// Writes a change's revisions before its commit (see the module docs):
 /// `current` is the App's revision as the resource holds it (None for a new
-/// app), `next` the revision about to be committed, `with` the writes that
+/// app) and `unrecorded` those the controller wrote over
+/// (`AppSpec::unrecorded`), all recorded as confirmed; `next` the revision
+/// about to be committed, `with` the writes that
 /// must succeed with them in the same transaction (the claims of the app's
 /// hostnames, `super::hosts`). The same transaction deletes the revision that
 /// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
@@ -168,10 +170,28 @@ pub async fn prepare(
     store: &Store,
     history: &str,
     current: Option<&StoredRelease>,
+    unrecorded: &[StoredRelease],
     next: &StoredRelease,
     with: Vec<TransactWriteItem>,
 ) -> Result<(), NotPrepared> {
     let mut writes = Vec::new();
+    // One write per revision (a transaction may not write an item twice),
+    // and none a prune would delete or the change itself writes.
+    let oldest = oldest_kept(next.revision);
+    let mut seen = std::collections::BTreeSet::new();
+    let own = |revision: i64| {
+        revision == next.revision || current.is_some_and(|c| c.revision == revision)
+    };
+    for revision in unrecorded
+        .iter()
+        .filter(|r| r.revision >= oldest && !own(r.revision) && seen.insert(r.revision))
+    {
+        writes.push(store::tx_put(
+            Put::builder()
+                .table_name(store.table())
+                .set_item(Some(item(history, revision)?)),
+        )?);
+    }
     if let Some(current) = current {
         writes.push(store::tx_put(
             Put::builder()
@@ -256,11 +276,13 @@ pub async fn get(
 
 /// The newest revisions, newest first, as the App (whose own release is
 /// `current`) has them: revisions above it never committed and are left out;
-/// its own comes from the resource, the rest from the store.
+/// its own and those the controller wrote over (`unrecorded`) come from the
+/// resource, the rest from the store.
 pub async fn list(
     store: &Store,
     history: &str,
     current: &StoredRelease,
+    unrecorded: &[StoredRelease],
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
     let older = store
         .client()
@@ -276,9 +298,15 @@ pub async fn list(
         .send()
         .await?;
     let mut records = vec![current.record(true)];
+    records.extend(unrecorded.iter().map(|release| release.record(false)));
     for item in older.items.unwrap_or_default() {
-        records.push(store::from_item::<StoredRelease>(item)?.record(false));
+        let stored = store::from_item::<StoredRelease>(item)?;
+        if !unrecorded.iter().any(|r| r.revision == stored.revision) {
+            records.push(stored.record(false));
+        }
     }
+    records.sort_by_key(|record| std::cmp::Reverse(record.revision));
+    records.truncate(usize::try_from(HISTORY_KEPT).unwrap_or(usize::MAX));
     Ok(records)
 }
 

@@ -180,6 +180,16 @@ fn current_release(app: &App) -> Result<StoredRelease, ApiError> {
     StoredRelease::new(&app.spec.release, &app.spec.config, true)
 }
 
+/// The revisions the controller wrote over, which the store may not hold
+/// yet (`AppSpec::unrecorded`).
+fn unrecorded_releases(app: &App) -> Result<Vec<StoredRelease>, ApiError> {
+    app.spec
+        .unrecorded
+        .iter()
+        .map(|revision| StoredRelease::new(&revision.release, &revision.config, true))
+        .collect()
+}
+
 /// Commits a new app: its first revision and its hostnames' claims, then
 /// the resource.
 pub(crate) async fn commit_new(
@@ -209,13 +219,14 @@ pub(crate) async fn commit_new(
             ..ObjectMeta::default()
         },
         spec: AppSpec {
+            unrecorded: Vec::new(),
             config,
             release,
             restarted_at: None,
         },
         status: None,
     };
-    hosts::prepare_claimed(store, client, rules, &app, None).await?;
+    hosts::prepare_claimed(store, client, rules, &app, None, &[]).await?;
     match cluster_apps::create(client, &app).await {
         Ok(created) => Ok(created),
         Err(error) => {
@@ -244,6 +255,8 @@ async fn commit_change(
     let mut next = current.clone();
     next.spec.config = config;
     next.spec.release = release;
+    // Recorded by this change.
+    next.spec.unrecorded = Vec::new();
     next.status = None;
     hosts::prepare_claimed(
         store,
@@ -251,6 +264,7 @@ async fn commit_change(
         rules,
         &next,
         Some(&current_release(current)?),
+        &unrecorded_releases(current)?,
     )
     .await?;
     let mut read = current.clone();
@@ -419,7 +433,18 @@ pub async fn rollback(
     } else {
         // A revision older than the kept window was pruned (or is about to
         // be): unknown, like one that never was.
-        let found = if (releases::oldest_kept(head)..head).contains(&revision) {
+        let unrecorded = current
+            .spec
+            .unrecorded
+            .iter()
+            .find(|r| r.release.revision == revision);
+        let found = if let Some(unrecorded) = unrecorded {
+            Some(StoredRelease::new(
+                &unrecorded.release,
+                &unrecorded.config,
+                true,
+            )?)
+        } else if (releases::oldest_kept(head)..head).contains(&revision) {
             releases::get(store, &history_of(&current)?, revision).await?
         } else {
             None
@@ -591,7 +616,13 @@ pub async fn list_releases(
     path: &AppPath,
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    let mut records = releases::list(store, &history_of(&app)?, &current_release(&app)?).await?;
+    let mut records = releases::list(
+        store,
+        &history_of(&app)?,
+        &current_release(&app)?,
+        &unrecorded_releases(&app)?,
+    )
+    .await?;
     let status = app.status.clone().unwrap_or_default();
     releases::with_outcomes(&mut records, &status, app.running_revision());
     Ok(records)

@@ -184,7 +184,27 @@ pub struct AppSpec {
     /// with no spec change and no new revision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restarted_at: Option<String>,
+    /// The revisions the controller wrote over (a build's image and an
+    /// automatic rollback are revisions it writes), newest first: it cannot
+    /// write the release history in DynamoDB, so the API records them there
+    /// at its next change, and clears this; until then readers of the
+    /// history take them from here. At most [`UNRECORDED_KEPT`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded: Vec<Revision>,
 }
+
+/// A revision as a release snapshots it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Revision {
+    pub release: ReleaseMark,
+    pub config: AppConfig,
+}
+
+/// How many revisions the controller may write over before the API's next
+/// change records them: older ones fall out of the history (twenty builds
+/// in a row with no change through the API).
+pub const UNRECORDED_KEPT: usize = 20;
 
 /// An app's configuration: what a release snapshots and a rollback restores.
 /// Values are stored as parsed at the API's edge (`crate::domain`); the
@@ -567,6 +587,25 @@ pub const OUTCOME_FAILED: &str = "failed";
 pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
 
 impl App {
+    /// This App with `config` as its next revision, `release`, as the
+    /// controller writes it: the revision it replaces is kept in
+    /// `unrecorded` until the API records it.
+    pub fn superseded(&self, config: AppConfig, release: ReleaseMark) -> App {
+        let mut next = self.clone();
+        next.spec.unrecorded.insert(
+            0,
+            Revision {
+                release: self.spec.release.clone(),
+                config: self.spec.config.clone(),
+            },
+        );
+        next.spec.unrecorded.truncate(UNRECORDED_KEPT);
+        next.spec.config = config;
+        next.spec.release = release;
+        next.status = None;
+        next
+    }
+
     /// Whether the spec's revision waits for its release command (or saw it
     /// fail): it has one, and changes what runs since the last configuration
     /// that became available (`AppConfig::runs_like`), and the command has
@@ -716,6 +755,31 @@ mod tests {
         {
             assert_structural(&format!("{path}{{}}"), additional);
         }
+    }
+
+    #[test]
+    fn a_revision_the_controller_writes_keeps_the_one_it_replaces_until_recorded() {
+        let mut app = App::test("shop", AppConfig::test(Vec::new()));
+        for revision in 2..=30 {
+            let mut release = app.spec.release.clone();
+            release.revision = revision;
+            let mut config = app.spec.config.clone();
+            config.image = Some(format!("shop:{revision}"));
+            app = app.superseded(config, release);
+        }
+        assert_eq!(app.spec.release.revision, 30);
+        assert_eq!(app.spec.config.image.as_deref(), Some("shop:30"));
+        let kept: Vec<i64> = app
+            .spec
+            .unrecorded
+            .iter()
+            .map(|r| r.release.revision)
+            .collect();
+        assert_eq!(kept, (10..=29).rev().collect::<Vec<_>>());
+        assert_eq!(
+            app.spec.unrecorded[0].config.image.as_deref(),
+            Some("shop:29")
+        );
     }
 
     #[test]
