@@ -531,8 +531,8 @@ pub struct ReleaseMark {
 pub struct AppStatus {
     #[serde(default)]
     pub ready: bool,
-    /// `Progressing`, `Available`, `RolloutFailed`, `Scheduled`, `Releasing`
-    /// or `ReleaseFailed`.
+    /// `Progressing`, `Available`, `RolloutFailed`, `Scheduled`, `Releasing`,
+    /// `ReleaseFailed` or `AwaitingBuild` (no image yet: nothing runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
