@@ -202,6 +202,12 @@ pub async fn put(
 ) -> Result<(PutOutcome, PutAnswer), ApiError> {
     let values = parse_data(body)?;
     SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
+    if let Some(why) = kept_by_berth(&path.secret) {
+        return Err(ApiError::Conflict(format!(
+            "the secret {} is {why}: choose another name",
+            path.secret
+        )));
+    }
     let org = &caller.user.org;
     let environment = path.environment_path();
     environments::writable(client, org, &environment).await?;
@@ -304,6 +310,14 @@ pub async fn delete(
     cluster_secrets::delete(client, &current).await
 }
 
+/// Why `name` is a secret Berth keeps in every environment's namespace for
+/// itself, if it is: the registry's pull credential, shared by every
+/// organization's pods, which no app may read and no one may replace.
+fn kept_by_berth(name: &str) -> Option<&'static str> {
+    (name == crate::cluster::registry::PULL_SECRET)
+        .then_some("Berth's own (the image registry's pull credential)")
+}
+
 /// The key of an app's `git_secret` a build clones with (and `username`,
 /// optionally).
 pub const GIT_TOKEN_KEY: &str = "token";
@@ -331,6 +345,14 @@ pub async fn check_references(
         .filter_map(|source| source.git_secret.as_deref())
         .map(|name| ("git_secret".to_owned(), name, GIT_TOKEN_KEY));
     let references: Vec<(String, &str, &str)> = env.chain(git).collect();
+    if let Some((field, name, why)) = references
+        .iter()
+        .find_map(|(field, name, _)| kept_by_berth(name).map(|why| (field, name, why)))
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "{field}: the secret {name} is {why}; apps cannot read it"
+        )));
+    }
     let Some(&(_, first, _)) = references.first() else {
         return Ok(());
     };

@@ -741,3 +741,41 @@ async fn listed_response(app: &TestApp, env: &str) -> TestResponse {
         .send()
         .await
 }
+
+/// The registry's pull credential, which the controller copies into every
+/// environment's namespace for the pods of built images, is Berth's: shared
+/// by every organization, so no app may read it and no one may replace it.
+#[tokio::test]
+async fn the_registrys_pull_credential_is_neither_readable_nor_replaceable() {
+    let app = TestApp::with_cluster().await;
+    crate::builds_running::set_registry(&app.cluster().client).await;
+    let (project, env) = environment(&app).await;
+    let api = secrets_api(&app, &format!("{project}-staging"));
+    let pull = berth_shared::cluster::registry::PULL_SECRET;
+    eventually("the pull credential is copied", || async {
+        api.get_opt(pull).await.ok().flatten().is_some()
+    })
+    .await;
+    let before = api.get(pull).await.unwrap();
+
+    put(&app, &env, pull, json!({"data": {"token": "mine"}}))
+        .await
+        .assert_problem(409, "conflict");
+    for body in [
+        json!({
+            "name": "shop", "image": "nginx",
+            "env": [{"name": "PULL", "secret": {"name": pull, "key": ".dockerconfigjson"}}]
+        }),
+        json!({"name": "shop", "git_repo": "https://git.berth.test/acme/shop.git", "git_secret": pull}),
+    ] {
+        create_app(&app, &env, body)
+            .await
+            .assert_problem(422, "validation_failed");
+    }
+    let after = api.get(pull).await.unwrap();
+    assert_eq!(after.data, before.data);
+    assert_eq!(
+        after.metadata.resource_version,
+        before.metadata.resource_version
+    );
+}
