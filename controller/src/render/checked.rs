@@ -199,6 +199,7 @@ fn domains(config: &AppConfig) -> Result<Vec<String>, RenderError> {
 pub(super) struct AppContext<'a> {
     pub(super) name: &'a str,
     pub(super) namespace: &'a str,
+    pub(super) org: &'a str,
     pub(super) project: &'a str,
     pub(super) environment: &'a str,
     pub(super) owner: OwnerReference,
@@ -256,6 +257,7 @@ impl<'a> AppContext<'a> {
         Ok(Self {
             name,
             namespace,
+            org,
             project,
             environment,
             owner,

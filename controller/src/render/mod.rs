@@ -134,7 +134,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     } = checked;
     let config = &app.spec.config;
     let volumes = rendered_volumes(context, volumes);
-    let image_pull_secrets = pull_secrets(image, settings);
+    let image_pull_secrets = pull_secrets(image, context.org, settings);
 
     let mut rendered = Rendered::default();
     for process in processes {
@@ -195,12 +195,21 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     rendered
 }
 
-/// The registry's pull credential, for an image Berth built (under the
-/// registry's prefix, followed by `/`); none for any other image.
-fn pull_secrets(image: &str, settings: &RenderSettings) -> Option<Vec<LocalObjectReference>> {
+/// The registry's pull credential, for an image Berth built for the App's
+/// own organization (under `{prefix}/{org}/`); none for any other image.
+/// The credential pulls every organization's images, so an App naming
+/// another organization's image gets no credential for it, and its pull
+/// fails.
+fn pull_secrets(
+    image: &str,
+    org: &str,
+    settings: &RenderSettings,
+) -> Option<Vec<LocalObjectReference>> {
     let prefix = settings.registry_prefix.as_deref()?;
     image
         .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .and_then(|rest| rest.strip_prefix(org))
         .is_some_and(|rest| rest.starts_with('/'))
         .then(|| {
             vec![LocalObjectReference {
@@ -612,7 +621,7 @@ pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Optio
     let pod_spec = PodSpec {
         containers: vec![container],
         automount_service_account_token: Some(false),
-        image_pull_secrets: pull_secrets(image, settings),
+        image_pull_secrets: pull_secrets(image, context.org, settings),
         security_context: Some(pod_security(None)),
         restart_policy: Some("Never".to_owned()),
         ..Default::default()
@@ -1438,6 +1447,15 @@ mod tests {
         );
         // Another image, or one whose path only starts like the prefix: none.
         assert_eq!(pull_secrets("ghcr.io/acme/shop:1"), None);
+        // Another organization's build: none, so its pull fails.
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/globex/store/shop@sha256:ab"),
+            None
+        );
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/acmex/store/shop@sha256:ab"),
+            None
+        );
         assert_eq!(pull_secrets("registry.example.com/berthx/shop:1"), None);
         // An App with no image is never rendered.
         let mut awaiting = shop.clone();
