@@ -10,7 +10,9 @@
 //!   it names one, is copied into a Secret of the builds namespace owned by
 //!   the Build (named like its Job), which only the clone step reads, and
 //!   which is deleted when the build ends. Its value is never in a status,
-//!   message, Event or log line.
+//!   message, Event or log line. The registry credentials come from
+//!   `registry::build_credentials`, and the apiserver's version says how
+//!   BuildKit's AppArmor profile is given (`build_engine::AppArmor`).
 //! - Ending: the `result` step's termination message, parsed strictly,
 //!   gives commit and digest; the App gets revision `n + 1` (reason
 //!   `deploy`, note `build {number} of {commit:12}`, the Build's actor, the
@@ -42,7 +44,7 @@ use berth_shared::cluster::crd::{
 use berth_shared::cluster::ownership;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
-use crate::build_engine::{self, GitCredential, Outcome, Pushed};
+use crate::build_engine::{self, AppArmor, GitCredential, Outcome, Pushed, Target};
 use crate::events::{Reason, bounded};
 use crate::registry;
 use crate::{Context, Error};
@@ -148,13 +150,23 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         secret: &job_name,
         has_username,
     });
-    let job = build_engine::job(
+    let version = context.client.apiserver_version().await?;
+    let credentials = registry::build_credentials(build);
+    let target = Target {
+        registry: &registry,
+        credentials: &credentials,
+        apparmor: AppArmor::for_minor(&version.minor),
+    };
+    let job = match build_engine::job(
         build,
         owner,
-        &registry,
         &context.settings.builders,
+        &target,
         credential.as_ref(),
-    );
+    ) {
+        Ok(job) => job,
+        Err(why) => return fail(build, context, why).await,
+    };
     let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     match jobs.create(&PostParams::default(), &job).await {
         Ok(_) => context.metrics.applied("Job"),

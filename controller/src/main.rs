@@ -16,7 +16,9 @@
 //! default), `BERTH_BUILD_GIT_IMAGE` (the image that clones, and writes the
 //! result), `BERTH_BUILDKIT_IMAGE` (rootless BuildKit, for Dockerfiles),
 //! `BERTH_BUILDPACKS_BUILDER` (a Cloud Native Buildpacks builder image;
-//! Paketo's by default); each a pinned default (`build_engine`).
+//! Paketo's by default), `BERTH_BUILDPACKS_RUN_IMAGE` (the run image of the
+//! builder's stack), `BERTH_BUILD_PUSH_IMAGE` (skopeo, for Berth's own
+//! registry steps); each a pinned default (`build_engine`).
 //!
 //! Running as one of several replicas: `BERTH_CONTROLLER_ADDR` (where
 //! `/metrics`, `/healthz` and `/readyz` are served; `0.0.0.0:8080` by
@@ -38,6 +40,7 @@ use std::process::ExitCode;
 
 use std::net::SocketAddr;
 
+use berth_controller::build_engine::layout::ImageRef;
 use berth_controller::build_engine::{BuilderSettings, DEFAULT_BUILD_DEADLINE_SECONDS};
 use berth_controller::isolation;
 use berth_controller::render::{
@@ -94,10 +97,17 @@ fn settings() -> Result<Settings, String> {
             .ok_or("BERTH_BUILD_DEADLINE_SECONDS must be a positive number of seconds")?,
     };
     let defaults = BuilderSettings::default();
+    let run_image = match setting("BERTH_BUILDPACKS_RUN_IMAGE") {
+        None => defaults.run_image,
+        Some(reference) => ImageRef::parse(&reference)
+            .map_err(|why| format!("BERTH_BUILDPACKS_RUN_IMAGE: {why}"))?,
+    };
     let builders = BuilderSettings {
         git_image: setting("BERTH_BUILD_GIT_IMAGE").unwrap_or(defaults.git_image),
         buildkit_image: setting("BERTH_BUILDKIT_IMAGE").unwrap_or(defaults.buildkit_image),
         builder_image: setting("BERTH_BUILDPACKS_BUILDER").unwrap_or(defaults.builder_image),
+        run_image,
+        push_image: setting("BERTH_BUILD_PUSH_IMAGE").unwrap_or(defaults.push_image),
         deadline_seconds: build_deadline_seconds,
     };
     Ok(Settings {

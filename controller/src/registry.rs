@@ -4,7 +4,9 @@
 //! [`PUSH_SECRET`] in the builds namespace only, and the pull credential
 //! [`PULL_SECRET`] in `berth-system`, which the controller copies into each
 //! environment's namespace (and names in the `imagePullSecrets` of pods whose
-//! image is under the prefix, see `render::RenderSettings::registry_prefix`).
+//! image is under the prefix, see `render::RenderSettings::registry_prefix`);
+//! a pull-only credential's copy in the builds namespace is what builds pull
+//! bases with ([`build_credentials`]).
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams};
@@ -17,6 +19,29 @@ pub use berth_shared::cluster::registry::{
 };
 
 use crate::{Error, FIELD_MANAGER};
+
+/// The registry credentials of one build's Job: the one place that says
+/// which. The `push` step alone mounts `push_secret`; the steps that pull
+/// bases (`run-image`, `dockerfile`) mount `pull_secret`, a pull-only
+/// credential, when there is one (the Job mounts it as optional: an
+/// operator who gave none has builds pull anonymously).
+///
+/// Today both are the installation's own, the same for every build; issue
+/// 28 replaces them with a push credential per build, valid for the
+/// build's own repository, and a pull credential per organization.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BuildCredentials {
+    pub push_secret: String,
+    pub pull_secret: Option<String>,
+}
+
+/// The credentials `_build` runs with (see [`BuildCredentials`]).
+pub fn build_credentials(_build: &berth_shared::cluster::crd::Build) -> BuildCredentials {
+    BuildCredentials {
+        push_secret: PUSH_SECRET.to_owned(),
+        pull_secret: Some(PULL_SECRET.to_owned()),
+    }
+}
 
 /// What a build says when the registry is not configured.
 pub const NOT_CONFIGURED: &str =

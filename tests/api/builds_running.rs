@@ -34,14 +34,9 @@ pub(crate) async fn set_registry(client: &kube::Client) {
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
     let (push, pull) =
         Credential::parse_input("pusher\npush-s3cret\npuller\npull-s3cret\n").expect("four lines");
-    registry::set(
-        client,
-        &registry,
-        &push,
-        pull.as_ref().expect("a pull credential"),
-    )
-    .await
-    .expect("the registry is set");
+    registry::set(client, &registry, &push, pull.as_ref())
+        .await
+        .expect("the registry is set");
 }
 
 /// An environment (made after the registry is set, so its namespace gets

@@ -76,7 +76,7 @@ enum RegistryCommand {
     /// kubeconfig used for this command only. Standard input holds the push
     /// credential's user name and password on two lines, and optionally a
     /// pull-only credential's on two more (else apps pull with the push
-    /// credential).
+    /// credential, and builds pull their bases anonymously).
     Set {
         /// Where images go: a registry host and path, like
         /// registry.example.com/berth (images are PREFIX/ORG/PROJECT/APP).
@@ -361,15 +361,15 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
                 .map_err(|error| unreadable(std::path::Path::new("standard input"), error))?;
             let (push, pull) = Credential::parse_input(&input).map_err(CommandError::Unreadable)?;
             let client = administrator(&kubeconfig, context.as_deref(), state).await?;
-            registry::set(&client, &registry, &push, pull.as_ref().unwrap_or(&push)).await?;
+            registry::set(&client, &registry, &push, pull.as_ref()).await?;
             println!(
                 "registry set: images under {}, credentials for {} ({})",
                 registry.prefix,
                 registry.server,
                 if pull.is_some() {
-                    "a pull-only credential for apps"
+                    "a pull-only credential for apps and builds"
                 } else {
-                    "apps pull with the push credential"
+                    "apps pull with the push credential; builds pull anonymously"
                 }
             );
         }

@@ -5,10 +5,15 @@
 //!   (`registry.example.com/berth`: no scheme, no trailing slash; images are
 //!   `{prefix}/{org}/{project}/{app}`) and `server` (the host the
 //!   credentials are for);
-//! - the push credential [`PUSH_SECRET`] in the builds namespace only, and
-//!   the pull credential [`PULL_SECRET`] in `berth-system`, which the
-//!   controller copies into each environment's namespace; both of type
-//!   `kubernetes.io/dockerconfigjson`.
+//! - the push credential [`PUSH_SECRET`] in the builds namespace only
+//!   (mounted by a build's `push` step alone), and the pull credential
+//!   [`PULL_SECRET`] in `berth-system`, which the controller copies into
+//!   each environment's namespace; all of type
+//!   `kubernetes.io/dockerconfigjson`;
+//! - a pull-only credential given, its copy [`PULL_SECRET`] in the builds
+//!   namespace too: what builds pull private bases with. Without one,
+//!   builds pull anonymously, since the push credential must not reach a
+//!   step that runs a tenant's code.
 
 use std::collections::BTreeMap;
 
@@ -133,13 +138,15 @@ impl Credential {
     }
 }
 
-/// Writes the registry's ConfigMap and both credentials (server-side apply:
-/// running it again replaces them).
+/// Writes the registry's ConfigMap and the credentials (server-side apply:
+/// running it again replaces them): apps pull with `pull`, or with `push`
+/// when there is no pull-only credential; builds pull with `pull` only (its
+/// copy in the builds namespace is deleted when there is none).
 pub async fn set(
     client: &kube::Client,
     registry: &Registry,
     push: &Credential,
-    pull: &Credential,
+    pull: Option<&Credential>,
 ) -> Result<(), ApiError> {
     let params = PatchParams::apply(MANAGER).force();
     let labels = || {
@@ -188,9 +195,26 @@ pub async fn set(
         .patch(
             PULL_SECRET,
             &params,
-            &Patch::Apply(secret(PULL_SECRET, SYSTEM_NAMESPACE, pull)),
+            &Patch::Apply(secret(PULL_SECRET, SYSTEM_NAMESPACE, pull.unwrap_or(push))),
         )
         .await?;
+    let builds = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
+    match pull {
+        Some(pull) => {
+            builds
+                .patch(
+                    PULL_SECRET,
+                    &params,
+                    &Patch::Apply(secret(PULL_SECRET, BUILDS_NAMESPACE, pull)),
+                )
+                .await?;
+        }
+        None => match builds.delete(PULL_SECRET, &Default::default()).await {
+            Ok(_) => {}
+            Err(error) if super::is_not_found(&error) => {}
+            Err(error) => return Err(error.into()),
+        },
+    }
     Api::<ConfigMap>::namespaced(client.clone(), SYSTEM_NAMESPACE)
         .patch(CONFIG_MAP, &params, &Patch::Apply(&config))
         .await?;

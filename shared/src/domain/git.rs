@@ -79,6 +79,17 @@ impl GitRepo {
 
 string_newtype!(GitRepo);
 
+impl GitRepo {
+    /// The scheme and host (with its port, if any) the repository is
+    /// reached at, `https://git.example.com`: what a credential given for
+    /// it is scoped to.
+    pub fn origin(&self) -> &str {
+        let rest = &self.0["https://".len()..];
+        let authority = rest.split_once('/').map_or(rest, |(authority, _)| authority);
+        &self.0[.."https://".len() + authority.len()]
+    }
+}
+
 /// A branch, tag or commit, by git's ref-format rules (see the module).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GitRef(String);
@@ -186,6 +197,19 @@ mod tests {
         }
         let long = format!("https://github.com/{}", "a".repeat(GitRepo::MAX_LEN));
         assert!(GitRepo::parse(&long).is_err());
+    }
+
+    #[test]
+    fn a_repositorys_origin_is_its_scheme_host_and_port() {
+        for (repo, origin) in [
+            ("https://github.com/acme/shop", "https://github.com"),
+            (
+                "https://git.example.com:8443/group/sub/shop.git",
+                "https://git.example.com:8443",
+            ),
+        ] {
+            assert_eq!(GitRepo::parse(repo).unwrap().origin(), origin);
+        }
     }
 
     #[test]
