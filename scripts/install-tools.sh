@@ -104,3 +104,9 @@ python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_V
 apt_tool jq jq "docs/guide.md and its test use it" || true
 infra/cdk/cdk.sh install
 infra/dynamodb-local/dynamodb-local.sh install
+# The build steps' tests (tests/api/build_steps.rs) run Berth's own step
+# scripts for real: the source step with git (and git http-backend) on
+# loopback, the push step with skopeo against a throwaway registry
+# (docker-registry), an OCI layout made with umoci.
+apt_tool git git "the build steps' tests run the source step with it"
+infra/registry/registry.sh install

@@ -6,6 +6,7 @@ mod apps;
 mod apps_running;
 mod audit;
 mod auth;
+mod build_steps;
 mod builds;
 mod builds_running;
 mod cluster_access;

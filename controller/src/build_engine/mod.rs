@@ -342,6 +342,8 @@ pub fn job(
             var("CNB_EXPERIMENTAL_MODE", "warn"),
             var("CNB_USE_LAYOUT", "true"),
             var("CNB_LAYOUT_DIR", IMAGES),
+            // Where builder images keep the lifecycle's phases.
+            var("LIFECYCLE", "/cnb/lifecycle"),
             var("LAYERS", LAYERS),
             var("IMAGE", &repository),
             var("APP_LAYOUT", &app_layout),

@@ -4,9 +4,11 @@
 
 pub mod cluster;
 pub mod dns;
+pub mod git_http;
 pub mod identities;
 pub mod kubelet;
 pub mod logs;
+pub mod registry;
 pub mod store_faults;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -24,7 +24,7 @@ set -eu
 commit=$(cat "$FACTS/commit")
 context=$(cat "$FACTS/context")
 output="$IMAGE:$commit"
-lifecycle=/cnb/lifecycle
+lifecycle=$LIFECYCLE
 
 echo "===> ANALYZING"
 "$lifecycle/analyzer" -layers="$LAYERS" -run-image="$RUN_IMAGE" -skip-layers "$output"
