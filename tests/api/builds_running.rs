@@ -277,6 +277,7 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
         running.uid().unwrap()
     );
     let pod = job.spec.unwrap().template.spec.unwrap();
+    no_step_that_runs_tenant_code_can_read_the_push_credential(&pod);
     let readers: Vec<String> = pod
         .init_containers
         .iter()
@@ -512,4 +513,96 @@ async fn without_a_registry_a_build_fails_saying_what_to_run() {
             .is_empty()
     );
     assert_eq!(fixture.app_now().await.spec.release.revision, 1);
+}
+
+/// The Job as the cluster holds it: which steps mount which secret, and
+/// what the tenant's steps (`dockerfile`, `buildpacks`) can read.
+fn no_step_that_runs_tenant_code_can_read_the_push_credential(
+    pod: &k8s_openapi::api::core::v1::PodSpec,
+) {
+    let volumes = pod.volumes.as_ref().expect("volumes");
+    let of_secret = |secret: &str| -> Vec<String> {
+        volumes
+            .iter()
+            .filter(|v| {
+                v.secret
+                    .as_ref()
+                    .and_then(|s| s.secret_name.as_deref())
+                    == Some(secret)
+                    || v.projected.as_ref().is_some_and(|p| {
+                        p.sources.iter().flatten().any(|source| {
+                            source.secret.as_ref().map(|s| s.name.as_str()) == Some(secret)
+                        })
+                    })
+            })
+            .map(|v| v.name.clone())
+            .collect()
+    };
+    let push_volumes = of_secret(registry::PUSH_SECRET);
+    let pull_volumes = of_secret(registry::PULL_SECRET);
+    assert_eq!(push_volumes.len(), 1);
+    let mounting = |names: &[String]| -> Vec<String> {
+        pod.init_containers
+            .iter()
+            .flatten()
+            .chain(&pod.containers)
+            .filter(|c| {
+                c.volume_mounts
+                    .iter()
+                    .flatten()
+                    .any(|m| names.contains(&m.name))
+            })
+            .map(|c| c.name.clone())
+            .collect()
+    };
+    assert_eq!(mounting(&push_volumes), ["push"]);
+    assert_eq!(mounting(&pull_volumes), ["run-image", "dockerfile"]);
+    for container in pod.init_containers.iter().flatten() {
+        if !["dockerfile", "buildpacks"].contains(&container.name.as_str()) {
+            continue;
+        }
+        // Neither a secret in its environment nor one by reference.
+        assert!(container.env_from.is_none(), "{}", container.name);
+        for var in container.env.iter().flatten() {
+            assert!(var.value_from.is_none(), "{}: {}", container.name, var.name);
+            assert!(
+                !var.value.as_deref().unwrap_or_default().contains("/berth/push"),
+                "{}: {}",
+                container.name,
+                var.name
+            );
+        }
+    }
+}
+
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "sets the registry with two lines, which the cluster's other tests set with four"
+)]
+async fn builds_pull_with_a_pull_only_credential_or_anonymously() {
+    let test = TestApp::with_cluster().await;
+    let client = test.cluster().client.clone();
+    let secrets = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
+    set_registry(&client).await;
+    let copy = secrets
+        .get(registry::PULL_SECRET)
+        .await
+        .expect("the builds' pull credential");
+    let config = String::from_utf8(copy.data.unwrap()[registry::DOCKER_CONFIG_KEY].0.clone())
+        .expect("JSON");
+    assert!(config.contains("puller") && !config.contains("pusher"));
+    // Without a pull-only credential, builds get none (never the push one).
+    let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
+    let (push, pull) = Credential::parse_input("pusher\npush-s3cret\n").expect("two lines");
+    registry::set(&client, &registry, &push, pull.as_ref())
+        .await
+        .expect("the registry is set");
+    assert!(
+        secrets
+            .get_opt(registry::PULL_SECRET)
+            .await
+            .expect("reading")
+            .is_none()
+    );
 }

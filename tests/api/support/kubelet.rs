@@ -202,7 +202,8 @@ async fn report_ended(
 
 /// How a build pod ends (see `controller/src/build_engine.rs`).
 pub enum BuildEnd<'a> {
-    /// Every step succeeded and `result` says it pushed this.
+    /// Every step succeeded, the builder of `strategy` reported what it
+    /// built, and `result` says it pushed this.
     Pushed {
         commit: &'a str,
         strategy: &'a str,
@@ -211,6 +212,18 @@ pub enum BuildEnd<'a> {
     /// The step `step` failed, its output's tail `message` (as
     /// `FallbackToLogsOnError` makes it).
     Failed { step: &'a str, message: &'a str },
+}
+
+/// What a builder step writes as its termination message: BuildKit's
+/// `--metadata-file`, or the lifecycle's report.toml after an export to an
+/// OCI layout (which names no digest).
+fn builder_report(strategy: &str, digest: &str) -> String {
+    if strategy == "dockerfile" {
+        json!({"containerimage.digest": digest}).to_string()
+    } else {
+        "[build]\n  bom = []\n\n[image]\n  tags = [\"registry.berth.test/apps/app:commit\"]\n  manifest-size = 345\n"
+            .to_owned()
+    }
 }
 
 /// Ends every build pod in `namespace` matching `label_selector` as a
@@ -277,6 +290,10 @@ pub async fn end_build_pods(
                             failed_already = true;
                             terminated(1, Some(message))
                         }
+                        // The builder's report, as its step leaves it.
+                        BuildEnd::Pushed {
+                            strategy, digest, ..
+                        } if *strategy == c.name => terminated(0, Some(&builder_report(strategy, digest))),
                         _ => terminated(0, None),
                     }
                 };
