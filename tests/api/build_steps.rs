@@ -119,8 +119,14 @@ fn repository(dir: &Path) -> Repo {
     let main = git(&work, &["rev-parse", "HEAD"]);
     let root = dir.join("served");
     std::fs::create_dir_all(&root).unwrap();
-    git(dir, &["clone", "--quiet", "--bare", "work", "served/shop.git"]);
-    git(&root.join("shop.git"), &["config", "uploadpack.allowFilter", "true"]);
+    git(
+        dir,
+        &["clone", "--quiet", "--bare", "work", "served/shop.git"],
+    );
+    git(
+        &root.join("shop.git"),
+        &["config", "uploadpack.allowFilter", "true"],
+    );
     Repo {
         root,
         first,
@@ -142,7 +148,10 @@ impl SourceRun {
         let env = vec![
             ("HOME", dir.join("home").display().to_string()),
             ("FACTS", dir.join("facts").display().to_string()),
-            ("TERMINATION_LOG", dir.join("termination-log").display().to_string()),
+            (
+                "TERMINATION_LOG",
+                dir.join("termination-log").display().to_string(),
+            ),
             ("SOURCE", dir.join("workspace").display().to_string()),
             ("GIT_REPO", format!("{origin}/shop.git")),
             ("GIT_ORIGIN", origin.to_owned()),
@@ -225,10 +234,30 @@ async fn the_context_and_dockerfile_stay_inside_the_checkout() {
     let server = GitHttp::repositories("127.0.0.1", &repo.root, None).await;
     let origin = server.origin();
     for (context_dir, dockerfile, strategy, says) in [
-        ("escape", "Dockerfile", "auto", "context_dir escape leads out of the repository"),
-        ("", "Dockerfile.outside", "auto", "dockerfile Dockerfile.outside leads out of the repository"),
-        ("missing", "Dockerfile", "auto", "context_dir missing is not a directory"),
-        ("services/web", "Dockerfile", "dockerfile", "the repository has no services/web/Dockerfile"),
+        (
+            "escape",
+            "Dockerfile",
+            "auto",
+            "context_dir escape leads out of the repository",
+        ),
+        (
+            "",
+            "Dockerfile.outside",
+            "auto",
+            "dockerfile Dockerfile.outside leads out of the repository",
+        ),
+        (
+            "missing",
+            "Dockerfile",
+            "auto",
+            "context_dir missing is not a directory",
+        ),
+        (
+            "services/web",
+            "Dockerfile",
+            "dockerfile",
+            "the repository has no services/web/Dockerfile",
+        ),
     ] {
         let step = SourceRun::new(&origin, Some("v1"))
             .set("CONTEXT_DIR", context_dir)
@@ -256,7 +285,10 @@ async fn the_context_and_dockerfile_stay_inside_the_checkout() {
     let output = step.run().await;
     assert!(output.status.success(), "{}", said(&output));
     assert_eq!(step.fact("strategy"), "buildpacks");
-    assert_eq!(step.fact("context"), format!("{}/services/web", step.workspace()));
+    assert_eq!(
+        step.fact("context"),
+        format!("{}/services/web", step.workspace())
+    );
     assert_eq!(step.fact("dockerfile"), "");
 }
 
@@ -271,7 +303,10 @@ async fn the_git_credential_goes_to_the_repositorys_host_only() {
 
     let step = SourceRun::new(&server.origin(), Some("main"));
     let output = step.run().await;
-    assert!(!output.status.success(), "without the credential the fetch is refused");
+    assert!(
+        !output.status.success(),
+        "without the credential the fetch is refused"
+    );
 
     let step = SourceRun::new(&server.origin(), Some("main"))
         .set("GIT_USERNAME", credential.0)
@@ -279,7 +314,12 @@ async fn the_git_credential_goes_to_the_repositorys_host_only() {
     let output = step.run().await;
     assert!(output.status.success(), "{}", said(&output));
     assert_eq!(step.fact("commit"), repo.main);
-    assert!(server.seen().iter().any(|seen| seen.authorization.is_some()));
+    assert!(
+        server
+            .seen()
+            .iter()
+            .any(|seen| seen.authorization.is_some())
+    );
     assert!(!said(&output).contains(credential.1));
 
     // The configuration the step left answers for its repository's host
@@ -437,11 +477,17 @@ impl PushRun {
         let env = vec![
             ("HOME", dir.join("home").display().to_string()),
             ("FACTS", facts.display().to_string()),
-            ("TERMINATION_LOG", dir.join("termination-log").display().to_string()),
+            (
+                "TERMINATION_LOG",
+                dir.join("termination-log").display().to_string(),
+            ),
             ("IMAGE", image.clone()),
             ("APP_LAYOUT", app_layout.display().to_string()),
             ("PUSH_AUTH", auth.display().to_string()),
-            ("SSL_CERT_FILE", registry.certificate().display().to_string()),
+            (
+                "SSL_CERT_FILE",
+                registry.certificate().display().to_string(),
+            ),
         ];
         std::fs::create_dir_all(&app_layout).unwrap();
         Self {
@@ -487,9 +533,14 @@ async fn the_push_step_pushes_the_layout_and_the_result_carries_the_registrys_di
 
     let output = run(scripts::RESULT, PATH, &run_.env).await;
     assert!(output.status.success(), "{}", said(&output));
-    let pushed = Pushed::parse(&read(&run_.dir.join("termination-log"))).expect("the result's shape");
+    let pushed =
+        Pushed::parse(&read(&run_.dir.join("termination-log"))).expect("the result's shape");
     assert_eq!(
-        (pushed.commit.as_str(), pushed.strategy, pushed.digest.as_str()),
+        (
+            pushed.commit.as_str(),
+            pushed.strategy,
+            pushed.digest.as_str()
+        ),
         (COMMIT, BuildStrategy::Dockerfile, reported.as_str())
     );
     drop(run_.registry);
@@ -523,7 +574,8 @@ async fn the_push_step_uses_its_credential_and_refuses_a_layout_with_links() {
     let output = run_.push().await;
     assert!(!output.status.success());
     assert!(
-        said(&output).contains("holds something other than files and directories: blobs/sha256/leak"),
+        said(&output)
+            .contains("holds something other than files and directories: blobs/sha256/leak"),
         "{}",
         said(&output)
     );
@@ -535,7 +587,11 @@ async fn the_push_step_uses_its_credential_and_refuses_a_layout_with_links() {
     std::os::unix::fs::symlink(&elsewhere, &layout).unwrap();
     let output = run_.push().await;
     assert!(!output.status.success());
-    assert!(said(&output).contains("the builder left no image to push"), "{}", said(&output));
+    assert!(
+        said(&output).contains("the builder left no image to push"),
+        "{}",
+        said(&output)
+    );
     assert!(!run_.served_digest(PUSHER).status.success());
 
     // Nothing pushed, no result.
@@ -592,7 +648,10 @@ printf '{"containerimage.digest":"%s","containerimage.config.digest":"sha256:%s"
     let mut env = run_.env.clone();
     env.extend([
         ("BUILDCTL_CONNECT_RETRIES_MAX", "75".to_owned()),
-        ("BUILDKITD_FLAGS", "--oci-worker-no-process-sandbox".to_owned()),
+        (
+            "BUILDKITD_FLAGS",
+            "--oci-worker-no-process-sandbox".to_owned(),
+        ),
         ("DOCKER_CONFIG", "/berth/pull".to_owned()),
         ("CALLS", calls.display().to_string()),
         ("MADE", made.display().to_string()),
@@ -612,7 +671,10 @@ printf '{"containerimage.digest":"%s","containerimage.config.digest":"sha256:%s"
         format!("type=oci,tar=false,dest={}", layout.display()),
         "retries=75 docker_config=/berth/pull".to_owned(),
     ] {
-        assert!(called.lines().any(|line| line == argument), "{argument} in {called}");
+        assert!(
+            called.lines().any(|line| line == argument),
+            "{argument} in {called}"
+        );
     }
     assert!(!called.contains("push=true") && !called.contains("type=image"));
 
@@ -678,7 +740,10 @@ esac
         ("CNB_PLATFORM_API", "0.13".to_owned()),
         ("CNB_EXPERIMENTAL_MODE", "warn".to_owned()),
         ("CNB_USE_LAYOUT", "true".to_owned()),
-        ("CNB_LAYOUT_DIR", run_.dir.join("image").display().to_string()),
+        (
+            "CNB_LAYOUT_DIR",
+            run_.dir.join("image").display().to_string(),
+        ),
         ("LIFECYCLE", lifecycle.display().to_string()),
         ("LAYERS", layers.display().to_string()),
         (

@@ -525,10 +525,7 @@ fn no_step_that_runs_tenant_code_can_read_the_push_credential(
         volumes
             .iter()
             .filter(|v| {
-                v.secret
-                    .as_ref()
-                    .and_then(|s| s.secret_name.as_deref())
-                    == Some(secret)
+                v.secret.as_ref().and_then(|s| s.secret_name.as_deref()) == Some(secret)
                     || v.projected.as_ref().is_some_and(|p| {
                         p.sources.iter().flatten().any(|source| {
                             source.secret.as_ref().map(|s| s.name.as_str()) == Some(secret)
@@ -566,7 +563,10 @@ fn no_step_that_runs_tenant_code_can_read_the_push_credential(
         for var in container.env.iter().flatten() {
             assert!(var.value_from.is_none(), "{}: {}", container.name, var.name);
             assert!(
-                !var.value.as_deref().unwrap_or_default().contains("/berth/push"),
+                !var.value
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("/berth/push"),
                 "{}: {}",
                 container.name,
                 var.name
@@ -589,8 +589,8 @@ async fn builds_pull_with_a_pull_only_credential_or_anonymously() {
         .get(registry::PULL_SECRET)
         .await
         .expect("the builds' pull credential");
-    let config = String::from_utf8(copy.data.unwrap()[registry::DOCKER_CONFIG_KEY].0.clone())
-        .expect("JSON");
+    let config =
+        String::from_utf8(copy.data.unwrap()[registry::DOCKER_CONFIG_KEY].0.clone()).expect("JSON");
     assert!(config.contains("puller") && !config.contains("pusher"));
     // Without a pull-only credential, builds get none (never the push one).
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");

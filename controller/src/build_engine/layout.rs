@@ -45,10 +45,8 @@ impl ImageRef {
         let (name, digest) = match reference.split_once('@') {
             Some((name, digest)) => {
                 let hex = digest.strip_prefix("sha256:").ok_or_else(bad)?;
-                let hex_ok = hex.len() == 64
-                    && hex
-                        .bytes()
-                        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+                let hex_ok =
+                    hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
                 if !hex_ok {
                     return Err(bad());
                 }
@@ -60,10 +58,7 @@ impl ImageRef {
         // comes before a `/`).
         let last_slash = name.rfind('/').map_or(0, |at| at + 1);
         let (repository_name, tag) = match name[last_slash..].rfind(':') {
-            Some(at) => (
-                &name[..last_slash + at],
-                Some(&name[last_slash + at + 1..]),
-            ),
+            Some(at) => (&name[..last_slash + at], Some(&name[last_slash + at + 1..])),
             None => (name, None),
         };
         let tag_ok = tag.is_none_or(|tag| {
@@ -173,8 +168,14 @@ mod tests {
         let hex = "f75f3d1a317fc82c793d567de94fc8df2bece37acd5f2bd364a0d91a0d1f3dab";
         let hub = "index.docker.io/library";
         for (reference, path) in [
-            ("my-full-stack-run".to_owned(), format!("{hub}/my-full-stack-run/latest")),
-            ("my-full-stack-run:bionic".to_owned(), format!("{hub}/my-full-stack-run/bionic")),
+            (
+                "my-full-stack-run".to_owned(),
+                format!("{hub}/my-full-stack-run/latest"),
+            ),
+            (
+                "my-full-stack-run:bionic".to_owned(),
+                format!("{hub}/my-full-stack-run/bionic"),
+            ),
             (
                 format!("my-full-stack-run@sha256:{hex}"),
                 format!("{hub}/my-full-stack-run/sha256/{hex}"),
@@ -240,7 +241,10 @@ mod tests {
                 "index.docker.io/localhost/run:2".to_owned(),
             ),
         ] {
-            assert_eq!(ImageRef::parse(&reference).expect(&reference).pull_ref(), pull);
+            assert_eq!(
+                ImageRef::parse(&reference).expect(&reference).pull_ref(),
+                pull
+            );
         }
         for bad in [
             "",

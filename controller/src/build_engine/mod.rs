@@ -146,7 +146,8 @@ impl Default for BuilderSettings {
             git_image: DEFAULT_GIT_IMAGE.to_owned(),
             buildkit_image: DEFAULT_BUILDKIT_IMAGE.to_owned(),
             builder_image: DEFAULT_BUILDER_IMAGE.to_owned(),
-            run_image: ImageRef::parse(DEFAULT_RUN_IMAGE).expect("the default run image is well formed"),
+            run_image: ImageRef::parse(DEFAULT_RUN_IMAGE)
+                .expect("the default run image is well formed"),
             push_image: DEFAULT_PUSH_IMAGE.to_owned(),
             deadline_seconds: DEFAULT_BUILD_DEADLINE_SECONDS,
         }
@@ -213,7 +214,9 @@ pub fn job(
         .repository(&spec.org, &spec.project, &spec.app);
     let app_layout = layout::repository_layout_path(&repository)
         .map(|path| format!("{IMAGES}/{path}"))
-        .ok_or_else(|| format!("{repository} is not an image repository the build tools can name"))?;
+        .ok_or_else(|| {
+            format!("{repository} is not an image repository the build tools can name")
+        })?;
     let git_origin = GitRepo::parse(&source.git_repo)
         .map(|repo| repo.origin().to_owned())
         .map_err(|_| format!("{} is not a repository Berth can fetch", source.git_repo))?;
@@ -222,9 +225,8 @@ pub fn job(
         ..mount("facts", FACTS)
     };
     let common = [var("FACTS", FACTS), var("TERMINATION_LOG", TERMINATION_LOG)];
-    let with_common = |vars: Vec<EnvVar>| -> Vec<EnvVar> {
-        common.iter().cloned().chain(vars).collect()
-    };
+    let with_common =
+        |vars: Vec<EnvVar>| -> Vec<EnvVar> { common.iter().cloned().chain(vars).collect() };
 
     let mut source_env = with_common(vec![
         var("HOME", "/tmp/berth-git"),
@@ -235,7 +237,12 @@ pub fn job(
         var("STRATEGY", source.build.strategy.as_str()),
         var(
             "CONTEXT_DIR",
-            source.build.context_dir.as_deref().unwrap_or("").trim_matches('/'),
+            source
+                .build
+                .context_dir
+                .as_deref()
+                .unwrap_or("")
+                .trim_matches('/'),
         ),
         var(
             "DOCKERFILE",
@@ -592,10 +599,15 @@ mod tests {
         let registry =
             Registry::parse("registry.example.com/berth", "registry.example.com").unwrap();
         let name = object_names::build_job(&build.metadata.name.clone().unwrap());
-        let credential = build.spec.source.git_secret.as_ref().map(|_| GitCredential {
-            secret: &name,
-            has_username: true,
-        });
+        let credential = build
+            .spec
+            .source
+            .git_secret
+            .as_ref()
+            .map(|_| GitCredential {
+                secret: &name,
+                has_username: true,
+            });
         let credentials = build_credentials(build);
         let target = Target {
             registry: &registry,
@@ -733,7 +745,10 @@ mod tests {
                 }
             );
             assert_eq!(
-                security.app_armor_profile.as_ref().map(|p| p.type_.as_str()),
+                security
+                    .app_armor_profile
+                    .as_ref()
+                    .map(|p| p.type_.as_str()),
                 unconfined.then_some("Unconfined"),
                 "{}",
                 container.name
@@ -857,13 +872,17 @@ mod tests {
                 .unwrap()
         };
         let source = step(SOURCE);
-        assert_eq!(env_of(source, "GIT_REPO"), "https://git.example.com:8443/acme/shop.git");
+        assert_eq!(
+            env_of(source, "GIT_REPO"),
+            "https://git.example.com:8443/acme/shop.git"
+        );
         assert_eq!(env_of(source, "GIT_ORIGIN"), "https://git.example.com:8443");
         assert_eq!(env_of(source, "GIT_REF"), "main");
         assert_eq!(env_of(source, "STRATEGY"), "auto");
         assert_eq!(env_of(source, "CONTEXT_DIR"), "services/web");
         assert_eq!(env_of(source, "DOCKERFILE"), "Dockerfile");
-        let repository = "registry.example.com/berth/acme/store/a-rather-long-app-name-of-forty-chars";
+        let repository =
+            "registry.example.com/berth/acme/store/a-rather-long-app-name-of-forty-chars";
         let app_layout = format!("/image/{repository}");
         for name in [DOCKERFILE, BUILDPACKS, PUSH] {
             assert_eq!(env_of(step(name), "APP_LAYOUT"), app_layout, "{name}");

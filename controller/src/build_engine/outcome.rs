@@ -156,7 +156,9 @@ pub fn outcome(job: &Job, pod: Option<&Pod>, deadline_seconds: i64) -> Option<Ou
             .and_then(|terminated| terminated.message.as_deref())
             .unwrap_or_default();
         return Some(match built_digest(pushed.strategy, report) {
-            Err(why) => Outcome::Failed(format!("the {builder} step's report is unreadable: {why}")),
+            Err(why) => {
+                Outcome::Failed(format!("the {builder} step's report is unreadable: {why}"))
+            }
             Ok(Some(built)) if built != pushed.digest => Outcome::Failed(format!(
                 "the image pushed ({}) is not the one the {builder} step built ({built})",
                 pushed.digest
@@ -361,10 +363,7 @@ mod tests {
         let message = result("buildpacks", &pushed);
         let (job, pod) = ended(
             ("Complete", None),
-            &[
-                (BUILDPACKS, 0, Some(&report)),
-                (RESULT, 0, Some(&message)),
-            ],
+            &[(BUILDPACKS, 0, Some(&report)), (RESULT, 0, Some(&message))],
         );
         assert_eq!(
             outcome(&job, Some(&pod), 600),

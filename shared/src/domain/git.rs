@@ -85,7 +85,9 @@ impl GitRepo {
     /// it is scoped to.
     pub fn origin(&self) -> &str {
         let rest = &self.0["https://".len()..];
-        let authority = rest.split_once('/').map_or(rest, |(authority, _)| authority);
+        let authority = rest
+            .split_once('/')
+            .map_or(rest, |(authority, _)| authority);
         &self.0[.."https://".len() + authority.len()]
     }
 }

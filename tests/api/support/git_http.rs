@@ -62,7 +62,8 @@ impl GitHttp {
             ip,
             Serves::Repositories {
                 root: root.to_owned(),
-                credential: credential.map(|(user, password)| (user.to_owned(), password.to_owned())),
+                credential: credential
+                    .map(|(user, password)| (user.to_owned(), password.to_owned())),
             },
         )
         .await
@@ -84,7 +85,9 @@ impl GitHttp {
             seen: seen.clone(),
         });
         let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.expect("the git server runs");
+            axum::serve(listener, app)
+                .await
+                .expect("the git server runs");
         });
         Self { addr, seen, task }
     }
@@ -155,7 +158,13 @@ async fn handle(
 /// Runs `git http-backend` as a CGI program (RFC 3875): the request in
 /// its environment and on its standard input; its output's header lines
 /// (`Status:` and the rest) until an empty line, then the body.
-async fn cgi(root: &Path, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Response {
+async fn cgi(
+    root: &Path,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Response {
     let header_of = |name: header::HeaderName| {
         headers
             .get(name)
@@ -191,7 +200,10 @@ async fn cgi(root: &Path, method: &Method, uri: &Uri, headers: &HeaderMap, body:
     let writing = tokio::spawn(async move {
         let _ = stdin.write_all(&body).await;
     });
-    let output = child.wait_with_output().await.expect("git http-backend ends");
+    let output = child
+        .wait_with_output()
+        .await
+        .expect("git http-backend ends");
     let _ = writing.await;
     let out = output.stdout;
     let (head, body) = match find(&out, b"\r\n\r\n") {

@@ -200,7 +200,7 @@ async fn report_ended(
         .is_ok()
 }
 
-/// How a build pod ends (see `controller/src/build_engine.rs`).
+/// How a build pod ends (see `controller/src/build_engine/`).
 pub enum BuildEnd<'a> {
     /// Every step succeeded, the builder of `strategy` reported what it
     /// built, and `result` says it pushed this.
@@ -293,7 +293,9 @@ pub async fn end_build_pods(
                         // The builder's report, as its step leaves it.
                         BuildEnd::Pushed {
                             strategy, digest, ..
-                        } if *strategy == c.name => terminated(0, Some(&builder_report(strategy, digest))),
+                        } if *strategy == c.name => {
+                            terminated(0, Some(&builder_report(strategy, digest)))
+                        }
                         _ => terminated(0, None),
                     }
                 };
