@@ -108,5 +108,5 @@ infra/dynamodb-local/dynamodb-local.sh install
 # scripts for real: the source step with git (and git http-backend) on
 # loopback, the push step with skopeo against a throwaway registry
 # (docker-registry), an OCI layout made with umoci.
-apt_tool git git "the build steps' tests run the source step with it"
+apt_tool /usr/bin/git git "the build steps' tests run the source step with Debian's git"
 infra/registry/registry.sh install
