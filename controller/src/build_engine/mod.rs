@@ -75,7 +75,9 @@ pub const DEFAULT_BUILDKIT_IMAGE: &str = "docker.io/moby/buildkit:v0.32.2-rootle
 pub const DEFAULT_BUILDER_IMAGE: &str = "docker.io/paketobuildpacks/builder-jammy-base:0.4.539";
 /// The run image of the builder's stack release (build-jammy-base:0.1.196).
 pub const DEFAULT_RUN_IMAGE: &str = "docker.io/paketobuildpacks/run-jammy-base:0.1.196";
-/// skopeo: upstream keeps its `-immutable` tags for pinning.
+/// skopeo's own image: its `-immutable` tags are never overwritten once
+/// pushed, where the plain version tags are rebuilt daily
+/// (containers/image_build, README.md and ci/containers_build_push.sh).
 pub const DEFAULT_PUSH_IMAGE: &str = "quay.io/skopeo/stable:v1.22.2-immutable@sha256:4a16d57b37617a04b3d643079a477a2848efe892dffcdf0ce56df4262b65f810";
 /// How long a build may run, unless the controller's settings say otherwise.
 pub const DEFAULT_BUILD_DEADLINE_SECONDS: i64 = 1800;

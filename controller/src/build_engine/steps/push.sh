@@ -19,7 +19,28 @@ commit=$(cat "$FACTS/commit")
 layout="$APP_LAYOUT/$commit"
 [ -d "$layout" ] && [ "$(cd "$layout" && pwd -P)" = "$layout" ] \
   || fail "the builder left no image to push (no OCI layout at $layout)"
-odd=$(find "$layout" ! -type d ! -type f | head -n 1)
+# The first entry under $1 (hidden ones too) that is neither a directory
+# nor a regular file; plain sh, since the image need not have find(1).
+odd_entry() {
+  for entry in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+    if [ -L "$entry" ]; then
+      echo "$entry"
+      return
+    fi
+    [ -e "$entry" ] || continue
+    if [ -d "$entry" ]; then
+      found=$(odd_entry "$entry")
+      if [ -n "$found" ]; then
+        echo "$found"
+        return
+      fi
+    elif [ ! -f "$entry" ]; then
+      echo "$entry"
+      return
+    fi
+  done
+}
+odd=$(odd_entry "$layout")
 [ -z "$odd" ] || fail "the image the builder left holds something other than files and directories: ${odd#"$layout"/}"
 [ -f "$layout/index.json" ] || fail "the builder left no image to push (no index.json in $layout)"
 policy=$(mktemp)
