@@ -11,7 +11,10 @@
 //!   the Build (named like its Job), which only the clone step reads, and
 //!   which is deleted when the build ends. Its value is never in a status,
 //!   message, Event or log line. The registry credentials come from
-//!   `registry::build_credentials`, and the apiserver's version says how
+//!   `registry::build_credentials`: with a scoped registry the build's own,
+//!   minted now (their digests in the status it is `running` with), which
+//!   the token service honours only while it runs, at most its deadline;
+//!   they are deleted when it ends. The apiserver's version says how
 //!   BuildKit's AppArmor profile is given (`build_engine::AppArmor`).
 //! - Ending: the `result` step's termination message, parsed strictly,
 //!   gives commit and digest; the App gets revision `n + 1` (reason
@@ -56,6 +59,9 @@ const WHILE_QUEUED: Duration = Duration::from_secs(5);
 const WHILE_RUNNING: Duration = Duration::from_secs(30);
 /// After a write lost a race: look again soon.
 const AFTER_A_CONFLICT: Duration = Duration::from_secs(1);
+/// A build's registry credentials outlive its Job's deadline by this much:
+/// the Job's pod may start a little after the credentials are minted.
+const CREDENTIAL_SLACK_SECONDS: i64 = 120;
 
 // The Events of a Build (`kubectl -n berth-builds describe build NAME`) and
 // of its App.
@@ -151,7 +157,29 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         has_username,
     });
     let version = context.client.apiserver_version().await?;
-    let credentials = registry::build_credentials(build);
+    let credentials = registry::build_credentials(build, &registry);
+    // Scoped registries: the build's own credentials, valid while it runs
+    // and at most as long as its Job may (the token service reads both).
+    let registry_credentials = match registry.credentials {
+        registry::CredentialMode::Shared => None,
+        registry::CredentialMode::Scoped => {
+            let expires_at = clock::unix_seconds()
+                + context.settings.builders.deadline_seconds
+                + CREDENTIAL_SLACK_SECONDS;
+            match registry::mint_build_credentials(
+                &context.client,
+                build,
+                &registry,
+                &owner,
+                expires_at,
+            )
+            .await?
+            {
+                Ok(minted) => Some(minted),
+                Err(why) => return fail(build, context, why).await,
+            }
+        }
+    };
     let target = Target {
         registry: &registry,
         credentials: &credentials,
@@ -180,6 +208,7 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         message: None,
         job: Some(job_name.clone()),
         started_at: Some(clock::unix_millis()),
+        registry: registry_credentials,
         ..build.status.clone().unwrap_or_default()
     };
     if write_status(build, context, status).await? {
@@ -251,8 +280,12 @@ async fn copy_credential(
     Ok(Ok(Some(has_username)))
 }
 
-/// Deletes the build's copy of the git credential, if it made one.
+/// Deletes the build's copy of the git credential, if it made one, and
+/// its registry credentials (which stopped working when it ended).
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
+    if build.status.as_ref().is_some_and(|s| s.registry.is_some()) {
+        registry::forget_build_credentials(&context.client, build).await?;
+    }
     if build.spec.source.git_secret.is_none() {
         return Ok(());
     }

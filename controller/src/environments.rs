@@ -2,7 +2,8 @@
 //! Pod Security Admission's, a ResourceQuota from `quota` (storage always
 //! bounded), a default LimitRange, the NetworkPolicy that keeps other
 //! namespaces' pods out ([`crate::isolation`]) and the registry's pull
-//! credential ([`crate::registry`]); status `Pending` →
+//! credential ([`crate::registry`]: the environment's own, its digest in
+//! the status); status `Pending` →
 //! `Ready` (or `Degraded` with a message); at `deletionScheduledAt`,
 //! `Terminating` while the namespace goes, then the resource itself.
 //!
@@ -173,12 +174,14 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
             return Ok(Action::await_change());
         }
     }
+    let registry_pull_digest = pull_credential(environment, context, &namespace).await?;
     let ready = EnvironmentStatus {
         phase: Some("Ready".into()),
         ready: true,
         message: None,
         namespace: Some(namespace.clone()),
         observed_generation: environment.metadata.generation,
+        registry_pull_digest,
     };
     let before = current_status(environment);
     if set_status(environment, context, ready).await? {
@@ -324,14 +327,41 @@ async fn provision(environment: &Environment, context: &Context) -> Result<Provi
         .await?;
     context.metrics.applied("LimitRange");
 
-    // The pull credential of the images Berth builds (kept in step at each
-    // resync).
-    registry::copy_pull_secret(&context.client, &namespace_name).await?;
     Ok(if existing.is_none() {
         Provisioned::Created
     } else {
         Provisioned::Applied
     })
+}
+
+/// The pull credential of the images Berth builds, in the namespace (kept
+/// in step at each resync): with a scoped registry the environment's own,
+/// whose digest (answered) the status must hold; with a shared one, a copy
+/// of the installation's (no digest: no credential of the environment's
+/// own works then).
+async fn pull_credential(
+    environment: &Environment,
+    context: &Context,
+    namespace: &str,
+) -> Result<Option<String>, Error> {
+    match registry::read(&context.client).await? {
+        Some(settings) if settings.credentials == registry::CredentialMode::Scoped => {
+            let current = current_status(environment).registry_pull_digest;
+            registry::keep_environment_credential(
+                &context.client,
+                environment,
+                namespace,
+                &settings,
+                current.as_deref(),
+            )
+            .await
+            .map(Some)
+        }
+        _ => {
+            registry::copy_pull_secret(&context.client, namespace).await?;
+            Ok(None)
+        }
+    }
 }
 
 /// Marks the environment `Terminating`, then deletes the namespace, waits
@@ -457,6 +487,7 @@ async fn write_status(
             "message": status.message,
             "namespace": status.namespace,
             "observedGeneration": status.observed_generation,
+            "registryPullDigest": status.registry_pull_digest,
         },
     });
     if let Some(version) = resource_version {

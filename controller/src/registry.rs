@@ -1,45 +1,74 @@
 //! The registry builds push to and apps pull from, as the operator set it
 //! with `berth-admin registry set`: the ConfigMap [`CONFIG_MAP`] in
-//! [`SYSTEM_NAMESPACE`] (keys `prefix` and `server`), the push credential
-//! [`PUSH_SECRET`] in the builds namespace only, and the pull credential
-//! [`PULL_SECRET`] in `berth-system`, which the controller copies into each
-//! environment's namespace (and names in the `imagePullSecrets` of pods whose
-//! image is under the prefix, see `render::RenderSettings::registry_prefix`);
-//! a pull-only credential's copy in the builds namespace is what builds pull
-//! bases with ([`build_credentials`]).
+//! [`SYSTEM_NAMESPACE`] (`berth_shared::cluster::registry`), and the
+//! credentials, which this module alone mints and hands out
+//! (`berth_shared::registry` says who each is and what it reaches):
+//!
+//! - scoped (the registry trusts Berth's token service): each build gets a
+//!   push and a pull credential of its own ([`mint_build_credentials`]),
+//!   in Secrets of the builds namespace owned by the Build, deleted when it
+//!   ends (when they stop working anyway: the token service asks the
+//!   Build); each environment gets a pull credential of its own,
+//!   [`PULL_SECRET`] in its namespace ([`keep_environment_credential`]),
+//!   which its pods name in `imagePullSecrets` (see
+//!   `render::RenderSettings::registry_prefix`);
+//! - shared (an upgrade's first step): the installation's push credential
+//!   [`PUSH_SECRET`] and pull credential [`PULL_SECRET`], copied from
+//!   `berth-system` into each environment's namespace ([`copy_pull_secret`]).
+//!
+//! A password is written once, into the Secret that carries it, and its
+//! SHA-256 into the status of what it serves; it is never read back but to
+//! check that the Secret still holds the password whose digest the status
+//! has.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 
-use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER};
-pub use berth_shared::cluster::registry::{
-    CONFIG_MAP, DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, PULL_SECRET, PUSH_SECRET, Registry,
-    SYSTEM_NAMESPACE,
+use berth_shared::cluster::crd::{
+    BUILDS_NAMESPACE, Build, BuildRegistryCredentials, Environment, LABEL_MANAGED_BY, MANAGER,
+    object_names,
 };
+pub use berth_shared::cluster::registry::{
+    CONFIG_MAP, CredentialMode, DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, PULL_SECRET, PUSH_SECRET,
+    Registry, SYSTEM_NAMESPACE,
+};
+use berth_shared::cluster::registry::{Credential, credential_of, docker_config_secret};
+use berth_shared::cluster::{is_conflict, is_not_found, ownership};
+use berth_shared::credentials::{digest, same_secret};
+use berth_shared::registry::{RegistryUser, new_password};
 
 use crate::{Error, FIELD_MANAGER};
 
 /// The registry credentials of one build's Job: the one place that says
 /// which. The `push` step alone mounts `push_secret`; the steps that pull
 /// bases (`run-image`, `dockerfile`) mount `pull_secret`, a pull-only
-/// credential, when there is one (the Job mounts it as optional: an
-/// operator who gave none has builds pull anonymously).
-///
-/// Today both are the installation's own, the same for every build; issue
-/// 28 replaces them with a push credential per build, valid for the
-/// build's own repository, and a pull credential per organization.
+/// credential, when there is one (the Job mounts it as optional: with
+/// shared credentials an operator may have given none, and builds then
+/// pull anonymously).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BuildCredentials {
     pub push_secret: String,
     pub pull_secret: Option<String>,
 }
 
-/// The credentials `_build` runs with (see [`BuildCredentials`]).
-pub fn build_credentials(_build: &berth_shared::cluster::crd::Build) -> BuildCredentials {
-    BuildCredentials {
-        push_secret: PUSH_SECRET.to_owned(),
-        pull_secret: Some(PULL_SECRET.to_owned()),
+/// The Secrets a build's credentials are in: with scoped credentials its
+/// own (named after its Job), else the installation's shared ones.
+pub fn build_credentials(build: &Build, registry: &Registry) -> BuildCredentials {
+    match registry.credentials {
+        CredentialMode::Scoped => {
+            let job = object_names::build_job(&build.name_any());
+            BuildCredentials {
+                push_secret: format!("{job}-push"),
+                pull_secret: Some(format!("{job}-pull")),
+            }
+        }
+        CredentialMode::Shared => BuildCredentials {
+            push_secret: PUSH_SECRET.to_owned(),
+            pull_secret: Some(PULL_SECRET.to_owned()),
+        },
     }
 }
 
@@ -55,10 +84,168 @@ pub async fn read(client: &kube::Client) -> Result<Option<Registry>, Error> {
     Ok(config.as_ref().and_then(Registry::of))
 }
 
-/// Keeps `namespace`'s copy of the pull credential the same as Berth's in
-/// `berth-system`. Without one there, nothing is copied (a copy made
-/// before stays until the namespace goes: apps already pulling keep
-/// pulling).
+/// Mints a build's two credentials (scoped registries only) into the
+/// Secrets [`build_credentials`] names, owned by the Build, and answers
+/// their digests for its status, valid until `expires_at` (Unix seconds);
+/// `Err(why)` when a Secret of that name is not the Build's (the build
+/// cannot run).
+/// A Secret left by an earlier round whose status write was lost is
+/// replaced: the status written after this is what the token service
+/// believes, and the Job reads its mounts only when its steps start.
+pub async fn mint_build_credentials(
+    client: &kube::Client,
+    build: &Build,
+    registry: &Registry,
+    owner: &OwnerReference,
+    expires_at: i64,
+) -> Result<Result<BuildRegistryCredentials, String>, Error> {
+    let secrets = build_credentials(build, registry);
+    let name = build.name_any();
+    let push = RegistryUser::BuildPush {
+        build: name.clone(),
+    };
+    let pull = RegistryUser::BuildPull { build: name };
+    let push_digest =
+        match write_build_secret(client, &secrets.push_secret, &push, registry, owner).await? {
+            Ok(digest) => digest,
+            Err(why) => return Ok(Err(why)),
+        };
+    let pull_secret = secrets.pull_secret.unwrap_or_default();
+    let pull_digest =
+        match write_build_secret(client, &pull_secret, &pull, registry, owner).await? {
+            Ok(digest) => digest,
+            Err(why) => return Ok(Err(why)),
+        };
+    Ok(Ok(BuildRegistryCredentials {
+        push_digest,
+        pull_digest,
+        expires_at,
+    }))
+}
+
+async fn write_build_secret(
+    client: &kube::Client,
+    name: &str,
+    user: &RegistryUser,
+    registry: &Registry,
+    owner: &OwnerReference,
+) -> Result<Result<String, String>, Error> {
+    let password = new_password();
+    let credential = Credential {
+        username: user.username(),
+        password,
+    };
+    let mut secret = docker_config_secret(
+        name,
+        BUILDS_NAMESPACE,
+        &credential.docker_config(&registry.server),
+    );
+    secret.metadata.owner_references = Some(vec![owner.clone()]);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
+    match secrets.create(&PostParams::default(), &secret).await {
+        Ok(_) => {}
+        Err(error) if is_conflict(&error) => {
+            let existing = secrets.get(name).await?;
+            if !ownership::is_controlled_by(&existing.metadata, &owner.uid) {
+                return Ok(Err(format!(
+                    "the Secret {name} of {BUILDS_NAMESPACE} is not this build's: its registry credential is not written over it"
+                )));
+            }
+            secret.metadata.resource_version = existing.metadata.resource_version;
+            secrets
+                .replace(name, &PostParams::default(), &secret)
+                .await?;
+        }
+        Err(error) => return Err(error.into()),
+    }
+    Ok(Ok(digest(&credential.password)))
+}
+
+/// Deletes a build's credential Secrets (scoped registries), each only if
+/// the Build controls it. They stopped working when the build ended; this
+/// takes the passwords out of the cluster too.
+pub async fn forget_build_credentials(client: &kube::Client, build: &Build) -> Result<(), Error> {
+    let job = object_names::build_job(&build.name_any());
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
+    let uid = build.uid().unwrap_or_default();
+    for name in [format!("{job}-push"), format!("{job}-pull")] {
+        let Some(secret) = secrets.get_opt(&name).await? else {
+            continue;
+        };
+        if !ownership::is_controlled_by(&secret.metadata, &uid) {
+            continue;
+        }
+        let only_this_one = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: secret.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match secrets.delete(&name, &only_this_one).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) || is_conflict(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Keeps an environment's own pull credential in its namespace (scoped
+/// registries): [`PULL_SECRET`] holding user `environment/{name}` and a
+/// password whose digest is `current_digest` (the Environment's status).
+/// A Secret that is missing, holds another user or server, or a password of
+/// another digest (a shared credential of before, one edited by hand, one
+/// whose digest never reached the status) gets a new password. Answers the
+/// digest the status must hold.
+pub async fn keep_environment_credential(
+    client: &kube::Client,
+    environment: &Environment,
+    namespace: &str,
+    registry: &Registry,
+    current_digest: Option<&str>,
+) -> Result<String, Error> {
+    let user = RegistryUser::EnvironmentPull {
+        environment: environment.name_any(),
+    }
+    .username();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let held = secrets
+        .get_opt(PULL_SECRET)
+        .await?
+        .and_then(|secret| secret.data)
+        .and_then(|mut data| data.remove(DOCKER_CONFIG_KEY))
+        .and_then(|config| credential_of(&config.0, &registry.server));
+    if let (Some(held), Some(current)) = (&held, current_digest)
+        && held.username == user
+        && same_secret(&digest(&held.password), current)
+    {
+        return Ok(current.to_owned());
+    }
+    let credential = Credential {
+        username: user,
+        password: new_password(),
+    };
+    let secret = docker_config_secret(
+        PULL_SECRET,
+        namespace,
+        &credential.docker_config(&registry.server),
+    );
+    secrets
+        .patch(
+            PULL_SECRET,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&secret),
+        )
+        .await?;
+    tracing::info!(environment = %environment.name_any(), "registry pull credential minted");
+    Ok(digest(&credential.password))
+}
+
+/// Keeps `namespace`'s copy of the shared pull credential the same as
+/// Berth's in `berth-system` (shared registries). Without one there,
+/// nothing is copied (a copy made before stays until the namespace goes:
+/// apps already pulling keep pulling).
 pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<(), Error> {
     let source = Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE)
         .get_opt(PULL_SECRET)

@@ -23,7 +23,9 @@
 //!   [`projects`], [`environments`], [`apps`] (with the DNS check of its
 //!   domains under feature `dns`), [`builds`] (apps from source),
 //!   [`secrets`], [`templates`]; [`webhooks`] (git pushes that start
-//!   builds; its storage and signature checks need no cluster).
+//!   builds; its storage and signature checks need no cluster);
+//!   [`registry`] (the image registry's credentials as Berth's token
+//!   service sees them).
 //! - The process: [`config`], [`state`] (what every handler shares),
 //!   [`runtime`], [`telemetry`].
 //! - [`testing`] (feature `test-support`): fixtures for every crate's tests.
@@ -56,6 +58,7 @@ pub mod openapi;
 pub mod operation;
 #[cfg(feature = "cluster")]
 pub mod projects;
+pub mod registry;
 pub mod roles;
 pub mod runtime;
 #[cfg(feature = "cluster")]

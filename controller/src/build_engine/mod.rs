@@ -554,7 +554,7 @@ fn confined(user: Option<i64>) -> SecurityContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{PUSH_SECRET, build_credentials};
+    use crate::registry::{CredentialMode, PULL_SECRET, PUSH_SECRET, build_credentials};
     use berth_shared::cluster::crd::{
         AppSource, BUILDS_NAMESPACE, BuildSettings, BuildSpec, BuildStrategy, LABEL_APP_UID,
         LABEL_MANAGED_BY, MANAGER,
@@ -610,7 +610,7 @@ mod tests {
                 secret: &name,
                 has_username: true,
             });
-        let credentials = build_credentials(build);
+        let credentials = build_credentials(build, &registry);
         let target = Target {
             registry: &registry,
             credentials: &credentials,
@@ -788,6 +788,20 @@ mod tests {
         }
     }
 
+    /// With the shared credentials of an upgrade's first step, every build
+    /// mounts the installation's.
+    #[test]
+    fn shared_credentials_are_the_installations() {
+        let build = build(None);
+        let registry = Registry {
+            credentials: CredentialMode::Shared,
+            ..Registry::parse("registry.example.com/berth", "registry.example.com").unwrap()
+        };
+        let credentials = build_credentials(&build, &registry);
+        assert_eq!(credentials.push_secret, PUSH_SECRET);
+        assert_eq!(credentials.pull_secret.as_deref(), Some(PULL_SECRET));
+    }
+
     /// No step that runs the tenant's code (`dockerfile`, `buildpacks`)
     /// mounts or can read the push credential, or any git credential;
     /// only `push` mounts the push credential; only the steps that pull
@@ -805,8 +819,10 @@ mod tests {
                 .and_then(|v| v.secret.as_ref())
                 .and_then(|secret| secret.secret_name.clone())
         };
-        assert_eq!(secret_of("push").as_deref(), Some(PUSH_SECRET));
-        assert_eq!(secret_of("pull").as_deref(), Some("berth-registry-pull"));
+        // The build's own credentials (a scoped registry), named after its Job.
+        let job_name = job.metadata.name.clone().unwrap();
+        assert_eq!(secret_of("push"), Some(format!("{job_name}-push")));
+        assert_eq!(secret_of("pull"), Some(format!("{job_name}-pull")));
         let pull = volumes.iter().find(|v| v.name == "pull").unwrap();
         assert_eq!(pull.secret.as_ref().unwrap().optional, Some(true));
         // Only these two volumes hold a secret.

@@ -149,6 +149,12 @@ pub struct EnvironmentStatus {
     pub namespace: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// The SHA-256 (hex) of the password of the environment's registry pull
+    /// credential (`berth-registry-pull` in its namespace, user
+    /// `environment/{name}`), never the password: what Berth's registry
+    /// token service checks a pull against (`cluster::registry`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry_pull_digest: Option<String>,
 }
 
 /// An app in an environment's namespace; the workloads rendered from it are
@@ -417,6 +423,25 @@ pub struct BuildStatus {
     /// The App revision the built image became.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// The build's own registry credentials, as digests (the passwords are
+    /// only in the Secrets the Job mounts): what Berth's registry token
+    /// service checks them against while the build runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<BuildRegistryCredentials>,
+}
+
+/// The SHA-256 (hex) of the passwords of a build's two registry
+/// credentials (`cluster::registry::RegistryUser`), and when they stop
+/// working even if the build has not ended (Unix seconds: the start plus the
+/// build's deadline). They stop working at once when the build ends.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildRegistryCredentials {
+    /// Push and pull on the app's own repository; the `push` step's.
+    pub push_digest: String,
+    /// Pull of the organization's images; the steps that pull bases.
+    pub pull_digest: String,
+    pub expires_at: i64,
 }
 
 /// The namespace builds run in: Berth's own, where the registry's push

@@ -3,17 +3,21 @@
 //!
 //! - ConfigMap [`CONFIG_MAP`] in [`SYSTEM_NAMESPACE`], keys `prefix`
 //!   (`registry.example.com/berth`: no scheme, no trailing slash; images are
-//!   `{prefix}/{org}/{project}/{app}`) and `server` (the host the
-//!   credentials are for);
-//! - the push credential [`PUSH_SECRET`] in the builds namespace only
-//!   (mounted by a build's `push` step alone), and the pull credential
-//!   [`PULL_SECRET`] in `berth-system`, which the controller copies into
-//!   each environment's namespace; all of type
-//!   `kubernetes.io/dockerconfigjson`;
-//! - a pull-only credential given, its copy [`PULL_SECRET`] in the builds
-//!   namespace too: what builds pull private bases with. Without one,
-//!   builds pull anonymously, since the push credential must not reach a
-//!   step that runs a tenant's code.
+//!   `{prefix}/{org}/{project}/{app}`), `server` (the registry's host) and
+//!   `credentials` ([`CredentialMode`]);
+//! - with `credentials: scoped`, the registry trusts Berth's token service
+//!   (`crate::registry`) and every credential is the controller's: a push
+//!   and a pull credential per build, in Secrets of the builds namespace
+//!   owned by the Build, and a pull credential per environment,
+//!   [`PULL_SECRET`] in its namespace; all of type
+//!   `kubernetes.io/dockerconfigjson`, their passwords nowhere else;
+//! - with `credentials: shared` (or none: installations from before), the
+//!   installation's one push credential [`PUSH_SECRET`] in the builds
+//!   namespace and one pull credential [`PULL_SECRET`] in `berth-system`,
+//!   copied into every environment's namespace, and a pull-only
+//!   credential's copy in the builds namespace. This is only a step of the
+//!   upgrade to `scoped` (docs/deploy.md): those credentials reach every
+//!   organization's images.
 
 use std::collections::BTreeMap;
 
@@ -35,11 +39,32 @@ pub const PULL_SECRET: &str = "berth-registry-pull";
 pub const DOCKER_CONFIG_TYPE: &str = "kubernetes.io/dockerconfigjson";
 pub const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
 
+/// Whose credentials builds and pods use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CredentialMode {
+    /// Minted by the controller per build and per environment, checked by
+    /// Berth's token service.
+    Scoped,
+    /// The installation's one push and one pull credential (before the
+    /// upgrade to scoped ones).
+    Shared,
+}
+
+impl CredentialMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Scoped => "scoped",
+            Self::Shared => "shared",
+        }
+    }
+}
+
 /// The registry's settings, well formed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Registry {
     pub prefix: String,
     pub server: String,
+    pub credentials: CredentialMode,
 }
 
 impl Registry {
@@ -72,14 +97,27 @@ impl Registry {
         Ok(Self {
             prefix: prefix.to_owned(),
             server: server.to_owned(),
+            credentials: CredentialMode::Scoped,
         })
     }
 
     /// The settings of the ConfigMap; None when missing or malformed (the
-    /// controller then builds nothing rather than push somewhere odd).
+    /// controller then builds nothing rather than push somewhere odd). A
+    /// ConfigMap without `credentials` is an installation's from before
+    /// scoped credentials: shared.
     pub fn of(config: &ConfigMap) -> Option<Self> {
         let data = config.data.as_ref()?;
-        Self::parse(data.get("prefix")?, data.get("server")?).ok()
+        let credentials = match data.get("credentials").map(String::as_str) {
+            None | Some("shared") => CredentialMode::Shared,
+            Some("scoped") => CredentialMode::Scoped,
+            Some(_) => return None,
+        };
+        Self::parse(data.get("prefix")?, data.get("server")?)
+            .ok()
+            .map(|registry| Self {
+                credentials,
+                ..registry
+            })
     }
 
     /// The repository of an app's images: `{prefix}/{org}/{project}/{app}`.
@@ -138,87 +176,141 @@ impl Credential {
     }
 }
 
-/// Writes the registry's ConfigMap and the credentials (server-side apply:
-/// running it again replaces them): apps pull with `pull`, or with `push`
-/// when there is no pull-only credential; builds pull with `pull` only (its
-/// copy in the builds namespace is deleted when there is none).
+/// The credentials `berth-admin registry set` is given.
+pub enum Credentials<'a> {
+    /// None: the controller mints them (`credentials: scoped`).
+    Scoped,
+    /// The installation's shared ones (`credentials: shared`): apps pull
+    /// with `pull`, or with `push` when there is no pull-only credential;
+    /// builds pull with `pull` only (its copy in the builds namespace is
+    /// deleted when there is none).
+    Shared {
+        push: &'a Credential,
+        pull: Option<&'a Credential>,
+    },
+}
+
+/// Writes the registry's ConfigMap and, when shared, the credentials
+/// (server-side apply: running it again replaces them). Scoped leaves the
+/// shared Secrets of before where they are (pods pull with their copies
+/// until the controller has replaced each); [`forget_shared`] removes them.
 pub async fn set(
     client: &kube::Client,
     registry: &Registry,
-    push: &Credential,
-    pull: Option<&Credential>,
+    credentials: Credentials<'_>,
 ) -> Result<(), ApiError> {
     let params = PatchParams::apply(MANAGER).force();
-    let labels = || {
-        Some(BTreeMap::from([(
-            LABEL_MANAGED_BY.to_owned(),
-            MANAGER.to_owned(),
-        )]))
+    let mode = match credentials {
+        Credentials::Scoped => CredentialMode::Scoped,
+        Credentials::Shared { .. } => CredentialMode::Shared,
     };
     let config = ConfigMap {
         metadata: ObjectMeta {
             name: Some(CONFIG_MAP.to_owned()),
             namespace: Some(SYSTEM_NAMESPACE.to_owned()),
-            labels: labels(),
+            labels: berths_labels(),
             ..Default::default()
         },
         data: Some(BTreeMap::from([
             ("prefix".to_owned(), registry.prefix.clone()),
             ("server".to_owned(), registry.server.clone()),
+            ("credentials".to_owned(), mode.as_str().to_owned()),
         ])),
         ..Default::default()
     };
-    let secret = |name: &str, namespace: &str, credential: &Credential| Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: Some(namespace.to_owned()),
-            labels: labels(),
-            ..Default::default()
-        },
-        type_: Some(DOCKER_CONFIG_TYPE.to_owned()),
-        data: Some(BTreeMap::from([(
-            DOCKER_CONFIG_KEY.to_owned(),
-            ByteString(credential.docker_config(&registry.server).into_bytes()),
-        )])),
-        ..Default::default()
-    };
-    // Credentials first: a build started once the ConfigMap is there finds
-    // its push credential.
-    Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
-        .patch(
-            PUSH_SECRET,
-            &params,
-            &Patch::Apply(secret(PUSH_SECRET, BUILDS_NAMESPACE, push)),
-        )
-        .await?;
-    Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE)
-        .patch(
-            PULL_SECRET,
-            &params,
-            &Patch::Apply(secret(PULL_SECRET, SYSTEM_NAMESPACE, pull.unwrap_or(push))),
-        )
-        .await?;
-    let builds = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
-    match pull {
-        Some(pull) => {
-            builds
-                .patch(
-                    PULL_SECRET,
-                    &params,
-                    &Patch::Apply(secret(PULL_SECRET, BUILDS_NAMESPACE, pull)),
-                )
-                .await?;
+    if let Credentials::Shared { push, pull } = credentials {
+        let secret = |name: &str, namespace: &str, credential: &Credential| {
+            docker_config_secret(name, namespace, &credential.docker_config(&registry.server))
+        };
+        // Credentials first: a build started once the ConfigMap is there
+        // finds its push credential.
+        Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
+            .patch(
+                PUSH_SECRET,
+                &params,
+                &Patch::Apply(secret(PUSH_SECRET, BUILDS_NAMESPACE, push)),
+            )
+            .await?;
+        Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE)
+            .patch(
+                PULL_SECRET,
+                &params,
+                &Patch::Apply(secret(PULL_SECRET, SYSTEM_NAMESPACE, pull.unwrap_or(push))),
+            )
+            .await?;
+        let builds = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
+        match pull {
+            Some(pull) => {
+                builds
+                    .patch(
+                        PULL_SECRET,
+                        &params,
+                        &Patch::Apply(secret(PULL_SECRET, BUILDS_NAMESPACE, pull)),
+                    )
+                    .await?;
+            }
+            None => delete_if_there(&builds, PULL_SECRET).await?,
         }
-        None => match builds.delete(PULL_SECRET, &Default::default()).await {
-            Ok(_) => {}
-            Err(error) if super::is_not_found(&error) => {}
-            Err(error) => return Err(error.into()),
-        },
     }
     Api::<ConfigMap>::namespaced(client.clone(), SYSTEM_NAMESPACE)
         .patch(CONFIG_MAP, &params, &Patch::Apply(&config))
         .await?;
     Ok(())
+}
+
+/// Deletes the shared credentials' Secrets (`berth-system` and the builds
+/// namespace): the last step of the upgrade to scoped credentials, once
+/// every environment has its own.
+pub async fn forget_shared(client: &kube::Client) -> Result<(), ApiError> {
+    let builds = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
+    delete_if_there(&builds, PUSH_SECRET).await?;
+    delete_if_there(&builds, PULL_SECRET).await?;
+    let system = Api::<Secret>::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    delete_if_there(&system, PULL_SECRET).await
+}
+
+async fn delete_if_there(api: &Api<Secret>, name: &str) -> Result<(), ApiError> {
+    match api.delete(name, &Default::default()).await {
+        Ok(_) => Ok(()),
+        Err(error) if super::is_not_found(&error) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn berths_labels() -> Option<BTreeMap<String, String>> {
+    Some(BTreeMap::from([(
+        LABEL_MANAGED_BY.to_owned(),
+        MANAGER.to_owned(),
+    )]))
+}
+
+/// A Secret of type `kubernetes.io/dockerconfigjson`, labelled as Berth's.
+pub fn docker_config_secret(name: &str, namespace: &str, docker_config: &str) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some(namespace.to_owned()),
+            labels: berths_labels(),
+            ..Default::default()
+        },
+        type_: Some(DOCKER_CONFIG_TYPE.to_owned()),
+        data: Some(BTreeMap::from([(
+            DOCKER_CONFIG_KEY.to_owned(),
+            ByteString(docker_config.as_bytes().to_vec()),
+        )])),
+        ..Default::default()
+    }
+}
+
+/// The user name and password a Docker `config.json` holds for `server`;
+/// None when it holds none (or is not one).
+pub fn credential_of(docker_config: &[u8], server: &str) -> Option<Credential> {
+    let config: serde_json::Value = serde_json::from_slice(docker_config).ok()?;
+    let auth = config.get("auths")?.get(server)?;
+    Some(Credential {
+        username: auth.get("username")?.as_str()?.to_owned(),
+        password: auth.get("password")?.as_str()?.to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -248,6 +340,29 @@ mod tests {
             );
         }
         assert_eq!(Registry::of(&ConfigMap::default()), None);
+        let config = |credentials: Option<&str>| ConfigMap {
+            data: Some(
+                [
+                    ("prefix", Some("registry.example.com/berth")),
+                    ("server", Some("registry.example.com")),
+                    ("credentials", credentials),
+                ]
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned())))
+                .collect(),
+            ),
+            ..Default::default()
+        };
+        // From before scoped credentials: shared.
+        assert_eq!(
+            Registry::of(&config(None)).map(|r| r.credentials),
+            Some(CredentialMode::Shared)
+        );
+        assert_eq!(
+            Registry::of(&config(Some("scoped"))).map(|r| r.credentials),
+            Some(CredentialMode::Scoped)
+        );
+        assert_eq!(Registry::of(&config(Some("everyone"))), None);
     }
 
     #[test]
@@ -264,11 +379,14 @@ mod tests {
             .err()
             .expect("refused");
         assert!(!error.contains("s3cret"));
-        let config: serde_json::Value =
-            serde_json::from_str(&push.docker_config("registry.example.com")).unwrap();
+        let text = push.docker_config("registry.example.com");
+        let config: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             config["auths"]["registry.example.com"]["auth"],
             "cm9ib3Q6czNjcmV0"
         );
+        let read = credential_of(text.as_bytes(), "registry.example.com").expect("read back");
+        assert_eq!((read.username.as_str(), read.password.as_str()), ("robot", "s3cret"));
+        assert!(credential_of(text.as_bytes(), "elsewhere.example.com").is_none());
     }
 }
