@@ -44,6 +44,7 @@ functions! {
     "templates" => berth_fn_templates,
     "secrets" => berth_fn_secrets,
     "builds" => berth_fn_builds,
+    "registry" => berth_fn_registry,
 }
 
 /// The routes of the function of that name.

@@ -47,6 +47,10 @@ pub enum ActorKind {
     /// A git webhook delivery whose signature held; the actor is its
     /// sender, `github` or `gitlab`.
     Webhook,
+    /// A request to the registry's token service; the actor is the registry
+    /// credential it named (`build/…/push`, `environment/…`), whether or
+    /// not its password held.
+    Registry,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -68,6 +72,7 @@ impl ActorKind {
             Self::User => "user",
             Self::Anonymous => "anonymous",
             Self::Webhook => "webhook",
+            Self::Registry => "registry",
         }
     }
 }
@@ -548,6 +553,7 @@ mod tests {
             ActorKind::User,
             ActorKind::Anonymous,
             ActorKind::Webhook,
+            ActorKind::Registry,
         ] {
             assert_eq!(serde_json::json!(kind), kind.as_str());
         }

@@ -47,6 +47,16 @@ pub struct Config {
     /// controller reads the same variable); no custom domain may be it or
     /// fall under it.
     pub apps_domain: Option<Hostname>,
+    /// `BERTH_PUBLIC_URL`: where the API is reached from outside
+    /// (`https://api.example.com`, no trailing slash): the registry's token
+    /// service is `{it}/api/v1/registry/token` (the registry's `realm`),
+    /// and its tokens' issuer is it (the registry's `issuer`).
+    pub public_url: Option<String>,
+    /// `BERTH_REGISTRY_SIGNING_KEY`: the key the registry's tokens are
+    /// signed with, `kms:KEY` (an AWS KMS key id, ARN or alias of an
+    /// `ECC_NIST_P256` signing key) or `file:PATH` (a PEM P-256 private key);
+    /// without it the token service answers `503`.
+    pub registry_signing_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +129,8 @@ impl Config {
             })?,
             dns_servers: parse_list("BERTH_DNS_SERVERS", &lookup, parse_dns_server)?,
             apps_domain: apps_domain(lookup("BERTH_APPS_DOMAIN"))?,
+            public_url: public_url(lookup("BERTH_PUBLIC_URL"))?,
+            registry_signing_key: signing_key(lookup("BERTH_REGISTRY_SIGNING_KEY"))?,
         })
     }
 
@@ -137,7 +149,48 @@ impl Config {
             gateway_addresses: Vec::new(),
             dns_servers: Vec::new(),
             apps_domain: None,
+            public_url: None,
+            registry_signing_key: None,
         }
+    }
+}
+
+/// `BERTH_PUBLIC_URL`: an `http` or `https` URL of a host (and port, and a
+/// path if the API is served under one), without query, fragment or
+/// credentials; a trailing slash is dropped.
+fn public_url(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let url = value.trim().trim_end_matches('/');
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let well_formed = rest.is_some_and(|rest| {
+        let host = rest.split('/').next().unwrap_or_default();
+        !host.is_empty()
+            && !rest.contains(['?', '#', '@', ' ', '"', '\\'])
+            && rest.chars().all(|c| c.is_ascii_graphic())
+    });
+    if !well_formed {
+        return Err(ConfigError(
+            "BERTH_PUBLIC_URL must be the API's http(s) URL, like https://api.example.com".into(),
+        ));
+    }
+    Ok(Some(url.to_owned()))
+}
+
+/// `BERTH_REGISTRY_SIGNING_KEY`: `kms:KEY` or `file:PATH`.
+fn signing_key(value: Option<String>) -> Result<Option<String>, ConfigError> {
+    let Some(value) = value.filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let value = value.trim();
+    match value.split_once(':') {
+        Some(("kms" | "file", rest)) if !rest.is_empty() => Ok(Some(value.to_owned())),
+        _ => Err(ConfigError(
+            "BERTH_REGISTRY_SIGNING_KEY must be kms:KEY (an AWS KMS key id, ARN or alias) or file:PATH (a PEM P-256 private key)".into(),
+        )),
     }
 }
 
@@ -325,5 +378,35 @@ mod tests {
             Config::from_lookup(|n| (n == "BERTH_REQUEST_DEADLINE_SECONDS").then(|| "5".into()))
                 .expect("a valid deadline");
         assert_eq!(config.request_deadline, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn reads_the_public_url_and_the_signing_key() {
+        let config = Config::from_lookup(|n| match n {
+            "BERTH_PUBLIC_URL" => Some(" https://api.example.com/ ".into()),
+            "BERTH_REGISTRY_SIGNING_KEY" => Some("kms:alias/berth-registry".into()),
+            _ => None,
+        })
+        .expect("valid");
+        assert_eq!(config.public_url.as_deref(), Some("https://api.example.com"));
+        assert_eq!(
+            config.registry_signing_key.as_deref(),
+            Some("kms:alias/berth-registry")
+        );
+        for (name, value) in [
+            ("BERTH_PUBLIC_URL", "api.example.com"),
+            ("BERTH_PUBLIC_URL", "ftp://api.example.com"),
+            ("BERTH_PUBLIC_URL", "https://"),
+            ("BERTH_PUBLIC_URL", "https://user@api.example.com"),
+            ("BERTH_PUBLIC_URL", "https://api.example.com/?x=1"),
+            ("BERTH_REGISTRY_SIGNING_KEY", "/etc/key.pem"),
+            ("BERTH_REGISTRY_SIGNING_KEY", "file:"),
+            ("BERTH_REGISTRY_SIGNING_KEY", "vault:x"),
+        ] {
+            assert!(
+                Config::from_lookup(|n| (n == name).then(|| value.into())).is_err(),
+                "{name}={value}"
+            );
+        }
     }
 }

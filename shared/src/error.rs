@@ -59,6 +59,11 @@ pub enum ApiError {
     Internal(String),
     #[error("no cluster configured")]
     NoCluster,
+    /// The registry's token service lacks a setting an operator gives (the
+    /// registry's settings, the signing key, the public URL): the detail
+    /// names which, in words an operator can act on.
+    #[error("registry token service not configured: {0}")]
+    RegistryNotConfigured(String),
     /// The message is logged, never sent: it may name internal addresses.
     #[error("cluster unavailable: {0}")]
     ClusterUnavailable(String),
@@ -281,6 +286,7 @@ impl ApiError {
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::NoCluster
+            | Self::RegistryNotConfigured(_)
             | Self::ClusterUnavailable(_)
             | Self::ClusterMisconfigured { .. }
             | Self::StorageUnavailable(_)
@@ -310,6 +316,7 @@ impl ApiError {
             Self::TooManyRequests { .. } => "too_many_requests",
             Self::Internal(_) => "internal",
             Self::NoCluster => "no_cluster",
+            Self::RegistryNotConfigured(_) => "registry_not_configured",
             Self::ClusterUnavailable(_) | Self::ClusterMisconfigured { .. } => {
                 "cluster_unavailable"
             }
@@ -340,6 +347,7 @@ impl ApiError {
             Self::TooManyRequests { .. } => "Too many requests",
             Self::Internal(_) => "Internal error",
             Self::NoCluster => "No cluster configured",
+            Self::RegistryNotConfigured(_) => "Registry token service not configured",
             Self::ClusterUnavailable(_) | Self::ClusterMisconfigured { .. } => {
                 "Cluster unavailable"
             }
@@ -389,6 +397,7 @@ impl ApiError {
                 scope::request_id().unwrap_or_default()
             )),
             Self::NoCluster => Some("no Kubernetes cluster is configured for Berth".into()),
+            Self::RegistryNotConfigured(detail) => Some(detail.clone()),
             Self::ClusterUnavailable(_) => {
                 Some("the Kubernetes cluster did not answer or failed; try again".into())
             }
@@ -520,6 +529,11 @@ mod tests {
             ),
             (ApiError::Internal("x".into()), 500, "internal"),
             (ApiError::NoCluster, 503, "no_cluster"),
+            (
+                ApiError::RegistryNotConfigured(String::new()),
+                503,
+                "registry_not_configured",
+            ),
             (
                 ApiError::ClusterUnavailable("x".into()),
                 503,

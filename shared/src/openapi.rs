@@ -25,6 +25,9 @@ use crate::{ApiError, Operation};
 pub const SESSION: &str = "session";
 /// The security scheme of API tokens (`Authorization: Bearer brt_...`).
 pub const TOKEN: &str = "token";
+/// The security scheme of the registry's token service: HTTP Basic with a
+/// Berth-issued registry credential.
+pub const REGISTRY_CREDENTIAL: &str = "registryCredential";
 
 /// Finishes a function's part of the description (see
 /// [`crate::operations!`]): each operation gets its id (the handler is
@@ -57,6 +60,10 @@ pub fn describe(
             }
             described.security = match operation.access() {
                 Access::Public => Some(Vec::new()),
+                Access::RegistryCredential => Some(vec![SecurityRequirement::new(
+                    REGISTRY_CREDENTIAL,
+                    Vec::<String>::new(),
+                )]),
                 Access::SignedIn | Access::Needs(_) => None,
             };
             let failures = failures(operation, described, changes, specific(operation));
@@ -112,7 +119,7 @@ fn failures(
         ApiError::Internal(String::new()),
         ApiError::DeadlineExceeded,
     ];
-    if operation.access() != Access::Public {
+    if matches!(operation.access(), Access::SignedIn | Access::Needs(_)) {
         failures.push(ApiError::Unauthenticated);
         failures.push(ApiError::StorageUnavailable(String::new()));
         if !operation.allowed_before_password_change() {

@@ -39,9 +39,12 @@ pub enum Access {
     SignedIn,
     /// A signed-in caller whose role grants the permission.
     Needs(Permission),
+    /// A Berth-issued registry credential (HTTP Basic), which the handler
+    /// checks itself: never a session or an API token.
+    RegistryCredential,
 }
 
-use Access::{Needs, Public, SignedIn};
+use Access::{Needs, Public, RegistryCredential, SignedIn};
 use Permission::*;
 
 operations! {
@@ -81,6 +84,9 @@ operations! {
     DeleteWebhook => "deleteWebhook", Needs(AppDeploy);
     // No credentials: the hook's signature, checked by its rules.
     ReceiveWebhook => "receiveWebhook", Public;
+    // The registry's token service (Docker Registry token authentication).
+    GetRegistryToken => "getRegistryToken", RegistryCredential;
+    RequestRegistryToken => "requestRegistryToken", RegistryCredential;
     ListSecrets => "listSecrets", Needs(Read);
     PutSecret => "putSecret", Needs(SecretWrite);
     DeleteSecret => "deleteSecret", Needs(SecretWrite);
@@ -121,7 +127,7 @@ impl Operation {
     pub fn minimum_permission(self) -> Option<Permission> {
         match self.access() {
             Needs(permission) => Some(permission),
-            Public | SignedIn => None,
+            Public | SignedIn | RegistryCredential => None,
         }
     }
 

@@ -92,31 +92,30 @@ impl RegistryUser {
     }
 }
 
-/// What a credential may do: push (with pull) on one repository, or pull
-/// every repository under a path (`{path}/{org}/`).
+/// What a credential may do: push and pull one repository (a build's push
+/// credential), or pull (and, for a shared push credential of before,
+/// push) every repository under a path (`{path}/{org}/…`; every one when
+/// the path is empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
-    PushPull { repository: String },
-    PullUnder { path: String },
-    /// A shared credential of before: what the registry let it do then.
-    SharedPushPull { path: String },
+    Repository(String),
+    Under { path: String, push: bool },
 }
 
 impl Reach {
     /// The actions of `requested` on `repository` this reach allows, in
-    /// the order asked (`pull`, `push`; never anything else, such as `*` or
-    /// `delete`).
+    /// the order asked, each once: `pull`, and `push` where it may push;
+    /// never anything else (`*`, `delete`).
     pub fn allowed<'a>(&self, repository: &str, requested: &[&'a str]) -> Vec<&'a str> {
-        let under = |path: &str| {
-            repository
-                .strip_prefix(path)
-                .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
-                || (path.is_empty() && !repository.is_empty())
-        };
         let may: &[&str] = match self {
-            Self::PushPull { repository: own } if own == repository => &["pull", "push"],
-            Self::PullUnder { path } if under(path) => &["pull"],
-            Self::SharedPushPull { path } if under(path) => &["pull", "push"],
+            Self::Repository(own) if own == repository => &["pull", "push"],
+            Self::Under { path, push } if lies_under(repository, path) => {
+                if *push {
+                    &["pull", "push"]
+                } else {
+                    &["pull"]
+                }
+            }
             _ => &[],
         };
         let mut allowed: Vec<&str> = Vec::new();
@@ -127,6 +126,18 @@ impl Reach {
         }
         allowed
     }
+}
+
+/// Whether `repository` is a repository below `path` (not `path` itself,
+/// nor a sibling whose name starts alike).
+fn lies_under(repository: &str, path: &str) -> bool {
+    if path.is_empty() {
+        return !repository.is_empty();
+    }
+    repository
+        .strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|rest| !rest.is_empty())
 }
 
 /// The name of a repository in the registry: the image's name without the
@@ -291,22 +302,21 @@ mod tests {
 
     #[test]
     fn a_reach_allows_only_its_own_actions_and_repositories() {
-        let push = Reach::PushPull {
-            repository: "berth/acme/shop/web".into(),
-        };
+        let push = Reach::Repository("berth/acme/shop/web".into());
         assert_eq!(
             push.allowed("berth/acme/shop/web", &["pull", "push"]),
             ["pull", "push"]
         );
         assert_eq!(
-            push.allowed("berth/acme/shop/web", &["push", "delete", "*"]),
+            push.allowed("berth/acme/shop/web", &["push", "delete", "*", "push"]),
             ["push"]
         );
         assert!(push.allowed("berth/acme/shop/api", &["pull"]).is_empty());
         assert!(push.allowed("berth/acme/shop/web/x", &["pull"]).is_empty());
 
-        let pull = Reach::PullUnder {
+        let pull = Reach::Under {
             path: "berth/acme".into(),
+            push: false,
         };
         assert_eq!(pull.allowed("berth/acme/shop/web", &["pull", "push"]), ["pull"]);
         // Another organization whose name starts alike, and the path itself.
@@ -314,5 +324,12 @@ mod tests {
         assert!(pull.allowed("berth/acme", &["pull"]).is_empty());
         assert!(pull.allowed("berth/acme/", &["pull"]).is_empty());
         assert!(pull.allowed("other/acme/shop/web", &["pull"]).is_empty());
+
+        // A shared push credential of before, under a prefix without a path.
+        let shared = Reach::Under {
+            path: String::new(),
+            push: true,
+        };
+        assert_eq!(shared.allowed("acme/shop/web", &["push"]), ["push"]);
     }
 }

@@ -68,9 +68,11 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
         .unwrap_or(Operation::UnknownRoute);
     let status = response.status().as_u16();
     let call = describe_call(&authentication, &notes, operation, status, ip, &request_id);
-    for org in audit_partitions(&authentication, &notes) {
-        // Never lost: an event that cannot be stored is logged for replay.
-        state.audit.record(&org, &call).await;
+    if !notes.summarised {
+        for org in audit_partitions(&authentication, &notes) {
+            // Never lost: an event that cannot be stored is logged for replay.
+            state.audit.record(&org, &call).await;
+        }
     }
     if notes.login_attempted && notes.login_account.is_none() {
         equal_login_round_trips(&state).await;
@@ -115,6 +117,11 @@ fn describe_call(
             (ActorKind::User, Some(account.email.clone()))
         }
         _ if notes.login_attempted => (ActorKind::Anonymous, None),
+        // A token request acts as the registry credential it names,
+        // whatever else it carries.
+        _ if notes.registry_user.is_some() => {
+            (ActorKind::Registry, notes.registry_user.clone())
+        }
         // A webhook delivery acts for its hook, whatever credentials the
         // request carries: its sender once the signature held.
         _ if notes.org.is_some() => match notes.webhook {

@@ -31,6 +31,14 @@ pub struct AuditNotes {
     /// The sender of a webhook delivery whose signature held (`github`,
     /// `gitlab`): the call's actor.
     pub webhook: Option<&'static str>,
+    /// The registry credential a token request named (its user name): the
+    /// call's actor, in its organization's log (`org`) when it names one
+    /// Berth knows.
+    pub registry_user: Option<String>,
+    /// The call is summarised in an audit event written for an earlier one
+    /// (a token grant after the first of its credential's hour): no event
+    /// of its own, only its log line.
+    pub summarised: bool,
 }
 
 #[derive(Debug)]
@@ -106,6 +114,18 @@ pub fn audit_login(account: Option<User>, succeeded: bool) {
 /// whose audit log gets its event.
 pub fn audit_org(org: OrgName) {
     with_notes(|notes| notes.org = Some(org));
+}
+
+/// Notes the registry credential a token request named (never its
+/// password): the call's actor.
+pub fn audit_registry_user(username: String) {
+    with_notes(|notes| notes.registry_user = Some(username));
+}
+
+/// Notes that the call's audit event is one written before (grants of a
+/// registry credential, summarised per hour): it writes none of its own.
+pub fn audit_summarised() {
+    with_notes(|notes| notes.summarised = true);
 }
 
 /// Notes that the call is a webhook delivery signed by `sender`.

@@ -1,0 +1,122 @@
+//! Whether a registry credential's password holds, and what it reaches
+//! (`berth_shared::registry` has the table): its digest is read where the
+//! controller keeps it — the Build (one `get` in the builds namespace) or
+//! the Environment (one `get`) — or, for a shared credential of before, in
+//! the registry's settings. A build's credentials hold only while it runs
+//! and before their expiry; an environment's while it exists.
+//!
+//! The same work is done whatever the outcome: one read, one digest and a
+//! constant-time comparison (with a digest nobody's password has when the
+//! object is missing), so neither the answer nor its time tells an unknown
+//! user from a wrong password.
+
+use kube::Api;
+
+use berth_shared::ApiError;
+use berth_shared::clock;
+use berth_shared::cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
+use berth_shared::credentials::{digest, same_secret};
+use berth_shared::registry::{
+    Reach, RegistrySettings, RegistryUser, org_path, prefix_path, repository_name,
+};
+
+/// What a token request's credential turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    /// The organization of the object the user name names, when it exists:
+    /// whose audit log the request goes to, granted or not.
+    pub org: Option<String>,
+    /// What it reaches; None when the password does not hold (or the
+    /// credential no longer works).
+    pub reach: Option<Reach>,
+}
+
+/// A digest no password has: what a missing credential is compared with.
+const NOBODYS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+pub async fn check(
+    client: &kube::Client,
+    settings: &RegistrySettings,
+    user: &RegistryUser,
+    password: &str,
+) -> Result<Checked, ApiError> {
+    let presented = digest(password);
+    let holds = |stored: Option<&str>| same_secret(&presented, stored.unwrap_or(NOBODYS));
+    match user {
+        RegistryUser::BuildPush { build } | RegistryUser::BuildPull { build } => {
+            let found = Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE)
+                .get_opt(build)
+                .await?;
+            let Some(build) = found else {
+                holds(None);
+                return Ok(Checked {
+                    org: None,
+                    reach: None,
+                });
+            };
+            let spec = &build.spec;
+            let credentials = build.status.as_ref().and_then(|s| s.registry.as_ref());
+            let push = matches!(user, RegistryUser::BuildPush { .. });
+            let stored = credentials.map(|c| {
+                if push {
+                    c.push_digest.as_str()
+                } else {
+                    c.pull_digest.as_str()
+                }
+            });
+            let live = build.phase() == BUILD_RUNNING
+                && credentials.is_some_and(|c| clock::unix_seconds() < c.expires_at);
+            let reach = (holds(stored) && live).then(|| {
+                if push {
+                    Reach::Repository(repository_name(
+                        &settings.prefix,
+                        &spec.org,
+                        &spec.project,
+                        &spec.app,
+                    ))
+                } else {
+                    Reach::Under {
+                        path: org_path(&settings.prefix, &spec.org),
+                        push: false,
+                    }
+                }
+            });
+            Ok(Checked {
+                org: Some(spec.org.clone()),
+                reach,
+            })
+        }
+        RegistryUser::EnvironmentPull { environment } => {
+            let found = Api::<Environment>::all(client.clone())
+                .get_opt(environment)
+                .await?;
+            let Some(environment) = found else {
+                holds(None);
+                return Ok(Checked {
+                    org: None,
+                    reach: None,
+                });
+            };
+            let stored = environment
+                .status
+                .as_ref()
+                .and_then(|s| s.registry_pull_digest.as_deref());
+            let reach = holds(stored).then(|| Reach::Under {
+                path: org_path(&settings.prefix, &environment.spec.org),
+                push: false,
+            });
+            Ok(Checked {
+                org: Some(environment.spec.org.clone()),
+                reach,
+            })
+        }
+        RegistryUser::Shared { username } => {
+            let shared = settings.shared.iter().find(|c| &c.username == username);
+            let reach = holds(shared.map(|c| c.digest.as_str())).then(|| Reach::Under {
+                path: prefix_path(&settings.prefix),
+                push: shared.is_some_and(|c| c.push),
+            });
+            Ok(Checked { org: None, reach })
+        }
+    }
+}
