@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv/bin
+tools=${BERTH_CACHE:-~/.cache/berth}/conformance-venv/bin
 bin=${CARGO_TARGET_DIR:-target}/debug
 report=.local/conformance
 examples=${BERTH_CONFORMANCE_EXAMPLES:-10}

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-tools.sh
-CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+CACHE=${BERTH_CACHE:-~/.cache/berth}
 
 echo "== sam validate --lint (template.yaml)"
 # Offline: no credentials are needed, only a region; no usage data is sent.
