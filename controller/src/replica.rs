@@ -409,7 +409,10 @@ mod tests {
         assert_eq!(replica_identity(shell, host("machine")).unwrap(), "shell");
         // As under `make` on Debian: bash's HOSTNAME is not exported.
         let neither = settings(&[]);
-        assert_eq!(replica_identity(neither, host("machine\n")).unwrap(), "machine");
+        assert_eq!(
+            replica_identity(neither, host("machine\n")).unwrap(),
+            "machine"
+        );
     }
 
     #[test]

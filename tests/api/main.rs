@@ -25,6 +25,7 @@ mod hostnames;
 mod isolation;
 mod lambda_events;
 mod least_privilege;
+mod make_dev;
 mod manifests;
 mod meaning;
 mod members;

@@ -156,6 +156,33 @@ pub fn api_status(result: Result<impl std::fmt::Debug, kube::Error>) -> Box<kube
     }
 }
 
+/// Checks a refusal as a real API server states it, whatever its version:
+/// the code, the reason, and the object it names (`details`: the resource
+/// and the name, empty when the request named none). Never the message: its
+/// words change between Kubernetes versions (a server-side apply that would
+/// create says only `configmaps "applied" is forbidden: `), and the
+/// stand-in's are its own.
+pub fn assert_refused(
+    status: &kube::core::Status,
+    code: u16,
+    reason: &str,
+    resource: &str,
+    name: &str,
+) {
+    let details = status.details.as_ref();
+    assert_eq!(
+        (
+            status.code,
+            status.reason.as_str(),
+            details.map(|d| d.kind.as_str()),
+            details.map(|d| d.name.as_str()),
+        ),
+        (code, reason, Some(resource), Some(name)),
+        "{}",
+        status.message
+    );
+}
+
 pub async fn is_gone<K>(api: &Api<K>, name: &str) -> bool
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
