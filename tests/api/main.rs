@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod builds;
 mod builds_running;
+mod cleanup;
 mod cluster_access;
 mod cluster_faults;
 mod cluster_names;

@@ -10,14 +10,16 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::AuthInfo;
 use serde_json::json;
 
-use crate::common::{TestEnv, api_status, assert_refused, eventually};
+use crate::common::{TestEnv, api_status, assert_refused, clean_up, eventually};
 
 /// A ServiceAccount in the test's namespace, bound to a ClusterRole with
 /// `rules`; removed (with its role and binding) when dropped.
 struct Account {
     name: String,
     client: kube::Client,
-    admin: kube::Client,
+    /// The administrator's kubeconfig of a real cluster, which keeps what
+    /// the test leaves; none on the stand-in, which goes with the test.
+    real_cluster: Option<String>,
 }
 
 impl Account {
@@ -57,24 +59,27 @@ impl Account {
         Account {
             name,
             client,
-            admin: env.client.clone(),
+            real_cluster: env.standin.is_none().then(|| env.kubeconfig().to_owned()),
         }
     }
 }
 
 impl Drop for Account {
+    /// Its ClusterRole and binding are cluster-wide: removed, also on a
+    /// real cluster (the ServiceAccount goes with the test's namespace).
     fn drop(&mut self) {
-        let (admin, name) = (self.admin.clone(), self.name.clone());
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.spawn(async move {
-                let _ = Api::<ClusterRoleBinding>::all(admin.clone())
-                    .delete(&name, &DeleteParams::default())
-                    .await;
-                let _ = Api::<ClusterRole>::all(admin)
-                    .delete(&name, &DeleteParams::default())
-                    .await;
-            });
-        }
+        let Some(kubeconfig) = &self.real_cluster else {
+            return;
+        };
+        let name = self.name.clone();
+        clean_up(kubeconfig, |admin| async move {
+            let _ = Api::<ClusterRoleBinding>::all(admin.clone())
+                .delete(&name, &DeleteParams::default())
+                .await;
+            let _ = Api::<ClusterRole>::all(admin)
+                .delete(&name, &DeleteParams::default())
+                .await;
+        });
     }
 }
 
