@@ -68,6 +68,23 @@ fn background() -> DeleteParams {
     DeleteParams::background()
 }
 
+/// Deletes what `api` lists with `params` and `chosen` picks.
+async fn delete_chosen<K>(
+    api: &Api<K>,
+    params: &ListParams,
+    chosen: impl Fn(&K) -> bool,
+) -> Result<(), kube::Error>
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    for object in api.list(params).await? {
+        if chosen(&object) {
+            ignore_gone(api.delete(&object.name_any(), &background()).await)?;
+        }
+    }
+    Ok(())
+}
+
 /// Deletes, without waiting for them to go, what bears one of `names`:
 /// Projects of that name, the Environments and Builds of those projects,
 /// and namespaces of that name or project (an Environment's goes with it
@@ -81,35 +98,20 @@ pub async fn remove_named(client: &kube::Client, names: &[String]) -> Result<(),
         ListParams::default().labels(&format!("{LABEL_PROJECT} in ({})", names.join(",")));
 
     let builds: Api<Build> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    for build in builds.list(&of_projects).await? {
-        ignore_gone(builds.delete(&build.name_any(), &background()).await)?;
-    }
+    delete_chosen(&builds, &of_projects, |_| true).await?;
     let environments: Api<Environment> = Api::all(client.clone());
-    for environment in environments.list(&of_projects).await? {
-        ignore_gone(
-            environments
-                .delete(&environment.name_any(), &background())
-                .await,
-        )?;
-    }
+    delete_chosen(&environments, &of_projects, |_| true).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    for namespace in namespaces.list(&ListParams::default()).await? {
+    delete_chosen(&namespaces, &ListParams::default(), |namespace| {
         let project = namespace.labels().get(LABEL_PROJECT).map(String::as_str);
-        if named(&namespace.name_any()) || project.is_some_and(named) {
-            ignore_gone(
-                namespaces
-                    .delete(&namespace.name_any(), &background())
-                    .await,
-            )?;
-        }
-    }
+        named(&namespace.name_any()) || project.is_some_and(named)
+    })
+    .await?;
     let projects: Api<Project> = Api::all(client.clone());
-    for project in projects.list(&ListParams::default()).await? {
-        if named(&project.name_any()) {
-            ignore_gone(projects.delete(&project.name_any(), &background()).await)?;
-        }
-    }
-    Ok(())
+    delete_chosen(&projects, &ListParams::default(), |project| {
+        named(&project.name_any())
+    })
+    .await
 }
 
 /// Runs [`remove_named`] from a `Drop`: on a thread and a runtime of its own,
@@ -171,21 +173,13 @@ fn older<K: Resource>(object: &K, cutoff: &Time) -> bool {
 /// Projects (this run's controller releases them); the earlier runs'
 /// controller Leases (`berth-tests-…`).
 pub async fn sweep_earlier_runs(client: &kube::Client, cutoff: &Time) -> Result<(), kube::Error> {
+    let all = ListParams::default();
     let managed = ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
     let builds: Api<Build> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    for build in builds.list(&ListParams::default()).await? {
-        if older(&build, cutoff) {
-            ignore_gone(builds.delete(&build.name_any(), &background()).await)?;
-        }
-    }
+    delete_chosen(&builds, &all, |build| older(build, cutoff)).await?;
     let jobs: Api<Job> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    for job in jobs.list(&managed).await? {
-        if older(&job, cutoff) {
-            ignore_gone(jobs.delete(&job.name_any(), &background()).await)?;
-        }
-    }
-    let apps: Api<App> = Api::all(client.clone());
-    for app in apps.list(&ListParams::default()).await? {
+    delete_chosen(&jobs, &managed, |job| older(job, cutoff)).await?;
+    for app in Api::<App>::all(client.clone()).list(&all).await? {
         if older(&app, cutoff) {
             let namespaced: Api<App> =
                 Api::namespaced(client.clone(), &app.namespace().unwrap_or_default());
@@ -193,28 +187,18 @@ pub async fn sweep_earlier_runs(client: &kube::Client, cutoff: &Time) -> Result<
         }
     }
     let environments: Api<Environment> = Api::all(client.clone());
-    for environment in environments.list(&ListParams::default()).await? {
-        if older(&environment, cutoff) {
-            ignore_gone(
-                environments
-                    .delete(&environment.name_any(), &background())
-                    .await,
-            )?;
-        }
-    }
+    delete_chosen(&environments, &all, |environment| {
+        older(environment, cutoff)
+    })
+    .await?;
     let projects: Api<Project> = Api::all(client.clone());
-    for project in projects.list(&ListParams::default()).await? {
-        if older(&project, cutoff) {
-            ignore_gone(projects.delete(&project.name_any(), &background()).await)?;
-        }
-    }
+    delete_chosen(&projects, &all, |project| older(project, cutoff)).await?;
     let leases: Api<Lease> =
         Api::namespaced(client.clone(), berth_controller::DEFAULT_LEASE_NAMESPACE);
-    for lease in leases.list(&ListParams::default()).await? {
-        if lease.name_any().starts_with("berth-tests-") && older(&lease, cutoff) {
-            ignore_gone(leases.delete(&lease.name_any(), &background()).await)?;
-        }
-    }
+    delete_chosen(&leases, &all, |lease| {
+        lease.name_any().starts_with("berth-tests-") && older(lease, cutoff)
+    })
+    .await?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
     eventually("the earlier runs' build pods are gone", || async {
         pods.list(&ListParams::default())
