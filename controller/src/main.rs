@@ -130,7 +130,8 @@ fn replica_settings() -> Result<(ReplicaSettings, SocketAddr), String> {
             .filter(|seconds| (2..=3600).contains(seconds))
             .ok_or("BERTH_LEASE_DURATION_SECONDS must be a number of seconds from 2 to 3600")?,
     };
-    let identity = replica_identity(setting, hostname::get)?;
+    let configured = setting("BERTH_REPLICA").or_else(|| setting("HOSTNAME"));
+    let identity = replica_identity(configured, hostname::get)?;
     let lease_namespace =
         setting("BERTH_LEASE_NAMESPACE").unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned());
     Ok((

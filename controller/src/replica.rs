@@ -63,18 +63,18 @@ pub struct ReplicaSettings {
     pub lease_duration_seconds: u64,
 }
 
-/// This replica's name: `BERTH_REPLICA` (the pod's name, which the
-/// Deployment passes), else `HOSTNAME`, else the operating system's host
-/// name. `HOSTNAME` alone is not enough beside the cluster: bash and other
-/// shells set it as a variable of their own without exporting it (Debian's
-/// and Ubuntu's login shells included), so a process started from a shell
-/// or by `make` does not see it. `setting` reads a variable (unset when
-/// empty); `host_name` asks the operating system.
+/// This replica's name: the one configured (`BERTH_REPLICA`, the pod's
+/// name, which the Deployment passes; else `HOSTNAME`), else the operating
+/// system's host name, which `host_name` reads. `HOSTNAME` alone is not
+/// enough beside the cluster: bash and other shells set it as a variable of
+/// their own without exporting it (Debian's and Ubuntu's login shells
+/// included), so a process started from a shell or by `make` does not see
+/// it.
 pub fn replica_identity(
-    setting: impl Fn(&str) -> Option<String>,
+    configured: Option<String>,
     host_name: impl FnOnce() -> std::io::Result<std::ffi::OsString>,
 ) -> Result<String, String> {
-    if let Some(identity) = setting("BERTH_REPLICA").or_else(|| setting("HOSTNAME")) {
+    if let Some(identity) = configured {
         return Ok(identity);
     }
     let unnamed = |why: String| {
@@ -388,29 +388,20 @@ mod tests {
 
     use super::replica_identity;
 
-    fn settings(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
-        move |name| {
-            pairs
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, value)| (*value).to_owned())
-        }
-    }
-
     fn host(name: &'static str) -> impl FnOnce() -> io::Result<OsString> {
         move || Ok(OsString::from(name))
     }
 
     #[test]
-    fn the_replica_is_named_by_berth_replica_then_hostname_then_the_host() {
-        let both = settings(&[("BERTH_REPLICA", "pod-a"), ("HOSTNAME", "shell")]);
-        assert_eq!(replica_identity(both, host("machine")).unwrap(), "pod-a");
-        let shell = settings(&[("HOSTNAME", "shell")]);
-        assert_eq!(replica_identity(shell, host("machine")).unwrap(), "shell");
-        // As under `make` on Debian: bash's HOSTNAME is not exported.
-        let neither = settings(&[]);
+    fn the_replica_is_named_as_configured_else_by_the_host() {
+        let configured = Some("pod-a".to_owned());
         assert_eq!(
-            replica_identity(neither, host("machine\n")).unwrap(),
+            replica_identity(configured, host("machine")).unwrap(),
+            "pod-a"
+        );
+        // As under `make` on Debian: bash's HOSTNAME is not exported.
+        assert_eq!(
+            replica_identity(None, host("machine\n")).unwrap(),
             "machine"
         );
     }
@@ -418,16 +409,16 @@ mod tests {
     #[test]
     fn without_any_name_the_error_says_what_to_set() {
         let failing = || Err(io::Error::other("no uname"));
-        let error = replica_identity(settings(&[]), failing).unwrap_err();
+        let error = replica_identity(None, failing).unwrap_err();
         assert!(error.contains("BERTH_REPLICA"), "{error}");
         assert!(error.contains("no uname"), "{error}");
-        let error = replica_identity(settings(&[]), host(" ")).unwrap_err();
+        let error = replica_identity(None, host(" ")).unwrap_err();
         assert!(error.contains("set BERTH_REPLICA"), "{error}");
     }
 
     #[test]
     fn the_real_host_name_is_read() {
-        let name = replica_identity(settings(&[]), hostname::get).expect("this machine has a name");
+        let name = replica_identity(None, hostname::get).expect("this machine has a name");
         assert!(!name.is_empty());
     }
 }
