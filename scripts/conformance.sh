@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv/bin
+tools=${BERTH_CACHE:-~/.cache/berth}/conformance-venv/bin
 bin=${CARGO_TARGET_DIR:-target}/debug
 report=.local/conformance
 examples=${BERTH_CONFORMANCE_EXAMPLES:-10}
@@ -65,7 +65,11 @@ for _ in $(seq 1 100); do [ -s "$run_dir/kubeconfig" ] && break; sleep 0.1; done
 [ -s "$run_dir/kubeconfig" ] || { say "the stand-in cluster did not start"; cat "$run_dir/standin.log" >&2; exit 1; }
 "$bin/berth-admin" cluster set --kubeconfig "$run_dir/kubeconfig" >/dev/null
 "$bin/berth-admin" cluster install --kubeconfig "$run_dir/kubeconfig" >/dev/null
-KUBECONFIG=$run_dir/kubeconfig "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
+# Its endpoint on a free loopback port (8080 may be taken, by a make dev or
+# another run), its Lease in `default` (the stand-in has no berth-system).
+KUBECONFIG=$run_dir/kubeconfig BERTH_REPLICA=conformance BERTH_LEASE_NAMESPACE=default \
+  BERTH_CONTROLLER_ADDR="127.0.0.1:$(free_port)" \
+  "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
 children+=($!)
 
 export BERTH_PORT=$(free_port)

@@ -2,6 +2,7 @@
 //! by `make test`, reached over HTTP with the real SDK), a fresh table per
 //! test, the whole API in process, and accounts of every role.
 
+pub mod cleanup;
 pub mod cluster;
 pub mod dns;
 pub mod git_http;
