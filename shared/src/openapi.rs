@@ -170,6 +170,26 @@ pub fn forbid(api: &mut OpenApi, name: &str, forbidden: serde_json::Value) {
         .insert("not".to_owned(), forbidden);
 }
 
+/// Says that `operation`'s body may be left out, as curl and generated
+/// clients send a request without one (utoipa's `Option` would say it may
+/// be `null` instead). Its handler takes an `Option<JsonBody<_>>`.
+///
+/// Panics on an operation of `api` without a body: the description is
+/// built by tests and by the document's generator.
+pub fn optional_body(api: &mut OpenApi, operation: Operation) {
+    let body = api
+        .paths
+        .paths
+        .values_mut()
+        .flat_map(operations_mut)
+        .find(|(_, described)| described.operation_id.as_deref() == Some(operation.id()))
+        .and_then(|(_, described)| described.request_body.as_mut());
+    let Some(body) = body else {
+        panic!("{} has no body in this description", operation.id());
+    };
+    body.required = Some(openapi::Required::False);
+}
+
 /// The failures of a cluster operation: no cluster, or one that does not
 /// answer; and, for a change, a concurrent change that won.
 pub fn cluster_failures(changes: bool) -> Vec<ApiError> {
