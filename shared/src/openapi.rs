@@ -121,8 +121,9 @@ fn failures(
         if operation.minimum_permission().is_some() {
             failures.push(ApiError::Forbidden(String::new()));
         }
-        // A change made with the session cookie: without the JSON content
-        // type (415) or from another origin (403), see `http::forgery`.
+        // A change made with the session cookie: from another origin or
+        // site (403), or with a body that is not JSON (415), see
+        // `http::forgery`.
         if changes {
             failures.push(ApiError::UnsupportedMediaType(String::new()));
             failures.push(ApiError::Forbidden(String::new()));

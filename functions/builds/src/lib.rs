@@ -93,7 +93,7 @@ struct CreateBuildBody {
     /// The branch, tag or commit to build instead of the app's `git_ref`
     /// (git's ref-format rules, at most 255 characters).
     #[serde(rename = "ref")]
-    #[schema(max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     git_ref: Option<String>,
 }
 

@@ -40,7 +40,9 @@ const MAX_CRONJOB_NAME: usize = 52;
 #[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessBody {
-    #[schema(value_type = Option<ProcessName>)]
+    /// Every process of `processes` has one (the flat fields' main process
+    /// is named by what it is: `web`, `worker` or `job`).
+    #[schema(value_type = ProcessName, required = true)]
     pub name: Option<String>,
     pub command: Option<Vec<String>>,
     #[schema(minimum = 1, maximum = 65535)]
@@ -129,11 +131,11 @@ pub struct CreateBody {
     /// credentials in it: see `git_secret`). An app has an `image`, a
     /// `git_repo` or both; with a `git_repo` and no `image`, build 1 is
     /// queued at once and the app awaits it.
-    #[schema(max_length = 512, pattern = "^https://")]
+    #[schema(value_type = Option<GitRepo>)]
     pub git_repo: Option<String>,
     /// The branch, tag or commit to build (git's ref-format rules, at most
     /// 255 characters); the repository's default branch when omitted.
-    #[schema(max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     pub git_ref: Option<String>,
     #[serde(default, deserialize_with = "object::optional")]
     pub build: Option<BuildBody>,
@@ -197,11 +199,11 @@ pub struct UpdateBody {
     pub image: Option<String>,
     /// A new repository (`app-deploy`, like every source field); `null`
     /// removes the app's source, only when it has an image.
-    #[schema(value_type = Option<String>, max_length = 512, pattern = "^https://")]
+    #[schema(value_type = Option<GitRepo>)]
     #[serde(default, deserialize_with = "present")]
     pub git_repo: Option<Option<String>>,
     /// `null`: the repository's default branch.
-    #[schema(value_type = Option<String>, max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     #[serde(default, deserialize_with = "present")]
     pub git_ref: Option<Option<String>>,
     #[serde(default, deserialize_with = "object::optional")]

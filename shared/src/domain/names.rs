@@ -407,6 +407,8 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
         entry::<NamespaceName>(),
         entry::<SecretName>(),
         entry::<EnvName>(),
+        entry::<super::git::GitRef>(),
+        entry::<super::git::GitRepo>(),
     ]
 }
 
