@@ -37,14 +37,16 @@ _APP = [
     # What is stored: an entry that keeps the variable's current value, the
     # secrets an app refers to, the environment's quota, the platform's
     # domain.
-    rf"env{_N}: needs a value or a secret", rf"env{_N}\.secret", r"git_secret:",
-    r"env:", r"volumes:", rf"domains{_N}:",
+    rf"env{_N}: needs a value or a secret",
+    rf"(env{_N}\.secret|git_secret): (the secret .* is|there is no secret|the secret .* has no key)",
+    rf"domains{_N}: .* is under .*, the platform's domain",
 ]
 STATE_RULES = {
     # The current password, and a new one that must differ from it.
     "changePassword": [r"current_password:", r"new_password: must differ"],
-    # A quota's magnitude; a namespace the cluster or Berth reserves.
-    "createEnvironment": [r"quota\.(cpu|memory|storage):", r"name: the namespace"],
+    # A quota's storage (at most 10Ti); a namespace the cluster or Berth
+    # reserves.
+    "createEnvironment": [r"quota\.storage:", r"name: the namespace"],
     "createApp": _APP,
     "updateApp": _APP,
     # The app's revisions.

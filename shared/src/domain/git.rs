@@ -88,15 +88,13 @@ const GIT_REPO_PATTERN: &str = r"^https://(?=[^/:]{1,253}[:/])[A-Za-z0-9](?:[A-Z
 
 impl utoipa::PartialSchema for GitRepo {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .max_length(Some(Self::MAX_LEN))
-            .pattern(Some(GIT_REPO_PATTERN))
-            .description(Some(
-                "An `https://` URL of a git repository: host and path, no credentials, \
-                 query or fragment.",
-            ))
-            .into()
+        super::string_schema(
+            None,
+            Self::MAX_LEN,
+            GIT_REPO_PATTERN,
+            "An `https://` URL of a git repository: host and path, no credentials, query or \
+             fragment.",
+        )
     }
 }
 
@@ -135,16 +133,13 @@ const GIT_REF_PATTERN: &str = r"^(?!-)(?!@$)(?!.*\.\.)(?!.*@\{)(?!.*\.$)(?!.*\.l
 
 impl utoipa::PartialSchema for GitRef {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        utoipa::openapi::schema::ObjectBuilder::new()
-            .schema_type(utoipa::openapi::schema::Type::String)
-            .min_length(Some(1))
-            .max_length(Some(Self::MAX_LEN))
-            .pattern(Some(GIT_REF_PATTERN))
-            .description(Some(
-                "A git branch, tag or commit, by git's ref-format rules (`git \
-                 check-ref-format`), not starting with `-`.",
-            ))
-            .into()
+        super::string_schema(
+            Some(1),
+            Self::MAX_LEN,
+            GIT_REF_PATTERN,
+            "A git branch, tag or commit, by git's ref-format rules (`git check-ref-format`), \
+             not starting with `-`.",
+        )
     }
 }
 
