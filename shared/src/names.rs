@@ -7,7 +7,8 @@ use crate::ApiError;
 /// is not white space (`char::is_whitespace`, Unicode's `White_Space`).
 /// Each text field's `#[schema(pattern = ...)]` repeats it (utoipa takes
 /// only a literal); `tests/api/openapi.rs` checks that they do.
-pub const NOT_BLANK: &str = r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+pub const NOT_BLANK: &str =
+    r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
 
 /// Text of 1 to `max` characters that is not only white space.
 pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
@@ -86,7 +87,6 @@ impl ReservedNamespaces {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     /// [`NOT_BLANK`] holds of exactly the texts [`text`] takes (length
     /// aside), on every white space character and a few others.

@@ -359,7 +359,11 @@ async fn whole_numbers_are_integers_however_they_are_written() {
     shop.assert_status(201);
     let process = &shop.json()["processes"][0];
     assert_eq!(
-        (&process["port"], &process["min_replicas"], &process["max_replicas"]),
+        (
+            &process["port"],
+            &process["min_replicas"],
+            &process["max_replicas"]
+        ),
         (&json!(8080), &json!(2), &json!(8))
     );
     let shop_path = format!("{apps}/shop");
@@ -395,7 +399,10 @@ async fn whole_numbers_are_integers_however_they_are_written() {
             .send()
             .await;
         refused.assert_problem(400, "invalid_request");
-        let detail = refused.json()["detail"].as_str().unwrap_or_default().to_owned();
+        let detail = refused.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(detail.contains("must be an integer"), "{detail}");
     }
     let releases = app

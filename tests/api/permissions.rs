@@ -523,9 +523,8 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
     }
 }
 
-#[tokio::test]
-async fn every_operation_for_every_kind_of_caller() {
-    let app = TestApp::with_cluster().await;
+/// The callers of [`CALLERS`], in its order (`None`: no credentials).
+async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
     let mut callers: Vec<Option<TestUser>> = Vec::new();
     for role in [Role::Viewer, Role::Operator, Role::Developer, Role::Admin] {
         callers.push(Some(app.user(role).await));
@@ -533,6 +532,13 @@ async fn every_operation_for_every_kind_of_caller() {
     callers.push(Some(app.owner.clone()));
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
+    callers
+}
+
+#[tokio::test]
+async fn every_operation_for_every_kind_of_caller() {
+    let app = TestApp::with_cluster().await;
+    let callers = callers(&app).await;
     let project = app.ready_environment("matrix", "shared").await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
@@ -606,13 +612,7 @@ async fn every_body_less_change_with_the_session_cookie() {
     const ELSEWHERE: [&str; 2] = ["http://evil.example.net", "http://pages.example.com"];
     use Target::*;
     let app = TestApp::with_cluster().await;
-    let mut callers: Vec<Option<TestUser>> = Vec::new();
-    for role in [Role::Viewer, Role::Operator, Role::Developer, Role::Admin] {
-        callers.push(Some(app.user(role).await));
-    }
-    callers.push(Some(app.owner.clone()));
-    callers.push(None);
-    callers.push(Some(app.other_org("umbrella").await));
+    let callers = callers(&app).await;
     let project = app.ready_environment("cookie", "shared").await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
@@ -658,7 +658,12 @@ async fn every_body_less_change_with_the_session_cookie() {
                     .send()
                     .await;
                 let code = response.json()["code"].as_str().map(str::to_owned);
-                outcomes.push((format!("from {origin}"), 403, response.status.as_u16(), code));
+                outcomes.push((
+                    format!("from {origin}"),
+                    403,
+                    response.status.as_u16(),
+                    code,
+                ));
             }
             let response = app
                 .request(case.method.clone(), &path)
@@ -670,7 +675,12 @@ async fn every_body_less_change_with_the_session_cookie() {
                 .then(|| response.json()["code"].as_str().map(str::to_owned))
                 .flatten();
             let want = case.expected[index];
-            outcomes.push(("without Origin".into(), want, response.status.as_u16(), code));
+            outcomes.push((
+                "without Origin".into(),
+                want,
+                response.status.as_u16(),
+                code,
+            ));
             for (how, want, got, code) in outcomes {
                 let expected_code = match want {
                     403 => Some("forbidden"),

@@ -118,12 +118,18 @@ pub struct Quota {
     // A Kubernetes quantity in plain notation (no sign or exponent), as
     // `Quantity::parse_plain` takes it; likewise `memory`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(examples("4", "500m"), max_length = 32,
-        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$")]
+    #[schema(
+        examples("4", "500m"),
+        max_length = 32,
+        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
+    )]
     pub cpu: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(examples("8Gi"), max_length = 32,
-        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$")]
+    #[schema(
+        examples("8Gi"),
+        max_length = 32,
+        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
+    )]
     pub memory: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 10000)]

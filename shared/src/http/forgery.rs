@@ -67,11 +67,11 @@ pub fn check(
         .is_some_and(|site| !matches!(site.as_bytes(), b"same-origin" | b"none"));
     let from_another_origin = sent.headers.get(header::ORIGIN).is_some_and(|origin| {
         let own = own_origin(sent.uri, sent.headers);
-        !origin
+        origin
             .to_str()
             .ok()
             .and_then(normalize)
-            .is_some_and(|origin| own.as_deref() == Some(origin.as_str()))
+            .is_none_or(|origin| own.as_deref() != Some(origin.as_str()))
     });
     if fetched_from_another_site || from_another_origin {
         return Err(ApiError::Forbidden(
@@ -253,7 +253,10 @@ mod tests {
                 code(method.clone(), LOCAL, &[HOST], true, session()),
                 Some("unsupported_media_type")
             );
-            assert_eq!(code(method.clone(), LOCAL, &[HOST, JSON], true, session()), None);
+            assert_eq!(
+                code(method.clone(), LOCAL, &[HOST, JSON], true, session()),
+                None
+            );
         }
         assert_eq!(
             code(
@@ -278,7 +281,13 @@ mod tests {
         for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
             for same in ["http://berth.example.com", "HTTP://Berth.Example.com:80"] {
                 assert_eq!(
-                    code(method.clone(), LOCAL, &[HOST, ("origin", same)], false, session()),
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[HOST, ("origin", same)],
+                        false,
+                        session()
+                    ),
                     None
                 );
             }
@@ -353,7 +362,11 @@ mod tests {
                     code(
                         method.clone(),
                         LOCAL,
-                        &[HOST, ("origin", "http://pages.example.com"), ("sec-fetch-site", own)],
+                        &[
+                            HOST,
+                            ("origin", "http://pages.example.com"),
+                            ("sec-fetch-site", own)
+                        ],
                         false,
                         session()
                     ),
@@ -375,7 +388,10 @@ mod tests {
         // On Lambda the URI carries scheme and host (from API Gateway).
         let lambda = "https://api.example.com/api/v1/x";
         let origin = ("origin", "https://api.example.com");
-        assert_eq!(code(Method::POST, lambda, &[origin], false, session()), None);
+        assert_eq!(
+            code(Method::POST, lambda, &[origin], false, session()),
+            None
+        );
         assert_eq!(
             code(
                 Method::POST,
@@ -408,8 +424,14 @@ mod tests {
     fn reads_tokens_and_logins_pass() {
         let foreign = ("origin", "http://evil.example.com");
         let cross = ("sec-fetch-site", "cross-site");
-        assert_eq!(code(Method::GET, "/x", &[foreign, cross], false, session()), None);
-        assert_eq!(code(Method::HEAD, "/x", &[foreign, cross], false, session()), None);
+        assert_eq!(
+            code(Method::GET, "/x", &[foreign, cross], false, session()),
+            None
+        );
+        assert_eq!(
+            code(Method::HEAD, "/x", &[foreign, cross], false, session()),
+            None
+        );
         let token = Credential::Token { id: "t".into() };
         assert_eq!(
             code(Method::POST, "/x", &[foreign, cross], true, token),

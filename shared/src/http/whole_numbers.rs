@@ -179,7 +179,11 @@ mod tests {
             ("1e19", "10000000000000000000"),
             ("0e-999999", "0"),
         ] {
-            assert_eq!(whole(number.as_bytes()).as_deref(), Some(integer), "{number}");
+            assert_eq!(
+                whole(number.as_bytes()).as_deref(),
+                Some(integer),
+                "{number}"
+            );
         }
     }
 
@@ -213,7 +217,10 @@ mod tests {
             Some(r#"{"max_replicas": 8, "note": "8.0 \" 9.0", "n": [1, 2.5, 3]}"#)
         );
         assert_eq!(rewritten(r#"{"replicas": 8, "x": 8.5}"#), None);
-        assert_eq!(rewritten(r#"{"a\\": 1.0}"#).as_deref(), Some(r#"{"a\\": 1}"#));
+        assert_eq!(
+            rewritten(r#"{"a\\": 1.0}"#).as_deref(),
+            Some(r#"{"a\\": 1}"#)
+        );
         // Not JSON: whatever comes out, serde refuses it.
         assert_eq!(rewritten(r#"{"a": "1.0"#), None);
         assert_eq!(rewritten("-"), None);
