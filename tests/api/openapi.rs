@@ -341,3 +341,15 @@ fn texts_that_must_not_be_blank_say_so() {
         );
     }
 }
+
+/// A quota's storage is written as every Kubernetes quantity Berth reads
+/// (`berth_shared::domain::size::QUANTITY_NOTATION`; the quota's attribute
+/// repeats it, utoipa taking only a literal).
+#[test]
+fn a_quotas_storage_says_its_notation() {
+    let document = document();
+    assert_eq!(
+        document["components"]["schemas"]["Quota"]["properties"]["storage"]["pattern"],
+        format!("^{}$", berth_shared::domain::size::QUANTITY_NOTATION)
+    );
+}

@@ -50,6 +50,7 @@ pub struct ProcessBody {
     pub port: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -93,6 +94,7 @@ pub struct VolumeBody {
     pub mount_path: String,
     /// A Kubernetes quantity above zero and at most `1Ti` (`1Gi` by
     /// default); grows, never shrinks.
+    #[schema(value_type = Option<VolumeSize>)]
     pub size: Option<String>,
 }
 
@@ -156,6 +158,7 @@ pub struct CreateBody {
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -227,6 +230,7 @@ pub struct UpdateBody {
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,

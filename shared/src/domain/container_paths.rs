@@ -59,7 +59,7 @@ impl utoipa::PartialSchema for MountPath {
         let pattern = format!(r"^(?:/(?!\.\.?(?:/|$))[^/:{WHITE_SPACE_OR_CONTROL}]+)+/?$");
         super::string_schema(
             None,
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             &pattern,
             "An absolute path in the container other than `/`, without empty, `.` or `..` \
              segments, ':', white space or control characters.",
@@ -99,7 +99,7 @@ impl utoipa::PartialSchema for HealthCheckPath {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         super::string_schema(
             None,
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             r"^/[!-~]*$",
             "A URL path (and query) starting with '/', printable ASCII without spaces.",
         )

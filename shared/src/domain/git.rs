@@ -90,7 +90,7 @@ impl utoipa::PartialSchema for GitRepo {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         super::string_schema(
             None,
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             GIT_REPO_PATTERN,
             "An `https://` URL of a git repository: host and path, no credentials, query or \
              fragment.",
@@ -135,7 +135,7 @@ impl utoipa::PartialSchema for GitRef {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         super::string_schema(
             Some(1),
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             GIT_REF_PATTERN,
             "A git branch, tag or commit, by git's ref-format rules (`git check-ref-format`), \
              not starting with `-`.",

@@ -21,14 +21,14 @@ use crate::ApiError;
 /// (ECMA-262, which Python's `re` reads alike) and what it is.
 pub(crate) fn string_schema(
     min: Option<usize>,
-    max: usize,
+    max: Option<usize>,
     pattern: &str,
     description: &str,
 ) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
         .min_length(min)
-        .max_length(Some(max))
+        .max_length(max)
         .pattern(Some(pattern))
         .description(Some(description))
         .into()
@@ -51,7 +51,7 @@ impl utoipa::PartialSchema for CommandArg {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
         string_schema(
             None,
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             r"^[^\x00]*$",
             "An argument of a command, without NUL.",
         )

@@ -353,7 +353,7 @@ impl utoipa::PartialSchema for SecretKey {
     fn schema() -> RefOr<Schema> {
         super::string_schema(
             Some(1),
-            Self::MAX_LEN,
+            Some(Self::MAX_LEN),
             r"^(?!\.\.?$)[-._a-zA-Z0-9]+$",
             "A key of a secret: letters, digits, '-', '_' and '.', not '.' or '..'.",
         )
@@ -427,6 +427,8 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
         entry::<super::container_paths::MountPath>(),
         entry::<super::container_paths::HealthCheckPath>(),
         entry::<super::CommandArg>(),
+        entry::<super::size::Size>(),
+        entry::<super::size::VolumeSize>(),
     ]
 }
 
@@ -484,7 +486,7 @@ impl utoipa::PartialSchema for Hostname {
         // last label not all digits; two or more labels, any case.
         super::string_schema(
             None,
-            Self::MAX_LEN + 1,
+            Some(Self::MAX_LEN + 1),
             r"^(?=.{1,253}\.?$)(?!(?:.*\.)?[0-9]+\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+\.?$",
             "A fully qualified hostname, case-insensitive, the DNS root's trailing dot optional.",
         )
