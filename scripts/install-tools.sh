@@ -15,6 +15,9 @@ SAM_CLI_VERSION=1.170.0
 SCHEMATHESIS_VERSION=4.32.5
 OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
 CONFORMANCE_VENV=${BERTH_CACHE:-~/.cache/berth}/conformance-venv
+# The conformance run's journey generates a client from the served
+# description with it (scripts/conformance/journey.py).
+OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
 CARGO_LAMBDA_VERSION=1.9.2
 ZIGLANG_VERSION=0.16.0
 CACHE=${BERTH_CACHE:-~/.cache/berth}
@@ -109,6 +112,12 @@ if [ "$installed" != "$SCHEMATHESIS_VERSION $OPENAPI_SPEC_VALIDATOR_VERSION" ]; 
   "$CONFORMANCE_VENV/bin/python" -m pip install --quiet \
     "schemathesis==$SCHEMATHESIS_VERSION" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
 fi
+# openapi-python-client generates offline; its own dependencies (httpx,
+# attrs) are what the generated client needs, so the journey runs with the
+# same virtualenv's Python (`openapi-python-client-python`); its ruff, on
+# the launcher's PATH, formats what it generates.
+python_tool openapi-python-client "$OPENAPI_PYTHON_CLIENT_VERSION" \
+  "openapi-python-client python" "openapi-python-client==$OPENAPI_PYTHON_CLIENT_VERSION"
 # `sam validate --lint` runs cfn-lint (pinned by aws-sam-cli); its Python
 # also runs the CDK comparison, which expands template.yaml with the same SAM
 # translator.

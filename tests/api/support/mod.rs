@@ -499,12 +499,6 @@ impl TestRequest<'_> {
         self.header("content-type", "application/json")
     }
 
-    /// `Content-Type: application/json` without a body: what a change made
-    /// with the session cookie must say even when it sends nothing.
-    pub fn says_json(self) -> Self {
-        self.header("content-type", "application/json")
-    }
-
     pub fn raw(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = body.into();
         self
