@@ -5,13 +5,17 @@
 # Each installs what it is missing first. The cargo target directory lives
 # outside the clone, so later clones on the same machine reuse the build.
 #   make admin ARGS="cluster show"   the admin CLI against make dev's table
-#   make reset                       stop make dev and wipe .local/ (its data)
+#   make reset                       stop make dev and wipe .local/ (its data; BERTH_LOCAL_DIR)
 #   make lambda-watch                the functions as Lambdas (cargo-lambda), beside make dev
 #   make invoke EVENT=events/health/liveness.json   invoke one of them
 #   make package                     build every function for Lambda (FUNCTIONS=health: one)
 #   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
 #   make controller-image            the controller's OCI image, no daemon (buildah); prints its digest
 
+# A CI job or a service may run make without HOME: then the user's home
+# directory, from the password database (the scripts' `~` does the same).
+HOME ?= $(shell getent passwd "$$(id -u)" | cut -d: -f6)
+export HOME
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 BERTH_CACHE ?= $(HOME)/.cache/berth
 

@@ -10,18 +10,24 @@
 # Everything it starts is stopped afterwards; on failure its report stays
 # under .local/conformance/.
 #
+# Before that, a journey (scripts/conformance/journey.py) drives a client
+# generated from the served description (openapi-python-client) with the
+# session cookie: one change of each method, every body-less POST, logout.
+#
 # Knobs: BERTH_CONFORMANCE_EXAMPLES (examples per operation and phase, default
-# 10), BERTH_CONFORMANCE_SEED (a fixed seed, to replay a run; by default the
-# day's date, so that the generated cases change from day to day but a
-# failure replays the same day), BERTH_CONFORMANCE_CHECKS (default `all`).
+# 10), BERTH_CONFORMANCE_SEED (one fixed seed, to replay a run; by default
+# three: the day's date, so that the generated cases change from day to day
+# but a failure replays the same day, and two more derived from it),
+# BERTH_CONFORMANCE_CHECKS (default `all`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv/bin
+tools=${BERTH_CACHE:-~/.cache/berth}/conformance-venv/bin
 bin=${CARGO_TARGET_DIR:-target}/debug
 report=.local/conformance
 examples=${BERTH_CONFORMANCE_EXAMPLES:-10}
-seed=${BERTH_CONFORMANCE_SEED:-$(date -u +%Y%m%d)}
+day=$(date -u +%Y%m%d)
+seeds=${BERTH_CONFORMANCE_SEED:-"$day ${day}1 ${day}2"}
 
 say() { printf 'conformance: %s\n' "$*" >&2; }
 
@@ -65,7 +71,13 @@ for _ in $(seq 1 100); do [ -s "$run_dir/kubeconfig" ] && break; sleep 0.1; done
 [ -s "$run_dir/kubeconfig" ] || { say "the stand-in cluster did not start"; cat "$run_dir/standin.log" >&2; exit 1; }
 "$bin/berth-admin" cluster set --kubeconfig "$run_dir/kubeconfig" >/dev/null
 "$bin/berth-admin" cluster install --kubeconfig "$run_dir/kubeconfig" >/dev/null
-KUBECONFIG=$run_dir/kubeconfig "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
+# Where builds run (createBuild is 503 without it), as infra/k8s makes it.
+kubectl --kubeconfig "$run_dir/kubeconfig" apply -f infra/k8s/builds.yaml >/dev/null
+# Its endpoint on a free loopback port (8080 may be taken, by a make dev or
+# another run), its Lease in `default` (the stand-in has no berth-system).
+KUBECONFIG=$run_dir/kubeconfig BERTH_REPLICA=conformance BERTH_LEASE_NAMESPACE=default \
+  BERTH_CONTROLLER_ADDR="127.0.0.1:$(free_port)" \
+  "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
 children+=($!)
 
 export BERTH_PORT=$(free_port)
@@ -76,7 +88,7 @@ for _ in $(seq 1 100); do curl -fsS "$api/api/v1/healthz" >/dev/null 2>&1 && bre
 
 # The owner signs in with the temporary password, replaces it, and makes the
 # API token the run uses.
-token=$(BOOTSTRAP=$bootstrap API=$api python3 - <<'EOF'
+owner=$(BOOTSTRAP=$bootstrap API=$api python3 - <<'EOF'
 import json, os, secrets, urllib.request
 
 api = os.environ["API"]
@@ -92,28 +104,47 @@ def call(path, body, cookie=None):
 headers, _ = call("/api/v1/auth/login",
                   {"email": owner["email"], "password": owner["temporary_password"]})
 cookie = headers["set-cookie"].split(";")[0]
+password = secrets.token_urlsafe(24)
 call("/api/v1/me/password", {"current_password": owner["temporary_password"],
-                             "new_password": secrets.token_urlsafe(24)}, cookie)
+                             "new_password": password}, cookie)
 _, created = call("/api/v1/tokens", {"name": "conformance"}, cookie)
-print(created["token"])
+print(json.dumps({"email": owner["email"], "password": password, "token": created["token"]}))
 EOF
 )
+field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$owner" "$1"; }
+token=$(field token)
 
+say "journey: a client generated from the served description, with the session cookie"
+cache=${BERTH_CACHE:-~/.cache/berth}
+"$cache/bin/openapi-python-client" generate --url "$api/api/v1/openapi.json" --meta none \
+  --output-path "$run_dir/client/berth_client" >"$run_dir/generate.log" 2>&1 \
+  || { cat "$run_dir/generate.log" >&2; say "openapi-python-client could not generate a client"; exit 1; }
+if grep -q '^Warning' "$run_dir/generate.log"; then
+  # What it could not generate, a client of the description would lack.
+  cat "$run_dir/generate.log" >&2
+  say "openapi-python-client warned while generating the client"
+  exit 1
+fi
 rm -rf "$report"
 mkdir -p "$report"
-say "schemathesis: every operation, $examples examples per operation and phase, seed $seed"
+BERTH_API=$api BERTH_EMAIL=$(field email) BERTH_PASSWORD=$(field password) \
+  PYTHONPATH=$run_dir/client "$cache/bin/openapi-python-client-python" scripts/conformance/journey.py \
+  || { cp "$run_dir"/*.log "$report/"; say "the journey FAILED; the servers' logs are in $report/"; exit 1; }
+
+say "schemathesis: every operation, $examples examples per operation and phase, seeds $seeds"
 started=$(date +%s)
 status=0
+failed_seeds=()
 schemathesis() {
-  local name=$1
-  shift
+  local name=$1 seed=$2
+  shift 2
   BERTH_CONFORMANCE_TOKEN=$token SCHEMATHESIS_HOOKS=hooks PYTHONPATH=scripts/conformance \
     "$tools/st" --config-file scripts/conformance/schemathesis.toml run openapi/openapi.json --url "$api" \
     --checks "${BERTH_CONFORMANCE_CHECKS:-all}" \
     --max-examples "$examples" --seed "$seed" --workers 1 \
     --request-timeout 30 --generation-database none \
     --report junit,ndjson --report-dir "$report/$name" \
-    --no-color "$@" >"$report/$name.log" 2>&1 || status=$?
+    --no-color "$@" >"$report/$name.log" 2>&1 || { status=$?; failed_seeds+=("$seed"); }
   sed -n '/^=* SUMMARY =*$/,$p' "$report/$name.log"
 }
 # The operations that can take the run's own credentials away run on their
@@ -122,18 +153,23 @@ schemathesis() {
 # demotes the first (its own caller), after which every request is, rightly,
 # 401 or 403. Alone they meet only ids that are not there.
 disarming='^(deleteToken|removeMember|updateMember)$'
-schemathesis main --exclude-operation-id-regex "$disarming"
-schemathesis disarming --include-operation-id-regex "$disarming" --phases examples,coverage,fuzzing
+for seed in $seeds; do
+  say "seed $seed"
+  schemathesis "main-$seed" "$seed" --exclude-operation-id-regex "$disarming"
+  schemathesis "disarming-$seed" "$seed" --include-operation-id-regex "$disarming" \
+    --phases examples,coverage,fuzzing
+done
 say "finished in $(($(date +%s) - started)) s"
 generated=$(sed -n 's/^ *\([0-9][0-9]*\) generated.*/\1/p' "$report"/*.log | awk '{ n += $1 } END { print n + 0 }')
 say "$generated generated requests"
-if [ "$status" -eq 0 ] && [ "$generated" -lt 1000 ]; then
-  say "only $generated generated requests; the run asks for at least 1000"
+wanted=$((1000 * $(wc -w <<<"$seeds")))
+if [ "$status" -eq 0 ] && [ "$generated" -lt "$wanted" ]; then
+  say "only $generated generated requests; the run asks for at least 1000 a seed"
   status=1
 fi
 if [ "$status" -ne 0 ]; then
   cp "$run_dir"/*.log "$report/" 2>/dev/null || true
-  say "FAILED (exit $status); the report is in $report/ (replay with BERTH_CONFORMANCE_SEED=$seed)"
+  say "FAILED (exit $status); the report is in $report/ (replay with BERTH_CONFORMANCE_SEED=${failed_seeds[0]:-$day})"
   exit "$status"
 fi
 # Passed: only the logs stay (.local/conformance/*.log).

@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/berth/target}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-~/.cache/berth/target}
 TARGET=x86_64-unknown-linux-gnu
 # The user the controller runs as; infra/k8s/controller.yaml's runAsUser.
 USER_ID=65532
@@ -39,8 +39,14 @@ mkdir -p "$context"
 cp "$binary" "$context/berth-controller"
 printf 'berth:x:%s:%s:berth-controller:/nonexistent:/sbin/nologin\n' "$USER_ID" "$USER_ID" >"$context/passwd"
 printf 'berth:x:%s:\n' "$USER_ID" >"$context/group"
-ca_bundle=/etc/ssl/certs/ca-certificates.crt
-[ -s "$ca_bundle" ] || { echo "controller-image: no CA bundle at $ca_bundle (install ca-certificates)" >&2; exit 1; }
+# The system's CA bundle, where each family of distributions keeps it
+# (Debian, Ubuntu, Arch, Alpine; Fedora, RHEL; openSUSE).
+ca_bundle=
+for candidate in /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt \
+  /etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem /etc/ssl/ca-bundle.pem; do
+  if [ -s "$candidate" ]; then ca_bundle=$candidate; break; fi
+done
+[ -n "$ca_bundle" ] || { echo "controller-image: no CA bundle found (install ca-certificates)" >&2; exit 1; }
 cp "$ca_bundle" "$context/ca-certificates.crt"
 if [ "${1:-}" = --context-only ]; then
   echo "build context: $context"

@@ -14,10 +14,13 @@ SAM_CLI_VERSION=1.170.0
 # The conformance run's tools, pinned, in a virtualenv outside the clone.
 SCHEMATHESIS_VERSION=4.32.5
 OPENAPI_SPEC_VALIDATOR_VERSION=0.9.0
-CONFORMANCE_VENV=${BERTH_CACHE:-$HOME/.cache/berth}/conformance-venv
+CONFORMANCE_VENV=${BERTH_CACHE:-~/.cache/berth}/conformance-venv
+# The conformance run's journey generates a client from the served
+# description with it (scripts/conformance/journey.py).
+OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
 CARGO_LAMBDA_VERSION=1.9.2
 ZIGLANG_VERSION=0.16.0
-CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+CACHE=${BERTH_CACHE:-~/.cache/berth}
 
 # python_tool NAME VERSION "COMMAND…" PIP-REQUIREMENT…: installs the
 # requirements into $CACHE/NAME-VERSION and puts a launcher for each COMMAND
@@ -49,13 +52,20 @@ python_tool() {
 apt_tool() {
   local command=$1 why=${*: -1} packages=("${@:2:$#-2}")
   command -v "$command" >/dev/null 2>&1 && return 0
+  apt_install "$command is missing ($why)" "${packages[@]}"
+}
+
+# apt_install WHAT PACKAGE…: installs Debian's PACKAGEs as root with apt-get,
+# or says WHAT is missing and what to install.
+apt_install() {
+  local what=$1
+  shift
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "install-tools: installing ${packages[*]} with apt-get" >&2
-    apt-get install -y -qq "${packages[@]}" >/dev/null \
-      || { apt-get update -qq && apt-get install -y -qq "${packages[@]}" >/dev/null; }
+    echo "install-tools: installing $* with apt-get" >&2
+    apt-get install -y -qq "$@" >/dev/null \
+      || { apt-get update -qq && apt-get install -y -qq "$@" >/dev/null; }
   else
-    echo "install-tools: $command is missing ($why): install it," \
-         "e.g. sudo apt-get install ${packages[*]}" >&2
+    echo "install-tools: $what: install it, e.g. sudo apt-get install $*" >&2
     return 1
   fi
 }
@@ -63,6 +73,10 @@ command -v cargo >/dev/null 2>&1 || {
   echo "install-tools: cargo (a Rust toolchain) is needed: https://rustup.rs" >&2
   exit 1
 }
+
+# Debian's python3 makes virtual environments (below) only with python3-venv.
+python3 -c 'import ensurepip' >/dev/null 2>&1 \
+  || apt_install "Python's venv module is missing (the tools' virtual environments need it)" python3-venv
 
 case "${1:-}" in
   image)
@@ -87,6 +101,8 @@ case "${1:-}" in
     ;;
 esac
 
+# curl: make dev and DynamoDB Local's start ask the servers whether they answer.
+apt_tool curl curl "make dev asks its servers whether they answer with it"
 installed=$("$CONFORMANCE_VENV/bin/python" -c 'from importlib.metadata import version as v
 print(v("schemathesis"), v("openapi-spec-validator"))' 2>/dev/null || true)
 if [ "$installed" != "$SCHEMATHESIS_VERSION $OPENAPI_SPEC_VALIDATOR_VERSION" ]; then
@@ -96,6 +112,12 @@ if [ "$installed" != "$SCHEMATHESIS_VERSION $OPENAPI_SPEC_VALIDATOR_VERSION" ]; 
   "$CONFORMANCE_VENV/bin/python" -m pip install --quiet \
     "schemathesis==$SCHEMATHESIS_VERSION" "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
 fi
+# openapi-python-client generates offline; its own dependencies (httpx,
+# attrs) are what the generated client needs, so the journey runs with the
+# same virtualenv's Python (`openapi-python-client-python`); its ruff, on
+# the launcher's PATH, formats what it generates.
+python_tool openapi-python-client "$OPENAPI_PYTHON_CLIENT_VERSION" \
+  "openapi-python-client python" "openapi-python-client==$OPENAPI_PYTHON_CLIENT_VERSION"
 # `sam validate --lint` runs cfn-lint (pinned by aws-sam-cli); its Python
 # also runs the CDK comparison, which expands template.yaml with the same SAM
 # translator.

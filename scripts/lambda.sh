@@ -8,14 +8,15 @@
 #                            function the event's folder names, with a real
 #                            token in place of the placeholder
 #
-# The token is $BERTH_TOKEN, else the contents of .local/token (see README,
+# The token is $BERTH_TOKEN, else the contents of $BERTH_LOCAL_DIR/token (see README,
 # "Lambda and SAM"). IPv4 loopback on both sides: `cargo lambda invoke` would
 # otherwise try [::1], which `watch -A 127.0.0.1` does not listen on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-env.sh
 # cargo-lambda, with zig (scripts/install-tools.sh lambda), is launched from here.
-export PATH="${BERTH_CACHE:-$HOME/.cache/berth}/bin:$PATH"
+cache=${BERTH_CACHE:-~/.cache/berth} # `~`: the home directory, also when HOME is not set
+export PATH="$cache/bin:$PATH"
 
 placeholder=brt_REPLACEWITHAREALTOKENxxxxxxxxxxxxxxxxxxxx
 
@@ -39,9 +40,9 @@ invoke() {
   data=$event # global: the EXIT trap removes it
   if grep -qF "$placeholder" "$event"; then
     local token=${BERTH_TOKEN:-}
-    if [ -z "$token" ] && [ -s .local/token ]; then token=$(<.local/token); fi
+    if [ -z "$token" ] && [ -s "$BERTH_LOCAL_DIR/token" ]; then token=$(<"$BERTH_LOCAL_DIR/token"); fi
     if [ -z "$token" ]; then
-      echo "make invoke: $event needs a token: create one (README, \"Set up\") and save it in .local/token, or set BERTH_TOKEN" >&2
+      echo "make invoke: $event needs a token: create one (README, \"Set up\") and save it in $BERTH_LOCAL_DIR/token, or set BERTH_TOKEN" >&2
       exit 1
     fi
     data=$(mktemp --suffix=.json)

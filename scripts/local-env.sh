@@ -1,10 +1,16 @@
 # The settings of Berth's local setup, sourced by `make dev`, `make admin`,
-# `make lambda-watch` and `make invoke`, so they all reach the same DynamoDB
-# Local and table. Each default can be overridden from the environment.
+# `make reset`, `make lambda-watch` and `make invoke`, so they all reach the
+# same DynamoDB Local, table and state. Each default can be overridden from
+# the environment (docs/configuration.md, "make dev").
 export BERTH_PORT=${BERTH_PORT:-3000}
 export BERTH_DYNAMODB_PORT=${BERTH_DYNAMODB_PORT:-8000}
+export BERTH_STANDIN_PORT=${BERTH_STANDIN_PORT:-6443}
+# The controller's /metrics, /healthz and /readyz, on loopback only.
+export BERTH_CONTROLLER_PORT=${BERTH_CONTROLLER_PORT:-3001}
 export BERTH_TABLE=${BERTH_TABLE:-berth}
 export BERTH_LAMBDA_PORT=${BERTH_LAMBDA_PORT:-9000}
+# Where `make dev` keeps its data, logs and pid files (relative to the clone).
+export BERTH_LOCAL_DIR=${BERTH_LOCAL_DIR:-.local}
 export BERTH_INSECURE_COOKIES=true
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$BERTH_DYNAMODB_PORT"
 export AWS_REGION=${AWS_REGION:-us-east-1}

@@ -1,8 +1,10 @@
-# The processes `make dev` starts, sourced by scripts/dev.sh and
-# scripts/reset.sh. Each is recorded as .local/pids/NAME.pid, NAME being the
-# program, which is checked before any signal: a pid may have been reused.
+# The processes `make dev` starts, sourced (after scripts/local-env.sh) by
+# scripts/dev.sh and scripts/reset.sh. Each is recorded as
+# $BERTH_LOCAL_DIR/pids/NAME.pid, NAME being the program, which is checked
+# before any signal: a pid may have been reused.
 
-pids_dir=.local/pids
+pids_dir=$BERTH_LOCAL_DIR/pids
+dynamodb_pidfile=$BERTH_LOCAL_DIR/dynamodb/dynamodb.pid
 
 record_pid() { # NAME PID
   mkdir -p "$pids_dir"
@@ -32,5 +34,5 @@ stop_recorded() {
     fi
     rm -f "$pids_dir/$name.pid"
   done
-  infra/dynamodb-local/dynamodb-local.sh stop .local/dynamodb/dynamodb.pid
+  infra/dynamodb-local/dynamodb-local.sh stop "$dynamodb_pidfile"
 }

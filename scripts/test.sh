@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-tools.sh
-CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+CACHE=${BERTH_CACHE:-~/.cache/berth}
 
 echo "== sam validate --lint (template.yaml)"
 # Offline: no credentials are needed, only a region; no usage data is sent.
@@ -34,6 +34,12 @@ if [[ -n "${BERTH_TEST_KUBECONFIG:-}" ]]; then
   export BERTH_TEST_KUBECONFIG
   echo "   against the cluster of $BERTH_TEST_KUBECONFIG (tests that need the stand-in's knobs are reported ignored)"
 fi
+echo "== the binaries make dev starts"
+# The newcomer's test (tests/api/make_dev.rs) runs `make dev`, and the
+# conformance run starts the same binaries: built here, with the settings the
+# tests see (BERTH_TEST_KUBECONFIG above), so that their `cargo build` finds
+# them fresh.
+cargo build --locked -p berth-local -p berth-kube-standin -p berth-controller --bins
 # The stand-in records what Berth's two identities were let do; after the
 # run, every grant of their roles must have been used (least privilege).
 rbac_uses=$(mktemp -d)

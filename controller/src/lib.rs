@@ -49,7 +49,7 @@ use crate::render::RenderSettings;
 
 pub use replica::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
-    ReplicaSettings,
+    ReplicaSettings, replica_identity,
 };
 
 /// The field manager of everything the controller applies.

@@ -26,7 +26,8 @@
 //! holds without renewal: how long a standby waits after the leader died;
 //! 15 by default), `BERTH_REPLICA` (this replica's name, the Lease's holder
 //! while it leads: the pod's name, which the Deployment passes; `HOSTNAME`
-//! otherwise), `BERTH_LEASE_NAMESPACE` (the namespace of the Lease
+//! otherwise, else the machine's host name, see `replica_identity`),
+//! `BERTH_LEASE_NAMESPACE` (the namespace of the Lease
 //! `berth-controller`: the pod's own, which the Deployment passes;
 //! `berth-system` otherwise).
 //!
@@ -48,7 +49,7 @@ use berth_controller::render::{
 };
 use berth_controller::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
-    ReplicaSettings, Settings,
+    ReplicaSettings, Settings, replica_identity,
 };
 use berth_shared::domain::names::NamespaceName;
 
@@ -139,9 +140,8 @@ fn replica_settings() -> Result<(ReplicaSettings, SocketAddr), String> {
             .filter(|seconds| (2..=3600).contains(seconds))
             .ok_or("BERTH_LEASE_DURATION_SECONDS must be a number of seconds from 2 to 3600")?,
     };
-    let identity = setting("BERTH_REPLICA")
-        .or_else(|| setting("HOSTNAME"))
-        .ok_or("BERTH_REPLICA (the pod's name) or HOSTNAME must name this replica")?;
+    let configured = setting("BERTH_REPLICA").or_else(|| setting("HOSTNAME"));
+    let identity = replica_identity(configured, hostname::get)?;
     let lease_namespace =
         setting("BERTH_LEASE_NAMESPACE").unwrap_or_else(|| DEFAULT_LEASE_NAMESPACE.to_owned());
     Ok((

@@ -63,6 +63,36 @@ pub struct ReplicaSettings {
     pub lease_duration_seconds: u64,
 }
 
+/// This replica's name: the one configured (`BERTH_REPLICA`, the pod's
+/// name, which the Deployment passes; else `HOSTNAME`), else the operating
+/// system's host name, which `host_name` reads. `HOSTNAME` alone is not
+/// enough beside the cluster: bash and other shells set it as a variable of
+/// their own without exporting it (Debian's and Ubuntu's login shells
+/// included), so a process started from a shell or by `make` does not see
+/// it.
+pub fn replica_identity(
+    configured: Option<String>,
+    host_name: impl FnOnce() -> std::io::Result<std::ffi::OsString>,
+) -> Result<String, String> {
+    if let Some(identity) = configured {
+        return Ok(identity);
+    }
+    let unnamed = |why: String| {
+        format!(
+            "this replica needs a name: set BERTH_REPLICA (the pod's name, as the Deployment \
+             does) or HOSTNAME; the operating system's host name {why}"
+        )
+    };
+    match host_name() {
+        Ok(name) => match name.into_string() {
+            Ok(name) if !name.trim().is_empty() => Ok(name.trim().to_owned()),
+            Ok(_) => Err(unnamed("is empty".to_owned())),
+            Err(_) => Err(unnamed("is not UTF-8".to_owned())),
+        },
+        Err(error) => Err(unnamed(format!("cannot be read: {error}"))),
+    }
+}
+
 impl ReplicaSettings {
     /// How long before its expiry the holder renews the Lease: a third of
     /// the duration (5 s of 15 s), at least 1 s.
@@ -348,5 +378,47 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str)
         ),
         Role::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting"),
         Role::Stopping => (StatusCode::SERVICE_UNAVAILABLE, "stopping"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::io;
+
+    use super::replica_identity;
+
+    fn host(name: &'static str) -> impl FnOnce() -> io::Result<OsString> {
+        move || Ok(OsString::from(name))
+    }
+
+    #[test]
+    fn the_replica_is_named_as_configured_else_by_the_host() {
+        let configured = Some("pod-a".to_owned());
+        assert_eq!(
+            replica_identity(configured, host("machine")).unwrap(),
+            "pod-a"
+        );
+        // As under `make` on Debian: bash's HOSTNAME is not exported.
+        assert_eq!(
+            replica_identity(None, host("machine\n")).unwrap(),
+            "machine"
+        );
+    }
+
+    #[test]
+    fn without_any_name_the_error_says_what_to_set() {
+        let failing = || Err(io::Error::other("no uname"));
+        let error = replica_identity(None, failing).unwrap_err();
+        assert!(error.contains("BERTH_REPLICA"), "{error}");
+        assert!(error.contains("no uname"), "{error}");
+        let error = replica_identity(None, host(" ")).unwrap_err();
+        assert!(error.contains("set BERTH_REPLICA"), "{error}");
+    }
+
+    #[test]
+    fn the_real_host_name_is_read() {
+        let name = replica_identity(None, hostname::get).expect("this machine has a name");
+        assert!(!name.is_empty());
     }
 }

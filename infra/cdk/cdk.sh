@@ -16,7 +16,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPOSITORY=$(cd "$HERE/../.." && pwd)
-CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+CACHE=${BERTH_CACHE:-~/.cache/berth}
 
 say() { printf 'cdk: %s\n' "$*" >&2; }
 

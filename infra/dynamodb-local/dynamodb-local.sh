@@ -8,7 +8,7 @@
 set -euo pipefail
 
 PACKAGE_VERSION=10.3.0 # the last version that installs on Node 20
-CACHE=${BERTH_CACHE:-$HOME/.cache/berth}
+CACHE=${BERTH_CACHE:-~/.cache/berth}
 PREFIX=$CACHE/dynamodb-local-$PACKAGE_VERSION
 
 say() { printf 'dynamodb-local: %s\n' "$*" >&2; }
@@ -16,11 +16,18 @@ say() { printf 'dynamodb-local: %s\n' "$*" >&2; }
 need_java() {
   if command -v java >/dev/null 2>&1; then return; fi
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "Java is missing; installing openjdk-17-jre-headless"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+    apt-get update -qq
+    # Java 17 or later: Debian 12 has 17, Debian 13 only 21; the default
+    # Java of older releases is too old.
+    local package
+    for package in openjdk-17-jre-headless openjdk-21-jre-headless openjdk-25-jre-headless; do
+      apt-cache show "$package" >/dev/null 2>&1 && break
+    done
+    say "Java is missing; installing $package"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null
   fi
   command -v java >/dev/null 2>&1 || {
-    say "Java 17 is needed to run DynamoDB Local. Install it (Debian: apt-get install openjdk-17-jre-headless) and try again."
+    say "Java 17 or later is needed to run DynamoDB Local. Install it (Debian: apt-get install openjdk-17-jre-headless) and try again."
     exit 1
   }
 }

@@ -2,6 +2,14 @@
 
 use crate::ApiError;
 
+/// What [`text`] asks beyond its length, as the description states it
+/// (ECMA-262's and Python's regular expressions alike): a character that
+/// is not white space (`char::is_whitespace`, Unicode's `White_Space`).
+/// Each text field's `#[schema(pattern = ...)]` repeats it (utoipa takes
+/// only a literal); `tests/api/openapi.rs` checks that they do.
+pub const NOT_BLANK: &str =
+    r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+
 /// Text of 1 to `max` characters that is not only white space.
 pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     if value.trim().is_empty() || value.chars().count() > max {
@@ -79,6 +87,30 @@ impl ReservedNamespaces {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`NOT_BLANK`] holds of exactly the texts [`text`] takes (length
+    /// aside), on every white space character and a few others.
+    #[test]
+    fn not_blank_says_what_text_asks() {
+        let pattern = regex::Regex::new(NOT_BLANK).expect("a pattern");
+        let spaces: Vec<char> = (0..=0x3000u32)
+            .filter_map(char::from_u32)
+            .filter(|c| c.is_whitespace())
+            .collect();
+        let mut samples: Vec<String> = spaces.iter().map(|c| c.to_string()).collect();
+        samples.push(spaces.iter().collect());
+        for other in ['a', '\u{1c}', '\u{feff}', '\u{180e}', '\u{200b}', '\0', '.'] {
+            samples.push(other.to_string());
+            samples.push(format!(" {other}\t"));
+        }
+        for sample in samples {
+            assert_eq!(
+                pattern.is_match(&sample),
+                text("f", &sample, 1000).is_ok(),
+                "{sample:?}"
+            );
+        }
+    }
 
     #[test]
     fn reserved_namespaces() {

@@ -128,8 +128,9 @@ fn failures(
         if operation.minimum_permission().is_some() {
             failures.push(ApiError::Forbidden(String::new()));
         }
-        // A change made with the session cookie: without the JSON content
-        // type (415) or from another origin (403), see `http::forgery`.
+        // A change made with the session cookie: from another origin or
+        // site (403), or with a body that is not JSON (415), see
+        // `http::forgery`.
         if changes {
             failures.push(ApiError::UnsupportedMediaType(String::new()));
             failures.push(ApiError::Forbidden(String::new()));
@@ -175,6 +176,26 @@ pub fn forbid(api: &mut OpenApi, name: &str, forbidden: serde_json::Value) {
         .extensions
         .get_or_insert_with(Default::default)
         .insert("not".to_owned(), forbidden);
+}
+
+/// Says that `operation`'s body may be left out, as curl and generated
+/// clients send a request without one (utoipa's `Option` would say it may
+/// be `null` instead). Its handler takes an `Option<JsonBody<_>>`.
+///
+/// Panics on an operation of `api` without a body: the description is
+/// built by tests and by the document's generator.
+pub fn optional_body(api: &mut OpenApi, operation: Operation) {
+    let body = api
+        .paths
+        .paths
+        .values_mut()
+        .flat_map(operations_mut)
+        .find(|(_, described)| described.operation_id.as_deref() == Some(operation.id()))
+        .and_then(|(_, described)| described.request_body.as_mut());
+    let Some(body) = body else {
+        panic!("{} has no body in this description", operation.id());
+    };
+    body.required = Some(openapi::Required::False);
 }
 
 /// The failures of a cluster operation: no cluster, or one that does not

@@ -2,8 +2,9 @@
 //! every response names its request.
 
 use http::Method;
+use serde_json::json;
 
-use crate::support::TestApp;
+use crate::support::{TestApp, TestRequest, TestUser};
 
 #[tokio::test]
 async fn unknown_routes_and_methods() {
@@ -76,9 +77,17 @@ async fn a_body_where_none_is_expected_is_ignored_but_bad_json_is_not() {
         .send()
         .await
         .assert_problem(400, "invalid_request");
+    // No body where one is required: a lesson about the body, not its type.
     app.post("/api/v1/tokens")
         .by(&app.owner)
         .raw("")
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    app.post("/api/v1/tokens")
+        .by(&app.owner)
+        .header("content-type", "text/plain")
+        .raw(r#"{"name": "t"}"#)
         .send()
         .await
         .assert_problem(415, "unsupported_media_type");
@@ -313,4 +322,94 @@ async fn not_found_names_what_is_missing() {
             "{path}"
         );
     }
+}
+
+/// Issue 25, part 4: a whole number is an integer however it is written
+/// (JSON Schema 2020-12, which the description uses, counts `8.0` as one,
+/// and Python's `json` writes whole floats so), in every body that takes
+/// integers; a fraction is still refused (400).
+#[tokio::test]
+async fn whole_numbers_are_integers_however_they_are_written() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("whole").await;
+    let created = app
+        .post(&format!("/api/v1/projects/{project}/environments"))
+        .by(&app.owner)
+        .raw(r#"{"name": "dev", "quota": {"pods": 20.0, "volumes": 4e0}}"#)
+        .header("content-type", "application/json")
+        .send()
+        .await;
+    created.assert_status(201);
+    app.wait_for_environment(&project, "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    fn as_written<'a>(request: TestRequest<'a>, owner: &TestUser, body: &str) -> TestRequest<'a> {
+        request
+            .by(owner)
+            .header("content-type", "application/json")
+            .raw(body.to_owned())
+    }
+    let json = |request, body| as_written(request, &app.owner, body);
+    let shop = json(
+        app.post(&apps),
+        r#"{"name": "shop", "image": "nginx:1.27", "port": 8080.0, "replicas": 2.0,
+            "max_replicas": 8.0}"#,
+    )
+    .send()
+    .await;
+    shop.assert_status(201);
+    let process = &shop.json()["processes"][0];
+    assert_eq!(
+        (
+            &process["port"],
+            &process["min_replicas"],
+            &process["max_replicas"]
+        ),
+        (&json!(8080), &json!(2), &json!(8))
+    );
+    let shop_path = format!("{apps}/shop");
+    json(
+        app.request(Method::PATCH, &shop_path),
+        r#"{"processes": [{"name": "web", "replicas": 1.0, "max_replicas": 30e-1}]}"#,
+    )
+    .send()
+    .await
+    .assert_status(200);
+    json(
+        app.post(&format!("{shop_path}/rollback")),
+        r#"{"revision": 1.0}"#,
+    )
+    .send()
+    .await
+    .assert_status(200);
+    let token = json(
+        app.post("/api/v1/tokens"),
+        r#"{"name": "whole", "expires_in_days": 30.0}"#,
+    )
+    .send()
+    .await;
+    token.assert_status(201);
+    assert!(token.json()["expires_at"].is_string(), "{}", token.text());
+
+    for fraction in [
+        r#"{"max_replicas": 8.5}"#,
+        r#"{"replicas": 1.000001}"#,
+        r#"{"fs_group": 15e-1}"#,
+    ] {
+        let refused = json(app.request(Method::PATCH, &shop_path), fraction)
+            .send()
+            .await;
+        refused.assert_problem(400, "invalid_request");
+        let detail = refused.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(detail.contains("must be an integer"), "{detail}");
+    }
+    let releases = app
+        .get(&format!("{shop_path}/releases"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(releases.as_array().map(Vec::len), Some(3), "{releases}");
 }

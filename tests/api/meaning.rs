@@ -1,6 +1,6 @@
 //! Issue 15, part 5: permissions that mean what they say. A change made with
-//! the session cookie must say JSON and come from the API's own origin (so a
-//! page of another site cannot borrow the cookie); a new command is new code
+//! the session cookie must come from the API's own origin (so a page of
+//! another site cannot borrow the cookie); a new command is new code
 //! (`app-deploy`); the promote body's environment is parsed before it reaches
 //! the cluster; audit targets come from parsed values only.
 
@@ -18,12 +18,15 @@ const OWN_ORIGIN: &str = "http://berth.example.com";
 /// A page on a sibling subdomain: the same site, another origin.
 const SIBLING: &str = "http://pages.example.com";
 
-/// Every body-less change with the session cookie and no content type is
-/// refused (415), every change from another origin too (403): nothing
-/// changes, and each is audited as its operation. The same requests with a
-/// token, or from the API's own origin with JSON, go through.
+/// Issue 25, part 3: every change with the session cookie that a browser
+/// says comes from another origin (`Origin`) or another site, the same
+/// site included (`Sec-Fetch-Site`), is refused (403), and so is a body
+/// that is not JSON (415): nothing changes, and each is audited as its
+/// operation. The same changes with neither header — curl, a script, a
+/// generated client — go through without a content type, and so do
+/// body-less ones from the API's own origin; a token never meets the rule.
 #[tokio::test]
-async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
+async fn changes_with_the_cookie_must_come_from_the_apis_own_origin() {
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("csrf", "dev").await;
     let environment = format!("/api/v1/projects/{project}/environments/dev");
@@ -33,6 +36,13 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
         json!({"name": "shop", "image": "busybox:1.37", "schedule": "0 3 * * *"}),
     )
     .await;
+    let secret = format!("{environment}/secrets/db");
+    app.request(Method::PUT, &secret)
+        .by(&app.owner)
+        .json(json!({"data": {"password": "hunter2"}}))
+        .send()
+        .await
+        .assert_status(201);
     let session = app.sign_in(&app.owner.email, PASSWORD).await;
     let shop = format!("{apps}/shop");
 
@@ -54,24 +64,28 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
             Method::POST,
             format!("{environment}/templates/nginx"),
         ),
+        ("deleteSecret", Method::DELETE, secret.clone()),
         ("deleteApp", Method::DELETE, shop.clone()),
+        ("updateApp", Method::PATCH, shop.clone()),
+        ("putSecret", Method::PUT, secret.clone()),
         ("logout", Method::POST, "/api/v1/auth/logout".to_owned()),
     ];
-    for (action, method, path) in &forged {
-        // No content type at all, or a form's: what a page can send unasked.
-        for content_type in [
-            None,
-            Some("text/plain"),
-            Some("application/x-www-form-urlencoded"),
-        ] {
-            let mut request = cookie(method.clone(), path);
-            if let Some(content_type) = content_type {
-                request = request.header("content-type", content_type);
-            }
-            request
-                .send()
-                .await
-                .assert_problem(415, "unsupported_media_type");
+    // What a browser says of a page of another origin: the sibling's
+    // origin, another scheme's, an opaque one; the site's relation alone
+    // (each header is a defence of its own); and both, disagreeing.
+    let elsewhere: [&[(&'static str, &str)]; 7] = [
+        &[("origin", SIBLING)],
+        &[("origin", "https://berth.example.com")],
+        &[("origin", "null")],
+        &[("sec-fetch-site", "same-site")],
+        &[("sec-fetch-site", "cross-site")],
+        &[("origin", SIBLING), ("sec-fetch-site", "same-site")],
+        &[("origin", OWN_ORIGIN), ("sec-fetch-site", "same-site")],
+    ];
+    let audited = |action: &str, status: u16, outcome: Outcome| {
+        let app = &app;
+        let action = action.to_owned();
+        async move {
             let event = app.last_audit_event(&app.owner.org).await;
             assert_eq!(
                 (
@@ -80,31 +94,36 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
                     event.outcome,
                     event.actor_kind
                 ),
-                (*action, Some(415), Outcome::Failure, ActorKind::Session)
+                (action.as_str(), Some(status), outcome, ActorKind::Session)
             );
         }
-        // JSON, from another origin (or one the browser hides).
-        for origin in [SIBLING, "https://berth.example.com", "null"] {
+    };
+    for (action, method, path) in &forged {
+        for headers in elsewhere {
+            for body in [None, Some(json!({"replicas": 0}))] {
+                let mut request = cookie(method.clone(), path);
+                for (name, value) in headers {
+                    request = request.header(name, value);
+                }
+                if let Some(body) = body {
+                    request = request.json(body);
+                }
+                request.send().await.assert_problem(403, "forbidden");
+                audited(action, 403, Outcome::Denied).await;
+            }
+        }
+        // A body a page can send unasked (a form's, or text/plain), even
+        // where the browser hides where it comes from.
+        for content_type in ["text/plain", "application/x-www-form-urlencoded"] {
             cookie(method.clone(), path)
-                .says_json()
-                .header("origin", origin)
+                .header("content-type", content_type)
+                .raw(r#"{"name":"stolen"}"#)
                 .send()
                 .await
-                .assert_problem(403, "forbidden");
-            let event = app.last_audit_event(&app.owner.org).await;
-            assert_eq!(
-                (event.action.as_str(), event.status, event.outcome),
-                (*action, Some(403), Outcome::Denied)
-            );
+                .assert_problem(415, "unsupported_media_type");
+            audited(action, 415, Outcome::Failure).await;
         }
     }
-    // A JSON body from another origin too.
-    cookie(Method::PATCH, &shop)
-        .json(json!({"replicas": 0}))
-        .header("origin", SIBLING)
-        .send()
-        .await
-        .assert_problem(403, "forbidden");
     cookie(Method::POST, "/api/v1/tokens")
         .raw(r#"{"name":"stolen"}"#)
         .header("content-type", "text/plain")
@@ -113,11 +132,19 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
         .assert_problem(415, "unsupported_media_type");
 
     // Nothing changed: the app is there, not restarted, never run; no nginx;
-    // the session still works; no token was made.
+    // the secret is there; the session still works; no token was made.
     let detail = app.get(&shop).by(&app.owner).send().await;
     detail.assert_status(200);
+    assert_eq!(detail.json()["app"]["processes"][0]["min_replicas"], 1);
     let listed = app.get(&apps).by(&app.owner).send().await.json();
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    let secrets = app
+        .get(&format!("{environment}/secrets"))
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    assert_eq!(secrets.as_array().map(Vec::len), Some(1), "{secrets}");
     let tokens = app.get("/api/v1/tokens").session(&session).send().await;
     tokens.assert_status(200);
     assert_eq!(
@@ -130,10 +157,12 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
     app.get(&shop)
         .session(&session)
         .header("origin", SIBLING)
+        .header("sec-fetch-site", "same-site")
         .send()
         .await
         .assert_status(200);
-    // From the API's own origin, with JSON and without a body: accepted.
+    // Neither header (curl, a script, a generated client), no content
+    // type, no body: accepted.
     let cron_jobs: kube::Api<k8s_openapi::api::batch::v1::CronJob> =
         kube::Api::namespaced(app.cluster().client.clone(), &format!("{project}-dev"));
     eventually("the CronJob is there", || async {
@@ -141,21 +170,46 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
     })
     .await;
     cookie(Method::POST, &format!("{shop}/run"))
-        .says_json()
-        .header("origin", OWN_ORIGIN)
         .send()
         .await
         .assert_status(202);
     cookie(Method::POST, &format!("{shop}/restart"))
-        .says_json()
         .send()
         .await
         .assert_status(202);
+    // From the API's own origin, as a browser's fetch sends it.
+    let own = |method: Method, path: &str| {
+        cookie(method, path)
+            .header("origin", OWN_ORIGIN)
+            .header("sec-fetch-site", "same-origin")
+    };
+    own(Method::POST, &format!("{shop}/run"))
+        .send()
+        .await
+        .assert_status(202);
+    own(Method::PATCH, &shop)
+        .json(json!({"replicas": 0}))
+        .send()
+        .await
+        .assert_status(200);
+    // A body-less PATCH or PUT gets past the rule to its operation, which
+    // wants a body.
+    own(Method::PATCH, &shop)
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    own(Method::PUT, &secret)
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    own(Method::DELETE, &secret).send().await.assert_status(204);
+    audited("deleteSecret", 204, Outcome::Success).await;
     // A token is never sent by a browser on its own: no such rule.
     let token_restart = |origin: &'static str| {
         app.post(&format!("{shop}/restart"))
             .by(&app.owner)
             .header("origin", origin)
+            .header("sec-fetch-site", "cross-site")
             .send()
     };
     token_restart(SIBLING).await.assert_status(202);
@@ -172,8 +226,8 @@ async fn changes_with_the_cookie_must_say_json_and_come_from_the_api() {
         .send()
         .await
         .assert_status(200);
+    // As `curl -X POST -b cookies …` logs out.
     cookie(Method::POST, "/api/v1/auth/logout")
-        .says_json()
         .send()
         .await
         .assert_status(204);

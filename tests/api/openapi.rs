@@ -321,3 +321,35 @@ async fn the_description_is_served_without_credentials_and_audited() {
     assert_eq!(event.action, "getApiDescription");
     assert_eq!(event.status, Some(200));
 }
+
+/// A text that must not be only white space says so with the pattern of
+/// `names::text`'s rule, the one `berth_shared::names::NOT_BLANK` states
+/// (utoipa takes only a literal, so each field repeats it).
+#[test]
+fn texts_that_must_not_be_blank_say_so() {
+    let document = document();
+    let schemas = &document["components"]["schemas"];
+    for (schema, field) in [
+        ("CreateProjectBody", "display_name"),
+        ("Invitation", "display_name"),
+        ("NewToken", "name"),
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"][field]["pattern"],
+            berth_shared::names::NOT_BLANK,
+            "{schema}.{field}"
+        );
+    }
+}
+
+/// A quota's storage is written as every Kubernetes quantity Berth reads
+/// (`berth_shared::domain::size::QUANTITY_NOTATION`; the quota's attribute
+/// repeats it, utoipa taking only a literal).
+#[test]
+fn a_quotas_storage_says_its_notation() {
+    let document = document();
+    assert_eq!(
+        document["components"]["schemas"]["Quota"]["properties"]["storage"]["pattern"],
+        format!("^{}$", berth_shared::domain::size::QUANTITY_NOTATION)
+    );
+}

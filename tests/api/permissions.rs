@@ -5,7 +5,7 @@
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, TestUser, unique};
+use crate::support::{PASSWORD, TestApp, TestUser, unique};
 use berth_shared::Role;
 
 /// Who calls, in the order of the expectations below.
@@ -44,6 +44,9 @@ enum Target {
     HookedApp,
     /// A fresh secret in the shared environment (its path).
     Secret,
+    /// A fresh app with a source to build in the shared environment (its
+    /// path).
+    SourceApp,
 }
 
 struct Case {
@@ -496,6 +499,17 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
             }
             path
         }
+        Target::SourceApp => {
+            let name = unique("a");
+            app.post(&format!("{shared}/apps"))
+                .by(&app.owner)
+                .json(json!({ "name": name, "image": "nginx:1.27",
+                              "git_repo": "https://git.example.com/acme/shop.git" }))
+                .send()
+                .await
+                .assert_status(201);
+            format!("{shared}/apps/{name}")
+        }
         Target::Secret => {
             let path = format!("{shared}/secrets/{}", unique("s"));
             app.request(Method::PUT, &path)
@@ -509,9 +523,8 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
     }
 }
 
-#[tokio::test]
-async fn every_operation_for_every_kind_of_caller() {
-    let app = TestApp::with_cluster().await;
+/// The callers of [`CALLERS`], in its order (`None`: no credentials).
+async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
     let mut callers: Vec<Option<TestUser>> = Vec::new();
     for role in [Role::Viewer, Role::Operator, Role::Developer, Role::Admin] {
         callers.push(Some(app.user(role).await));
@@ -519,6 +532,13 @@ async fn every_operation_for_every_kind_of_caller() {
     callers.push(Some(app.owner.clone()));
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
+    callers
+}
+
+#[tokio::test]
+async fn every_operation_for_every_kind_of_caller() {
+    let app = TestApp::with_cluster().await;
+    let callers = callers(&app).await;
     let project = app.ready_environment("matrix", "shared").await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
@@ -573,6 +593,123 @@ async fn every_operation_for_every_kind_of_caller() {
                     "{} as {}: audit recorded {} {:?}",
                     case.operation, CALLERS[index], event.action, event.status
                 ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Issue 25, part 3: every `DELETE` and body-less `POST` with the session
+/// cookie, as curl, a script or a generated client sends it — no
+/// `Content-Type`, no `Origin` — answers as it does with a token; with the
+/// `Origin` of another site or of a sibling subdomain (the same site, which
+/// `SameSite=Lax` lets the cookie reach) it is `403 forbidden` whoever
+/// calls, and nothing changes. Each is audited as its operation.
+#[tokio::test]
+async fn every_body_less_change_with_the_session_cookie() {
+    /// The API's host, as a browser names it, and pages elsewhere.
+    const HOST: &str = "berth.example.com";
+    const ELSEWHERE: [&str; 2] = ["http://evil.example.net", "http://pages.example.com"];
+    use Target::*;
+    let app = TestApp::with_cluster().await;
+    let callers = callers(&app).await;
+    let project = app.ready_environment("cookie", "shared").await;
+    let shared = format!("/api/v1/projects/{project}/environments/shared");
+
+    let body_less = cases()
+        .into_iter()
+        .filter(|case| case.body.is_none())
+        .filter(|case| case.method == Method::DELETE || case.method == Method::POST)
+        // The body-less forms of operations whose body is optional.
+        .chain([
+            Case {
+                operation: "deployTemplate",
+                method: Method::POST,
+                target: Environment,
+                path: |e| format!("{e}/templates/nginx"),
+                body: None,
+                expected: [403, 403, 201, 201, 201, 401, 404],
+            },
+            Case {
+                operation: "createBuild",
+                method: Method::POST,
+                target: SourceApp,
+                path: |a| format!("{a}/builds"),
+                body: None,
+                expected: [403, 403, 202, 202, 202, 401, 404],
+            },
+        ]);
+    let mut failures = Vec::new();
+    for case in body_less {
+        for (index, caller) in callers.iter().enumerate() {
+            let Some(user) = caller else {
+                continue;
+            };
+            let target = make_target(&app, case.target, &project, &shared).await;
+            let path = (case.path)(&target);
+            let session = app.sign_in(&user.email, PASSWORD).await;
+            let mut outcomes = Vec::new();
+            for origin in ELSEWHERE {
+                let response = app
+                    .request(case.method.clone(), &path)
+                    .session(&session)
+                    .header("host", HOST)
+                    .header("origin", origin)
+                    .send()
+                    .await;
+                let code = response.json()["code"].as_str().map(str::to_owned);
+                outcomes.push((
+                    format!("from {origin}"),
+                    403,
+                    response.status.as_u16(),
+                    code,
+                ));
+            }
+            let response = app
+                .request(case.method.clone(), &path)
+                .session(&session)
+                .header("host", HOST)
+                .send()
+                .await;
+            let code = (!response.body.is_empty())
+                .then(|| response.json()["code"].as_str().map(str::to_owned))
+                .flatten();
+            let want = case.expected[index];
+            outcomes.push((
+                "without Origin".into(),
+                want,
+                response.status.as_u16(),
+                code,
+            ));
+            for (how, want, got, code) in outcomes {
+                let expected_code = match want {
+                    403 => Some("forbidden"),
+                    404 => Some("not_found"),
+                    422 => Some("validation_failed"),
+                    _ => None,
+                };
+                if got != want || code.as_deref() != expected_code {
+                    failures.push(format!(
+                        "{} as {} {how}: want {want} {expected_code:?}, got {got} {code:?}",
+                        case.operation, CALLERS[index]
+                    ));
+                }
+            }
+            let event = app.last_audit_event(&user.org).await;
+            if event.action != case.operation || event.status != Some(want) {
+                failures.push(format!(
+                    "{} as {}: audit recorded {} {:?}",
+                    case.operation, CALLERS[index], event.action, event.status
+                ));
+            }
+            // A template deployed under its own name: the next caller's
+            // deploy must not meet it.
+            if case.operation == "deployTemplate" && want == 201 {
+                app.request(Method::DELETE, &format!("{shared}/apps/nginx"))
+                    .by(&app.owner)
+                    .send()
+                    .await
+                    .assert_status(204);
             }
         }
     }

@@ -254,6 +254,8 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
         message.contains("release command of revision 2 failed"),
         "{message}"
     );
+    // Its retry failed too (BackoffLimitExceeded), not its deadline.
+    assert!(message.contains("failed again when retried"), "{message}");
     assert!(message.contains("revision 1 keeps running"), "{message}");
     // `kubectl describe` tells it too.
     let uid = app_uid(&app, &shop).await;

@@ -45,6 +45,7 @@ fn finish(api: &mut utoipa::openapi::OpenApi) {
     for (schema, forbidden) in berth_shared::apps::body::forbidden_combinations() {
         berth_shared::openapi::forbid(api, schema, forbidden);
     }
+    berth_shared::openapi::optional_body(api, Operation::RunApp);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {

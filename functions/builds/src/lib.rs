@@ -45,19 +45,9 @@ berth_shared::operations! {
     ],
 }
 
-/// What the annotations cannot say: createBuild's body may be left out
-/// (not `null`), which utoipa's `Option` would not say.
+/// What the annotations cannot say: createBuild's body may be left out.
 fn finish(api: &mut utoipa::openapi::OpenApi) {
-    let bodies = api
-        .paths
-        .paths
-        .values_mut()
-        .filter_map(|item| item.post.as_mut())
-        .filter(|operation| operation.operation_id.as_deref() == Some("createBuild"))
-        .filter_map(|operation| operation.request_body.as_mut());
-    for body in bodies {
-        body.required = Some(utoipa::openapi::Required::False);
-    }
+    berth_shared::openapi::optional_body(api, Operation::CreateBuild);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -103,7 +93,7 @@ struct CreateBuildBody {
     /// The branch, tag or commit to build instead of the app's `git_ref`
     /// (git's ref-format rules, at most 255 characters).
     #[serde(rename = "ref")]
-    #[schema(max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     git_ref: Option<String>,
 }
 

@@ -73,7 +73,12 @@ struct Invitation {
     email: String,
     #[schema(value_type = Role)]
     role: String,
-    #[schema(min_length = 1, max_length = 100)]
+    /// Not only white space.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     display_name: Option<String>,
 }
 

@@ -59,7 +59,12 @@ struct CreateBody {
     /// default host), unique in the cluster.
     #[schema(value_type = NewProjectName)]
     name: String,
-    #[schema(min_length = 1, max_length = 100)]
+    /// Not only white space.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     display_name: String,
     #[schema(max_length = 1000)]
     description: Option<String>,

@@ -41,17 +41,8 @@ fn finish(api: &mut utoipa::openapi::OpenApi) {
                 .into(),
         );
     }
-    // The body may be left out (not `null`): utoipa's `Option` would say
-    // the opposite.
-    let bodies = api
-        .paths
-        .paths
-        .values_mut()
-        .filter_map(|item| item.post.as_mut())
-        .filter_map(|operation| operation.request_body.as_mut());
-    for body in bodies {
-        body.required = Some(utoipa::openapi::Required::False);
-    }
+    // The body may be left out.
+    berth_shared::openapi::optional_body(api, Operation::DeployTemplate);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {

@@ -50,7 +50,12 @@ async fn list_tokens(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NewToken {
-    #[schema(min_length = 1, max_length = 64)]
+    /// Not only white space.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     name: String,
     /// Never expires when omitted.
     #[schema(minimum = 1, maximum = 365)]

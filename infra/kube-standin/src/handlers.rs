@@ -249,7 +249,8 @@ fn authorize_resource(
     if let (true, Some(name)) = (writes_object, target.name)
         && state.existing(&target.rt, target.namespace, name).is_err()
     {
-        rbac::authorize(&state, &app.rbac_uses, request.identity, &action("create"))?;
+        rbac::authorize(&state, &app.rbac_uses, request.identity, &action("create"))
+            .map_err(|_| rbac::forbidden_to_create(&target.rt.group, &target.rt.plural, name))?;
     }
     Ok(())
 }

@@ -433,6 +433,14 @@ fn rule_allows(rule: &Value, action: &Action<'_>) -> bool {
     }
 }
 
+/// An update or apply that would create the object, refused for want of
+/// `create`: a real API server (its create check in the update handler)
+/// says no more than `configmaps "applied" is forbidden: `.
+pub fn forbidden_to_create(group: &str, resource: &str, name: &str) -> ApiError {
+    let message = format!("{} \"{name}\" is forbidden: ", qualified(resource, group));
+    ApiError::forbidden(resource, group, name, message)
+}
+
 /// The real API server's `Forbidden`, word for word.
 fn forbidden(identity: &Identity, action: &Action<'_>) -> ApiError {
     let user = identity.user();

@@ -11,6 +11,7 @@ use crate::cluster::crd::{
     AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
     SecretKeyRef, object_names,
 };
+use crate::domain::CommandArg;
 use crate::domain::container_paths::{HealthCheckPath, MountPath};
 use crate::domain::git::{GitRef, GitRepo, RepoPath};
 use crate::domain::image::ImageRef;
@@ -30,7 +31,6 @@ const MAX_ENV: usize = 500;
 const MAX_DOMAINS: usize = 50;
 const MAX_VOLUMES: usize = 20;
 const MAX_COMMAND_ARGS: usize = 100;
-const MAX_COMMAND_ARG_BYTES: usize = 4096;
 /// Kubernetes' limit on object names that become labels and DNS labels.
 const MAX_OBJECT_NAME: usize = 63;
 /// A CronJob's Jobs add 11 characters to its name.
@@ -40,13 +40,17 @@ const MAX_CRONJOB_NAME: usize = 52;
 #[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessBody {
-    #[schema(value_type = Option<ProcessName>)]
+    /// Every process of `processes` has one (the flat fields' main process
+    /// is named by what it is: `web`, `worker` or `job`).
+    #[schema(value_type = ProcessName, required = true)]
     pub name: Option<String>,
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
     pub command: Option<Vec<String>>,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -75,7 +79,9 @@ pub struct EnvBody {
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretRefBody {
+    #[schema(value_type = SecretName)]
     pub name: String,
+    #[schema(value_type = SecretKey)]
     pub key: String,
 }
 
@@ -84,11 +90,11 @@ pub struct SecretRefBody {
 pub struct VolumeBody {
     #[schema(value_type = VolumeName)]
     pub name: String,
-    /// An absolute path in the container.
-    #[schema(pattern = "^/")]
+    #[schema(value_type = MountPath)]
     pub mount_path: String,
     /// A Kubernetes quantity above zero and at most `1Ti` (`1Gi` by
     /// default); grows, never shrinks.
+    #[schema(value_type = Option<VolumeSize>)]
     pub size: Option<String>,
 }
 
@@ -129,11 +135,11 @@ pub struct CreateBody {
     /// credentials in it: see `git_secret`). An app has an `image`, a
     /// `git_repo` or both; with a `git_repo` and no `image`, build 1 is
     /// queued at once and the app awaits it.
-    #[schema(max_length = 512, pattern = "^https://")]
+    #[schema(value_type = Option<GitRepo>)]
     pub git_repo: Option<String>,
     /// The branch, tag or commit to build (git's ref-format rules, at most
     /// 255 characters); the repository's default branch when omitted.
-    #[schema(max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     pub git_ref: Option<String>,
     #[serde(default, deserialize_with = "object::optional")]
     pub build: Option<BuildBody>,
@@ -143,6 +149,7 @@ pub struct CreateBody {
     pub git_secret: Option<String>,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
     pub command: Option<Vec<String>>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -151,6 +158,7 @@ pub struct CreateBody {
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -169,8 +177,9 @@ pub struct CreateBody {
     /// and with the DNS root's trailing dot optional (kept lowercase,
     /// without it). Each serves one app on the whole platform; none may be
     /// under the platform's apps domain.
-    #[schema(max_items = 50)]
+    #[schema(value_type = Option<Vec<Hostname>>, max_items = 50)]
     pub domains: Option<Vec<String>>,
+    #[schema(value_type = Option<HealthCheckPath>)]
     pub health_check_path: Option<String>,
     #[schema(max_items = 20)]
     #[serde(default, deserialize_with = "object::optional_list")]
@@ -181,7 +190,7 @@ pub struct CreateBody {
     /// env or this command change (a Job from the new image with the new
     /// env, no volumes); the workloads change only when it succeeds. Empty
     /// to remove (`app-deploy`, like `command`).
-    #[schema(max_items = 100)]
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
     pub release_command: Option<Vec<String>>,
     /// Roll a revision whose rollout fails back to the last configuration
     /// that became available; `true` by default.
@@ -197,11 +206,11 @@ pub struct UpdateBody {
     pub image: Option<String>,
     /// A new repository (`app-deploy`, like every source field); `null`
     /// removes the app's source, only when it has an image.
-    #[schema(value_type = Option<String>, max_length = 512, pattern = "^https://")]
+    #[schema(value_type = Option<GitRepo>)]
     #[serde(default, deserialize_with = "present")]
     pub git_repo: Option<Option<String>>,
     /// `null`: the repository's default branch.
-    #[schema(value_type = Option<String>, max_length = 255)]
+    #[schema(value_type = Option<GitRef>)]
     #[serde(default, deserialize_with = "present")]
     pub git_ref: Option<Option<String>>,
     #[serde(default, deserialize_with = "object::optional")]
@@ -212,6 +221,7 @@ pub struct UpdateBody {
     pub git_secret: Option<Option<String>>,
     #[schema(minimum = 1, maximum = 65535)]
     pub port: Option<i64>,
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
     pub command: Option<Vec<String>>,
     #[schema(minimum = 0, maximum = 100)]
     pub replicas: Option<i64>,
@@ -220,6 +230,7 @@ pub struct UpdateBody {
     pub max_replicas: Option<i64>,
     /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
     /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
     pub size: Option<String>,
     /// A 5-field cron expression: the process runs on a schedule.
     pub schedule: Option<String>,
@@ -238,8 +249,10 @@ pub struct UpdateBody {
     /// and with the DNS root's trailing dot optional (kept lowercase,
     /// without it). Each serves one app on the whole platform; none may be
     /// under the platform's apps domain.
-    #[schema(max_items = 50)]
+    #[schema(value_type = Option<Vec<Hostname>>, max_items = 50)]
     pub domains: Option<Vec<String>>,
+    /// `""` removes the health check.
+    #[schema(max_length = 1024, pattern = "^$|^/[!-~]*$")]
     pub health_check_path: Option<String>,
     #[schema(max_items = 20)]
     #[serde(default, deserialize_with = "object::optional_list")]
@@ -250,7 +263,7 @@ pub struct UpdateBody {
     /// env or this command change (a Job from the new image with the new
     /// env, no volumes); the workloads change only when it succeeds. Empty
     /// to remove (`app-deploy`, like `command`).
-    #[schema(max_items = 100)]
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
     pub release_command: Option<Vec<String>>,
     /// Roll a revision whose rollout fails back to the last configuration
     /// that became available; `true` by default.
@@ -710,13 +723,10 @@ fn parse_process(
 }
 
 fn parse_command(command: &[String], field: &str) -> Result<Vec<String>, ApiError> {
-    if command.len() > MAX_COMMAND_ARGS
-        || command
-            .iter()
-            .any(|arg| arg.len() > MAX_COMMAND_ARG_BYTES || arg.contains('\0'))
-    {
+    if command.len() > MAX_COMMAND_ARGS || !command.iter().all(|arg| CommandArg::holds(arg)) {
         return Err(ApiError::ValidationFailed(format!(
-            "{field}: at most {MAX_COMMAND_ARGS} arguments of at most {MAX_COMMAND_ARG_BYTES} bytes, without NUL"
+            "{field}: at most {MAX_COMMAND_ARGS} arguments of at most {} characters, without NUL",
+            CommandArg::MAX_LEN
         )));
     }
     Ok(command.to_vec())

@@ -115,19 +115,33 @@ impl EnvType {
 )]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
+    // A Kubernetes quantity in plain notation (no sign or exponent), as
+    // `Quantity::parse_plain` takes it; likewise `memory`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(examples("4", "500m"))]
+    #[schema(
+        examples("4", "500m"),
+        max_length = 32,
+        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
+    )]
     pub cpu: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(examples("8Gi"))]
+    #[schema(
+        examples("8Gi"),
+        max_length = 32,
+        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
+    )]
     pub memory: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 1, maximum = 10000)]
     pub pods: Option<i32>,
     /// The storage all volumes of the environment may request together:
     /// `1Ti` when omitted, at most `10Ti`.
+    // `Quantity::parse`'s notation (`domain::size`'s QUANTITY_NOTATION).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(examples("500Gi"))]
+    #[schema(
+        examples("500Gi"),
+        pattern = "^[+-]?(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?(?:0?[0-5]?[0-9]|0?6[0-4]))?$"
+    )]
     pub storage: Option<String>,
     /// How many volumes the environment may have: 20 when omitted, at most 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]

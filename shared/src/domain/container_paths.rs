@@ -24,7 +24,8 @@ impl MountPath {
                 Self::MAX_LEN
             ))
         };
-        if value.len() > Self::MAX_LEN {
+        // Characters, as the description's maxLength counts them.
+        if value.chars().count() > Self::MAX_LEN {
             return Err(invalid());
         }
         let path = value.strip_suffix('/').unwrap_or(value);
@@ -45,6 +46,28 @@ impl MountPath {
     }
 }
 string_newtype!(MountPath);
+
+/// White space (`char::is_whitespace`) and control characters
+/// (`char::is_control`), as a character class's ranges.
+const WHITE_SPACE_OR_CONTROL: &str =
+    r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+
+impl utoipa::PartialSchema for MountPath {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        // Segments of allowed characters, none `.` or `..` (the lookahead),
+        // and one trailing '/' at most.
+        let pattern = format!(r"^(?:/(?!\.\.?(?:/|$))[^/:{WHITE_SPACE_OR_CONTROL}]+)+/?$");
+        super::string_schema(
+            None,
+            Some(Self::MAX_LEN),
+            &pattern,
+            "An absolute path in the container other than `/`, without empty, `.` or `..` \
+             segments, ':', white space or control characters.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for MountPath {}
 
 /// The path an HTTP health check requests: starts with `/`, at most 1024
 /// characters, printable ASCII without spaces (a URL path with an optional
@@ -71,6 +94,19 @@ impl HealthCheckPath {
     }
 }
 string_newtype!(HealthCheckPath);
+
+impl utoipa::PartialSchema for HealthCheckPath {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::string_schema(
+            None,
+            Some(Self::MAX_LEN),
+            r"^/[!-~]*$",
+            "A URL path (and query) starting with '/', printable ASCII without spaces.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for HealthCheckPath {}
 
 #[cfg(test)]
 mod tests {

@@ -92,6 +92,27 @@ impl GitRepo {
     }
 }
 
+/// [`GitRepo::parse`]'s rules as the description states them (ECMA-262;
+/// Python's `re` reads it alike): `https://`, a host of DNS labels (253
+/// characters at most, the lookahead), an optional port, then a path of
+/// the characters allowed, no `.` or `..` component (the two lookaheads).
+/// The length is `maxLength`'s.
+const GIT_REPO_PATTERN: &str = r"^https://(?=[^/:]{1,253}[:/])[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?/(?!\.\.?(?:/|$))(?!.*/\.\.?(?:/|$))[A-Za-z0-9/_.~%-]+$";
+
+impl utoipa::PartialSchema for GitRepo {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::string_schema(
+            None,
+            Some(Self::MAX_LEN),
+            GIT_REPO_PATTERN,
+            "An `https://` URL of a git repository: host and path, no credentials, query or \
+             fragment.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for GitRepo {}
+
 /// A branch, tag or commit, by git's ref-format rules (see the module).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GitRef(String);
@@ -117,9 +138,30 @@ impl GitRef {
 
 string_newtype!(GitRef);
 
+/// [`GitRef::parse`]'s rules as the description states them (ECMA-262, as
+/// JSON Schema reads a pattern; Python's `re` reads it alike): each
+/// negative lookahead one rule, then '/'-separated components of the
+/// characters a ref may hold. The length is `maxLength`'s.
+const GIT_REF_PATTERN: &str = r"^(?!-)(?!@$)(?!.*\.\.)(?!.*@\{)(?!.*\.$)(?!.*\.lock(?:/|$))(?!(?:.*/)?\.)[^\x00-\x20\x7f~^:?*\[\\/]+(?:/[^\x00-\x20\x7f~^:?*\[\\/]+)*$";
+
+impl utoipa::PartialSchema for GitRef {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::string_schema(
+            Some(1),
+            Some(Self::MAX_LEN),
+            GIT_REF_PATTERN,
+            "A git branch, tag or commit, by git's ref-format rules (`git check-ref-format`), \
+             not starting with `-`.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for GitRef {}
+
 fn is_ref(value: &str) -> bool {
     !value.is_empty()
-        && value.len() <= GitRef::MAX_LEN
+        // Characters, as the description's maxLength counts them.
+        && value.chars().count() <= GitRef::MAX_LEN
         && value != "@"
         && !value.starts_with('-')
         && !value.ends_with('.')

@@ -16,6 +16,50 @@ pub mod size;
 
 use crate::ApiError;
 
+/// The description's schema of a string a parser here takes: its lengths
+/// (in characters, as `minLength` and `maxLength` count them), its pattern
+/// (ECMA-262, which Python's `re` reads alike) and what it is.
+pub(crate) fn string_schema(
+    min: Option<usize>,
+    max: Option<usize>,
+    pattern: &str,
+    description: &str,
+) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .min_length(min)
+        .max_length(max)
+        .pattern(Some(pattern))
+        .description(Some(description))
+        .into()
+}
+
+/// An argument of a command a process or a release runs: at most
+/// [`CommandArg::MAX_LEN`] characters, without NUL (which no argument of
+/// `execve` can hold). Only its schema is a type; `apps::body` checks it.
+pub struct CommandArg;
+
+impl CommandArg {
+    pub const MAX_LEN: usize = 4096;
+
+    pub fn holds(value: &str) -> bool {
+        value.chars().count() <= Self::MAX_LEN && !value.contains('\0')
+    }
+}
+
+impl utoipa::PartialSchema for CommandArg {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        string_schema(
+            None,
+            Some(Self::MAX_LEN),
+            r"^[^\x00]*$",
+            "An argument of a command, without NUL.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for CommandArg {}
+
 /// Why a value was refused: what it must be, without echoing it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid(pub String);

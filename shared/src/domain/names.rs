@@ -349,6 +349,19 @@ impl SecretKey {
 }
 string_newtype!(SecretKey);
 
+impl utoipa::PartialSchema for SecretKey {
+    fn schema() -> RefOr<Schema> {
+        super::string_schema(
+            Some(1),
+            Some(Self::MAX_LEN),
+            r"^(?!\.\.?$)[-._a-zA-Z0-9]+$",
+            "A key of a secret: letters, digits, '-', '_' and '.', not '.' or '..'.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for SecretKey {}
+
 /// An environment variable's name: `[A-Za-z_][A-Za-z0-9_]*`, 1 to 256
 /// characters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -407,6 +420,15 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
         entry::<NamespaceName>(),
         entry::<SecretName>(),
         entry::<EnvName>(),
+        entry::<super::git::GitRef>(),
+        entry::<super::git::GitRepo>(),
+        entry::<Hostname>(),
+        entry::<SecretKey>(),
+        entry::<super::container_paths::MountPath>(),
+        entry::<super::container_paths::HealthCheckPath>(),
+        entry::<super::CommandArg>(),
+        entry::<super::size::Size>(),
+        entry::<super::size::VolumeSize>(),
     ]
 }
 
@@ -457,6 +479,21 @@ impl Hostname {
     }
 }
 string_newtype!(Hostname);
+
+impl utoipa::PartialSchema for Hostname {
+    fn schema() -> RefOr<Schema> {
+        // At most 253 characters without the optional trailing dot; the
+        // last label not all digits; two or more labels, any case.
+        super::string_schema(
+            None,
+            Some(Self::MAX_LEN + 1),
+            r"^(?=.{1,253}\.?$)(?!(?:.*\.)?[0-9]+\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+\.?$",
+            "A fully qualified hostname, case-insensitive, the DNS root's trailing dot optional.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for Hostname {}
 
 impl Hostname {
     /// Whether this hostname is `domain` or a name under it.

@@ -354,6 +354,39 @@ impl Size {
     }
 }
 
+/// [`Quantity::parse`]'s notation as a pattern (unanchored): a sign, digits
+/// with an optional fraction (or a bare fraction), and a suffix or a decimal
+/// exponent. Its bounds (64 significant digits, an exponent of at most 64)
+/// and the magnitudes the types below allow are the parsers' alone.
+pub const QUANTITY_NOTATION: &str = r"[+-]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?(?:0?[0-5]?[0-9]|0?6[0-4]))?";
+
+impl utoipa::PartialSchema for Size {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let presets = PRESETS.map(|(name, ..)| name).join("|");
+        super::string_schema(
+            None,
+            None,
+            &format!("^(?:{presets}|{QUANTITY_NOTATION}/{QUANTITY_NOTATION})$"),
+            "A preset or `CPU/MEMORY` in Kubernetes quantities, at most 16 CPU and 64Gi.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for Size {}
+
+impl utoipa::PartialSchema for VolumeSize {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        super::string_schema(
+            None,
+            None,
+            &format!("^{QUANTITY_NOTATION}$"),
+            "A Kubernetes quantity above zero and at most 1Ti.",
+        )
+    }
+}
+
+impl utoipa::ToSchema for VolumeSize {}
+
 /// A volume's size: a quantity above zero and at most [`MAX_VOLUME`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct VolumeSize(Quantity);

@@ -14,8 +14,11 @@ use crate::error::Missing;
 use crate::identity::{Authentication, Principal};
 use crate::{ApiError, Operation};
 
-/// A JSON request body, an object. Bad JSON or wrong types are 400, another
-/// content type 415, an oversized body 413.
+use super::whole_numbers;
+
+/// A JSON request body, an object. None, bad JSON or wrong types are 400,
+/// another content type 415, an oversized body 413. A whole number is an
+/// integer however it is written (`8.0`, `8e0`): see [`whole_numbers`].
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
 
@@ -27,9 +30,28 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let axum::Json(Object(value)) =
-            axum::Json::<Object<T>>::from_request(request, state).await?;
-        Ok(Self(value))
+        <Self as axum::extract::OptionalFromRequest<S>>::from_request(request, state)
+            .await?
+            .ok_or_else(|| ApiError::InvalidRequest("the body is required: a JSON object".into()))
+    }
+}
+
+/// The body's value: serde's reading of the text, or, where that fails on
+/// the shape, of the text with its whole numbers written as integers (JSON
+/// Schema 2020-12, which the description uses, counts `8.0` as an integer;
+/// serde reads an integer only from `8`). Only a body that would be refused
+/// is read again, so every other one is read exactly as sent.
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match axum::Json::<Object<T>>::from_bytes(bytes) {
+        Ok(axum::Json(Object(value))) => Ok(value),
+        Err(JsonRejection::JsonDataError(refused)) => match whole_numbers::as_integers(bytes) {
+            Some(rewritten) => {
+                let axum::Json(Object(value)) = axum::Json::<Object<T>>::from_bytes(&rewritten)?;
+                Ok(value)
+            }
+            None => Err(JsonRejection::JsonDataError(refused).into()),
+        },
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -123,8 +145,8 @@ fn missing_named_by(raw: &RawPathParams) -> Missing {
 }
 
 /// An optional JSON body: nothing sent is `None`, with or without a content
-/// type (a change made with the session cookie must name JSON even without
-/// a body, see `forgery`); anything sent must be JSON.
+/// type (as curl and generated clients send a body-less request); anything
+/// sent must be JSON.
 impl<T, S> axum::extract::OptionalFromRequest<S> for JsonBody<T>
 where
     T: serde::de::DeserializeOwned,
@@ -148,8 +170,7 @@ where
                 "the body must be application/json".into(),
             ));
         }
-        let axum::Json(Object(value)) = axum::Json::<Object<T>>::from_bytes(&bytes)?;
-        Ok(Some(Self(value)))
+        parse(&bytes).map(|value| Some(Self(value)))
     }
 }
 

@@ -1,16 +1,19 @@
 //! Requests a browser could send with the user's session cookie from another
 //! site's page (cross-site request forgery). The cookie is `SameSite=Lax`,
-//! which keeps it off cross-site POSTs, but a page on a sibling subdomain is
-//! the same *site*: only the request itself tells it apart. A page can make
-//! a browser send, without asking the API first (no CORS preflight), only a
-//! "simple" request: a form's content types or none at all. So a change made
-//! with the session cookie must:
+//! which keeps it off cross-site changes, but a page on a sibling subdomain
+//! is the same *site*: only the request itself tells it apart, and a browser
+//! says where a request comes from in two headers no page can set or forge:
 //!
-//! - say `Content-Type: application/json` (or another JSON type, as the
-//!   bodies accept), which no page can send without a preflight that Berth
-//!   never grants (`415 unsupported_media_type`), also when it has no body;
-//! - come from the API's own origin when the browser names one (`Origin`,
-//!   which a page cannot forge): another is `403 forbidden`.
+//! - `Origin` (on every `POST`, `PUT`, `PATCH` and `DELETE` a current
+//!   browser sends): another origin than the API's own is `403 forbidden`;
+//! - `Sec-Fetch-Site` (fetch metadata): `cross-site` or `same-site` is
+//!   `403 forbidden`; `same-origin` and `none` (the user's own doing) pass.
+//!
+//! A change with neither header does not come from a browser's page (curl,
+//! a script, a generated client) and passes, with or without a content
+//! type. A body sent with the cookie must be JSON (`415`), as the bodies
+//! are: a form or a `text/plain` fetch is what a page can send unasked.
+//! docs/api-notes.md says which browsers each defence covers.
 //!
 //! Reads (GET) change nothing, and API tokens are never sent by a browser on
 //! its own: both pass. Checked once for every route, before its handler.
@@ -20,13 +23,32 @@ use axum::http::{HeaderMap, Method, Uri, header};
 use crate::identity::{Authentication, Credential};
 use crate::{ApiError, Operation};
 
+/// What the check reads of a request.
+pub struct Sent<'r> {
+    pub method: &'r Method,
+    pub uri: &'r Uri,
+    pub headers: &'r HeaderMap,
+    /// Whether the request may carry a body (its length is not known to be 0).
+    pub has_body: bool,
+}
+
+impl<'r> Sent<'r> {
+    pub fn of(request: &'r axum::extract::Request) -> Self {
+        use axum::body::HttpBody as _;
+        Self {
+            method: request.method(),
+            uri: request.uri(),
+            headers: request.headers(),
+            has_body: request.body().size_hint().exact() != Some(0),
+        }
+    }
+}
+
 /// Refuses a state-changing request authenticated by the session cookie that
 /// a page of another origin could have made the browser send.
 pub fn check(
     operation: Operation,
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
+    sent: &Sent<'_>,
     authentication: Option<&Authentication>,
 ) -> Result<(), ApiError> {
     let by_cookie = matches!(
@@ -36,33 +58,39 @@ pub fn check(
     );
     // A login acts with the credentials it is sent, never with a cookie it
     // happens to carry (and its JSON body needs the content type anyway).
-    if !by_cookie || operation == Operation::Login || !changes_state(method) {
+    if !by_cookie || operation == Operation::Login || !changes_state(sent.method) {
         return Ok(());
     }
-    if !is_json(headers) {
-        return Err(ApiError::UnsupportedMediaType(
-            "a change made with the session cookie must be sent with Content-Type: \
-             application/json, also when it has no body"
-                .into(),
-        ));
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let own = own_origin(uri, headers);
-        let same = origin
+    let fetched_from_another_site = sent
+        .headers
+        .get(SEC_FETCH_SITE)
+        .is_some_and(|site| !matches!(site.as_bytes(), b"same-origin" | b"none"));
+    let from_another_origin = sent.headers.get(header::ORIGIN).is_some_and(|origin| {
+        let own = own_origin(sent.uri, sent.headers);
+        origin
             .to_str()
             .ok()
             .and_then(normalize)
-            .is_some_and(|origin| own.as_deref() == Some(origin.as_str()));
-        if !same {
-            return Err(ApiError::Forbidden(
-                "a change made with the session cookie must come from the API's own origin; \
-                 use an API token from other origins"
-                    .into(),
-            ));
-        }
+            .is_none_or(|origin| own.as_deref() != Some(origin.as_str()))
+    });
+    if fetched_from_another_site || from_another_origin {
+        return Err(ApiError::Forbidden(
+            "a change made with the session cookie must come from the API's own origin; \
+             use an API token from other origins"
+                .into(),
+        ));
+    }
+    if sent.has_body && !is_json(sent.headers) {
+        return Err(ApiError::UnsupportedMediaType(
+            "a body sent with the session cookie must be application/json".into(),
+        ));
     }
     Ok(())
 }
+
+/// The fetch metadata header that says how the page that made a request
+/// relates to the API: `same-origin`, `same-site`, `cross-site` or `none`.
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
 
 fn changes_state(method: &Method) -> bool {
     !matches!(
@@ -156,17 +184,23 @@ mod tests {
         map
     }
 
+    /// The code a request of `method` to `uri` with these headers, with or
+    /// without a body, is refused with (`None`: it passes).
     fn code(
         method: Method,
         uri: &str,
         pairs: &[(&'static str, &str)],
+        has_body: bool,
         credential: Credential,
     ) -> Option<&'static str> {
         check(
             Operation::RestartApp,
-            &method,
-            &uri.parse().unwrap(),
-            &headers(pairs),
+            &Sent {
+                method: &method,
+                uri: &uri.parse().unwrap(),
+                headers: &headers(pairs),
+                has_body,
+            },
             Some(&caller(credential)),
         )
         .err()
@@ -177,67 +211,176 @@ mod tests {
         Credential::Session { digest: "d".into() }
     }
 
+    const HOST: (&str, &str) = ("host", "berth.example.com");
+    const JSON: (&str, &str) = ("content-type", "application/json");
+    const LOCAL: &str = "/api/v1/x";
+
     #[test]
-    fn cookie_changes_need_json_and_the_own_origin() {
-        let json = ("content-type", "application/json");
-        let host = ("host", "berth.example.com");
-        let local = "/api/v1/x";
-        assert_eq!(
-            code(Method::POST, local, &[host], session()),
-            Some("unsupported_media_type")
-        );
-        for form in [
-            "text/plain",
-            "application/x-www-form-urlencoded",
-            "multipart/form-data",
-        ] {
+    fn changes_without_a_browsers_headers_pass_with_or_without_a_content_type() {
+        for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+            assert_eq!(code(method.clone(), LOCAL, &[HOST], false, session()), None);
+            assert_eq!(code(method.clone(), LOCAL, &[], false, session()), None);
+            for form in [
+                "text/plain",
+                "application/x-www-form-urlencoded",
+                "multipart/form-data",
+            ] {
+                // Nothing sent: what it says it is does not matter.
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[HOST, ("content-type", form)],
+                        false,
+                        session()
+                    ),
+                    None
+                );
+                // A body the browser could send unasked is not JSON.
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[HOST, ("content-type", form)],
+                        true,
+                        session()
+                    ),
+                    Some("unsupported_media_type"),
+                    "{method} {form}"
+                );
+            }
             assert_eq!(
-                code(
-                    Method::DELETE,
-                    local,
-                    &[host, ("content-type", form)],
-                    session()
-                ),
+                code(method.clone(), LOCAL, &[HOST], true, session()),
                 Some("unsupported_media_type")
             );
-        }
-        assert_eq!(code(Method::POST, local, &[host, json], session()), None);
-        for same in ["http://berth.example.com", "HTTP://Berth.Example.com:80"] {
             assert_eq!(
-                code(
-                    Method::PATCH,
-                    local,
-                    &[host, json, ("origin", same)],
-                    session()
-                ),
+                code(method.clone(), LOCAL, &[HOST, JSON], true, session()),
                 None
             );
         }
-        for foreign in [
-            "https://berth.example.com",
-            "http://evil.example.com",
-            "http://berth.example.com.evil.net",
-            "http://berth.example.com:8080",
-            "null",
-            "",
-        ] {
-            assert_eq!(
-                code(
-                    Method::PUT,
-                    local,
-                    &[host, json, ("origin", foreign)],
-                    session()
-                ),
-                Some("forbidden"),
-                "{foreign}"
-            );
+        assert_eq!(
+            code(
+                Method::POST,
+                LOCAL,
+                &[
+                    HOST,
+                    (
+                        "content-type",
+                        "application/merge-patch+json; charset=utf-8"
+                    )
+                ],
+                true,
+                session()
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn changes_from_another_origin_or_site_are_forbidden() {
+        for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
+            for same in ["http://berth.example.com", "HTTP://Berth.Example.com:80"] {
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[HOST, ("origin", same)],
+                        false,
+                        session()
+                    ),
+                    None
+                );
+            }
+            for foreign in [
+                // A sibling subdomain: the same site for SameSite=Lax.
+                "http://pages.example.com",
+                "https://berth.example.com",
+                "http://evil.example.net",
+                "http://berth.example.com.evil.net",
+                "http://berth.example.com:8080",
+                "null",
+                "",
+            ] {
+                for has_body in [false, true] {
+                    assert_eq!(
+                        code(
+                            method.clone(),
+                            LOCAL,
+                            &[HOST, JSON, ("origin", foreign)],
+                            has_body,
+                            session()
+                        ),
+                        Some("forbidden"),
+                        "{method} {foreign}"
+                    );
+                }
+            }
+            for site in ["cross-site", "same-site", "something-new"] {
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[HOST, ("sec-fetch-site", site)],
+                        false,
+                        session()
+                    ),
+                    Some("forbidden"),
+                    "{method} {site}"
+                );
+                // Whatever Origin says: each header is a defence of its own.
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[
+                            HOST,
+                            ("origin", "http://berth.example.com"),
+                            ("sec-fetch-site", site)
+                        ],
+                        false,
+                        session()
+                    ),
+                    Some("forbidden")
+                );
+            }
+            for own in ["same-origin", "none"] {
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[
+                            HOST,
+                            ("origin", "http://berth.example.com"),
+                            ("sec-fetch-site", own)
+                        ],
+                        false,
+                        session()
+                    ),
+                    None
+                );
+                assert_eq!(
+                    code(
+                        method.clone(),
+                        LOCAL,
+                        &[
+                            HOST,
+                            ("origin", "http://pages.example.com"),
+                            ("sec-fetch-site", own)
+                        ],
+                        false,
+                        session()
+                    ),
+                    Some("forbidden")
+                );
+            }
         }
         // No Host at all: no origin is the API's own.
         assert_eq!(
             code(
                 Method::POST,
-                local,
-                &[json, ("origin", "http://berth.example.com")],
+                LOCAL,
+                &[("origin", "http://berth.example.com")],
+                false,
                 session()
             ),
             Some("forbidden")
@@ -245,12 +388,16 @@ mod tests {
         // On Lambda the URI carries scheme and host (from API Gateway).
         let lambda = "https://api.example.com/api/v1/x";
         let origin = ("origin", "https://api.example.com");
-        assert_eq!(code(Method::POST, lambda, &[json, origin], session()), None);
+        assert_eq!(
+            code(Method::POST, lambda, &[origin], false, session()),
+            None
+        );
         assert_eq!(
             code(
                 Method::POST,
                 lambda,
-                &[json, ("origin", "https://app.example.com")],
+                &[("origin", "https://app.example.com")],
+                false,
                 session()
             ),
             Some("forbidden")
@@ -259,28 +406,14 @@ mod tests {
         assert_eq!(
             code(
                 Method::POST,
-                local,
+                LOCAL,
                 &[
-                    host,
-                    json,
+                    HOST,
+                    JSON,
                     ("x-forwarded-proto", "https"),
                     ("origin", "https://berth.example.com:443")
                 ],
-                session()
-            ),
-            None
-        );
-        assert_eq!(
-            code(
-                Method::POST,
-                local,
-                &[
-                    host,
-                    (
-                        "content-type",
-                        "application/merge-patch+json; charset=utf-8"
-                    )
-                ],
+                true,
                 session()
             ),
             None
@@ -290,20 +423,33 @@ mod tests {
     #[test]
     fn reads_tokens_and_logins_pass() {
         let foreign = ("origin", "http://evil.example.com");
-        assert_eq!(code(Method::GET, "/x", &[foreign], session()), None);
-        assert_eq!(code(Method::HEAD, "/x", &[foreign], session()), None);
+        let cross = ("sec-fetch-site", "cross-site");
+        assert_eq!(
+            code(Method::GET, "/x", &[foreign, cross], false, session()),
+            None
+        );
+        assert_eq!(
+            code(Method::HEAD, "/x", &[foreign, cross], false, session()),
+            None
+        );
         let token = Credential::Token { id: "t".into() };
-        assert_eq!(code(Method::POST, "/x", &[foreign], token), None);
-        assert!(
+        assert_eq!(
+            code(Method::POST, "/x", &[foreign, cross], true, token),
+            None
+        );
+        let login = |authentication| {
             check(
                 Operation::Login,
-                &Method::POST,
-                &"/api/v1/auth/login".parse().unwrap(),
-                &headers(&[foreign]),
-                Some(&caller(session())),
+                &Sent {
+                    method: &Method::POST,
+                    uri: &"/api/v1/auth/login".parse().unwrap(),
+                    headers: &headers(&[foreign, cross]),
+                    has_body: true,
+                },
+                authentication,
             )
-            .is_ok()
-        );
+        };
+        assert!(login(Some(&caller(session()))).is_ok());
         for anonymous in [
             None,
             Some(&Authentication::Anonymous),
@@ -312,9 +458,12 @@ mod tests {
             assert!(
                 check(
                     Operation::RestartApp,
-                    &Method::POST,
-                    &"/x".parse().unwrap(),
-                    &headers(&[foreign]),
+                    &Sent {
+                        method: &Method::POST,
+                        uri: &"/x".parse().unwrap(),
+                        headers: &headers(&[foreign, cross]),
+                        has_body: false,
+                    },
                     anonymous,
                 )
                 .is_ok()

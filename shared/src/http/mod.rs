@@ -7,6 +7,7 @@ pub mod forgery;
 pub mod pipeline;
 pub mod routes;
 pub mod scope;
+pub mod whole_numbers;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -35,9 +36,7 @@ async fn tag_operation(State(op): State<Operation>, mut request: Request, next: 
     scope::note_operation(op);
     let forged = forgery::check(
         op,
-        request.method(),
-        request.uri(),
-        request.headers(),
+        &forgery::Sent::of(&request),
         request.extensions().get::<Authentication>(),
     );
     let mut response = match forged {

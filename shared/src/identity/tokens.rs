@@ -65,12 +65,7 @@ pub struct CreatedToken {
 }
 
 pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), ApiError> {
-    let name_len = name.trim().chars().count();
-    if name_len == 0 || name.chars().count() > MAX_NAME_LEN {
-        return Err(ApiError::ValidationFailed(format!(
-            "name: must be 1 to {MAX_NAME_LEN} characters"
-        )));
-    }
+    crate::names::text("name", name, MAX_NAME_LEN)?;
     if let Some(days) = expires_in_days
         && !(1..=MAX_LIFETIME_DAYS).contains(&days)
     {

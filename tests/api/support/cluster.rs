@@ -18,6 +18,8 @@ use kube::api::ListParams;
 use berth_shared::cluster::crd::Project;
 use berth_shared::cluster::{access, install};
 
+use super::cleanup;
+pub use super::cleanup::unique;
 use super::identities;
 
 /// How long a test app's rollout may make no progress before it is reported
@@ -25,8 +27,11 @@ use super::identities;
 /// rollout stalls.
 pub const PROGRESS_DEADLINE_SECONDS: i32 = 10;
 /// How long a test app's release command may run: short, so that a
-/// release that never finishes (no node runs its pod) fails soon.
-pub const RELEASE_DEADLINE_SECONDS: i64 = 8;
+/// release that never finishes (no node runs its pod) fails soon, yet long
+/// enough for its one retry, which the Job controller starts only 10 s after
+/// the first try failed (its pod failure back-off; the stand-in waits as
+/// long): with less, the Job fails `DeadlineExceeded` after one try.
+pub const RELEASE_DEADLINE_SECONDS: i64 = 30;
 /// The default domain of the test apps' hosts.
 pub const APPS_DOMAIN: &str = "apps.berth.test";
 /// The Ingress class of the test apps (none needs to exist for the apiserver).
@@ -115,6 +120,10 @@ impl Drop for TestCluster {
         }
         if let Some(standin) = &self.standin {
             identities::record_uses(standin);
+            // The stand-in goes with the test, and all on it.
+            cleanup::take_named();
+        } else {
+            cleanup::remove_named_now(&self.admin_kubeconfig, cleanup::take_named());
         }
     }
 }
@@ -123,10 +132,12 @@ impl Drop for TestCluster {
 /// kubeconfig: a new stand-in, or `BERTH_TEST_KUBECONFIG`'s cluster.
 pub async fn bare_cluster() -> (Option<StandIn>, String) {
     match std::env::var(REAL_CLUSTER_ENV) {
-        Ok(path) => (
-            None,
-            std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable"),
-        ),
+        Ok(path) => {
+            let kubeconfig =
+                std::fs::read_to_string(&path).expect("BERTH_TEST_KUBECONFIG is readable");
+            earlier_runs_swept(&kubeconfig).await;
+            (None, kubeconfig)
+        }
         Err(_) => {
             // Controllers as on the real clusters Berth is checked against (pods stay
             // Pending there: no scheduler, no kubelet); tests play the kubelet themselves.
@@ -143,6 +154,41 @@ pub async fn bare_cluster() -> (Option<StandIn>, String) {
             (Some(standin), kubeconfig)
         }
     }
+}
+
+/// Once per test process, before its first test touches a real cluster:
+/// what earlier runs left there is deleted (`cleanup::sweep_earlier_runs`).
+/// On a runtime of its own, like the shared controller's, since the first
+/// test's runtime ends with it while others wait here.
+async fn earlier_runs_swept(admin_kubeconfig: &str) {
+    static SWEPT: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    SWEPT
+        .get_or_init(|| async {
+            let kubeconfig = admin_kubeconfig.to_owned();
+            let cutoff = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            );
+            let swept = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the sweep")
+                    .block_on(async {
+                        let client =
+                            access::client_from_kubeconfig(&kubeconfig, None, CLIENT_TIMEOUT)
+                                .await
+                                .expect("a client for the test cluster");
+                        cleanup::sweep_earlier_runs(&client, &cutoff).await
+                    })
+            });
+            let swept = tokio::task::spawn_blocking(move || swept.join())
+                .await
+                .expect("the sweep's thread");
+            swept
+                .expect("the sweep of earlier runs' objects")
+                .expect("the sweep of earlier runs' objects");
+        })
+        .await;
 }
 
 impl TestCluster {
@@ -390,16 +436,6 @@ impl SharedController {
         *self.running.lock().unwrap() = started;
         stopped
     }
-}
-
-/// A name no other test (or earlier run on a real cluster) uses: every
-/// cluster-wide or platform-wide name a test gives (projects, and so
-/// environments' namespaces) comes from here.
-pub fn unique(prefix: &str) -> String {
-    format!(
-        "{prefix}-{}",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    )
 }
 
 /// Waits until the claim `name` is gone, or marked for deletion: a claim in

@@ -2,6 +2,7 @@
 //! by `make test`, reached over HTTP with the real SDK), a fresh table per
 //! test, the whole API in process, and accounts of every role.
 
+pub mod cleanup;
 pub mod cluster;
 pub mod dns;
 pub mod git_http;
@@ -495,12 +496,6 @@ impl TestRequest<'_> {
 
     pub fn json(mut self, body: Value) -> Self {
         self.body = serde_json::to_vec(&body).expect("json");
-        self.header("content-type", "application/json")
-    }
-
-    /// `Content-Type: application/json` without a body: what a change made
-    /// with the session cookie must say even when it sends nothing.
-    pub fn says_json(self) -> Self {
         self.header("content-type", "application/json")
     }
 

@@ -5,8 +5,15 @@
 //! A Job running longer than its `activeDeadlineSeconds` (from its `startTime`) fails with
 //! `DeadlineExceeded`, and its active pods are deleted.
 //!
+//! A failed pod is replaced after the Job controller's back-off: 10 s after the last failure,
+//! doubling with each further failure, at most 10 minutes (`DefaultJobPodFailureBackOff`,
+//! `MaxJobPodFailureBackOff` of kubernetes' pkg/controller/job). So a Job whose deadline is
+//! shorter than the back-off fails `DeadlineExceeded` after one try, as on a real cluster.
+//! The failed count and the `Failed` condition are written together, as the real controller
+//! does (it adds the condition only once no terminated pod is left uncounted).
+//!
 //! Not simulated: the `batch.kubernetes.io/job-tracking` finalizer on pods, pod failure
-//! policies, indexed completions and back-off delays.
+//! policies and indexed completions.
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
@@ -119,6 +126,8 @@ fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
                     "Job has reached the specified backoff limit",
                 ),
             );
+        } else if in_backoff(&pods, failed, now) {
+            // The replacement waits; the next passes look again.
         } else {
             let wanted = parallelism.min(completions - succeeded);
             let missing = wanted - active.len() as i64;
@@ -156,6 +165,60 @@ fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
         status.insert("conditions".into(), Value::Array(conditions));
     }
     state.sim_set_status(key, Value::Object(status));
+}
+
+/// The Job controller's pod failure back-off: the first retry 10 s after a failure,
+/// doubling, at most 10 minutes.
+const FIRST_BACKOFF_SECONDS: i64 = 10;
+const MAX_BACKOFF_SECONDS: i64 = 600;
+
+/// Whether a replacement for the Job's `failed` pods must still wait, counted from the
+/// last failure (when its containers finished, as the real controller reads it).
+fn in_backoff(pods: &[(ObjKey, std::sync::Arc<Value>)], failed: i64, now: &str) -> bool {
+    if failed == 0 {
+        return false;
+    }
+    let delay = FIRST_BACKOFF_SECONDS
+        .saturating_mul(1_i64 << (failed - 1).min(16))
+        .min(MAX_BACKOFF_SECONDS);
+    let last_failure = pods
+        .iter()
+        .filter(|(_, p)| pod_phase(p) == "Failed")
+        .filter_map(|(_, p)| finished_at(p))
+        .max();
+    match (last_failure, now.parse::<Timestamp>()) {
+        (Some(at), Ok(now)) => now.as_second() - at < delay,
+        _ => false,
+    }
+}
+
+/// When a pod ended: its containers' last `finishedAt`, else its last condition change,
+/// else its creation (the order of kubernetes' `getFinishedTime`).
+fn finished_at(pod: &Value) -> Option<i64> {
+    let seconds = |at: &Value| {
+        at.as_str()
+            .and_then(|at| at.parse::<Timestamp>().ok())
+            .map(|at| at.as_second())
+    };
+    let statuses = pod
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array);
+    let containers = statuses
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.pointer("/state/terminated/finishedAt").and_then(seconds))
+        .max();
+    let conditions = || {
+        pod.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("lastTransitionTime").and_then(seconds))
+            .max()
+    };
+    containers
+        .or_else(conditions)
+        .or_else(|| pod.pointer("/metadata/creationTimestamp").and_then(seconds))
 }
 
 /// Whether the Job has run longer than its `activeDeadlineSeconds`.

@@ -25,6 +25,8 @@ pub struct TestEnv {
     /// A namespace created for this test.
     pub ns: String,
     kubeconfig: String,
+    /// Namespaces made for the test besides `ns`, deleted with it.
+    extra: std::sync::Mutex<Vec<String>>,
 }
 
 pub async fn client_from_kubeconfig(yaml: &str, tweak: impl FnOnce(&mut Config)) -> Client {
@@ -74,6 +76,7 @@ impl TestEnv {
             client,
             ns,
             kubeconfig,
+            extra: std::sync::Mutex::default(),
         }
     }
 
@@ -129,22 +132,59 @@ impl TestEnv {
             .create(&PostParams::default(), &body)
             .await
             .expect("namespace created");
+        self.extra.lock().unwrap().push(name.clone());
         name
     }
 }
 
+impl TestEnv {
+    /// The administrator's kubeconfig of the cluster.
+    pub fn kubeconfig(&self) -> &str {
+        &self.kubeconfig
+    }
+}
+
+/// Runs `work` to its end with a client of its own, on a thread and a
+/// runtime of their own: for a `Drop`, whose test's runtime (which the
+/// test's clients' tasks live on) is the one dropping, so that work spawned
+/// on it would never run.
+pub fn clean_up<F, Fut>(kubeconfig: &str, work: F)
+where
+    F: FnOnce(Client) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let kubeconfig = kubeconfig.to_owned();
+    let done = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime for the cleanup")
+            .block_on(async move { work(client_from_kubeconfig(&kubeconfig, |_| {}).await).await })
+    })
+    .join();
+    if done.is_err() {
+        eprintln!("cleaning up after the test: the cleanup panicked");
+    }
+}
+
 impl Drop for TestEnv {
+    /// A real cluster keeps what tests leave behind: the test's namespaces
+    /// (and all in them) are deleted; not waited for, they go in their own
+    /// time.
     fn drop(&mut self) {
-        // A real cluster keeps what tests leave behind: delete the test namespace (best effort).
-        if self.standin.is_none()
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            let api: Api<Namespace> = Api::all(self.client.clone());
-            let ns = self.ns.clone();
-            handle.spawn(async move {
-                let _ = api.delete(&ns, &DeleteParams::default()).await;
-            });
+        if self.standin.is_some() {
+            return;
         }
+        let mut namespaces = std::mem::take(&mut *self.extra.lock().unwrap());
+        namespaces.push(self.ns.clone());
+        clean_up(&self.kubeconfig, |client| async move {
+            let api: Api<Namespace> = Api::all(client);
+            for namespace in namespaces {
+                if let Err(error) = api.delete(&namespace, &DeleteParams::background()).await {
+                    eprintln!("deleting the test's namespace {namespace}: {error}");
+                }
+            }
+        });
     }
 }
 
@@ -154,6 +194,33 @@ pub fn api_status(result: Result<impl std::fmt::Debug, kube::Error>) -> Box<kube
         Err(kube::Error::Api(status)) => status,
         other => panic!("expected an API error, got {other:?}"),
     }
+}
+
+/// Checks a refusal as a real API server states it, whatever its version:
+/// the code, the reason, and the object it names (`details`: the resource
+/// and the name, empty when the request named none). Never the message: its
+/// words change between Kubernetes versions (a server-side apply that would
+/// create says only `configmaps "applied" is forbidden: `), and the
+/// stand-in's are its own.
+pub fn assert_refused(
+    status: &kube::core::Status,
+    code: u16,
+    reason: &str,
+    resource: &str,
+    name: &str,
+) {
+    let details = status.details.as_ref();
+    assert_eq!(
+        (
+            status.code,
+            status.reason.as_str(),
+            details.map(|d| d.kind.as_str()),
+            details.map(|d| d.name.as_str()),
+        ),
+        (code, reason, Some(resource), Some(name)),
+        "{}",
+        status.message
+    );
 }
 
 pub async fn is_gone<K>(api: &Api<K>, name: &str) -> bool

@@ -365,41 +365,92 @@ async fn a_job_gets_one_pending_pod_and_a_cronjob_none() {
     assert!(is_gone(&jobs, "once").await);
 }
 
-#[tokio::test]
-async fn a_job_past_its_active_deadline_fails_and_loses_its_pods() {
-    let env = TestEnv::with_controllers().await;
-    let jobs: Api<Job> = env.api();
-    let pods: Api<Pod> = env.api();
-    let job: Job = serde_json::from_value(json!({
-        "metadata": {"name": "slow"},
+/// A Job of one pod, retried once, with a deadline of `seconds`.
+fn one_try_job(name: &str, seconds: i64) -> Job {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
         "spec": {
-            "activeDeadlineSeconds": 2,
+            "activeDeadlineSeconds": seconds,
             "backoffLimit": 1,
             "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "task", "image": "busybox:1"}]}},
         },
     }))
-    .unwrap();
-    jobs.create(&PostParams::default(), &job).await.unwrap();
-    let by_job = ListParams::default().labels("job-name=slow");
-    eventually("the job's pod", || async {
-        pods.list(&by_job).await.unwrap().items.len() == 1
-    })
-    .await;
-    eventually("DeadlineExceeded", || async {
-        let job = jobs.get("slow").await.unwrap();
+    .unwrap()
+}
+
+/// Waits until the Job `name` is `Failed` for `reason`.
+async fn until_failed(jobs: &Api<Job>, name: &str, reason: &str) {
+    eventually(reason, || async {
+        let job = jobs.get(name).await.unwrap();
         job.status
             .and_then(|s| s.conditions)
             .unwrap_or_default()
             .iter()
             .any(|c| {
-                c.type_ == "Failed"
-                    && c.status == "True"
-                    && c.reason.as_deref() == Some("DeadlineExceeded")
+                c.type_ == "Failed" && c.status == "True" && c.reason.as_deref() == Some(reason)
             })
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_job_past_its_active_deadline_fails_and_loses_its_pods() {
+    let env = TestEnv::with_controllers().await;
+    let jobs: Api<Job> = env.api();
+    let pods: Api<Pod> = env.api();
+    jobs.create(&PostParams::default(), &one_try_job("slow", 2))
+        .await
+        .unwrap();
+    let by_job = ListParams::default().labels("job-name=slow");
+    eventually("the job's pod", || async {
+        pods.list(&by_job).await.unwrap().items.len() == 1
+    })
+    .await;
+    until_failed(&jobs, "slow", "DeadlineExceeded").await;
     eventually("its pod deleted", || async {
         pods.list(&by_job).await.unwrap().items.is_empty()
     })
     .await;
+}
+
+/// A failed pod is replaced only after the Job controller's back-off (10 s
+/// for the first retry): a Job whose deadline is shorter fails
+/// `DeadlineExceeded` after its one try, `failed` 1, as on a real cluster.
+#[tokio::test]
+async fn a_failed_pod_is_retried_only_after_the_backoff() {
+    let env = TestEnv::with_controllers().await;
+    let jobs: Api<Job> = env.api();
+    let pods: Api<Pod> = env.api();
+    jobs.create(&PostParams::default(), &one_try_job("flaky", 6))
+        .await
+        .unwrap();
+    let by_job = ListParams::default().labels("job-name=flaky");
+    eventually("the job's pod", || async {
+        pods.list(&by_job).await.unwrap().items.len() == 1
+    })
+    .await;
+    // Played kubelet: its container exits 1.
+    let pod = pods.list(&by_job).await.unwrap().items.remove(0);
+    let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+        .unwrap()
+        .to_string();
+    let failed = json!({"status": {"phase": "Failed", "containerStatuses": [{
+        "name": "task", "image": "busybox:1", "imageID": "", "ready": false, "restartCount": 0,
+        "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now, "finishedAt": now}},
+    }]}});
+    pods.patch_status(
+        pod.metadata.name.as_deref().unwrap(),
+        &PatchParams::default(),
+        &Patch::Merge(failed),
+    )
+    .await
+    .unwrap();
+    until_failed(&jobs, "flaky", "DeadlineExceeded").await;
+    let status = jobs.get("flaky").await.unwrap().status.unwrap();
+    assert_eq!(status.failed, Some(1), "never retried within its deadline");
+    assert_eq!(
+        pods.list(&by_job).await.unwrap().items.len(),
+        1,
+        "no second pod"
+    );
 }

@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::Discovery;
 use serde_json::json;
 
-use crate::common::{TestEnv, api_status};
+use crate::common::{TestEnv, api_status, assert_refused};
 
 fn configmap(name: &str, labels: &[(&str, &str)], data: &[(&str, &str)]) -> ConfigMap {
     serde_json::from_value(json!({
@@ -67,12 +67,7 @@ async fn configmap_crud_and_errors() {
     assert_eq!(fetched.metadata.uid, created.metadata.uid);
 
     let missing = api_status(cms.get("nope").await);
-    assert_eq!((missing.code, missing.reason.as_str()), (404, "NotFound"));
-    assert!(
-        missing.message.contains("\"nope\" not found"),
-        "{}",
-        missing.message
-    );
+    assert_refused(&missing, 404, "NotFound", "configmaps", "nope");
 
     // Replace bumps resourceVersion; a stale resourceVersion conflicts.
     let mut edited = fetched.clone();
@@ -120,13 +115,12 @@ async fn validation_and_missing_namespace() {
     let elsewhere: Api<ConfigMap> =
         Api::namespaced(env.client.clone(), "no-such-namespace-standin");
     let missing = api_status(elsewhere.create(&pp, &configmap("x", &[], &[])).await);
-    assert_eq!((missing.code, missing.reason.as_str()), (404, "NotFound"));
-    assert!(
-        missing
-            .message
-            .contains("namespaces \"no-such-namespace-standin\" not found"),
-        "{}",
-        missing.message
+    assert_refused(
+        &missing,
+        404,
+        "NotFound",
+        "namespaces",
+        "no-such-namespace-standin",
     );
 
     // generateName picks a unique name.
