@@ -24,7 +24,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 
 use berth_shared::cluster::crd::{
@@ -89,8 +89,8 @@ pub async fn read(client: &kube::Client) -> Result<Option<Registry>, Error> {
 /// their digests for its status, valid until `expires_at` (Unix seconds);
 /// `Err(why)` when a Secret of that name is not the Build's (the build
 /// cannot run).
-/// A Secret left by an earlier round whose status write was lost is
-/// replaced: the status written after this is what the token service
+/// A Secret left by an earlier round whose status write was lost gets the
+/// new password: the status written after this is what the token service
 /// believes, and the Job reads its mounts only when its steps start.
 pub async fn mint_build_credentials(
     client: &kube::Client,
@@ -142,22 +142,22 @@ async fn write_build_secret(
     );
     secret.metadata.owner_references = Some(vec![owner.clone()]);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    match secrets.create(&PostParams::default(), &secret).await {
-        Ok(_) => {}
-        Err(error) if is_conflict(&error) => {
-            let existing = secrets.get(name).await?;
-            if !ownership::is_controlled_by(&existing.metadata, &owner.uid) {
-                return Ok(Err(format!(
-                    "the Secret {name} of {BUILDS_NAMESPACE} is not this build's: its registry credential is not written over it"
-                )));
-            }
-            secret.metadata.resource_version = existing.metadata.resource_version;
-            secrets
-                .replace(name, &PostParams::default(), &secret)
-                .await?;
-        }
-        Err(error) => return Err(error.into()),
+    if let Some(existing) = secrets.get_opt(name).await?
+        && !ownership::is_controlled_by(&existing.metadata, &owner.uid)
+    {
+        return Ok(Err(format!(
+            "the Secret {name} of {BUILDS_NAMESPACE} is not this build's: its registry credential is not written over it"
+        )));
     }
+    // Server-side apply: made, or (left by an earlier round whose status
+    // write was lost) given the new password.
+    secrets
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&secret),
+        )
+        .await?;
     Ok(Ok(digest(&credential.password)))
 }
 

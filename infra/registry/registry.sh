@@ -12,6 +12,12 @@
 #                                          SSL_CERT_FILE, curl --cacert); with HTPASSWD (a
 #                                          bcrypt htpasswd file), pushes and pulls need its
 #                                          credentials
+#   registry.sh start PORT DIR token REALM ISSUER BUNDLE
+#                                          the same, trusting a token service (Docker
+#                                          Registry token authentication): clients get
+#                                          tokens at REALM; tokens must be issued by ISSUER
+#                                          for the service 127.0.0.1:PORT and signed by a
+#                                          key whose certificate is in BUNDLE (PEM)
 #   registry.sh stop DIR
 set -euo pipefail
 
@@ -39,7 +45,10 @@ install() {
 }
 
 start() {
-  local port=$1 dir=$2 htpasswd=${3:-}
+  local port=$1 dir=$2 htpasswd=${3:-} realm= issuer= bundle=
+  if [ "$htpasswd" = token ]; then
+    htpasswd= realm=$4 issuer=$5 bundle=$6
+  fi
   install
   mkdir -p "$dir/storage" "$dir/tls"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
@@ -51,6 +60,10 @@ start() {
       "$port" "$dir/tls/cert.pem" "$dir/tls/key.pem"
     if [ -n "$htpasswd" ]; then
       printf 'auth:\n  htpasswd:\n    realm: berth-test\n    path: %s\n' "$htpasswd"
+    fi
+    if [ -n "$realm" ]; then
+      printf 'auth:\n  token:\n    realm: %s\n    service: 127.0.0.1:%s\n    issuer: %s\n    rootcertbundle: %s\n' \
+        "$realm" "$port" "$issuer" "$bundle"
     fi
   } >"$dir/registry.yml"
   nohup docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
@@ -83,5 +96,5 @@ case "${1:-}" in
   install) install ;;
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
-  *) say "usage: $0 install | start PORT DIR [HTPASSWD] | stop DIR"; exit 2 ;;
+  *) say "usage: $0 install | start PORT DIR [HTPASSWD | token REALM ISSUER BUNDLE] | stop DIR"; exit 2 ;;
 esac

@@ -603,8 +603,9 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
     std::fs::remove_file(path).ok();
 }
 
-/// `registry set` refuses a malformed prefix, and standard input that is not
-/// two (or four) lines, saying what it wants and never echoing it; neither
+/// `registry set` refuses a malformed prefix, and (`--shared`) standard
+/// input that is not two (or four) lines, saying what it wants and never
+/// echoing it; neither
 /// DynamoDB nor the cluster is asked (the kubeconfig is not even read).
 #[test]
 fn registry_set_says_what_it_wants_before_touching_anything() {
@@ -628,8 +629,11 @@ fn registry_set_says_what_it_wants_before_touching_anything() {
         scheme.contains("the prefix must be a registry host and path"),
         "{scheme}"
     );
-    // Standard input is empty here (not inherited): no credential.
-    let empty = one_line(&admin_alone(&[], &args("registry.example.com/berth")));
+    // With --shared (an upgrade's first step), standard input holds the
+    // installation's credentials; it is empty here (not inherited).
+    let mut shared = args("registry.example.com/berth").to_vec();
+    shared.push("--shared");
+    let empty = one_line(&admin_alone(&[], &shared));
     assert!(
         empty.contains("standard input must hold the push credential's user name and password"),
         "{empty}"

@@ -29,14 +29,23 @@ fn digest(fill: &str) -> String {
     format!("sha256:{}", fill.repeat(64 / fill.len()))
 }
 
-/// The test registry, as `berth-admin registry set` writes it.
+/// The test registry, as `berth-admin registry set --shared` writes it (the
+/// upgrade's first step: these tests pin the shared credentials' path;
+/// `registry_tokens` the scoped ones).
 pub(crate) async fn set_registry(client: &kube::Client) {
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
     let (push, pull) =
         Credential::parse_input("pusher\npush-s3cret\npuller\npull-s3cret\n").expect("four lines");
-    registry::set(client, &registry, &push, pull.as_ref())
-        .await
-        .expect("the registry is set");
+    registry::set(
+        client,
+        &registry,
+        registry::Credentials::Shared {
+            push: &push,
+            pull: pull.as_ref(),
+        },
+    )
+    .await
+    .expect("the registry is set");
 }
 
 /// An environment (made after the registry is set, so its namespace gets
@@ -595,9 +604,16 @@ async fn builds_pull_with_a_pull_only_credential_or_anonymously() {
     // Without a pull-only credential, builds get none (never the push one).
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
     let (push, pull) = Credential::parse_input("pusher\npush-s3cret\n").expect("two lines");
-    registry::set(&client, &registry, &push, pull.as_ref())
-        .await
-        .expect("the registry is set");
+    registry::set(
+        &client,
+        &registry,
+        registry::Credentials::Shared {
+            push: &push,
+            pull: pull.as_ref(),
+        },
+    )
+    .await
+    .expect("the registry is set");
     assert!(
         secrets
             .get_opt(registry::PULL_SECRET)

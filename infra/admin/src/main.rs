@@ -19,6 +19,8 @@ use berth_shared::cluster::service_account::{self, ServiceAccountRef};
 use berth_shared::config::Config;
 use berth_shared::identity::members;
 use berth_shared::kubeconfig;
+use berth_shared::registry::{RegistrySettings, SharedCredential};
+use berth_fn_registry::signing;
 use berth_shared::store::schema::{self, TableCreation};
 use berth_shared::{ApiError, AppState};
 
@@ -72,23 +74,57 @@ enum Command {
 
 #[derive(Subcommand)]
 enum RegistryCommand {
-    /// Configures the registry in the cluster, with an administrator's
-    /// kubeconfig used for this command only. Standard input holds the push
-    /// credential's user name and password on two lines, and optionally a
-    /// pull-only credential's on two more (else apps pull with the push
-    /// credential, and builds pull their bases anonymously).
+    /// Configures the registry, in the cluster (with an administrator's
+    /// kubeconfig used for this command only) and for Berth's token service
+    /// (in the table). By default the registry trusts Berth's token service
+    /// and the controller mints every credential: one per build, one per
+    /// environment. With --shared (an upgrade's first step only), standard
+    /// input holds the installation's push credential's user name and
+    /// password on two lines, and optionally a pull-only credential's on two
+    /// more, as before; the token service then accepts them too.
     Set {
         /// Where images go: a registry host and path, like
         /// registry.example.com/berth (images are PREFIX/ORG/PROJECT/APP).
         #[arg(long)]
         prefix: String,
-        /// The registry host the credentials are for (the prefix's host).
+        /// The registry's host (the prefix's host): where credentials are
+        /// for, and the token's audience (the registry's auth.token.service).
         #[arg(long)]
         server: String,
         #[arg(long)]
         kubeconfig: PathBuf,
         #[arg(long)]
         context: Option<String>,
+        /// Use the installation's shared credentials (standard input), as
+        /// before scoped ones: the first step of the upgrade.
+        #[arg(long, conflicts_with = "forget_shared")]
+        shared: bool,
+        /// Remove the shared credentials of before (their Secrets, and the
+        /// token service stops accepting them): the upgrade's last step,
+        /// once `registry status` shows every environment with its own.
+        #[arg(long)]
+        forget_shared: bool,
+    },
+    /// How far the scoped credentials have come: the registry's settings and
+    /// which environments have their own pull credential.
+    Status {
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        #[arg(long)]
+        context: Option<String>,
+    },
+    /// Prints a self-signed certificate (PEM) of the token service's signing
+    /// key, signed by the key itself: what goes into the registry's
+    /// auth.token.rootcertbundle.
+    Certificate {
+        /// The key, as BERTH_REGISTRY_SIGNING_KEY names it (kms:KEY or
+        /// file:PATH); default BERTH_REGISTRY_SIGNING_KEY.
+        #[arg(long)]
+        signing_key: Option<String>,
+        /// How long the certificate is valid (the registry checks only its
+        /// key, but tools may warn on an expired one).
+        #[arg(long, default_value_t = 3650)]
+        days: u32,
     },
 }
 
@@ -173,12 +209,28 @@ async fn admin(command: Command) -> Result<(), Failure> {
     let sdk = berth_shared::state::aws_config().await;
     let location = StoreLocation::new(&sdk);
     let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
-    // Installing the CRDs and setting the registry need only the cluster.
+    // What `registry set` is given is checked before anything is asked.
+    let registry_input = match &command {
+        Command::Registry {
+            command:
+                RegistryCommand::Set {
+                    prefix,
+                    server,
+                    shared,
+                    ..
+                },
+        } => Some(registry_input(prefix, server, *shared).map_err(Failure::plain)?),
+        _ => None,
+    };
+    // Installing the CRDs, the registry's state and its certificate need
+    // no table.
     let cluster_only = matches!(
         command,
         Command::Cluster {
             command: ClusterCommand::Install { .. }
-        } | Command::Registry { .. }
+        } | Command::Registry {
+            command: RegistryCommand::Status { .. } | RegistryCommand::Certificate { .. }
+        }
     );
     if !cluster_only {
         let table_exists = preflight::check(&sdk, &state.store, &location).await?;
@@ -186,7 +238,7 @@ async fn admin(command: Command) -> Result<(), Failure> {
             return Err(preflight::missing_table(state.store.table(), &location));
         }
     }
-    run(command, &state)
+    run(command, &state, registry_input)
         .await
         .map_err(|error| explain(error, &location))
 }
@@ -248,7 +300,112 @@ async fn administrator(
     .await?)
 }
 
-async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
+/// What `registry set` is given: the registry, and with `--shared` the
+/// installation's credentials (standard input).
+struct RegistryInput {
+    registry: Registry,
+    given: Option<(Credential, Option<Credential>)>,
+}
+
+fn registry_input(prefix: &str, server: &str, shared: bool) -> Result<RegistryInput, String> {
+    let registry = Registry::parse(prefix, server)?;
+    let given = if shared {
+        let input = std::io::read_to_string(std::io::stdin())
+            .map_err(|error| format!("cannot read standard input: {error}"))?;
+        Some(Credential::parse_input(&input)?)
+    } else {
+        None
+    };
+    Ok(RegistryInput { registry, given })
+}
+
+/// `registry set`: the token service's settings in the table (the prefix,
+/// the server, and the shared credentials' digests it still accepts: those
+/// given, else those of before unless `forget_shared`), then the cluster's
+/// (and with shared credentials, their Secrets).
+async fn set_registry(
+    state: &AppState,
+    input: RegistryInput,
+    kubeconfig: &std::path::Path,
+    context: Option<String>,
+    forget_shared: bool,
+) -> Result<(), CommandError> {
+    let RegistryInput { registry, given } = input;
+    let kept = RegistrySettings::load(&state.store)
+        .await?
+        .map(|settings| settings.shared)
+        .unwrap_or_default();
+    let client = administrator(kubeconfig, context.as_deref(), state).await?;
+    let accepted = match &given {
+        Some((push, pull)) => {
+            let digest = |credential: &Credential, push: bool| SharedCredential {
+                username: credential.username.clone(),
+                digest: berth_shared::credentials::digest(&credential.password),
+                push,
+            };
+            let mut accepted = vec![digest(push, true)];
+            accepted.extend(pull.as_ref().map(|pull| digest(pull, false)));
+            accepted
+        }
+        None if forget_shared => Vec::new(),
+        None => kept,
+    };
+    // The token service first: a registry switched to it meanwhile finds
+    // every credential in the cluster accepted.
+    RegistrySettings {
+        prefix: registry.prefix.clone(),
+        server: registry.server.clone(),
+        shared: accepted,
+    }
+    .store(&state.store)
+    .await?;
+    match &given {
+        Some((push, pull)) => {
+            registry::set(
+                &client,
+                &registry,
+                registry::Credentials::Shared {
+                    push,
+                    pull: pull.as_ref(),
+                },
+            )
+            .await?;
+            println!(
+                "registry set: images under {}, shared credentials for {} ({}); the token service accepts them too",
+                registry.prefix,
+                registry.server,
+                if pull.is_some() {
+                    "a pull-only credential for apps and builds"
+                } else {
+                    "apps pull with the push credential; builds pull anonymously"
+                }
+            );
+        }
+        None => {
+            registry::set(&client, &registry, registry::Credentials::Scoped).await?;
+            if forget_shared {
+                registry::forget_shared(&client).await?;
+            }
+            println!(
+                "registry set: images under {}, credentials minted by Berth for {} (one per build, one per environment){}",
+                registry.prefix,
+                registry.server,
+                if forget_shared {
+                    "; the shared credentials of before are removed"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn run(
+    command: Command,
+    state: &AppState,
+    registry_input: Option<RegistryInput>,
+) -> Result<(), CommandError> {
     let table = state.store.table();
     match command {
         Command::CreateTable => match schema::create_table(state.store.client(), table).await? {
@@ -350,28 +507,62 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
         Command::Registry {
             command:
                 RegistryCommand::Set {
-                    prefix,
-                    server,
                     kubeconfig,
                     context,
+                    forget_shared,
+                    ..
                 },
         } => {
-            let registry = Registry::parse(&prefix, &server).map_err(CommandError::Unreadable)?;
-            let input = std::io::read_to_string(std::io::stdin())
-                .map_err(|error| unreadable(std::path::Path::new("standard input"), error))?;
-            let (push, pull) = Credential::parse_input(&input).map_err(CommandError::Unreadable)?;
+            let input = registry_input.ok_or_else(|| {
+                CommandError::Unreadable("the registry's settings were not read".into())
+            })?;
+            set_registry(state, input, &kubeconfig, context, forget_shared).await?;
+        }
+        Command::Registry {
+            command: RegistryCommand::Status {
+                kubeconfig,
+                context,
+            },
+        } => {
             let client = administrator(&kubeconfig, context.as_deref(), state).await?;
-            registry::set(&client, &registry, &push, pull.as_ref()).await?;
+            let status = registry::status(&client).await?;
+            match &status.registry {
+                Some(registry) => println!(
+                    "registry:     {} ({}), credentials {}",
+                    registry.prefix,
+                    registry.server,
+                    registry.credentials.as_str()
+                ),
+                None => println!("registry:     not set"),
+            }
             println!(
-                "registry set: images under {}, credentials for {} ({})",
-                registry.prefix,
-                registry.server,
-                if pull.is_some() {
-                    "a pull-only credential for apps and builds"
-                } else {
-                    "apps pull with the push credential; builds pull anonymously"
-                }
+                "environments: {} of {} have their own pull credential",
+                status.environments_with_own, status.environments
             );
+            for name in &status.waiting {
+                println!("  waiting:    {name}");
+            }
+        }
+        Command::Registry {
+            command: RegistryCommand::Certificate { signing_key, days },
+        } => {
+            let source = signing_key
+                .or_else(|| state.config.registry_signing_key.clone())
+                .ok_or_else(|| {
+                    CommandError::Unreadable(
+                        "name the signing key: --signing-key kms:KEY|file:PATH, or BERTH_REGISTRY_SIGNING_KEY"
+                            .into(),
+                    )
+                })?;
+            let source = signing::KeySource::parse(&source).map_err(CommandError::Unreadable)?;
+            let signer = signing::Signer::load(&source)
+                .await
+                .map_err(|error| CommandError::Unreadable(error.to_string()))?;
+            let pem = signing::certificate(&signer, "Berth registry token service", days)
+                .await
+                .map_err(CommandError::Unreadable)?;
+            print!("{pem}");
+            eprintln!("key id (the tokens' kid): {}", signer.key_id());
         }
         Command::Cluster {
             command: ClusterCommand::Clear,

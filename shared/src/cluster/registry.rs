@@ -269,6 +269,46 @@ pub async fn forget_shared(client: &kube::Client) -> Result<(), ApiError> {
     delete_if_there(&system, PULL_SECRET).await
 }
 
+/// How far an installation has come to scoped credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub registry: Option<Registry>,
+    pub environments: usize,
+    pub environments_with_own: usize,
+    /// The environments (cluster names) still without a pull credential of
+    /// their own.
+    pub waiting: Vec<String>,
+}
+
+/// The registry's settings and which environments have their own pull
+/// credential (its digest in their status).
+pub async fn status(client: &kube::Client) -> Result<Status, ApiError> {
+    let config = Api::<ConfigMap>::namespaced(client.clone(), SYSTEM_NAMESPACE)
+        .get_opt(CONFIG_MAP)
+        .await?;
+    let environments = Api::<super::crd::Environment>::all(client.clone())
+        .list(&Default::default())
+        .await?
+        .items;
+    let waiting: Vec<String> = environments
+        .iter()
+        .filter(|environment| {
+            environment
+                .status
+                .as_ref()
+                .and_then(|status| status.registry_pull_digest.as_ref())
+                .is_none()
+        })
+        .filter_map(|environment| environment.metadata.name.clone())
+        .collect();
+    Ok(Status {
+        registry: config.as_ref().and_then(Registry::of),
+        environments: environments.len(),
+        environments_with_own: environments.len() - waiting.len(),
+        waiting,
+    })
+}
+
 async fn delete_if_there(api: &Api<Secret>, name: &str) -> Result<(), ApiError> {
     match api.delete(name, &Default::default()).await {
         Ok(_) => Ok(()),

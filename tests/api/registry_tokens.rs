@@ -1,0 +1,695 @@
+//! Berth as the registry's token service, judged by the registry itself:
+//! Debian's `docker-registry` (CNCF Distribution 2.8), started by
+//! `infra/registry/registry.sh` with `auth: token` naming Berth's realm
+//! (the whole API served on loopback), issuer and certificate, and Debian's
+//! skopeo as the client. Credentials are the ones the controller minted
+//! into the cluster (a build's Secrets in `berth-builds`, an environment's
+//! `berth-registry-pull`), read as a kubelet or a build step would; what the
+//! registry accepts or refuses is the verdict.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use base64::Engine;
+use http::Method;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use berth_shared::audit::{ActorKind, Outcome};
+use berth_shared::cluster::crd::{
+    BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
+};
+use berth_shared::cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
+use berth_shared::registry::RegistrySettings;
+
+use crate::support::kubelet::{BuildEnd, end_build_pods};
+use crate::support::registry::{
+    Access, Registry as TestRegistry, free_port, oci_image, said,
+};
+use crate::support::{TestApp, TestUser, eventually, stdout_of, unique};
+
+const REALM_PATH: &str = "/api/v1/registry/token";
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(name));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    dir
+}
+
+/// A P-256 signing key made with openssl, and its certificate made by
+/// `berth-admin registry certificate` (signed by the key itself).
+struct SigningKey {
+    source: String,
+    certificate: PathBuf,
+}
+
+fn signing_key(dir: &Path, name: &str) -> SigningKey {
+    let key = dir.join(format!("{name}.key.pem"));
+    stdout_of(
+        Command::new("openssl")
+            .args(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"])
+            .arg(&key),
+    );
+    let source = format!("file:{}", key.display());
+    let pem = stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+            .args(["registry", "certificate", "--signing-key", &source, "--days", "2"])
+            .env_clear()
+            .env("HOME", dir),
+    );
+    let certificate = dir.join(format!("{name}.cert.pem"));
+    std::fs::write(&certificate, format!("{pem}\n")).expect("the certificate");
+    SigningKey {
+        source,
+        certificate,
+    }
+}
+
+/// A bundle of certificates, as the registry's `rootcertbundle` holds them.
+fn bundle(dir: &Path, name: &str, keys: &[&SigningKey]) -> PathBuf {
+    let text: String = keys
+        .iter()
+        .map(|key| std::fs::read_to_string(&key.certificate).expect("a certificate"))
+        .collect();
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("the bundle");
+    path
+}
+
+/// The whole API served on a loopback port, as the registry's clients
+/// reach the realm; the router can be swapped (a new configuration, as a
+/// redeployed function's) while the port stays.
+struct Realm {
+    url: String,
+    router: Arc<RwLock<Router>>,
+    listener: Option<tokio::net::TcpListener>,
+}
+
+impl Realm {
+    async fn bind() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        Self {
+            url,
+            router: Arc::new(RwLock::new(Router::new())),
+            listener: Some(listener),
+        }
+    }
+
+    /// Serves `router` from now on (the first call starts serving).
+    fn serve(&mut self, router: Router) {
+        self.swap(router);
+        let Some(listener) = self.listener.take() else {
+            return;
+        };
+        let current = self.router.clone();
+        let service = tower::service_fn(move |request: http::Request<axum::body::Body>| {
+            let router = current.read().expect("the router").clone();
+            router.oneshot(request)
+        });
+        let app = Router::new().fallback_service(service);
+        tokio::spawn(async move {
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await
+            .ok();
+        });
+    }
+
+    fn swap(&self, router: Router) {
+        *self.router.write().expect("the router") = router;
+    }
+
+    fn realm(&self) -> String {
+        format!("{}{REALM_PATH}", self.url)
+    }
+}
+
+/// The API with the token service configured (its public URL the realm's,
+/// signing with `key`), the cluster and its controller, the registry's
+/// settings as `berth-admin registry set` writes them for scoped
+/// credentials, and a registry on loopback trusting `bundle`.
+struct Setup {
+    app: TestApp,
+    realm: Realm,
+    registry: TestRegistry,
+    dir: PathBuf,
+}
+
+impl Setup {
+    async fn start(name: &str, key: impl FnOnce(&Path) -> (SigningKey, PathBuf)) -> Self {
+        let dir = scratch(name);
+        let (key, bundle) = key(&dir);
+        let mut realm = Realm::bind().await;
+        let url = realm.url.clone();
+        let app = TestApp::with_cluster_config(|config| {
+            config.public_url = Some(url);
+            config.registry_signing_key = Some(key.source.clone());
+        })
+        .await;
+        realm.serve(app.app.clone());
+        let port = free_port();
+        let host = format!("127.0.0.1:{port}");
+        let registry = TestRegistry::start_on(
+            port,
+            &dir.join("registry"),
+            &Access::Tokens {
+                realm: &realm.realm(),
+                issuer: &realm.url,
+                bundle: &bundle,
+            },
+        );
+        let settings = Registry::parse(&format!("{host}/berth"), &host).expect("well formed");
+        RegistrySettings {
+            prefix: settings.prefix.clone(),
+            server: settings.server.clone(),
+            shared: Vec::new(),
+        }
+        .store(&app.state.store)
+        .await
+        .expect("the token service's settings");
+        registry::set(&app.cluster().client, &settings, Credentials::Scoped)
+            .await
+            .expect("the cluster's settings");
+        Self {
+            app,
+            realm,
+            registry,
+            dir,
+        }
+    }
+
+    /// A Docker `config.json` file of the credential in `namespace`'s
+    /// Secret `name`, as a kubelet or a build step reads it.
+    async fn credential_file(&self, namespace: &str, name: &str) -> PathBuf {
+        let secrets: Api<Secret> = Api::namespaced(self.app.cluster().client.clone(), namespace);
+        let secret = eventually_get(&secrets, name).await;
+        let config = secret.data.expect("data")[DOCKER_CONFIG_KEY].0.clone();
+        let path = self.dir.join(unique(&format!("{name}-auth")));
+        std::fs::write(&path, config).expect("the credential's file");
+        path
+    }
+}
+
+async fn eventually_get(secrets: &Api<Secret>, name: &str) -> Secret {
+    eventually(&format!("the Secret {name} exists"), || async {
+        secrets
+            .get_opt(name)
+            .await
+            .expect("reading a Secret")
+            .is_some()
+    })
+    .await;
+    secrets.get(name).await.expect("the Secret")
+}
+
+/// An organization's project with a ready environment `prod` and an app
+/// built from source in it (its first build queued, then started by the
+/// controller).
+struct Tenant {
+    org: String,
+    project: String,
+    app: String,
+    namespace: String,
+    build: String,
+}
+
+impl Tenant {
+    async fn new(setup: &Setup, user: &TestUser) -> Self {
+        let app = &setup.app;
+        let project = unique("reg");
+        app.post("/api/v1/projects")
+            .by(user)
+            .json(json!({ "name": project, "display_name": project }))
+            .send()
+            .await
+            .assert_status(201);
+        let environments = format!("/api/v1/projects/{project}/environments");
+        app.post(&environments)
+            .by(user)
+            .json(json!({ "name": "prod" }))
+            .send()
+            .await
+            .assert_status(201);
+        eventually("the environment becomes Ready", || async {
+            app.get(&format!("{environments}/prod"))
+                .by(user)
+                .send()
+                .await
+                .json()["phase"]
+                == "Ready"
+        })
+        .await;
+        app.post(&format!("{environments}/prod/apps"))
+            .by(user)
+            .json(json!({"name": "web", "git_repo": "https://git.berth.test/shop.git", "port": 8080}))
+            .send()
+            .await
+            .assert_status(201);
+        let namespace = format!("{project}-prod");
+        let build = object_names::build(&namespace, "web", 1);
+        let builds: Api<Build> = Api::namespaced(app.cluster().client.clone(), BUILDS_NAMESPACE);
+        eventually("the build runs", || async {
+            builds
+                .get_opt(&build)
+                .await
+                .expect("reading the Build")
+                .is_some_and(|build| build.phase() == "running")
+        })
+        .await;
+        Self {
+            org: user.org.clone(),
+            project,
+            app: "web".to_owned(),
+            namespace,
+            build,
+        }
+    }
+
+    /// The app's repository in the registry.
+    fn repository(&self) -> String {
+        format!("berth/{}/{}/{}", self.org, self.project, self.app)
+    }
+
+    /// The build's credential Secret `kind` (`push` or `pull`).
+    fn build_secret(&self, kind: &str) -> String {
+        format!("{}-{kind}", object_names::build_job(&self.build))
+    }
+}
+
+fn accepted(output: &std::process::Output, what: &str) {
+    assert!(output.status.success(), "{what}: {}", said(output));
+}
+
+/// Refused by the registry: skopeo ends in error, saying it was not
+/// authorized (never that the image is missing or the registry unreachable).
+fn refused(output: &std::process::Output, what: &str) {
+    let text = said(output).to_lowercase();
+    assert!(!output.status.success(), "{what}: it was accepted");
+    assert!(
+        text.contains("unauthorized") || text.contains("denied") || text.contains("authentication required"),
+        "{what}: refused for another reason: {text}"
+    );
+}
+
+// Multi-threaded: skopeo blocks its thread while the realm, served by this
+// runtime, answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls_its_organizations()
+ {
+    let setup = Setup::start("berth-registry-tokens", |dir| {
+        let key = signing_key(dir, "current");
+        let bundle = bundle(dir, "bundle.pem", &[&key]);
+        (key, bundle)
+    })
+    .await;
+    let acme = Tenant::new(&setup, &setup.app.owner).await;
+    let globex_owner = setup.app.other_org(&unique("globex")).await;
+    let globex = Tenant::new(&setup, &globex_owner).await;
+    let registry = &setup.registry;
+    let image = oci_image(&setup.dir.join("made"), "hello from a build\n");
+
+    let acme_push = setup
+        .credential_file(BUILDS_NAMESPACE, &acme.build_secret("push"))
+        .await;
+    let acme_build_pull = setup
+        .credential_file(BUILDS_NAMESPACE, &acme.build_secret("pull"))
+        .await;
+    let globex_push = setup
+        .credential_file(BUILDS_NAMESPACE, &globex.build_secret("push"))
+        .await;
+
+    // A build pushes to its own app's repository, and nowhere else.
+    accepted(
+        &registry.push(&image, &acme.repository(), "v1", &acme_push),
+        "acme's build pushes to its app's repository",
+    );
+    refused(
+        &registry.push(
+            &image,
+            &format!("berth/{}/{}/other", acme.org, acme.project),
+            "v1",
+            &acme_push,
+        ),
+        "acme's build pushes to another app's repository",
+    );
+    refused(
+        &registry.push(&image, &globex.repository(), "v1", &acme_push),
+        "acme's build pushes to another organization's repository",
+    );
+    // Its pull credential (the one a Dockerfile can read) pushes nothing.
+    refused(
+        &registry.push(&image, &acme.repository(), "v2", &acme_build_pull),
+        "acme's build's pull credential pushes",
+    );
+    accepted(
+        &registry.push(&image, &globex.repository(), "v1", &globex_push),
+        "globex's build pushes to its app's repository",
+    );
+
+    // An environment's pull credential pulls its organization's images only.
+    let acme_pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    let globex_pull = setup.credential_file(&globex.namespace, PULL_SECRET).await;
+    accepted(
+        &registry.inspect(&acme.repository(), "v1", &acme_pull),
+        "acme's environment pulls acme's image",
+    );
+    refused(
+        &registry.inspect(&globex.repository(), "v1", &acme_pull),
+        "acme's environment pulls globex's image",
+    );
+    accepted(
+        &registry.inspect(&globex.repository(), "v1", &globex_pull),
+        "globex's environment pulls globex's image",
+    );
+    refused(
+        &registry.inspect(&acme.repository(), "v1", &globex_pull),
+        "globex's environment pulls acme's image",
+    );
+    // A build's pull credential (private bases) reaches its organization's.
+    accepted(
+        &registry.inspect(&acme.repository(), "v1", &acme_build_pull),
+        "acme's build pulls acme's image",
+    );
+    refused(
+        &registry.inspect(&globex.repository(), "v1", &acme_build_pull),
+        "acme's build pulls globex's image",
+    );
+
+    // Past its expiry (the build's deadline), a build's credential is
+    // refused although the build still runs: time moved on, as the status
+    // would see it.
+    let builds: Api<Build> = Api::namespaced(setup.app.cluster().client.clone(), BUILDS_NAMESPACE);
+    builds
+        .patch_status(
+            &acme.build,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"registry": {
+                "expiresAt": berth_shared::clock::unix_seconds() - 1
+            }}})),
+        )
+        .await
+        .expect("the build's credentials expire");
+    refused(
+        &registry.push(&image, &acme.repository(), "v3", &acme_push),
+        "acme's expired push credential pushes",
+    );
+    refused(
+        &registry.inspect(&acme.repository(), "v1", &acme_build_pull),
+        "acme's expired build pull credential pulls",
+    );
+
+    // A build that ended: its credentials are refused, and gone from the cluster.
+    let selector = format!(
+        "{LABEL_BUILD}=1,{LABEL_APP_UID}={}",
+        builds.get(&globex.build).await.expect("the Build").spec.app_uid
+    );
+    let end = BuildEnd::Pushed {
+        commit: "0123456789abcdef0123456789abcdef01234567",
+        strategy: "dockerfile",
+        digest: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+    };
+    eventually("globex's build pod ends", || async {
+        end_build_pods(&setup.app.cluster().client, BUILDS_NAMESPACE, &selector, &end).await > 0
+    })
+    .await;
+    eventually("globex's build succeeds", || async {
+        builds
+            .get(&globex.build)
+            .await
+            .expect("the Build")
+            .phase()
+            == BUILD_SUCCEEDED
+    })
+    .await;
+    refused(
+        &registry.push(&image, &globex.repository(), "v2", &globex_push),
+        "globex's ended build's push credential pushes",
+    );
+    let secrets: Api<Secret> = Api::namespaced(setup.app.cluster().client.clone(), BUILDS_NAMESPACE);
+    eventually("the ended build's credentials are deleted", || async {
+        secrets
+            .get_opt(&globex.build_secret("push"))
+            .await
+            .expect("reading")
+            .is_none()
+    })
+    .await;
+    // The environment's credential works on.
+    accepted(
+        &registry.inspect(&globex.repository(), "v1", &globex_pull),
+        "globex's environment still pulls",
+    );
+}
+
+/// A rotation: the registry trusts the new key's certificate beside the
+/// old one's before Berth signs with it, and drops the old one after; pulls
+/// work at every step. Signing with a key the registry does not trust yet
+/// is refused, which is why the order matters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_of_the_signing_key_keeps_pulls_working() {
+    let mut keys = None;
+    let setup = Setup::start("berth-registry-rotation", |dir| {
+        let old = signing_key(dir, "old");
+        let new = signing_key(dir, "new");
+        let bundle = bundle(dir, "old.pem", &[&old]);
+        let source = old.source.clone();
+        keys = Some((
+            SigningKey {
+                source: old.source.clone(),
+                certificate: old.certificate.clone(),
+            },
+            new,
+        ));
+        (
+            SigningKey {
+                source,
+                certificate: old.certificate,
+            },
+            bundle,
+        )
+    })
+    .await;
+    let (old, new) = keys.expect("the keys");
+    let acme = Tenant::new(&setup, &setup.app.owner).await;
+    let image = oci_image(&setup.dir.join("made"), "before the rotation\n");
+    let push = setup
+        .credential_file(BUILDS_NAMESPACE, &acme.build_secret("push"))
+        .await;
+    accepted(
+        &setup.registry.push(&image, &acme.repository(), "v1", &push),
+        "a push signed with the old key",
+    );
+    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    let pulls = |what: &str| accepted(&setup.registry.inspect(&acme.repository(), "v1", &pull), what);
+    pulls("a pull signed with the old key");
+
+    // Berth signing with a key the registry does not trust yet: refused.
+    setup.sign_with(&new.source);
+    refused(
+        &setup.registry.inspect(&acme.repository(), "v1", &pull),
+        "a pull signed with a key the registry does not know yet",
+    );
+    setup.sign_with(&old.source);
+
+    // 1. The registry trusts both certificates; Berth still signs with the old key.
+    let both = bundle(&setup.dir, "both.pem", &[&old, &new]);
+    setup.restart_registry(&both);
+    pulls("old key, both certificates");
+    // 2. Berth signs with the new key.
+    setup.sign_with(&new.source);
+    pulls("new key, both certificates");
+    // 3. The registry drops the old certificate.
+    let only_new = bundle(&setup.dir, "new.pem", &[&new]);
+    setup.restart_registry(&only_new);
+    pulls("new key, the new certificate only");
+}
+
+impl Setup {
+    /// The API as redeployed with another signing key (its configuration
+    /// read again), at the same address.
+    fn sign_with(&self, source: &str) {
+        let mut config = (*self.app.state.config).clone();
+        config.registry_signing_key = Some(source.to_owned());
+        let state = berth_shared::AppState {
+            config: Arc::new(config),
+            ..self.app.state.clone()
+        };
+        self.realm.swap(berth_local::app(state));
+    }
+
+    fn restart_registry(&self, bundle: &Path) {
+        self.registry.restart(&Access::Tokens {
+            realm: &self.realm.realm(),
+            issuer: &self.realm.url,
+            bundle,
+        });
+    }
+}
+
+/// The answers of the token service itself: the scheme's 401 with its
+/// challenge, scopes narrowed to what the credential may have (decoded from
+/// the token), another service refused, grants audited once per credential
+/// and hour, denials each time.
+#[tokio::test]
+async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drowning() {
+    let setup = Setup::start("berth-registry-answers", |dir| {
+        let key = signing_key(dir, "current");
+        let bundle = bundle(dir, "bundle.pem", &[&key]);
+        (key, bundle)
+    })
+    .await;
+    let app = &setup.app;
+    let acme = Tenant::new(&setup, &app.owner).await;
+    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
+    let entry = &config["auths"][setup.registry.host()];
+    let (username, password) = (
+        entry["username"].as_str().unwrap().to_owned(),
+        entry["password"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(username, format!("environment/{}", acme.namespace));
+    let basic = |user: &str, password: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        )
+    };
+    let service = setup.registry.host();
+    let own = acme.repository();
+    let query = format!(
+        "{REALM_PATH}?service={service}&scope=repository:{own}:pull,push&scope=repository:berth/other/x/y:pull"
+    );
+
+    // No credential, a wrong password, an unknown user: 401 with the challenge.
+    for authorization in [
+        None,
+        Some(basic(&username, "not-it")),
+        Some(basic("environment/nobody-here", &password)),
+        Some("Bearer brt_not-a-registry-credential".to_owned()),
+    ] {
+        let mut request = app.get(&query);
+        if let Some(value) = &authorization {
+            request = request.header("authorization", value);
+        }
+        let answer = request.send().await;
+        answer.assert_problem(401, "unauthenticated");
+        assert!(
+            answer.headers.get("www-authenticate").is_some_and(|v| v
+                .to_str()
+                .unwrap()
+                .starts_with("Basic realm=")),
+            "the challenge"
+        );
+    }
+
+    // Granted: only pull of its own organization's repository.
+    let grant = || async {
+        let answer = app
+            .get(&query)
+            .header("authorization", &basic(&username, &password))
+            .send()
+            .await;
+        answer.assert_status(200);
+        answer
+    };
+    let answer = grant().await;
+    assert_eq!(answer.headers.get("cache-control").unwrap(), "no-store");
+    let body = answer.json();
+    assert_eq!(body["token"], body["access_token"]);
+    assert_eq!(body["expires_in"], 300);
+    assert!(body["issued_at"].as_str().unwrap().ends_with('Z'));
+    let token = body["token"].as_str().unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["iss"], setup.realm.url);
+    assert_eq!(claims["aud"], service);
+    assert_eq!(claims["sub"], username);
+    assert_eq!(
+        claims["access"],
+        json!([{"type": "repository", "name": own, "actions": ["pull"]}])
+    );
+
+    // The OAuth2 form (containerd's first try): the same grant, with `scope`.
+    let form = format!(
+        "grant_type=password&username={}&password={password}&service={service}&scope=repository:{own}:pull%20repository:berth/other/x/y:pull&client_id=containerd-client",
+        username.replace('/', "%2F")
+    );
+    let answer = app
+        .request(Method::POST, REALM_PATH)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .raw(form)
+        .send()
+        .await;
+    answer.assert_status(200);
+    assert_eq!(answer.json()["scope"], format!("repository:{own}:pull"));
+    let answer = app
+        .request(Method::POST, REALM_PATH)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .raw("grant_type=refresh_token&refresh_token=x&service=x")
+        .send()
+        .await;
+    answer.assert_problem(400, "invalid_request");
+
+    // Another registry's service, a malformed scope: 400.
+    app.get(&format!("{REALM_PATH}?service=elsewhere.example.com&scope=repository:{own}:pull"))
+        .header("authorization", &basic(&username, &password))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+    app.get(&format!("{REALM_PATH}?service={service}&scope=repository"))
+        .header("authorization", &basic(&username, &password))
+        .send()
+        .await
+        .assert_problem(400, "invalid_request");
+
+    // The organization's log: the hour's first grant once, every denial.
+    grant().await;
+    grant().await;
+    let events = app.audit_events(&acme.org).await;
+    let of = |action: &str, outcome: Outcome| {
+        events
+            .iter()
+            .filter(|e| {
+                e.action == action
+                    && e.outcome == outcome
+                    && e.actor.as_deref() == Some(username.as_str())
+            })
+            .count()
+    };
+    assert_eq!(
+        of("getRegistryToken", Outcome::Success),
+        1,
+        "grants summarised per hour"
+    );
+    assert_eq!(
+        of("requestRegistryToken", Outcome::Success),
+        0,
+        "the same hour's grant"
+    );
+    // The wrong password (the unknown user's environment is no one's).
+    assert_eq!(of("getRegistryToken", Outcome::Denied), 1);
+    let granted = events
+        .iter()
+        .find(|e| e.action == "getRegistryToken" && e.outcome == Outcome::Success)
+        .unwrap();
+    assert_eq!(granted.actor_kind, ActorKind::Registry);
+    assert_eq!(granted.target_kind.as_deref(), Some("registry_credential"));
+    // No password and no token in any event.
+    let text = serde_json::to_string(&events).unwrap();
+    assert!(!text.contains(&password) && !text.contains(token));
+}
