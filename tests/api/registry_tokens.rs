@@ -224,32 +224,39 @@ struct Tenant {
     build: String,
 }
 
+/// A project of `user`'s with a ready environment `prod`: the project's name.
+async fn ready_environment(app: &TestApp, user: &TestUser) -> String {
+    let project = unique("reg");
+    app.post("/api/v1/projects")
+        .by(user)
+        .json(json!({ "name": project, "display_name": project }))
+        .send()
+        .await
+        .assert_status(201);
+    let environments = format!("/api/v1/projects/{project}/environments");
+    app.post(&environments)
+        .by(user)
+        .json(json!({ "name": "prod" }))
+        .send()
+        .await
+        .assert_status(201);
+    eventually("the environment becomes Ready", || async {
+        app.get(&format!("{environments}/prod"))
+            .by(user)
+            .send()
+            .await
+            .json()["phase"]
+            == "Ready"
+    })
+    .await;
+    project
+}
+
 impl Tenant {
     async fn new(setup: &Setup, user: &TestUser) -> Self {
         let app = &setup.app;
-        let project = unique("reg");
-        app.post("/api/v1/projects")
-            .by(user)
-            .json(json!({ "name": project, "display_name": project }))
-            .send()
-            .await
-            .assert_status(201);
+        let project = ready_environment(app, user).await;
         let environments = format!("/api/v1/projects/{project}/environments");
-        app.post(&environments)
-            .by(user)
-            .json(json!({ "name": "prod" }))
-            .send()
-            .await
-            .assert_status(201);
-        eventually("the environment becomes Ready", || async {
-            app.get(&format!("{environments}/prod"))
-                .by(user)
-                .send()
-                .await
-                .json()["phase"]
-                == "Ready"
-        })
-        .await;
         app.post(&format!("{environments}/prod/apps"))
             .by(user)
             .json(json!({"name": "web", "git_repo": "https://git.berth.test/shop.git", "port": 8080}))
@@ -692,4 +699,186 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
     // No password and no token in any event.
     let text = serde_json::to_string(&events).unwrap();
     assert!(!text.contains(&password) && !text.contains(token));
+}
+
+/// `berth-admin` over the test's table, with the administrator's
+/// kubeconfig at `kubeconfig` and `input` on standard input.
+fn berth_admin(app: &TestApp, args: &[&str], input: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .args(args)
+        .env("BERTH_TABLE", app.state.store.table())
+        .env("AWS_ENDPOINT_URL_DYNAMODB", crate::support::dynamodb_endpoint())
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env_remove("AWS_PROFILE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("berth-admin runs");
+    child
+        .stdin
+        .take()
+        .expect("its standard input")
+        .write_all(input.as_bytes())
+        .expect("writing its standard input");
+    child.wait_with_output().expect("berth-admin ends")
+}
+
+/// The upgrade of an installation with the shared credentials of before
+/// (a registry with a password; one push credential, which apps pull with,
+/// copied into every environment) to scoped ones, as docs/deploy.md's steps
+/// say, while an app's environment keeps pulling at every step: the token
+/// service first learns the shared credential, the registry then trusts
+/// the token service, the controller then gives the environment its own
+/// credential, and the shared one is forgotten last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulling() {
+    let dir = scratch("berth-registry-upgrade");
+    let key = signing_key(&dir, "current");
+    let bundle = bundle(&dir, "bundle.pem", &[&key]);
+    let mut realm = Realm::bind().await;
+    let url = realm.url.clone();
+    let app = TestApp::with_cluster_config(|config| {
+        config.public_url = Some(url);
+        config.registry_signing_key = Some(key.source.clone());
+        // The token service reads the registry's settings again this soon.
+        config.kubeconfig_recheck = std::time::Duration::from_secs(1);
+    })
+    .await;
+    realm.serve(app.app.clone());
+    let admin_kubeconfig = dir.join("admin.yaml");
+    std::fs::write(&admin_kubeconfig, &app.cluster().admin_kubeconfig).expect("the kubeconfig");
+    let kubeconfig = admin_kubeconfig.display().to_string();
+
+    // Today: a registry with one user, whose credential Berth shares.
+    let port = free_port();
+    let host = format!("127.0.0.1:{port}");
+    let registry = TestRegistry::start_on(
+        port,
+        &dir.join("registry"),
+        &Access::Password("pusher", "push-s3cret"),
+    );
+    let prefix = format!("{host}/berth");
+    let set = |extra: &[&str], input: &str| {
+        let mut args = vec![
+            "registry",
+            "set",
+            "--prefix",
+            &prefix,
+            "--server",
+            &host,
+            "--kubeconfig",
+            &kubeconfig,
+        ];
+        args.extend_from_slice(extra);
+        let output = berth_admin(&app, &args, input);
+        assert!(output.status.success(), "registry set {extra:?}: {}", said(&output));
+    };
+    // 1. The shared credential, as before, which the token service now accepts too.
+    set(&["--shared"], "pusher\npush-s3cret\n");
+    let project = ready_environment(&app, &app.owner).await;
+    let namespace = format!("{project}-prod");
+    let repository = format!("berth/{}/{project}/web", app.owner.org);
+    let shared = dir.join("shared-auth.json");
+    let shared_config = registry::Credential {
+        username: "pusher".into(),
+        password: "push-s3cret".into(),
+    }
+    .docker_config(&host);
+    std::fs::write(&shared, shared_config).expect("the shared credential's file");
+    let image = oci_image(&dir.join("made"), "built before the upgrade\n");
+    accepted(
+        &registry.push(&image, &repository, "v1", &shared),
+        "a build of before pushes with the shared credential",
+    );
+    let pull_secret_of = |namespace: &str| {
+        let client = app.cluster().client.clone();
+        let dir = dir.clone();
+        let namespace = namespace.to_owned();
+        async move {
+            let secrets: Api<Secret> = Api::namespaced(client, &namespace);
+            let secret = eventually_get(&secrets, PULL_SECRET).await;
+            let path = dir.join(unique("env-auth"));
+            std::fs::write(&path, &secret.data.expect("data")[DOCKER_CONFIG_KEY].0)
+                .expect("the credential's file");
+            path
+        }
+    };
+    let env_copy = pull_secret_of(&namespace).await;
+    let env_config = std::fs::read_to_string(&env_copy).unwrap();
+    assert!(env_config.contains("pusher"), "the environment holds the shared copy");
+    accepted(
+        &registry.inspect(&repository, "v1", &env_copy),
+        "the app pulls with the shared copy (the registry checks the password)",
+    );
+
+    // 2. The registry trusts Berth's token service: the copy still pulls.
+    registry.restart(&Access::Tokens {
+        realm: &realm.realm(),
+        issuer: &realm.url,
+        bundle: &bundle,
+    });
+    accepted(
+        &registry.inspect(&repository, "v1", &env_copy),
+        "the app pulls with the shared copy (through Berth's token service)",
+    );
+
+    // 3. Scoped credentials; the controller gives each environment its own
+    //    (at its next resync, or at once when it restarts).
+    set(&[], "");
+    app.cluster().restart_controller().await;
+    let environments: Api<berth_shared::cluster::crd::Environment> =
+        Api::all(app.cluster().client.clone());
+    eventually("the environment gets its own pull credential", || async {
+        environments
+            .get(&namespace)
+            .await
+            .expect("the Environment")
+            .status
+            .and_then(|status| status.registry_pull_digest)
+            .is_some()
+    })
+    .await;
+    let own = pull_secret_of(&namespace).await;
+    assert!(
+        std::fs::read_to_string(&own)
+            .unwrap()
+            .contains(&format!("environment/{namespace}")),
+        "the environment's own credential replaced the copy"
+    );
+    accepted(
+        &registry.inspect(&repository, "v1", &own),
+        "the app pulls with its environment's own credential",
+    );
+    let status = berth_admin(
+        &app,
+        &["registry", "status", "--kubeconfig", &kubeconfig],
+        "",
+    );
+    assert!(
+        said(&status).contains("1 of 1 have their own pull credential"),
+        "{}",
+        said(&status)
+    );
+
+    // 4. The shared credential is forgotten: refused, and gone from the
+    //    cluster; the environment's own pulls on.
+    set(&["--forget-shared"], "");
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    refused(
+        &registry.inspect(&repository, "v1", &shared),
+        "the forgotten shared credential pulls",
+    );
+    let system: Api<Secret> = Api::namespaced(app.cluster().client.clone(), "berth-system");
+    assert!(
+        system.get_opt(PULL_SECRET).await.expect("reading").is_none(),
+        "the shared pull Secret is deleted"
+    );
+    accepted(
+        &registry.inspect(&repository, "v1", &own),
+        "the app still pulls with its environment's own credential",
+    );
 }
