@@ -9,7 +9,7 @@
 
 use berth_shared::Operation;
 use berth_shared::identity::sessions;
-use berth_shared::openapi::{SESSION, TOKEN};
+use berth_shared::openapi::{REGISTRY_CREDENTIAL, SESSION, TOKEN};
 use serde_json::{Value, json};
 use utoipa::openapi::info::{ContactBuilder, InfoBuilder, LicenseBuilder};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -46,6 +46,10 @@ const TAGS: &[(&str, &str)] = &[
         "Apps of an environment, their releases, logs and domains.",
     ),
     ("builds", "Builds of apps from source, and their output."),
+    (
+        "registry",
+        "The image registry's token service (Docker Registry token authentication).",
+    ),
     ("secrets", "Secrets of an environment."),
     (
         "templates",
@@ -235,6 +239,18 @@ pub fn document() -> Value {
                 .scheme(HttpAuthScheme::Bearer)
                 .bearer_format("brt_ and 40 base62 characters")
                 .description(Some("A personal API token (`createToken`)."))
+                .build(),
+        ),
+    );
+    components.security_schemes.insert(
+        REGISTRY_CREDENTIAL.to_owned(),
+        SecurityScheme::Http(
+            HttpBuilder::new()
+                .scheme(HttpAuthScheme::Basic)
+                .description(Some(
+                    "A registry credential Berth made (a build's or an environment's, from its \
+                     Secret): user name and password. Never a session or an API token.",
+                ))
                 .build(),
         ),
     );

@@ -185,6 +185,8 @@ fn the_document_says_what_a_client_needs() {
     assert_eq!(schemes["session"]["name"], "berth_session");
     assert_eq!(schemes["token"]["type"], "http");
     assert_eq!(schemes["token"]["scheme"], "bearer");
+    assert_eq!(schemes["registryCredential"]["type"], "http");
+    assert_eq!(schemes["registryCredential"]["scheme"], "basic");
 
     let tags: BTreeSet<&str> = document["tags"]
         .as_array()
@@ -222,6 +224,8 @@ fn the_document_says_what_a_client_needs() {
             .unwrap_or_default();
         if unauthenticated.contains(&id) {
             assert!(security.is_empty(), "{at}: needs no credentials");
+        } else if path == "/api/v1/registry/token" {
+            assert_eq!(security, ["registryCredential"], "{at}: a registry credential");
         } else {
             assert_eq!(security, ["session", "token"], "{at}: either credential");
         }

@@ -171,6 +171,9 @@ fn functions_link_only_what_they_use() {
         "templates",
         "secrets",
         "builds",
+        // The token service reads the Build or Environment holding a
+        // credential's digest.
+        "registry",
     ];
     for function in berth_local::FUNCTIONS.iter().map(|function| function.name) {
         let packages = linked_packages(function);

@@ -133,8 +133,9 @@ pub struct PasswordGrant {
 /// was asked that the credential may have (its own repository, or pulls of
 /// its organization's images) and nothing else, which is not an error:
 /// the registry refuses what the token does not cover. A credential that
-/// does not hold, or no longer works (its build ended), is `401` with a
-/// `WWW-Authenticate: Basic` challenge.
+/// is missing, does not hold, or no longer works (its build ended) is
+/// `401` with a `WWW-Authenticate: Basic` challenge. The answer is never
+/// cached (`Cache-Control: no-store`).
 #[utoipa::path(
     get,
     path = "/api/v1/registry/token",
@@ -142,9 +143,6 @@ pub struct PasswordGrant {
     responses(
         (status = 200, description = "A token for what the credential may have of the scopes asked.",
             body = IssuedToken),
-        (status = 401, description = "The credential is missing, unknown, wrong or no longer works.",
-            headers(("WWW-Authenticate" = String, description = "`Basic realm=…`")),
-            body = berth_shared::error::Problem),
     ),
 )]
 async fn get_registry_token(
@@ -194,9 +192,6 @@ async fn get_registry_token(
     responses(
         (status = 200, description = "A token for what the credential may have of the scopes asked.",
             body = IssuedToken),
-        (status = 401, description = "The credential is missing, unknown, wrong or no longer works.",
-            headers(("WWW-Authenticate" = String, description = "`Basic realm=…`")),
-            body = berth_shared::error::Problem),
     ),
 )]
 async fn request_registry_token(
@@ -209,6 +204,10 @@ async fn request_registry_token(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
         .is_some_and(|value| value.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
+    // No body is no credential: the scheme's 401.
+    if body.is_empty() {
+        return answer(issue(&state, None, None, &[]).await, true);
+    }
     if !form_type {
         return ApiError::UnsupportedMediaType(
             "a token request is a form: Content-Type: application/x-www-form-urlencoded".into(),

@@ -35,6 +35,11 @@ interface BerthFunction {
    * check) and the apps domain (closed to custom domains).
    */
   readonly domainParameters?: boolean;
+  /**
+   * Whether it is the registry's token service: it gets the API's public
+   * URL and may sign with the registry's KMS key (and read its public key).
+   */
+  readonly signsRegistryTokens?: boolean;
 }
 
 const FUNCTIONS: readonly BerthFunction[] = [
@@ -90,6 +95,12 @@ const FUNCTIONS: readonly BerthFunction[] = [
     description: 'Builds of apps from source',
     // Webhooks: a replaced or deleted hook's item, a forgotten delivery.
     tableActions: [...ITEM_ACCESS, 'DeleteItem'],
+  },
+  {
+    binary: 'registry',
+    description: "The image registry's token service",
+    tableActions: ITEM_ACCESS,
+    signsRegistryTokens: true,
   },
   {
     binary: 'templates',
@@ -159,6 +170,19 @@ export class BerthStack extends Stack {
     // The same logical ids as template.yaml's, so the two templates read alike.
     (table.node.defaultChild as CfnTable).overrideLogicalId('Table');
 
+    const publicUrl = new CfnParameter(this, 'PublicUrl', {
+      type: 'String',
+      default: '',
+      description:
+        "The API's public URL (https://api.example.com), BERTH_PUBLIC_URL: the registry's token service is PublicUrl/api/v1/registry/token and its tokens' issuer is PublicUrl. Empty until a registry trusts it.",
+    });
+    const registrySigningKeyId = new CfnParameter(this, 'RegistrySigningKeyId', {
+      type: 'String',
+      default: 'none',
+      description:
+        'The id of the AWS KMS key (ECC_NIST_P256, SIGN_VERIFY) the registry\'s tokens are signed with; the registry function may sign with it and read its public key, nothing else. "none" until a registry trusts Berth.',
+    });
+
     const functions = new Map<string, RustFunction>();
     for (const spec of FUNCTIONS) {
       const logicalId = `${spec.binary[0].toUpperCase()}${spec.binary.slice(1)}Function`;
@@ -186,6 +210,12 @@ export class BerthStack extends Stack {
                 BERTH_APPS_DOMAIN: appsDomain.valueAsString,
               }
             : {}),
+          ...(spec.signsRegistryTokens
+            ? {
+                BERTH_PUBLIC_URL: publicUrl.valueAsString,
+                BERTH_REGISTRY_SIGNING_KEY: `kms:${registrySigningKeyId.valueAsString}`,
+              }
+            : {}),
         },
       });
       (fn.node.defaultChild as CfnFunction).overrideLogicalId(logicalId);
@@ -195,6 +225,16 @@ export class BerthStack extends Stack {
           resources: spec.readsIndex ? [table.tableArn, `${table.tableArn}/index/${INDEX}`] : [table.tableArn],
         }),
       );
+      if (spec.signsRegistryTokens) {
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ['kms:Sign', 'kms:GetPublicKey'],
+            resources: [
+              `arn:${Aws.PARTITION}:kms:${Aws.REGION}:${Aws.ACCOUNT_ID}:key/${registrySigningKeyId.valueAsString}`,
+            ],
+          }),
+        );
+      }
       functions.set(logicalId, fn);
     }
 
