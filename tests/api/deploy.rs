@@ -25,12 +25,7 @@ use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
 const DEPLOY: &str = include_str!("../../docs/deploy.md");
 
 /// The variables of the section's first block, which the reader fills in.
-const FILLED_IN: [&str; 4] = [
-    "REGISTRY",
-    "APPS_DOMAIN",
-    "INSTALLATION",
-    "REGISTRY_CREDENTIALS",
-];
+const FILLED_IN: [&str; 3] = ["REGISTRY", "APPS_DOMAIN", "INSTALLATION"];
 
 /// Bound on the whole section: `make controller-image` is quick when `make
 /// test` has just built the image, and about 4 minutes on a new machine.
@@ -188,13 +183,10 @@ async fn every_command_of_the_clusters_deploy_works() {
     ];
     let installation = unique("deploy-test");
     let registry_path = format!("127.0.0.1:{}/berth", registry.port);
-    let credentials = dir.join("registry-credentials.txt");
-    std::fs::write(&credentials, "builder\nbuild-s3cret\n").expect("the registry's credentials");
     let values = [
         ("REGISTRY", registry_path.clone()),
         ("APPS_DOMAIN", "apps.deploy.test".to_owned()),
         ("INSTALLATION", installation.clone()),
-        ("REGISTRY_CREDENTIALS", credentials.display().to_string()),
     ];
     let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
     let printed = run_steps(
@@ -271,14 +263,23 @@ async fn every_command_of_the_clusters_deploy_works() {
         registry_settings["server"],
         format!("127.0.0.1:{}", registry.port)
     );
-    let push = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds")
-        .get("berth-registry-push")
-        .await
-        .expect("the push credential");
-    assert_eq!(
-        push.type_.as_deref(),
-        Some("kubernetes.io/dockerconfigjson")
+    // Berth mints every credential: none is shared.
+    assert_eq!(registry_settings["credentials"], "scoped");
+    assert!(
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds")
+            .get_opt("berth-registry-push")
+            .await
+            .expect("reading berth-builds")
+            .is_none(),
+        "no shared push credential"
     );
+    // And the token service's settings, in the table.
+    let token_service = berth_shared::registry::RegistrySettings::load(&api.state.store)
+        .await
+        .expect("reading the table")
+        .expect("the token service's settings");
+    assert_eq!(token_service.prefix, format!("{registry_path}/apps"));
+    assert!(token_service.shared.is_empty());
 
     // The API's stored kubeconfig is berth-api's.
     let stored = berth_shared::kubeconfig::load(&api.state.store)
