@@ -18,6 +18,9 @@ CONFORMANCE_VENV=${BERTH_CACHE:-~/.cache/berth}/conformance-venv
 # The conformance run's journey generates a client from the served
 # description with it (scripts/conformance/journey.py).
 OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
+# moto's server stands in for AWS KMS in the registry signer's test (no
+# KMS endpoint is reachable here; it signs with real ECDSA keys).
+MOTO_VERSION=5.2.5
 CARGO_LAMBDA_VERSION=1.9.2
 ZIGLANG_VERSION=0.16.0
 CACHE=${BERTH_CACHE:-~/.cache/berth}
@@ -122,6 +125,9 @@ python_tool openapi-python-client "$OPENAPI_PYTHON_CLIENT_VERSION" \
 # also runs the CDK comparison, which expands template.yaml with the same SAM
 # translator.
 python_tool aws-sam-cli "$SAM_CLI_VERSION" "sam python" "aws-sam-cli==$SAM_CLI_VERSION"
+# The KMS signer's test (tests/api/registry_tokens.rs) signs with keys of
+# moto's KMS, on loopback.
+python_tool moto "$MOTO_VERSION" "moto_server" "moto[server]==$MOTO_VERSION"
 # jq: docs/guide.md picks values out of answers with it, and its test runs the guide.
 apt_tool jq jq "docs/guide.md and its test use it" || true
 infra/cdk/cdk.sh install

@@ -882,3 +882,207 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
         "the app still pulls with its environment's own credential",
     );
 }
+
+/// moto's KMS on a loopback port (`moto_server`, installed by
+/// `scripts/install-tools.sh`); stopped when dropped.
+struct MotoKms {
+    child: std::process::Child,
+    endpoint: String,
+}
+
+impl MotoKms {
+    async fn start() -> Self {
+        let cache = std::env::var("BERTH_CACHE").unwrap_or_else(|_| {
+            format!("{}/.cache/berth", std::env::var("HOME").unwrap_or_default())
+        });
+        let server = Path::new(&cache).join("bin/moto_server");
+        assert!(
+            server.exists(),
+            "{} is missing: run scripts/install-tools.sh (make test does)",
+            server.display()
+        );
+        let port = free_port();
+        let child = Command::new(server)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("moto_server starts");
+        let endpoint = format!("http://127.0.0.1:{port}");
+        eventually("moto's KMS answers", || async {
+            tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+        })
+        .await;
+        Self { child, endpoint }
+    }
+
+    fn client(&self) -> aws_sdk_kms::Client {
+        let config = aws_sdk_kms::Config::builder()
+            .behavior_version(aws_sdk_kms::config::BehaviorVersion::v2026_01_12())
+            .region(aws_sdk_kms::config::Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_kms::config::Credentials::new(
+                "local", "local", None, None, "moto",
+            ))
+            .endpoint_url(&self.endpoint)
+            .build();
+        aws_sdk_kms::Client::from_conf(config)
+    }
+
+    /// The environment an AWS SDK program reaches this KMS with.
+    fn env(&self) -> [(&'static str, String); 4] {
+        [
+            ("AWS_ENDPOINT_URL_KMS", self.endpoint.clone()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_ACCESS_KEY_ID", "local".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+        ]
+    }
+}
+
+impl Drop for MotoKms {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The KMS signer, end to end with its SDK, against moto's KMS (a stand-in:
+/// no AWS KMS endpoint is reachable here; moto signs with a real P-256
+/// key, DER-encoded as KMS does): `berth-admin registry certificate`
+/// makes the registry's certificate with the KMS key, and the real
+/// `berth-local` binary, with `BERTH_REGISTRY_SIGNING_KEY=kms:…`, is the
+/// realm whose tokens the registry accepts for a build's push and an
+/// environment's pull.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kms_key_signs_tokens_the_registry_trusts() {
+    let kms = MotoKms::start().await;
+    let key_id = kms
+        .client()
+        .create_key()
+        .key_spec(aws_sdk_kms::types::KeySpec::EccNistP256)
+        .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
+        .send()
+        .await
+        .expect("a KMS key")
+        .key_metadata
+        .expect("its metadata")
+        .key_id;
+    let source = format!("kms:{key_id}");
+    let dir = scratch("berth-registry-kms");
+    let pem = stdout_of(
+        Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+            .args(["registry", "certificate", "--signing-key", &source, "--days", "2"])
+            .env_clear()
+            .env("HOME", &dir)
+            .envs(kms.env()),
+    );
+    let certificate = dir.join("kms.cert.pem");
+    std::fs::write(&certificate, format!("{pem}\n")).expect("the certificate");
+    // A key of another curve is refused, saying why.
+    let p384 = kms
+        .client()
+        .create_key()
+        .key_spec(aws_sdk_kms::types::KeySpec::EccNistP384)
+        .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
+        .send()
+        .await
+        .expect("a KMS key")
+        .key_metadata
+        .expect("its metadata")
+        .key_id;
+    let refused_key = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
+        .args(["registry", "certificate", "--signing-key", &format!("kms:{p384}")])
+        .env_clear()
+        .env("HOME", &dir)
+        .envs(kms.env())
+        .output()
+        .expect("berth-admin runs");
+    assert!(!refused_key.status.success());
+    assert!(
+        said(&refused_key).contains("its key spec must be ECC_NIST_P256"),
+        "{}",
+        said(&refused_key)
+    );
+
+    // The whole API as its own process, signing with the KMS key.
+    let app = TestApp::with_cluster().await;
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_berth-local"))
+        .env_clear()
+        .env("HOME", &dir)
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("BERTH_PORT", port.to_string())
+        .env("BERTH_TABLE", app.state.store.table())
+        .env("AWS_ENDPOINT_URL_DYNAMODB", crate::support::dynamodb_endpoint())
+        .env("BERTH_PUBLIC_URL", &url)
+        .env("BERTH_REGISTRY_SIGNING_KEY", &source)
+        .envs(kms.env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("berth-local starts");
+    eventually("berth-local answers", || async {
+        tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+    })
+    .await;
+
+    let registry_port = free_port();
+    let host = format!("127.0.0.1:{registry_port}");
+    let registry = TestRegistry::start_on(
+        registry_port,
+        &dir.join("registry"),
+        &Access::Tokens {
+            realm: &format!("{url}{REALM_PATH}"),
+            issuer: &url,
+            bundle: &certificate,
+        },
+    );
+    let settings = Registry::parse(&format!("{host}/berth"), &host).expect("well formed");
+    RegistrySettings {
+        prefix: settings.prefix.clone(),
+        server: settings.server.clone(),
+        shared: Vec::new(),
+    }
+    .store(&app.state.store)
+    .await
+    .expect("the token service's settings");
+    registry::set(&app.cluster().client, &settings, Credentials::Scoped)
+        .await
+        .expect("the cluster's settings");
+    let setup = Setup {
+        realm: Realm {
+            url,
+            router: Arc::new(RwLock::new(Router::new())),
+            listener: None,
+        },
+        registry,
+        dir,
+        app,
+    };
+    let acme = Tenant::new(&setup, &setup.app.owner).await;
+    let image = oci_image(&setup.dir.join("made"), "signed by KMS\n");
+    let push = setup
+        .credential_file(BUILDS_NAMESPACE, &acme.build_secret("push"))
+        .await;
+    accepted(
+        &setup.registry.push(&image, &acme.repository(), "v1", &push),
+        "a push with a KMS-signed token",
+    );
+    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    accepted(
+        &setup.registry.inspect(&acme.repository(), "v1", &pull),
+        "a pull with a KMS-signed token",
+    );
+    refused(
+        &setup.registry.push(
+            &image,
+            &format!("berth/{}/{}/other", acme.org, acme.project),
+            "v1",
+            &push,
+        ),
+        "a push beyond the credential, with a KMS-signed token",
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+}

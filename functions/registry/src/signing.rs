@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_kms::primitives::Blob;
-use aws_sdk_kms::types::{KeySpec, KeyUsageType, MessageType, SigningAlgorithmSpec};
+use aws_sdk_kms::types::{KeyUsageType, MessageType, SigningAlgorithmSpec};
 use p256::ecdsa::signature::Signer as _;
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, EncodePublicKey};
 use sha2::{Digest, Sha256};
@@ -134,18 +134,24 @@ impl Signer {
             .send()
             .await
             .map_err(|e| unusable(aws_sdk_kms::error::DisplayErrorContext(e).to_string()))?;
-        if described.key_spec() != Some(&KeySpec::EccNistP256) {
-            return Err(unusable("its key spec must be ECC_NIST_P256".into()));
-        }
-        if described.key_usage() != Some(&KeyUsageType::SignVerify) {
-            return Err(unusable("its key usage must be SIGN_VERIFY".into()));
-        }
+        // What the key is, by its public key itself (KMS names its spec
+        // as `KeySpec`, and as the older `CustomerMasterKeySpec`): a P-256
+        // key that may sign ECDSA_SHA_256.
         let public_key = described
             .public_key()
             .map(|blob| blob.as_ref().to_vec())
             .ok_or_else(|| unusable("KMS gave no public key".into()))?;
         p256::PublicKey::from_public_key_der(&public_key)
-            .map_err(|_| unusable("its public key is not a P-256 key".into()))?;
+            .map_err(|_| unusable("its key spec must be ECC_NIST_P256".into()))?;
+        if described.key_usage() != Some(&KeyUsageType::SignVerify)
+            || !described
+                .signing_algorithms()
+                .contains(&SigningAlgorithmSpec::EcdsaSha256)
+        {
+            return Err(unusable(
+                "its key usage must be SIGN_VERIFY, with ECDSA_SHA_256".into(),
+            ));
+        }
         Ok(Self::new(
             Home::Kms {
                 client,
