@@ -111,11 +111,11 @@ pub async fn mint_build_credentials(
             Err(why) => return Ok(Err(why)),
         };
     let pull_secret = secrets.pull_secret.unwrap_or_default();
-    let pull_digest =
-        match write_build_secret(client, &pull_secret, &pull, registry, owner).await? {
-            Ok(digest) => digest,
-            Err(why) => return Ok(Err(why)),
-        };
+    let pull_digest = match write_build_secret(client, &pull_secret, &pull, registry, owner).await?
+    {
+        Ok(digest) => digest,
+        Err(why) => return Ok(Err(why)),
+    };
     Ok(Ok(BuildRegistryCredentials {
         push_digest,
         pull_digest,

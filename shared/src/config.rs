@@ -388,7 +388,10 @@ mod tests {
             _ => None,
         })
         .expect("valid");
-        assert_eq!(config.public_url.as_deref(), Some("https://api.example.com"));
+        assert_eq!(
+            config.public_url.as_deref(),
+            Some("https://api.example.com")
+        );
         assert_eq!(
             config.registry_signing_key.as_deref(),
             Some("kms:alias/berth-registry")

@@ -318,7 +318,10 @@ mod tests {
             path: "berth/acme".into(),
             push: false,
         };
-        assert_eq!(pull.allowed("berth/acme/shop/web", &["pull", "push"]), ["pull"]);
+        assert_eq!(
+            pull.allowed("berth/acme/shop/web", &["pull", "push"]),
+            ["pull"]
+        );
         // Another organization whose name starts alike, and the path itself.
         assert!(pull.allowed("berth/acmex/shop/web", &["pull"]).is_empty());
         assert!(pull.allowed("berth/acme", &["pull"]).is_empty());

@@ -225,7 +225,11 @@ fn the_document_says_what_a_client_needs() {
         if unauthenticated.contains(&id) {
             assert!(security.is_empty(), "{at}: needs no credentials");
         } else if path == "/api/v1/registry/token" {
-            assert_eq!(security, ["registryCredential"], "{at}: a registry credential");
+            assert_eq!(
+                security,
+                ["registryCredential"],
+                "{at}: a registry credential"
+            );
         } else {
             assert_eq!(security, ["session", "token"], "{at}: either credential");
         }

@@ -24,13 +24,13 @@ use berth_shared::audit::{ActorKind, Outcome};
 use berth_shared::cluster::crd::{
     BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
-use berth_shared::cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
+use berth_shared::cluster::registry::{
+    self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry,
+};
 use berth_shared::registry::RegistrySettings;
 
 use crate::support::kubelet::{BuildEnd, end_build_pods};
-use crate::support::registry::{
-    Access, Registry as TestRegistry, free_port, oci_image, said,
-};
+use crate::support::registry::{Access, Registry as TestRegistry, free_port, oci_image, said};
 use crate::support::{TestApp, TestUser, eventually, stdout_of, unique};
 
 const REALM_PATH: &str = "/api/v1/registry/token";
@@ -53,13 +53,27 @@ fn signing_key(dir: &Path, name: &str) -> SigningKey {
     let key = dir.join(format!("{name}.key.pem"));
     stdout_of(
         Command::new("openssl")
-            .args(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out"])
+            .args([
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-out",
+            ])
             .arg(&key),
     );
     let source = format!("file:{}", key.display());
     let pem = stdout_of(
         Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-            .args(["registry", "certificate", "--signing-key", &source, "--days", "2"])
+            .args([
+                "registry",
+                "certificate",
+                "--signing-key",
+                &source,
+                "--days",
+                "2",
+            ])
             .env_clear()
             .env("HOME", dir),
     );
@@ -259,7 +273,9 @@ impl Tenant {
         let environments = format!("/api/v1/projects/{project}/environments");
         app.post(&format!("{environments}/prod/apps"))
             .by(user)
-            .json(json!({"name": "web", "git_repo": "https://git.berth.test/shop.git", "port": 8080}))
+            .json(
+                json!({"name": "web", "git_repo": "https://git.berth.test/shop.git", "port": 8080}),
+            )
             .send()
             .await
             .assert_status(201);
@@ -304,7 +320,9 @@ fn refused(output: &std::process::Output, what: &str) {
     let text = said(output).to_lowercase();
     assert!(!output.status.success(), "{what}: it was accepted");
     assert!(
-        text.contains("unauthorized") || text.contains("denied") || text.contains("authentication required"),
+        text.contains("unauthorized")
+            || text.contains("denied")
+            || text.contains("authentication required"),
         "{what}: refused for another reason: {text}"
     );
 }
@@ -313,7 +331,7 @@ fn refused(output: &std::process::Output, what: &str) {
 // runtime, answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls_its_organizations()
- {
+{
     let setup = Setup::start("berth-registry-tokens", |dir| {
         let key = signing_key(dir, "current");
         let bundle = bundle(dir, "bundle.pem", &[&key]);
@@ -419,7 +437,12 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
     // A build that ended: its credentials are refused, and gone from the cluster.
     let selector = format!(
         "{LABEL_BUILD}=1,{LABEL_APP_UID}={}",
-        builds.get(&globex.build).await.expect("the Build").spec.app_uid
+        builds
+            .get(&globex.build)
+            .await
+            .expect("the Build")
+            .spec
+            .app_uid
     );
     let end = BuildEnd::Pushed {
         commit: "0123456789abcdef0123456789abcdef01234567",
@@ -427,23 +450,26 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         digest: "sha256:1111111111111111111111111111111111111111111111111111111111111111",
     };
     eventually("globex's build pod ends", || async {
-        end_build_pods(&setup.app.cluster().client, BUILDS_NAMESPACE, &selector, &end).await > 0
+        end_build_pods(
+            &setup.app.cluster().client,
+            BUILDS_NAMESPACE,
+            &selector,
+            &end,
+        )
+        .await
+            > 0
     })
     .await;
     eventually("globex's build succeeds", || async {
-        builds
-            .get(&globex.build)
-            .await
-            .expect("the Build")
-            .phase()
-            == BUILD_SUCCEEDED
+        builds.get(&globex.build).await.expect("the Build").phase() == BUILD_SUCCEEDED
     })
     .await;
     refused(
         &registry.push(&image, &globex.repository(), "v2", &globex_push),
         "globex's ended build's push credential pushes",
     );
-    let secrets: Api<Secret> = Api::namespaced(setup.app.cluster().client.clone(), BUILDS_NAMESPACE);
+    let secrets: Api<Secret> =
+        Api::namespaced(setup.app.cluster().client.clone(), BUILDS_NAMESPACE);
     eventually("the ended build's credentials are deleted", || async {
         secrets
             .get_opt(&globex.build_secret("push"))
@@ -498,7 +524,12 @@ async fn a_rotation_of_the_signing_key_keeps_pulls_working() {
         "a push signed with the old key",
     );
     let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
-    let pulls = |what: &str| accepted(&setup.registry.inspect(&acme.repository(), "v1", &pull), what);
+    let pulls = |what: &str| {
+        accepted(
+            &setup.registry.inspect(&acme.repository(), "v1", &pull),
+            what,
+        )
+    };
     pulls("a pull signed with the old key");
 
     // Berth signing with a key the registry does not trust yet: refused.
@@ -592,10 +623,10 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
         let answer = request.send().await;
         answer.assert_problem(401, "unauthenticated");
         assert!(
-            answer.headers.get("www-authenticate").is_some_and(|v| v
-                .to_str()
-                .unwrap()
-                .starts_with("Basic realm=")),
+            answer
+                .headers
+                .get("www-authenticate")
+                .is_some_and(|v| v.to_str().unwrap().starts_with("Basic realm=")),
             "the challenge"
         );
     }
@@ -653,11 +684,13 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
     answer.assert_problem(400, "invalid_request");
 
     // Another registry's service, a malformed scope: 400.
-    app.get(&format!("{REALM_PATH}?service=elsewhere.example.com&scope=repository:{own}:pull"))
-        .header("authorization", &basic(&username, &password))
-        .send()
-        .await
-        .assert_problem(400, "invalid_request");
+    app.get(&format!(
+        "{REALM_PATH}?service=elsewhere.example.com&scope=repository:{own}:pull"
+    ))
+    .header("authorization", &basic(&username, &password))
+    .send()
+    .await
+    .assert_problem(400, "invalid_request");
     app.get(&format!("{REALM_PATH}?service={service}&scope=repository"))
         .header("authorization", &basic(&username, &password))
         .send()
@@ -708,7 +741,10 @@ fn berth_admin(app: &TestApp, args: &[&str], input: &str) -> std::process::Outpu
     let mut child = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
         .args(args)
         .env("BERTH_TABLE", app.state.store.table())
-        .env("AWS_ENDPOINT_URL_DYNAMODB", crate::support::dynamodb_endpoint())
+        .env(
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            crate::support::dynamodb_endpoint(),
+        )
         .env("AWS_REGION", "us-east-1")
         .env("AWS_ACCESS_KEY_ID", "local")
         .env("AWS_SECRET_ACCESS_KEY", "local")
@@ -775,7 +811,11 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
         ];
         args.extend_from_slice(extra);
         let output = berth_admin(&app, &args, input);
-        assert!(output.status.success(), "registry set {extra:?}: {}", said(&output));
+        assert!(
+            output.status.success(),
+            "registry set {extra:?}: {}",
+            said(&output)
+        );
     };
     // 1. The shared credential, as before, which the token service now accepts too.
     set(&["--shared"], "pusher\npush-s3cret\n");
@@ -809,7 +849,10 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
     };
     let env_copy = pull_secret_of(&namespace).await;
     let env_config = std::fs::read_to_string(&env_copy).unwrap();
-    assert!(env_config.contains("pusher"), "the environment holds the shared copy");
+    assert!(
+        env_config.contains("pusher"),
+        "the environment holds the shared copy"
+    );
     accepted(
         &registry.inspect(&repository, "v1", &env_copy),
         "the app pulls with the shared copy (the registry checks the password)",
@@ -874,7 +917,11 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
     );
     let system: Api<Secret> = Api::namespaced(app.cluster().client.clone(), "berth-system");
     assert!(
-        system.get_opt(PULL_SECRET).await.expect("reading").is_none(),
+        system
+            .get_opt(PULL_SECRET)
+            .await
+            .expect("reading")
+            .is_none(),
         "the shared pull Secret is deleted"
     );
     accepted(
@@ -910,7 +957,9 @@ impl MotoKms {
             .expect("moto_server starts");
         let endpoint = format!("http://127.0.0.1:{port}");
         eventually("moto's KMS answers", || async {
-            tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
         })
         .await;
         Self { child, endpoint }
@@ -971,7 +1020,14 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
     let dir = scratch("berth-registry-kms");
     let pem = stdout_of(
         Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-            .args(["registry", "certificate", "--signing-key", &source, "--days", "2"])
+            .args([
+                "registry",
+                "certificate",
+                "--signing-key",
+                &source,
+                "--days",
+                "2",
+            ])
             .env_clear()
             .env("HOME", &dir)
             .envs(kms.env()),
@@ -991,7 +1047,12 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
         .expect("its metadata")
         .key_id;
     let refused_key = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args(["registry", "certificate", "--signing-key", &format!("kms:{p384}")])
+        .args([
+            "registry",
+            "certificate",
+            "--signing-key",
+            &format!("kms:{p384}"),
+        ])
         .env_clear()
         .env("HOME", &dir)
         .envs(kms.env())
@@ -1014,7 +1075,10 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("BERTH_PORT", port.to_string())
         .env("BERTH_TABLE", app.state.store.table())
-        .env("AWS_ENDPOINT_URL_DYNAMODB", crate::support::dynamodb_endpoint())
+        .env(
+            "AWS_ENDPOINT_URL_DYNAMODB",
+            crate::support::dynamodb_endpoint(),
+        )
         .env("BERTH_PUBLIC_URL", &url)
         .env("BERTH_REGISTRY_SIGNING_KEY", &source)
         .envs(kms.env())
@@ -1023,7 +1087,9 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
         .spawn()
         .expect("berth-local starts");
     eventually("berth-local answers", || async {
-        tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok()
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
     })
     .await;
 

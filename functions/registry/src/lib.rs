@@ -203,7 +203,11 @@ async fn request_registry_token(
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.split(';').next())
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("application/x-www-form-urlencoded"));
+        .is_some_and(|value| {
+            value
+                .trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        });
     // No body is no credential: the scheme's 401.
     if body.is_empty() {
         return answer(issue(&state, None, None, &[]).await, true);
@@ -229,7 +233,10 @@ async fn request_registry_token(
     }
     let credential = grant.username.zip(grant.password);
     let scopes: Vec<String> = grant.scope.into_iter().collect();
-    answer(issue(&state, credential, grant.service, &scopes).await, true)
+    answer(
+        issue(&state, credential, grant.service, &scopes).await,
+        true,
+    )
 }
 
 /// A granted token, or why not.
@@ -252,9 +259,10 @@ fn answer(issued: Issued, oauth: bool) -> Response {
             let unauthenticated = matches!(error, ApiError::Unauthenticated);
             let mut response = error.into_response();
             if unauthenticated {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static(CHALLENGE));
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(CHALLENGE),
+                );
             }
             response
         }
@@ -289,7 +297,11 @@ async fn issue(
         return Err(ApiError::Unauthenticated);
     };
     let Some(user) = RegistryUser::parse(&username) else {
-        tracing::info!(outcome = "denied", why = "not a registry user name", "registry token");
+        tracing::info!(
+            outcome = "denied",
+            why = "not a registry user name",
+            "registry token"
+        );
         return Err(ApiError::Unauthenticated);
     };
     audit::audit_registry_user(user.username());
@@ -315,7 +327,11 @@ async fn issue(
     })?;
     let client = state.cluster.client().await?;
     let checked = verify::check(&client, &settings, &user, &password).await?;
-    if let Some(org) = checked.org.as_deref().and_then(|org| OrgName::parse(org).ok()) {
+    if let Some(org) = checked
+        .org
+        .as_deref()
+        .and_then(|org| OrgName::parse(org).ok())
+    {
         audit::audit_org(org);
     }
     audit::audit_target("registry_credential", user.username());
@@ -356,8 +372,9 @@ async fn issue(
 /// kept for `BERTH_KUBECONFIG_RECHECK_SECONDS` (a replaced setting is
 /// noticed as soon as a replaced kubeconfig is).
 async fn settings(state: &AppState) -> Result<Arc<RegistrySettings>, ApiError> {
-    static KEPT: Mutex<Option<HashMap<String, (Instant, Arc<RegistrySettings>)>>> =
-        Mutex::new(None);
+    /// Per table (tests run several in one process): when read, and what.
+    type Kept = HashMap<String, (Instant, Arc<RegistrySettings>)>;
+    static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
     let table = state.store.table().to_owned();
     let kept = KEPT.lock().ok().and_then(|kept| {
         let (read_at, settings) = kept.as_ref()?.get(&table)?;

@@ -63,7 +63,11 @@ fn parse_one(scope: &str) -> Option<Requested> {
         }
         None => resource_type,
     };
-    let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
     if !word(resource_type) || name.is_empty() || name.len() > 255 {
         return None;
     }

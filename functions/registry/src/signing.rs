@@ -237,7 +237,8 @@ pub async fn signer(source: &str) -> Result<Arc<Signer>, SigningError> {
     if let Some(signer) = cached {
         return Ok(signer);
     }
-    let parsed = KeySource::parse(source).map_err(|why| SigningError::Unreadable(source.into(), why))?;
+    let parsed =
+        KeySource::parse(source).map_err(|why| SigningError::Unreadable(source.into(), why))?;
     let signer = Arc::new(Signer::load(&parsed).await?);
     if let Ok(mut loaded) = LOADED.lock() {
         loaded
@@ -254,7 +255,8 @@ pub async fn signer(source: &str) -> Result<Arc<Signer>, SigningError> {
 pub async fn certificate(signer: &Signer, common_name: &str, days: u32) -> Result<String, String> {
     // rcgen signs synchronously: sign its to-be-signed bytes first, then
     // hand it the signature.
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    let mut params =
+        rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, common_name);
@@ -277,8 +279,8 @@ pub async fn certificate(signer: &Signer, common_name: &str, days: u32) -> Resul
         point,
         handle: tokio::runtime::Handle::current(),
     };
-    let certificate = tokio::task::block_in_place(|| params.self_signed(&key))
-        .map_err(|e| e.to_string())?;
+    let certificate =
+        tokio::task::block_in_place(|| params.self_signed(&key)).map_err(|e| e.to_string())?;
     Ok(certificate.pem())
 }
 
@@ -305,8 +307,8 @@ impl rcgen::SigningKey for RemoteKey<'_> {
             .block_on(self.signer.sign(message))
             .map_err(|_| rcgen::Error::RemoteKeyError)?;
         // X.509 carries ECDSA signatures in DER.
-        let signature = p256::ecdsa::Signature::from_slice(&raw)
-            .map_err(|_| rcgen::Error::RemoteKeyError)?;
+        let signature =
+            p256::ecdsa::Signature::from_slice(&raw).map_err(|_| rcgen::Error::RemoteKeyError)?;
         Ok(signature.to_der().as_bytes().to_vec())
     }
 }
@@ -347,7 +349,12 @@ ecwjPza/Dbpba3QB7zmg+iwqEUiKiMmavw==
         let signature = p256::ecdsa::Signature::from_slice(&signature).unwrap();
         assert!(public.verify(b"header.claims", &signature).is_ok());
         assert!(public.verify(b"header.other", &signature).is_err());
-        assert!(Signer::from_pem("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n").is_none());
+        assert!(
+            Signer::from_pem(
+                "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -356,18 +363,27 @@ ecwjPza/Dbpba3QB7zmg+iwqEUiKiMmavw==
         let id = signer.key_id();
         // Twelve groups of four base32 characters.
         assert_eq!(id.len(), 12 * 4 + 11);
-        assert!(id.split(':').all(|group| group.len() == 4
-            && group.bytes().all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b))));
+        assert!(id.split(':').all(|group| {
+            group.len() == 4
+                && group
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || (b'2'..=b'7').contains(&b))
+        }));
         // Computed apart from this code, from openssl's DER of the public
         // key: `openssl ec -pubout -outform DER | python3 -c 'sha256, [:30],
         // b32encode, rstrip("="), groups of 4'`.
-        assert_eq!(id, "GAS3:DKA3:HUDZ:NK4E:IJY4:3SHW:4PMY:6RLW:WISY:UQ7P:UWIS:KKKG");
+        assert_eq!(
+            id,
+            "GAS3:DKA3:HUDZ:NK4E:IJY4:3SHW:4PMY:6RLW:WISY:UQ7P:UWIS:KKKG"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread")]
     async fn a_certificate_carries_the_keys_public_key() {
         let signer = Signer::from_pem(SEC1_KEY).unwrap();
-        let pem = certificate(&signer, "berth registry tokens", 30).await.unwrap();
+        let pem = certificate(&signer, "berth registry tokens", 30)
+            .await
+            .unwrap();
         assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
         // openssl finds its self-signature valid and its key the signer's.
         let dir = std::env::temp_dir().join(format!("berth-cert-{}", uuid::Uuid::new_v4()));
@@ -380,16 +396,19 @@ ecwjPza/Dbpba3QB7zmg+iwqEUiKiMmavw==
             .arg(&file)
             .output()
             .expect("openssl runs");
-        assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+        assert!(
+            verified.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verified.stdout)
+        );
         let key = std::process::Command::new("openssl")
             .args(["x509", "-noout", "-pubkey", "-in"])
             .arg(&file)
             .output()
             .unwrap();
-        let public = p256::ecdsa::VerifyingKey::from_public_key_pem(
-            &String::from_utf8_lossy(&key.stdout),
-        )
-        .unwrap();
+        let public =
+            p256::ecdsa::VerifyingKey::from_public_key_pem(&String::from_utf8_lossy(&key.stdout))
+                .unwrap();
         assert_eq!(
             public.to_public_key_der().unwrap().as_bytes(),
             signer.public_key()

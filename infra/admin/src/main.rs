@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use berth_fn_registry::signing;
 use berth_shared::cluster::install;
 use berth_shared::cluster::registry::{self, Credential, Registry};
 use berth_shared::cluster::service_account::{self, ServiceAccountRef};
@@ -20,7 +21,6 @@ use berth_shared::config::Config;
 use berth_shared::identity::members;
 use berth_shared::kubeconfig;
 use berth_shared::registry::{RegistrySettings, SharedCredential};
-use berth_fn_registry::signing;
 use berth_shared::store::schema::{self, TableCreation};
 use berth_shared::{ApiError, AppState};
 
@@ -519,10 +519,11 @@ async fn run(
             set_registry(state, input, &kubeconfig, context, forget_shared).await?;
         }
         Command::Registry {
-            command: RegistryCommand::Status {
-                kubeconfig,
-                context,
-            },
+            command:
+                RegistryCommand::Status {
+                    kubeconfig,
+                    context,
+                },
         } => {
             let client = administrator(&kubeconfig, context.as_deref(), state).await?;
             let status = registry::status(&client).await?;

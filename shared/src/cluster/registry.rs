@@ -426,7 +426,10 @@ mod tests {
             "cm9ib3Q6czNjcmV0"
         );
         let read = credential_of(text.as_bytes(), "registry.example.com").expect("read back");
-        assert_eq!((read.username.as_str(), read.password.as_str()), ("robot", "s3cret"));
+        assert_eq!(
+            (read.username.as_str(), read.password.as_str()),
+            ("robot", "s3cret")
+        );
         assert!(credential_of(text.as_bytes(), "elsewhere.example.com").is_none());
     }
 }

@@ -119,9 +119,7 @@ fn describe_call(
         _ if notes.login_attempted => (ActorKind::Anonymous, None),
         // A token request acts as the registry credential it names,
         // whatever else it carries.
-        _ if notes.registry_user.is_some() => {
-            (ActorKind::Registry, notes.registry_user.clone())
-        }
+        _ if notes.registry_user.is_some() => (ActorKind::Registry, notes.registry_user.clone()),
         // A webhook delivery acts for its hook, whatever credentials the
         // request carries: its sender once the signature held.
         _ if notes.org.is_some() => match notes.webhook {

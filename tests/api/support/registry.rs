@@ -81,11 +81,7 @@ impl Registry {
                 issuer,
                 bundle,
             } => {
-                command
-                    .arg("token")
-                    .arg(realm)
-                    .arg(issuer)
-                    .arg(bundle);
+                command.arg("token").arg(realm).arg(issuer).arg(bundle);
             }
         }
         let status = command.status().expect("infra/registry/registry.sh runs");
@@ -193,8 +189,11 @@ pub fn oci_image(dir: &Path, text: &str) -> PathBuf {
 /// sign nothing).
 fn insecure_policy(dir: &Path) -> PathBuf {
     let policy = dir.join("policy.json");
-    std::fs::write(&policy, r#"{"default":[{"type":"insecureAcceptAnything"}]}"#)
-        .expect("the policy");
+    std::fs::write(
+        &policy,
+        r#"{"default":[{"type":"insecureAcceptAnything"}]}"#,
+    )
+    .expect("the policy");
     policy
 }
 
