@@ -290,25 +290,7 @@ async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error
         return Ok(());
     }
     let name = object_names::build_job(&build.name_any());
-    let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    let Some(secret) = secrets.get_opt(&name).await? else {
-        return Ok(());
-    };
-    if !ownership::is_controlled_by(&secret.metadata, &build.uid().unwrap_or_default()) {
-        return Ok(());
-    }
-    let only_this_one = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: secret.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match secrets.delete(&name, &only_this_one).await {
-        Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
-        Err(error) => Err(error.into()),
-    }
+    registry::delete_build_secret(&context.client, build, &name).await
 }
 
 /// A running build: its Job's end, read.

@@ -166,29 +166,39 @@ async fn write_build_secret(
 /// takes the passwords out of the cluster too.
 pub async fn forget_build_credentials(client: &kube::Client, build: &Build) -> Result<(), Error> {
     let job = object_names::build_job(&build.name_any());
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    let uid = build.uid().unwrap_or_default();
     for name in [format!("{job}-push"), format!("{job}-pull")] {
-        let Some(secret) = secrets.get_opt(&name).await? else {
-            continue;
-        };
-        if !ownership::is_controlled_by(&secret.metadata, &uid) {
-            continue;
-        }
-        let only_this_one = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: secret.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..DeleteParams::default()
-        };
-        match secrets.delete(&name, &only_this_one).await {
-            Ok(_) => {}
-            Err(error) if is_not_found(&error) || is_conflict(&error) => {}
-            Err(error) => return Err(error.into()),
-        }
+        delete_build_secret(client, build, &name).await?;
     }
     Ok(())
+}
+
+/// Deletes the Secret `name` of the builds namespace if `build` controls
+/// it (by uid, with the Secret's uid as the delete's precondition): never
+/// a Secret someone else made under that name.
+pub async fn delete_build_secret(
+    client: &kube::Client,
+    build: &Build,
+    name: &str,
+) -> Result<(), Error> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
+    let Some(secret) = secrets.get_opt(name).await? else {
+        return Ok(());
+    };
+    if !ownership::is_controlled_by(&secret.metadata, &build.uid().unwrap_or_default()) {
+        return Ok(());
+    }
+    let only_this_one = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: secret.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match secrets.delete(name, &only_this_one).await {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Keeps an environment's own pull credential in its namespace (scoped

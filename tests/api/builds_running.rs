@@ -33,9 +33,14 @@ fn digest(fill: &str) -> String {
 /// upgrade's first step: these tests pin the shared credentials' path;
 /// `registry_tokens` the scoped ones).
 pub(crate) async fn set_registry(client: &kube::Client) {
+    set_shared(client, "pusher\npush-s3cret\npuller\npull-s3cret\n").await;
+}
+
+/// The shared credentials of `input` (two or four lines), as `berth-admin
+/// registry set --shared` reads them.
+async fn set_shared(client: &kube::Client, input: &str) {
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
-    let (push, pull) =
-        Credential::parse_input("pusher\npush-s3cret\npuller\npull-s3cret\n").expect("four lines");
+    let (push, pull) = Credential::parse_input(input).expect("two or four lines");
     registry::set(
         client,
         &registry,
@@ -602,18 +607,7 @@ async fn builds_pull_with_a_pull_only_credential_or_anonymously() {
         String::from_utf8(copy.data.unwrap()[registry::DOCKER_CONFIG_KEY].0.clone()).expect("JSON");
     assert!(config.contains("puller") && !config.contains("pusher"));
     // Without a pull-only credential, builds get none (never the push one).
-    let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
-    let (push, pull) = Credential::parse_input("pusher\npush-s3cret\n").expect("two lines");
-    registry::set(
-        &client,
-        &registry,
-        registry::Credentials::Shared {
-            push: &push,
-            pull: pull.as_ref(),
-        },
-    )
-    .await
-    .expect("the registry is set");
+    set_shared(&client, "pusher\npush-s3cret\n").await;
     assert!(
         secrets
             .get_opt(registry::PULL_SECRET)

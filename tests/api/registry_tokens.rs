@@ -160,6 +160,24 @@ struct Setup {
     dir: PathBuf,
 }
 
+/// The registry on `host` (images under `{host}/berth`) with scoped
+/// credentials, as `berth-admin registry set` writes it: for the token
+/// service in the table, for the controller in the cluster.
+async fn scoped_registry(app: &TestApp, host: &str) {
+    let settings = Registry::parse(&format!("{host}/berth"), host).expect("well formed");
+    RegistrySettings {
+        prefix: settings.prefix.clone(),
+        server: settings.server.clone(),
+        shared: Vec::new(),
+    }
+    .store(&app.state.store)
+    .await
+    .expect("the token service's settings");
+    registry::set(&app.cluster().client, &settings, Credentials::Scoped)
+        .await
+        .expect("the cluster's settings");
+}
+
 impl Setup {
     async fn start(name: &str, key: impl FnOnce(&Path) -> (SigningKey, PathBuf)) -> Self {
         let dir = scratch(name);
@@ -183,18 +201,7 @@ impl Setup {
                 bundle: &bundle,
             },
         );
-        let settings = Registry::parse(&format!("{host}/berth"), &host).expect("well formed");
-        RegistrySettings {
-            prefix: settings.prefix.clone(),
-            server: settings.server.clone(),
-            shared: Vec::new(),
-        }
-        .store(&app.state.store)
-        .await
-        .expect("the token service's settings");
-        registry::set(&app.cluster().client, &settings, Credentials::Scoped)
-            .await
-            .expect("the cluster's settings");
+        scoped_registry(&app, &host).await;
         Self {
             app,
             realm,
@@ -1104,18 +1111,7 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
             bundle: &certificate,
         },
     );
-    let settings = Registry::parse(&format!("{host}/berth"), &host).expect("well formed");
-    RegistrySettings {
-        prefix: settings.prefix.clone(),
-        server: settings.server.clone(),
-        shared: Vec::new(),
-    }
-    .store(&app.state.store)
-    .await
-    .expect("the token service's settings");
-    registry::set(&app.cluster().client, &settings, Credentials::Scoped)
-        .await
-        .expect("the cluster's settings");
+    scoped_registry(&app, &host).await;
     let setup = Setup {
         realm: Realm {
             url,
