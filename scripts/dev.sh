@@ -205,6 +205,15 @@ await "the controller is not ready" 60 \
   curl -fsS -m 1 "http://127.0.0.1:$BERTH_CONTROLLER_PORT/readyz"
 echo "== controller $(curl -fsS -m 1 "http://127.0.0.1:$BERTH_CONTROLLER_PORT/readyz") (log: $state/controller.log; /metrics on 127.0.0.1:$BERTH_CONTROLLER_PORT)"
 
+# The registry's token service (docs/deploy.md, "The registry and Berth's
+# token service"): a signing key of this setup's own, in a file, made once;
+# `make admin ARGS="registry certificate"` prints its certificate for a
+# local registry's bundle. Tokens' issuer and realm: this API.
+signing_key=${BERTH_REGISTRY_SIGNING_KEY#file:}
+if [ "$signing_key" != "$BERTH_REGISTRY_SIGNING_KEY" ] && [ ! -s "$signing_key" ]; then
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$signing_key" 2>/dev/null
+  chmod 600 "$signing_key"
+fi
 "$bin/berth-local" &
 children+=($!)
 record_pid berth-local $!

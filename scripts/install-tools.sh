@@ -44,9 +44,11 @@ python_tool() {
   for command in $commands; do
     launcher=$CACHE/bin/$command
     [ "$command" = python ] && launcher=$CACHE/bin/$name-python
-    printf '#!/bin/sh\nPATH="%s/bin:$PATH" exec "%s/bin/%s" "$@"\n' "$dir" "$dir" "$command" >"$launcher.new"
-    chmod +x "$launcher.new"
-    mv "$launcher.new" "$launcher"
+    # A name of this run's own: two runs at once (make dev's tests) must
+    # not move each other's file.
+    printf '#!/bin/sh\nPATH="%s/bin:$PATH" exec "%s/bin/%s" "$@"\n' "$dir" "$dir" "$command" >"$launcher.new.$$"
+    chmod +x "$launcher.new.$$"
+    mv "$launcher.new.$$" "$launcher"
   done
 }
 

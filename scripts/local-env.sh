@@ -12,6 +12,12 @@ export BERTH_LAMBDA_PORT=${BERTH_LAMBDA_PORT:-9000}
 # Where `make dev` keeps its data, logs and pid files (relative to the clone).
 export BERTH_LOCAL_DIR=${BERTH_LOCAL_DIR:-.local}
 export BERTH_INSECURE_COOKIES=true
+# The registry's token service: its key (made by `make dev`) and its URL.
+case $BERTH_LOCAL_DIR in
+  /*) export BERTH_REGISTRY_SIGNING_KEY=${BERTH_REGISTRY_SIGNING_KEY:-file:$BERTH_LOCAL_DIR/registry-signing-key.pem} ;;
+  *) export BERTH_REGISTRY_SIGNING_KEY=${BERTH_REGISTRY_SIGNING_KEY:-file:$PWD/$BERTH_LOCAL_DIR/registry-signing-key.pem} ;;
+esac
+export BERTH_PUBLIC_URL=${BERTH_PUBLIC_URL:-http://127.0.0.1:$BERTH_PORT}
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$BERTH_DYNAMODB_PORT"
 export AWS_REGION=${AWS_REGION:-us-east-1}
 # DynamoDB Local (run with -sharedDb) takes any key; a profile must not be used.
