@@ -15,10 +15,10 @@
 //!    alone; no redirect is followed.
 //! 2. `run-image` (the push tool's image, Berth's own step, buildpacks
 //!    only): copies the run image into the OCI layout the lifecycle reads,
-//!    with the pull-only credential.
+//!    with the build's pull credential (its organization's images only).
 //! 3. `dockerfile` (rootless BuildKit, dockerfile only): builds into an OCI
-//!    layout (`type=oci,tar=false`), pulling bases with the pull-only
-//!    credential. Runs the tenant's code.
+//!    layout (`type=oci,tar=false`), pulling bases with the build's pull
+//!    credential (its organization's images only). Runs the tenant's code.
 //! 4. `buildpacks` (the builder image, buildpacks only): the lifecycle's
 //!    phases, exporting into an OCI layout; no credential at all. Runs the
 //!    tenant's code.
@@ -805,7 +805,7 @@ mod tests {
     /// No step that runs the tenant's code (`dockerfile`, `buildpacks`)
     /// mounts or can read the push credential, or any git credential;
     /// only `push` mounts the push credential; only the steps that pull
-    /// bases mount the pull-only one; `facts` is written by Berth's steps
+    /// bases mount the pull credential; `facts` is written by Berth's steps
     /// alone.
     #[test]
     fn credentials_reach_only_the_steps_that_use_them() {
