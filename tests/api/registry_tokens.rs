@@ -490,6 +490,35 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         &registry.inspect(&globex.repository(), "v1", &globex_pull),
         "globex's environment still pulls",
     );
+
+    // No password is in a log line (the controller's, the API's, at debug
+    // level) or a Build's status (which holds their digests).
+    let logs = crate::support::logs::captured();
+    let acme_build = builds.get(&acme.build).await.expect("the Build");
+    let status = serde_json::to_string(&acme_build.status).unwrap();
+    let password_of = |file: &PathBuf| {
+        let config: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        config["auths"][registry.host()]["password"]
+            .as_str()
+            .expect("a password")
+            .to_owned()
+    };
+    for file in [
+        &acme_push,
+        &acme_build_pull,
+        &globex_push,
+        &acme_pull,
+        &globex_pull,
+    ] {
+        let password = password_of(file);
+        assert!(!logs.contains(&password), "a registry password was logged");
+        assert!(!status.contains(&password));
+    }
+    let digest = berth_shared::credentials::digest(&password_of(&acme_push));
+    assert!(
+        status.contains(&digest),
+        "the Build holds its push credential's digest"
+    );
 }
 
 /// A rotation: the registry trusts the new key's certificate beside the
