@@ -82,7 +82,9 @@ struct TokenQuery {
     /// (its `auth.token.service`). Defaults to that.
     service: Option<String>,
     /// `repository:NAME:ACTIONS`, repeatable, or several separated by
-    /// spaces. What the credential may not have is left out of the token.
+    /// spaces (at most 50 in all). What the credential may not have is left
+    /// out of the token.
+    #[param(value_type = Option<Vec<scope::RegistryScopes>>, max_items = 50)]
     scope: Option<Vec<String>>,
     /// The client's name of the user (ignored: the credential says who).
     account: Option<String>,
@@ -112,12 +114,14 @@ pub struct IssuedToken {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PasswordGrant {
     /// `password`: Berth issues no refresh tokens.
+    #[schema(pattern = "^password$")]
     pub grant_type: String,
     pub username: Option<String>,
     #[schema(format = Password)]
     pub password: Option<String>,
     pub service: Option<String>,
-    /// Scopes separated by spaces.
+    /// Scopes separated by spaces (at most 50).
+    #[schema(value_type = Option<scope::RegistryScopes>)]
     pub scope: Option<String>,
     pub client_id: Option<String>,
     pub access_type: Option<String>,

@@ -18,6 +18,35 @@ use berth_shared::registry::Reach;
 /// Scopes asked for, at most this many: a pull or push asks for one or two.
 pub const MAX_SCOPES: usize = 50;
 
+/// What [`parse`] takes of one value: scopes separated by spaces (none is
+/// none asked for). `parse` is the judge; a test holds the two to the same
+/// answers. The count is `maxItems`'s.
+const PATTERN: &str = concat!(
+    r"^ *(",
+    r"[a-z0-9]+(\([a-zA-Z0-9]+\))?:[a-z0-9._/:-]{1,255}:[a-z*]+(,[a-z*]+)*",
+    r"( +[a-z0-9]+(\([a-zA-Z0-9]+\))?:[a-z0-9._/:-]{1,255}:[a-z*]+(,[a-z*]+)*)*",
+    r")? *$"
+);
+
+/// One `scope` value of a token request. Only its schema is a type:
+/// [`parse`] reads the values.
+pub struct RegistryScopes;
+
+impl utoipa::PartialSchema for RegistryScopes {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some(PATTERN))
+            .description(Some(
+                "Scopes `resourcetype[(class)]:resourcename:action[,action…]` separated by \
+                 spaces, as the registry's challenge names them.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for RegistryScopes {}
+
 /// One scope, well formed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Requested {
@@ -186,6 +215,38 @@ mod tests {
         }
         let many = vec!["repository:a:pull".to_owned(); MAX_SCOPES + 1];
         assert!(parse(&many).is_err());
+    }
+
+    #[test]
+    fn the_described_pattern_takes_what_parse_takes() {
+        let pattern = regex::Regex::new(PATTERN).expect("a valid pattern");
+        for value in [
+            "",
+            " ",
+            "repository:berth/acme/shop/web:pull,push",
+            "repository:berth/acme/base:pull repository(plugin):x/y:pull",
+            "  repository:a:pull   registry:catalog:* ",
+            "repository:localhost:5000/acme/web:pull",
+            "repository",
+            "repository:name",
+            "repository::pull",
+            "repository:Name:pull",
+            "repository:name:",
+            "repository:name:pull,,push",
+            "Repository:name:pull",
+            "repository(:name:pull",
+            "repository():name:pull",
+            "repository:na me:pull",
+            "repository:name:pull\trepository:b:pull",
+            &format!("repository:{}:pull", "a".repeat(255)),
+            &format!("repository:{}:pull", "a".repeat(256)),
+        ] {
+            assert_eq!(
+                pattern.is_match(value),
+                parse(&[value.to_owned()]).is_ok(),
+                "{value:?}"
+            );
+        }
     }
 
     #[test]
