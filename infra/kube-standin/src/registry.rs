@@ -117,6 +117,8 @@ const BUILTINS: &[Builtin] = &[
     ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, false, &[]),
     ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, false, false, &[]),
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, false, false, &[]),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, true, true, &[]),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, false, true, &[]),
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, true, true, &["crd", "crds"]),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, false, false, &[]),
     ("events.k8s.io", "v1", "events", "Event", true, false, false, &[]),
