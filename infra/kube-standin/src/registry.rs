@@ -143,6 +143,7 @@ const GROUP_ORDER: &[&str] = &[
     "networking.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "coordination.k8s.io",
     "events.k8s.io",

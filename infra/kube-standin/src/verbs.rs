@@ -444,9 +444,6 @@ impl State {
             ));
         }
         let key = object_key(rt, namespace, &name);
-        if self.store.get(&key).is_some() {
-            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
-        }
 
         let meta = metadata_mut(&mut obj);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -521,6 +518,10 @@ impl State {
                 dry_run: opts.dry_run,
                 requester,
             })?;
+        }
+        // After admission, as the apiserver's storage finds it.
+        if self.store.get(&key).is_some() {
+            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
         }
         if opts.dry_run {
             return Ok(present(rt, version, &obj));

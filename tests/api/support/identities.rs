@@ -29,14 +29,17 @@ pub fn controller_account() -> ServiceAccountRef {
     }
 }
 
-/// The kinds that make up who may do what.
-pub const RBAC_KINDS: [&str; 6] = [
+/// The kinds that make up who may do what: RBAC, and the admission policy
+/// that holds Berth's identities to what Berth owns.
+pub const RBAC_KINDS: [&str; 8] = [
     "Namespace",
     "ServiceAccount",
     "ClusterRole",
     "ClusterRoleBinding",
     "Role",
     "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 ];
 
 fn k8s_dir() -> PathBuf {
