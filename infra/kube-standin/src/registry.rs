@@ -257,6 +257,11 @@ impl Registry {
         Ok(())
     }
 
+    /// Stops serving a built-in group (as a cluster with its API turned off).
+    pub fn withdraw_group(&mut self, group: &str) {
+        self.types.retain(|t| t.group != group || t.crd.is_some());
+    }
+
     /// Drops the types a CRD registered.
     pub fn unregister_crd(&mut self, crd_name: &str) {
         self.types.retain(|t| t.crd.as_deref() != Some(crd_name));
