@@ -676,10 +676,13 @@ async fn install_refuses_a_cluster_without_admission_policies() {
     ] {
         assert!(said.contains(needed), "{said}");
     }
-    let client =
-        berth_shared::cluster::access::client_from_kubeconfig(&kubeconfig, None, std::time::Duration::from_secs(10))
-            .await
-            .unwrap();
+    let client = berth_shared::cluster::access::client_from_kubeconfig(
+        &kubeconfig,
+        None,
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
     let crds = kube::Api::<CustomResourceDefinition>::all(client)
         .list(&Default::default())
         .await
@@ -739,7 +742,13 @@ async fn the_apis_kubeconfig_is_stored_only_once_it_is_confined() {
     let refused = tokio::task::spawn_blocking(move || {
         admin(
             &set_table,
-            &["cluster", "set", "--kubeconfig", &admin_path, "--service-account"],
+            &[
+                "cluster",
+                "set",
+                "--kubeconfig",
+                &admin_path,
+                "--service-account",
+            ],
         )
     })
     .await

@@ -448,12 +448,16 @@ fn roles_grant_what_the_code_uses_and_nothing_wildcard() {
     // berth-system), and the environments' roles are bound nowhere else.
     for binding in &bindings {
         let role = binding["roleRef"]["name"].as_str().unwrap();
-        assert!(!role.ends_with("-environment"), "{role} is bound cluster-wide");
+        assert!(
+            !role.ends_with("-environment"),
+            "{role} is bound cluster-wide"
+        );
         for cluster_role in documents("api-rbac.yaml")
             .into_iter()
             .chain(documents("controller.yaml"))
             .filter(|d| {
-                d["kind"].as_str() == Some("ClusterRole") && d["metadata"]["name"].as_str() == Some(role)
+                d["kind"].as_str() == Some("ClusterRole")
+                    && d["metadata"]["name"].as_str() == Some(role)
             })
         {
             for rule in cluster_role["rules"].as_sequence().unwrap() {

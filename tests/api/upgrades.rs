@@ -5,12 +5,12 @@
 //! next start (the rollout of its new version) — every environment gets its
 //! RoleBindings, every app reconciles, and the old grants are gone.
 
+use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use http::Method;
 use serde_json::json;
 use tokio::process::Command;
 
@@ -87,7 +87,10 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
             .expect("the new role");
     }
     for (kind, plural) in [
-        ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),
+        (
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        ),
         ("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
     ] {
         let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
@@ -99,18 +102,29 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
     }
     kubectl(
         &kubeconfig,
-        &["apply", "-f", "tests/api/fixtures/rbac-before-issue-26.yaml"],
+        &[
+            "apply",
+            "-f",
+            "tests/api/fixtures/rbac-before-issue-26.yaml",
+        ],
     )
     .await;
-    let api = client_from_kubeconfig(&cluster.kubeconfig, None, std::time::Duration::from_secs(10))
-        .await
-        .expect("the API's client");
-    eventually("the old roles are in force: the API lists every Secret", || async {
-        Api::<Secret>::all(api.clone())
-            .list(&ListParams::default())
-            .await
-            .is_ok()
-    })
+    let api = client_from_kubeconfig(
+        &cluster.kubeconfig,
+        None,
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .expect("the API's client");
+    eventually(
+        "the old roles are in force: the API lists every Secret",
+        || async {
+            Api::<Secret>::all(api.clone())
+                .list(&ListParams::default())
+                .await
+                .is_ok()
+        },
+    )
     .await;
 
     // The upgrade, as docs/deploy.md says it.
@@ -145,9 +159,12 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
             .assert_status(200);
         let deployments = Api::<Deployment>::namespaced(admin.clone(), &namespace);
         eventually("the app's change is rendered", || async {
-            deployments.get_opt("shop-web").await.ok().flatten().is_some_and(|deployment| {
-                deployment.spec.and_then(|spec| spec.replicas) == Some(2)
-            })
+            deployments
+                .get_opt("shop-web")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|deployment| deployment.spec.and_then(|spec| spec.replicas) == Some(2))
         })
         .await;
         // The API reads the environment's secrets through the new binding.

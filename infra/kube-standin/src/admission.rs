@@ -256,7 +256,12 @@ impl State {
                     continue;
                 }
                 if let Some(denial) = decide(&compiled, attributes, &namespace_object) {
-                    return Err(refusal(attributes, policy_name, meta::name(binding), denial));
+                    return Err(refusal(
+                        attributes,
+                        policy_name,
+                        meta::name(binding),
+                        denial,
+                    ));
                 }
             }
         }
@@ -269,9 +274,9 @@ impl State {
         let Some(namespace) = attributes.namespace.filter(|_| attributes.rt.namespaced) else {
             return Value::Null;
         };
-        let Some(found) = self
-            .store
-            .get(&crate::store::ObjKey::new("", "namespaces", "", namespace))
+        let Some(found) =
+            self.store
+                .get(&crate::store::ObjKey::new("", "namespaces", "", namespace))
         else {
             return Value::Null;
         };
@@ -328,8 +333,7 @@ impl Cache {
 fn request_of(attributes: &Attributes<'_>) -> Value {
     let rt = attributes.rt;
     let kind = json!({"group": rt.group, "version": attributes.version, "kind": rt.kind});
-    let resource =
-        json!({"group": rt.group, "version": attributes.version, "resource": rt.plural});
+    let resource = json!({"group": rt.group, "version": attributes.version, "resource": rt.plural});
     let mut request = json!({
         "uid": uuid::Uuid::new_v4().to_string(),
         "kind": kind,
@@ -507,7 +511,10 @@ fn constraints_match(
     let namespace_selected = if attributes.rt.is("", "namespaces") {
         selected(
             "namespaceSelector",
-            attributes.object.or(attributes.old_object).unwrap_or(&Value::Null),
+            attributes
+                .object
+                .or(attributes.old_object)
+                .unwrap_or(&Value::Null),
         )
     } else {
         namespace_object.is_null() || selected("namespaceSelector", namespace_object)
@@ -539,24 +546,24 @@ fn selector_of(selector: &Value) -> Option<LabelSelector> {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let values = meta::strings(expression.get("values")).join(",");
-        requirements.push(
-            match expression.get("operator").and_then(Value::as_str) {
-                Some("In") => format!("{key} in ({values})"),
-                Some("NotIn") => format!("{key} notin ({values})"),
-                Some("DoesNotExist") => format!("!{key}"),
-                _ => key.to_string(),
-            },
-        );
+        requirements.push(match expression.get("operator").and_then(Value::as_str) {
+            Some("In") => format!("{key} in ({values})"),
+            Some("NotIn") => format!("{key} notin ({values})"),
+            Some("DoesNotExist") => format!("!{key}"),
+            _ => key.to_string(),
+        });
     }
     if requirements.is_empty() {
         return None;
     }
     // A selector that does not parse selects nothing, as an invalid one
     // would never have been stored by a real apiserver.
-    Some(LabelSelector::parse(&requirements.join(",")).unwrap_or_else(|_| {
-        LabelSelector::parse("berth.dev/never-matches,!berth.dev/never-matches")
-            .unwrap_or_default()
-    }))
+    Some(
+        LabelSelector::parse(&requirements.join(",")).unwrap_or_else(|_| {
+            LabelSelector::parse("berth.dev/never-matches,!berth.dev/never-matches")
+                .unwrap_or_default()
+        }),
+    )
 }
 
 /// A `NamedRuleWithOperations`: operations, groups, versions, resources

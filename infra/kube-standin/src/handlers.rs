@@ -265,7 +265,9 @@ fn authorize_binding(
     body: &[u8],
 ) -> ApiResult<()> {
     let rbac_binding = target.rt.is("rbac.authorization.k8s.io", "rolebindings")
-        || target.rt.is("rbac.authorization.k8s.io", "clusterrolebindings");
+        || target
+            .rt
+            .is("rbac.authorization.k8s.io", "clusterrolebindings");
     let writes = matches!(request.method.as_str(), "POST" | "PUT" | "PATCH");
     if !rbac_binding || !writes || target.sub.is_some() {
         return Ok(());
@@ -316,7 +318,15 @@ fn resource(
     authorize_resource(app, request, &target, &query)?;
     authorize_binding(app, request, &target, &body)?;
     match (target.name, target.sub) {
-        (None, _) => collection(app, request.identity, method, headers, body, &target, &query),
+        (None, _) => collection(
+            app,
+            request.identity,
+            method,
+            headers,
+            body,
+            &target,
+            &query,
+        ),
         (Some(name), None) => object(
             app,
             request.identity,
@@ -346,18 +356,16 @@ fn resource(
                 &query,
             )
         }
-        (Some(name), Some("scale")) if target.rt.has_scale() => {
-            scale(
-                app,
-                request.identity,
-                method,
-                headers,
-                body,
-                &target,
-                name,
-                &query,
-            )
-        }
+        (Some(name), Some("scale")) if target.rt.has_scale() => scale(
+            app,
+            request.identity,
+            method,
+            headers,
+            body,
+            &target,
+            name,
+            &query,
+        ),
         (Some(name), Some("log")) if target.rt.has_log() => {
             get_only(method)?;
             let q = LogQuery {
@@ -629,6 +637,7 @@ fn object(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn scale(
     app: &App,
     identity: &Identity,

@@ -235,9 +235,7 @@ impl StandIn {
     pub async fn start_with(config: Config) -> io::Result<StandIn> {
         let mut state = State::new(config.history_limit);
         if !config.admission_policies {
-            state
-                .registry
-                .withdraw_group(crate::admission::GROUP);
+            state.registry.withdraw_group(crate::admission::GROUP);
         }
         if let Some(path) = &config.state_file
             && persist::load(&mut state, path)?

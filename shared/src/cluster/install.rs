@@ -52,7 +52,10 @@ pub const ADMISSION_POLICY_NEEDED: &str = "Berth needs ValidatingAdmissionPolicy
 /// the feature gate on): without it, nothing would hold Berth's identities
 /// to what Berth owns, so nothing is installed.
 pub async fn require_admission_policies(client: &kube::Client) -> Result<(), ApiError> {
-    for version in ["admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1beta1"] {
+    for version in [
+        "admissionregistration.k8s.io/v1",
+        "admissionregistration.k8s.io/v1beta1",
+    ] {
         match client.list_api_group_resources(version).await {
             Ok(list)
                 if list
@@ -68,7 +71,9 @@ pub async fn require_admission_policies(client: &kube::Client) -> Result<(), Api
         }
     }
     Err(ApiError::ClusterMisconfigured {
-        detail: format!("this cluster serves no ValidatingAdmissionPolicy. {ADMISSION_POLICY_NEEDED}"),
+        detail: format!(
+            "this cluster serves no ValidatingAdmissionPolicy. {ADMISSION_POLICY_NEEDED}"
+        ),
         cause: "admissionregistration.k8s.io serves no validatingadmissionpolicies".into(),
     })
 }
