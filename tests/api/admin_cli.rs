@@ -700,23 +700,13 @@ async fn install_refuses_a_cluster_without_admission_policies() {
     ignore = "deletes the admission policy's binding, which every other test relies on"
 )]
 async fn the_apis_kubeconfig_is_stored_only_once_it_is_confined() {
-    use kube::api::{ApiResource, DeleteParams, DynamicObject};
-    use kube::core::GroupVersionKind;
+    use crate::support::identities::{ADMISSION_POLICY, admission_api};
 
     let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
     assert!(admin(&table, &["create-table"]).status.success());
     let cluster = support::TestCluster::start().await;
-    let gvk = GroupVersionKind::gvk(
-        "admissionregistration.k8s.io",
-        "v1",
-        "ValidatingAdmissionPolicyBinding",
-    );
-    let bindings = kube::Api::<DynamicObject>::all_with(
-        cluster.client.clone(),
-        &ApiResource::from_gvk_with_plural(&gvk, "validatingadmissionpolicybindings"),
-    );
-    bindings
-        .delete("berth-owned-namespaces", &DeleteParams::default())
+    admission_api(&cluster.client, true)
+        .delete(ADMISSION_POLICY, &kube::api::DeleteParams::default())
         .await
         .unwrap();
     for kubeconfig in [&cluster.kubeconfig, &cluster.controller_kubeconfig] {

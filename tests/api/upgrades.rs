@@ -9,13 +9,13 @@ use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, DeleteParams, ListParams};
 use serde_json::json;
 use tokio::process::Command;
 
 use berth_shared::cluster::access::client_from_kubeconfig;
 
+use crate::support::identities::{ADMISSION_POLICY, admission_api};
 use crate::support::{TestApp, eventually, unique};
 
 /// `kubectl` as the cluster's administrator, from the clone (not blocking:
@@ -86,17 +86,9 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
             .await
             .expect("the new role");
     }
-    for (kind, plural) in [
-        (
-            "ValidatingAdmissionPolicyBinding",
-            "validatingadmissionpolicybindings",
-        ),
-        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
-    ] {
-        let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
-        let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
-        Api::<DynamicObject>::all_with(admin.clone(), &resource)
-            .delete("berth-owned-namespaces", &DeleteParams::default())
+    for binding in [true, false] {
+        admission_api(&admin, binding)
+            .delete(ADMISSION_POLICY, &DeleteParams::default())
             .await
             .expect("the admission policy");
     }

@@ -146,3 +146,24 @@ pub fn record_uses(standin: &berth_kube_standin::StandIn) {
         eprintln!("recording RBAC uses in {}: {error}", file.display());
     }
 }
+
+/// The name of the admission policy and of its binding (`infra/k8s/admission.yaml`).
+pub const ADMISSION_POLICY: &str = "berth-owned-namespaces";
+
+/// The ValidatingAdmissionPolicies (`binding: false`) or their bindings, as
+/// the administrator reaches them.
+pub fn admission_api(client: &kube::Client, binding: bool) -> Api<DynamicObject> {
+    let (kind, plural) = if binding {
+        (
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        )
+    } else {
+        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
+    };
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
