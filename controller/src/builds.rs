@@ -251,27 +251,19 @@ async fn copy_credential(
     Ok(Ok(Some(has_username)))
 }
 
-/// Deletes the build's copy of the git credential, if it made one.
+/// Deletes the build's copy of the git credential, if it made one. By name,
+/// without reading it first: the controller reads no Secret of berth-builds
+/// (where the registry's push credential is). The name is the Build's own
+/// (`object_names::build_job` of its name, unique among the Builds there),
+/// and in berth-builds only Berth makes Secrets; the copy is also owned by
+/// the Build, so it goes with it whatever happens here.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
     if build.spec.source.git_secret.is_none() {
         return Ok(());
     }
     let name = object_names::build_job(&build.name_any());
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    let Some(secret) = secrets.get_opt(&name).await? else {
-        return Ok(());
-    };
-    if !ownership::is_controlled_by(&secret.metadata, &build.uid().unwrap_or_default()) {
-        return Ok(());
-    }
-    let only_this_one = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: secret.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match secrets.delete(&name, &only_this_one).await {
+    match secrets.delete(&name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),

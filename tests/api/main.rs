@@ -45,4 +45,5 @@ mod source_deploys;
 mod support;
 mod templates;
 mod tokens;
+mod upgrades;
 mod webhooks;

@@ -435,8 +435,9 @@ struct RunAnswer {
 
 /// Run a scheduled process now
 ///
-/// Starts a Job from the process's CronJob. The body is optional when the
-/// app has exactly one scheduled process.
+/// Asks for a Job from the process's CronJob and answers its name; the
+/// controller makes it within moments. The body is optional when the app
+/// has exactly one scheduled process.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/run",

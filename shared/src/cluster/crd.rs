@@ -461,6 +461,33 @@ impl Build {
     }
 }
 
+/// A request to run an app's scheduled process now (`runApp`), in the app's
+/// namespace, named as the Job it asks for (the API picks the name, so it
+/// can answer it at once) and owned by the App. The API makes no Job itself:
+/// the controller makes it from the process's CronJob, as `kubectl create
+/// job --from=cronjob/…` does, and then deletes the Run.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Run",
+    plural = "runs",
+    shortname = "brun",
+    namespaced,
+    printcolumn = r#"{"name":"App","type":"string","jsonPath":".spec.app"}"#,
+    printcolumn = r#"{"name":"Process","type":"string","jsonPath":".spec.process"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpec {
+    pub app: String,
+    /// The uid of the App: a run never starts another App's process of the
+    /// same name.
+    pub app_uid: String,
+    /// The scheduled process: its CronJob is `object_names::workload(app,
+    /// process)`.
+    pub process: String,
+}
+
 /// One process of an app: always-on (a Deployment, with a Service when it has
 /// a port) or scheduled (a CronJob, when it has a schedule).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -724,7 +751,13 @@ pub fn definitions()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    vec![Project::crd(), Environment::crd(), App::crd(), Build::crd()]
+    vec![
+        Project::crd(),
+        Environment::crd(),
+        App::crd(),
+        Build::crd(),
+        Run::crd(),
+    ]
 }
 
 /// `infra/k8s/crds.yaml`: the CRDs as one multi-document YAML file.

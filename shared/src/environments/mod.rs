@@ -124,7 +124,24 @@ pub async fn writable(
         return Err(ApiError::EnvironmentDeleting);
     }
     check_namespace(&found, namespace?.as_ref())?;
+    if !is_provisioned(&found) {
+        return Err(ApiError::EnvironmentNotReady(format!(
+            "environment {} is still being provisioned; try again in a few seconds",
+            found.spec.name
+        )));
+    }
     Ok(found)
+}
+
+/// Whether the controller has provisioned the environment's namespace at
+/// least once (it was `Ready`): with it the RoleBindings through which
+/// Berth's API reads and writes the environment's secrets, which it has
+/// nowhere else.
+pub fn is_provisioned(environment: &Environment) -> bool {
+    environment
+        .status
+        .as_ref()
+        .is_some_and(|status| status.namespace.is_some())
 }
 
 pub async fn list(
