@@ -249,7 +249,9 @@ async fn delete_app(
 /// List releases
 ///
 /// The app's revisions, newest first: the 50 newest are kept, older ones
-/// are pruned as new ones are made.
+/// are pruned as new ones are made. The newest is `current` (what should
+/// run); `running` marks the one whose configuration runs, and `status`
+/// what became of each.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",

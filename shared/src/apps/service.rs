@@ -624,6 +624,6 @@ pub async fn list_releases(
     )
     .await?;
     let status = app.status.clone().unwrap_or_default();
-    releases::with_outcomes(&mut records, &status, app.running_revision());
+    releases::with_outcomes(&mut records, &status, app.spec.release.revision);
     Ok(records)
 }
