@@ -159,7 +159,8 @@ impl From<ApiError> for NotPrepared {
 /// `current` is the App's revision as the resource holds it (None for a new
 /// app) and `unrecorded` those the controller wrote over
 /// (`AppSpec::unrecorded`), all recorded as confirmed; `next` the revision
-/// about to be committed, `with` the writes that
+/// about to be committed, `entry` the app's entry in its environment's list
+/// (`super::leftovers`), `with` the writes that
 /// must succeed with them in the same transaction (the claims of the app's
 /// hostnames, `super::hosts`). The same transaction deletes the revision that
 /// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
@@ -171,6 +172,7 @@ pub async fn prepare(
     current: Option<&StoredRelease>,
     unrecorded: &[StoredRelease],
     next: &StoredRelease,
+    entry: TransactWriteItem,
     with: Vec<TransactWriteItem>,
 ) -> Result<(), NotPrepared> {
     let mut writes = Vec::new();
@@ -216,6 +218,7 @@ pub async fn prepare(
                 ))),
         )?);
     }
+    writes.push(entry);
     let with_at = writes.len();
     writes.extend(with);
     let error = match store.transact(writes).await {
@@ -307,65 +310,6 @@ pub async fn list(
     records.sort_by_key(|record| std::cmp::Reverse(record.revision));
     records.truncate(usize::try_from(HISTORY_KEPT).unwrap_or(usize::MAX));
     Ok(records)
-}
-
-/// Deletes a history (after its app is gone), and the app's webhook with
-/// it: the history's partition holds the pointer to the hook, so the hook's
-/// item joins the same batches.
-pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
-    let found = store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::releases(history)))
-            .projection_expression(crate::webhooks::hooks::HISTORY_PROJECTION)
-            .expression_attribute_names("#hook", "hook"),
-    )
-    .await?;
-    let hooks = found
-        .iter()
-        .filter_map(crate::webhooks::hooks::hook_key_of_history_item);
-    let keys_only: Vec<store::Item> = found
-        .iter()
-        .map(|item| {
-            let mut key = item.clone();
-            key.retain(|name, _| name == keys::PK || name == keys::SK);
-            key
-        })
-        .chain(hooks)
-        .collect();
-    for chunk in keys_only.chunks(25) {
-        let mut requests = chunk
-            .iter()
-            .map(|key| {
-                let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
-                    .set_key(Some(key.clone()))
-                    .build()
-                    .map_err(|e| ApiError::Internal(format!("building a delete: {e}")))?;
-                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
-                    .delete_request(delete)
-                    .build())
-            })
-            .collect::<Result<Vec<_>, ApiError>>()?;
-        for _ in 0..5 {
-            let output = store
-                .client()
-                .batch_write_item()
-                .request_items(store.table(), requests)
-                .send()
-                .await?;
-            match output
-                .unprocessed_items
-                .and_then(|mut left| left.remove(store.table()))
-            {
-                Some(left) if !left.is_empty() => requests = left,
-                _ => break,
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -245,6 +245,50 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes items by key, 25 to a `BatchWriteItem` (its limit); keys
+    /// DynamoDB leaves unprocessed under load are sent again. Not atomic:
+    /// an error may leave some of them.
+    pub async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
+        for chunk in keys.chunks(25) {
+            let mut requests = chunk
+                .iter()
+                .map(|key| {
+                    let delete = built(
+                        aws_sdk_dynamodb::types::DeleteRequest::builder()
+                            .set_key(Some(key.clone()))
+                            .build(),
+                    )?;
+                    Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                        .delete_request(delete)
+                        .build())
+                })
+                .collect::<Result<Vec<_>, ApiError>>()?;
+            for attempt in 1.. {
+                let output = self
+                    .client
+                    .batch_write_item()
+                    .request_items(self.table(), requests)
+                    .send()
+                    .await?;
+                match output
+                    .unprocessed_items
+                    .and_then(|mut left| left.remove(self.table()))
+                {
+                    Some(left) if !left.is_empty() => {
+                        if attempt == 5 {
+                            return Err(ApiError::StorageUnavailable(
+                                "DynamoDB kept items of a batch delete unprocessed".into(),
+                            ));
+                        }
+                        requests = left;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads several items in one round trip, consistently. DynamoDB may
     /// leave keys unprocessed under load; those are asked for again.
     pub async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
