@@ -138,8 +138,8 @@ where
     };
     let job = std::sync::Arc::new(job);
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
-        let handler = lambda_http::service_fn(
-            move |event: lambda_http::LambdaEvent<serde_json::Value>| {
+        let handler =
+            lambda_http::service_fn(move |event: lambda_http::LambdaEvent<serde_json::Value>| {
                 let (state, job) = (state.clone(), job.clone());
                 async move {
                     let left = event
@@ -154,8 +154,7 @@ where
                         .await
                         .map_err(|error| error.cause())
                 }
-            },
-        );
+            });
         return match lambda_http::lambda_runtime::run(handler).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {

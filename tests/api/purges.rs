@@ -274,8 +274,20 @@ async fn a_purged_environment_leaves_nothing_behind_and_its_hostname_is_anyones(
     let shop = place.shop(&app, "shop", &hostname, true).await;
     shop.assert_kept(&app).await;
     let hook = shop.hook.clone().expect("a hook");
+    // As an app last written before entries existed: the deletion puts its
+    // entry back.
+    app.state
+        .store
+        .delete(store::key(
+            keys::environment_apps(&shop.namespace),
+            &keys::environment_app_sk(&shop.history),
+        ))
+        .await
+        .expect("deleting the entry");
+    assert!(!shop.has_entry(&app).await);
 
     place.delete(&app).await;
+    assert!(shop.has_entry(&app).await);
     assert_eq!(purge_records(&app).await, 1, "the deletion is recorded");
     place.until_purged(&app).await;
     // A newer environment of the same name, with an app of the same name:
@@ -418,7 +430,12 @@ async fn an_environment_in_its_grace_or_restored_keeps_everything() {
     place.delete(&app).await;
 
     // Just asked: the deletion may not even be scheduled yet.
-    let swept = sweep_with(&app, app.state.config.write_in_flight(), Duration::from_secs(60)).await;
+    let swept = sweep_with(
+        &app,
+        app.state.config.write_in_flight(),
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!((swept.waiting, swept.apps), (1, 0), "{swept:?}");
     // In its grace: still there, and deleting.
     let swept = sweep(&app).await;

@@ -82,7 +82,8 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'environments',
     description: 'Environments of a project',
-    tableActions: ITEM_ACCESS,
+    // A deletion's record, with the entries of the environment's apps.
+    tableActions: [...ITEM_ACCESS, 'BatchWriteItem'],
   },
   {
     binary: 'apps',

@@ -1275,8 +1275,11 @@ mod tests {
             );
         }
         // The same list, or an entry kept by its name alone, changes nothing.
-        let kept = update(&current, serde_json::json!({"env": [{"name": "MODE"}], "domains": ["a.example.com"]}))
-            .expect("valid");
+        let kept = update(
+            &current,
+            serde_json::json!({"env": [{"name": "MODE"}], "domains": ["a.example.com"]}),
+        )
+        .expect("valid");
         assert_eq!(
             permissions_for(&current, &kept),
             [Permission::AppOperate, Permission::AppWrite]

@@ -215,8 +215,10 @@ pub async fn prepare_claimed(
             })
             .collect::<Result<Vec<_>, _>>()?;
         let entry = leftovers::entry_put(store, next)?;
-        match releases::prepare(store, &history, current, unrecorded, &release, entry, claims)
-            .await
+        match releases::prepare(
+            store, &history, current, unrecorded, &release, entry, claims,
+        )
+        .await
         {
             Ok(()) => return Ok(()),
             Err(NotPrepared::Failed(error)) => return Err(error),

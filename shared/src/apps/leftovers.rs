@@ -41,25 +41,30 @@ pub struct Entry {
     pub at: i64,
 }
 
-/// The entry of `app` (labelled and annotated as it will be written), put
-/// in the transaction of each of its writes.
+impl Entry {
+    /// The entry of `app` (labelled and annotated as it is or will be
+    /// written); None for an App without a release history id (not made
+    /// by Berth's API).
+    pub fn of(app: &App) -> Option<Self> {
+        let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
+        let history = app.annotations().get(ANNOTATION_HISTORY)?.clone();
+        Some(Self {
+            pk: keys::environment_apps(&app.namespace().unwrap_or_default()),
+            sk: keys::environment_app_sk(&history),
+            org: label(LABEL_ORG),
+            project: label(LABEL_PROJECT),
+            environment: label(LABEL_ENVIRONMENT),
+            app: app.name_any(),
+            history,
+            at: clock::unix_millis(),
+        })
+    }
+}
+
+/// The entry of `app`, put in the transaction of each of its writes.
 pub fn entry_put(store: &Store, app: &App) -> Result<TransactWriteItem, ApiError> {
-    let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
-    let history = app
-        .annotations()
-        .get(ANNOTATION_HISTORY)
-        .cloned()
+    let entry = Entry::of(app)
         .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?;
-    let entry = Entry {
-        pk: keys::environment_apps(&app.namespace().unwrap_or_default()),
-        sk: keys::environment_app_sk(&history),
-        org: label(LABEL_ORG),
-        project: label(LABEL_PROJECT),
-        environment: label(LABEL_ENVIRONMENT),
-        app: app.name_any(),
-        history,
-        at: clock::unix_millis(),
-    };
     store::tx_put(
         Put::builder()
             .table_name(store.table())

@@ -649,7 +649,10 @@ impl AppStatus {
     /// available.
     pub fn release_status(&self, revision: i64, newest: i64) -> &str {
         let live = revision == newest || self.running_revision == Some(revision);
-        match self.outcome(revision).map(|outcome| outcome.status.as_str()) {
+        match self
+            .outcome(revision)
+            .map(|outcome| outcome.status.as_str())
+        {
             Some(OUTCOME_PENDING) | None if live => OUTCOME_PENDING,
             Some(OUTCOME_PENDING) => OUTCOME_SUPERSEDED,
             Some(recorded) => recorded,

@@ -21,7 +21,9 @@ pub async fn namespace(client: &kube::Client, name: &str) -> Result<Option<Names
 /// The environment of that cluster name (`{project}-{environment}`),
 /// whoever's.
 pub async fn by_name(client: &kube::Client, name: &str) -> Result<Option<Environment>, ApiError> {
-    Ok(Api::<Environment>::all(client.clone()).get_opt(name).await?)
+    Ok(Api::<Environment>::all(client.clone())
+        .get_opt(name)
+        .await?)
 }
 
 /// The organization's environment at `path`; anything else is not found.

@@ -18,6 +18,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
+use crate::cluster::apps as cluster_apps;
 use crate::cluster::crd::{
     EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, PHASE_TERMINATING, Quota,
@@ -308,7 +309,8 @@ pub async fn delete(
         };
         // Beyond the operation's `env-write`: production needs more.
         caller.require(needed)?;
-        purges::record(store, &found).await?;
+        let apps = cluster_apps::in_namespace(client, &found.name_any()).await?;
+        purges::record(store, &found, &apps).await?;
         if found.is_deleting() {
             return Ok(record(&found));
         }

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::apps::leftovers;
 use crate::cluster::apps as cluster_apps;
 use crate::cluster::apps::ANNOTATION_HISTORY;
-use crate::cluster::crd::Environment;
+use crate::cluster::crd::{App, Environment};
 use crate::cluster::environments as cluster_environments;
 use crate::cluster::ownership;
 use crate::store::{self, Store, keys};
@@ -58,10 +58,16 @@ pub struct PurgeRecord {
     pub at: i64,
 }
 
-/// Records that `environment` is to be deleted; written before its purge is
-/// scheduled (again at every deletion request: a repeated one, or one after
-/// a restore, renews it).
-pub async fn record(store: &Store, environment: &Environment) -> Result<(), ApiError> {
+/// Records that `environment`, holding `apps`, is to be deleted; written
+/// before its purge is scheduled (again at every deletion request: a
+/// repeated one, or one after a restore, renews it). The apps' entries are
+/// put again with it, so that an app whose entry is missing (last written
+/// before entries existed) is cleaned up after too.
+pub async fn record(
+    store: &Store,
+    environment: &Environment,
+    apps: &[App],
+) -> Result<(), ApiError> {
     let namespace = environment.name_any();
     let uid = environment.uid().unwrap_or_default();
     let record = PurgeRecord {
@@ -74,14 +80,13 @@ pub async fn record(store: &Store, environment: &Environment) -> Result<(), ApiE
         uid,
         at: clock::unix_millis(),
     };
-    store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .set_item(Some(store::to_item(&record)?))
-        .send()
-        .await?;
-    Ok(())
+    let mut items = apps
+        .iter()
+        .filter_map(leftovers::Entry::of)
+        .map(|entry| store::to_item(&entry))
+        .collect::<Result<Vec<_>, _>>()?;
+    items.push(store::to_item(&record)?);
+    store.put_batch(items).await
 }
 
 /// How a sweep runs.
