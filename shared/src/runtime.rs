@@ -24,15 +24,20 @@ pub fn port_from_env() -> Result<u16, String> {
     }
 }
 
+/// What every function does first: its logs, then its state, built once.
+async fn start(name: &str) -> Result<AppState, ExitCode> {
+    telemetry::init();
+    AppState::from_env().await.map_err(|error| {
+        tracing::error!(function = %name, error = %error, "cannot start");
+        ExitCode::FAILURE
+    })
+}
+
 /// The `main` of every function: build the state once, then serve `routes`.
 pub async fn run_function(name: &str, routes: fn() -> Router<AppState>) -> ExitCode {
-    telemetry::init();
-    let state = match AppState::from_env().await {
+    let state = match start(name).await {
         Ok(state) => state,
-        Err(error) => {
-            tracing::error!(function = %name, error = %error, "cannot start");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let app = http::serve(routes(), state);
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {
@@ -128,13 +133,9 @@ where
     Fut: Future<Output = Result<T, ApiError>> + Send + 'static,
     T: serde::Serialize + Send + 'static,
 {
-    telemetry::init();
-    let state = match AppState::from_env().await {
+    let state = match start(name).await {
         Ok(state) => state,
-        Err(error) => {
-            tracing::error!(function = %name, error = %error, "cannot start");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let job = std::sync::Arc::new(job);
     if std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some() {

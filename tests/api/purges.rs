@@ -20,6 +20,11 @@ use berth_shared::store::{self, keys};
 use crate::support::{TestApp, TestUser, eventually, unique};
 use crate::webhooks::Hook;
 
+/// A hostname no other test or run uses.
+fn hostname(prefix: &str) -> String {
+    format!("{}.example.test", unique(prefix))
+}
+
 /// A commit a push builds (any full id will do: the hook is gone).
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -166,19 +171,7 @@ impl Kept {
 
     /// Items of its release history's partition (revisions, hook pointer).
     async fn history_items(&self, app: &TestApp) -> usize {
-        store::query_all(
-            app.state
-                .store
-                .client()
-                .query()
-                .table_name(app.state.store.table())
-                .key_condition_expression("pk = :pk")
-                .expression_attribute_values(":pk", store::s(keys::releases(&self.history)))
-                .consistent_read(true),
-        )
-        .await
-        .expect("reading the history")
-        .len()
+        partition_size(app, keys::releases(&self.history)).await
     }
 
     async fn has_entry(&self, app: &TestApp) -> bool {
@@ -250,7 +243,8 @@ async fn sweep(app: &TestApp) -> Swept {
     sweep_with(app, Duration::ZERO, Duration::from_secs(60)).await
 }
 
-async fn purge_records(app: &TestApp) -> usize {
+/// How many items the table holds under `pk`.
+async fn partition_size(app: &TestApp, pk: String) -> usize {
     store::query_all(
         app.state
             .store
@@ -258,20 +252,24 @@ async fn purge_records(app: &TestApp) -> usize {
             .query()
             .table_name(app.state.store.table())
             .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::PURGES_PK))
+            .expression_attribute_values(":pk", store::s(pk))
             .consistent_read(true),
     )
     .await
-    .expect("reading the records")
+    .expect("reading a partition")
     .len()
+}
+
+async fn purge_records(app: &TestApp) -> usize {
+    partition_size(app, keys::PURGES_PK.to_owned()).await
 }
 
 #[tokio::test]
 async fn a_purged_environment_leaves_nothing_behind_and_its_hostname_is_anyones() {
     let app = TestApp::with_cluster().await;
     let place = Place::new(&app, &app.owner, "standard").await;
-    let hostname = format!("{}.example.test", unique("purged"));
-    let shop = place.shop(&app, "shop", &hostname, true).await;
+    let purged = hostname("purged");
+    let shop = place.shop(&app, "shop", &purged, true).await;
     shop.assert_kept(&app).await;
     let hook = shop.hook.clone().expect("a hook");
     // As an app last written before entries existed: the deletion puts its
@@ -293,14 +291,7 @@ async fn a_purged_environment_leaves_nothing_behind_and_its_hostname_is_anyones(
     // A newer environment of the same name, with an app of the same name:
     // its own, which the sweep leaves alone.
     let again = Place::make(&app, &app.owner, &place.project, "dev", "standard").await;
-    let newer = again
-        .shop(
-            &app,
-            "shop",
-            &format!("{}.example.test", unique("newer")),
-            false,
-        )
-        .await;
+    let newer = again.shop(&app, "shop", &hostname("newer"), false).await;
 
     let swept = sweep(&app).await;
     assert_eq!(
@@ -335,12 +326,12 @@ async fn a_purged_environment_leaves_nothing_behind_and_its_hostname_is_anyones(
         .post(&format!("{}/apps", theirs.path()))
         .by(&globex)
         .json(json!({ "name": "web", "image": "nginx:1.27", "port": 80,
-                      "replicas": 0, "domains": [hostname] }))
+                      "replicas": 0, "domains": [purged] }))
         .send()
         .await;
     taken.assert_status(201);
     let record: Value = taken.json();
-    assert_eq!(record["domains"], json!([hostname]));
+    assert_eq!(record["domains"], json!([purged]));
 
     // Nothing more to do.
     assert_eq!(
@@ -357,22 +348,8 @@ async fn a_sweep_cut_short_finishes_at_the_next() {
     let app = TestApp::with_cluster().await;
     let place = Place::new(&app, &app.owner, "standard").await;
     let shops = [
-        place
-            .shop(
-                &app,
-                "shop",
-                &format!("{}.example.test", unique("cut")),
-                true,
-            )
-            .await,
-        place
-            .shop(
-                &app,
-                "cart",
-                &format!("{}.example.test", unique("cut")),
-                false,
-            )
-            .await,
+        place.shop(&app, "shop", &hostname("cut"), true).await,
+        place.shop(&app, "cart", &hostname("cut"), false).await,
     ];
     place.delete(&app).await;
     place.until_purged(&app).await;
@@ -419,14 +396,7 @@ async fn a_sweep_cut_short_finishes_at_the_next() {
 async fn an_environment_in_its_grace_or_restored_keeps_everything() {
     let app = TestApp::with_cluster().await;
     let place = Place::new(&app, &app.owner, "production").await;
-    let shop = place
-        .shop(
-            &app,
-            "shop",
-            &format!("{}.example.test", unique("grace")),
-            true,
-        )
-        .await;
+    let shop = place.shop(&app, "shop", &hostname("grace"), true).await;
     place.delete(&app).await;
 
     // Just asked: the deletion may not even be scheduled yet.
