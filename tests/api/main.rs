@@ -37,6 +37,7 @@ mod owned_objects;
 mod packaging;
 mod permissions;
 mod projects;
+mod purges;
 mod round_trips;
 mod safe_deploys;
 mod secrecy;
