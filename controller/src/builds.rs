@@ -166,18 +166,16 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
             let expires_at = clock::unix_seconds()
                 + context.settings.builders.deadline_seconds
                 + CREDENTIAL_SLACK_SECONDS;
-            match registry::mint_build_credentials(
-                &context.client,
-                build,
-                &registry,
-                &owner,
-                expires_at,
+            Some(
+                registry::mint_build_credentials(
+                    &context.client,
+                    build,
+                    &registry,
+                    &owner,
+                    expires_at,
+                )
+                .await?,
             )
-            .await?
-            {
-                Ok(minted) => Some(minted),
-                Err(why) => return fail(build, context, why).await,
-            }
         }
     };
     let target = Target {
@@ -281,7 +279,13 @@ async fn copy_credential(
 }
 
 /// Deletes the build's copy of the git credential, if it made one, and
-/// its registry credentials (which stopped working when it ended).
+/// its registry credentials (which stopped working when it ended). By name,
+/// without reading them first: the controller reads no Secret of
+/// berth-builds (where the registry's shared push credential may be). The
+/// names are the Build's own (`object_names::build_job` of its name, unique
+/// among the Builds there), and in berth-builds only Berth makes Secrets;
+/// the copies are also owned by the Build, so they go with it whatever
+/// happens here.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
     if build.status.as_ref().is_some_and(|s| s.registry.is_some()) {
         registry::forget_build_credentials(&context.client, build).await?;
@@ -290,7 +294,7 @@ async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error
         return Ok(());
     }
     let name = object_names::build_job(&build.name_any());
-    registry::delete_build_secret(&context.client, build, &name).await
+    registry::delete_build_secret(&context.client, &name).await
 }
 
 /// A running build: its Job's end, read.

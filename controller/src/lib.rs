@@ -16,6 +16,7 @@ pub mod build_engine;
 pub mod builds;
 mod environments;
 pub mod events;
+pub mod grants;
 pub mod isolation;
 pub mod metrics;
 mod projects;
@@ -23,6 +24,7 @@ pub mod registry;
 pub mod releases;
 pub mod render;
 mod replica;
+mod runs;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -42,7 +44,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use berth_shared::cluster::crd::{
-    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project,
+    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
 };
 
 use crate::render::RenderSettings;
@@ -314,6 +316,7 @@ struct Stores {
     environments: Store<Environment>,
     apps: Store<App>,
     builds: Store<Build>,
+    runs: Store<Run>,
 }
 
 impl Stores {
@@ -323,7 +326,8 @@ impl Stores {
             self.projects.wait_until_ready(),
             self.environments.wait_until_ready(),
             self.apps.wait_until_ready(),
-            self.builds.wait_until_ready()
+            self.builds.wait_until_ready(),
+            self.runs.wait_until_ready()
         );
     }
 }
@@ -389,6 +393,9 @@ fn controllers(
         managed.clone(),
     )
     .graceful_shutdown_on(stopped());
+    // Runs: each becomes a Job, then goes.
+    let runs = Controller::new(Api::<Run>::all(client.clone()), watcher::Config::default())
+        .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
     let projects = Controller::new(
@@ -406,6 +413,7 @@ fn controllers(
         environments: environments.store(),
         apps: apps.store(),
         builds: builds.store(),
+        runs: runs.store(),
     };
     let environments = running(
         environments,
@@ -415,9 +423,10 @@ fn controllers(
     );
     let apps = running(apps, "App", apps::reconcile, context.clone());
     let builds = running(builds, "Build", builds::reconcile, context.clone());
+    let runs = running(runs, "Run", runs::reconcile, context.clone());
     let projects = running(projects, "Project", projects::reconcile, context);
     let running = async move {
-        tokio::join!(environments, apps, builds, projects);
+        tokio::join!(environments, apps, builds, runs, projects);
     };
     (running, stores)
 }

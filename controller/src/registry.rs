@@ -6,9 +6,10 @@
 //!
 //! - scoped (the registry trusts Berth's token service): each build gets a
 //!   push and a pull credential of its own ([`mint_build_credentials`]),
-//!   in Secrets of the builds namespace owned by the Build, deleted when it
-//!   ends (when they stop working anyway: the token service asks the
-//!   Build); each environment gets a pull credential of its own,
+//!   in Secrets of the builds namespace owned by the Build, written and
+//!   deleted by name, never read (the controller reads no Secret there),
+//!   deleted when it ends (when they stop working anyway: the token service
+//!   asks the Build); each environment gets a pull credential of its own,
 //!   [`PULL_SECRET`] in its namespace ([`keep_environment_credential`]),
 //!   which its pods name in `imagePullSecrets` (see
 //!   `render::RenderSettings::registry_prefix`);
@@ -24,7 +25,7 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 use berth_shared::cluster::crd::{
@@ -36,7 +37,7 @@ pub use berth_shared::cluster::registry::{
     Registry, SYSTEM_NAMESPACE,
 };
 use berth_shared::cluster::registry::{Credential, credential_of, docker_config_secret};
-use berth_shared::cluster::{is_conflict, is_not_found, ownership};
+use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::credentials::{digest, same_secret};
 use berth_shared::registry::{RegistryUser, new_password};
 
@@ -86,9 +87,7 @@ pub async fn read(client: &kube::Client) -> Result<Option<Registry>, Error> {
 
 /// Mints a build's two credentials (scoped registries only) into the
 /// Secrets [`build_credentials`] names, owned by the Build, and answers
-/// their digests for its status, valid until `expires_at` (Unix seconds);
-/// `Err(why)` when a Secret of that name is not the Build's (the build
-/// cannot run).
+/// their digests for its status, valid until `expires_at` (Unix seconds).
 /// A Secret left by an earlier round whose status write was lost gets the
 /// new password: the status written after this is what the token service
 /// believes, and the Job reads its mounts only when its steps start.
@@ -98,7 +97,7 @@ pub async fn mint_build_credentials(
     registry: &Registry,
     owner: &OwnerReference,
     expires_at: i64,
-) -> Result<Result<BuildRegistryCredentials, String>, Error> {
+) -> Result<BuildRegistryCredentials, Error> {
     let secrets = build_credentials(build, registry);
     let name = build.name_any();
     let push = RegistryUser::BuildPush {
@@ -106,34 +105,33 @@ pub async fn mint_build_credentials(
     };
     let pull = RegistryUser::BuildPull { build: name };
     let push_digest =
-        match write_build_secret(client, &secrets.push_secret, &push, registry, owner).await? {
-            Ok(digest) => digest,
-            Err(why) => return Ok(Err(why)),
-        };
+        write_build_secret(client, &secrets.push_secret, &push, registry, owner).await?;
     let pull_secret = secrets.pull_secret.unwrap_or_default();
-    let pull_digest = match write_build_secret(client, &pull_secret, &pull, registry, owner).await?
-    {
-        Ok(digest) => digest,
-        Err(why) => return Ok(Err(why)),
-    };
-    Ok(Ok(BuildRegistryCredentials {
+    let pull_digest = write_build_secret(client, &pull_secret, &pull, registry, owner).await?;
+    Ok(BuildRegistryCredentials {
         push_digest,
         pull_digest,
         expires_at,
-    }))
+    })
 }
 
+/// Writes a new password for `user` into the Secret `name` of the builds
+/// namespace, owned by the Build, and answers its digest. Server-side apply,
+/// without reading the Secret first: the controller reads no Secret of
+/// berth-builds (where the shared push credential may be). The name is the
+/// Build's own (`object_names::build_job` of its name and a suffix), which
+/// no other Secret there has: only Berth makes Secrets in berth-builds, and
+/// its shared credentials' names are not of that form.
 async fn write_build_secret(
     client: &kube::Client,
     name: &str,
     user: &RegistryUser,
     registry: &Registry,
     owner: &OwnerReference,
-) -> Result<Result<String, String>, Error> {
-    let password = new_password();
+) -> Result<String, Error> {
     let credential = Credential {
         username: user.username(),
-        password,
+        password: new_password(),
     };
     let mut secret = docker_config_secret(
         name,
@@ -141,60 +139,33 @@ async fn write_build_secret(
         &credential.docker_config(&registry.server),
     );
     secret.metadata.owner_references = Some(vec![owner.clone()]);
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    if let Some(existing) = secrets.get_opt(name).await?
-        && !ownership::is_controlled_by(&existing.metadata, &owner.uid)
-    {
-        return Ok(Err(format!(
-            "the Secret {name} of {BUILDS_NAMESPACE} is not this build's: its registry credential is not written over it"
-        )));
-    }
-    // Server-side apply: made, or (left by an earlier round whose status
-    // write was lost) given the new password.
-    secrets
+    Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
         .patch(
             name,
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&secret),
         )
         .await?;
-    Ok(Ok(digest(&credential.password)))
+    Ok(digest(&credential.password))
 }
 
-/// Deletes a build's credential Secrets (scoped registries), each only if
-/// the Build controls it. They stopped working when the build ended; this
-/// takes the passwords out of the cluster too.
+/// Deletes a build's credential Secrets (scoped registries). They stopped
+/// working when the build ended; this takes the passwords out of the
+/// cluster too.
 pub async fn forget_build_credentials(client: &kube::Client, build: &Build) -> Result<(), Error> {
     let job = object_names::build_job(&build.name_any());
     for name in [format!("{job}-push"), format!("{job}-pull")] {
-        delete_build_secret(client, build, &name).await?;
+        delete_build_secret(client, &name).await?;
     }
     Ok(())
 }
 
-/// Deletes the Secret `name` of the builds namespace if `build` controls
-/// it (by uid, with the Secret's uid as the delete's precondition): never
-/// a Secret someone else made under that name.
-pub async fn delete_build_secret(
-    client: &kube::Client,
-    build: &Build,
-    name: &str,
-) -> Result<(), Error> {
+/// Deletes the Secret `name` of the builds namespace, one of a build's own
+/// (named after its Job: see [`write_build_secret`]), by name: the
+/// controller reads no Secret there.
+pub async fn delete_build_secret(client: &kube::Client, name: &str) -> Result<(), Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    let Some(secret) = secrets.get_opt(name).await? else {
-        return Ok(());
-    };
-    if !ownership::is_controlled_by(&secret.metadata, &build.uid().unwrap_or_default()) {
-        return Ok(());
-    }
-    let only_this_one = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: secret.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match secrets.delete(name, &only_this_one).await {
+    match secrets.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),

@@ -4,7 +4,7 @@
 //! HMAC keyed by the secret, which cannot be checked against a digest. The
 //! secret leaves the table only in `createWebhook`'s answer. The app points
 //! to its hook from its release history's partition (see `store::keys`),
-//! so that deleting the app's history deletes the hook in the same batch.
+//! so that removing the app's history finds the hook with it.
 
 use aws_sdk_dynamodb::types::{Delete, Put};
 use serde::{Deserialize, Serialize};
@@ -252,9 +252,9 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
     }
 }
 
-/// For the deletion of an app's history: the key of the hook an item of
-/// the history points to, if it is the app's pointer to its hook (read
-/// with [`HISTORY_PROJECTION`]).
+/// For the removal of an app's leftovers (`apps::leftovers`): the key of
+/// the hook an item of the history points to, if it is the app's pointer to
+/// its hook (read with its `hook` attribute).
 pub fn hook_key_of_history_item(item: &Item) -> Option<Item> {
     if store::sort_key(item) != keys::WEBHOOK_SK {
         return None;
@@ -262,6 +262,3 @@ pub fn hook_key_of_history_item(item: &Item) -> Option<Item> {
     let hook = item.get("hook")?.as_s().ok()?;
     Some(hook_key(hook))
 }
-
-/// The attributes [`hook_key_of_history_item`] reads.
-pub const HISTORY_PROJECTION: &str = "pk, sk, #hook";
