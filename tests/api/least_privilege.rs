@@ -271,6 +271,16 @@ fn the_table(identity: &str) -> Vec<(&'static str, Refusal, Attempt)> {
             }),
         ),
         (
+            "get a build's own registry credential in berth-builds",
+            Refusal::Rbac,
+            attempt(|client| async move {
+                let job = berth_shared::cluster::crd::object_names::build_job("any");
+                Api::<Secret>::namespaced(client, "berth-builds")
+                    .get(&format!("{job}-push"))
+                    .await
+            }),
+        ),
+        (
             "create a Deployment in default",
             writes,
             attempt(move |client| {
