@@ -110,13 +110,7 @@ pub async fn store_kubeconfig(
         context,
         updated_at: clock::unix_seconds(),
     };
-    store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .set_item(Some(store::to_item(&item)?))
-        .send()
-        .await?;
+    store.put(store::to_item(&item)?).await?;
     summary(&item)
 }
 

@@ -215,14 +215,7 @@ impl RegistrySettings {
             sk: SK.to_owned(),
             settings: self.clone(),
         };
-        store
-            .client()
-            .put_item()
-            .table_name(store.table())
-            .set_item(Some(store::to_item(&item)?))
-            .send()
-            .await?;
-        Ok(())
+        store.put(store::to_item(&item)?).await
     }
 
     /// The stored settings; None before `berth-admin registry set`.

@@ -768,6 +768,29 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
     // No password and no token in any event.
     let text = serde_json::to_string(&events).unwrap();
     assert!(!text.contains(&password) && !text.contains(token));
+
+    // What a token costs a warm instance, past the hour's first grant: no
+    // DynamoDB round trip (the settings are kept a minute, the hour's first
+    // grant is known, no audit event is written) and one cluster request
+    // (the Environment holding the digest). Then how long one takes here.
+    let (trips, asked) = (app.round_trips.get(), app.cluster_requests.get());
+    grant().await;
+    assert_eq!(app.round_trips.get() - trips, 0, "DynamoDB round trips");
+    if app.cluster().standin.is_some() {
+        assert_eq!(app.cluster_requests.get() - asked, 1, "cluster requests");
+    }
+    let mut took = Vec::new();
+    for _ in 0..50 {
+        let started = std::time::Instant::now();
+        grant().await;
+        took.push(started.elapsed());
+    }
+    took.sort();
+    eprintln!(
+        "a warm token (file key, stand-in cluster): median {:?}, p90 {:?}",
+        took[took.len() / 2],
+        took[took.len() * 9 / 10]
+    );
 }
 
 /// `berth-admin` over the test's table, with the administrator's

@@ -179,6 +179,21 @@ pub fn scope_string(granted: &[ResourceActions]) -> String {
 mod tests {
     use super::*;
 
+    /// Values of which `parse` takes none.
+    const MALFORMED: &[&str] = &[
+        "repository",
+        "repository:name",
+        "repository::pull",
+        "repository:Name:pull",
+        "repository:name:",
+        "repository:name:pull,,push",
+        "Repository:name:pull",
+        "repository(:name:pull",
+        "repository():name:pull",
+        "repository:na me:pull",
+        "repository:name:pull\trepository:b:pull",
+    ];
+
     fn scopes(values: &[&str]) -> Vec<Requested> {
         parse(&values.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>()).expect("well formed")
     }
@@ -199,17 +214,7 @@ mod tests {
             "localhost:5000/acme/web"
         );
         assert!(scopes(&[]).is_empty());
-        for bad in [
-            "repository",
-            "repository:name",
-            "repository::pull",
-            "repository:Name:pull",
-            "repository:name:",
-            "repository:name:pull,,push",
-            "Repository:name:pull",
-            "repository(:name:pull",
-            "repository:na me:pull",
-        ] {
+        for &bad in MALFORMED {
             let error = parse(&[bad.to_owned()]).expect_err(bad);
             assert!(!error.contains(bad), "the detail repeats nothing sent");
         }
@@ -220,30 +225,25 @@ mod tests {
     #[test]
     fn the_described_pattern_takes_what_parse_takes() {
         let pattern = regex::Regex::new(PATTERN).expect("a valid pattern");
-        for value in [
+        let long = |length: usize| format!("repository:{}:pull", "a".repeat(length));
+        let (longest, too_long) = (long(255), long(256));
+        let well_formed = [
             "",
             " ",
             "repository:berth/acme/shop/web:pull,push",
             "repository:berth/acme/base:pull repository(plugin):x/y:pull",
             "  repository:a:pull   registry:catalog:* ",
             "repository:localhost:5000/acme/web:pull",
-            "repository",
-            "repository:name",
-            "repository::pull",
-            "repository:Name:pull",
-            "repository:name:",
-            "repository:name:pull,,push",
-            "Repository:name:pull",
-            "repository(:name:pull",
-            "repository():name:pull",
-            "repository:na me:pull",
-            "repository:name:pull\trepository:b:pull",
-            &format!("repository:{}:pull", "a".repeat(255)),
-            &format!("repository:{}:pull", "a".repeat(256)),
-        ] {
+            &longest,
+        ];
+        for value in well_formed
+            .iter()
+            .chain(MALFORMED)
+            .chain([&too_long.as_str()])
+        {
             assert_eq!(
                 pattern.is_match(value),
-                parse(&[value.to_owned()]).is_ok(),
+                parse(&[(*value).to_owned()]).is_ok(),
                 "{value:?}"
             );
         }

@@ -34,6 +34,16 @@ pub struct Checked {
 /// A digest no password has: what a missing credential is compared with.
 const NOBODYS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// A user name that names nothing: its password is compared all the same
+/// (the same work as a wrong password's), and it is no one's.
+fn nobody(holds: impl Fn(Option<&str>) -> bool) -> Checked {
+    holds(None);
+    Checked {
+        org: None,
+        reach: None,
+    }
+}
+
 pub async fn check(
     client: &kube::Client,
     settings: &RegistrySettings,
@@ -48,11 +58,7 @@ pub async fn check(
                 .get_opt(build)
                 .await?;
             let Some(build) = found else {
-                holds(None);
-                return Ok(Checked {
-                    org: None,
-                    reach: None,
-                });
+                return Ok(nobody(holds));
             };
             let spec = &build.spec;
             let credentials = build.status.as_ref().and_then(|s| s.registry.as_ref());
@@ -91,11 +97,7 @@ pub async fn check(
                 .get_opt(environment)
                 .await?;
             let Some(environment) = found else {
-                holds(None);
-                return Ok(Checked {
-                    org: None,
-                    reach: None,
-                });
+                return Ok(nobody(holds));
             };
             let stored = environment
                 .status

@@ -368,6 +368,17 @@ impl Store {
         self.get(key).await?.map(from_item).transpose()
     }
 
+    /// One item, replacing what has its key.
+    pub async fn put(&self, item: Item) -> Result<(), ApiError> {
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .send()
+            .await?;
+        Ok(())
+    }
+
     pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
         self.client
             .put_item()
