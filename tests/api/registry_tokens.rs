@@ -490,6 +490,26 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         &registry.inspect(&globex.repository(), "v1", &globex_pull),
         "globex's environment still pulls",
     );
+    // Until its environment is purged: then it is refused (an
+    // organization goes by its projects' environments going).
+    let environment = format!("/api/v1/projects/{}/environments/prod", globex.project);
+    setup
+        .app
+        .request(Method::DELETE, &environment)
+        .by(&globex_owner)
+        .send()
+        .await
+        .assert_status(202);
+    let app = &setup.app;
+    eventually("globex's environment is purged", || async {
+        app.get(&environment).by(&globex_owner).send().await.status == 404
+            && !app.cluster().namespace_exists(&globex.namespace).await
+    })
+    .await;
+    refused(
+        &registry.inspect(&globex.repository(), "v1", &globex_pull),
+        "a purged environment's credential pulls",
+    );
 
     // No password is in a log line (the controller's, the API's, at debug
     // level) or a Build's status (which holds their digests).
