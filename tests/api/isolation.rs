@@ -402,10 +402,13 @@ async fn no_pod_reaches_the_host_or_the_cluster() {
         .await;
     run.assert_status(202);
     let job_name = run.json()["job"].as_str().unwrap().to_owned();
-    let job = Api::<Job>::namespaced(client.clone(), &namespace)
-        .get(&job_name)
-        .await
-        .unwrap();
+    // The controller makes the Job from the Run, in its own time.
+    let jobs = Api::<Job>::namespaced(client.clone(), &namespace);
+    eventually("the run's Job is made", || async {
+        jobs.get_opt(&job_name).await.unwrap().is_some()
+    })
+    .await;
+    let job = jobs.get(&job_name).await.unwrap();
     assert_confined(&job_name, &job.spec.unwrap().template.spec.unwrap());
 }
 
