@@ -71,6 +71,7 @@ impl Fixture {
                 config,
                 release: ReleaseMark::test(),
                 restarted_at: None,
+                decision: None,
             },
         );
         app.metadata.namespace = Some(namespace.clone());
@@ -119,6 +120,10 @@ impl Fixture {
                 source: self.app.spec.config.source.clone().expect("a source"),
                 actor: Some("dev@berth.test".to_owned()),
                 created_at: berth_shared::clock::unix_millis(),
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         build.metadata.labels = Some(BTreeMap::from([

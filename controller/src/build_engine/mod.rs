@@ -219,7 +219,9 @@ pub fn job(
         .ok_or_else(|| {
             format!("{repository} is not an image repository the build tools can name")
         })?;
-    let git_origin = GitRepo::parse(&source.git_repo)
+    // A repository stored before the host rules keeps building: the
+    // `source` step checks where its name leads.
+    let git_origin = GitRepo::parse_stored(&source.git_repo)
         .map(|repo| repo.origin().to_owned())
         .map_err(|_| format!("{} is not a repository Berth can fetch", source.git_repo))?;
     let facts = |read_only: bool| VolumeMount {
@@ -585,6 +587,10 @@ mod tests {
                 },
                 actor: Some("dev@acme.test".to_owned()),
                 created_at: 1,
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         build.metadata.namespace = Some(BUILDS_NAMESPACE.to_owned());

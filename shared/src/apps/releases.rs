@@ -337,36 +337,7 @@ pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
         })
         .chain(hooks)
         .collect();
-    for chunk in keys_only.chunks(25) {
-        let mut requests = chunk
-            .iter()
-            .map(|key| {
-                let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
-                    .set_key(Some(key.clone()))
-                    .build()
-                    .map_err(|e| ApiError::Internal(format!("building a delete: {e}")))?;
-                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
-                    .delete_request(delete)
-                    .build())
-            })
-            .collect::<Result<Vec<_>, ApiError>>()?;
-        for _ in 0..5 {
-            let output = store
-                .client()
-                .batch_write_item()
-                .request_items(store.table(), requests)
-                .send()
-                .await?;
-            match output
-                .unprocessed_items
-                .and_then(|mut left| left.remove(store.table()))
-            {
-                Some(left) if !left.is_empty() => requests = left,
-                _ => break,
-            }
-        }
-    }
-    Ok(())
+    store.delete_keys(&keys_only).await
 }
 
 #[cfg(test)]

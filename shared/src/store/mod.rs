@@ -245,6 +245,41 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the items of these keys, 25 to a batch; keys DynamoDB leaves
+    /// unprocessed under load are sent again (a few times).
+    pub async fn delete_keys(&self, keys: &[Item]) -> Result<(), ApiError> {
+        for chunk in keys.chunks(25) {
+            let mut requests = chunk
+                .iter()
+                .map(|key| {
+                    let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
+                        .set_key(Some(key.clone()))
+                        .build()
+                        .map_err(|e| ApiError::Internal(format!("building a delete: {e}")))?;
+                    Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                        .delete_request(delete)
+                        .build())
+                })
+                .collect::<Result<Vec<_>, ApiError>>()?;
+            for _ in 0..5 {
+                let output = self
+                    .client
+                    .batch_write_item()
+                    .request_items(self.table(), requests)
+                    .send()
+                    .await?;
+                match output
+                    .unprocessed_items
+                    .and_then(|mut left| left.remove(self.table()))
+                {
+                    Some(left) if !left.is_empty() => requests = left,
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Reads several items in one round trip, consistently. DynamoDB may
     /// leave keys unprocessed under load; those are asked for again.
     pub async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
