@@ -46,6 +46,31 @@ functions! {
     "builds" => berth_fn_builds,
 }
 
+/// The scheduled functions, which serve no route (`template.yaml` gives
+/// each a schedule): `cleanup`, run by `berth-local` every
+/// [`CLEANUP_INTERVAL`].
+pub const SCHEDULED: &[&str] = &["cleanup"];
+
+/// How often `berth-local` runs the `cleanup` function's sweep (every five
+/// minutes on AWS): sooner, so that what a purge left goes while one
+/// watches.
+pub const CLEANUP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Runs the `cleanup` function's sweep every [`CLEANUP_INTERVAL`], as its
+/// schedule runs it on AWS, for as long as the process lives. No cluster
+/// configured yet: nothing to sweep.
+pub async fn sweep_regularly(state: AppState) {
+    let mut ticks = tokio::time::interval(CLEANUP_INTERVAL);
+    loop {
+        ticks.tick().await;
+        let deadline = tokio::time::Instant::now() + CLEANUP_INTERVAL / 2;
+        match berth_fn_cleanup::run(state.clone(), deadline).await {
+            Ok(_) | Err(berth_shared::ApiError::NoCluster) => {}
+            Err(error) => tracing::warn!(error = %error.cause(), "the cleanup sweep failed"),
+        }
+    }
+}
+
 /// The routes of the function of that name.
 pub fn function(name: &str) -> Option<Routes> {
     FUNCTIONS

@@ -1,4 +1,5 @@
-//! `berth-local`: the whole API on http://127.0.0.1:3000 (`BERTH_PORT`), without Lambda.
+//! `berth-local`: the whole API on http://127.0.0.1:3000 (`BERTH_PORT`), without Lambda,
+//! and the scheduled `cleanup` function's sweep every minute.
 
 use std::process::ExitCode;
 
@@ -25,5 +26,7 @@ async fn main() -> ExitCode {
         "berth-local: the whole API on http://127.0.0.1:{port} (table {})",
         state.config.table
     );
+    // The scheduled `cleanup` function, as its schedule runs it on AWS.
+    tokio::spawn(berth_local::sweep_regularly(state.clone()));
     runtime::serve_local(berth_local::app(state), port).await
 }

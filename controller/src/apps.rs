@@ -170,15 +170,15 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         },
     };
     let previous;
-    let (target, rendered) = match &held {
-        None => (app.as_ref(), rendered),
+    let (target, target_revision, rendered) = match &held {
+        None => (app.as_ref(), revision, rendered),
         Some((why, message)) => {
             let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
-                let checked = CheckedApp::of(&previous).ok()?;
+                let checked = CheckedApp::of(&previous.app).ok()?;
                 let rendered = render(&checked, settings);
-                Some((previous, rendered))
+                Some((previous.app, previous.revision, rendered))
             });
-            let Some((found, rendered)) = rendered_previous else {
+            let Some((found, found_revision, rendered)) = rendered_previous else {
                 // Nothing ran before this revision: nothing to keep running.
                 let status = AppStatus {
                     ready: false,
@@ -196,7 +196,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 }));
             };
             previous = found;
-            (&previous, rendered)
+            (&previous, found_revision, rendered)
         }
     };
     match apply_all(target, &rendered, &context).await {
@@ -232,6 +232,8 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 applied.waiting_for.clone(),
             )
             .remembering(memory);
+            // Its workloads now carry the target's configuration.
+            status.running_revision = Some(target_revision);
             let why = if let Some((why, message)) = held {
                 // The previous revision serves; the status says why.
                 status.reason = Some(why.reason.to_owned());
@@ -359,6 +361,7 @@ fn remembered(app: &App) -> AppStatus {
         last_available: status.last_available,
         released_command_of: status.released_command_of,
         revisions: status.revisions,
+        running_revision: status.running_revision,
         ..AppStatus::default()
     }
 }
@@ -374,6 +377,7 @@ impl Remembering for AppStatus {
             last_available: memory.last_available,
             released_command_of: memory.released_command_of,
             revisions: memory.revisions,
+            running_revision: memory.running_revision,
             ..self
         }
     }

@@ -278,7 +278,7 @@ async fn until_pod(build: &Build, context: &Context) -> Result<(), Error> {
 /// Copies the App's git secret (key `token`, and `username` when it has
 /// one) into the builds namespace, owned by the Build: afresh for each
 /// build (a copy this Build made in an earlier round is written over with
-/// the secret as it is now). `Err(why)`: the build cannot run, in words
+/// the secret as it is now, never read). `Err(why)`: the build cannot run, in words
 /// that name the secret, never its value; among them a Secret of that name
 /// the Build does not own, which is never used.
 async fn copy_credential(
@@ -328,57 +328,47 @@ async fn copy_credential(
         Err(error) if is_conflict(&error) => {}
         Err(error) => return Err(error.into()),
     }
-    // Its name is taken: by this Build's own copy from an earlier round
-    // (refreshed, conditioned on the version read), or by anything else.
-    let Some(existing) = secrets.get_opt(name).await? else {
-        return Ok(Err(
+    // Its name is taken: by this Build's own copy from an earlier round, or
+    // by anything else. Not read (the controller reads no Secret of
+    // berth-builds, where the registry's push credential is): written over
+    // only if its controller is this Build, the JSON patch's `test` deciding
+    // on the apiserver, in the same write.
+    let build_uid = build.uid().unwrap_or_default();
+    let refresh: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        { "op": "test", "path": "/metadata/ownerReferences/0/uid", "value": build_uid },
+        { "op": "test", "path": "/metadata/ownerReferences/0/controller", "value": true },
+        { "op": "replace", "path": "/data", "value": secret.data },
+    ]))?;
+    match secrets
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(refresh))
+        .await
+    {
+        Ok(_) => Ok(Ok(())),
+        Err(error) if is_not_found(&error) => Ok(Err(
             "the copy of the git credential kept being removed meanwhile; asking again".to_owned(),
-        ));
-    };
-    if !ownership::is_controlled_by(&existing.metadata, &build.uid().unwrap_or_default()) {
-        return Ok(Err(format!(
+        )),
+        // A `test` that failed: the apiserver's 422.
+        Err(kube::Error::Api(response)) if response.code == 422 => Ok(Err(format!(
             "a Secret {name} that this build did not make is in the way of its copy of the git \
              credential: Berth uses no credential it did not copy itself"
-        )));
+        ))),
+        Err(error) => Err(error.into()),
     }
-    // Keys the secret no longer has go (`null` in a merge patch); written
-    // over the version read.
-    let mut data = serde_json::Map::new();
-    for key in ["token", "username"] {
-        let value = secret.data.as_ref().and_then(|data| data.get(key));
-        data.insert(key.to_owned(), serde_json::to_value(value)?);
-    }
-    let refresh = serde_json::json!({
-        "metadata": { "resourceVersion": existing.metadata.resource_version },
-        "data": data,
-    });
-    secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&refresh))
-        .await?;
-    Ok(Ok(()))
 }
 
-/// Deletes the build's copy of the git credential, if it made one.
+/// Deletes the build's copy of the git credential, if it made one. By name,
+/// without reading it first: the controller reads no Secret of berth-builds
+/// (where the registry's push credential is). The name is the Build's own
+/// (`object_names::build_job` of its name, unique among the Builds there),
+/// and in berth-builds only Berth makes Secrets; the copy is also owned by
+/// the Build, so it goes with it whatever happens here.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
     if build.spec.source.git_secret.is_none() {
         return Ok(());
     }
     let name = object_names::build_job(&build.name_any());
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    let Some(secret) = secrets.get_opt(&name).await? else {
-        return Ok(());
-    };
-    if !ownership::is_controlled_by(&secret.metadata, &build.uid().unwrap_or_default()) {
-        return Ok(());
-    }
-    let only_this_one = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: secret.metadata.uid.clone(),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match secrets.delete(&name, &only_this_one).await {
+    match secrets.delete(&name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),

@@ -1,5 +1,6 @@
 //! `Environment` → namespace `{project}-{environment}` with Berth's labels and
-//! Pod Security Admission's, a ResourceQuota from `quota` (storage always
+//! Pod Security Admission's, the RoleBindings of Berth's identities in it
+//! ([`crate::grants`]), a ResourceQuota from `quota` (storage always
 //! bounded), a default LimitRange, the NetworkPolicy that keeps other
 //! namespaces' pods out ([`crate::isolation`]) and the registry's pull
 //! credential ([`crate::registry`]); status `Pending` →
@@ -30,6 +31,7 @@ use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::events::Reason;
+use crate::grants;
 use crate::isolation;
 use crate::registry;
 use crate::{Context, Error, FIELD_MANAGER};
@@ -285,6 +287,11 @@ async fn provision(environment: &Environment, context: &Context) -> Result<Provi
             .await?;
     }
     context.metrics.applied("Namespace");
+
+    // First, so that they are in place (and a real apiserver's authorizer
+    // has learnt them) by the time the environment is Ready: the API reads
+    // and writes its secrets through them.
+    grants::apply(context, &namespace_name).await?;
 
     // Every environment has a quota: its storage is bounded even when it
     // asks for nothing.

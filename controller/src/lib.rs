@@ -17,6 +17,7 @@ pub mod builds;
 pub mod egress;
 mod environments;
 pub mod events;
+pub mod grants;
 pub mod isolation;
 pub mod metrics;
 mod projects;
@@ -24,6 +25,7 @@ pub mod registry;
 pub mod releases;
 pub mod render;
 mod replica;
+mod runs;
 pub mod shares;
 
 use std::collections::HashMap;
@@ -44,7 +46,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use berth_shared::cluster::crd::{
-    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project,
+    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
 };
 
 use crate::render::RenderSettings;
@@ -319,6 +321,7 @@ struct Stores {
     environments: Store<Environment>,
     apps: Store<App>,
     builds: Store<Build>,
+    runs: Store<Run>,
 }
 
 impl Stores {
@@ -328,7 +331,8 @@ impl Stores {
             self.projects.wait_until_ready(),
             self.environments.wait_until_ready(),
             self.apps.wait_until_ready(),
-            self.builds.wait_until_ready()
+            self.builds.wait_until_ready(),
+            self.runs.wait_until_ready()
         );
     }
 }
@@ -411,6 +415,9 @@ fn controllers(
             },
         )
         .graceful_shutdown_on(stopped());
+    // Runs: each becomes a Job, then goes.
+    let runs = Controller::new(Api::<Run>::all(client.clone()), watcher::Config::default())
+        .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
     let projects = Controller::new(
@@ -428,6 +435,7 @@ fn controllers(
         environments: environments.store(),
         apps: apps.store(),
         builds: builds.store(),
+        runs: runs.store(),
     };
     let environments = running(
         environments,
@@ -437,9 +445,10 @@ fn controllers(
     );
     let apps = running(apps, "App", apps::reconcile, context.clone());
     let builds = running(builds, "Build", builds::reconcile, context.clone());
+    let runs = running(runs, "Run", runs::reconcile, context.clone());
     let projects = running(projects, "Project", projects::reconcile, context);
     let running = async move {
-        tokio::join!(environments, apps, builds, projects);
+        tokio::join!(environments, apps, builds, runs, projects);
     };
     (running, stores)
 }

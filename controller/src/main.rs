@@ -46,6 +46,15 @@
 //! SIGTERM or SIGINT stops it cleanly: reconciles in flight finish and the
 //! Lease is released; a second signal exits at once.
 //!
+//! In the cluster (its ServiceAccount's in-cluster config, no `KUBECONFIG`),
+//! it first proves that it is held to what Berth owns: the admission policy
+//! `berth-owned-namespaces` must refuse it a dry-run label on `kube-system`
+//! (`berth_shared::cluster::install::require_confinement`). If the policy is
+//! not in force (a cluster without ValidatingAdmissionPolicy, or the policy
+//! not installed), it says what the cluster needs and exits: it does not run
+//! with more than Berth's grants allow. With `KUBECONFIG` (a developer's
+//! `make dev`, as its administrator) it does not check.
+//!
 //! `berth-controller --version` prints its name and version and exits (the
 //! image's test runs it that way).
 
@@ -300,6 +309,16 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let in_cluster = std::env::var_os("KUBECONFIG").is_none();
+    if in_cluster
+        && let Err(error) = berth_shared::cluster::install::require_confinement(&client).await
+    {
+        eprintln!("berth-controller: refusing to run: {error}");
+        if let berth_shared::ApiError::ClusterMisconfigured { detail, .. } = &error {
+            eprintln!("berth-controller: {detail}");
+        }
+        return ExitCode::FAILURE;
+    }
     tracing::info!(
         ingress_class = %settings
             .render

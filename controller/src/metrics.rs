@@ -3,7 +3,7 @@
 //!
 //! | metric | type | labels |
 //! |---|---|---|
-//! | `reconciles_total` | counter | `kind` (Project, Environment, App, Build), `result` (ok, error) |
+//! | `reconciles_total` | counter | `kind` (Project, Environment, App, Build, Run), `result` (ok, error) |
 //! | `reconcile_duration_seconds` | histogram | `kind` |
 //! | `reconcile_failures_total` | counter | `kind`, `error` ([`Error::kind`]) |
 //! | `objects_applied_total` | counter | `kind` of the object written (Namespace, Deployment…) |

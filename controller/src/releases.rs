@@ -68,14 +68,24 @@ pub fn plan(app: &App, status: &AppStatus) -> Plan {
     }
 }
 
+/// The App as it runs while its spec's revision waits or failed, and the
+/// revision that is.
+pub struct Previous {
+    pub app: App,
+    pub revision: i64,
+}
+
 /// The App as it runs while its spec's revision waits or failed: the last
 /// configuration that became available, with the spec's domains and grown
 /// volumes. None before any did (nothing runs yet).
-pub fn previous(app: &App, status: &AppStatus) -> Option<App> {
+pub fn previous(app: &App, status: &AppStatus) -> Option<Previous> {
     let available = status.last_available.as_ref()?;
     let mut previous = app.clone();
     previous.spec.config = restored(&available.config, &app.spec.config);
-    Some(previous)
+    Some(Previous {
+        app: previous,
+        revision: available.revision,
+    })
 }
 
 /// `available` run again over `current`: the current domains (claimed for
@@ -314,17 +324,18 @@ mod tests {
         let mut failed = status.clone();
         failed.record(2, OUTCOME_FAILED, Some("it failed".to_owned()));
         assert_eq!(plan(&next, &failed), Plan::Failed("it failed".to_owned()));
-        // The API's view agrees: revision 1 runs while 2 waits or failed.
+        // The API's view agrees: revision 2 waits, or failed, until its
+        // command succeeded.
         let mut seen = next.clone();
         seen.status = Some(failed);
         assert!(seen.awaits_release());
-        assert_eq!(seen.running_revision(), Some(1));
         seen.status = Some(passed);
-        assert_eq!(seen.running_revision(), Some(2));
+        assert!(!seen.awaits_release());
         // What runs meanwhile: revision 1's config, revision 2's domains.
         let previous = previous(&next, &status).unwrap();
-        assert_eq!(previous.spec.config.image.as_deref(), Some("shop:1"));
-        assert_eq!(previous.spec.config.domains, ["r2.example.com"]);
+        assert_eq!(previous.revision, 1);
+        assert_eq!(previous.app.spec.config.image.as_deref(), Some("shop:1"));
+        assert_eq!(previous.app.spec.config.domains, ["r2.example.com"]);
         assert!(super::previous(&next, &AppStatus::default()).is_none());
     }
 

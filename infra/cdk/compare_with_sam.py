@@ -11,7 +11,7 @@ retention); every function (its logical id, runtime, architecture, handler,
 memory, timeout, description and environment, and every other property
 either side sets); each function's IAM statements, managed policies and
 trust; the API's routes (method and path → function, payload format), its
-stage and who may invoke which function. A resource of a type this script
+stage, the schedules (EventBridge rules) and who may invoke which function. A resource of a type this script
 does not compare, on either side, fails it too, so nothing is added to one
 template alone.
 """
@@ -41,6 +41,7 @@ COMPARED_TYPES = {
     "AWS::ApiGatewayV2::Stage",
     "AWS::ApiGatewayV2::Route",
     "AWS::ApiGatewayV2::Integration",
+    "AWS::Events::Rule",
 }
 # What differs by tool and not in what is deployed: the code's location (an
 # S3 object each tool uploads), the role (compared as permissions), tags
@@ -214,16 +215,37 @@ def cdk_routes(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def invokers(template: dict[str, Any]) -> dict[str, list[str]]:
-    """Which API may invoke which function."""
+    """Which API or schedule (an EventBridge rule) may invoke which function."""
     allowed = defaultdict(set)
     for permission in of_type(template, "AWS::Lambda::Permission").values():
         properties = permission["Properties"]
         source = str(text(properties.get("SourceArn", "")))
         api = re.search(r":execute-api:[^/]*:\$\{([A-Za-z0-9]+)\}/", source)
-        if properties["Action"] != "lambda:InvokeFunction" or properties["Principal"] != "apigateway.amazonaws.com" or not api:
+        rule = re.fullmatch(r"\$\{([A-Za-z0-9]+)\.Arn\}", source)
+        if properties["Action"] != "lambda:InvokeFunction":
             raise SystemExit(f"a permission this script does not know: {properties}")
-        allowed[referenced_id(properties["FunctionName"])].add(api.group(1))
-    return {function: sorted(apis) for function, apis in sorted(allowed.items())}
+        if properties["Principal"] == "apigateway.amazonaws.com" and api:
+            allowed[referenced_id(properties["FunctionName"])].add(api.group(1))
+        elif properties["Principal"] == "events.amazonaws.com" and rule:
+            allowed[referenced_id(properties["FunctionName"])].add(rule.group(1))
+        else:
+            raise SystemExit(f"a permission this script does not know: {properties}")
+    return {function: sorted(sources) for function, sources in sorted(allowed.items())}
+
+
+def schedules(template: dict[str, Any]) -> dict[str, Any]:
+    """Each EventBridge rule: its schedule, whether it is on, what it invokes."""
+    described = {}
+    for name, rule in of_type(template, "AWS::Events::Rule").items():
+        properties = rule["Properties"]
+        if set(properties) - {"ScheduleExpression", "State", "Targets"}:
+            raise SystemExit(f"{name}: a rule property this script does not compare: {sorted(properties)}")
+        described[name] = {
+            "schedule": properties["ScheduleExpression"],
+            "state": properties.get("State", "ENABLED"),
+            "targets": sorted(referenced_id(target["Arn"]) for target in properties["Targets"]),
+        }
+    return described
 
 
 def stages(template: dict[str, Any]) -> list[Any]:
@@ -258,6 +280,7 @@ def deployment(template: dict[str, Any], routes: dict[str, Any]) -> dict[str, An
         "stages": stages(template),
         "routes": routes,
         "invokers": invokers(template),
+        "schedules": schedules(template),
     }
 
 

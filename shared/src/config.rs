@@ -49,6 +49,16 @@ pub struct Config {
     pub apps_domain: Option<Hostname>,
 }
 
+impl Config {
+    /// How long after it began a write may still land: the request deadline
+    /// (which cancels the request) plus one cluster call sent just before
+    /// it. What a younger write made may still be in the making (an App
+    /// about to be created, a deletion about to be scheduled).
+    pub fn write_in_flight(&self) -> Duration {
+        self.request_deadline + self.cluster_timeout
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("invalid configuration: {0}")]
 pub struct ConfigError(String);

@@ -186,7 +186,12 @@ pub async fn list(
     environment: &EnvironmentPath,
 ) -> Result<Vec<SecretSummary>, ApiError> {
     let org = &caller.user.org;
-    cluster_environments::get_visible(client, org, environment).await?;
+    let found = cluster_environments::get_visible(client, org, environment).await?;
+    // Nothing can be in a namespace not provisioned yet, and Berth may not
+    // read there before it is (see `environments::is_provisioned`).
+    if !environments::is_provisioned(&found) {
+        return Ok(Vec::new());
+    }
     let secrets = cluster_secrets::list_managed(client, org, environment).await?;
     Ok(secrets.iter().map(summary).collect())
 }

@@ -635,3 +635,123 @@ fn registry_set_says_what_it_wants_before_touching_anything() {
         "{empty}"
     );
 }
+
+/// A cluster that serves no ValidatingAdmissionPolicy (1.28 or 1.29 without
+/// the feature gate, or older): `cluster install` installs nothing and says
+/// what the cluster needs.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "needs a cluster without ValidatingAdmissionPolicy (the stand-in's admission_policies: false)"
+)]
+async fn install_refuses_a_cluster_without_admission_policies() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let standin = berth_kube_standin::StandIn::start_with(berth_kube_standin::Config {
+        admission_policies: false,
+        ..berth_kube_standin::Config::default()
+    })
+    .await
+    .unwrap();
+    let kubeconfig = standin.kubeconfig_yaml();
+    let path = std::env::temp_dir().join(format!(
+        "berth-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, &kubeconfig).unwrap();
+    let admin_path = path.to_str().unwrap().to_owned();
+    let refused = tokio::task::spawn_blocking(move || {
+        admin(&table, &["cluster", "install", "--kubeconfig", &admin_path])
+    })
+    .await
+    .unwrap();
+    assert!(!refused.status.success(), "{}", stdout(&refused));
+    let said = stderr(&refused);
+    for needed in [
+        "ValidatingAdmissionPolicy",
+        "--feature-gates=ValidatingAdmissionPolicy=true",
+        "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
+        "1.30",
+    ] {
+        assert!(said.contains(needed), "{said}");
+    }
+    let client = berth_shared::cluster::access::client_from_kubeconfig(
+        &kubeconfig,
+        None,
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let crds = kube::Api::<CustomResourceDefinition>::all(client)
+        .list(&Default::default())
+        .await
+        .unwrap();
+    assert!(crds.items.is_empty(), "nothing was installed");
+    let _ = std::fs::remove_file(&path);
+}
+
+/// Without Berth's admission policy in force (here: its binding deleted),
+/// `cluster set --service-account` stores no kubeconfig: the account could
+/// write outside what Berth owns.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "deletes the admission policy's binding, which every other test relies on"
+)]
+async fn the_apis_kubeconfig_is_stored_only_once_it_is_confined() {
+    use crate::support::identities::{ADMISSION_POLICY, admission_api};
+
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    assert!(admin(&table, &["create-table"]).status.success());
+    let cluster = support::TestCluster::start().await;
+    admission_api(&cluster.client, true)
+        .delete(ADMISSION_POLICY, &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    for kubeconfig in [&cluster.kubeconfig, &cluster.controller_kubeconfig] {
+        let client = berth_shared::cluster::access::client_from_kubeconfig(
+            kubeconfig,
+            None,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let error = berth_shared::cluster::install::require_confinement(&client)
+            .await
+            .expect_err("not confined without the policy");
+        assert_eq!(error.code(), "cluster_unavailable", "{error:?}");
+    }
+    let path = std::env::temp_dir().join(format!(
+        "berth-admin-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, &cluster.admin_kubeconfig).unwrap();
+    let admin_path = path.to_str().unwrap().to_owned();
+    let set_table = table.clone();
+    let refused = tokio::task::spawn_blocking(move || {
+        admin(
+            &set_table,
+            &[
+                "cluster",
+                "set",
+                "--kubeconfig",
+                &admin_path,
+                "--service-account",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(!refused.status.success(), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("berth-owned-namespaces"),
+        "{}",
+        stderr(&refused)
+    );
+    assert_eq!(
+        stdout(&admin(&table, &["cluster", "show"])).trim(),
+        "no kubeconfig stored"
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -382,10 +382,15 @@ async fn run_now_makes_a_job_from_the_cron_job() {
         jobs.push(answer.json()["job"].as_str().unwrap().to_owned());
     }
     assert_ne!(jobs[0], jobs[1], "two runs in one second do not collide");
-    let job: Job = Api::namespaced(client.clone(), &namespace)
-        .get(&jobs[0])
-        .await
-        .unwrap();
+    // The controller makes them (the API records the runs): soon, both.
+    let job_api: Api<Job> = Api::namespaced(client.clone(), &namespace);
+    for name in &jobs {
+        eventually("the controller makes the run's Job", || async {
+            job_api.get_opt(name).await.unwrap().is_some()
+        })
+        .await;
+    }
+    let job = job_api.get(&jobs[0]).await.unwrap();
     let annotations = job.metadata.annotations.clone().unwrap_or_default();
     assert_eq!(annotations["cronjob.kubernetes.io/instantiate"], "manual");
     let owner = &job.metadata.owner_references.clone().unwrap()[0];

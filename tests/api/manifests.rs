@@ -41,7 +41,7 @@ fn crds_file_matches_the_code() {
         .iter()
         .map(|d| d["spec"]["names"]["kind"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(kinds, ["Project", "Environment", "App", "Build"]);
+    assert_eq!(kinds, ["Project", "Environment", "App", "Build", "Run"]);
     for crd in documents("crds.yaml") {
         let version = &crd["spec"]["versions"][0];
         assert_eq!(crd["spec"]["group"].as_str(), Some("berth.dev"));
@@ -50,10 +50,13 @@ fn crds_file_matches_the_code() {
             version["schema"]["openAPIV3Schema"]["properties"]["spec"].is_mapping(),
             "an OpenAPI schema"
         );
-        assert_eq!(
-            version["subresources"]["status"],
-            serde_yaml::Value::Mapping(Default::default())
-        );
+        // A Run has no status: it lives until its Job is made.
+        if crd["spec"]["names"]["kind"].as_str() != Some("Run") {
+            assert_eq!(
+                version["subresources"]["status"],
+                serde_yaml::Value::Mapping(Default::default())
+            );
+        }
     }
 }
 
@@ -79,7 +82,8 @@ fn named<'a>(objects: &'a [serde_yaml::Value], kind: &str) -> Vec<&'a serde_yaml
 }
 
 /// One installation: the CRDs, the controller's namespace, identity, role,
-/// settings and Deployment, and the API's identity and role; the image and
+/// settings and Deployment, the API's identity and role, the roles bound in
+/// each environment's namespace, and the admission policy; the image and
 /// the settings as `kustomization.yaml` sets them; the RBAC the tests run
 /// under is exactly what is installed.
 #[test]
@@ -92,9 +96,12 @@ fn the_kustomization_renders_one_installation() {
         [
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRole",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ConfigMap",
+            "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
@@ -113,6 +120,8 @@ fn the_kustomization_renders_one_installation() {
             "RoleBinding",
             "ServiceAccount",
             "ServiceAccount",
+            "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding",
         ]
     );
     // The tests apply the installation's RBAC, as kustomize renders it.
@@ -233,12 +242,12 @@ const API_USES: &[(&str, &str, &str)] = &[
     ("berth.dev", "apps", "update"),
     ("berth.dev", "apps", "patch"),
     ("berth.dev", "apps", "delete"),
+    ("berth.dev", "runs", "create"),
     ("", "pods", "list"),
     ("", "pods/log", "get"),
     ("", "persistentvolumeclaims", "list"),
     ("", "persistentvolumeclaims", "delete"),
     ("batch", "cronjobs", "get"),
-    ("batch", "jobs", "create"),
     ("", "secrets", "get"),
     ("", "secrets", "list"),
     ("", "secrets", "create"),
@@ -288,6 +297,7 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("apps", "deployments", "create"),
     ("apps", "deployments", "patch"),
     ("apps", "deployments", "delete"),
+    ("batch", "cronjobs", "get"),
     ("batch", "cronjobs", "list"),
     ("batch", "cronjobs", "watch"),
     ("batch", "cronjobs", "create"),
@@ -314,6 +324,12 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("", "secrets", "patch"),
     ("", "secrets", "create"),
     ("", "secrets", "delete"),
+    ("berth.dev", "runs", "list"),
+    ("berth.dev", "runs", "watch"),
+    ("berth.dev", "runs", "delete"),
+    ("rbac.authorization.k8s.io", "rolebindings", "create"),
+    ("rbac.authorization.k8s.io", "rolebindings", "patch"),
+    ("rbac.authorization.k8s.io", "clusterroles", "bind"),
     ("", "configmaps", "get"),
     ("", "pods", "list"),
     ("berth.dev", "builds", "list"),
@@ -325,13 +341,20 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("batch", "jobs", "create"),
 ];
 
-/// The ClusterRole and the Role (if any) of that name in `file`.
+/// The roles of an identity in `file`: the ClusterRole and the Roles named
+/// after it, and the ClusterRole `{name}-environment` bound in each
+/// environment's namespace.
 fn roles(file: &str, name: &str) -> Vec<serde_yaml::Value> {
+    let environment = format!("{name}-environment");
     documents(file)
         .into_iter()
         .filter(|d| {
-            matches!(d["kind"].as_str(), Some("ClusterRole" | "Role"))
-                && d["metadata"]["name"].as_str() == Some(name)
+            let named = d["metadata"]["name"].as_str();
+            match d["kind"].as_str() {
+                Some("ClusterRole") => named == Some(name) || named == Some(environment.as_str()),
+                Some("Role") => named == Some(name),
+                _ => false,
+            }
         })
         .collect()
 }
@@ -419,6 +442,37 @@ fn roles_grant_what_the_code_uses_and_nothing_wildcard() {
             .iter()
             .all(|b| b["roleRef"]["name"].as_str() != Some("cluster-admin"))
     );
+    // No Secret is read cluster-wide: the roles bound everywhere grant no
+    // read of them (an environment's are read through the RoleBindings the
+    // controller makes in its namespace; the pull credential by name, in
+    // berth-system), and the environments' roles are bound nowhere else.
+    for binding in &bindings {
+        let role = binding["roleRef"]["name"].as_str().unwrap();
+        assert!(
+            !role.ends_with("-environment"),
+            "{role} is bound cluster-wide"
+        );
+        for cluster_role in documents("api-rbac.yaml")
+            .into_iter()
+            .chain(documents("controller.yaml"))
+            .filter(|d| {
+                d["kind"].as_str() == Some("ClusterRole")
+                    && d["metadata"]["name"].as_str() == Some(role)
+            })
+        {
+            for rule in cluster_role["rules"].as_sequence().unwrap() {
+                let strings = |field: &str| serde_yaml::to_string(&rule[field]).unwrap();
+                if strings("resources").contains("secrets") {
+                    for read in ["get", "list", "watch"] {
+                        assert!(
+                            !strings("verbs").contains(read),
+                            "{role} may {read} secrets everywhere"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// No more than needed: every permission the two roles grant was used by

@@ -233,8 +233,9 @@ async fn changes_with_the_cookie_must_come_from_the_apis_own_origin() {
         .assert_status(204);
 }
 
-/// A new command is new code: an operator, who may change everything else
-/// of a process, cannot make it run something else.
+/// A new command is new code, and so is the env that decides what code
+/// does: an operator, who may change everything else of a process, can
+/// make it run neither something else nor with another environment.
 #[tokio::test]
 async fn a_new_command_needs_app_deploy() {
     let app = TestApp::with_cluster().await;
@@ -254,6 +255,9 @@ async fn a_new_command_needs_app_deploy() {
         json!({"command": ["sh", "-c", "env"]}),
         json!({"processes": [{"name": "web", "port": 80, "command": ["env"]}]}),
         json!({"processes": [{"name": "web", "port": 80}, {"name": "spy", "command": ["env"]}]}),
+        json!({"env": [{"name": "TOKEN"}, {"name": "LD_PRELOAD", "value": "/tmp/spy.so"}]}),
+        json!({"env": [{"name": "TOKEN", "value": "another"}]}),
+        json!({"env": []}),
     ] {
         patch(&operator, body.clone())
             .await
@@ -262,10 +266,16 @@ async fn a_new_command_needs_app_deploy() {
     let record = app.get(&shop).by(&app.owner).send().await.json();
     assert_eq!(record["app"]["processes"].as_array().map(Vec::len), Some(1));
     assert_eq!(record["app"]["processes"][0]["command"], json!([]));
-    // What an operator may still do: processes without a new command.
+    assert_eq!(
+        record["app"]["env"],
+        json!([{"name": "TOKEN", "value": "s3cr3t"}])
+    );
+    // What an operator may still do: processes without a new command, with
+    // the env sent back as it is (by name: an operator is not shown values).
     patch(
         &operator,
-        json!({"processes": [{"name": "web", "port": 80}, {"name": "worker"}]}),
+        json!({"processes": [{"name": "web", "port": 80}, {"name": "worker"}],
+               "env": [{"name": "TOKEN"}]}),
     )
     .await
     .assert_status(200);

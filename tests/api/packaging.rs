@@ -82,6 +82,19 @@ async fn every_template_route_reaches_its_functions_operation() {
             "{name:?} is built from its own crate, so it links only the features it uses"
         );
         functions.insert(binary.clone());
+        if berth_local::SCHEDULED.contains(&binary.as_str()) {
+            // A scheduled function serves no route: a schedule invokes it.
+            for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
+                assert_eq!(event["Type"].as_str(), Some("Schedule"), "{name:?}");
+                assert!(
+                    event["Properties"]["Schedule"]
+                        .as_str()
+                        .is_some_and(|schedule| schedule.starts_with("rate(")),
+                    "{name:?}"
+                );
+            }
+            continue;
+        }
         let routes = berth_local::function(&binary)
             .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))(
         );
@@ -116,7 +129,9 @@ async fn every_template_route_reaches_its_functions_operation() {
         functions,
         berth_local::FUNCTIONS
             .iter()
-            .map(|function| function.name.to_owned())
+            .map(|function| function.name)
+            .chain(berth_local::SCHEDULED.iter().copied())
+            .map(str::to_owned)
             .collect::<BTreeSet<_>>(),
         "the template packages every function"
     );
@@ -171,8 +186,13 @@ fn functions_link_only_what_they_use() {
         "templates",
         "secrets",
         "builds",
+        "cleanup",
     ];
-    for function in berth_local::FUNCTIONS.iter().map(|function| function.name) {
+    let every_function = berth_local::FUNCTIONS
+        .iter()
+        .map(|function| function.name)
+        .chain(berth_local::SCHEDULED.iter().copied());
+    for function in every_function {
         let packages = linked_packages(function);
         let aws_config = packages
             .iter()

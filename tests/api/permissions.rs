@@ -299,6 +299,15 @@ fn cases() -> Vec<Case> {
             Some(|| json!({ "image": "nginx:1.28" })),
             [403, 403, 200, 200, 200, 401, 404],
         ),
+        // env decides what code does (NODE_OPTIONS, LD_PRELOAD…): a deploy.
+        case(
+            "updateApp",
+            Method::PATCH,
+            App,
+            |a| a.to_owned(),
+            Some(|| json!({ "env": [{ "name": "NODE_OPTIONS", "value": "--require ./x.js" }] })),
+            [403, 403, 200, 200, 200, 401, 404],
+        ),
         case(
             "updateApp",
             Method::PATCH,

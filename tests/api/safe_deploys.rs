@@ -85,8 +85,8 @@ async fn until_reason(app: &TestApp, shop: &Shop, wanted: &str) -> String {
     reason(app, shop).await.1
 }
 
-/// `(revision, status, current)` of each release, newest first.
-async fn history(app: &TestApp, shop: &Shop) -> Vec<(i64, String, bool)> {
+/// `(revision, status, current, running)` of each release, newest first.
+async fn history(app: &TestApp, shop: &Shop) -> Vec<(i64, String, bool, bool)> {
     get(app, &format!("{}/releases", shop.shop))
         .await
         .as_array()
@@ -98,13 +98,21 @@ async fn history(app: &TestApp, shop: &Shop) -> Vec<(i64, String, bool)> {
                 release["revision"].as_i64().unwrap_or_default(),
                 release["status"].as_str().unwrap_or_default().to_owned(),
                 release["current"].as_bool().unwrap_or_default(),
+                release["running"].as_bool().unwrap_or_default(),
             )
         })
         .collect()
 }
 
-fn entry(revision: i64, status: &str, current: bool) -> (i64, String, bool) {
-    (revision, status.to_owned(), current)
+/// A release as [`history`] lists it: `current` is the newest (the
+/// specification's rule), `running` what runs.
+fn entry(revision: i64, status: &str, current: bool, running: bool) -> (i64, String, bool, bool) {
+    (revision, status.to_owned(), current, running)
+}
+
+/// The App record's `running_revision`.
+async fn running_revision(app: &TestApp, shop: &Shop) -> Option<i64> {
+    get(app, &shop.shop).await["app"]["running_revision"].as_i64()
 }
 
 async fn deployment_image(app: &TestApp, shop: &Shop) -> Option<String> {
@@ -170,7 +178,12 @@ async fn a_release_command_runs_before_the_workloads_change() {
     let detail = get(&app, &shop.shop).await;
     assert_eq!(detail["app"]["release_command"], json!(["./migrate", "up"]));
     assert_eq!(detail["app"]["auto_rollback"], true);
-    assert_eq!(history(&app, &shop).await, [entry(1, "pending", false)]);
+    // Nothing runs while the first release command does.
+    assert_eq!(
+        history(&app, &shop).await,
+        [entry(1, "pending", true, false)]
+    );
+    assert_eq!(running_revision(&app, &shop).await, None);
 
     // The release's output, and not the processes': the pod no node runs.
     eventually("the release's pod", || async {
@@ -205,7 +218,10 @@ async fn a_release_command_runs_before_the_workloads_change() {
     })
     .await;
     until_available(&app, &shop).await;
-    assert_eq!(history(&app, &shop).await, [entry(1, "released", true)]);
+    assert_eq!(
+        history(&app, &shop).await,
+        [entry(1, "released", true, true)]
+    );
 
     // A change of what runs only (replicas) needs no release.
     patch(&app, &shop.shop, json!({"replicas": 2})).await;
@@ -213,8 +229,12 @@ async fn a_release_command_runs_before_the_workloads_change() {
     assert!(self::job(&app, &shop, 2).await.is_none());
     assert_eq!(
         history(&app, &shop).await,
-        [entry(2, "released", true), entry(1, "released", false)]
+        [
+            entry(2, "released", true, true),
+            entry(1, "released", false, false)
+        ]
     );
+    assert_eq!(running_revision(&app, &shop).await, Some(2));
 }
 
 #[tokio::test]
@@ -233,10 +253,16 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
     )
     .await;
     until_reason(&app, &shop, "Releasing").await;
+    // While its release command runs, revision 2 is the current one and
+    // revision 1 runs.
     assert_eq!(
         history(&app, &shop).await,
-        [entry(2, "pending", false), entry(1, "released", true)]
+        [
+            entry(2, "pending", true, false),
+            entry(1, "released", false, true)
+        ]
     );
+    assert_eq!(running_revision(&app, &shop).await, Some(1));
     // Its first try fails, and so does the one retry.
     eventually("the app is ReleaseFailed", || async {
         end_pods(
@@ -269,8 +295,12 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
     );
     assert_eq!(
         history(&app, &shop).await,
-        [entry(2, "failed", false), entry(1, "released", true)]
+        [
+            entry(2, "failed", true, false),
+            entry(1, "released", false, true)
+        ]
     );
+    assert_eq!(running_revision(&app, &shop).await, Some(1));
     let job = job(&app, &shop, 2).await.unwrap();
     assert_eq!(
         job.status.and_then(|s| s.failed),
@@ -288,9 +318,9 @@ async fn a_failed_release_keeps_the_previous_revision_running() {
     assert_eq!(
         history(&app, &shop).await,
         [
-            entry(3, "released", true),
-            entry(2, "failed", false),
-            entry(1, "released", false)
+            entry(3, "released", true, true),
+            entry(2, "failed", false, false),
+            entry(1, "released", false, false)
         ]
     );
 }
@@ -313,7 +343,11 @@ async fn a_release_past_its_deadline_fails_and_nothing_runs() {
     );
     assert!(message.contains("nothing runs yet"), "{message}");
     assert_eq!(deployment_image(&app, &shop).await, None);
-    assert_eq!(history(&app, &shop).await, [entry(1, "failed", false)]);
+    assert_eq!(
+        history(&app, &shop).await,
+        [entry(1, "failed", true, false)]
+    );
+    assert_eq!(running_revision(&app, &shop).await, None);
 }
 
 #[tokio::test]
@@ -358,11 +392,12 @@ async fn a_rollout_that_never_becomes_available_is_rolled_back() {
     assert_eq!(
         history(&app, &shop).await,
         [
-            entry(3, "released", true),
-            entry(2, "rolled_back", false),
-            entry(1, "released", false)
+            entry(3, "released", true, true),
+            entry(2, "rolled_back", false, false),
+            entry(1, "released", false, false)
         ]
     );
+    assert_eq!(running_revision(&app, &shop).await, Some(3));
 
     // The next change commits after it, like any other.
     let changed = patch(&app, &shop.shop, json!({"replicas": 2})).await;
@@ -384,10 +419,16 @@ async fn without_auto_rollback_a_failed_rollout_stays_failed() {
     patch(&app, &shop.shop, json!({"image": "nginx:1.28"})).await;
     until_reason(&app, &shop, "RolloutFailed").await;
     assert_eq!(get(&app, &shop.shop).await["app"]["revision"], 2);
+    // Revision 2's configuration is the one applied (its Deployment's),
+    // though its new pods never became ready.
     assert_eq!(
         history(&app, &shop).await,
-        [entry(2, "failed", true), entry(1, "released", false)]
+        [
+            entry(2, "failed", true, true),
+            entry(1, "released", false, false)
+        ]
     );
+    assert_eq!(running_revision(&app, &shop).await, Some(2));
     // Its old pod still serves (maxUnavailable 0): the new one came first.
     let deployment = Api::<Deployment>::namespaced(app.cluster().client.clone(), &shop.namespace)
         .get("shop-web")
@@ -402,7 +443,71 @@ async fn without_auto_rollback_a_failed_rollout_stays_failed() {
     // Once its pods run, it is released after all.
     let _kubelet = keep_pods_running(app.cluster().client.clone(), vec![shop.namespace.clone()]);
     eventually("revision 2 is released", || async {
-        history(&app, &shop).await.first() == Some(&entry(2, "released", true))
+        history(&app, &shop).await.first() == Some(&entry(2, "released", true, true))
     })
     .await;
+}
+
+/// `released` means seen available: on a cluster where no pod ever becomes
+/// ready, a revision replaced by a rollback before its rollout ended is
+/// `superseded`, before and after the replacement runs — never `released`.
+#[tokio::test]
+async fn a_revision_replaced_before_it_became_available_is_superseded() {
+    let app = TestApp::with_cluster().await;
+    // No kubelet plays its pods: nothing ever becomes ready.
+    let shop = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    eventually("revision 1 rolls out", || async {
+        running_revision(&app, &shop).await == Some(1)
+    })
+    .await;
+    patch(&app, &shop.shop, json!({"image": "nginx:1.28"})).await;
+    eventually("revision 2 rolls out", || async {
+        running_revision(&app, &shop).await == Some(2)
+    })
+    .await;
+    let seen = history(&app, &shop).await;
+    assert_eq!(seen[0], entry(2, "pending", true, true));
+    // Replaced before it was seen available (or failed first, should its
+    // progress deadline have passed before the change).
+    assert!(
+        seen[1] == entry(1, "superseded", false, false)
+            || seen[1] == entry(1, "failed", false, false),
+        "{seen:?}"
+    );
+
+    // Rolled back before revision 2's rollout ended (its progress deadline).
+    let answer = app
+        .post(&format!("{}/rollback", shop.shop))
+        .by(&app.owner)
+        .json(json!({"revision": 1}))
+        .send()
+        .await;
+    answer.assert_status(200);
+    assert_eq!(answer.json()["revision"], 3);
+    let replaced = |history: &[(i64, String, bool, bool)]| {
+        history
+            .iter()
+            .filter(|entry| entry.0 < 3)
+            .all(|entry| entry.1 != "released")
+    };
+    eventually("revision 3 rolls out", || async {
+        let seen = history(&app, &shop).await;
+        assert!(replaced(&seen), "{seen:?}");
+        running_revision(&app, &shop).await == Some(3)
+    })
+    .await;
+    let seen = history(&app, &shop).await;
+    assert_eq!(seen[0], entry(3, "pending", true, true));
+    assert_eq!(seen[1], entry(2, "superseded", false, false));
+    // Its own rollout fails in turn (nothing became available to roll back
+    // to); the replaced revision stays superseded.
+    until_reason(&app, &shop, "RolloutFailed").await;
+    let seen = history(&app, &shop).await;
+    assert_eq!(seen[0], entry(3, "failed", true, true));
+    assert_eq!(seen[1], entry(2, "superseded", false, false));
+    assert!(replaced(&seen), "{seen:?}");
 }

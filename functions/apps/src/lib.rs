@@ -183,9 +183,10 @@ async fn get_app(
 
 /// Change an app
 ///
-/// Omitted fields stay; lists are replaced whole. New code — a new image, or
-/// a process's new command — needs `app-deploy`; env, domains, processes and
-/// volumes need `app-write`; replicas `app-operate`. The resulting domains are
+/// Omitted fields stay; lists are replaced whole. New code — a new image, a
+/// process's new command, a new release command, a source — and any change
+/// of `env` need `app-deploy`; domains, processes, sizes, volumes and the
+/// health check `app-write`; replicas `app-operate`. The resulting domains are
 /// claimed for this app (`409 domain_taken` while another app holds one);
 /// dropped ones are released.
 #[utoipa::path(
@@ -250,7 +251,9 @@ async fn delete_app(
 /// List releases
 ///
 /// The app's revisions, newest first: the 50 newest are kept, older ones
-/// are pruned as new ones are made.
+/// are pruned as new ones are made. The newest is `current` (what should
+/// run); `running` marks the one whose configuration runs, and `status`
+/// what became of each.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/releases",
@@ -435,8 +438,9 @@ struct RunAnswer {
 
 /// Run a scheduled process now
 ///
-/// Starts a Job from the process's CronJob. The body is optional when the
-/// app has exactly one scheduled process.
+/// Asks for a Job from the process's CronJob and answers its name; the
+/// controller makes it within moments. The body is optional when the app
+/// has exactly one scheduled process.
 #[utoipa::path(
     post,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/run",

@@ -158,7 +158,9 @@ async fn get_environment(
 /// Delete an environment
 ///
 /// Soft delete: a production environment is purged after its grace period,
-/// others at once.
+/// others at once. Once the purge is done, what its apps kept besides (their
+/// release histories, hostname claims and webhooks) goes too, within
+/// minutes.
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}",
@@ -173,8 +175,14 @@ async fn delete_environment(
 ) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
     audit_environment(&path);
     let client = state.cluster.client().await?;
-    let deleted =
-        environments::delete(&client, &caller, &path, state.config.production_grace).await?;
+    let deleted = environments::delete(
+        &state.store,
+        &client,
+        &caller,
+        &path,
+        state.config.production_grace,
+    )
+    .await?;
     Ok((StatusCode::ACCEPTED, Json(deleted)))
 }
 

@@ -112,7 +112,9 @@ enum ClusterCommand {
         #[arg(long)]
         context: Option<String>,
         /// Store a kubeconfig of this ServiceAccount (NAMESPACE/NAME) instead
-        /// of FILE. Run the command again before the token expires to renew it.
+        /// of FILE, once it is proven held to what Berth owns (the admission
+        /// policy of infra/k8s in force). Run the command again before the
+        /// token expires to renew it.
         #[arg(long, value_name = "NAMESPACE/NAME", num_args = 0..=1,
               default_missing_value = "berth-system/berth-api")]
         service_account: Option<ServiceAccountRef>,
@@ -128,7 +130,8 @@ enum ClusterCommand {
     /// Removes the stored kubeconfig.
     Clear,
     /// Installs (or updates) Berth's CRDs with an administrator's kubeconfig,
-    /// which is used for this command only and never stored.
+    /// which is used for this command only and never stored. Refuses a
+    /// cluster that serves no ValidatingAdmissionPolicy.
     Install {
         /// The administrator's kubeconfig (it may use `exec`, e.g. `aws eks get-token`).
         #[arg(long)]
@@ -313,6 +316,15 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
                 state.config.cluster_timeout,
             )
             .await?;
+            // Stored only if the account is held to what Berth owns (the
+            // admission policy of infra/k8s is in force).
+            let as_account = berth_shared::cluster::access::client_from_kubeconfig(
+                &made.yaml,
+                None,
+                state.config.cluster_timeout,
+            )
+            .await?;
+            install::require_confinement(&as_account).await?;
             let summary = kubeconfig::store_kubeconfig(&state.store, made.yaml, None).await?;
             println!(
                 "stored kubeconfig of service account {account}: cluster {} at {}",
@@ -343,6 +355,9 @@ async fn run(command: Command, state: &AppState) -> Result<(), CommandError> {
                 },
         } => {
             let client = administrator(&kubeconfig, context.as_deref(), state).await?;
+            // Nothing without the admission policy's API: Berth's identities
+            // would not be held to what Berth owns.
+            install::require_admission_policies(&client).await?;
             for name in install::install_crds(&client).await? {
                 println!("installed CRD {name}");
             }

@@ -7,6 +7,8 @@ import { Aws, CfnOutput, CfnParameter, Duration, RemovalPolicy, Stack, type Stac
 import { CfnApi, HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { AttributeType, BillingMode, CfnTable, ProjectionType, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { CfnRule, Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Architecture, CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { RustFunction } from 'cargo-lambda-cdk';
@@ -35,6 +37,14 @@ interface BerthFunction {
    * check) and the apps domain (closed to custom domains).
    */
   readonly domainParameters?: boolean;
+  /** Seconds it may run; by default 29, under API Gateway's 30. */
+  readonly timeoutSeconds?: number;
+  /**
+   * For a scheduled function (which serves no route): the EventBridge rule
+   * that invokes it, named `<logical id><name>` as SAM names a `Schedule`
+   * event's rule.
+   */
+  readonly schedule?: { readonly name: string; readonly minutes: number };
 }
 
 const FUNCTIONS: readonly BerthFunction[] = [
@@ -72,7 +82,8 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'environments',
     description: 'Environments of a project',
-    tableActions: ITEM_ACCESS,
+    // A deletion's record, with the entries of the environment's apps.
+    tableActions: [...ITEM_ACCESS, 'BatchWriteItem'],
   },
   {
     binary: 'apps',
@@ -95,6 +106,15 @@ const FUNCTIONS: readonly BerthFunction[] = [
     binary: 'templates',
     description: 'The template catalogue and deploying templates',
     tableActions: [...ITEM_ACCESS, 'Query', 'BatchWriteItem', 'DeleteItem'],
+  },
+  {
+    binary: 'cleanup',
+    description: 'Removes what purged environments left in the table',
+    // The stored kubeconfig; the records and entries it sweeps; what it removes.
+    tableActions: ['GetItem', 'Query', 'DeleteItem', 'BatchWriteItem'],
+    // A sweep stops starting work 15 s before this; the next goes on.
+    timeoutSeconds: 120,
+    schedule: { name: 'Sweep', minutes: 5 },
   },
 ];
 
@@ -174,7 +194,7 @@ export class BerthStack extends Stack {
         // Above the request deadline (BERTH_REQUEST_DEADLINE_SECONDS, default
         // 20 s), so a request cut off by it is still answered and audited;
         // below API Gateway's own 30 s.
-        timeout: Duration.seconds(29),
+        timeout: Duration.seconds(spec.timeoutSeconds ?? 29),
         environment: {
           BERTH_TABLE: table.tableName,
           BERTH_SESSION_HOURS: sessionHours.valueAsString,
@@ -196,6 +216,13 @@ export class BerthStack extends Stack {
         }),
       );
       functions.set(logicalId, fn);
+      if (spec.schedule !== undefined) {
+        const rule = new Rule(this, `${logicalId}${spec.schedule.name}`, {
+          schedule: Schedule.rate(Duration.minutes(spec.schedule.minutes)),
+          targets: [new LambdaFunction(fn)],
+        });
+        (rule.node.defaultChild as CfnRule).overrideLogicalId(`${logicalId}${spec.schedule.name}`);
+      }
     }
 
     const api = new HttpApi(this, 'Api', { apiName: Aws.STACK_NAME, createDefaultStage: true });

@@ -69,7 +69,7 @@ impl Query {
 
     /// Without a `fieldManager`, the write is recorded under the client's `User-Agent`, as a
     /// real API server does.
-    fn write_options(&self, headers: &HeaderMap) -> WriteOptions {
+    fn write_options(&self, headers: &HeaderMap, identity: &Identity) -> WriteOptions {
         let user_agent = headers
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok());
@@ -77,6 +77,7 @@ impl Query {
             dry_run: self.dry_run(),
             field_manager: self.get("fieldManager").map(str::to_string),
             user_agent_manager: Some(crate::managed::manager_from_user_agent(user_agent)),
+            requester: Some(identity.into()),
             ..WriteOptions::default()
         }
     }
@@ -255,6 +256,44 @@ fn authorize_resource(
     Ok(())
 }
 
+/// RBAC's escalation check of a RoleBinding or ClusterRoleBinding being
+/// written (before admission, as the apiserver's RBAC storage does it): on
+/// the role it names, or the stored binding's for a patch that names none.
+fn authorize_binding(
+    app: &App,
+    request: &Request<'_>,
+    target: &Target<'_>,
+    body: &[u8],
+) -> ApiResult<()> {
+    let rbac_binding = target.rt.is("rbac.authorization.k8s.io", "rolebindings")
+        || target
+            .rt
+            .is("rbac.authorization.k8s.io", "clusterrolebindings");
+    let writes = matches!(request.method.as_str(), "POST" | "PUT" | "PATCH");
+    if !rbac_binding || !writes || target.sub.is_some() {
+        return Ok(());
+    }
+    let state = app.state();
+    let written = parse_body(request.headers, body).ok();
+    let binding = match written.filter(|b| b.get("roleRef").is_some()) {
+        Some(binding) => binding,
+        None => match target.name {
+            Some(name) => match state.existing(&target.rt, target.namespace, name) {
+                Ok((_, stored)) => (*stored).clone(),
+                Err(_) => return Ok(()),
+            },
+            None => return Ok(()),
+        },
+    };
+    rbac::may_bind(
+        &state,
+        &app.rbac_uses,
+        request.identity,
+        target.namespace,
+        &binding,
+    )
+}
+
 fn resource(
     app: &App,
     request: &Request<'_>,
@@ -278,10 +317,20 @@ fn resource(
     let target = parse_target(app, group, version, rest)?;
     let query = Query::parse(uri)?;
     authorize_resource(app, request, &target, &query)?;
+    authorize_binding(app, request, &target, &body)?;
     match (target.name, target.sub) {
-        (None, _) => collection(app, method, headers, body, &target, &query),
+        (None, _) => collection(
+            app,
+            request.identity,
+            method,
+            headers,
+            body,
+            &target,
+            &query,
+        ),
         (Some(name), None) => object(
             app,
+            request.identity,
             method,
             headers,
             body,
@@ -298,6 +347,7 @@ fn resource(
             }
             object(
                 app,
+                request.identity,
                 method,
                 headers,
                 body,
@@ -307,9 +357,16 @@ fn resource(
                 &query,
             )
         }
-        (Some(name), Some("scale")) if target.rt.has_scale() => {
-            scale(app, method, headers, body, &target, name, &query)
-        }
+        (Some(name), Some("scale")) if target.rt.has_scale() => scale(
+            app,
+            request.identity,
+            method,
+            headers,
+            body,
+            &target,
+            name,
+            &query,
+        ),
         (Some(name), Some("log")) if target.rt.has_log() => {
             get_only(method)?;
             let q = LogQuery {
@@ -463,6 +520,7 @@ pub fn partial_metadata(obj: &Value) -> Value {
 
 fn collection(
     app: &App,
+    identity: &Identity,
     method: &Method,
     headers: &HeaderMap,
     body: Bytes,
@@ -490,12 +548,12 @@ fn collection(
                 t.version,
                 t.namespace,
                 obj,
-                &query.write_options(headers),
+                &query.write_options(headers, identity),
             )?;
             Ok(json_response(StatusCode::CREATED, &created))
         }
         Method::DELETE => {
-            let opts = delete_options(headers, &body, query)?;
+            let opts = delete_options(headers, &body, query, identity)?;
             let out =
                 app.state()
                     .delete_collection(&t.rt, t.version, t.namespace, &filter, &opts)?;
@@ -510,6 +568,7 @@ fn collection(
 #[allow(clippy::too_many_arguments)]
 fn object(
     app: &App,
+    identity: &Identity,
     method: &Method,
     headers: &HeaderMap,
     body: Bytes,
@@ -538,7 +597,7 @@ fn object(
                 name,
                 obj,
                 sub,
-                &query.write_options(headers),
+                &query.write_options(headers, identity),
             )?;
             Ok(ok(&out))
         }
@@ -555,7 +614,7 @@ fn object(
                 patch_type,
                 &patch,
                 sub,
-                &query.write_options(headers),
+                &query.write_options(headers, identity),
             )?;
             Ok(json_response(
                 if created {
@@ -567,7 +626,7 @@ fn object(
             ))
         }
         Method::DELETE if sub == Subresource::Main => {
-            let opts = delete_options(headers, &body, query)?;
+            let opts = delete_options(headers, &body, query, identity)?;
             let out = app
                 .state()
                 .delete(&t.rt, t.version, t.namespace, name, &opts)?;
@@ -579,8 +638,10 @@ fn object(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn scale(
     app: &App,
+    identity: &Identity,
     method: &Method,
     headers: &HeaderMap,
     body: Bytes,
@@ -588,7 +649,7 @@ fn scale(
     name: &str,
     query: &Query,
 ) -> ApiResult<Response> {
-    let opts = query.write_options(headers);
+    let opts = query.write_options(headers, identity);
     let out = match *method {
         Method::GET | Method::HEAD => app.state().get_scale(&t.rt, t.namespace, name)?,
         Method::PUT => {
@@ -621,7 +682,12 @@ fn scale(
 }
 
 /// Delete options, from the optional `DeleteOptions` body and the query.
-fn delete_options(headers: &HeaderMap, body: &[u8], query: &Query) -> ApiResult<DeleteOptions> {
+fn delete_options(
+    headers: &HeaderMap,
+    body: &[u8],
+    query: &Query,
+    identity: &Identity,
+) -> ApiResult<DeleteOptions> {
     let doc = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -665,6 +731,7 @@ fn delete_options(headers: &HeaderMap, body: &[u8], query: &Query) -> ApiResult<
         propagation,
         precondition_uid: str_field(&doc, "/preconditions/uid"),
         precondition_rv: str_field(&doc, "/preconditions/resourceVersion"),
+        requester: Some(identity.into()),
     })
 }
 

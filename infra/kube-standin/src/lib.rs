@@ -15,6 +15,7 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 mod defaults;
 mod discovery;
 mod faults;

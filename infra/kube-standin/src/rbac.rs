@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use axum::http::{HeaderMap, header};
 use serde_json::{Value, json};
 
+use crate::meta;
 use crate::status::{ApiError, ApiResult, qualified};
 use crate::store::ObjKey;
 use crate::verbs::State;
@@ -60,7 +61,7 @@ impl Identity {
         }
     }
 
-    fn groups(&self) -> Vec<String> {
+    pub fn groups(&self) -> Vec<String> {
         match self {
             Identity::Admin => vec!["system:masters".into(), "system:authenticated".into()],
             Identity::ServiceAccount { namespace, .. } => vec![
@@ -317,12 +318,20 @@ pub fn authorize(
     identity: &Identity,
     action: &Action<'_>,
 ) -> ApiResult<()> {
-    if *identity == Identity::Admin {
-        return Ok(());
+    if allows(state, identity, action) {
+        if *identity != Identity::Admin {
+            uses.record(identity, action);
+        }
+        Ok(())
+    } else {
+        Err(forbidden(identity, action))
     }
-    if discovery(action) {
-        uses.record(identity, action);
-        return Ok(());
+}
+
+/// Whether RBAC lets `identity` do `action` (nothing recorded).
+fn allows(state: &State, identity: &Identity, action: &Action<'_>) -> bool {
+    if *identity == Identity::Admin || discovery(action) {
+        return true;
     }
     let namespace = match *action {
         Action::Resource { namespace, .. } => namespace,
@@ -340,40 +349,152 @@ pub fn authorize(
                 .list(RBAC_GROUP, "rolebindings", Some(namespace))
                 .map(move |(_, binding)| (binding, namespace))
         }));
-    let allowed = bindings
+    bindings
         .filter(|(binding, _)| {
             binding
                 .get("subjects")
                 .and_then(Value::as_array)
                 .is_some_and(|subjects| subjects.iter().any(|s| identity.is(s)))
         })
-        .filter_map(|(binding, namespace)| {
-            let name = binding.pointer("/roleRef/name").and_then(Value::as_str)?;
-            match binding.pointer("/roleRef/kind").and_then(Value::as_str)? {
-                "ClusterRole" => {
-                    state
-                        .store
-                        .get(&ObjKey::new(RBAC_GROUP, "clusterroles", "", name))
-                }
-                "Role" if !namespace.is_empty() => state
-                    .store
-                    .get(&ObjKey::new(RBAC_GROUP, "roles", namespace, name)),
-                _ => None,
-            }
-        })
+        .filter_map(|(binding, namespace)| role_of(state, binding, namespace))
         .flat_map(|role| {
             role.get("rules")
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default()
         })
-        .any(|rule| rule_allows(&rule, action));
-    if allowed {
-        uses.record(identity, action);
-        Ok(())
-    } else {
-        Err(forbidden(identity, action))
+        .any(|rule| rule_allows(&rule, action))
+}
+
+/// The Role or ClusterRole a binding of `namespace` (empty: a
+/// ClusterRoleBinding) refers to, if it exists.
+fn role_of(state: &State, binding: &Value, namespace: &str) -> Option<Arc<Value>> {
+    let name = binding.pointer("/roleRef/name").and_then(Value::as_str)?;
+    match binding.pointer("/roleRef/kind").and_then(Value::as_str)? {
+        "ClusterRole" => state
+            .store
+            .get(&ObjKey::new(RBAC_GROUP, "clusterroles", "", name))
+            .cloned(),
+        "Role" if !namespace.is_empty() => state
+            .store
+            .get(&ObjKey::new(RBAC_GROUP, "roles", namespace, name))
+            .cloned(),
+        _ => None,
     }
+}
+
+/// RBAC's escalation check of a RoleBinding (in `namespace`) or
+/// ClusterRoleBinding (`None`) being written: its role may be bound only by
+/// whoever may `bind` that role, or already holds every permission it
+/// grants there (a rule with a wildcard is held only through the same
+/// wildcard). Refused as the apiserver does: 403 Forbidden, "attempting to
+/// grant RBAC permissions not currently held".
+pub fn may_bind(
+    state: &State,
+    uses: &Uses,
+    identity: &Identity,
+    namespace: Option<&str>,
+    binding: &Value,
+) -> ApiResult<()> {
+    if *identity == Identity::Admin {
+        return Ok(());
+    }
+    let role_kind = binding
+        .pointer("/roleRef/kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let role_name = binding
+        .pointer("/roleRef/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let bind = Action::Resource {
+        verb: "bind",
+        group: RBAC_GROUP,
+        resource: if role_kind == "Role" {
+            "roles"
+        } else {
+            "clusterroles"
+        },
+        subresource: None,
+        namespace,
+        name: Some(role_name),
+    };
+    if allows(state, identity, &bind) {
+        uses.record(identity, &bind);
+        return Ok(());
+    }
+    let held = role_of(state, binding, namespace.unwrap_or_default()).is_some_and(|role| {
+        role.get("rules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .all(|rule| rule_held(state, identity, namespace, rule))
+    });
+    if held {
+        return Ok(());
+    }
+    let (resource, what) = match namespace {
+        Some(_) => ("rolebindings", "RoleBinding"),
+        None => ("clusterrolebindings", "ClusterRoleBinding"),
+    };
+    let name = meta::name(binding);
+    Err(ApiError::forbidden(
+        resource,
+        RBAC_GROUP,
+        name,
+        format!(
+            "{} \"{name}\" is forbidden: user \"{}\" (groups={:?}) is attempting to grant \
+             RBAC permissions not currently held ({what} of {role_kind} {role_name})",
+            qualified(resource, RBAC_GROUP),
+            identity.user(),
+            identity.groups(),
+        ),
+    ))
+}
+
+/// Whether `identity` holds everything one rule grants, in `namespace`.
+fn rule_held(state: &State, identity: &Identity, namespace: Option<&str>, rule: &Value) -> bool {
+    let list = |field: &str| strings(rule, field);
+    let names = list("resourceNames");
+    let names: Vec<Option<&str>> = if names.is_empty() {
+        vec![None]
+    } else {
+        names.iter().map(|n| Some(n.as_str())).collect()
+    };
+    let paths = list("nonResourceURLs");
+    list("verbs").iter().all(|verb| {
+        paths.iter().all(|path| {
+            allows(
+                state,
+                identity,
+                &Action::NonResource {
+                    verb,
+                    path: path.as_str(),
+                },
+            )
+        }) && list("apiGroups").iter().all(|group| {
+            list("resources").iter().all(|resource| {
+                let (resource, subresource) = match resource.split_once('/') {
+                    Some((resource, sub)) => (resource, Some(sub)),
+                    None => (resource.as_str(), None),
+                };
+                names.iter().all(|name| {
+                    allows(
+                        state,
+                        identity,
+                        &Action::Resource {
+                            verb,
+                            group,
+                            resource,
+                            subresource,
+                            namespace,
+                            name: *name,
+                        },
+                    )
+                })
+            })
+        })
+    })
 }
 
 fn discovery(action: &Action<'_>) -> bool {

@@ -117,6 +117,8 @@ const BUILTINS: &[Builtin] = &[
     ("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, false, &[]),
     ("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, false, false, &[]),
     ("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, false, false, &[]),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", false, true, true, &[]),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings", "ValidatingAdmissionPolicyBinding", false, false, true, &[]),
     ("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, true, true, &["crd", "crds"]),
     ("coordination.k8s.io", "v1", "leases", "Lease", true, false, false, &[]),
     ("events.k8s.io", "v1", "events", "Event", true, false, false, &[]),
@@ -141,6 +143,7 @@ const GROUP_ORDER: &[&str] = &[
     "networking.k8s.io",
     "policy",
     "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
     "apiextensions.k8s.io",
     "coordination.k8s.io",
     "events.k8s.io",
@@ -252,6 +255,11 @@ impl Registry {
         self.types.retain(|x| x.crd.as_deref() != t.crd.as_deref());
         self.types.push(t);
         Ok(())
+    }
+
+    /// Stops serving a built-in group (as a cluster with its API turned off).
+    pub fn withdraw_group(&mut self, group: &str) {
+        self.types.retain(|t| t.group != group || t.crd.is_some());
     }
 
     /// Drops the types a CRD registered.

@@ -42,6 +42,11 @@ pub struct Config {
     /// Load the objects from this file at start if it exists, and save them to it after
     /// changes (at most every 500 ms) and on shutdown.
     pub state_file: Option<PathBuf>,
+    /// Serve validating admission policies (`admissionregistration.k8s.io/v1`
+    /// ValidatingAdmissionPolicy and its bindings, enforced), as Kubernetes
+    /// 1.30 and later do. Off: as 1.28 and 1.29 without the feature gate
+    /// (the group is not served at all).
+    pub admission_policies: bool,
 }
 
 impl Default for Config {
@@ -53,6 +58,7 @@ impl Default for Config {
             simulate_controllers: false,
             simulate_kubelet: false,
             state_file: None,
+            admission_policies: true,
         }
     }
 }
@@ -228,6 +234,9 @@ impl StandIn {
 
     pub async fn start_with(config: Config) -> io::Result<StandIn> {
         let mut state = State::new(config.history_limit);
+        if !config.admission_policies {
+            state.registry.withdraw_group(crate::admission::GROUP);
+        }
         if let Some(path) = &config.state_file
             && persist::load(&mut state, path)?
         {

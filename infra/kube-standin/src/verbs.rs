@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::admission::{self, Attributes, Requester};
 use crate::managed::{self, Operation};
 use crate::meta::{self, metadata_mut};
 use crate::patch::{self, PatchType};
@@ -41,6 +42,9 @@ pub struct WriteOptions {
     pub user_agent_manager: Option<String>,
     /// How the write is recorded in `managedFields`.
     pub operation: Operation,
+    /// Who asks, for admission; `None` for the stand-in's own writes (the
+    /// simulated controllers), which no policy of Berth's concerns.
+    pub requester: Option<Requester>,
 }
 
 impl WriteOptions {
@@ -73,6 +77,8 @@ pub struct DeleteOptions {
     pub propagation: Propagation,
     pub precondition_uid: Option<String>,
     pub precondition_rv: Option<String>,
+    /// Who asks, for admission (see [`WriteOptions::requester`]).
+    pub requester: Option<Requester>,
 }
 
 /// Everything the API serves from, guarded by one lock.
@@ -88,6 +94,8 @@ pub struct State {
     /// How long a deleted namespace stays `Terminating` once empty, as on a
     /// real cluster whose namespace controller is busy (zero: it goes at once).
     pub(crate) namespace_deletion_delay: std::time::Duration,
+    /// The validating admission policies, compiled.
+    pub(crate) admission: admission::Cache,
 }
 
 /// Sets `apiVersion` and `kind` as served at `version`.
@@ -205,6 +213,7 @@ impl State {
             gc_queue: Vec::new(),
             services_allocated: 0,
             namespace_deletion_delay: std::time::Duration::ZERO,
+            admission: admission::Cache::default(),
         };
         for ns in DEFAULT_NAMESPACES {
             let body = json!({"metadata": {"name": ns}});
@@ -436,9 +445,6 @@ impl State {
             ));
         }
         let key = object_key(rt, namespace, &name);
-        if self.store.get(&key).is_some() {
-            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
-        }
 
         let meta = metadata_mut(&mut obj);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -500,6 +506,24 @@ impl State {
         }
         let api_version = rt.api_version(version);
         managed::record(None, &mut obj, &opts.write(&api_version, Subresource::Main));
+        if let Some(requester) = &opts.requester {
+            self.admit(&Attributes {
+                rt,
+                version,
+                operation: admission::Operation::Create,
+                namespace,
+                name: &name,
+                subresource: None,
+                object: Some(&present(rt, version, &obj)),
+                old_object: None,
+                dry_run: opts.dry_run,
+                requester,
+            })?;
+        }
+        // After admission, as the apiserver's storage finds it.
+        if self.store.get(&key).is_some() {
+            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
+        }
         if opts.dry_run {
             return Ok(present(rt, version, &obj));
         }
@@ -665,6 +689,20 @@ impl State {
         }
         let api_version = rt.api_version(version);
         managed::record(Some(old), &mut new, &opts.write(&api_version, sub));
+        if let Some(requester) = &opts.requester {
+            self.admit(&Attributes {
+                rt,
+                version,
+                operation: admission::Operation::Update,
+                namespace: Some(key.namespace.as_str()).filter(|ns| !ns.is_empty()),
+                name: &key.name,
+                subresource: (sub == Subresource::Status).then_some("status"),
+                object: Some(&present(rt, version, &new)),
+                old_object: Some(&present(rt, version, old)),
+                dry_run: opts.dry_run,
+                requester,
+            })?;
+        }
         if new == *old {
             return Ok(present(rt, version, old));
         }
@@ -866,6 +904,21 @@ impl State {
                     meta::resource_version(&old)
                 ),
             ));
+        }
+        if let Some(requester) = &opts.requester {
+            let version = rt.versions.first().map(String::as_str).unwrap_or("v1");
+            self.admit(&Attributes {
+                rt,
+                version,
+                operation: admission::Operation::Delete,
+                namespace,
+                name,
+                subresource: None,
+                object: None,
+                old_object: Some(&present(rt, version, &old)),
+                dry_run: opts.dry_run,
+                requester,
+            })?;
         }
         if opts.dry_run {
             return Ok(if meta::finalizers(&old).is_empty() {

@@ -950,13 +950,16 @@ fn check_whole(app: &AppName, config: &AppConfig) -> Result<(), ApiError> {
 }
 
 /// What a change needs: new code to run — a new image, a new source to
-/// build (any source field), a new command of a process, or a new release
-/// command — `app-deploy`; replica counts alone `app-operate`;
-/// anything else `app-write`. A change that mixes them needs each.
+/// build (any source field), a new command of a process, a new release
+/// command, or any change of `env` (which decides what code does:
+/// `NODE_OPTIONS`, `LD_PRELOAD`… beside the secrets it reads) —
+/// `app-deploy`; replica counts alone `app-operate`; anything else
+/// `app-write`. A change that mixes them needs each.
 pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission> {
     let mut needed = vec![Permission::AppOperate];
     if current.image != next.image
         || current.source != next.source
+        || current.env != next.env
         || runs_new_command(current, next)
         || (!next.release_command.is_empty() && next.release_command != current.release_command)
     {
@@ -966,6 +969,7 @@ pub fn permissions_for(current: &AppConfig, next: &AppConfig) -> Vec<Permission>
         let mut config = config.clone();
         config.image = None;
         config.source = None;
+        config.env = Vec::new();
         for process in &mut config.processes {
             process.min_replicas = 0;
             process.max_replicas = 0;
@@ -1269,6 +1273,38 @@ mod tests {
         .expect("valid");
         assert_eq!(
             permissions_for(&current, &configured),
+            [Permission::AppOperate, Permission::AppWrite]
+        );
+    }
+
+    #[test]
+    fn changing_env_is_a_deploy() {
+        let current = config(serde_json::json!({
+            "name": "shop", "image": "nginx:1", "port": 80,
+            "env": [{"name": "MODE", "value": "prod"}]
+        }));
+        for body in [
+            // Code through the environment, a changed value, one removed.
+            serde_json::json!({"env": [{"name": "MODE", "value": "prod"},
+                                      {"name": "NODE_OPTIONS", "value": "--import=data:text/javascript,0"}]}),
+            serde_json::json!({"env": [{"name": "MODE", "value": "debug"}]}),
+            serde_json::json!({"env": []}),
+        ] {
+            let next = update(&current, body.clone()).expect("valid");
+            assert_eq!(
+                permissions_for(&current, &next),
+                [Permission::AppOperate, Permission::AppDeploy],
+                "{body}"
+            );
+        }
+        // The same list, or an entry kept by its name alone, changes nothing.
+        let kept = update(
+            &current,
+            serde_json::json!({"env": [{"name": "MODE"}], "domains": ["a.example.com"]}),
+        )
+        .expect("valid");
+        assert_eq!(
+            permissions_for(&current, &kept),
             [Permission::AppOperate, Permission::AppWrite]
         );
     }

@@ -43,6 +43,7 @@ use aws_sdk_dynamodb::types::{Delete, Put, ReturnValuesOnConditionCheckFailure};
 use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
+use super::leftovers;
 use super::releases::{self, NotPrepared, StoredRelease};
 use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use crate::cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
@@ -71,7 +72,7 @@ impl HostRules {
     pub fn new(config: &Config) -> Self {
         Self {
             apps_domain: config.apps_domain.clone(),
-            in_flight: config.request_deadline + config.cluster_timeout,
+            in_flight: config.write_in_flight(),
         }
     }
 
@@ -213,7 +214,12 @@ pub async fn prepare_claimed(
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
-        match releases::prepare(store, &history, current, unrecorded, &release, claims).await {
+        let entry = leftovers::entry_put(store, next)?;
+        match releases::prepare(
+            store, &history, current, unrecorded, &release, entry, claims,
+        )
+        .await
+        {
             Ok(()) => return Ok(()),
             Err(NotPrepared::Failed(error)) => return Err(error),
             Err(NotPrepared::Contended) => {
@@ -293,58 +299,67 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
 /// gone, every claim of its history goes). Best effort: a claim left behind
 /// is stale, and taken over when someone claims its hostname.
 pub async fn release(store: &Store, history: &str, committed: Option<i64>, hostnames: &[String]) {
-    let mut left: Vec<&String> = hostnames
+    if let Err(error) = release_claims(store, history, committed, hostnames).await {
+        tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
+    }
+}
+
+/// Deletes the claims of `history` on `hostnames` (those claimed no later
+/// than `committed`, when given), a transaction per hundred; a claim that
+/// is no longer this history's (or was claimed again since) is left as it
+/// is. An error when the store failed: then some may be left.
+pub async fn release_claims(
+    store: &Store,
+    history: &str,
+    committed: Option<i64>,
+    hostnames: &[String],
+) -> Result<(), ApiError> {
+    let distinct: Vec<&String> = hostnames
         .iter()
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    // A second attempt without those claimed again meanwhile.
-    for _ in 0..2 {
-        if left.is_empty() {
-            return;
-        }
-        let deletes = left
-            .iter()
-            .map(|hostname| {
-                let delete = Delete::builder()
-                    .table_name(store.table())
-                    .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
-                    .expression_attribute_names("#history", "history")
-                    .expression_attribute_values(":history", store::s(history));
-                store::tx_delete(match committed {
-                    None => delete.condition_expression("#history = :history"),
-                    Some(revision) => delete
-                        .condition_expression("#history = :history AND #revision <= :revision")
-                        .expression_attribute_names("#revision", "revision")
-                        .expression_attribute_values(":revision", store::n(revision)),
-                })
-            })
-            .collect::<Result<Vec<_>, _>>();
-        let outcome = match deletes {
-            Ok(deletes) => store.transact(deletes).await,
-            Err(error) => {
-                tracing::error!(error = %error.cause(), "building a hostname release");
-                return;
+    // A transaction takes at most 100 items.
+    for chunk in distinct.chunks(100) {
+        let mut left = chunk.to_vec();
+        // A second attempt without those claimed again meanwhile.
+        for _ in 0..2 {
+            if left.is_empty() {
+                break;
             }
-        };
-        match outcome {
-            Ok(()) => return,
-            Err(error) => match store::cancelled_conditions(&error) {
-                Some(failed) if failed.contains(&true) => {
-                    left = left
-                        .into_iter()
-                        .zip(failed)
-                        .filter_map(|(hostname, failed)| (!failed).then_some(hostname))
-                        .collect();
-                }
-                _ => {
-                    let error = store::transaction_failure(error);
-                    tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
-                    return;
-                }
-            },
+            let deletes = left
+                .iter()
+                .map(|hostname| {
+                    let delete = Delete::builder()
+                        .table_name(store.table())
+                        .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
+                        .expression_attribute_names("#history", "history")
+                        .expression_attribute_values(":history", store::s(history));
+                    store::tx_delete(match committed {
+                        None => delete.condition_expression("#history = :history"),
+                        Some(revision) => delete
+                            .condition_expression("#history = :history AND #revision <= :revision")
+                            .expression_attribute_names("#revision", "revision")
+                            .expression_attribute_values(":revision", store::n(revision)),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            match store.transact(deletes).await {
+                Ok(()) => break,
+                Err(error) => match store::cancelled_conditions(&error) {
+                    Some(failed) if failed.contains(&true) => {
+                        left = left
+                            .into_iter()
+                            .zip(failed)
+                            .filter_map(|(hostname, failed)| (!failed).then_some(hostname))
+                            .collect();
+                    }
+                    _ => return Err(store::transaction_failure(error)),
+                },
+            }
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

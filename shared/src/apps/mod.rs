@@ -6,6 +6,8 @@
 //! - [`hosts`]: the claims of custom domains, one app per hostname platform-wide;
 //! - [`record`]: what the API answers (App record, detail, pods);
 //! - [`releases`]: the release history in DynamoDB and its consistency rules;
+//! - [`leftovers`]: what an app keeps in the table, found from its
+//!   environment, and its removal once the app is gone;
 //! - [`service`]: the operations that change an app (each a revision);
 //! - [`operate`]: running it: logs, restart, run a scheduled process now;
 //! - [`rendered_names`]: the objects an app renders to, by name, so that two
@@ -17,6 +19,7 @@ pub mod body;
 #[cfg(feature = "dns")]
 pub mod domain_check;
 pub mod hosts;
+pub mod leftovers;
 pub mod operate;
 pub mod record;
 pub mod releases;

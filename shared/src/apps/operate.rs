@@ -3,7 +3,7 @@
 //! none adds a release revision.
 
 use futures::StreamExt;
-use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::batch::v1::CronJob;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, LogParams, PostParams};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::record::AppRecord;
 use super::service::{self, record_of};
 use crate::cluster::apps as cluster_apps;
-use crate::cluster::crd::{LABEL_PROCESS, object_names};
+use crate::cluster::crd::{LABEL_PROCESS, Run, RunSpec, object_names};
 use crate::cluster::ownership;
 use crate::cluster::{is_conflict, is_not_found, status_of};
 use crate::domain::paths::AppPath;
@@ -353,10 +353,12 @@ pub async fn restart(
     Ok(record_of(&restarted, &path.environment_path(), caller))
 }
 
-/// Runs a scheduled process now: a Job from its CronJob's template, as
-/// `kubectl create job --from=cronjob/…` makes it. Answers the Job's name.
-/// Only a CronJob the app controls is read, and the Job is created (never
-/// applied) under a new random name, so it can never change an existing Job.
+/// Runs a scheduled process now: records a [`Run`] named as the Job to
+/// make, which the controller turns into a Job from the process's CronJob
+/// (as `kubectl create job --from=cronjob/…` makes it). Answers the Job's
+/// name. The API makes nothing that runs; it checks here what the run needs
+/// (the process is scheduled, its CronJob is there and the app's own), so a
+/// run that cannot start is refused now rather than dropped later.
 pub async fn run_now(
     client: &kube::Client,
     caller: &Principal,
@@ -405,19 +407,30 @@ pub async fn run_now(
             "the CronJob of process {process} is not in the cluster yet; try again in a moment"
         ))
     })?;
+    let app_uid = app.uid().unwrap_or_default();
     // Only the app's own CronJob: a Job made from another's would run its
     // template, with the app's name on it.
-    if !app
-        .uid()
-        .is_some_and(|uid| ownership::is_controlled_by(&cron_job.metadata, &uid))
-    {
+    if !ownership::is_controlled_by(&cron_job.metadata, &app_uid) {
         return Err(ApiError::Conflict(format!(
             "CronJob {name} belongs to someone else, not to this app; Berth runs nothing from it"
         )));
     }
-    let job = job_from(&cron_job)?;
-    match Api::<Job>::namespaced(client.clone(), &path.namespace())
-        .create(&PostParams::default(), &job)
+    let run = Run {
+        metadata: ObjectMeta {
+            name: Some(manual_job_name(&name)),
+            namespace: Some(path.namespace()),
+            labels: app.metadata.labels.clone(),
+            owner_references: app.controller_owner_ref(&()).map(|owner| vec![owner]),
+            ..ObjectMeta::default()
+        },
+        spec: RunSpec {
+            app: path.app.to_string(),
+            app_uid,
+            process: process.to_owned(),
+        },
+    };
+    match Api::<Run>::namespaced(client.clone(), &path.namespace())
+        .create(&PostParams::default(), &run)
         .await
     {
         Ok(created) => Ok(created.name_any()),
@@ -430,36 +443,16 @@ pub async fn run_now(
     }
 }
 
-/// kubectl's recipe: the CronJob's job template, the annotation
-/// `cronjob.kubernetes.io/instantiate: manual`, and an owner reference to the
-/// CronJob; the name gets a random suffix, so runs in one second don't collide.
-fn job_from(cron_job: &CronJob) -> Result<Job, ApiError> {
-    let template = cron_job
-        .spec
-        .as_ref()
-        .map(|spec| spec.job_template.clone())
-        .ok_or_else(|| ApiError::Internal("a CronJob without a spec".into()))?;
-    let template_meta = template.metadata.unwrap_or_default();
-    let mut annotations = template_meta.annotations.unwrap_or_default();
-    annotations.insert("cronjob.kubernetes.io/instantiate".into(), "manual".into());
+/// kubectl's name for a Job made by hand from a CronJob: the CronJob's name
+/// and a random suffix, so runs in one second don't collide.
+fn manual_job_name(cron_job: &str) -> String {
     let suffix: String = (0..8)
         .map(|_| {
             const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
             ALPHABET[rand::random_range(0..ALPHABET.len())] as char
         })
         .collect();
-    Ok(Job {
-        metadata: ObjectMeta {
-            name: Some(format!("{}-m{suffix}", cron_job.name_any())),
-            namespace: cron_job.namespace(),
-            labels: template_meta.labels,
-            annotations: Some(annotations),
-            owner_references: cron_job.controller_owner_ref(&()).map(|owner| vec![owner]),
-            ..ObjectMeta::default()
-        },
-        spec: template.spec,
-        status: None,
-    })
+    format!("{cron_job}-m{suffix}")
 }
 
 #[cfg(test)]

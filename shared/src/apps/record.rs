@@ -40,8 +40,14 @@ pub struct AppRecord {
     pub release_command: Vec<String>,
     /// Whether a failed rollout is rolled back automatically.
     pub auto_rollback: bool,
-    /// Beyond the spec: the release revision the app is at.
+    /// Beyond the spec: the release revision the app is at (the newest,
+    /// `current` in its history).
     pub revision: i64,
+    /// Beyond the spec: the revision whose configuration the app's
+    /// workloads run — `revision` once the controller has applied it and
+    /// its release command (if any) succeeded, an older one meanwhile or
+    /// when that failed; null while nothing runs.
+    pub running_revision: Option<i64>,
     pub created_at: Option<String>,
 }
 
@@ -167,6 +173,7 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
         release_command: config.release_command.clone(),
         auto_rollback: config.auto_rollback,
         revision: app.spec.release.revision,
+        running_revision: status.running_revision,
         created_at: app.metadata.creation_timestamp.as_ref().map(timestamp),
     }
 }

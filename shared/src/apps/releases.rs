@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWrite
 use serde::{Deserialize, Serialize};
 
 use crate::ApiError;
-use crate::cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, OUTCOME_RELEASED, ReleaseMark};
+use crate::cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, ReleaseMark};
 use crate::store::{self, Store, keys};
 
 /// The Release record of the API (spec part 2).
@@ -28,35 +28,31 @@ pub struct ReleaseRecord {
     pub note: Option<String>,
     pub actor: Option<String>,
     pub created_at: i64,
-    /// Whether this is the revision running (not always the newest: a
-    /// revision whose release command failed never ran).
+    /// True for the newest revision: what should be running (spec part 3,
+    /// rule 3).
     pub current: bool,
-    /// `pending` (not seen available), `released` (became available),
-    /// `failed` (its release command or its rollout failed) or `rolled_back`
-    /// (its rollout failed and was rolled back automatically).
-    #[schema(pattern = "^(pending|released|failed|rolled_back)$")]
+    /// Beyond the spec: true for the one revision whose configuration the
+    /// app's workloads run (not always the newest: a revision waits for its
+    /// release command, and one whose release command failed never runs);
+    /// on none while nothing runs.
+    pub running: bool,
+    /// `pending` (not seen available yet: rolling out, or waiting for its
+    /// release command), `released` (seen available), `superseded`
+    /// (replaced before it was seen available), `failed` (its release
+    /// command or its rollout failed) or `rolled_back` (its rollout failed
+    /// and was rolled back automatically).
+    #[schema(pattern = "^(pending|released|superseded|failed|rolled_back)$")]
     pub status: String,
 }
 
-/// What became of `revision`, as the App's status (written by the
-/// controller) says; `running` is the revision its workloads run (see
-/// `App::running_revision`). A revision the status has no word of is
-/// `released` below the running one (it ran before the controller recorded
-/// outcomes) and `pending` from it on.
-pub fn status_of(status: &AppStatus, revision: i64, running: Option<i64>) -> String {
-    match status.outcome(revision) {
-        Some(outcome) => outcome.status.clone(),
-        None if running.is_some_and(|running| revision < running) => OUTCOME_RELEASED.to_owned(),
-        None => OUTCOME_PENDING.to_owned(),
-    }
-}
-
-/// Marks the `running` revision's record `current` (none, when nothing
-/// runs yet), each with its status from the App's.
-pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, running: Option<i64>) {
+/// Marks the newest revision `current` and the one whose configuration runs
+/// `running` (none, when nothing runs), each with its status from the
+/// App's (`AppStatus::release_status`).
+pub fn with_outcomes(records: &mut [ReleaseRecord], status: &AppStatus, newest: i64) {
     for record in records {
-        record.current = Some(record.revision) == running;
-        record.status = status_of(status, record.revision, running);
+        record.current = record.revision == newest;
+        record.running = status.running_revision == Some(record.revision);
+        record.status = status.release_status(record.revision, newest).to_owned();
     }
 }
 
@@ -116,7 +112,9 @@ impl StoredRelease {
             .map_err(|e| ApiError::Internal(format!("decoding release {}: {e}", self.revision)))
     }
 
-    fn record(&self, current: bool) -> ReleaseRecord {
+    /// Its record, before [`with_outcomes`] says which is current, which
+    /// runs and what became of it.
+    fn record(&self) -> ReleaseRecord {
         ReleaseRecord {
             revision: self.revision,
             image: self.image.clone(),
@@ -124,7 +122,8 @@ impl StoredRelease {
             note: self.note.clone(),
             actor: self.actor.clone(),
             created_at: self.created_at,
-            current,
+            current: false,
+            running: false,
             status: OUTCOME_PENDING.to_owned(),
         }
     }
@@ -160,7 +159,8 @@ impl From<ApiError> for NotPrepared {
 /// `current` is the App's revision as the resource holds it (None for a new
 /// app) and `unrecorded` those the controller wrote over
 /// (`AppSpec::unrecorded`), all recorded as confirmed; `next` the revision
-/// about to be committed, `with` the writes that
+/// about to be committed, `entry` the app's entry in its environment's list
+/// (`super::leftovers`), `with` the writes that
 /// must succeed with them in the same transaction (the claims of the app's
 /// hostnames, `super::hosts`). The same transaction deletes the revision that
 /// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
@@ -172,6 +172,7 @@ pub async fn prepare(
     current: Option<&StoredRelease>,
     unrecorded: &[StoredRelease],
     next: &StoredRelease,
+    entry: TransactWriteItem,
     with: Vec<TransactWriteItem>,
 ) -> Result<(), NotPrepared> {
     let mut writes = Vec::new();
@@ -217,6 +218,7 @@ pub async fn prepare(
                 ))),
         )?);
     }
+    writes.push(entry);
     let with_at = writes.len();
     writes.extend(with);
     let error = match store.transact(writes).await {
@@ -297,47 +299,17 @@ pub async fn list(
         .select(Select::AllAttributes)
         .send()
         .await?;
-    let mut records = vec![current.record(true)];
-    records.extend(unrecorded.iter().map(|release| release.record(false)));
+    let mut records = vec![current.record()];
+    records.extend(unrecorded.iter().map(StoredRelease::record));
     for item in older.items.unwrap_or_default() {
         let stored = store::from_item::<StoredRelease>(item)?;
         if !unrecorded.iter().any(|r| r.revision == stored.revision) {
-            records.push(stored.record(false));
+            records.push(stored.record());
         }
     }
     records.sort_by_key(|record| std::cmp::Reverse(record.revision));
     records.truncate(usize::try_from(HISTORY_KEPT).unwrap_or(usize::MAX));
     Ok(records)
-}
-
-/// Deletes a history (after its app is gone), and the app's webhook with
-/// it: the history's partition holds the pointer to the hook, so the hook's
-/// item joins the same batches.
-pub async fn delete_all(store: &Store, history: &str) -> Result<(), ApiError> {
-    let found = store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::releases(history)))
-            .projection_expression(crate::webhooks::hooks::HISTORY_PROJECTION)
-            .expression_attribute_names("#hook", "hook"),
-    )
-    .await?;
-    let hooks = found
-        .iter()
-        .filter_map(crate::webhooks::hooks::hook_key_of_history_item);
-    let keys_only: Vec<store::Item> = found
-        .iter()
-        .map(|item| {
-            let mut key = item.clone();
-            key.retain(|name, _| name == keys::PK || name == keys::SK);
-            key
-        })
-        .chain(hooks)
-        .collect();
-    store.delete_keys(&keys_only).await
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use kube::api::ObjectMeta;
 
 use super::body::{self, CreateBody, UpdateBody};
 use super::hosts::{self, HostRules};
+use super::leftovers;
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
 use super::rendered_names;
@@ -231,11 +232,11 @@ pub(crate) async fn commit_new(
     match cluster_apps::create(client, &app).await {
         Ok(created) => Ok(created),
         Err(error) => {
-            // The revision was never reached: nothing refers to it.
-            if let Err(cleanup) = releases::delete_all(store, &history).await {
+            // The revision was never reached: nothing refers to it. What a
+            // failure here leaves, its entry leads the environment's purge to.
+            if let Err(cleanup) = leftovers::remove(store, &path.namespace(), &history).await {
                 tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
             }
-            hosts::release(store, &history, None, &app.spec.config.domains).await;
             Err(error)
         }
     }
@@ -650,10 +651,12 @@ pub async fn delete(
     };
     cluster_apps::delete(client, &app).await?;
     if let Ok(history) = history_of(&app) {
-        hosts::release(store, &history, None, &app.spec.config.domains).await;
-        if let Err(error) = releases::delete_all(store, &history).await {
-            // Unreachable once the App is gone: a later clean-up finds it by key.
-            tracing::warn!(app = %path.target(), error = %error.cause(), "release history left behind");
+        // Its history, hostnames and hook. Whatever a failure leaves, the
+        // app's entry in its environment's list still leads to: the
+        // environment's purge removes it (`leftovers`); its hostnames are
+        // stale meanwhile, taken over when claimed.
+        if let Err(error) = leftovers::remove(store, &path.namespace(), &history).await {
+            tracing::warn!(app = %path.target(), error = %error.cause(), "an app's leftovers were left behind");
         }
     }
     if delete_volumes {
@@ -681,6 +684,6 @@ pub async fn list_releases(
     )
     .await?;
     let status = app.status.clone().unwrap_or_default();
-    releases::with_outcomes(&mut records, &status, app.running_revision());
+    releases::with_outcomes(&mut records, &status, app.spec.release.revision);
     Ok(records)
 }

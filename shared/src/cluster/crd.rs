@@ -530,6 +530,33 @@ impl Build {
     }
 }
 
+/// A request to run an app's scheduled process now (`runApp`), in the app's
+/// namespace, named as the Job it asks for (the API picks the name, so it
+/// can answer it at once) and owned by the App. The API makes no Job itself:
+/// the controller makes it from the process's CronJob, as `kubectl create
+/// job --from=cronjob/…` does, and then deletes the Run.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Run",
+    plural = "runs",
+    shortname = "brun",
+    namespaced,
+    printcolumn = r#"{"name":"App","type":"string","jsonPath":".spec.app"}"#,
+    printcolumn = r#"{"name":"Process","type":"string","jsonPath":".spec.process"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSpec {
+    pub app: String,
+    /// The uid of the App: a run never starts another App's process of the
+    /// same name.
+    pub app_uid: String,
+    /// The scheduled process: its CronJob is `object_names::workload(app,
+    /// process)`.
+    pub process: String,
+}
+
 /// One process of an app: always-on (a Deployment, with a Service when it has
 /// a port) or scheduled (a CronJob, when it has a schedule).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -636,6 +663,12 @@ pub struct AppStatus {
     /// `REVISION_OUTCOMES_KEPT`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<RevisionOutcome>,
+    /// The revision whose configuration the controller last applied to the
+    /// app's workloads: the spec's, or while the spec's waits for (or
+    /// failed) its release command the last that became available. None
+    /// while nothing was applied (a first release command, a first build).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_revision: Option<i64>,
 }
 
 /// How many revisions' outcomes an App's status keeps: as many as the
@@ -650,10 +683,12 @@ pub struct AvailableConfig {
     pub config: AppConfig,
 }
 
-/// What became of a revision: `pending` (not seen available, or replaced
-/// before it was), `released` (became available), `failed` (its release
-/// command failed, or its rollout did and was not rolled back) or
-/// `rolled_back` (its rollout failed and the controller rolled it back).
+/// What became of a revision: `pending` (applied, not seen available yet),
+/// `released` (seen available), `failed` (its release command failed, or
+/// its rollout did and was not rolled back) or `rolled_back` (its rollout
+/// failed and the controller rolled it back). The controller records only
+/// the spec's revision as it goes; the API reads a `pending` revision that
+/// was replaced as `superseded` (`AppStatus::release_status`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionOutcome {
@@ -668,6 +703,9 @@ pub const OUTCOME_PENDING: &str = "pending";
 pub const OUTCOME_RELEASED: &str = "released";
 pub const OUTCOME_FAILED: &str = "failed";
 pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
+/// Never recorded: what the history says of a revision replaced before it
+/// was seen available ([`AppStatus::release_status`]).
+pub const OUTCOME_SUPERSEDED: &str = "superseded";
 
 impl App {
     /// This App with `config` as its next revision, `release`, as the
@@ -702,26 +740,41 @@ impl App {
             && status.and_then(|status| status.released_command_of)
                 != Some(self.spec.release.revision)
     }
-
-    /// The revision the workloads run (or roll out): the spec's, unless it
-    /// awaits its release command, when it is the last that became available
-    /// (None: nothing ran yet).
-    pub fn running_revision(&self) -> Option<i64> {
-        if self.awaits_release() {
-            self.status
-                .as_ref()
-                .and_then(|status| status.last_available.as_ref())
-                .map(|available| available.revision)
-        } else {
-            Some(self.spec.release.revision)
-        }
-    }
 }
 
 impl AppStatus {
     /// The recorded outcome of `revision`, if any.
     pub fn outcome(&self, revision: i64) -> Option<&RevisionOutcome> {
         self.revisions.iter().find(|o| o.revision == revision)
+    }
+
+    /// What the release history says of `revision` when `newest` is the
+    /// app's: its recorded outcome, except that a `pending` revision is
+    /// `superseded` once it is neither the newest nor the one running (it
+    /// was replaced before it was seen available). A revision without an
+    /// outcome (the controller has not reached it yet, never saw it, or it
+    /// is older than its records) is `pending` while it is the newest or
+    /// runs, `released` if it is the last configuration recorded available,
+    /// and `superseded` otherwise: `released` only ever means seen
+    /// available.
+    pub fn release_status(&self, revision: i64, newest: i64) -> &str {
+        let live = revision == newest || self.running_revision == Some(revision);
+        match self
+            .outcome(revision)
+            .map(|outcome| outcome.status.as_str())
+        {
+            Some(OUTCOME_PENDING) | None if live => OUTCOME_PENDING,
+            Some(OUTCOME_PENDING) => OUTCOME_SUPERSEDED,
+            Some(recorded) => recorded,
+            None if self
+                .last_available
+                .as_ref()
+                .is_some_and(|available| available.revision == revision) =>
+            {
+                OUTCOME_RELEASED
+            }
+            None => OUTCOME_SUPERSEDED,
+        }
     }
 
     /// Records `revision`'s outcome, keeping the newest
@@ -793,7 +846,13 @@ pub fn definitions()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt;
-    vec![Project::crd(), Environment::crd(), App::crd(), Build::crd()]
+    vec![
+        Project::crd(),
+        Environment::crd(),
+        App::crd(),
+        Build::crd(),
+        Run::crd(),
+    ]
 }
 
 /// `infra/k8s/crds.yaml`: the CRDs as one multi-document YAML file.
@@ -863,6 +922,45 @@ mod tests {
             app.spec.unrecorded[0].config.image.as_deref(),
             Some("shop:29")
         );
+    }
+
+    #[test]
+    fn released_means_seen_available_and_a_replaced_pending_revision_is_superseded() {
+        let mut status = AppStatus::default();
+        status.record(1, OUTCOME_RELEASED, None);
+        status.record(2, OUTCOME_PENDING, None);
+        status.record(3, OUTCOME_PENDING, None);
+        status.running_revision = Some(3);
+        // Revision 3 rolls out as the newest; 2 was replaced before it was
+        // seen available.
+        assert_eq!(status.release_status(3, 3), OUTCOME_PENDING);
+        assert_eq!(status.release_status(2, 3), OUTCOME_SUPERSEDED);
+        assert_eq!(status.release_status(1, 3), OUTCOME_RELEASED);
+        // Revision 4 committed, not reached by the controller yet: 3 still
+        // rolls out, 4 waits.
+        assert_eq!(status.release_status(4, 4), OUTCOME_PENDING);
+        assert_eq!(status.release_status(3, 4), OUTCOME_PENDING);
+        // Once 4 runs, 3 is superseded too; recorded outcomes stay.
+        status.running_revision = Some(4);
+        assert_eq!(status.release_status(3, 4), OUTCOME_SUPERSEDED);
+        status.record(3, OUTCOME_ROLLED_BACK, None);
+        assert_eq!(status.release_status(3, 4), OUTCOME_ROLLED_BACK);
+
+        // Older than the records: released only if recorded available.
+        let mut older = AppStatus {
+            last_available: Some(AvailableConfig {
+                revision: 7,
+                config: AppConfig::test(Vec::new()),
+            }),
+            running_revision: Some(9),
+            ..AppStatus::default()
+        };
+        assert_eq!(older.release_status(7, 9), OUTCOME_RELEASED);
+        assert_eq!(older.release_status(8, 9), OUTCOME_SUPERSEDED);
+        assert_eq!(older.release_status(6, 9), OUTCOME_SUPERSEDED);
+        assert_eq!(older.release_status(9, 9), OUTCOME_PENDING);
+        older.record(8, OUTCOME_FAILED, None);
+        assert_eq!(older.release_status(8, 9), OUTCOME_FAILED);
     }
 
     #[test]

@@ -18,6 +18,14 @@ pub async fn namespace(client: &kube::Client, name: &str) -> Result<Option<Names
     Ok(Api::<Namespace>::all(client.clone()).get_opt(name).await?)
 }
 
+/// The environment of that cluster name (`{project}-{environment}`),
+/// whoever's.
+pub async fn by_name(client: &kube::Client, name: &str) -> Result<Option<Environment>, ApiError> {
+    Ok(Api::<Environment>::all(client.clone())
+        .get_opt(name)
+        .await?)
+}
+
 /// The organization's environment at `path`; anything else is not found.
 /// The environment names its organization and project, so it alone decides;
 /// only when it is missing is the project looked up, to say which is.

@@ -5,7 +5,10 @@
 //!
 //! - [`quota`]: what an environment's quota may ask for, and the storage
 //!   every environment is held to.
+//! - [`purges`]: what a purged environment's apps leave in the table, and
+//!   the sweep that removes it.
 
+pub mod purges;
 pub mod quota;
 
 use std::time::Duration;
@@ -15,6 +18,7 @@ use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use serde::Serialize;
 
+use crate::cluster::apps as cluster_apps;
 use crate::cluster::crd::{
     EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, PHASE_TERMINATING, Quota,
@@ -26,6 +30,7 @@ use crate::domain::names::{EnvironmentName, OrgName, ProjectName};
 use crate::domain::paths::EnvironmentPath;
 use crate::identity::Principal;
 use crate::names::ReservedNamespaces;
+use crate::store::Store;
 use crate::{ApiError, Permission, clock};
 
 /// The Environment record of the API (spec part 2).
@@ -124,7 +129,24 @@ pub async fn writable(
         return Err(ApiError::EnvironmentDeleting);
     }
     check_namespace(&found, namespace?.as_ref())?;
+    if !is_provisioned(&found) {
+        return Err(ApiError::EnvironmentNotReady(format!(
+            "environment {} is still being provisioned; try again in a few seconds",
+            found.spec.name
+        )));
+    }
     Ok(found)
+}
+
+/// Whether the controller has provisioned the environment's namespace at
+/// least once (it was `Ready`): with it the RoleBindings through which
+/// Berth's API reads and writes the environment's secrets, which it has
+/// nowhere else.
+pub fn is_provisioned(environment: &Environment) -> bool {
+    environment
+        .status
+        .as_ref()
+        .is_some_and(|status| status.namespace.is_some())
 }
 
 pub async fn list(
@@ -282,8 +304,11 @@ fn kept_changing() -> ApiError {
 
 /// Schedules the environment's purge. Production needs `env-delete-protected`
 /// and waits `production_grace`; other types are purged at once. Deleting an
-/// environment that is already being deleted changes nothing.
+/// environment that is already being deleted changes nothing. The deletion
+/// is recorded first ([`purges::record`]), so that what its apps keep in
+/// the table goes once the purge is done.
 pub async fn delete(
+    store: &Store,
     client: &kube::Client,
     caller: &Principal,
     path: &EnvironmentPath,
@@ -301,6 +326,8 @@ pub async fn delete(
         };
         // Beyond the operation's `env-write`: production needs more.
         caller.require(needed)?;
+        let apps = cluster_apps::in_namespace(client, &found.name_any()).await?;
+        purges::record(store, &found, &apps).await?;
         if found.is_deleting() {
             return Ok(record(&found));
         }

@@ -17,6 +17,8 @@
 //! | webhook (with its secret) | `HOOK#{hook id}` | `HOOK` |
 //! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (while the hook exists) |
 //! | webhook payload seen | `HOOK#{hook id}` | `PAYLOAD#{sha256 of the body}` (while the hook exists) |
+//! | an app's entry in its environment | `ENVAPPS#{namespace}` | `APP#{release history id}` |
+//! | a deleted environment awaiting its purge's cleanup | `PURGES` | `ENV#{namespace}#{environment uid}` |
 //!
 //! A user's sessions and tokens share the profile's partition, so a request is
 //! authenticated with one `BatchGetItem`, and everything a user holds is found
@@ -122,6 +124,28 @@ pub fn delivery_sk(delivery_id: &str) -> String {
 
 pub fn payload_sk(body_digest: &str) -> String {
     format!("PAYLOAD#{body_digest}")
+}
+
+/// The apps an environment's namespace has held, by release history id:
+/// what is left in the table of an environment once it is purged
+/// (`apps::leftovers`).
+pub fn environment_apps(namespace: &str) -> String {
+    format!("ENVAPPS#{namespace}")
+}
+
+pub const ENVIRONMENT_APP_SK_PREFIX: &str = "APP#";
+
+pub fn environment_app_sk(history: &str) -> String {
+    format!("{ENVIRONMENT_APP_SK_PREFIX}{history}")
+}
+
+/// The one partition of environments deleted through the API whose purge's
+/// leftovers are still to be removed (`environments::purges`): small, as it
+/// only holds what is being deleted.
+pub const PURGES_PK: &str = "PURGES";
+
+pub fn environment_purge_sk(namespace: &str, uid: &str) -> String {
+    format!("ENV#{namespace}#{uid}")
 }
 
 pub const CLUSTER_PK: &str = "CLUSTER";

@@ -245,23 +245,52 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes the items of these keys, 25 to a batch; keys DynamoDB leaves
-    /// unprocessed under load are sent again (a few times).
-    pub async fn delete_keys(&self, keys: &[Item]) -> Result<(), ApiError> {
-        for chunk in keys.chunks(25) {
-            let mut requests = chunk
-                .iter()
-                .map(|key| {
-                    let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
-                        .set_key(Some(key.clone()))
-                        .build()
-                        .map_err(|e| ApiError::Internal(format!("building a delete: {e}")))?;
-                    Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
-                        .delete_request(delete)
-                        .build())
-                })
-                .collect::<Result<Vec<_>, ApiError>>()?;
-            for _ in 0..5 {
+    /// Deletes items by key ([`Store::write_batch`]).
+    pub async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
+        let requests = keys
+            .into_iter()
+            .map(|key| {
+                let delete = built(
+                    aws_sdk_dynamodb::types::DeleteRequest::builder()
+                        .set_key(Some(key))
+                        .build(),
+                )?;
+                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .delete_request(delete)
+                    .build())
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        self.write_batch(requests).await
+    }
+
+    /// Puts items whole ([`Store::write_batch`]).
+    pub async fn put_batch(&self, items: Vec<Item>) -> Result<(), ApiError> {
+        let requests = items
+            .into_iter()
+            .map(|item| {
+                let put = built(
+                    aws_sdk_dynamodb::types::PutRequest::builder()
+                        .set_item(Some(item))
+                        .build(),
+                )?;
+                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .put_request(put)
+                    .build())
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        self.write_batch(requests).await
+    }
+
+    /// Writes, 25 to a `BatchWriteItem` (its limit); those DynamoDB leaves
+    /// unprocessed under load are sent again. Not atomic: an error may
+    /// leave some of them undone.
+    async fn write_batch(
+        &self,
+        requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
+    ) -> Result<(), ApiError> {
+        for chunk in requests.chunks(25) {
+            let mut requests = chunk.to_vec();
+            for attempt in 1.. {
                 let output = self
                     .client
                     .batch_write_item()
@@ -272,7 +301,14 @@ impl Store {
                     .unprocessed_items
                     .and_then(|mut left| left.remove(self.table()))
                 {
-                    Some(left) if !left.is_empty() => requests = left,
+                    Some(left) if !left.is_empty() => {
+                        if attempt == 5 {
+                            return Err(ApiError::StorageUnavailable(
+                                "DynamoDB kept writes of a batch unprocessed".into(),
+                            ));
+                        }
+                        requests = left;
+                    }
                     _ => break,
                 }
             }

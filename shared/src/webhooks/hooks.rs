@@ -4,7 +4,7 @@
 //! HMAC keyed by the secret, which cannot be checked against a digest. The
 //! secret leaves the table only in `createWebhook`'s answer. The app points
 //! to its hook from its release history's partition (see `store::keys`),
-//! so that deleting the app's history deletes the hook in the same batch.
+//! so that removing the app's history finds the hook with it.
 
 use aws_sdk_dynamodb::types::{Delete, Put};
 use serde::{Deserialize, Serialize};
@@ -55,7 +55,7 @@ fn pointer_key(history: &str) -> Item {
     store::key(keys::releases(history), keys::WEBHOOK_SK)
 }
 
-fn hook_key(hook_id: &str) -> Item {
+pub fn hook_key(hook_id: &str) -> Item {
     store::key(keys::hook(hook_id), keys::HOOK_SK)
 }
 
@@ -250,11 +250,8 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
     }
 }
 
-/// Deletes the delivery records of a hook that is gone (deleted or
-/// replaced): signed with a secret no hook has any more, a replay of them
-/// is refused before they are read, so they only take room. Best effort: a
-/// record left behind is as harmless (and the scheduled clean-up finds it).
-pub async fn forget_deliveries(store: &Store, hook_id: &str) {
+/// The keys of the hook's delivery records (its item itself left out).
+pub async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
     let found = store::query_all(
         store
             .client()
@@ -262,11 +259,23 @@ pub async fn forget_deliveries(store: &Store, hook_id: &str) {
             .table_name(store.table())
             .key_condition_expression("pk = :pk")
             .expression_attribute_values(":pk", store::s(keys::hook(hook_id)))
-            .projection_expression("pk, sk"),
+            .projection_expression("pk, sk")
+            .consistent_read(true),
     )
-    .await;
-    let outcome = match found {
-        Ok(records) => store.delete_keys(&records).await,
+    .await?;
+    Ok(found
+        .into_iter()
+        .filter(|item| store::sort_key(item) != keys::HOOK_SK)
+        .collect())
+}
+
+/// Deletes the delivery records of a hook that is gone (deleted or
+/// replaced): signed with a secret no hook has any more, a replay of them
+/// is refused before they are read, so they only take room. Best effort: a
+/// record left behind is as harmless.
+pub async fn forget_deliveries(store: &Store, hook_id: &str) {
+    let outcome = match delivery_records(store, hook_id).await {
+        Ok(records) => store.delete_batch(records).await,
         Err(error) => Err(error),
     };
     if let Err(error) = outcome {
@@ -274,16 +283,12 @@ pub async fn forget_deliveries(store: &Store, hook_id: &str) {
     }
 }
 
-/// For the deletion of an app's history: the key of the hook an item of
-/// the history points to, if it is the app's pointer to its hook (read
-/// with [`HISTORY_PROJECTION`]).
-pub fn hook_key_of_history_item(item: &Item) -> Option<Item> {
+/// For the removal of an app's leftovers (`apps::leftovers`): the id of
+/// the hook an item of the history points to, if it is the app's pointer to
+/// its hook (read with its `hook` attribute).
+pub fn hook_of_history_item(item: &Item) -> Option<&str> {
     if store::sort_key(item) != keys::WEBHOOK_SK {
         return None;
     }
-    let hook = item.get("hook")?.as_s().ok()?;
-    Some(hook_key(hook))
+    item.get("hook")?.as_s().ok().map(String::as_str)
 }
-
-/// The attributes [`hook_key_of_history_item`] reads.
-pub const HISTORY_PROJECTION: &str = "pk, sk, #hook";

@@ -29,14 +29,17 @@ pub fn controller_account() -> ServiceAccountRef {
     }
 }
 
-/// The kinds that make up who may do what.
-pub const RBAC_KINDS: [&str; 6] = [
+/// The kinds that make up who may do what: RBAC, and the admission policy
+/// that holds Berth's identities to what Berth owns.
+pub const RBAC_KINDS: [&str; 8] = [
     "Namespace",
     "ServiceAccount",
     "ClusterRole",
     "ClusterRoleBinding",
     "Role",
     "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 ];
 
 fn k8s_dir() -> PathBuf {
@@ -142,4 +145,25 @@ pub fn record_uses(standin: &berth_kube_standin::StandIn) {
     if let Err(error) = std::fs::write(&file, lines.join("\n")) {
         eprintln!("recording RBAC uses in {}: {error}", file.display());
     }
+}
+
+/// The name of the admission policy and of its binding (`infra/k8s/admission.yaml`).
+pub const ADMISSION_POLICY: &str = "berth-owned-namespaces";
+
+/// The ValidatingAdmissionPolicies (`binding: false`) or their bindings, as
+/// the administrator reaches them.
+pub fn admission_api(client: &kube::Client, binding: bool) -> Api<DynamicObject> {
+    let (kind, plural) = if binding {
+        (
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+        )
+    } else {
+        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
+    };
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
 }
