@@ -22,8 +22,9 @@
 //!   (saying to run `berth-admin registry set`). The App's git secret, when
 //!   it names one, is copied afresh into a Secret of the builds namespace
 //!   owned by the Build (named like its Job), which only the clone step
-//!   reads, and which is deleted when the build ends; a Secret of that name
-//!   that this Build does not own fails the build and is never used. Its
+//!   reads, and which is deleted when the build ends (by the uid its
+//!   status records); a Secret of that name that this Build does not own
+//!   fails the build and is never used nor deleted. Its
 //!   value is never in a status, message, Event or log line. The registry
 //!   credentials come from `registry::build_credentials`, and the
 //!   apiserver's version says how BuildKit's AppArmor profile is given
@@ -219,9 +220,10 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         )
         .await?;
     context.metrics.applied("NetworkPolicy");
-    if let Err(why) = copy_credential(build, context, &job_name, &owner).await? {
-        return fail(build, context, why).await;
-    }
+    let credential = match copy_credential(build, context, &job_name, &owner).await? {
+        Ok(copied) => copied,
+        Err(why) => return fail(build, context, why).await,
+    };
     let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     match jobs.create(&PostParams::default(), &job).await {
         Ok(_) => context.metrics.applied("Job"),
@@ -235,6 +237,7 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         message: None,
         job: Some(job_name.clone()),
         started_at: Some(clock::unix_millis()),
+        credential,
         ..build.status.clone().unwrap_or_default()
     };
     if write_status(build, context, status).await? {
@@ -278,17 +281,18 @@ async fn until_pod(build: &Build, context: &Context) -> Result<(), Error> {
 /// Copies the App's git secret (key `token`, and `username` when it has
 /// one) into the builds namespace, owned by the Build: afresh for each
 /// build (a copy this Build made in an earlier round is written over with
-/// the secret as it is now, never read). `Err(why)`: the build cannot run, in words
-/// that name the secret, never its value; among them a Secret of that name
-/// the Build does not own, which is never used.
+/// the secret as it is now, never read). `Ok(uid)`: the copy's, if the app
+/// names a secret. `Err(why)`: the build cannot run, in words that name
+/// the secret, never its value; among them a Secret of that name the Build
+/// does not own, which is never used.
 async fn copy_credential(
     build: &Build,
     context: &Context,
     name: &str,
     owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
-) -> Result<Result<(), String>, Error> {
+) -> Result<Result<Option<String>, String>, Error> {
     let Some(secret_name) = build.spec.source.git_secret.as_deref() else {
-        return Ok(Ok(()));
+        return Ok(Ok(None));
     };
     let found = Api::<Secret>::namespaced(context.client.clone(), &build.spec.namespace)
         .get_opt(secret_name)
@@ -324,7 +328,7 @@ async fn copy_credential(
     };
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     match secrets.create(&PostParams::default(), &secret).await {
-        Ok(_) => return Ok(Ok(())),
+        Ok(made) => return Ok(Ok(made.uid())),
         Err(error) if is_conflict(&error) => {}
         Err(error) => return Err(error.into()),
     }
@@ -343,7 +347,7 @@ async fn copy_credential(
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(refresh))
         .await
     {
-        Ok(_) => Ok(Ok(())),
+        Ok(refreshed) => Ok(Ok(refreshed.uid())),
         Err(error) if is_not_found(&error) => Ok(Err(
             "the copy of the git credential kept being removed meanwhile; asking again".to_owned(),
         )),
@@ -356,19 +360,27 @@ async fn copy_credential(
     }
 }
 
-/// Deletes the build's copy of the git credential, if it made one. By name,
-/// without reading it first: the controller reads no Secret of berth-builds
-/// (where the registry's push credential is). The name is the Build's own
-/// (`object_names::build_job` of its name, unique among the Builds there),
-/// and in berth-builds only Berth makes Secrets; the copy is also owned by
-/// the Build, so it goes with it whatever happens here.
+/// Deletes the build's copy of the git credential, if it made one: the
+/// object whose uid its status recorded (a precondition of the delete),
+/// without reading it first (the controller reads no Secret of
+/// berth-builds, where the registry's push credential is), so a Secret of
+/// that name the build did not make is never deleted. A copy made in a
+/// round whose status write was lost is not recorded: owned by the Build,
+/// it goes with it.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
-    if build.spec.source.git_secret.is_none() {
+    let Some(uid) = build.status.as_ref().and_then(|status| status.credential.clone()) else {
         return Ok(());
-    }
+    };
     let name = object_names::build_job(&build.name_any());
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    match secrets.delete(&name, &DeleteParams::default()).await {
+    let only_the_copy = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match secrets.delete(&name, &only_the_copy).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),

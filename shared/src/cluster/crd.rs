@@ -476,6 +476,11 @@ pub struct BuildStatus {
     /// The App revision the built image became.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// The uid of the copy of the git credential the build made, which it
+    /// deletes when it ends (that very object: never another Secret of the
+    /// name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 /// The namespace builds run in: Berth's own, where the registry's push
