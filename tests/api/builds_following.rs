@@ -799,3 +799,106 @@ async fn the_receiver_builds_nothing_in_an_environment_being_deleted() {
         .await
         .assert_problem(409, "environment_deleting");
 }
+
+/// A build's Job is made only when the builds namespace's quota (as
+/// `infra/k8s/builds.yaml` installs it: 8 pods) has room for its pod:
+/// three organizations with three builds each (their share) ask for 9, and
+/// what does not fit waits queued with no Job (so no deadline runs) until
+/// a build ends.
+#[tokio::test]
+async fn a_build_waits_for_the_quotas_room_without_a_job() {
+    let test = TestApp::with_cluster().await;
+    let quota = crate::support::identities::documents("builds.yaml")
+        .into_iter()
+        .filter(|doc| doc["kind"] == "ResourceQuota")
+        .collect::<Vec<_>>();
+    assert_eq!(quota.len(), 1);
+    crate::support::identities::apply(&test.cluster().client, &quota).await;
+    let pods: usize = quota[0]["spec"]["hard"]["pods"]
+        .as_str()
+        .and_then(|pods| pods.parse().ok())
+        .expect("a pod count");
+
+    let mut shops = Vec::new();
+    for org in ["initech", "hooli", "umbrella"] {
+        let user = test.other_org(&unique(org)).await;
+        let first = Shop::new(&test, &user).await;
+        let apps = first.path.rsplit_once('/').unwrap().0.to_owned();
+        let namespace = first.namespace.clone();
+        shops.push((user.clone(), first));
+        for name in ["cart", "till"] {
+            test.post(&apps)
+                .by(&user)
+                .json(json!({"name": name, "image": "nginx", "git_repo": REPO}))
+                .send()
+                .await
+                .assert_status(201);
+            shops.push((
+                user.clone(),
+                Shop {
+                    path: format!("{apps}/{name}"),
+                    namespace: namespace.clone(),
+                    name: name.to_owned(),
+                },
+            ));
+        }
+    }
+    for (user, shop) in &shops {
+        shop.create_build(&test, user).await;
+    }
+    let status = |user: &TestUser, shop: &Shop| {
+        let path = format!("{}/builds/1", shop.path);
+        let user = user.clone();
+        let test = &test;
+        async move { test.get(&path).by(&user).send().await.json() }
+    };
+    let mut waiting = Vec::new();
+    eventually("the builds that fit run, the others wait for room", || async {
+        let mut running = 0;
+        let mut waits = Vec::new();
+        for (index, (user, shop)) in shops.iter().enumerate() {
+            let shown = status(user, shop).await;
+            if shown["status"] == "running" {
+                running += 1;
+            } else if shown["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("waiting for room"))
+            {
+                waits.push(index);
+            }
+        }
+        running + waits.len() == shops.len() && !waits.is_empty() && running <= pods
+    })
+    .await;
+    for (index, (user, shop)) in shops.iter().enumerate() {
+        let shown = status(user, shop).await;
+        if shown["status"] == "queued" {
+            assert_eq!(shown["started_at"], Value::Null);
+            assert!(shop.job(&test, 1).await.is_none(), "no Job, no deadline");
+            waiting.push(index);
+        }
+    }
+    assert!(!waiting.is_empty());
+
+    // A build ends: one waiting gets its room.
+    let (user, ended) = shops
+        .iter()
+        .enumerate()
+        .find(|(index, _)| !waiting.contains(index))
+        .map(|(_, pair)| pair)
+        .expect("a running build");
+    ended.push_anyway(&test, 1).await;
+    eventually("a waiting build starts", || async {
+        let mut started = false;
+        for index in &waiting {
+            let (user, shop) = &shops[*index];
+            started |= status(user, shop).await["status"] == "running";
+        }
+        started
+    })
+    .await;
+    eventually("the ended build succeeded", || async {
+        status(user, ended).await["status"] == "succeeded"
+    })
+    .await;
+}
