@@ -181,7 +181,12 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         credentials: &credentials,
         apparmor: AppArmor::for_minor(&version.minor),
     };
-    let git_credential = build.spec.source.git_secret.as_ref().map(|_| job_name.as_str());
+    let git_credential = build
+        .spec
+        .source
+        .git_secret
+        .as_ref()
+        .map(|_| job_name.as_str());
     let job = match build_engine::job(
         build,
         owner.clone(),
@@ -368,7 +373,11 @@ async fn copy_credential(
 /// round whose status write was lost is not recorded: owned by the Build,
 /// it goes with it.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
-    let Some(uid) = build.status.as_ref().and_then(|status| status.credential.clone()) else {
+    let Some(uid) = build
+        .status
+        .as_ref()
+        .and_then(|status| status.credential.clone())
+    else {
         return Ok(());
     };
     let name = object_names::build_job(&build.name_any());

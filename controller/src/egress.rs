@@ -281,7 +281,11 @@ mod tests {
 
     #[test]
     fn settings_are_canonical_cidrs() {
-        assert!(parse_cidrs("10.1.2.3/8").unwrap_err().contains("10.0.0.0/8"));
+        assert!(
+            parse_cidrs("10.1.2.3/8")
+                .unwrap_err()
+                .contains("10.0.0.0/8")
+        );
         assert!(parse_cidrs("0.0.0.0/0").is_err());
         assert!(parse_cidrs("::/0").is_err());
         assert!(parse_cidrs("example.com").is_err());
@@ -302,7 +306,11 @@ mod tests {
 
     #[test]
     fn the_apiserver_inside_a_denied_range_is_closed_by_the_range() {
-        let closed: Vec<String> = settings().closed().iter().map(ToString::to_string).collect();
+        let closed: Vec<String> = settings()
+            .closed()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(
             closed,
             [

@@ -409,7 +409,9 @@ fn controllers(
                 known_builds
                     .state()
                     .into_iter()
-                    .filter(|build| Some(&build.spec.app_uid) == uid.as_ref() && !build.is_finished())
+                    .filter(|build| {
+                        Some(&build.spec.app_uid) == uid.as_ref() && !build.is_finished()
+                    })
                     .map(|build| ObjectRef::from_obj(build.as_ref()))
                     .collect::<Vec<_>>()
             },

@@ -180,7 +180,9 @@ fn egress_settings() -> Result<EgressSettings, String> {
     let dns = match cidrs("BERTH_DNS_CIDRS")? {
         Some(dns) => dns,
         // Pods are told the same name servers as the controller's own pod.
-        None => egress::name_servers(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default()),
+        None => {
+            egress::name_servers(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default())
+        }
     };
     let dns_pod_labels = match setting("BERTH_DNS_POD_LABELS") {
         None => defaults.dns_pod_labels,

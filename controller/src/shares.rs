@@ -38,8 +38,16 @@ const CHARGED: [(&str, Side, &str); 9] = [
     ("requests.memory", Side::Requests, "memory"),
     ("limits.memory", Side::Limits, "memory"),
     ("ephemeral-storage", Side::Requests, "ephemeral-storage"),
-    ("requests.ephemeral-storage", Side::Requests, "ephemeral-storage"),
-    ("limits.ephemeral-storage", Side::Limits, "ephemeral-storage"),
+    (
+        "requests.ephemeral-storage",
+        Side::Requests,
+        "ephemeral-storage",
+    ),
+    (
+        "limits.ephemeral-storage",
+        Side::Limits,
+        "ephemeral-storage",
+    ),
 ];
 
 #[derive(Clone, Copy)]
@@ -229,10 +237,16 @@ mod tests {
                 .unwrap()
                 .contains("at most 2")
         );
-        assert_eq!(decide("globex", &demand, 2, &running, &[quota("8", "4")]), None);
+        assert_eq!(
+            decide("globex", &demand, 2, &running, &[quota("8", "4")]),
+            None
+        );
         assert_eq!(decide("initech", &demand, 2, &running, &[]), None);
         // Three pods of 500m in a quota of 2 CPU: room for one more, not two.
-        assert_eq!(decide("initech", &demand, 2, &running, &[quota("8", "2")]), None);
+        assert_eq!(
+            decide("initech", &demand, 2, &running, &[quota("8", "2")]),
+            None
+        );
         let four = [pod("acme"), pod("globex"), pod("initech"), pod("hooli")];
         assert!(
             decide("umbrella", &demand, 2, &four, &[quota("8", "2")])
@@ -240,6 +254,9 @@ mod tests {
                 .contains("waiting for room")
         );
         assert!(decide("umbrella", &demand, 2, &four, &[quota("4", "8")]).is_some());
-        assert_eq!(decide("umbrella", &demand, 2, &four, &[quota("5", "8")]), None);
+        assert_eq!(
+            decide("umbrella", &demand, 2, &four, &[quota("5", "8")]),
+            None
+        );
     }
 }

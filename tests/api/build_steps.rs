@@ -417,9 +417,8 @@ async fn a_pushed_commit_builds_only_if_it_is_on_the_apps_branch() {
     let dir = scratch("berth-git-repos");
     let repo = repository(&dir);
     let server = GitHttp::repositories("127.0.0.1", &repo.root, None).await;
-    let push = |commit: &str| {
-        SourceRun::new(&server.origin(), Some(commit)).set("GIT_BRANCH", "main")
-    };
+    let push =
+        |commit: &str| SourceRun::new(&server.origin(), Some(commit)).set("GIT_BRANCH", "main");
     // The head of main, and a commit of its history.
     for commit in [&repo.main, &repo.first] {
         let step = push(commit);
@@ -444,7 +443,11 @@ async fn a_pushed_commit_builds_only_if_it_is_on_the_apps_branch() {
     let step = push(&repo.main).set("GIT_BRANCH", "gone");
     let output = step.run().await;
     assert!(!output.status.success());
-    assert!(said(&output).contains("no branch gone"), "{}", said(&output));
+    assert!(
+        said(&output).contains("no branch gone"),
+        "{}",
+        said(&output)
+    );
 
     // A force-push moves main back onto feature's commit: the new head
     // builds, the head it replaced is no longer on the branch.

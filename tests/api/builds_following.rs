@@ -22,7 +22,7 @@ use berth_shared::cluster::crd::{
 };
 use berth_shared::store::{self, keys};
 
-use crate::builds_running::set_registry;
+use crate::builds_running::{set_registry, token_secret};
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, TestUser, eventually, unique};
 use crate::webhooks::{Hook, source_app};
@@ -88,17 +88,7 @@ impl Shop {
 
     /// The app's new webhook, made by the owner.
     async fn hook(&self, test: &TestApp) -> Hook {
-        let made = test
-            .post(&format!("{}/webhook", self.path))
-            .by(&test.owner)
-            .send()
-            .await;
-        made.assert_status(201);
-        let body = made.json();
-        Hook {
-            url: body["url"].as_str().expect("url").to_owned(),
-            secret: body["secret"].as_str().expect("secret").to_owned(),
-        }
+        Hook::make_for(test, &self.path).await
     }
 
     async fn record(&self, test: &TestApp) -> Value {
@@ -201,7 +191,10 @@ async fn a_decision_cancels_the_running_build(
     shop.push_anyway(test, number).await;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     let after = shop.record(test).await;
-    assert_eq!(after["revision"], decided["revision"], "nothing written over");
+    assert_eq!(
+        after["revision"], decided["revision"],
+        "nothing written over"
+    );
     assert_eq!(after["image"], decided["image"]);
     assert_eq!(shop.build(test, number).await["status"], "cancelled");
 }
@@ -235,8 +228,8 @@ async fn a_rollback_during_a_build_cancels_it_and_is_not_overwritten() {
     assert_eq!(shop.record(&test).await["image"], "nginx");
 }
 
-#[tokio::test]
-async fn an_image_set_by_hand_during_a_build_cancels_it_and_is_not_overwritten() {
+/// An update of `shop` that is a decision, made while its build runs.
+async fn an_update_cancels_the_running_build(update: Value, why: &str) -> Value {
     let test = TestApp::with_cluster().await;
     let shop = Shop::new(&test, &test.owner).await;
     let number = shop.create_build(&test, &test.owner).await;
@@ -247,40 +240,42 @@ async fn an_image_set_by_hand_during_a_build_cancels_it_and_is_not_overwritten()
         async || {
             test.request(Method::PATCH, &shop.path)
                 .by(&test.owner)
-                .json(json!({"image": "nginx:3"}))
+                .json(update)
                 .send()
                 .await
                 .assert_status(200);
         },
+        why,
+    )
+    .await;
+    shop.record(&test).await
+}
+
+#[tokio::test]
+async fn an_image_set_by_hand_during_a_build_cancels_it_and_is_not_overwritten() {
+    let after = an_update_cancels_the_running_build(
+        json!({"image": "nginx:3"}),
         "the image was set by hand",
     )
     .await;
-    assert_eq!(shop.record(&test).await["image"], "nginx:3");
+    assert_eq!(after["image"], "nginx:3");
 }
 
 #[tokio::test]
 async fn removing_the_source_during_a_build_cancels_it_and_is_not_overwritten() {
-    let test = TestApp::with_cluster().await;
-    let shop = Shop::new(&test, &test.owner).await;
-    let number = shop.create_build(&test, &test.owner).await;
-    a_decision_cancels_the_running_build(
-        &test,
-        &shop,
-        number,
-        async || {
-            test.request(Method::PATCH, &shop.path)
-                .by(&test.owner)
-                .json(json!({"git_repo": null}))
-                .send()
-                .await
-                .assert_status(200);
-        },
-        "the source was removed",
-    )
-    .await;
-    let after = shop.record(&test).await;
+    let after =
+        an_update_cancels_the_running_build(json!({"git_repo": null}), "the source was removed")
+            .await;
     assert_eq!(after["image"], "nginx");
     assert_eq!(after["git_repo"], Value::Null);
+}
+
+#[tokio::test]
+async fn changing_the_source_during_a_build_cancels_it_and_is_not_overwritten() {
+    let after =
+        an_update_cancels_the_running_build(json!({"git_ref": "release"}), "the source changed")
+            .await;
+    assert_eq!(after["git_ref"], "release");
 }
 
 #[tokio::test]
@@ -408,7 +403,10 @@ async fn one_organization_cannot_take_every_build_slot() {
     let shown = last.build(&test, waiting).await;
     assert_eq!(shown["status"], "queued");
     assert_eq!(shown["started_at"], Value::Null);
-    assert!(last.job(&test, waiting).await.is_none(), "no Job, no deadline");
+    assert!(
+        last.job(&test, waiting).await.is_none(),
+        "no Job, no deadline"
+    );
 
     // Another organization builds meanwhile.
     let other = test.other_org("globex").await;
@@ -484,7 +482,10 @@ async fn build_pods_are_bounded_and_their_egress_closed() {
         let spec = policy(namespace.clone()).await;
         assert_eq!(spec.policy_types, Some(vec!["Egress".to_owned()]));
         assert_eq!(
-            spec.pod_selector.unwrap_or_default().match_labels.unwrap_or_default(),
+            spec.pod_selector
+                .unwrap_or_default()
+                .match_labels
+                .unwrap_or_default(),
             BTreeMap::new()
         );
         let rules = spec.egress.unwrap_or_default();
@@ -494,7 +495,11 @@ async fn build_pods_are_bounded_and_their_egress_closed() {
                 let dns = rule.ports.is_some();
                 rule.to.iter().flatten().filter_map(move |peer| {
                     peer.ip_block.as_ref().map(|block| {
-                        (block.cidr.clone(), block.except.clone().unwrap_or_default(), dns)
+                        (
+                            block.cidr.clone(),
+                            block.except.clone().unwrap_or_default(),
+                            dns,
+                        )
                     })
                 })
             })
@@ -513,11 +518,17 @@ async fn build_pods_are_bounded_and_their_egress_closed() {
             "10.0.0.0/8",
             &format!("{APISERVER_ADDRESS}/32"),
         ] {
-            assert!(v4.iter().any(|c| c == closed), "{namespace}: {closed} closed: {v4:?}");
+            assert!(
+                v4.iter().any(|c| c == closed),
+                "{namespace}: {closed} closed: {v4:?}"
+            );
         }
         let v6 = open("::/0");
         for closed in ["fe80::/10", "fd00:ec2::254/128", "fd00:10::/64"] {
-            assert!(v6.iter().any(|c| c == closed), "{namespace}: {closed} closed: {v6:?}");
+            assert!(
+                v6.iter().any(|c| c == closed),
+                "{namespace}: {closed} closed: {v6:?}"
+            );
         }
         assert!(open(EGRESS_ALLOWED).is_empty());
         // DNS: on port 53 only, to the DNS address.
@@ -551,7 +562,9 @@ async fn build_pods_are_bounded_and_their_egress_closed() {
             ]
         );
         assert!(
-            blocks.iter().any(|(cidr, _, dns)| cidr == DNS_ADDRESS && *dns),
+            blocks
+                .iter()
+                .any(|(cidr, _, dns)| cidr == DNS_ADDRESS && *dns),
             "{blocks:?}"
         );
         // An environment's pods reach each other.
@@ -573,23 +586,7 @@ async fn a_secret_in_the_way_of_the_credential_copy_fails_the_build() {
     let test = TestApp::with_cluster().await;
     let shop = Shop::new(&test, &test.owner).await;
     let client = test.cluster().client.clone();
-    Api::<Secret>::namespaced(client.clone(), &shop.namespace)
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("git-token".to_owned()),
-                    ..Default::default()
-                },
-                string_data: Some(BTreeMap::from([(
-                    "token".to_owned(),
-                    "ghp-real-s3cret".to_owned(),
-                )])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("the git secret");
+    token_secret(&client, &shop.namespace, "git-token", "ghp-real-s3cret").await;
     test.request(Method::PATCH, &shop.path)
         .by(&test.owner)
         .json(json!({"git_secret": "git-token"}))
@@ -597,23 +594,7 @@ async fn a_secret_in_the_way_of_the_credential_copy_fails_the_build() {
         .await
         .assert_status(200);
     // Build 1's copy's name, taken before it runs.
-    let planted = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some(shop.job_name(1)),
-                    ..Default::default()
-                },
-                string_data: Some(BTreeMap::from([(
-                    "token".to_owned(),
-                    "planted".to_owned(),
-                )])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("a Secret in the way");
+    let planted = token_secret(&client, BUILDS_NAMESPACE, &shop.job_name(1), "planted").await;
     let number = shop.create_build(&test, &test.owner).await;
     assert_eq!(number, 1);
     let failed = shop.until_build(&test, number, "failed").await;
@@ -625,7 +606,10 @@ async fn a_secret_in_the_way_of_the_credential_copy_fails_the_build() {
         .get(&shop.job_name(1))
         .await
         .expect("left as it was");
-    assert_eq!(after.metadata.resource_version, planted.metadata.resource_version);
+    assert_eq!(
+        after.metadata.resource_version,
+        planted.metadata.resource_version
+    );
 }
 
 /// A `git_repo` names a DNS name with a dot: IP literals, `localhost` and
@@ -651,7 +635,10 @@ async fn a_git_repo_names_a_public_dns_name() {
             .send()
             .await;
         answer.assert_problem(422, "validation_failed");
-        let detail = answer.json()["detail"].as_str().unwrap_or_default().to_owned();
+        let detail = answer.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(detail.starts_with("git_repo:"), "{repo}: {detail}");
         test.request(Method::PATCH, &shop.path)
             .by(&test.owner)
@@ -739,19 +726,23 @@ async fn a_replayed_delivery_never_builds_and_a_force_push_does() {
     for (delivery, body) in [
         ("delivery-1", body.clone()),
         ("delivery-2", body.clone()),
-        ("delivery-1", crate::webhooks::push("refs/heads/main", DIGEST_COMMIT)),
+        (
+            "delivery-1",
+            crate::webhooks::push("refs/heads/main", DIGEST_COMMIT),
+        ),
     ] {
         let again = hook.github(&test, "push", delivery, body).await;
         again.assert_status(200);
-        assert!(again.json()["ignored"].as_str().is_some(), "{}", again.text());
+        assert!(
+            again.json()["ignored"].as_str().is_some(),
+            "{}",
+            again.text()
+        );
     }
 
     // A force-push: `forced`, `before` not an ancestor; its new head builds.
-    let mut forced: Value = serde_json::from_slice(&crate::webhooks::push(
-        "refs/heads/main",
-        DIGEST_COMMIT,
-    ))
-    .unwrap();
+    let mut forced: Value =
+        serde_json::from_slice(&crate::webhooks::push("refs/heads/main", DIGEST_COMMIT)).unwrap();
     forced["forced"] = json!(true);
     forced["before"] = json!(COMMIT);
     let answer = hook
@@ -785,7 +776,9 @@ async fn the_receiver_builds_nothing_in_an_environment_being_deleted() {
         .await
         .assert_status(202);
     let delivery = crate::webhooks::push("refs/heads/main", COMMIT);
-    let answer = hook.github(&test, "push", "delivery-1", delivery.clone()).await;
+    let answer = hook
+        .github(&test, "push", "delivery-1", delivery.clone())
+        .await;
     answer.assert_problem(409, "environment_deleting");
     let builds: Api<Build> = Api::namespaced(test.cluster().client.clone(), BUILDS_NAMESPACE);
     let made = builds
@@ -853,22 +846,25 @@ async fn a_build_waits_for_the_quotas_room_without_a_job() {
         async move { test.get(&path).by(&user).send().await.json() }
     };
     let mut waiting = Vec::new();
-    eventually("the builds that fit run, the others wait for room", || async {
-        let mut running = 0;
-        let mut waits = Vec::new();
-        for (index, (user, shop)) in shops.iter().enumerate() {
-            let shown = status(user, shop).await;
-            if shown["status"] == "running" {
-                running += 1;
-            } else if shown["message"]
-                .as_str()
-                .is_some_and(|message| message.contains("waiting for room"))
-            {
-                waits.push(index);
+    eventually(
+        "the builds that fit run, the others wait for room",
+        || async {
+            let mut running = 0;
+            let mut waits = Vec::new();
+            for (index, (user, shop)) in shops.iter().enumerate() {
+                let shown = status(user, shop).await;
+                if shown["status"] == "running" {
+                    running += 1;
+                } else if shown["message"]
+                    .as_str()
+                    .is_some_and(|message| message.contains("waiting for room"))
+                {
+                    waits.push(index);
+                }
             }
-        }
-        running + waits.len() == shops.len() && !waits.is_empty() && running <= pods
-    })
+            running + waits.len() == shops.len() && !waits.is_empty() && running <= pods
+        },
+    )
     .await;
     for (index, (user, shop)) in shops.iter().enumerate() {
         let shown = status(user, shop).await;

@@ -190,7 +190,6 @@ impl AppArmor {
     }
 }
 
-
 /// Where a build goes and what it may use to get there, besides its Build.
 pub struct Target<'a> {
     pub registry: &'a Registry,

@@ -332,7 +332,9 @@ fn check_port(port: &Value) -> Result<(), Refusal> {
         },
         Some(Value::String(service)) => {
             let ok = (1..=15).contains(&service.len())
-                && service.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && service
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && service.bytes().any(|b| b.is_ascii_lowercase())
                 && !service.starts_with('-')
                 && !service.ends_with('-')
@@ -341,7 +343,9 @@ fn check_port(port: &Value) -> Result<(), Refusal> {
                 return Err((
                     ".port".into(),
                     "FieldValueInvalid",
-                    format!("Invalid value: \"{service}\": must be a port number or an IANA service name"),
+                    format!(
+                        "Invalid value: \"{service}\": must be a port number or an IANA service name"
+                    ),
                 ));
             }
             None
@@ -380,7 +384,11 @@ fn check_peer(peer: &Value) -> Result<(), Refusal> {
         .filter(|key| present(key))
         .count();
     if peers == 0 {
-        return Err((String::new(), "FieldValueRequired", "Required value: must specify a peer".into()));
+        return Err((
+            String::new(),
+            "FieldValueRequired",
+            "Required value: must specify a peer".into(),
+        ));
     }
     if !present("ipBlock") {
         return Ok(());
@@ -393,14 +401,24 @@ fn check_peer(peer: &Value) -> Result<(), Refusal> {
         ));
     }
     let block = &peer["ipBlock"];
-    let Some(cidr) = block.get("cidr").and_then(Value::as_str).filter(|c| !c.is_empty()) else {
-        return Err((".ipBlock.cidr".into(), "FieldValueRequired", "Required value".into()));
+    let Some(cidr) = block
+        .get("cidr")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+    else {
+        return Err((
+            ".ipBlock.cidr".into(),
+            "FieldValueRequired",
+            "Required value".into(),
+        ));
     };
     let Some(network) = parse_cidr(cidr) else {
         return Err((
             ".ipBlock.cidr".into(),
             "FieldValueInvalid",
-            format!("Invalid value: \"{cidr}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"),
+            format!(
+                "Invalid value: \"{cidr}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+            ),
         ));
     };
     for (i, except) in block
@@ -417,7 +435,9 @@ fn check_peer(peer: &Value) -> Result<(), Refusal> {
             return Err((
                 field,
                 "FieldValueInvalid",
-                format!("Invalid value: \"{text}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"),
+                format!(
+                    "Invalid value: \"{text}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+                ),
             ));
         };
         if !network.strictly_contains(&inner) {
@@ -459,7 +479,11 @@ fn parse_cidr(text: &str) -> Option<Cidr> {
 impl Cidr {
     fn network(&self) -> u128 {
         let host_bits = self.width - self.prefix;
-        if host_bits >= 128 { 0 } else { (self.bits >> host_bits) << host_bits }
+        if host_bits >= 128 {
+            0
+        } else {
+            (self.bits >> host_bits) << host_bits
+        }
     }
 
     /// Go's `cidr.Contains(except.IP) && cidrLen < exceptLen`.
@@ -468,7 +492,13 @@ impl Cidr {
             return false;
         }
         let host_bits = self.width - self.prefix;
-        let shifted = |bits: u128| if host_bits >= 128 { 0 } else { bits >> host_bits };
+        let shifted = |bits: u128| {
+            if host_bits >= 128 {
+                0
+            } else {
+                bits >> host_bits
+            }
+        };
         shifted(inner.bits) == shifted(self.network())
     }
 }

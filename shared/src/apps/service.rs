@@ -400,7 +400,13 @@ pub async fn create(
     if awaits_build {
         // The app is committed: a fault now leaves it awaiting a build that
         // createBuild queues (docs/api-notes.md, "Apps from source").
-        if let Err(error) = builds::start(client, &created, builds::Asked::by(&caller.user.email, None)).await {
+        if let Err(error) = builds::start(
+            client,
+            &created,
+            builds::Asked::by(&caller.user.email, None),
+        )
+        .await
+        {
             tracing::warn!(app = %path.target(), error = %error.cause(),
                 "the first build of an app from source could not be queued");
         }
@@ -439,8 +445,7 @@ pub async fn update(
     let revision = current.spec.release.revision + 1;
     let decision = decision_of(&current.spec.config, &config, revision);
     let release = mark(revision, reason, None, caller);
-    let updated =
-        commit_change(store, client, rules, &current, config, release, decision).await?;
+    let updated = commit_change(store, client, rules, &current, config, release, decision).await?;
     Ok(record_of(&updated, &path.environment_path(), caller))
 }
 

@@ -231,7 +231,9 @@ pub struct Decision {
 impl AppSpec {
     /// The revision of the app's last decision (0: none yet).
     pub fn decided_at(&self) -> i64 {
-        self.decision.as_ref().map_or(0, |decision| decision.revision)
+        self.decision
+            .as_ref()
+            .map_or(0, |decision| decision.revision)
     }
 }
 

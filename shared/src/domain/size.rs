@@ -83,7 +83,9 @@ impl Quantity {
         }
         let mut number: u128 = 0;
         for limb in value.digits.iter().rev() {
-            number = number.checked_mul(1 << 32)?.checked_add(u128::from(*limb))?;
+            number = number
+                .checked_mul(1 << 32)?
+                .checked_add(u128::from(*limb))?;
         }
         let decimal = value.decimal + 3;
         let up = |number: u128, divisor: u128| number.div_ceil(divisor);

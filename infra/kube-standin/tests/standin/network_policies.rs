@@ -111,8 +111,16 @@ async fn egress_rules_by_address_are_held_to_the_apiservers_rules() {
                 .create(&PostParams::default(), &policy(name, egress))
                 .await,
         );
-        assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"), "{name}");
-        assert_eq!(cause(&refused), (reason.to_owned(), field.to_owned()), "{name}");
+        assert_eq!(
+            (refused.code, refused.reason.as_str()),
+            (422, "Invalid"),
+            "{name}"
+        );
+        assert_eq!(
+            cause(&refused),
+            (reason.to_owned(), field.to_owned()),
+            "{name}"
+        );
         assert!(matches!(policies.get_opt(name).await, Ok(None)), "{name}");
     }
 }
