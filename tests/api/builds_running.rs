@@ -296,7 +296,10 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
         running.uid().unwrap()
     );
     // Recorded by its uid, which the deletion at the end is held to.
-    assert_eq!(running.status.as_ref().unwrap().credential, copy.metadata.uid);
+    assert_eq!(
+        running.status.as_ref().unwrap().credential,
+        copy.metadata.uid
+    );
     let pod = job.spec.unwrap().template.spec.unwrap();
     no_step_that_runs_tenant_code_can_read_the_push_credential(&pod);
     let readers: Vec<String> = pod
