@@ -303,6 +303,54 @@ async fn deleting_the_webhook_cancels_the_builds_it_started() {
     assert_eq!(shop.record(&test).await["image"], "nginx");
 }
 
+/// A promotion is a decision of the target app only: its running build is
+/// cancelled, the source app's goes on.
+#[tokio::test]
+async fn a_promotion_cancels_the_targets_builds_only() {
+    let test = TestApp::with_cluster().await;
+    let dev = Shop::new(&test, &test.owner).await;
+    let project = dev.path.split('/').nth(4).unwrap().to_owned();
+    let environments = format!("/api/v1/projects/{project}/environments");
+    test.post(&environments)
+        .by(&test.owner)
+        .json(json!({"name": "prod"}))
+        .send()
+        .await
+        .assert_status(201);
+    test.wait_for_environment(&project, "prod").await;
+    let prod = Shop {
+        path: format!("{environments}/prod/apps/shop"),
+        namespace: format!("{project}-prod"),
+        name: "shop".to_owned(),
+    };
+    test.post(&format!("{environments}/prod/apps"))
+        .by(&test.owner)
+        .json(json!({"name": "shop", "image": "nginx", "git_repo": REPO, "port": 8080}))
+        .send()
+        .await
+        .assert_status(201);
+    let theirs = dev.create_build(&test, &test.owner).await;
+    dev.until_build(&test, theirs, "running").await;
+    let number = prod.create_build(&test, &test.owner).await;
+    a_decision_cancels_the_running_build(
+        &test,
+        &prod,
+        number,
+        async || {
+            test.post(&format!("{}/promote", dev.path))
+                .by(&test.owner)
+                .json(json!({"environment": "prod"}))
+                .send()
+                .await
+                .assert_status(200);
+        },
+        "promoted from dev",
+    )
+    .await;
+    assert_eq!(dev.build(&test, theirs).await["status"], "running");
+    assert!(dev.job(&test, theirs).await.is_some());
+}
+
 /// `cancelBuild`: `app-deploy`, `202` with the build being cancelled, then
 /// `cancelled` saying who; `409` once it finished; audited.
 #[tokio::test]
