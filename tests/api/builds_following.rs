@@ -164,6 +164,15 @@ impl Shop {
     }
 }
 
+/// A test with an app `shop` whose build (its number) runs.
+async fn a_running_build() -> (TestApp, Shop, i64) {
+    let test = TestApp::with_cluster().await;
+    let shop = Shop::new(&test, &test.owner).await;
+    let number = shop.create_build(&test, &test.owner).await;
+    shop.until_build(&test, number, "running").await;
+    (test, shop, number)
+}
+
 /// A running build of `shop`, asked for before `decide`; once the decision
 /// is made, the build is `cancelled` saying `why`, its Job is gone, and
 /// the app stays as the decision left it even when the build's pod ends
@@ -230,9 +239,7 @@ async fn a_rollback_during_a_build_cancels_it_and_is_not_overwritten() {
 
 /// An update of `shop` that is a decision, made while its build runs.
 async fn an_update_cancels_the_running_build(update: Value, why: &str) -> Value {
-    let test = TestApp::with_cluster().await;
-    let shop = Shop::new(&test, &test.owner).await;
-    let number = shop.create_build(&test, &test.owner).await;
+    let (test, shop, number) = a_running_build().await;
     a_decision_cancels_the_running_build(
         &test,
         &shop,
@@ -355,10 +362,7 @@ async fn a_promotion_cancels_the_targets_builds_only() {
 /// `cancelled` saying who; `409` once it finished; audited.
 #[tokio::test]
 async fn cancel_build_stops_a_build_and_refuses_a_finished_one() {
-    let test = TestApp::with_cluster().await;
-    let shop = Shop::new(&test, &test.owner).await;
-    let number = shop.create_build(&test, &test.owner).await;
-    shop.until_build(&test, number, "running").await;
+    let (test, shop, number) = a_running_build().await;
     let cancel = format!("{}/builds/{number}/cancel", shop.path);
 
     let operator = test.user(Role::Operator).await;
@@ -486,10 +490,7 @@ async fn one_organization_cannot_take_every_build_slot() {
 #[tokio::test]
 async fn build_pods_are_bounded_and_their_egress_closed() {
     use crate::support::cluster::{APISERVER_ADDRESS, DNS_ADDRESS, EGRESS_ALLOWED};
-    let test = TestApp::with_cluster().await;
-    let shop = Shop::new(&test, &test.owner).await;
-    let number = shop.create_build(&test, &test.owner).await;
-    shop.until_build(&test, number, "running").await;
+    let (test, shop, number) = a_running_build().await;
     let job = shop.job(&test, number).await.expect("the Job");
     let pod = job.spec.unwrap().template.spec.unwrap();
     for container in pod.init_containers.iter().flatten().chain(&pod.containers) {
