@@ -45,10 +45,8 @@ use k8s_openapi::api::networking::v1::{
     IPBlock, NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
     NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER};
 
 use crate::isolation::NAMESPACE_NAME_LABEL;
 
@@ -246,15 +244,7 @@ impl EgressSettings {
             });
         }
         NetworkPolicy {
-            metadata: ObjectMeta {
-                name: Some(POLICY_NAME.to_owned()),
-                namespace: Some(namespace.to_owned()),
-                labels: Some(BTreeMap::from([(
-                    LABEL_MANAGED_BY.to_owned(),
-                    MANAGER.to_owned(),
-                )])),
-                ..ObjectMeta::default()
-            },
+            metadata: crate::isolation::policy_metadata(POLICY_NAME, namespace),
             spec: Some(NetworkPolicySpec {
                 pod_selector: Some(LabelSelector::default()),
                 policy_types: Some(vec!["Egress".to_owned()]),
