@@ -161,7 +161,12 @@ fn links() -> Vec<Link> {
         APP,
     );
     add(PutSecret, "201", &[DeleteSecret], SECRET);
-    add(CreateBuild, "202", &[GetBuild, GetBuildLogs], BUILD);
+    add(
+        CreateBuild,
+        "202",
+        &[GetBuild, GetBuildLogs, CancelBuild],
+        BUILD,
+    );
     add(CreateWebhook, "201", &[GetWebhook, DeleteWebhook], WEBHOOK);
     add(
         CreateToken,

@@ -1125,6 +1125,10 @@ mod tests {
                 },
                 actor: None,
                 created_at: 1,
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         assert!(awaiting_message(Some(&build)).contains("build 3 is queued"));

@@ -2,27 +2,45 @@
 //! status following the Job; on success, the App's next revision runs the
 //! image pinned by digest.
 //!
+//! - Builds follow the app: a Build the API asked to cancel
+//!   (`BuildSpec::cancel`), or asked for before the App's last decision
+//!   (`AppSpec::decision`: a rollback, an image set by hand, the source
+//!   changed or removed, a promotion into it), is `cancelled` saying why,
+//!   and its Job deleted. Apps are watched, so this follows their change at
+//!   once; and it is checked again, on the App as read, right before the
+//!   App gets the build's image, which is written over that very App (its
+//!   resourceVersion): a decision made meanwhile wins.
 //! - One build per app runs at a time: a queued Build waits while another of
 //!   its App (by `LABEL_APP_UID`) runs; of several queued, all but the
 //!   newest are `cancelled`. Decided on a fresh list, one App at a time.
+//! - Fair shares (`crate::shares`): a Job is made only when the build's
+//!   organization runs fewer than its share and the namespace's quotas have
+//!   room; starts are decided one at a time, each once the one before has
+//!   its pod. Before its Job, the builds namespace's egress policy
+//!   (`crate::egress`) is applied.
 //! - Starting: without the registry's ConfigMap the Build fails at once
 //!   (saying to run `berth-admin registry set`). The App's git secret, when
-//!   it names one, is copied into a Secret of the builds namespace owned by
-//!   the Build (named like its Job), which only the clone step reads, and
-//!   which is deleted when the build ends. Its value is never in a status,
-//!   message, Event or log line. The registry credentials come from
-//!   `registry::build_credentials`: with a scoped registry the build's own,
-//!   minted now (their digests in the status it is `running` with), which
-//!   the token service honours only while it runs, at most its deadline;
-//!   they are deleted when it ends. The apiserver's version says how
-//!   BuildKit's AppArmor profile is given (`build_engine::AppArmor`).
+//!   it names one, is copied afresh into a Secret of the builds namespace
+//!   owned by the Build (named like its Job), which only the clone step
+//!   reads, and which is deleted when the build ends (by the uid its
+//!   status records); a Secret of that name that this Build does not own
+//!   fails the build and is never used nor deleted. Its
+//!   value is never in a status, message, Event or log line. The registry
+//!   credentials come from `registry::build_credentials`: with a scoped
+//!   registry the build's own, minted now (their digests in the status it
+//!   is `running` with), which the token service honours only while it
+//!   runs, at most its deadline; they are deleted when it ends. The
+//!   apiserver's version says how BuildKit's AppArmor profile is given
+//!   (`build_engine::AppArmor`).
 //! - Ending: the `result` step's termination message, parsed strictly,
-//!   gives commit and digest; the App gets revision `n + 1` (reason
-//!   `deploy`, note `build {number} of {commit:12}`, the Build's actor, the
-//!   image `{prefix}/{org}/{project}/{app}@{digest}`), written over the
-//!   App as read (its resourceVersion), like the automatic rollback
-//!   (`crate::releases::commit_rollback`). Then the Build is `succeeded`
-//!   with its image and revision. A failed build changes nothing of the App.
+//!   gives commit and digest, recorded in the Build's status with the image
+//!   (the build is then past cancelling by request); then the App gets
+//!   revision `n + 1` (reason `deploy`, note `build {number} of
+//!   {commit:12}`, the Build's actor, the image
+//!   `{prefix}/{org}/{project}/{app}@{digest}`), written over the App as
+//!   read, like the automatic rollback (`crate::releases::commit_rollback`).
+//!   Then the Build is `succeeded` with its revision. A failed build
+//!   changes nothing of the App.
 //! - A Build whose App is gone (or is another App of that name: another
 //!   uid) is deleted, and with it its Job and credential.
 //!
@@ -34,7 +52,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
@@ -47,10 +66,9 @@ use berth_shared::cluster::crd::{
 use berth_shared::cluster::ownership;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
-use crate::build_engine::{self, AppArmor, GitCredential, Outcome, Pushed, Target};
+use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
 use crate::events::{Reason, bounded};
-use crate::registry;
-use crate::{Context, Error};
+use crate::{Context, Error, FIELD_MANAGER, egress, registry, shares};
 
 /// A queued build looks again this often for its turn (a build ending
 /// wakes only itself).
@@ -62,6 +80,9 @@ const AFTER_A_CONFLICT: Duration = Duration::from_secs(1);
 /// A build's registry credentials outlive its Job's deadline by this much:
 /// the Job's pod may start a little after the credentials are minted.
 const CREDENTIAL_SLACK_SECONDS: i64 = 120;
+/// How long a start waits for its Job's pod before the next start is
+/// decided (the Job controller makes it within a moment).
+const UNTIL_POD: Duration = Duration::from_secs(10);
 
 // The Events of a Build (`kubectl -n berth-builds describe build NAME`) and
 // of its App.
@@ -88,8 +109,16 @@ pub async fn reconcile(build: Arc<Build>, context: Arc<Context>) -> Result<Actio
     let _turn = context
         .namespace_turn(&format!("build:{}", spec.app_uid))
         .await;
+    // Asked to cancel, or made moot by a later decision of the app: it
+    // neither runs on nor deploys.
+    if let Some(why) = build.moot_for(&app) {
+        return cancel(&build, &context, &why).await;
+    }
+    if build.is_built() {
+        return deploy(&build, &app, &context).await;
+    }
     if build.phase() == BUILD_RUNNING {
-        return follow(&build, &app, &context).await;
+        return follow(&build, &context).await;
     }
     // Queued: the newest queued of its App starts once none runs.
     let builds: Api<Build> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
@@ -103,43 +132,46 @@ pub async fn reconcile(build: Arc<Build>, context: Arc<Context>) -> Result<Actio
         .map(|other| other.spec.number)
         .max();
     if let Some(newer) = newer {
-        let message = format!("cancelled: build {newer} was asked for after it");
-        let status = BuildStatus {
-            phase: Some(BUILD_CANCELLED.to_owned()),
-            message: Some(message.clone()),
-            finished_at: Some(clock::unix_millis()),
-            ..build.status.clone().unwrap_or_default()
-        };
-        if write_status(&build, &context, status).await? {
-            context
-                .events
-                .publish(build.as_ref(), CANCELLED, message)
-                .await;
-        }
-        return Ok(Action::await_change());
+        return cancel(
+            &build,
+            &context,
+            &format!("build {newer} was asked for after it"),
+        )
+        .await;
     }
     if let Some(running) = siblings
         .iter()
         .find(|other| other.phase() == BUILD_RUNNING && other.spec.number != spec.number)
     {
-        let status = BuildStatus {
-            phase: None,
-            message: Some(format!(
+        return wait(
+            &build,
+            &context,
+            format!(
                 "waiting for build {} of this app to finish",
                 running.spec.number
-            )),
-            ..build.status.clone().unwrap_or_default()
-        };
-        if build.status.as_ref() != Some(&status) {
-            write_status(&build, &context, status).await?;
-        }
-        return Ok(Action::requeue(WHILE_QUEUED));
+            ),
+        )
+        .await;
     }
     start(&build, &context).await
 }
 
-/// Starts the build's Job (with its git credential copied first), or fails
-/// it at once when the registry or the credential is missing.
+/// Keeps a build queued, saying what it waits for, and looks again soon.
+async fn wait(build: &Build, context: &Context, message: String) -> Result<Action, Error> {
+    let status = BuildStatus {
+        phase: None,
+        message: Some(message),
+        ..build.status.clone().unwrap_or_default()
+    };
+    if build.status.as_ref() != Some(&status) {
+        write_status(build, context, status).await?;
+    }
+    Ok(Action::requeue(WHILE_QUEUED))
+}
+
+/// Starts the build's Job once its organization and the namespace have
+/// room (with its git credential copied first), or fails it at once when
+/// the registry or the credential is missing.
 async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
     let Some(registry) = registry::read(&context.client).await? else {
         return fail(build, context, registry::NOT_CONFIGURED.to_owned()).await;
@@ -148,17 +180,62 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
     let Some(owner) = build.controller_owner_ref(&()) else {
         return Ok(Action::await_change());
     };
-    let credential = match copy_credential(build, context, &job_name, &owner).await? {
-        Ok(credential) => credential,
-        Err(why) => return fail(build, context, why).await,
-    };
-    let credential = credential.map(|has_username| GitCredential {
-        secret: &job_name,
-        has_username,
-    });
     let version = context.client.apiserver_version().await?;
     let credentials = registry::build_credentials(build, &registry);
-    // Scoped registries: the build's own credentials, valid while it runs
+    let target = Target {
+        registry: &registry,
+        credentials: &credentials,
+        apparmor: AppArmor::for_minor(&version.minor),
+    };
+    let git_credential = build
+        .spec
+        .source
+        .git_secret
+        .as_ref()
+        .map(|_| job_name.as_str());
+    let job = match build_engine::job(
+        build,
+        owner.clone(),
+        &context.settings.builders,
+        &target,
+        git_credential,
+    ) {
+        Ok(job) => job,
+        Err(why) => return fail(build, context, why).await,
+    };
+    let demand = job
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.template.spec.as_ref())
+        .map(shares::demand)
+        .unwrap_or_default();
+    // One start decided at a time, so that two never take the last room.
+    let _starts = context.namespace_turn("build-starts").await;
+    if let Some(why) = shares::must_wait(
+        &context.client,
+        &build.spec.org,
+        &demand,
+        context.settings.builders.per_organization,
+    )
+    .await?
+    {
+        return wait(build, context, why).await;
+    }
+    // Where the build's pod may connect to, in place before it runs.
+    let policy = context.settings.egress.policy(BUILDS_NAMESPACE, false);
+    Api::<NetworkPolicy>::namespaced(context.client.clone(), BUILDS_NAMESPACE)
+        .patch(
+            egress::POLICY_NAME,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&policy),
+        )
+        .await?;
+    context.metrics.applied("NetworkPolicy");
+    let credential = match copy_credential(build, context, &job_name, &owner).await? {
+        Ok(copied) => copied,
+        Err(why) => return fail(build, context, why).await,
+    };
+    // Scoped registries: the build's own credentials, minted once it may start, valid while it runs
     // and at most as long as its Job may (the token service reads both).
     let registry_credentials = match registry.credentials {
         registry::CredentialMode::Shared => None,
@@ -178,21 +255,6 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
             )
         }
     };
-    let target = Target {
-        registry: &registry,
-        credentials: &credentials,
-        apparmor: AppArmor::for_minor(&version.minor),
-    };
-    let job = match build_engine::job(
-        build,
-        owner,
-        &context.settings.builders,
-        &target,
-        credential.as_ref(),
-    ) {
-        Ok(job) => job,
-        Err(why) => return fail(build, context, why).await,
-    };
     let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     match jobs.create(&PostParams::default(), &job).await {
         Ok(_) => context.metrics.applied("Job"),
@@ -207,6 +269,7 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         job: Some(job_name.clone()),
         started_at: Some(clock::unix_millis()),
         registry: registry_credentials,
+        credential,
         ..build.status.clone().unwrap_or_default()
     };
     if write_status(build, context, status).await? {
@@ -216,22 +279,50 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
             .events
             .publish(build, STARTED, format!("Job {job_name} runs the build."))
             .await;
+        // The next start is decided once this one's pod counts.
+        until_pod(build, context).await?;
         Ok(Action::requeue(WHILE_RUNNING))
     } else {
         Ok(Action::requeue(AFTER_A_CONFLICT))
     }
 }
 
+/// Waits (a little) until the build's Job has made its pod, so that the
+/// next start decided counts it.
+async fn until_pod(build: &Build, context: &Context) -> Result<(), Error> {
+    let pods: Api<Pod> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
+    let selector = format!(
+        "{LABEL_APP_UID}={},{LABEL_BUILD}={}",
+        build.spec.app_uid, build.spec.number
+    );
+    let started = std::time::Instant::now();
+    while started.elapsed() < UNTIL_POD {
+        if !pods
+            .list(&ListParams::default().labels(&selector))
+            .await?
+            .items
+            .is_empty()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
 /// Copies the App's git secret (key `token`, and `username` when it has
-/// one) into the builds namespace, owned by the Build. `Ok(None)`: the App
-/// names none; `Ok(Some(has_username))`: copied; `Err(why)`: the build
-/// cannot run, in words that name the secret, never its value.
+/// one) into the builds namespace, owned by the Build: afresh for each
+/// build (a copy this Build made in an earlier round is written over with
+/// the secret as it is now, never read). `Ok(uid)`: the copy's, if the app
+/// names a secret. `Err(why)`: the build cannot run, in words that name
+/// the secret, never its value; among them a Secret of that name the Build
+/// does not own, which is never used.
 async fn copy_credential(
     build: &Build,
     context: &Context,
     name: &str,
     owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference,
-) -> Result<Result<Option<bool>, String>, Error> {
+) -> Result<Result<Option<String>, String>, Error> {
     let Some(secret_name) = build.spec.source.git_secret.as_deref() else {
         return Ok(Ok(None));
     };
@@ -248,10 +339,8 @@ async fn copy_credential(
             "the git secret {secret_name} has no key `token`"
         )));
     };
-    let username = data.remove("username");
-    let has_username = username.is_some();
     let mut copied = std::collections::BTreeMap::from([("token".to_owned(), token)]);
-    if let Some(username) = username {
+    if let Some(username) = data.remove("username") {
         copied.insert("username".to_owned(), username);
     }
     let secret = Secret {
@@ -271,34 +360,81 @@ async fn copy_credential(
     };
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     match secrets.create(&PostParams::default(), &secret).await {
-        Ok(_) => {}
+        Ok(made) => return Ok(Ok(made.uid())),
         Err(error) if is_conflict(&error) => {}
         Err(error) => return Err(error.into()),
     }
-    Ok(Ok(Some(has_username)))
+    // Its name is taken: by this Build's own copy from an earlier round, or
+    // by anything else. Not read (the controller reads no Secret of
+    // berth-builds, where the registry's push credential is): written over
+    // only if its controller is this Build, the JSON patch's `test` deciding
+    // on the apiserver, in the same write.
+    let build_uid = build.uid().unwrap_or_default();
+    let refresh: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        { "op": "test", "path": "/metadata/ownerReferences/0/uid", "value": build_uid },
+        { "op": "test", "path": "/metadata/ownerReferences/0/controller", "value": true },
+        { "op": "replace", "path": "/data", "value": secret.data },
+    ]))?;
+    match secrets
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(refresh))
+        .await
+    {
+        Ok(refreshed) => Ok(Ok(refreshed.uid())),
+        Err(error) if is_not_found(&error) => Ok(Err(
+            "the copy of the git credential kept being removed meanwhile; asking again".to_owned(),
+        )),
+        // A `test` that failed: the apiserver's 422.
+        Err(kube::Error::Api(response)) if response.code == 422 => Ok(Err(format!(
+            "a Secret {name} that this build did not make is in the way of its copy of the git \
+             credential: Berth uses no credential it did not copy itself"
+        ))),
+        Err(error) => Err(error.into()),
+    }
 }
 
-/// Deletes the build's copy of the git credential, if it made one, and
-/// its registry credentials (which stopped working when it ended). By name,
-/// without reading them first: the controller reads no Secret of
-/// berth-builds (where the registry's shared push credential may be). The
-/// names are the Build's own (`object_names::build_job` of its name, unique
-/// among the Builds there), and in berth-builds only Berth makes Secrets;
-/// the copies are also owned by the Build, so they go with it whatever
-/// happens here.
+/// Deletes the build's registry credentials (scoped registries: they
+/// stopped working when it ended) and its copy of the git credential, if it
+/// made one.
 async fn forget_credential(build: &Build, context: &Context) -> Result<(), Error> {
     if build.status.as_ref().is_some_and(|s| s.registry.is_some()) {
         registry::forget_build_credentials(&context.client, build).await?;
     }
-    if build.spec.source.git_secret.is_none() {
+    forget_git_credential(build, context).await
+}
+
+/// Deletes the build's copy of the git credential, if it made one: the
+/// object whose uid its status recorded (a precondition of the delete),
+/// without reading it first (the controller reads no Secret of
+/// berth-builds, where the registry's push credential is), so a Secret of
+/// that name the build did not make is never deleted. A copy made in a
+/// round whose status write was lost is not recorded: owned by the Build,
+/// it goes with it.
+async fn forget_git_credential(build: &Build, context: &Context) -> Result<(), Error> {
+    let Some(uid) = build
+        .status
+        .as_ref()
+        .and_then(|status| status.credential.clone())
+    else {
         return Ok(());
-    }
+    };
     let name = object_names::build_job(&build.name_any());
-    registry::delete_build_secret(&context.client, &name).await
+    let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
+    let only_the_copy = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match secrets.delete(&name, &only_the_copy).await {
+        Ok(_) => Ok(()),
+        Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// A running build: its Job's end, read.
-async fn follow(build: &Build, app: &App, context: &Context) -> Result<Action, Error> {
+async fn follow(build: &Build, context: &Context) -> Result<Action, Error> {
     let job_name = object_names::build_job(&build.name_any());
     let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
     let job = jobs
@@ -326,18 +462,15 @@ async fn follow(build: &Build, app: &App, context: &Context) -> Result<Action, E
     ) {
         None => Ok(Action::requeue(WHILE_RUNNING)),
         Some(Outcome::Failed(why)) => fail(build, context, why).await,
-        Some(Outcome::Succeeded(pushed)) => succeed(build, app, context, &pushed).await,
+        Some(Outcome::Succeeded(pushed)) => built(build, context, &pushed).await,
     }
 }
 
-/// Gives the App the built image as its next revision (once), then marks
-/// the Build succeeded.
-async fn succeed(
-    build: &Build,
-    app: &App,
-    context: &Context,
-    pushed: &Pushed,
-) -> Result<Action, Error> {
+/// Records what the build pushed (commit, strategy, the image pinned by
+/// digest): from here the build is past cancelling by request, and the
+/// next round deploys it (`deploy`), unless the app decided otherwise
+/// meanwhile.
+async fn built(build: &Build, context: &Context, pushed: &Pushed) -> Result<Action, Error> {
     let Some(registry) = registry::read(&context.client).await? else {
         return fail(build, context, registry::NOT_CONFIGURED.to_owned()).await;
     };
@@ -347,7 +480,31 @@ async fn succeed(
         registry.repository(&spec.org, &spec.project, &spec.app),
         pushed.digest
     );
-    let note = format!("build {} of {}", spec.number, &pushed.commit[..12]);
+    let status = BuildStatus {
+        commit: Some(pushed.commit.clone()),
+        strategy: Some(pushed.strategy),
+        image: Some(image),
+        message: Some("built: its image becomes the app's next revision".to_owned()),
+        ..build.status.clone().unwrap_or_default()
+    };
+    write_status(build, context, status).await?;
+    // Its status write (or the change that beat it) brings the next round.
+    Ok(Action::requeue(AFTER_A_CONFLICT))
+}
+
+/// Gives the App the built image as its next revision (once), then marks
+/// the Build succeeded. The caller checked, on `app` as read, that no
+/// decision of the app came after the build; the App is written over that
+/// very version, so one made meanwhile makes the write fail and the next
+/// round cancel the build.
+async fn deploy(build: &Build, app: &App, context: &Context) -> Result<Action, Error> {
+    let spec = &build.spec;
+    let status = build.status.clone().unwrap_or_default();
+    let (Some(image), Some(commit)) = (status.image.clone(), status.commit.clone()) else {
+        return fail(build, context, "its result was lost".to_owned()).await;
+    };
+    let short = commit.get(..12).unwrap_or(&commit);
+    let note = format!("build {} of {short}", spec.number);
     let release = &app.spec.release;
     // Written already by an earlier round whose status write was lost.
     let revision = if app.spec.config.image.as_deref() == Some(image.as_str())
@@ -372,7 +529,8 @@ async fn succeed(
             .await
         {
             Ok(_) => {}
-            // Changed meanwhile: the next round reads it again.
+            // Changed meanwhile: the next round reads it again (and cancels
+            // the build if the change was a decision).
             Err(error) if is_conflict(&error) => return Ok(Action::requeue(AFTER_A_CONFLICT)),
             // Gone meanwhile: the next round removes the Build.
             Err(error) if is_not_found(&error) => return Ok(Action::requeue(AFTER_A_CONFLICT)),
@@ -392,17 +550,14 @@ async fn succeed(
             .await;
         next.spec.release.revision
     };
-    let status = BuildStatus {
+    let succeeded = BuildStatus {
         phase: Some(BUILD_SUCCEEDED.to_owned()),
-        commit: Some(pushed.commit.clone()),
-        strategy: Some(pushed.strategy),
-        image: Some(image.clone()),
         message: None,
         finished_at: Some(clock::unix_millis()),
         revision: Some(revision),
-        ..build.status.clone().unwrap_or_default()
+        ..status
     };
-    if !write_status(build, context, status).await? {
+    if !write_status(build, context, succeeded).await? {
         return Ok(Action::requeue(AFTER_A_CONFLICT));
     }
     context.metrics.build(BUILD_SUCCEEDED);
@@ -414,6 +569,44 @@ async fn succeed(
             format!("Pushed {image}; the app's revision {revision} runs it."),
         )
         .await;
+    forget_credential(build, context).await?;
+    Ok(Action::await_change())
+}
+
+/// Marks the Build `cancelled` (`cancelled: {why}`) and deletes its Job
+/// (its pod goes with it); the App is left as it is.
+async fn cancel(build: &Build, context: &Context, why: &str) -> Result<Action, Error> {
+    let job_name = object_names::build_job(&build.name_any());
+    let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
+    if let Some(job) = jobs.get_opt(&job_name).await?
+        && ownership::is_controlled_by(&job.metadata, &build.uid().unwrap_or_default())
+    {
+        let only_this_one = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: job.uid(),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        match jobs.delete(&job_name, &only_this_one).await {
+            Ok(_) => {}
+            Err(error) if is_not_found(&error) || is_conflict(&error) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    let message = bounded(format!("cancelled: {why}"));
+    let status = BuildStatus {
+        phase: Some(BUILD_CANCELLED.to_owned()),
+        message: Some(message.clone()),
+        finished_at: Some(clock::unix_millis()),
+        ..build.status.clone().unwrap_or_default()
+    };
+    if !write_status(build, context, status).await? {
+        return Ok(Action::requeue(AFTER_A_CONFLICT));
+    }
+    tracing::info!(build = %build.name_any(), "build cancelled");
+    context.metrics.build(BUILD_CANCELLED);
+    context.events.publish(build, CANCELLED, message).await;
     forget_credential(build, context).await?;
     Ok(Action::await_change())
 }

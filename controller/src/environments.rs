@@ -317,6 +317,15 @@ async fn provision(environment: &Environment, context: &Context) -> Result<Provi
         )
         .await?;
     context.metrics.applied("NetworkPolicy");
+    // Where the apps' pods may connect to, when the operator closes it
+    // (`BERTH_APP_EGRESS=restricted`): as builds, and their own namespace.
+    if context.settings.egress.apps {
+        let egress = context.settings.egress.policy(&namespace_name, true);
+        Api::<NetworkPolicy>::namespaced(context.client.clone(), &namespace_name)
+            .patch(crate::egress::POLICY_NAME, &apply, &Patch::Apply(&egress))
+            .await?;
+        context.metrics.applied("NetworkPolicy");
+    }
 
     // Defaults, so that pods without requests and limits still fit a quota.
     let limit_range = json!({

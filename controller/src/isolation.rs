@@ -45,21 +45,27 @@ pub const POD_SECURITY_LABELS: [(&str, &str); 3] = [
     ("pod-security.kubernetes.io/audit", "restricted"),
 ];
 
+/// The metadata of a NetworkPolicy of Berth's (`name` in `namespace`),
+/// labelled as Berth's so that the controller's watch sees it changed.
+pub fn policy_metadata(name: &str, namespace: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: Some(namespace.to_owned()),
+        labels: Some(BTreeMap::from([(
+            LABEL_MANAGED_BY.to_owned(),
+            MANAGER.to_owned(),
+        )])),
+        ..ObjectMeta::default()
+    }
+}
+
 /// The namespace's NetworkPolicy: every pod of it (`podSelector: {}`) admits
 /// only traffic from pods of the same namespace (a peer with only a
 /// `podSelector`) and from any pod of the namespace named
 /// `ingress_namespace`.
 pub fn network_policy(namespace: &str, ingress_namespace: &str) -> NetworkPolicy {
     NetworkPolicy {
-        metadata: ObjectMeta {
-            name: Some(NETWORK_POLICY_NAME.to_owned()),
-            namespace: Some(namespace.to_owned()),
-            labels: Some(BTreeMap::from([(
-                LABEL_MANAGED_BY.to_owned(),
-                MANAGER.to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
+        metadata: policy_metadata(NETWORK_POLICY_NAME, namespace),
         spec: Some(NetworkPolicySpec {
             pod_selector: Some(LabelSelector::default()),
             policy_types: Some(vec!["Ingress".to_owned()]),

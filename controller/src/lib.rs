@@ -14,6 +14,7 @@ pub mod apps;
 mod backoff;
 pub mod build_engine;
 pub mod builds;
+pub mod egress;
 mod environments;
 pub mod events;
 pub mod grants;
@@ -25,6 +26,7 @@ pub mod releases;
 pub mod render;
 mod replica;
 mod runs;
+pub mod shares;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -172,8 +174,10 @@ pub struct Settings {
     /// pods may reach every environment's pods (see
     /// [`isolation`]).
     pub ingress_namespace: String,
-    /// The images builds run, and their deadline.
+    /// The images builds run, their deadline, shares and git hosts.
     pub builders: build_engine::BuilderSettings,
+    /// Where build pods (and, when asked, app pods) may connect to.
+    pub egress: egress::EgressSettings,
 }
 
 impl Default for Settings {
@@ -182,6 +186,7 @@ impl Default for Settings {
             render: RenderSettings::default(),
             ingress_namespace: isolation::DEFAULT_INGRESS_NAMESPACE.to_owned(),
             builders: build_engine::BuilderSettings::default(),
+            egress: egress::EgressSettings::default(),
         }
     }
 }
@@ -383,16 +388,35 @@ fn controllers(
             },
         )
         .graceful_shutdown_on(stopped());
-    // Builds, in their own namespace: the end of a build's Job moves it on.
+    // Builds, in their own namespace: the end of a build's Job moves it on,
+    // and a change of its App (a decision that makes it moot) is seen at
+    // once.
     let builds = Controller::new(
         Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE),
         watcher::Config::default(),
-    )
-    .owns(
-        Api::<Job>::namespaced(client.clone(), BUILDS_NAMESPACE),
-        managed.clone(),
-    )
-    .graceful_shutdown_on(stopped());
+    );
+    let known_builds = builds.store();
+    let builds = builds
+        .owns(
+            Api::<Job>::namespaced(client.clone(), BUILDS_NAMESPACE),
+            managed.clone(),
+        )
+        .watches(
+            Api::<App>::all(client.clone()),
+            watcher::Config::default(),
+            move |app: App| {
+                let uid = app.uid();
+                known_builds
+                    .state()
+                    .into_iter()
+                    .filter(|build| {
+                        Some(&build.spec.app_uid) == uid.as_ref() && !build.is_finished()
+                    })
+                    .map(|build| ObjectRef::from_obj(build.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(stopped());
     // Runs: each becomes a Job, then goes.
     let runs = Controller::new(Api::<Run>::all(client.clone()), watcher::Config::default())
         .graceful_shutdown_on(stopped());

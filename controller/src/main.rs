@@ -19,6 +19,18 @@
 //! Paketo's by default), `BERTH_BUILDPACKS_RUN_IMAGE` (the run image of the
 //! builder's stack), `BERTH_BUILD_PUSH_IMAGE` (skopeo, for Berth's own
 //! registry steps); each a pinned default (`build_engine`).
+//! `BERTH_BUILDS_PER_ORGANIZATION` (builds of one organization running at
+//! once; 3 by default), `BERTH_GIT_PRIVATE_HOSTS` (repository hosts builds
+//! may reach at private addresses, comma-separated; none by default).
+//!
+//! Egress (`egress`): `BERTH_EGRESS_DENIED_CIDRS` (ranges build pods may
+//! not reach besides link-local and the apiserver's Service address: the
+//! nodes', pods' and Services' ranges), `BERTH_EGRESS_ALLOWED_CIDRS` (open
+//! even inside those), `BERTH_DNS_CIDRS` (the DNS addresses, port 53; the
+//! name servers of `/etc/resolv.conf` by default), `BERTH_DNS_NAMESPACE`
+//! and `BERTH_DNS_POD_LABELS` (the DNS pods; `kube-system`,
+//! `k8s-app=kube-dns`), `BERTH_APP_EGRESS` (`restricted`: app pods get the
+//! same policy, and their namespace; `open` by default).
 //!
 //! Running as one of several replicas: `BERTH_CONTROLLER_ADDR` (where
 //! `/metrics`, `/healthz` and `/readyz` are served; `0.0.0.0:8080` by
@@ -52,6 +64,7 @@ use std::net::SocketAddr;
 
 use berth_controller::build_engine::layout::ImageRef;
 use berth_controller::build_engine::{BuilderSettings, DEFAULT_BUILD_DEADLINE_SECONDS};
+use berth_controller::egress::{self, EgressSettings};
 use berth_controller::isolation;
 use berth_controller::render::{
     DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
@@ -112,6 +125,24 @@ fn settings() -> Result<Settings, String> {
         Some(reference) => ImageRef::parse(&reference)
             .map_err(|why| format!("BERTH_BUILDPACKS_RUN_IMAGE: {why}"))?,
     };
+    let per_organization = match setting("BERTH_BUILDS_PER_ORGANIZATION") {
+        None => defaults.per_organization,
+        Some(value) => value
+            .parse::<usize>()
+            .ok()
+            .filter(|builds| *builds > 0)
+            .ok_or("BERTH_BUILDS_PER_ORGANIZATION must be a number of builds, 1 or more")?,
+    };
+    let private_git_hosts = setting("BERTH_GIT_PRIVATE_HOSTS")
+        .map(|hosts| {
+            hosts
+                .split(',')
+                .map(str::trim)
+                .filter(|host| !host.is_empty())
+                .map(|host| host.to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
     let builders = BuilderSettings {
         git_image: setting("BERTH_BUILD_GIT_IMAGE").unwrap_or(defaults.git_image),
         buildkit_image: setting("BERTH_BUILDKIT_IMAGE").unwrap_or(defaults.buildkit_image),
@@ -119,10 +150,13 @@ fn settings() -> Result<Settings, String> {
         run_image,
         push_image: setting("BERTH_BUILD_PUSH_IMAGE").unwrap_or(defaults.push_image),
         deadline_seconds: build_deadline_seconds,
+        per_organization,
+        private_git_hosts,
     };
     Ok(Settings {
         ingress_namespace,
         builders,
+        egress: egress_settings()?,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
             apps_domain: berth_shared::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
@@ -132,6 +166,45 @@ fn settings() -> Result<Settings, String> {
             release_deadline_seconds,
             registry_prefix: None,
         },
+    })
+}
+
+/// Where build pods (and app pods, when asked) may connect to.
+fn egress_settings() -> Result<EgressSettings, String> {
+    let cidrs = |name: &str| {
+        setting(name)
+            .map(|text| egress::parse_cidrs(&text).map_err(|why| format!("{name}: {why}")))
+            .transpose()
+    };
+    let defaults = EgressSettings::default();
+    let dns = match cidrs("BERTH_DNS_CIDRS")? {
+        Some(dns) => dns,
+        // Pods are told the same name servers as the controller's own pod.
+        None => {
+            egress::name_servers(&std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default())
+        }
+    };
+    let dns_pod_labels = match setting("BERTH_DNS_POD_LABELS") {
+        None => defaults.dns_pod_labels,
+        Some(text) => {
+            egress::parse_labels(&text).map_err(|why| format!("BERTH_DNS_POD_LABELS: {why}"))?
+        }
+    };
+    let apps = match setting("BERTH_APP_EGRESS").as_deref() {
+        None | Some("open") => false,
+        Some("restricted") => true,
+        Some(_) => return Err("BERTH_APP_EGRESS must be open or restricted".to_owned()),
+    };
+    Ok(EgressSettings {
+        denied: cidrs("BERTH_EGRESS_DENIED_CIDRS")?.unwrap_or_default(),
+        allowed: cidrs("BERTH_EGRESS_ALLOWED_CIDRS")?.unwrap_or_default(),
+        dns,
+        dns_namespace: setting("BERTH_DNS_NAMESPACE").unwrap_or(defaults.dns_namespace),
+        dns_pod_labels,
+        // The `kubernetes` Service's address, as the kubelet tells every
+        // pod (and the controller's own).
+        apiserver: setting("KUBERNETES_SERVICE_HOST").and_then(|host| host.parse().ok()),
+        apps,
     })
 }
 

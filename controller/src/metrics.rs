@@ -9,7 +9,7 @@
 //! | `objects_applied_total` | counter | `kind` of the object written (Namespace, Deployment…) |
 //! | `apps` | gauge | `reason` of the App's status (Available, Progressing, RolloutFailed, Scheduled, none) |
 //! | `leader` | gauge | none: 1 while this replica holds the lease and reconciles |
-//! | `builds_total` | counter | `outcome` (started, succeeded, failed, removed) |
+//! | `builds_total` | counter | `outcome` (started, succeeded, failed, cancelled, removed) |
 //!
 //! `apps` is counted from the leader's cache of App resources at each scrape,
 //! so it is exact and only the leader reports it (a standby has no cache).

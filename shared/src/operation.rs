@@ -76,6 +76,7 @@ operations! {
     RunApp => "runApp", Needs(AppOperate);
     CheckAppDomains => "checkAppDomains", Needs(Read);
     CreateBuild => "createBuild", Needs(AppDeploy);
+    CancelBuild => "cancelBuild", Needs(AppDeploy);
     ListBuilds => "listBuilds", Needs(Read);
     GetBuild => "getBuild", Needs(Read);
     GetBuildLogs => "getBuildLogs", Needs(Read);

@@ -91,6 +91,7 @@ impl App {
                 config,
                 release: ReleaseMark::test(),
                 restarted_at: None,
+                decision: None,
             },
         );
         app.in_environment("acme", "store", "prod")

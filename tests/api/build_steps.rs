@@ -159,6 +159,10 @@ impl SourceRun {
             ("STRATEGY", "auto".to_owned()),
             ("CONTEXT_DIR", String::new()),
             ("DOCKERFILE", "Dockerfile".to_owned()),
+            ("GIT_BRANCH", String::new()),
+            // The repositories are served on loopback: as a host the
+            // operator allows a private network (`BERTH_GIT_PRIVATE_HOSTS`).
+            ("GIT_ADDRESSES", "any".to_owned()),
         ];
         Self { dir, env }
     }
@@ -401,6 +405,144 @@ async fn a_redirect_is_not_followed() {
     );
     assert!(server.seen().is_empty(), "the redirect was followed");
     assert!(!step.dir.join("facts/commit").exists());
+}
+
+/// Issue 29: a webhook's push names the commit, and whoever holds the
+/// hook's secret can write any payload: the step builds it only if it is
+/// on the app's branch (its head, or in its history), and fails saying so
+/// otherwise; after a force-push, the new head builds and what it left
+/// behind does not.
+#[tokio::test]
+async fn a_pushed_commit_builds_only_if_it_is_on_the_apps_branch() {
+    let dir = scratch("berth-git-repos");
+    let repo = repository(&dir);
+    let server = GitHttp::repositories("127.0.0.1", &repo.root, None).await;
+    let push =
+        |commit: &str| SourceRun::new(&server.origin(), Some(commit)).set("GIT_BRANCH", "main");
+    // The head of main, and a commit of its history.
+    for commit in [&repo.main, &repo.first] {
+        let step = push(commit);
+        let output = step.run().await;
+        assert!(output.status.success(), "{commit}: {}", said(&output));
+        assert_eq!(&step.fact("commit"), commit);
+        let checked_out = git(Path::new(&step.workspace()), &["rev-parse", "HEAD"]);
+        assert_eq!(&checked_out, commit);
+    }
+    // A commit of another branch, and one no branch has.
+    for commit in [repo.feature.as_str(), COMMIT] {
+        let step = push(commit);
+        let output = step.run().await;
+        assert!(!output.status.success(), "{commit}");
+        assert!(
+            said(&output).contains(&format!("commit {commit} is not on the branch main")),
+            "{}",
+            said(&output)
+        );
+        assert!(!step.dir.join("facts/commit").exists());
+    }
+    let step = push(&repo.main).set("GIT_BRANCH", "gone");
+    let output = step.run().await;
+    assert!(!output.status.success());
+    assert!(
+        said(&output).contains("no branch gone"),
+        "{}",
+        said(&output)
+    );
+
+    // A force-push moves main back onto feature's commit: the new head
+    // builds, the head it replaced is no longer on the branch.
+    git(
+        &repo.root.join("shop.git"),
+        &["update-ref", "refs/heads/main", &repo.feature],
+    );
+    let output = push(&repo.feature).run().await;
+    assert!(output.status.success(), "{}", said(&output));
+    let output = push(&repo.main).run().await;
+    assert!(!output.status.success());
+    assert!(
+        said(&output).contains("is not on the branch main"),
+        "{}",
+        said(&output)
+    );
+}
+
+/// Issue 29: the repository's host is resolved by the step, and every
+/// address must be public unless the operator allows the host a private
+/// network; git is then held to the addresses checked. Whatever fails on
+/// the way (a refused address, a closed port, no name), the step says only
+/// that the repository could not be reached, and the server behind a
+/// refused address hears nothing.
+#[tokio::test]
+async fn the_clone_reaches_public_addresses_only_and_says_nothing_of_the_rest() {
+    let dir = scratch("berth-git-repos");
+    let repo = repository(&dir);
+    let server = GitHttp::repositories("127.0.0.1", &repo.root, None).await;
+    let port = server.addr.port();
+    let by_name = format!("http://localhost:{port}");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        format!("http://{addr}")
+    };
+    let unreachable = |origin: &str| {
+        format!(
+            "the repository {origin}/shop.git could not be reached: check its URL, and for a \
+             private repository its git_secret\n"
+        )
+    };
+    for (origin, addresses) in [
+        // Loopback by address and by name: refused before any connection.
+        (server.origin(), "public"),
+        (by_name.clone(), "public"),
+        // Allowed, but nothing listens: the same words.
+        (closed.clone(), "any"),
+        // A name no one resolves.
+        (format!("http://berth-nowhere.invalid:{port}"), "any"),
+    ] {
+        let step = SourceRun::new(&origin, Some("main")).set("GIT_ADDRESSES", addresses);
+        let output = step.run().await;
+        assert!(!output.status.success(), "{origin}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            unreachable(&origin),
+            "{origin}: only that it could not be reached"
+        );
+        assert!(!step.dir.join("facts/commit").exists());
+    }
+    assert!(
+        server.seen().is_empty(),
+        "a refused address was connected to: {:?}",
+        server.seen()
+    );
+
+    // Allowed, by name: git goes to the address the step resolved, held
+    // there by curl's resolve list (which curl's trace shows it using).
+    let trace = dir.join("curl-trace");
+    let step = SourceRun::new(&by_name, Some("main"))
+        .set("GIT_ADDRESSES", "any")
+        .set("GIT_TRACE_CURL", &trace.display().to_string());
+    let output = step.run().await;
+    assert!(output.status.success(), "{}", said(&output));
+    assert_eq!(step.fact("commit"), repo.main);
+    let pinned = stdout_of(
+        Command::new(GIT)
+            .env_clear()
+            .env("HOME", step.dir.join("home"))
+            .args(["config", "--global", "--get-all", "http.curloptResolve"]),
+    );
+    assert!(
+        pinned.starts_with(&format!("localhost:{port}:"))
+            && pinned.contains("127.0.0.1")
+            && !pinned.contains('\n'),
+        "{pinned}"
+    );
+    let trace = read(&trace);
+    assert!(
+        trace.contains(&format!("Added localhost:{port}:")),
+        "curl took the resolve list: {trace}"
+    );
+    assert!(!server.seen().is_empty());
 }
 
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";

@@ -53,6 +53,30 @@ async fn set_shared(client: &kube::Client, input: &str) {
     .expect("the registry is set");
 }
 
+/// A Secret `name` of `namespace` with one key, `token`, as a git secret
+/// has it (made with the administrator's client); as written.
+pub(crate) async fn token_secret(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    token: &str,
+) -> Secret {
+    Api::<Secret>::namespaced(client.clone(), namespace)
+        .create(
+            &PostParams::default(),
+            &Secret {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(name.to_owned()),
+                    ..Default::default()
+                },
+                string_data: Some(BTreeMap::from([("token".to_owned(), token.to_owned())])),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("a Secret with a token")
+}
+
 /// An environment (made after the registry is set, so its namespace gets
 /// the pull credential) and an App built from source with no image yet,
 /// made in it as the API makes Apps.
@@ -85,6 +109,7 @@ impl Fixture {
                 config,
                 release: ReleaseMark::test(),
                 restarted_at: None,
+                decision: None,
             },
         );
         app.metadata.namespace = Some(namespace.clone());
@@ -133,6 +158,10 @@ impl Fixture {
                 source: self.app.spec.config.source.clone().expect("a source"),
                 actor: Some("dev@berth.test".to_owned()),
                 created_at: berth_shared::clock::unix_millis(),
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         build.metadata.labels = Some(BTreeMap::from([
@@ -228,23 +257,13 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
     let test = TestApp::with_cluster().await;
     let fixture = Fixture::new(&test, true, Some("git-token")).await;
     let secrets = |namespace: &str| Api::<Secret>::namespaced(fixture.client.clone(), namespace);
-    secrets(&fixture.namespace)
-        .create(
-            &PostParams::default(),
-            &Secret {
-                metadata: kube::api::ObjectMeta {
-                    name: Some("git-token".to_owned()),
-                    ..Default::default()
-                },
-                string_data: Some(BTreeMap::from([(
-                    "token".to_owned(),
-                    "ghp-sentinel-s3cret".to_owned(),
-                )])),
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("the git secret");
+    token_secret(
+        &fixture.client,
+        &fixture.namespace,
+        "git-token",
+        "ghp-sentinel-s3cret",
+    )
+    .await;
 
     let awaiting = fixture
         .until_reason("AwaitingBuild", "awaits its first build")
@@ -289,6 +308,11 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
     assert_eq!(
         copy.metadata.owner_references.unwrap()[0].uid,
         running.uid().unwrap()
+    );
+    // Recorded by its uid, which the deletion at the end is held to.
+    assert_eq!(
+        running.status.as_ref().unwrap().credential,
+        copy.metadata.uid
     );
     let pod = job.spec.unwrap().template.spec.unwrap();
     no_step_that_runs_tenant_code_can_read_the_push_credential(&pod);

@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod build_steps;
 mod builds;
+mod builds_following;
 mod builds_running;
 mod cleanup;
 mod cluster_access;

@@ -196,14 +196,16 @@ async fn app_operations_stay_within_their_round_trips() {
             1,
         ),
         // What it kept in the table, in an order a cut can resume: its
-        // history read, its hostnames released, its revisions deleted, and
-        // last its hook and its entry in its environment's list, at once.
+        // history read, its hostnames released, its revisions deleted, its
+        // hook's delivery records read (and deleted, when there are any),
+        // and last its hook and its entry in its environment's list, at
+        // once.
         (
             "deleteApp",
             Method::DELETE,
             format!("{apps}/cart"),
             None,
-            6 + RELEASE,
+            7 + RELEASE,
             2,
         ),
     ];
@@ -381,8 +383,9 @@ async fn restoring_an_environment_stays_within_its_round_trips() {
 
 /// The webhook receiver: a delivery that builds reads the hook, records the
 /// delivery (one transaction) and is audited (2), and in the cluster reads
-/// the App and queues the Build (the app's Builds listed for the next
-/// number, the Build created). A refused one costs the same whether the
+/// the App with its environment and namespace (at once: the environment
+/// must take writes, as for `createBuild`) and queues the Build (the app's
+/// Builds listed for the next number, the Build created). A refused one costs the same whether the
 /// hook exists or not: its read and its audit event.
 #[tokio::test]
 async fn the_webhook_receiver_stays_within_its_round_trips() {
@@ -412,7 +415,7 @@ async fn the_webhook_receiver_stays_within_its_round_trips() {
     );
     let sent = app.cluster_requests.get();
     let built = deliver(hook).await;
-    assert_eq!(built, (202, (4, 3)), "a delivery that builds");
+    assert_eq!(built, (202, (4, 5)), "a delivery that builds");
     assert_sent_once(&app, sent, built.1.1);
     println!(
         "receiveWebhook: refused {:?}, building {:?}",

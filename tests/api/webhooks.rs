@@ -55,8 +55,13 @@ pub struct Hook {
 impl Hook {
     /// The app's new hook, made by the owner.
     pub async fn make(app: &TestApp, source: &SourceApp) -> Hook {
+        Self::make_for(app, &source.path).await
+    }
+
+    /// The new hook of the app at `path`, made by the owner.
+    pub async fn make_for(app: &TestApp, path: &str) -> Hook {
         let made = app
-            .post(&format!("{}/webhook", source.path))
+            .post(&format!("{path}/webhook"))
             .by(&app.owner)
             .send()
             .await;

@@ -81,6 +81,10 @@ pub const DEFAULT_RUN_IMAGE: &str = "docker.io/paketobuildpacks/run-jammy-base:0
 pub const DEFAULT_PUSH_IMAGE: &str = "quay.io/skopeo/stable:v1.22.2-immutable@sha256:4a16d57b37617a04b3d643079a477a2848efe892dffcdf0ce56df4262b65f810";
 /// How long a build may run, unless the controller's settings say otherwise.
 pub const DEFAULT_BUILD_DEADLINE_SECONDS: i64 = 1800;
+/// How many builds of one organization run at a time, unless the
+/// controller's settings say otherwise: 3 of the builds namespace's 8, so
+/// that two busy organizations still leave room for the others.
+pub const DEFAULT_BUILDS_PER_ORGANIZATION: usize = 3;
 /// How long a finished build's Job (and its pod's log) is kept.
 pub const BUILD_JOB_KEPT_SECONDS: i32 = 24 * 60 * 60;
 
@@ -140,6 +144,13 @@ pub struct BuilderSettings {
     pub push_image: String,
     /// The Job's `activeDeadlineSeconds`.
     pub deadline_seconds: i64,
+    /// How many builds of one organization run at a time
+    /// (`BERTH_BUILDS_PER_ORGANIZATION`): the others wait, queued.
+    pub per_organization: usize,
+    /// Repository hosts the `source` step may reach at loopback, link-local
+    /// or private addresses (`BERTH_GIT_PRIVATE_HOSTS`: self-hosted git on
+    /// a private network); every other host must resolve to public ones.
+    pub private_git_hosts: Vec<String>,
 }
 
 impl Default for BuilderSettings {
@@ -152,6 +163,8 @@ impl Default for BuilderSettings {
                 .expect("the default run image is well formed"),
             push_image: DEFAULT_PUSH_IMAGE.to_owned(),
             deadline_seconds: DEFAULT_BUILD_DEADLINE_SECONDS,
+            per_organization: DEFAULT_BUILDS_PER_ORGANIZATION,
+            private_git_hosts: Vec::new(),
         }
     }
 }
@@ -177,14 +190,6 @@ impl AppArmor {
     }
 }
 
-/// What the clone step reads the git credential from: the Secret the
-/// controller copied for this build (named like its Job).
-pub struct GitCredential<'a> {
-    pub secret: &'a str,
-    /// Whether the copy has a `username` (else `x-access-token`).
-    pub has_username: bool,
-}
-
 /// Where a build goes and what it may use to get there, besides its Build.
 pub struct Target<'a> {
     pub registry: &'a Registry,
@@ -201,12 +206,15 @@ pub fn labels(build: &Build) -> BTreeMap<String, String> {
 
 /// The Job running `build`, owned by it (`owner`: its controller
 /// reference); or why it cannot run, in words a tenant may read.
+/// `git_credential`: the Secret the controller copies the app's git
+/// credential into for this build (keys `token`, `username` if it has
+/// one), which only the `source` step reads.
 pub fn job(
     build: &Build,
     owner: OwnerReference,
     settings: &BuilderSettings,
     target: &Target<'_>,
-    git_credential: Option<&GitCredential<'_>>,
+    git_credential: Option<&str>,
 ) -> Result<Job, String> {
     let name = object_names::build_job(&build.metadata.name.clone().unwrap_or_default());
     let spec = &build.spec;
@@ -219,9 +227,22 @@ pub fn job(
         .ok_or_else(|| {
             format!("{repository} is not an image repository the build tools can name")
         })?;
-    let git_origin = GitRepo::parse(&source.git_repo)
-        .map(|repo| repo.origin().to_owned())
+    // A repository stored before the host rules keeps building: the
+    // `source` step checks where its name leads.
+    let git_repo = GitRepo::parse_stored(&source.git_repo)
         .map_err(|_| format!("{} is not a repository Berth can fetch", source.git_repo))?;
+    let git_origin = git_repo.origin().to_owned();
+    // Where the repository's name may lead: public addresses only, unless
+    // the operator allows its host a private network.
+    let addresses = if settings
+        .private_git_hosts
+        .iter()
+        .any(|host| host.eq_ignore_ascii_case(git_repo.host()))
+    {
+        "any"
+    } else {
+        "public"
+    };
     let facts = |read_only: bool| VolumeMount {
         read_only: read_only.then_some(true),
         ..mount("facts", FACTS)
@@ -250,24 +271,25 @@ pub fn job(
             "DOCKERFILE",
             source.build.dockerfile.as_deref().unwrap_or("Dockerfile"),
         ),
+        var("GIT_BRANCH", spec.branch.as_deref().unwrap_or("")),
+        var("GIT_ADDRESSES", addresses),
     ]);
-    if let Some(credential) = git_credential {
-        let key = |env: &str, key: &str| EnvVar {
+    if let Some(secret) = git_credential {
+        // `username` is optional: without it the step says `x-access-token`.
+        let key = |env: &str, key: &str, optional: bool| EnvVar {
             name: env.to_owned(),
             value: None,
             value_from: Some(EnvVarSource {
                 secret_key_ref: Some(SecretKeySelector {
-                    name: credential.secret.to_owned(),
+                    name: secret.to_owned(),
                     key: key.to_owned(),
-                    optional: None,
+                    optional: optional.then_some(true),
                 }),
                 ..Default::default()
             }),
         };
-        source_env.push(key("GIT_TOKEN", "token"));
-        if credential.has_username {
-            source_env.push(key("GIT_USERNAME", "username"));
-        }
+        source_env.push(key("GIT_TOKEN", "token", false));
+        source_env.push(key("GIT_USERNAME", "username", true));
     }
     let clone = Container {
         name: SOURCE.to_owned(),
@@ -275,7 +297,7 @@ pub fn job(
         command: Some(shell(scripts::SOURCE)),
         env: Some(source_env),
         volume_mounts: Some(vec![mount("workspace", WORKSPACE), facts(false)]),
-        resources: Some(resources(("100m", "128Mi"), ("1", "512Mi"))),
+        resources: Some(resources(SMALL_STEP)),
         security_context: Some(confined(Some(BUILD_USER))),
         ..step()
     };
@@ -299,7 +321,7 @@ pub fn job(
             mount("image", IMAGES),
             read_only(mount("pull", PULL_CONFIG)),
         ]),
-        resources: Some(resources(("100m", "128Mi"), ("1", "512Mi"))),
+        resources: Some(resources(SMALL_STEP)),
         security_context: Some(confined(Some(BUILD_USER))),
         ..step()
     };
@@ -321,7 +343,7 @@ pub fn job(
             mount("buildkit", BUILDKIT_STATE),
             read_only(mount("pull", PULL_CONFIG)),
         ]),
-        resources: Some(resources(("500m", "1Gi"), ("2", "4Gi"))),
+        resources: Some(resources(BUILDER_STEP)),
         // What rootless BuildKit needs (see the module's comment): its own
         // user, no seccomp filter, AppArmor unconfined, and `newuidmap`'s
         // setuid. Nothing more.
@@ -364,7 +386,7 @@ pub fn job(
             mount("image", IMAGES),
             mount("layers", LAYERS),
         ]),
-        resources: Some(resources(("500m", "1Gi"), ("2", "4Gi"))),
+        resources: Some(resources(BUILDER_STEP)),
         // The builder image's own user (its CNB user), in the build group.
         security_context: Some(confined(None)),
         ..step()
@@ -385,7 +407,7 @@ pub fn job(
             read_only(mount("image", IMAGES)),
             read_only(mount("push", PUSH_CONFIG)),
         ]),
-        resources: Some(resources(("100m", "128Mi"), ("1", "512Mi"))),
+        resources: Some(resources(SMALL_STEP)),
         security_context: Some(confined(Some(BUILD_USER))),
         ..step()
     };
@@ -396,7 +418,7 @@ pub fn job(
         command: Some(shell(scripts::RESULT)),
         env: Some(common.to_vec()),
         volume_mounts: Some(vec![facts(true)]),
-        resources: Some(resources(("10m", "16Mi"), ("100m", "64Mi"))),
+        resources: Some(resources(RESULT_STEP)),
         security_context: Some(confined(Some(BUILD_USER))),
         ..step()
     };
@@ -424,12 +446,14 @@ pub fn job(
         ..Default::default()
     };
     let credentials = target.credentials;
+    // Each within the pod's 12 GiB (BUILDER_STEP), which bounds them
+    // together: the kubelet evicts a pod past it.
     let mut volumes = vec![
         empty("workspace", "4Gi"),
         empty("facts", "16Mi"),
-        empty("image", "10Gi"),
-        empty("buildkit", "10Gi"),
-        empty("layers", "10Gi"),
+        empty("image", "8Gi"),
+        empty("buildkit", "8Gi"),
+        empty("layers", "8Gi"),
         docker_config("push", &credentials.push_secret, false),
     ];
     // Without a pull credential the volume is an empty directory: the
@@ -522,13 +546,40 @@ fn read_only(mount: VolumeMount) -> VolumeMount {
     }
 }
 
-fn resources(requests: (&str, &str), limits: (&str, &str)) -> ResourceRequirements {
-    let of = |(cpu, memory): (&str, &str)| {
+/// What a step asks for and may use: CPU, memory and ephemeral storage
+/// (its writable layer, its logs, and the emptyDirs the pod writes, which
+/// the kubelet counts against the pod's limit: the largest of its init
+/// containers', since they run one after another).
+struct StepResources {
+    requests: (&'static str, &'static str, &'static str),
+    limits: (&'static str, &'static str, &'static str),
+}
+
+/// Berth's own steps: fetching, copying the run image, pushing.
+const SMALL_STEP: StepResources = StepResources {
+    requests: ("100m", "128Mi", "256Mi"),
+    limits: ("1", "512Mi", "4Gi"),
+};
+/// The builders: a build's pod may use 12 GiB of ephemeral storage in all
+/// (the builds namespace's quota and LimitRange are sized for 8 of these).
+const BUILDER_STEP: StepResources = StepResources {
+    requests: ("500m", "1Gi", "2Gi"),
+    limits: ("2", "4Gi", "12Gi"),
+};
+const RESULT_STEP: StepResources = StepResources {
+    requests: ("10m", "16Mi", "16Mi"),
+    limits: ("100m", "64Mi", "64Mi"),
+};
+
+fn resources(step: StepResources) -> ResourceRequirements {
+    let of = |(cpu, memory, storage): (&str, &str, &str)| {
         BTreeMap::from([
             ("cpu".to_owned(), Quantity(cpu.to_owned())),
             ("memory".to_owned(), Quantity(memory.to_owned())),
+            ("ephemeral-storage".to_owned(), Quantity(storage.to_owned())),
         ])
     };
+    let (requests, limits) = (step.requests, step.limits);
     ResourceRequirements {
         requests: Some(of(requests)),
         limits: Some(of(limits)),
@@ -585,6 +636,10 @@ mod tests {
                 },
                 actor: Some("dev@acme.test".to_owned()),
                 created_at: 1,
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         build.metadata.namespace = Some(BUILDS_NAMESPACE.to_owned());
@@ -601,15 +656,7 @@ mod tests {
         let registry =
             Registry::parse("registry.example.com/berth", "registry.example.com").unwrap();
         let name = object_names::build_job(&build.metadata.name.clone().unwrap());
-        let credential = build
-            .spec
-            .source
-            .git_secret
-            .as_ref()
-            .map(|_| GitCredential {
-                secret: &name,
-                has_username: true,
-            });
+        let credential = build.spec.source.git_secret.as_ref().map(|_| name.as_str());
         let credentials = build_credentials(build, &registry);
         let target = Target {
             registry: &registry,
@@ -621,7 +668,7 @@ mod tests {
             owner,
             &BuilderSettings::default(),
             &target,
-            credential.as_ref(),
+            credential,
         )
     }
 

@@ -31,6 +31,7 @@ berth_shared::operations! {
     finish: finish,
     handlers: [
         create_build,
+        cancel_build,
         list_builds,
         get_build,
         get_build_logs,
@@ -56,7 +57,10 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     }
     let changes = matches!(
         operation,
-        Operation::CreateBuild | Operation::CreateWebhook | Operation::DeleteWebhook
+        Operation::CreateBuild
+            | Operation::CancelBuild
+            | Operation::CreateWebhook
+            | Operation::DeleteWebhook
     );
     if operation != Operation::CreateBuild {
         // A webhook: the app is read from the cluster, the hook is
@@ -145,6 +149,32 @@ async fn create_build(
         [(header::LOCATION, location)],
         Json(build),
     ))
+}
+
+/// Cancel a build
+///
+/// Asks for the build to stop: the controller deletes its Job and marks it
+/// `cancelled`, saying who cancelled it. The answer is the build as it is
+/// then (`queued` or `running`, its `message` saying it is being
+/// cancelled). A build that already finished, or finished building (its
+/// image is becoming the app's revision: roll back to undo it), is `409`.
+/// Rolling back, setting the image by hand, changing or removing the
+/// source, and deleting the webhook that started a build cancel builds too.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds/{build}/cancel",
+    params(BuildPath),
+    responses((status = 202, description = "Being cancelled.", body = BuildRecord)),
+)]
+async fn cancel_build(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<BuildPath>,
+) -> Result<(StatusCode, Json<BuildRecord>), ApiError> {
+    let path = build_path(path);
+    let client = state.cluster.client().await?;
+    let build = service::cancel(&client, &caller, &path.app_path(), path.build).await?;
+    Ok((StatusCode::ACCEPTED, Json(build)))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -41,6 +41,8 @@ pub struct IgnoredDelivery {
 /// build (the store, the cluster, an app gone meanwhile, numbers taken).
 pub fn receiver_failures() -> Vec<ApiError> {
     let mut failures = cluster_failures(true);
+    failures.push(ApiError::EnvironmentDeleting);
+    failures.extend(berth_shared::openapi::namespace_failures());
     failures.extend([
         ApiError::Unauthenticated,
         ApiError::StorageUnavailable(String::new()),
@@ -52,7 +54,8 @@ pub fn receiver_failures() -> Vec<ApiError> {
 /// Make an app's webhook
 ///
 /// Makes the app's git webhook, or replaces it: the old URL and secret stop
-/// working at once. Give `url` (on this API's origin) and `secret` to
+/// working at once (and the builds the old hook started are cancelled, as
+/// when it is deleted). Give `url` (on this API's origin) and `secret` to
 /// GitHub (content type `application/json`, the push event) or GitLab
 /// (push events); a push to the app's branch then starts a build of the
 /// pushed commit. The secret is in this answer only.
@@ -97,7 +100,8 @@ pub async fn get_webhook(
 
 /// Delete an app's webhook
 ///
-/// Its URL and secret stop working at once.
+/// Its URL and secret stop working at once, and the builds it started
+/// that have not finished are cancelled.
 #[utoipa::path(
     delete,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/webhook",
@@ -127,9 +131,13 @@ pub async fn delete_webhook(
 /// `X-GitHub-Delivery` / `X-Gitlab-Event-UUID`. The body must be
 /// `application/json`, at most 1 MiB. A push to the app's branch (its
 /// `git_ref`, else the repository's default branch) starts a build of the
-/// pushed commit (`202`, actor `webhook`); anything else is `200` with
-/// the reason it was ignored: another event (`ping`), another branch, a
-/// tag, a deleted branch, a delivery received before.
+/// pushed commit (`202`, actor `webhook`), which builds only if the commit
+/// is on that branch (else the build fails saying so); anything else is
+/// `200` with the reason it was ignored: another event (`ping`), another
+/// branch, a tag, a deleted branch, a delivery received before (at any
+/// time: deliveries are remembered as long as the hook exists). An
+/// environment being deleted or not provisioned yet takes no build (`409`,
+/// as `createBuild`): the sender's retry comes later.
 #[utoipa::path(
     post,
     path = "/api/v1/hooks/{hook}",

@@ -1,4 +1,5 @@
-//! Update rules of built-in types that a client can trip over: immutable fields.
+//! Rules of built-in types that a client can trip over: immutable fields on
+//! update, and a NetworkPolicy's spec on every write.
 //!
 //! A subset of the API server's validation: see the README for what isn't checked.
 
@@ -237,5 +238,267 @@ pub fn carry_allocated(rt: &ResourceType, old: &Value, new: &mut Value) {
                 spec.insert(field.to_string(), v.clone());
             }
         }
+    }
+}
+
+/// What every write of an object must satisfy, beyond its metadata: a
+/// NetworkPolicy's spec, as kubernetes' `ValidateNetworkPolicySpec`
+/// (`pkg/apis/networking/validation/validation.go`) checks it: policy
+/// types, ports (protocol, port, `endPort`), peers (at least one selector
+/// or an `ipBlock`, and an `ipBlock` alone), and `ipBlock`s (a CIDR, each
+/// `except` a CIDR that is a strict subset of it).
+pub fn check_object(rt: &ResourceType, name: &str, obj: &Value) -> ApiResult<()> {
+    if rt.kind != "NetworkPolicy" || rt.group != "networking.k8s.io" {
+        return Ok(());
+    }
+    let spec = obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let fail = |field: String, reason: &str, detail: String| {
+        Err(invalid(rt, name, &field, reason, detail))
+    };
+    if let Some(types) = spec.get("policyTypes").and_then(Value::as_array) {
+        if types.len() > 2 {
+            return fail(
+                "spec.policyTypes".into(),
+                "FieldValueInvalid",
+                "may not specify more than two policyTypes".into(),
+            );
+        }
+        for (i, kind) in types.iter().enumerate() {
+            if !matches!(kind.as_str(), Some("Ingress" | "Egress")) {
+                return fail(
+                    format!("spec.policyTypes[{i}]"),
+                    "FieldValueNotSupported",
+                    format!("Unsupported value: {kind}: supported values: \"Ingress\", \"Egress\""),
+                );
+            }
+        }
+    }
+    for (direction, peers_key) in [("ingress", "from"), ("egress", "to")] {
+        let rules = spec.get(direction).and_then(Value::as_array).cloned();
+        for (i, rule) in rules.unwrap_or_default().iter().enumerate() {
+            let at = format!("spec.{direction}[{i}]");
+            for (j, port) in rule
+                .get("ports")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                if let Err((field, reason, detail)) = check_port(port) {
+                    return fail(format!("{at}.ports[{j}]{field}"), reason, detail);
+                }
+            }
+            for (j, peer) in rule
+                .get(peers_key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .enumerate()
+            {
+                if let Err((field, reason, detail)) = check_peer(peer) {
+                    return fail(format!("{at}.{peers_key}[{j}]{field}"), reason, detail);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+type Refusal = (String, &'static str, String);
+
+fn check_port(port: &Value) -> Result<(), Refusal> {
+    if let Some(protocol) = port.get("protocol").filter(|p| !p.is_null())
+        && !matches!(protocol.as_str(), Some("TCP" | "UDP" | "SCTP"))
+    {
+        return Err((
+            ".protocol".into(),
+            "FieldValueNotSupported",
+            format!("Unsupported value: {protocol}: supported values: \"SCTP\", \"TCP\", \"UDP\""),
+        ));
+    }
+    let number = match port.get("port").filter(|p| !p.is_null()) {
+        None => None,
+        Some(Value::Number(n)) => match n.as_i64().filter(|n| (1..=65535).contains(n)) {
+            Some(n) => Some(n),
+            None => {
+                return Err((
+                    ".port".into(),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                ));
+            }
+        },
+        Some(Value::String(service)) => {
+            let ok = (1..=15).contains(&service.len())
+                && service
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && service.bytes().any(|b| b.is_ascii_lowercase())
+                && !service.starts_with('-')
+                && !service.ends_with('-')
+                && !service.contains("--");
+            if !ok {
+                return Err((
+                    ".port".into(),
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: \"{service}\": must be a port number or an IANA service name"
+                    ),
+                ));
+            }
+            None
+        }
+        Some(other) => {
+            return Err((
+                ".port".into(),
+                "FieldValueInvalid",
+                format!("Invalid value: {other}: must be a port number or name"),
+            ));
+        }
+    };
+    if let Some(end) = port.get("endPort").filter(|p| !p.is_null()) {
+        let Some(start) = number else {
+            return Err((
+                ".endPort".into(),
+                "FieldValueInvalid",
+                format!("Invalid value: {end}: may not be specified when `port` is non-numeric"),
+            ));
+        };
+        if end.as_i64().is_none_or(|end| end < start) {
+            return Err((
+                ".endPort".into(),
+                "FieldValueInvalid",
+                format!("Invalid value: {end}: must be greater than or equal to `port`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_peer(peer: &Value) -> Result<(), Refusal> {
+    let present = |key: &str| peer.get(key).is_some_and(|v| !v.is_null());
+    let peers = ["podSelector", "namespaceSelector", "ipBlock"]
+        .iter()
+        .filter(|key| present(key))
+        .count();
+    if peers == 0 {
+        return Err((
+            String::new(),
+            "FieldValueRequired",
+            "Required value: must specify a peer".into(),
+        ));
+    }
+    if !present("ipBlock") {
+        return Ok(());
+    }
+    if peers > 1 {
+        return Err((
+            String::new(),
+            "FieldValueForbidden",
+            "Forbidden: may not specify both ipBlock and another peer".into(),
+        ));
+    }
+    let block = &peer["ipBlock"];
+    let Some(cidr) = block
+        .get("cidr")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+    else {
+        return Err((
+            ".ipBlock.cidr".into(),
+            "FieldValueRequired",
+            "Required value".into(),
+        ));
+    };
+    let Some(network) = parse_cidr(cidr) else {
+        return Err((
+            ".ipBlock.cidr".into(),
+            "FieldValueInvalid",
+            format!(
+                "Invalid value: \"{cidr}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+            ),
+        ));
+    };
+    for (i, except) in block
+        .get("except")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let text = except.as_str().unwrap_or_default();
+        let field = format!(".ipBlock.except[{i}]");
+        let Some(inner) = parse_cidr(text) else {
+            return Err((
+                field,
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: \"{text}\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+                ),
+            ));
+        };
+        if !network.strictly_contains(&inner) {
+            return Err((
+                field,
+                "FieldValueInvalid",
+                format!("Invalid value: \"{text}\": must be a strict subset of `cidr`"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An address and prefix length, as `net.ParseCIDR` reads `a.b.c.d/n` or
+/// `x::y/n` (the network is the address with the host bits cleared).
+struct Cidr {
+    bits: u128,
+    width: u32,
+    prefix: u32,
+}
+
+fn parse_cidr(text: &str) -> Option<Cidr> {
+    let (address, prefix) = text.split_once('/')?;
+    if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let prefix: u32 = prefix.parse().ok()?;
+    let (bits, width) = match address.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32),
+        std::net::IpAddr::V6(v6) => (u128::from(v6), 128),
+    };
+    (prefix <= width).then_some(Cidr {
+        bits,
+        width,
+        prefix,
+    })
+}
+
+impl Cidr {
+    fn network(&self) -> u128 {
+        let host_bits = self.width - self.prefix;
+        if host_bits >= 128 {
+            0
+        } else {
+            (self.bits >> host_bits) << host_bits
+        }
+    }
+
+    /// Go's `cidr.Contains(except.IP) && cidrLen < exceptLen`.
+    fn strictly_contains(&self, inner: &Cidr) -> bool {
+        if self.width != inner.width || self.prefix >= inner.prefix {
+            return false;
+        }
+        let host_bits = self.width - self.prefix;
+        let shifted = |bits: u128| {
+            if host_bits >= 128 {
+                0
+            } else {
+                bits >> host_bits
+            }
+        };
+        shifted(inner.bits) == shifted(self.network())
     }
 }

@@ -430,6 +430,7 @@ impl State {
         meta::validate_name(&name, rt.name_rule)
             .map_err(|why| Self::invalid_name(rt, &name, &why))?;
         Self::validate_metadata(rt, &name, &obj)?;
+        validation::check_object(rt, &name, &obj)?;
         if rt.namespaced {
             self.check_namespace_open(rt, namespace.unwrap_or_default(), &name)?;
         }
@@ -650,6 +651,7 @@ impl State {
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
         Self::validate_metadata(rt, &key.name, &new)?;
+        validation::check_object(rt, &key.name, &new)?;
         if meta::is_deleting(old) {
             let old_fins = meta::finalizers(old);
             let added: Vec<String> = meta::finalizers(&new)

@@ -513,6 +513,19 @@ fn apply_source(
     if let Some(secret) = &body.git_secret {
         source.git_secret = secret.as_deref().map(parse_git_secret).transpose()?;
     }
+    // A repository stored before the host rules (an IP literal, a name
+    // without a dot) keeps building as it is, but a change of the source
+    // must satisfy them: the repository it keeps is checked again.
+    if body.git_repo.is_none()
+        && next.as_ref() != current
+        && let Some(kept) = next.as_ref()
+        && let Err(why) = GitRepo::parse(&kept.git_repo)
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "git_repo: the app's repository was stored before today's rules and a change of \
+             its source must meet them: give a git_repo that does (it {why})"
+        )));
+    }
     Ok(next)
 }
 

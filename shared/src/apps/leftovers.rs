@@ -1,8 +1,9 @@
 //! What an app keeps in the table besides its App resource, and how it all
 //! goes once the app is gone: its release history (`RELEASES#{history}`),
 //! the claims of the hostnames its revisions named (`HOST#{hostname}`), its
-//! webhook (`HOOK#{id}` and the history's pointer to it), and its entry in
-//! its environment's list (`ENVAPPS#{namespace}` / `APP#{history}`).
+//! webhook (`HOOK#{id}`, its delivery records and the history's pointer to
+//! it), and its entry in its environment's list (`ENVAPPS#{namespace}` /
+//! `APP#{history}`).
 //!
 //! The entry is how the rest is found once nothing in the cluster names the
 //! app any more (its environment purged): every write of the app's
@@ -11,10 +12,11 @@
 //!
 //! [`remove`] takes an app's leftovers away in an order that any cut
 //! (a timeout, a crash, a store fault) leaves resumable: first the claims
-//! (found from the revisions, which are still there), then the revisions,
-//! and last, in one transaction, the hook, the history's pointer to it and
-//! the entry. Until that last step the entry still leads to whatever is
-//! left, and every step is idempotent, so running it again finishes it.
+//! (found from the revisions, which are still there), then the revisions
+//! and the hook's delivery records, and last, in one transaction, the hook,
+//! the history's pointer to it and the entry. Until that last step the
+//! entry still leads to whatever is left, and every step is idempotent, so
+//! running it again finishes it.
 
 use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
 use kube::ResourceExt;
@@ -133,13 +135,19 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
 
     let hook = items
         .iter()
-        .find_map(crate::webhooks::hooks::hook_key_of_history_item);
+        .find_map(crate::webhooks::hooks::hook_of_history_item);
     let revisions: Vec<Item> = items
         .iter()
         .filter(|item| store::sort_key(item) != keys::WEBHOOK_SK)
         .map(key_of)
         .collect();
     store.delete_batch(revisions).await?;
+    // The hook's delivery records are kept while it exists (no expiry):
+    // they go before it, so a cut leaves the hook that leads to them.
+    if let Some(hook_id) = hook {
+        let records = crate::webhooks::hooks::delivery_records(store, hook_id).await?;
+        store.delete_batch(records).await?;
+    }
 
     // Last and at once: the entry that leads here, and the hook with the
     // pointer that leads to it.
@@ -154,8 +162,8 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
         keys::environment_apps(namespace),
         &keys::environment_app_sk(history),
     ))?];
-    if let Some(hook) = hook {
-        last.push(delete(hook)?);
+    if let Some(hook_id) = hook {
+        last.push(delete(crate::webhooks::hooks::hook_key(hook_id))?);
         last.push(delete(store::key(
             keys::releases(history),
             keys::WEBHOOK_SK,

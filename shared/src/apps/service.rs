@@ -15,8 +15,8 @@ use super::releases::{self, ReleaseRecord, StoredRelease};
 use super::rendered_names;
 use crate::cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use crate::cluster::crd::{
-    App, AppConfig, AppSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
-    MANAGER, ReleaseMark,
+    App, AppConfig, AppSpec, Decision, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+    LABEL_PROJECT, MANAGER, ReleaseMark,
 };
 use crate::cluster::environments as cluster_environments;
 use crate::domain::names::{AppName, EnvironmentName, OrgName};
@@ -224,6 +224,7 @@ pub(crate) async fn commit_new(
             config,
             release,
             restarted_at: None,
+            decision: None,
         },
         status: None,
     };
@@ -241,9 +242,29 @@ pub(crate) async fn commit_new(
     }
 }
 
+/// The decision an update makes, if it makes one (`Decision`): a change of
+/// the image (set by hand) or of the source makes every build asked for
+/// before it moot. Other changes (env, sizes, domains…) are applied on top
+/// of what a build brings, as the controller writes its image over the
+/// App as it then is.
+fn decision_of(current: &AppConfig, next: &AppConfig, revision: i64) -> Option<Decision> {
+    let what = match (&current.source, &next.source) {
+        (Some(_), None) => "the source was removed",
+        (before, after) if before != after => "the source changed",
+        _ if current.image != next.image => "the image was set by hand",
+        _ => return None,
+    };
+    Some(Decision {
+        revision,
+        what: what.to_owned(),
+    })
+}
+
 /// Commits a change of an existing app: its revision and its hostnames'
 /// claims, then the resource, conditioned on the version that was read;
-/// then releases the hostnames it dropped.
+/// then releases the hostnames it dropped. `decision`: the change is one
+/// (`Decision`), which cancels the app's pending builds (the controller
+/// reads it) and which no build writes over.
 async fn commit_change(
     store: &Store,
     client: &kube::Client,
@@ -251,11 +272,15 @@ async fn commit_change(
     current: &App,
     config: AppConfig,
     release: ReleaseMark,
+    decision: Option<Decision>,
 ) -> Result<App, ApiError> {
     let history = history_of(current)?;
     let mut next = current.clone();
     next.spec.config = config;
     next.spec.release = release;
+    if decision.is_some() {
+        next.spec.decision = decision;
+    }
     // Recorded by this change.
     next.spec.unrecorded = Vec::new();
     next.status = None;
@@ -375,7 +400,13 @@ pub async fn create(
     if awaits_build {
         // The app is committed: a fault now leaves it awaiting a build that
         // createBuild queues (docs/api-notes.md, "Apps from source").
-        if let Err(error) = builds::start(client, &created, None, &caller.user.email).await {
+        if let Err(error) = builds::start(
+            client,
+            &created,
+            builds::Asked::by(&caller.user.email, None),
+        )
+        .await
+        {
             tracing::warn!(app = %path.target(), error = %error.cause(),
                 "the first build of an app from source could not be queued");
         }
@@ -411,8 +442,10 @@ pub async fn update(
     };
     check_names(path, &config, &neighbours)?;
     secrets::check_references(client, path, &config).await?;
-    let release = mark(current.spec.release.revision + 1, reason, None, caller);
-    let updated = commit_change(store, client, rules, &current, config, release).await?;
+    let revision = current.spec.release.revision + 1;
+    let decision = decision_of(&current.spec.config, &config, revision);
+    let release = mark(revision, reason, None, caller);
+    let updated = commit_change(store, client, rules, &current, config, release, decision).await?;
     Ok(record_of(&updated, &path.environment_path(), caller))
 }
 
@@ -471,7 +504,22 @@ pub async fn rollback(
         Some(format!("rollback to revision {revision}")),
         caller,
     );
-    let updated = commit_change(store, client, rules, &current, config, release).await?;
+    // A rollback is a decision whatever it restores: no build asked for
+    // before it deploys over it.
+    let decision = Decision {
+        revision: head + 1,
+        what: format!("rolled back to revision {revision}"),
+    };
+    let updated = commit_change(
+        store,
+        client,
+        rules,
+        &current,
+        config,
+        release,
+        Some(decision),
+    )
+    .await?;
     Ok(record_of(&updated, &path.environment_path(), caller))
 }
 
@@ -532,13 +580,27 @@ pub async fn promote(
             check_config(&target_path, &config)?;
             check_names(&target_path, &config, &neighbours)?;
             secrets::check_references(client, &target_path, &config).await?;
-            let release = mark(
-                target.spec.release.revision + 1,
-                Reason::Promote,
-                note,
-                caller,
-            );
-            commit_change(store, client, rules, &target, config, release).await?
+            let revision = target.spec.release.revision + 1;
+            // A decision of the target app alone: its own pending builds
+            // are moot, the source app's go on.
+            let decision = Decision {
+                revision,
+                what: format!(
+                    "promoted from {} revision {}",
+                    path.environment, source.spec.release.revision
+                ),
+            };
+            let release = mark(revision, Reason::Promote, note, caller);
+            commit_change(
+                store,
+                client,
+                rules,
+                &target,
+                config,
+                release,
+                Some(decision),
+            )
+            .await?
         }
         None => {
             // A new app: its name becomes part of its default host there.

@@ -33,20 +33,49 @@ pub const BUILDS_KEPT: usize = 50;
 /// How many numbers a create tries when others take them meanwhile.
 const NUMBER_ATTEMPTS: i64 = 5;
 
+/// Who asks for a build, and what besides the app's source.
+pub struct Asked<'a> {
+    /// An email, or `webhook`.
+    pub actor: &'a str,
+    /// The ref to build instead of the app's `git_ref`.
+    pub git_ref: Option<GitRef>,
+    /// For a webhook's push: the branch the pushed commit must be on, and
+    /// the hook (deleting it cancels the build).
+    pub push: Option<Pushed>,
+}
+
+/// A push a webhook was told of.
+pub struct Pushed {
+    pub branch: String,
+    pub hook: String,
+}
+
+impl<'a> Asked<'a> {
+    /// A build asked for by a person (or the creation of an app), of `git_ref`
+    /// or the app's own.
+    pub fn by(actor: &'a str, git_ref: Option<GitRef>) -> Self {
+        Self {
+            actor,
+            git_ref,
+            push: None,
+        }
+    }
+}
+
 /// Queues the next build of `app` (a Build resource in
 /// [`BUILDS_NAMESPACE`], phase absent: `queued`): its source as it is now,
-/// with the ref replaced by `requested_ref` when one is given. Its number
-/// is the highest of the app's builds plus one; a create that loses that
-/// number to another (409 from the apiserver) tries the next, a few times.
-/// Then the oldest finished builds beyond [`BUILDS_KEPT`] are deleted.
+/// with the ref replaced by the one asked for, and the app's decision in
+/// force (`crate::cluster::crd::Decision`). Its number is the highest of the
+/// app's builds plus one; a create that loses that number to another (409
+/// from the apiserver) tries the next, a few times. Then the oldest
+/// finished builds beyond [`BUILDS_KEPT`] are deleted.
 ///
 /// 409 when the app has no source to build. The caller has checked the
 /// app is the caller's and that it may build it.
 pub async fn start(
     client: &kube::Client,
     app: &App,
-    requested_ref: Option<GitRef>,
-    actor: &str,
+    asked: Asked<'_>,
 ) -> Result<BuildRecord, ApiError> {
     let Some(mut source) = app.spec.config.source.clone() else {
         return Err(ApiError::Conflict(format!(
@@ -54,7 +83,7 @@ pub async fn start(
             app.name_any()
         )));
     };
-    if let Some(requested) = requested_ref {
+    if let Some(requested) = asked.git_ref {
         source.git_ref = Some(requested.into_inner());
     }
     let app_uid = app
@@ -76,6 +105,9 @@ pub async fn start(
     .into_iter()
     .map(|(key, value)| (key.to_owned(), value))
     .collect();
+    let (branch, hook) = asked
+        .push
+        .map_or((None, None), |push| (Some(push.branch), Some(push.hook)));
     let mut spec = BuildSpec {
         org: label(LABEL_ORG),
         project: label(LABEL_PROJECT),
@@ -85,8 +117,12 @@ pub async fn start(
         app_uid,
         number,
         source,
-        actor: Some(actor.to_owned()),
+        actor: Some(asked.actor.to_owned()),
         created_at: clock::unix_millis(),
+        decision: app.spec.decision.as_ref().map(|decision| decision.revision),
+        branch,
+        hook,
+        cancel: None,
     };
     for _ in 0..NUMBER_ATTEMPTS {
         spec.number = number;
@@ -112,6 +148,78 @@ pub async fn start(
     Err(ApiError::Conflict(
         "other builds of this app were being made at the same time; try again".into(),
     ))
+}
+
+/// Asks the controller to cancel `build` (`BuildSpec::cancel`), written
+/// over the Build as read: a build already finished, or whose image was
+/// pushed meanwhile (its revision is being written), is `409`. Returns the
+/// Build as written.
+pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Build, ApiError> {
+    let mut build = build;
+    for _ in 0..NUMBER_ATTEMPTS {
+        if build.is_finished() {
+            return Err(ApiError::Conflict(format!(
+                "build {} already finished ({}): there is nothing to cancel",
+                build.spec.number,
+                build.phase()
+            )));
+        }
+        if build.is_built() {
+            return Err(ApiError::Conflict(format!(
+                "build {} already finished building: its image is becoming the app's next \
+                 revision; roll back to undo it",
+                build.spec.number
+            )));
+        }
+        if build.spec.cancel.is_some() {
+            return Ok(build);
+        }
+        let mut asked = build.clone();
+        asked.spec.cancel = Some(why.to_owned());
+        match cluster_builds::replace(client, &asked).await? {
+            Some(written) => return Ok(written),
+            // Changed meanwhile (the controller wrote its status): read it
+            // again and decide again.
+            None => match cluster_builds::get(client, &build.name_any()).await? {
+                Some(again) if again.uid() == build.uid() => build = again,
+                // Gone, or another build of that name: nothing of this one
+                // is left to cancel.
+                _ => {
+                    return Err(ApiError::Conflict(format!(
+                        "build {} is gone: there is nothing to cancel",
+                        build.spec.number
+                    )));
+                }
+            },
+        }
+    }
+    Err(ApiError::Conflict(format!(
+        "build {} kept changing meanwhile; try again",
+        build.spec.number
+    )))
+}
+
+/// Cancels the app's unfinished builds that `hook` started (its deletion
+/// or replacement): those already built go on, as a build that finished a
+/// moment earlier would have. Returns how many were cancelled.
+pub async fn cancel_of_hook(
+    client: &kube::Client,
+    app_uid: &str,
+    hook: &str,
+) -> Result<usize, ApiError> {
+    let mut cancelled = 0;
+    for build in cluster_builds::of_app(client, app_uid).await? {
+        if build.spec.hook.as_deref() != Some(hook) || build.is_finished() || build.is_built() {
+            continue;
+        }
+        match cancel(client, build, "its webhook was deleted").await {
+            Ok(_) => cancelled += 1,
+            // Finished or built meanwhile.
+            Err(ApiError::Conflict(_)) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(cancelled)
 }
 
 /// Deletes the oldest finished builds beyond [`BUILDS_KEPT`].
@@ -157,6 +265,10 @@ mod tests {
                 },
                 actor: None,
                 created_at: 0,
+                decision: None,
+                branch: None,
+                hook: None,
+                cancel: None,
             },
         );
         build.status = phase.map(|phase| BuildStatus {

@@ -25,7 +25,7 @@ pub struct BuildRecord {
     #[schema(pattern = "^(queued|running|succeeded|failed|cancelled)$")]
     pub status: String,
     /// The image pushed, pinned by digest (`repo@sha256:…`); null until
-    /// the build succeeded.
+    /// the build pushed it (just before it succeeds).
     pub image: Option<String>,
     /// Why it failed or was cancelled, or what it waits for.
     pub message: Option<String>,
@@ -54,7 +54,11 @@ pub fn build_record(build: &Build) -> BuildRecord {
             .to_owned(),
         status: build.phase().to_owned(),
         image: status.image,
-        message: status.message,
+        // Asked to cancel, not cancelled yet: say so.
+        message: match &spec.cancel {
+            Some(why) if !build.is_finished() => Some(format!("cancelling: {why}")),
+            _ => status.message,
+        },
         created_at: spec.created_at,
         started_at: status.started_at,
         finished_at: status.finished_at,

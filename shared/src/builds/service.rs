@@ -1,5 +1,6 @@
-//! The build operations: queue one (`createBuild`), list an app's newest
-//! first a page at a time, read one and its output. Every one reads the App
+//! The build operations: queue one (`createBuild`), cancel one
+//! (`cancelBuild`), list an app's newest first a page at a time, read one
+//! and its output. Every one reads the App
 //! first: its builds are those of its uid, so another organization's app,
 //! or an App made again under the same name, shows none.
 
@@ -32,7 +33,29 @@ pub async fn create(
     requested_ref: Option<GitRef>,
 ) -> Result<BuildRecord, ApiError> {
     let app = app_to_change(client, &caller.user.org, path).await?;
-    super::start(client, &app, requested_ref, &caller.user.email).await
+    super::start(
+        client,
+        &app,
+        super::Asked::by(&caller.user.email, requested_ref),
+    )
+    .await
+}
+
+/// Asks the controller to cancel build `number` of the app
+/// (`cancelBuild`): it deletes the build's Job and marks it `cancelled`.
+/// `409` for a build already finished (or already built: its image is
+/// becoming the app's revision). Allowed in an environment being deleted
+/// too: stopping work is always allowed.
+pub async fn cancel(
+    client: &kube::Client,
+    caller: &Principal,
+    path: &AppPath,
+    number: i64,
+) -> Result<BuildRecord, ApiError> {
+    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
+    let build = find(client, &app, path, number).await?;
+    let why = format!("cancelled by {}", caller.user.email);
+    Ok(build_record(&super::cancel(client, build, &why).await?))
 }
 
 /// A page of the app's builds, newest first: those numbered below

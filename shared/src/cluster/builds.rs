@@ -1,6 +1,6 @@
 //! Build resources in [`BUILDS_NAMESPACE`]: the API creates, lists and reads
-//! them and deletes the oldest finished; the controller runs them and writes
-//! their status. An app's builds are those labelled with its uid
+//! them, asks for their cancellation (`BuildSpec::cancel`) and deletes the
+//! oldest finished; the controller runs them and writes their status. An app's builds are those labelled with its uid
 //! ([`LABEL_APP_UID`]), so a build never serves another App of the same
 //! name; who may see them is decided by the App they were read for.
 
@@ -57,6 +57,20 @@ pub async fn create(client: &kube::Client, build: &Build) -> Result<Created, Api
         Ok(made) => Ok(Created::Made(Box::new(made))),
         Err(error) if is_conflict(&error) => Ok(Created::NameTaken),
         Err(error) if is_not_found(&error) => Err(builds_namespace_missing()),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// Replaces the Build (its spec: the status is the controller's),
+/// conditioned on the version read; `None` when it changed or went
+/// meanwhile.
+pub async fn replace(client: &kube::Client, build: &Build) -> Result<Option<Build>, ApiError> {
+    match api(client)
+        .replace(&build.name_any(), &PostParams::default(), build)
+        .await
+    {
+        Ok(written) => Ok(Some(written)),
+        Err(error) if is_conflict(&error) || is_not_found(&error) => Ok(None),
         Err(error) => Err(error.into()),
     }
 }

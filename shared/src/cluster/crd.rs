@@ -211,6 +211,36 @@ pub struct AppSpec {
     /// history take them from here. At most [`UNRECORDED_KEPT`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unrecorded: Vec<Revision>,
+    /// The app's last decision about what it runs (`Decision`): a build
+    /// asked for before it is cancelled, and never writes its image over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+/// A change of what an app runs that a person decided and a build must
+/// not undo: a rollback, an image set by hand, the source changed or
+/// removed, a promotion into the app. The API writes it with the change;
+/// a build carries the revision of the decision in force when it was
+/// asked for (`BuildSpec::decision`), so a later one makes it moot. The
+/// controller's own revisions (a build's image, an automatic rollback)
+/// keep it as it is.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    /// The revision the decision made.
+    pub revision: i64,
+    /// What was decided, for the message of the builds it cancels (`rolled
+    /// back to revision 3`, `the image was set by hand`).
+    pub what: String,
+}
+
+impl AppSpec {
+    /// The revision of the app's last decision (0: none yet).
+    pub fn decided_at(&self) -> i64 {
+        self.decision
+            .as_ref()
+            .map_or(0, |decision| decision.revision)
+    }
 }
 
 /// A revision as a release snapshots it.
@@ -405,6 +435,21 @@ pub struct BuildSpec {
     pub actor: Option<String>,
     /// Unix milliseconds.
     pub created_at: i64,
+    /// The revision of the app's decision in force when it was asked for
+    /// (`AppSpec::decision`; absent: none): a later decision makes it moot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<i64>,
+    /// For a webhook's push: the branch the pushed commit (`source.gitRef`)
+    /// must be on, or the build fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// The webhook that started it (its id): deleting the hook cancels it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+    /// Set by the API to have the controller cancel the build: why
+    /// (`cancelled by dev@acme.test`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -420,7 +465,9 @@ pub struct BuildStatus {
     /// `auto` resolved: `dockerfile` or `buildpacks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategy: Option<BuildStrategy>,
-    /// The image pushed, pinned by digest (`repo@sha256:…`).
+    /// The image pushed, pinned by digest (`repo@sha256:…`): set once its
+    /// Job succeeded, before the app gets its revision (the build is then
+    /// past cancelling by request; a later decision of the app still wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
     /// Why it failed or was cancelled, or what it waits for.
@@ -437,6 +484,11 @@ pub struct BuildStatus {
     /// The App revision the built image became.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// The uid of the copy of the git credential the build made, which it
+    /// deletes when it ends (that very object: never another Secret of the
+    /// name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
     /// The build's own registry credentials, as digests (the passwords are
     /// only in the Secrets the Job mounts): what Berth's registry token
     /// service checks them against while the build runs.
@@ -483,6 +535,30 @@ impl Build {
             self.phase(),
             BUILD_SUCCEEDED | BUILD_FAILED | BUILD_CANCELLED
         )
+    }
+
+    /// Whether its image was pushed (the build is done building, its image
+    /// about to become the app's revision): too late to cancel by request.
+    pub fn is_built(&self) -> bool {
+        self.status
+            .as_ref()
+            .is_some_and(|status| status.image.is_some())
+    }
+
+    /// Why the build no longer should run or deploy, if it should not: a
+    /// cancellation asked for, or a decision of `app` made after it was
+    /// asked for.
+    pub fn moot_for(&self, app: &App) -> Option<String> {
+        if let Some(why) = &self.spec.cancel {
+            return Some(why.clone());
+        }
+        let decision = app.spec.decision.as_ref()?;
+        (decision.revision > self.spec.decision.unwrap_or(0)).then(|| {
+            format!(
+                "the app changed after it was asked for (revision {}: {})",
+                decision.revision, decision.what
+            )
+        })
     }
 }
 

@@ -6,6 +6,15 @@
 //!   query or fragment, no whitespace or control characters, at most
 //!   [`GitRepo::MAX_LEN`] characters. Private repositories are cloned
 //!   with the credential of the app's `git_secret`, never one in the URL.
+//!   Its host is a DNS name with a dot whose last label is a top-level
+//!   domain's (letters, or an `xn--` label): never an IP literal in any of
+//!   the forms resolvers take (`10.0.0.1`, `0x7f.1`, `2130706433`), a
+//!   single label (`localhost`, `intranet`) or a `.localhost` name. Where
+//!   a name leads is checked when the build resolves it (the `source`
+//!   step refuses loopback, link-local and private addresses). A
+//!   repository stored before these host rules is read with
+//!   [`GitRepo::parse_stored`]: it keeps building, and a change of the
+//!   source must meet them.
 //! - A ref (branch, tag or commit) follows git's own rules
 //!   (`git check-ref-format`): no component starting with `.` or ending
 //!   with `.lock`, no `..`, `@{`, `\`, space, `~`, `^`, `:`, `?`, `*`,
@@ -25,7 +34,23 @@ pub struct GitRepo(String);
 impl GitRepo {
     pub const MAX_LEN: usize = 512;
 
+    /// A repository as the API takes it: the URL's rules and the host's.
     pub fn parse(value: &str) -> Result<Self, Invalid> {
+        let repo = Self::parse_stored(value)?;
+        if is_public_dns_name(repo.host()) {
+            Ok(repo)
+        } else {
+            Err(Invalid::new(
+                "must name its host by a DNS name with a dot and a top-level domain \
+                 (git.example.com), never an IP address, a single label such as localhost, \
+                 or a .localhost name",
+            ))
+        }
+    }
+
+    /// A repository as stored: the URL's rules without the host's, which
+    /// came later (a source stored before them keeps building).
+    pub fn parse_stored(value: &str) -> Result<Self, Invalid> {
         let rule = || {
             Invalid::new(format!(
                 "must be an https:// URL of a git repository (host and path, no credentials, \
@@ -80,6 +105,14 @@ impl GitRepo {
 string_newtype!(GitRepo);
 
 impl GitRepo {
+    /// The host, without its port: `git.example.com`.
+    pub fn host(&self) -> &str {
+        let authority = &self.origin()["https://".len()..];
+        authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+    }
+
     /// The scheme and host (with its port, if any) the repository is
     /// reached at, `https://git.example.com`: what a credential given for
     /// it is scoped to.
@@ -92,12 +125,29 @@ impl GitRepo {
     }
 }
 
+/// Whether `host` (DNS labels, as the URL's rules left it) is a name with
+/// a dot whose last label is a top-level domain's: letters, or an IDNA
+/// `xn--` label. Every IPv4 literal a resolver takes ends in digits or a
+/// hex number, so none passes; nor do single labels and `.localhost`
+/// names (RFC 6761: loopback).
+fn is_public_dns_name(host: &str) -> bool {
+    let Some((_, top)) = host.rsplit_once('.') else {
+        return false;
+    };
+    let top = top.to_ascii_lowercase();
+    let is_tld = (top.len() >= 2 && top.bytes().all(|b| b.is_ascii_alphabetic()))
+        || (top.starts_with("xn--") && top.len() > 4);
+    is_tld && top != "localhost"
+}
+
 /// [`GitRepo::parse`]'s rules as the description states them (ECMA-262;
 /// Python's `re` reads it alike): `https://`, a host of DNS labels (253
-/// characters at most, the lookahead), an optional port, then a path of
-/// the characters allowed, no `.` or `..` component (the two lookaheads).
-/// The length is `maxLength`'s.
-const GIT_REPO_PATTERN: &str = r"^https://(?=[^/:]{1,253}[:/])[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*(?::[0-9]{1,5})?/(?!\.\.?(?:/|$))(?!.*/\.\.?(?:/|$))[A-Za-z0-9/_.~%-]+$";
+/// characters at most, the first lookahead; not under `.localhost`, the
+/// second) with a dot before its last label, a top-level domain's (letters,
+/// or `xn--`), an optional port, then a path of the characters allowed, no
+/// `.` or `..` component (the last two lookaheads). The length is
+/// `maxLength`'s.
+const GIT_REPO_PATTERN: &str = r"^https://(?=[^/:]{1,253}[:/])(?![^/:]*\.[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt][:/])(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+(?:[A-Za-z]{2,63}|[Xx][Nn]--[A-Za-z0-9-]{0,58}[A-Za-z0-9])(?::[0-9]{1,5})?/(?!\.\.?(?:/|$))(?!.*/\.\.?(?:/|$))[A-Za-z0-9/_.~%-]+$";
 
 impl utoipa::PartialSchema for GitRepo {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
@@ -106,7 +156,8 @@ impl utoipa::PartialSchema for GitRepo {
             Some(Self::MAX_LEN),
             GIT_REPO_PATTERN,
             "An `https://` URL of a git repository: host and path, no credentials, query or \
-             fragment.",
+             fragment. The host is a DNS name with a dot and a top-level domain, never an IP \
+             address or a single label.",
         )
     }
 }
@@ -241,6 +292,38 @@ mod tests {
         }
         let long = format!("https://github.com/{}", "a".repeat(GitRepo::MAX_LEN));
         assert!(GitRepo::parse(&long).is_err());
+    }
+
+    #[test]
+    fn a_repositorys_host_is_a_dns_name_never_an_address() {
+        for good in [
+            "https://git.example.com/acme/shop",
+            "https://GitHub.COM/acme/shop",
+            "https://git.xn--bcher-kva.example/acme/shop",
+            "https://code.example.xn--p1ai:8443/acme/shop",
+            "https://localhost.example.com/acme/shop",
+        ] {
+            assert!(GitRepo::parse(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "https://10.0.0.1/x",
+            "https://169.254.169.254/x",
+            "https://127.0.0.1:8443/x",
+            "https://localhost/x",
+            "https://intranet/x",
+            "https://0x7f.1/x",
+            "https://2130706433/x",
+            "https://1.2.3.0x4/x",
+            "https://git.localhost/x",
+            "https://git.LOCALHOST:443/x",
+            "https://git.example.c/x",
+            "https://git.example.123/x",
+        ] {
+            let error = GitRepo::parse(bad).expect_err(bad);
+            assert!(error.0.contains("DNS name"), "{bad}: {error}");
+            // Stored before the host rules: still a repository to build.
+            assert!(GitRepo::parse_stored(bad).is_ok(), "{bad}");
+        }
     }
 
     #[test]

@@ -72,6 +72,34 @@ impl Quantity {
     pub fn is_positive(&self) -> bool {
         !self.value.negative && !self.value.digits.is_empty()
     }
+
+    /// The value in thousandths, rounded up (`500m` is 500, `1Gi` is
+    /// 1073741824000, `1n` is 1), as a quota sums requests: `None` for a
+    /// negative quantity or one beyond `u128`.
+    pub fn to_millis(&self) -> Option<u128> {
+        let value = &self.value;
+        if value.negative {
+            return None;
+        }
+        let mut number: u128 = 0;
+        for limb in value.digits.iter().rev() {
+            number = number
+                .checked_mul(1 << 32)?
+                .checked_add(u128::from(*limb))?;
+        }
+        let decimal = value.decimal + 3;
+        let up = |number: u128, divisor: u128| number.div_ceil(divisor);
+        number = number.checked_mul(1u128.checked_shl(u32::try_from(value.binary).ok()?)?)?;
+        if decimal >= 0 {
+            number.checked_mul(10u128.checked_pow(u32::try_from(decimal).ok()?)?)
+        } else {
+            match 10u128.checked_pow(decimal.unsigned_abs()) {
+                Some(divisor) => Some(up(number, divisor)),
+                // Smaller than any thousandth it could be rounded to.
+                None => Some(u128::from(number > 0)),
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Quantity {
@@ -419,6 +447,21 @@ impl fmt::Display for Size {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities_in_thousandths_round_up() {
+        let millis = |text: &str| Quantity::parse(text).unwrap().to_millis();
+        assert_eq!(millis("500m"), Some(500));
+        assert_eq!(millis("2"), Some(2000));
+        assert_eq!(millis("1Gi"), Some(1_073_741_824_000));
+        assert_eq!(millis("1.5Gi"), Some(1_610_612_736_000));
+        assert_eq!(millis("12Gi"), Some(12 * 1_073_741_824_000));
+        assert_eq!(millis("1n"), Some(1));
+        assert_eq!(millis("0"), Some(0));
+        assert_eq!(millis("1e3"), Some(1_000_000));
+        assert_eq!(millis("-1"), None);
+        assert_eq!(millis("1e64"), None);
+    }
 
     fn q(text: &str) -> Quantity {
         Quantity::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -15,8 +15,8 @@
 //! | hostname claim | `HOST#{hostname}` | `HOST` |
 //! | app's webhook (pointer to its hook) | `RELEASES#{app uid}` | `WEBHOOK` |
 //! | webhook (with its secret) | `HOOK#{hook id}` | `HOOK` |
-//! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (TTL) |
-//! | webhook payload seen | `HOOK#{hook id}` | `PAYLOAD#{sha256 of the body}` (TTL) |
+//! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (while the hook exists) |
+//! | webhook payload seen | `HOOK#{hook id}` | `PAYLOAD#{sha256 of the body}` (while the hook exists) |
 //! | an app's entry in its environment | `ENVAPPS#{namespace}` | `APP#{release history id}` |
 //! | a deleted environment awaiting its purge's cleanup | `PURGES` | `ENV#{namespace}#{environment uid}` |
 //!

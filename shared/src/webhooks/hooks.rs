@@ -14,10 +14,6 @@ use crate::clock;
 use crate::credentials;
 use crate::store::{self, Item, Store, keys};
 
-/// How long a delivery id is remembered (GitHub lets a delivery be
-/// redelivered by hand for three days; a day more covers clock skew).
-pub const DELIVERY_MEMORY_SECS: i64 = 4 * 86_400;
-
 /// The hook item: what the receiver needs, in one read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HookItem {
@@ -59,7 +55,7 @@ fn pointer_key(history: &str) -> Item {
     store::key(keys::releases(history), keys::WEBHOOK_SK)
 }
 
-fn hook_key(hook_id: &str) -> Item {
+pub fn hook_key(hook_id: &str) -> Item {
     store::key(keys::hook(hook_id), keys::HOOK_SK)
 }
 
@@ -70,8 +66,11 @@ pub async fn pointer(store: &Store, history: &str) -> Result<Option<PointerItem>
 
 /// Makes the app's hook, replacing the one it had (whose item goes in the
 /// same transaction, so its secret stops working at once). Returns the new
-/// hook, secret included.
-pub async fn create(store: &Store, app: &HookedApp) -> Result<HookItem, ApiError> {
+/// hook, secret included, and the id of the one it replaced.
+pub async fn create(
+    store: &Store,
+    app: &HookedApp,
+) -> Result<(HookItem, Option<String>), ApiError> {
     // A replacement racing another is tried again on what the other left.
     for _ in 0..3 {
         let previous = pointer(store, &app.history).await?;
@@ -123,7 +122,7 @@ pub async fn create(store: &Store, app: &HookedApp) -> Result<HookItem, ApiError
             }
         }
         match store.transact(writes).await {
-            Ok(()) => return Ok(hook),
+            Ok(()) => return Ok((hook, previous.map(|old| old.hook))),
             Err(error)
                 if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) =>
             {
@@ -137,10 +136,11 @@ pub async fn create(store: &Store, app: &HookedApp) -> Result<HookItem, ApiError
     ))
 }
 
-/// Deletes the app's hook; `false` if it had none.
-pub async fn delete(store: &Store, history: &str) -> Result<bool, ApiError> {
+/// Deletes the app's hook; the id of the hook deleted, `None` if it had
+/// none.
+pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiError> {
     let Some(current) = pointer(store, history).await? else {
-        return Ok(false);
+        return Ok(None);
     };
     let writes = vec![
         store::tx_delete(
@@ -158,7 +158,7 @@ pub async fn delete(store: &Store, history: &str) -> Result<bool, ApiError> {
         )?,
     ];
     match store.transact(writes).await {
-        Ok(()) => Ok(true),
+        Ok(()) => Ok(Some(current.hook)),
         // Replaced or deleted meanwhile: what is there now is not the hook
         // this call found, and a replacement is the newer wish.
         Err(error) if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
@@ -194,27 +194,25 @@ fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> Vec<I
 }
 
 /// Records a delivery of the hook, in one transaction; `false` if its id or
-/// its body was recorded before (a replay). Remembered for
-/// [`DELIVERY_MEMORY_SECS`] (the table's TTL).
+/// its body was recorded before (a replay). Remembered for as long as the
+/// hook exists, with no expiry: GitHub's signature carries no time, so a
+/// delivery captured years ago still verifies against the hook's secret,
+/// and only its record refuses it. A record written with an expiry (before
+/// records were kept) still counts until DynamoDB removes it.
 pub async fn record_delivery(
     store: &Store,
     hook_id: &str,
     delivery_id: Option<&str>,
     body: &[u8],
 ) -> Result<bool, ApiError> {
-    let now = clock::unix_seconds();
     let writes = delivery_keys(hook_id, delivery_id, body)
         .into_iter()
-        .map(|mut item| {
-            item.insert(keys::TTL.to_owned(), store::n(now + DELIVERY_MEMORY_SECS));
+        .map(|item| {
             store::tx_put(
                 Put::builder()
                     .table_name(store.table())
                     .set_item(Some(item))
-                    // An expired record DynamoDB has not yet removed is no record.
-                    .condition_expression("attribute_not_exists(pk) OR #ttl < :now")
-                    .expression_attribute_names("#ttl", keys::TTL)
-                    .expression_attribute_values(":now", store::n(now)),
+                    .condition_expression("attribute_not_exists(pk)"),
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -252,13 +250,45 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
     }
 }
 
-/// For the removal of an app's leftovers (`apps::leftovers`): the key of
+/// The keys of the hook's delivery records (its item itself left out).
+pub async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
+    let found = store::query_all(
+        store
+            .client()
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", store::s(keys::hook(hook_id)))
+            .projection_expression("pk, sk")
+            .consistent_read(true),
+    )
+    .await?;
+    Ok(found
+        .into_iter()
+        .filter(|item| store::sort_key(item) != keys::HOOK_SK)
+        .collect())
+}
+
+/// Deletes the delivery records of a hook that is gone (deleted or
+/// replaced): signed with a secret no hook has any more, a replay of them
+/// is refused before they are read, so they only take room. Best effort: a
+/// record left behind is as harmless.
+pub async fn forget_deliveries(store: &Store, hook_id: &str) {
+    let outcome = match delivery_records(store, hook_id).await {
+        Ok(records) => store.delete_batch(records).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = outcome {
+        tracing::warn!(error = %error.cause(), "the delivery records of a deleted webhook were left behind");
+    }
+}
+
+/// For the removal of an app's leftovers (`apps::leftovers`): the id of
 /// the hook an item of the history points to, if it is the app's pointer to
 /// its hook (read with its `hook` attribute).
-pub fn hook_key_of_history_item(item: &Item) -> Option<Item> {
+pub fn hook_of_history_item(item: &Item) -> Option<&str> {
     if store::sort_key(item) != keys::WEBHOOK_SK {
         return None;
     }
-    let hook = item.get("hook")?.as_s().ok()?;
-    Some(hook_key(hook))
+    item.get("hook")?.as_s().ok().map(String::as_str)
 }

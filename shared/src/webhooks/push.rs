@@ -12,8 +12,9 @@ use crate::ApiError;
 /// What to do with a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Build this commit (40 or 64 lowercase hex digits).
-    Build { commit: String },
+    /// Build this commit (40 or 64 lowercase hex digits), if it is on this
+    /// branch (the app's).
+    Build { commit: String, branch: String },
     /// Nothing: why, for the answer.
     Ignore(String),
 }
@@ -100,6 +101,7 @@ pub fn decide(body: &[u8], app_ref: Option<&str>) -> Result<Decision, ApiError> 
     }
     Ok(Decision::Build {
         commit: after.to_ascii_lowercase(),
+        branch: wanted.to_owned(),
     })
 }
 
@@ -136,9 +138,10 @@ mod tests {
         .into_bytes()
     }
 
-    fn build(commit: &str) -> Decision {
+    fn build(commit: &str, branch: &str) -> Decision {
         Decision::Build {
             commit: commit.into(),
+            branch: branch.into(),
         }
     }
 
@@ -161,20 +164,26 @@ mod tests {
     #[test]
     fn a_push_to_the_apps_branch_builds_its_commit() {
         let body = github_push("refs/heads/release", SHA, false);
-        assert_eq!(decide(&body, Some("release")).ok(), Some(build(SHA)));
+        assert_eq!(
+            decide(&body, Some("release")).ok(),
+            Some(build(SHA, "release"))
+        );
         assert_eq!(
             decide(&body, Some("refs/heads/release")).ok(),
-            Some(build(SHA))
+            Some(build(SHA, "release"))
         );
         let upper = github_push("refs/heads/release", &SHA.to_uppercase(), false);
-        assert_eq!(decide(&upper, Some("release")).ok(), Some(build(SHA)));
+        assert_eq!(
+            decide(&upper, Some("release")).ok(),
+            Some(build(SHA, "release"))
+        );
     }
 
     #[test]
     fn without_a_ref_the_app_follows_the_default_branch() {
         assert_eq!(
             decide(&github_push("refs/heads/main", SHA, false), None).ok(),
-            Some(build(SHA))
+            Some(build(SHA, "main"))
         );
         assert!(ignored(decide(
             &github_push("refs/heads/dev", SHA, false),
@@ -236,7 +245,7 @@ mod tests {
             "checkout_sha": SHA, "project": {"default_branch": "main"},
         })
         .to_string();
-        assert_eq!(decide(body.as_bytes(), None).ok(), Some(build(SHA)));
+        assert_eq!(decide(body.as_bytes(), None).ok(), Some(build(SHA, "main")));
         let deleted = serde_json::json!({
             "object_kind": "push", "ref": "refs/heads/main", "after": "0".repeat(40),
             "checkout_sha": null, "project": {"default_branch": "main"},

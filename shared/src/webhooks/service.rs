@@ -4,13 +4,15 @@
 use std::hint::black_box;
 
 use axum::http::HeaderMap;
+use kube::ResourceExt;
 use serde::Serialize;
 
 use super::delivery::{DUMMY_SECRET, Delivery, github_signature};
 use super::hooks::{self, HookItem, HookedApp};
 use super::push::{self, Decision};
-use crate::apps::service::history_of;
+use crate::apps::service::{app_to_change, history_of};
 use crate::builds::record::BuildRecord;
+use crate::builds::{Asked, Pushed};
 use crate::cluster::apps as cluster_apps;
 use crate::cluster::crd::App;
 use crate::domain::git::GitRef;
@@ -83,8 +85,8 @@ pub async fn create(
     caller: &Principal,
     path: &AppPath,
 ) -> Result<CreatedWebhook, ApiError> {
-    let (_, history) = hooked_app(client, caller, path).await?;
-    let hook = hooks::create(
+    let (app, history) = hooked_app(client, caller, path).await?;
+    let (hook, replaced) = hooks::create(
         store,
         &HookedApp {
             org: caller.user.org.to_string(),
@@ -95,6 +97,9 @@ pub async fn create(
         },
     )
     .await?;
+    if let Some(replaced) = replaced {
+        gone(store, client, &app, &replaced).await?;
+    }
     Ok(CreatedWebhook {
         record: WebhookRecord {
             url: receiver_path(&hook.id),
@@ -134,12 +139,28 @@ pub async fn delete(
     caller: &Principal,
     path: &AppPath,
 ) -> Result<(), ApiError> {
-    let (_, history) = hooked_app(client, caller, path).await?;
-    if hooks::delete(store, &history).await? {
-        Ok(())
-    } else {
-        Err(no_webhook(path))
+    let (app, history) = hooked_app(client, caller, path).await?;
+    match hooks::delete(store, &history).await? {
+        Some(deleted) => gone(store, client, &app, &deleted).await,
+        None => Err(no_webhook(path)),
     }
+}
+
+/// What follows a hook's deletion (or replacement), once its item is gone:
+/// the builds it started and that have not finished are cancelled, and its
+/// delivery records are forgotten.
+async fn gone(
+    store: &Store,
+    client: &kube::Client,
+    app: &App,
+    hook_id: &str,
+) -> Result<(), ApiError> {
+    let app_uid = app
+        .uid()
+        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))?;
+    crate::builds::cancel_of_hook(client, &app_uid, hook_id).await?;
+    hooks::forget_deliveries(store, hook_id).await;
+    Ok(())
 }
 
 /// A delivery to the hook `hook_id`. Unknown hooks and deliveries without
@@ -187,7 +208,10 @@ pub async fn receive(
         return Ok(Received::Ignored(why));
     }
     let client = state.cluster.client().await?;
-    let app = cluster_apps::get_visible(&client, &org, &path).await?;
+    // As createBuild: the environment must take writes (`409
+    // environment_deleting`, `409 environment_not_ready`); the sender
+    // retries a refused delivery.
+    let app = app_to_change(&client, &org, &path).await?;
     if history_of(&app)? != hook.history {
         // The app was deleted and made again: this hook was the old one's.
         return Err(path.missing());
@@ -197,10 +221,13 @@ pub async fn receive(
             "the app has no git_repo: it runs an image and builds nothing".into(),
         ));
     };
-    let commit = match push::decide(body, source.git_ref.as_deref())? {
+    let (commit, branch) = match push::decide(body, source.git_ref.as_deref())? {
         Decision::Ignore(why) => return Ok(Received::Ignored(why)),
-        Decision::Build { commit } => GitRef::parse(&commit)
-            .map_err(|e| ApiError::InvalidRequest(format!("the pushed commit: {e}")))?,
+        Decision::Build { commit, branch } => (
+            GitRef::parse(&commit)
+                .map_err(|e| ApiError::InvalidRequest(format!("the pushed commit: {e}")))?,
+            branch,
+        ),
     };
     let delivery_id = delivery.id.as_deref();
     if !hooks::record_delivery(&state.store, &hook.id, delivery_id, body).await? {
@@ -208,7 +235,18 @@ pub async fn receive(
             "this delivery was received before (a replay or a redelivery)".into(),
         ));
     }
-    match crate::builds::start(&client, &app, Some(commit), WEBHOOK_ACTOR).await {
+    // The build fetches the branch and builds the commit only if it is on
+    // it: the payload names the commit, and whoever holds the hook's
+    // secret (GitLab sends it in clear) can write any payload.
+    let asked = Asked {
+        actor: WEBHOOK_ACTOR,
+        git_ref: Some(commit),
+        push: Some(Pushed {
+            branch,
+            hook: hook.id.clone(),
+        }),
+    };
+    match crate::builds::start(&client, &app, asked).await {
         Ok(build) => Ok(Received::Started(Box::new(build))),
         Err(error) => {
             hooks::forget_delivery(&state.store, &hook.id, delivery_id, body).await;

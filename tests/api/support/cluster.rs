@@ -53,8 +53,31 @@ pub fn controller_settings() -> berth_controller::Settings {
             registry_prefix: None,
         },
         builders: berth_controller::build_engine::BuilderSettings::default(),
+        egress: egress_settings(),
     }
 }
+
+/// The egress policies' settings in the tests: a node range, the DNS
+/// Service's address and the apiserver's as a cluster would have them, and
+/// app pods restricted too (not the default), so that both policies are
+/// made and checked.
+pub fn egress_settings() -> berth_controller::egress::EgressSettings {
+    use berth_controller::egress;
+    egress::EgressSettings {
+        denied: egress::parse_cidrs(EGRESS_DENIED).expect("CIDRs"),
+        allowed: egress::parse_cidrs(EGRESS_ALLOWED).expect("CIDRs"),
+        dns: egress::parse_cidrs(DNS_ADDRESS).expect("CIDRs"),
+        apiserver: Some(APISERVER_ADDRESS.parse().expect("an address")),
+        apps: true,
+        ..egress::EgressSettings::default()
+    }
+}
+
+/// The tests' egress settings, as an operator writes them.
+pub const EGRESS_DENIED: &str = "10.0.0.0/8,fd00:10::/64";
+pub const EGRESS_ALLOWED: &str = "10.20.30.40/32";
+pub const DNS_ADDRESS: &str = "172.20.0.10/32";
+pub const APISERVER_ADDRESS: &str = "172.20.0.1";
 
 /// How long the test controllers' Lease holds without renewal: short, so
 /// that a standby takes over soon after its leader was killed.

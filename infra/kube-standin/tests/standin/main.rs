@@ -12,6 +12,7 @@ mod faults;
 mod kubelet;
 mod lifecycle;
 mod logs;
+mod network_policies;
 mod pvc;
 mod rbac;
 mod state_file;
