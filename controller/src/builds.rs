@@ -68,7 +68,7 @@ use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
 use crate::events::{Reason, bounded};
-use crate::{Context, Error, FIELD_MANAGER, egress, registry, shares};
+use crate::{Context, Error, FIELD_MANAGER, build_secrets, egress, registry, shares};
 
 /// A queued build looks again this often for its turn (a build ending
 /// wakes only itself).
@@ -235,24 +235,27 @@ async fn start(build: &Build, context: &Context) -> Result<Action, Error> {
         Ok(copied) => copied,
         Err(why) => return fail(build, context, why).await,
     };
-    // Scoped registries: the build's own credentials, minted once it may start, valid while it runs
-    // and at most as long as its Job may (the token service reads both).
+    // Scoped registries: the build's own credentials, minted once it may
+    // start, valid while it runs and at most as long as its Job may (the
+    // token service reads both).
     let registry_credentials = match registry.credentials {
         registry::CredentialMode::Shared => None,
         registry::CredentialMode::Scoped => {
             let expires_at = clock::unix_seconds()
                 + context.settings.builders.deadline_seconds
                 + CREDENTIAL_SLACK_SECONDS;
-            Some(
-                registry::mint_build_credentials(
-                    &context.client,
-                    build,
-                    &registry,
-                    &owner,
-                    expires_at,
-                )
-                .await?,
+            match registry::mint_build_credentials(
+                &context.client,
+                build,
+                &registry,
+                &owner,
+                expires_at,
             )
+            .await?
+            {
+                Ok(minted) => Some(minted),
+                Err(why) => return fail(build, context, why).await,
+            }
         }
     };
     let jobs: Api<Job> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
@@ -358,38 +361,13 @@ async fn copy_credential(
         data: Some(copied),
         ..Default::default()
     };
-    let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    match secrets.create(&PostParams::default(), &secret).await {
-        Ok(made) => return Ok(Ok(made.uid())),
-        Err(error) if is_conflict(&error) => {}
-        Err(error) => return Err(error.into()),
-    }
-    // Its name is taken: by this Build's own copy from an earlier round, or
-    // by anything else. Not read (the controller reads no Secret of
-    // berth-builds, where the registry's push credential is): written over
-    // only if its controller is this Build, the JSON patch's `test` deciding
-    // on the apiserver, in the same write.
-    let build_uid = build.uid().unwrap_or_default();
-    let refresh: json_patch::Patch = serde_json::from_value(serde_json::json!([
-        { "op": "test", "path": "/metadata/ownerReferences/0/uid", "value": build_uid },
-        { "op": "test", "path": "/metadata/ownerReferences/0/controller", "value": true },
-        { "op": "replace", "path": "/data", "value": secret.data },
-    ]))?;
-    match secrets
-        .patch(name, &PatchParams::default(), &Patch::<()>::Json(refresh))
-        .await
-    {
-        Ok(refreshed) => Ok(Ok(refreshed.uid())),
-        Err(error) if is_not_found(&error) => Ok(Err(
-            "the copy of the git credential kept being removed meanwhile; asking again".to_owned(),
-        )),
-        // A `test` that failed: the apiserver's 422.
-        Err(kube::Error::Api(response)) if response.code == 422 => Ok(Err(format!(
-            "a Secret {name} that this build did not make is in the way of its copy of the git \
-             credential: Berth uses no credential it did not copy itself"
-        ))),
-        Err(error) => Err(error.into()),
-    }
+    build_secrets::write(
+        &context.client,
+        build,
+        &secret,
+        "its copy of the git credential",
+    )
+    .await
 }
 
 /// Deletes the build's registry credentials (scoped registries: they

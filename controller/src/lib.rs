@@ -13,6 +13,7 @@
 pub mod apps;
 mod backoff;
 pub mod build_engine;
+mod build_secrets;
 pub mod builds;
 pub mod egress;
 mod environments;

@@ -6,9 +6,9 @@
 //!
 //! - scoped (the registry trusts Berth's token service): each build gets a
 //!   push and a pull credential of its own ([`mint_build_credentials`]),
-//!   in Secrets of the builds namespace owned by the Build, written and
-//!   deleted by name, never read (the controller reads no Secret there),
-//!   deleted when it ends (when they stop working anyway: the token service
+//!   in Secrets of the builds namespace owned by the Build (written never
+//!   over a Secret it does not own, deleted by name, never read: the
+//!   controller reads no Secret there), deleted when it ends (when they stop working anyway: the token service
 //!   asks the Build); each environment gets a pull credential of its own,
 //!   [`PULL_SECRET`] in its namespace ([`keep_environment_credential`]),
 //!   which its pods name in `imagePullSecrets` (see
@@ -41,7 +41,7 @@ use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::credentials::{digest, same_secret};
 use berth_shared::registry::{RegistryUser, new_password};
 
-use crate::{Error, FIELD_MANAGER};
+use crate::{Error, FIELD_MANAGER, build_secrets};
 
 /// The registry credentials of one build's Job: the one place that says
 /// which. The `push` step alone mounts `push_secret`; the steps that pull
@@ -85,50 +85,53 @@ pub async fn read(client: &kube::Client) -> Result<Option<Registry>, Error> {
     Ok(config.as_ref().and_then(Registry::of))
 }
 
-/// Mints a build's two credentials (scoped registries only) into the
-/// Secrets [`build_credentials`] names, owned by the Build, and answers
-/// their digests for its status, valid until `expires_at` (Unix seconds).
-/// A Secret left by an earlier round whose status write was lost gets the
-/// new password: the status written after this is what the token service
-/// believes, and the Job reads its mounts only when its steps start.
+/// Mints a build's two registry credentials into Secrets of the builds
+/// namespace owned by the Build (`crate::build_secrets`: never over a
+/// Secret it does not own), and answers their digests. `Err(why)`: the
+/// build cannot run.
 pub async fn mint_build_credentials(
     client: &kube::Client,
     build: &Build,
     registry: &Registry,
     owner: &OwnerReference,
     expires_at: i64,
-) -> Result<BuildRegistryCredentials, Error> {
+) -> Result<Result<BuildRegistryCredentials, String>, Error> {
     let secrets = build_credentials(build, registry);
     let name = build.name_any();
     let push = RegistryUser::BuildPush {
         build: name.clone(),
     };
     let pull = RegistryUser::BuildPull { build: name };
-    let push_digest =
-        write_build_secret(client, &secrets.push_secret, &push, registry, owner).await?;
     let pull_secret = secrets.pull_secret.unwrap_or_default();
-    let pull_digest = write_build_secret(client, &pull_secret, &pull, registry, owner).await?;
-    Ok(BuildRegistryCredentials {
+    let push_digest =
+        match mint_build_credential(client, build, &secrets.push_secret, &push, registry, owner)
+            .await?
+        {
+            Ok(digest) => digest,
+            Err(why) => return Ok(Err(why)),
+        };
+    let pull_digest =
+        match mint_build_credential(client, build, &pull_secret, &pull, registry, owner).await? {
+            Ok(digest) => digest,
+            Err(why) => return Ok(Err(why)),
+        };
+    Ok(Ok(BuildRegistryCredentials {
         push_digest,
         pull_digest,
         expires_at,
-    })
+    }))
 }
 
-/// Writes a new password for `user` into the Secret `name` of the builds
-/// namespace, owned by the Build, and answers its digest. Server-side apply,
-/// without reading the Secret first: the controller reads no Secret of
-/// berth-builds (where the shared push credential may be). The name is the
-/// Build's own (`object_names::build_job` of its name and a suffix), which
-/// no other Secret there has: only Berth makes Secrets in berth-builds, and
-/// its shared credentials' names are not of that form.
-async fn write_build_secret(
+/// Writes a new password for `user` into the build's Secret `name`, and
+/// answers its digest.
+async fn mint_build_credential(
     client: &kube::Client,
+    build: &Build,
     name: &str,
     user: &RegistryUser,
     registry: &Registry,
     owner: &OwnerReference,
-) -> Result<String, Error> {
+) -> Result<Result<String, String>, Error> {
     let credential = Credential {
         username: user.username(),
         password: new_password(),
@@ -139,14 +142,10 @@ async fn write_build_secret(
         &credential.docker_config(&registry.server),
     );
     secret.metadata.owner_references = Some(vec![owner.clone()]);
-    Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE)
-        .patch(
-            name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&secret),
-        )
-        .await?;
-    Ok(digest(&credential.password))
+    let what = format!("its registry credential {}", user.username());
+    Ok(build_secrets::write(client, build, &secret, &what)
+        .await?
+        .map(|_| digest(&credential.password)))
 }
 
 /// Deletes a build's credential Secrets (scoped registries). They stopped
@@ -161,7 +160,7 @@ pub async fn forget_build_credentials(client: &kube::Client, build: &Build) -> R
 }
 
 /// Deletes the Secret `name` of the builds namespace, one of a build's own
-/// (named after its Job: see [`write_build_secret`]), by name: the
+/// (named after its Job: see [`mint_build_credentials`]), by name: the
 /// controller reads no Secret there.
 pub async fn delete_build_secret(client: &kube::Client, name: &str) -> Result<(), Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);

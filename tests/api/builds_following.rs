@@ -20,9 +20,10 @@ use berth_shared::Role;
 use berth_shared::cluster::crd::{
     App, AppSource, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
+use berth_shared::cluster::registry::{self, Registry};
 use berth_shared::store::{self, keys};
 
-use crate::builds_running::{set_registry, token_secret};
+use crate::builds_running::{PREFIX, set_registry, token_secret};
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, TestUser, eventually, unique};
 use crate::webhooks::{Hook, source_app};
@@ -653,6 +654,37 @@ async fn a_secret_in_the_way_of_the_credential_copy_fails_the_build() {
     assert!(shop.job(&test, number).await.is_none(), "never used");
     let after = Api::<Secret>::namespaced(client, BUILDS_NAMESPACE)
         .get(&shop.job_name(1))
+        .await
+        .expect("left as it was");
+    assert_eq!(
+        after.metadata.resource_version,
+        planted.metadata.resource_version
+    );
+}
+
+/// With a scoped registry, a build's own registry credentials are written
+/// the same way: a Secret in the way of one (its name taken before the
+/// build runs) fails the build, is never used, and is left as it was.
+#[tokio::test]
+async fn a_secret_in_the_way_of_a_registry_credential_fails_the_build() {
+    let test = TestApp::with_cluster().await;
+    let shop = Shop::new(&test, &test.owner).await;
+    let client = test.cluster().client.clone();
+    let settings = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
+    registry::set(&client, &settings, registry::Credentials::Scoped)
+        .await
+        .expect("scoped credentials");
+    // Build 1's push credential's name, taken before it runs.
+    let name = format!("{}-push", shop.job_name(1));
+    let planted = token_secret(&client, BUILDS_NAMESPACE, &name, "planted").await;
+    let number = shop.create_build(&test, &test.owner).await;
+    let failed = shop.until_build(&test, number, "failed").await;
+    let message = failed["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not make"), "{message}");
+    assert!(!message.contains("planted"));
+    assert!(shop.job(&test, number).await.is_none(), "never used");
+    let after = Api::<Secret>::namespaced(client, BUILDS_NAMESPACE)
+        .get(&name)
         .await
         .expect("left as it was");
     assert_eq!(
