@@ -80,7 +80,19 @@ KUBECONFIG=$run_dir/kubeconfig BERTH_REPLICA=conformance BERTH_LEASE_NAMESPACE=d
   "$bin/berth-controller" >"$run_dir/controller.log" 2>&1 &
 children+=($!)
 
+# The registry's token service, configured as an installation has it
+# (docs/deploy.md): a signing key, the public URL, and the registry's
+# settings with scoped credentials (in berth-system, which infra/k8s makes).
+# Unconfigured, its operations are 503.
 export BERTH_PORT=$(free_port)
+export BERTH_PUBLIC_URL="http://127.0.0.1:$BERTH_PORT"
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+  -out "$run_dir/registry-signing-key.pem" 2>/dev/null
+export BERTH_REGISTRY_SIGNING_KEY="file:$run_dir/registry-signing-key.pem"
+printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: berth-system}\n' |
+  kubectl --kubeconfig "$run_dir/kubeconfig" apply -f - >/dev/null
+"$bin/berth-admin" registry set --kubeconfig "$run_dir/kubeconfig" \
+  --prefix registry.conformance.test/berth --server registry.conformance.test >/dev/null
 "$bin/berth-local" >"$run_dir/berth-local.log" 2>&1 &
 children+=($!)
 api="http://127.0.0.1:$BERTH_PORT"

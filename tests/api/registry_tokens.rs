@@ -739,7 +739,15 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
         .await;
     answer.assert_problem(400, "invalid_request");
 
-    // Another registry's service, a malformed scope: 400.
+    // Another registry's service, a malformed scope: 400 — the service
+    // judged only once the credential holds (to anyone else: the 401).
+    app.get(&format!(
+        "{REALM_PATH}?service=elsewhere.example.com&scope=repository:{own}:pull"
+    ))
+    .header("authorization", &basic(&username, "not-the-password"))
+    .send()
+    .await
+    .assert_problem(401, "unauthenticated");
     app.get(&format!(
         "{REALM_PATH}?service=elsewhere.example.com&scope=repository:{own}:pull"
     ))
@@ -777,8 +785,8 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
         0,
         "the same hour's grant"
     );
-    // The wrong password (the unknown user's environment is no one's).
-    assert_eq!(of("getRegistryToken", Outcome::Denied), 1);
+    // The wrong passwords (the unknown user's environment is no one's).
+    assert_eq!(of("getRegistryToken", Outcome::Denied), 2);
     let granted = events
         .iter()
         .find(|e| e.action == "getRegistryToken" && e.outcome == Outcome::Success)

@@ -110,20 +110,25 @@ pub struct IssuedToken {
     pub scope: Option<String>,
 }
 
-/// The OAuth2 password grant's form body (oauth.md).
+/// The OAuth2 password grant's form body (oauth.md). A form has no null:
+/// a field left out is absent, so none is described as nullable.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PasswordGrant {
     /// `password`: Berth issues no refresh tokens.
     #[schema(pattern = "^password$")]
     pub grant_type: String,
+    #[schema(nullable = false)]
     pub username: Option<String>,
-    #[schema(format = Password)]
+    #[schema(format = Password, nullable = false)]
     pub password: Option<String>,
+    #[schema(nullable = false)]
     pub service: Option<String>,
     /// Scopes separated by spaces (at most 50).
-    #[schema(value_type = Option<scope::RegistryScopes>)]
+    #[schema(value_type = Option<scope::RegistryScopes>, nullable = false)]
     pub scope: Option<String>,
+    #[schema(nullable = false)]
     pub client_id: Option<String>,
+    #[schema(nullable = false)]
     pub access_type: Option<String>,
 }
 
@@ -311,15 +316,6 @@ async fn issue(
     audit::audit_registry_user(user.username());
     let requested = scope::parse(scopes).map_err(ApiError::InvalidRequest)?;
     let settings = settings(state).await?;
-    let service = match service {
-        Some(service) if service != settings.server => {
-            return Err(ApiError::InvalidRequest(format!(
-                "service: this token service issues tokens for the registry {} only",
-                settings.server
-            )));
-        }
-        _ => settings.server.clone(),
-    };
     let issuer = state.config.public_url.clone().ok_or_else(|| {
         ApiError::RegistryNotConfigured(
             "BERTH_PUBLIC_URL is not set: the token service's issuer is the API's public URL"
@@ -343,6 +339,17 @@ async fn issue(
         tracing::info!(registry_user = %user.username(), org = ?checked.org, outcome = "denied",
             "registry token");
         return Err(ApiError::Unauthenticated);
+    };
+    // Judged once the credential holds: to anyone else, whatever the
+    // service, the answer is the scheme's 401.
+    let service = match service {
+        Some(service) if service != settings.server => {
+            return Err(ApiError::InvalidRequest(format!(
+                "service: this token service issues tokens for the registry {} only",
+                settings.server
+            )));
+        }
+        _ => settings.server.clone(),
     };
     let granted = scope::narrow(&requested, &reach);
     let signer = signing::signer(&key).await.map_err(|error| {
