@@ -45,12 +45,13 @@ use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::domain::size::Quantity;
 
+use crate::context::{Context, FIELD_MANAGER, named};
+use crate::error::{Error, namespace_terminating};
 use crate::events::Reason;
 use crate::metrics::Metrics;
 use crate::registry;
 use crate::releases::{self, Plan, ReleaseJob};
 use crate::render::{CheckedApp, Rendered, render};
-use crate::{Context, Error, FIELD_MANAGER, named, namespace_terminating};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";

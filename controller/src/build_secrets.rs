@@ -11,7 +11,7 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use berth_shared::cluster::crd::{BUILDS_NAMESPACE, Build};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
-use crate::Error;
+use crate::error::Error;
 
 /// Writes `secret` (named, owned by `build` as its controller) into the
 /// builds namespace: made, or, when its name is taken, written over only if

@@ -67,8 +67,10 @@ use berth_shared::cluster::ownership;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
 use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
+use crate::context::{Context, FIELD_MANAGER};
+use crate::error::Error;
 use crate::events::{Reason, bounded};
-use crate::{Context, Error, FIELD_MANAGER, build_secrets, egress, registry, shares};
+use crate::{build_secrets, egress, registry, shares};
 
 /// A queued build looks again this often for its turn (a build ending
 /// wakes only itself).

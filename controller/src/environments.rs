@@ -31,11 +31,12 @@ use berth_shared::cluster::crd::{
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
 
+use crate::context::{Context, FIELD_MANAGER};
+use crate::error::Error;
 use crate::events::Reason;
 use crate::grants;
 use crate::isolation;
 use crate::registry;
-use crate::{Context, Error, FIELD_MANAGER};
 
 pub const QUOTA_NAME: &str = "berth-quota";
 pub const LIMIT_RANGE_NAME: &str = "berth-defaults";

@@ -7,7 +7,7 @@
 //! Repeats are aggregated as kube-rs does: an Event of the same object,
 //! reason and type within 6 minutes is one Event whose `series` counts them
 //! (a patch, not a new object); its note stays the first one's. Notes are
-//! tenants' words ([`crate::Error::tenant_message`], the App's status
+//! tenants' words ([`crate::error::Error::tenant_message`], the App's status
 //! messages): never the cluster's own error text. Publishing is best effort:
 //! a refused Event is logged and changes nothing else.
 

@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 
 use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER};
 
-use crate::{Context, Error, FIELD_MANAGER};
+use crate::context::{Context, FIELD_MANAGER};
+use crate::error::Error;
 
 /// The namespace of Berth's ServiceAccounts (`infra/k8s`).
 const SYSTEM_NAMESPACE: &str = "berth-system";

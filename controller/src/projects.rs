@@ -12,7 +12,8 @@ use serde_json::json;
 
 use berth_shared::cluster::crd::{Environment, LABEL_PROJECT, Project, ProjectStatus};
 
-use crate::{Context, Error};
+use crate::context::Context;
+use crate::error::Error;
 
 pub const FINALIZER: &str = "berth.dev/project-protection";
 

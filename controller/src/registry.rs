@@ -41,7 +41,9 @@ use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::credentials::{digest, same_secret};
 use berth_shared::registry::{RegistryUser, new_password};
 
-use crate::{Error, FIELD_MANAGER, build_secrets};
+use crate::build_secrets;
+use crate::context::FIELD_MANAGER;
+use crate::error::Error;
 
 /// The registry credentials of one build's Job: the one place that says
 /// which. The `push` step alone mounts `push_secret`; the steps that pull

@@ -34,7 +34,7 @@ use berth_shared::cluster::ownership;
 use berth_shared::clock;
 use berth_shared::cluster::{is_conflict, is_not_found};
 
-use crate::Error;
+use crate::error::Error;
 use crate::events::bounded;
 use crate::render::{CheckedApp, RenderSettings, release_job};
 

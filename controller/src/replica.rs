@@ -40,8 +40,9 @@ use tokio::sync::watch;
 
 use berth_shared::cluster::crd::App;
 
+use crate::context::{Context, Settings};
 use crate::metrics::Metrics;
-use crate::{Context, Settings, controllers};
+use crate::wiring::controllers;
 
 /// The Lease's name when none is set.
 pub const DEFAULT_LEASE_NAME: &str = "berth-controller";

@@ -21,8 +21,9 @@ use kube::{Resource, ResourceExt};
 use berth_shared::cluster::crd::{App, Run, object_names};
 use berth_shared::cluster::{delete_only, is_conflict, is_not_found, ownership};
 
+use crate::context::Context;
+use crate::error::Error;
 use crate::events::Reason;
-use crate::{Context, Error};
 
 const RUN_STARTED: Reason = Reason::normal("RunStarted", "Run");
 const RUN_NOT_STARTED: Reason = Reason::warning("RunNotStarted", "Run");

@@ -21,7 +21,7 @@ use kube::api::{Api, ListParams};
 use berth_shared::cluster::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, LABEL_ORG, MANAGER};
 use berth_shared::domain::size::Quantity;
 
-use crate::Error;
+use crate::error::Error;
 
 /// What a pod is charged by a quota: in thousandths, by the quota's
 /// resource names (`pods`, `requests.cpu` and `cpu`, `limits.memory`,

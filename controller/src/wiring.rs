@@ -1,0 +1,240 @@
+//! The controllers, wired: what each watches, the one error policy, and a
+//! reconcile counted and timed. `replica` runs them while it leads.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use berth_shared::cluster::crd::{
+    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
+};
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::{apps, backoff, builds, environments, projects, runs};
+
+/// The one error policy of the three controllers: a write refused because
+/// the namespace is being deleted waits for a change (the namespace's
+/// deletion ends it: an Environment watches its namespace, an App goes with
+/// it), anything else is retried after the object's backoff.
+fn error_policy<K: Resource<DynamicType = ()>>(
+    object: Arc<K>,
+    error: &Error,
+    context: Arc<Context>,
+) -> Action {
+    if error.is_namespace_terminating() {
+        return Action::await_change();
+    }
+    Action::requeue(
+        context
+            .backoff
+            .failed(backoff::key(object.as_ref()), Instant::now()),
+    )
+}
+
+/// A reconcile, counted and timed; a success forgets the object's backoff.
+async fn measured(
+    kind: &'static str,
+    key: String,
+    context: Arc<Context>,
+    reconcile: impl Future<Output = Result<Action, Error>>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = reconcile.await;
+    context
+        .metrics
+        .reconciled(kind, started.elapsed(), result.as_ref().map(|_| ()));
+    if result.is_ok() {
+        context.backoff.succeeded(&key);
+    }
+    result
+}
+
+/// A controller running `reconcile` (counted, timed, with the one error
+/// policy), its failures logged.
+fn running<K, Reconciled>(
+    controller: Controller<K>,
+    kind: &'static str,
+    reconcile: fn(Arc<K>, Arc<Context>) -> Reconciled,
+    context: Arc<Context>,
+) -> impl Future<Output = ()> + Send
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    Reconciled: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    controller
+        .run(
+            move |object, context: Arc<Context>| {
+                measured(
+                    kind,
+                    backoff::key(object.as_ref()),
+                    context.clone(),
+                    reconcile(object, context),
+                )
+            },
+            error_policy,
+            context,
+        )
+        .for_each(move |result| async move {
+            match result {
+                // A deleted project waiting for its environments is no news.
+                Err(error) if kind == "Project" => {
+                    tracing::debug!(error = %error, "project reconcile deferred")
+                }
+                Err(error) => tracing::warn!(kind, error = %error, "reconcile failed"),
+                Ok(_) => {}
+            }
+        })
+}
+
+/// The caches of the controllers.
+pub(crate) struct Stores {
+    projects: Store<Project>,
+    environments: Store<Environment>,
+    pub(crate) apps: Store<App>,
+    builds: Store<Build>,
+    runs: Store<Run>,
+}
+
+impl Stores {
+    /// Once every watch has listed what there is.
+    pub(crate) async fn ready(&self) {
+        let _ = tokio::join!(
+            self.projects.wait_until_ready(),
+            self.environments.wait_until_ready(),
+            self.apps.wait_until_ready(),
+            self.builds.wait_until_ready(),
+            self.runs.wait_until_ready()
+        );
+    }
+}
+
+/// The three controllers, until `stop` turns true: then no new reconcile
+/// starts, and the future ends once those running have finished
+/// (kube-runtime's graceful shutdown).
+pub(crate) fn controllers(
+    context: Arc<Context>,
+    stop: watch::Receiver<bool>,
+) -> (impl Future<Output = ()> + Send, Stores) {
+    let client = context.client.clone();
+    let stopped = move || {
+        let mut stop = stop.clone();
+        async move {
+            let _ = stop.wait_for(|stop| *stop).await;
+        }
+    };
+    let managed = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
+    let environments = Controller::new(
+        Api::<Environment>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+        managed.clone(),
+    )
+    // A changed or deleted NetworkPolicy is put back at once, not at the
+    // next resync: it is what keeps other namespaces' pods out.
+    .watches(
+        Api::<NetworkPolicy>::all(client.clone()),
+        managed.clone(),
+        |policy: NetworkPolicy| {
+            policy
+                .namespace()
+                .map(|namespace| ObjectRef::<Environment>::new(&namespace))
+        },
+    )
+    .graceful_shutdown_on(stopped());
+    // The workloads it owns are watched too, so an App's status follows
+    // their rollouts.
+    let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Deployment>::all(client.clone()), managed.clone())
+        .owns(Api::<CronJob>::all(client.clone()), managed.clone())
+        // Release commands: the Job's end moves the app on.
+        .owns(Api::<Job>::all(client.clone()), managed.clone())
+        // An app awaiting its first build says how its builds go.
+        .watches(
+            Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE),
+            watcher::Config::default(),
+            |build: Build| {
+                Some(ObjectRef::<App>::new(&build.spec.app).within(&build.spec.namespace))
+            },
+        )
+        .graceful_shutdown_on(stopped());
+    // Builds, in their own namespace: the end of a build's Job moves it on,
+    // and a change of its App (a decision that makes it moot) is seen at
+    // once.
+    let builds = Controller::new(
+        Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE),
+        watcher::Config::default(),
+    );
+    let known_builds = builds.store();
+    let builds = builds
+        .owns(
+            Api::<Job>::namespaced(client.clone(), BUILDS_NAMESPACE),
+            managed.clone(),
+        )
+        .watches(
+            Api::<App>::all(client.clone()),
+            watcher::Config::default(),
+            move |app: App| {
+                let uid = app.uid();
+                known_builds
+                    .state()
+                    .into_iter()
+                    .filter(|build| {
+                        Some(&build.spec.app_uid) == uid.as_ref() && !build.is_finished()
+                    })
+                    .map(|build| ObjectRef::from_obj(build.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .graceful_shutdown_on(stopped());
+    // Runs: each becomes a Job, then goes.
+    let runs = Controller::new(Api::<Run>::all(client.clone()), watcher::Config::default())
+        .graceful_shutdown_on(stopped());
+    // A deleted project waits for its last environment to go: watching
+    // environments wakes it the moment that happens, not at its next backoff.
+    let projects = Controller::new(
+        Api::<Project>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .watches(
+        Api::<Environment>::all(client),
+        watcher::Config::default(),
+        |environment: Environment| Some(ObjectRef::<Project>::new(&environment.spec.project)),
+    )
+    .graceful_shutdown_on(stopped());
+    let stores = Stores {
+        projects: projects.store(),
+        environments: environments.store(),
+        apps: apps.store(),
+        builds: builds.store(),
+        runs: runs.store(),
+    };
+    let environments = running(
+        environments,
+        "Environment",
+        environments::reconcile,
+        context.clone(),
+    );
+    let apps = running(apps, "App", apps::reconcile, context.clone());
+    let builds = running(builds, "Build", builds::reconcile, context.clone());
+    let runs = running(runs, "Run", runs::reconcile, context.clone());
+    let projects = running(projects, "Project", projects::reconcile, context);
+    let running = async move {
+        tokio::join!(environments, apps, builds, runs, projects);
+    };
+    (running, stores)
+}
