@@ -53,7 +53,7 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
@@ -64,7 +64,7 @@ use berth_shared::cluster::crd::{
     ReleaseMark, object_names,
 };
 use berth_shared::cluster::ownership;
-use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_shared::cluster::{delete_only, is_conflict, is_not_found};
 
 use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
 use crate::context::{Context, FIELD_MANAGER};
@@ -399,14 +399,7 @@ async fn forget_git_credential(build: &Build, context: &Context) -> Result<(), E
     };
     let name = object_names::build_job(&build.name_any());
     let secrets: Api<Secret> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    let only_the_copy = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
-    match secrets.delete(&name, &only_the_copy).await {
+    match secrets.delete(&name, &delete_only(Some(uid))).await {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
         Err(error) => Err(error.into()),
@@ -561,14 +554,7 @@ async fn cancel(build: &Build, context: &Context, why: &str) -> Result<Action, E
     if let Some(job) = jobs.get_opt(&job_name).await?
         && ownership::is_controlled_by(&job.metadata, &build.uid().unwrap_or_default())
     {
-        let only_this_one = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: job.uid(),
-                resource_version: None,
-            }),
-            ..DeleteParams::background()
-        };
-        match jobs.delete(&job_name, &only_this_one).await {
+        match jobs.delete(&job_name, &delete_only(job.uid())).await {
             Ok(_) => {}
             Err(error) if is_not_found(&error) || is_conflict(&error) => {}
             Err(error) => return Err(error.into()),
@@ -613,14 +599,10 @@ async fn fail(build: &Build, context: &Context, why: String) -> Result<Action, E
 /// Deletes a Build whose App is gone (its Job and credential go with it).
 async fn remove(build: &Build, context: &Context) -> Result<Action, Error> {
     let builds: Api<Build> = Api::namespaced(context.client.clone(), BUILDS_NAMESPACE);
-    let only_this_one = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: build.uid(),
-            resource_version: None,
-        }),
-        ..DeleteParams::background()
-    };
-    match builds.delete(&build.name_any(), &only_this_one).await {
+    match builds
+        .delete(&build.name_any(), &delete_only(build.uid()))
+        .await
+    {
         Ok(_) => {
             tracing::info!(build = %build.name_any(), "its App is gone: build removed");
             context.metrics.build("removed");

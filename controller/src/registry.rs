@@ -32,12 +32,12 @@ use berth_shared::cluster::crd::{
     BUILDS_NAMESPACE, Build, BuildRegistryCredentials, Environment, LABEL_MANAGED_BY, MANAGER,
     object_names,
 };
+use berth_shared::cluster::is_not_found;
 pub use berth_shared::cluster::registry::{
     CONFIG_MAP, CredentialMode, DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, PULL_SECRET, PUSH_SECRET,
     Registry, SYSTEM_NAMESPACE,
 };
 use berth_shared::cluster::registry::{Credential, credential_of, docker_config_secret};
-use berth_shared::cluster::{is_conflict, is_not_found};
 use berth_shared::credentials::{digest, same_secret};
 use berth_shared::registry::{RegistryUser, new_password};
 
@@ -164,11 +164,11 @@ pub async fn forget_build_credentials(client: &kube::Client, build: &Build) -> R
 /// Deletes the Secret `name` of the builds namespace, one of a build's own
 /// (named after its Job: see [`mint_build_credentials`]), by name: the
 /// controller reads no Secret there.
-pub async fn delete_build_secret(client: &kube::Client, name: &str) -> Result<(), Error> {
+async fn delete_build_secret(client: &kube::Client, name: &str) -> Result<(), Error> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
     match secrets.delete(name, &DeleteParams::default()).await {
         Ok(_) => Ok(()),
-        Err(error) if is_not_found(&error) || is_conflict(&error) => Ok(()),
+        Err(error) if is_not_found(&error) => Ok(()),
         Err(error) => Err(error.into()),
     }
 }

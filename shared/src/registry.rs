@@ -129,15 +129,42 @@ impl Reach {
 }
 
 /// Whether `repository` is a repository below `path` (not `path` itself,
-/// nor a sibling whose name starts alike).
+/// nor a sibling whose name starts alike), every component below it a
+/// name as Distribution's reference grammar has it — never empty, `.` or
+/// `..`, which a registry or proxy that tidies paths would read as
+/// another organization's.
 fn lies_under(repository: &str, path: &str) -> bool {
-    if path.is_empty() {
-        return !repository.is_empty();
+    let below = if path.is_empty() {
+        Some(repository)
+    } else {
+        repository
+            .strip_prefix(path)
+            .and_then(|rest| rest.strip_prefix('/'))
+    };
+    below.is_some_and(|rest| rest.split('/').all(is_path_component))
+}
+
+/// A path component of a repository name (Distribution's
+/// `reference/regexp.go`: `[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*`).
+fn is_path_component(component: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut rest = component;
+    loop {
+        let run = rest.find(|c| !alphanumeric(c)).unwrap_or(rest.len());
+        if run == 0 {
+            return false;
+        }
+        rest = &rest[run..];
+        if rest.is_empty() {
+            return true;
+        }
+        let separator_len = rest.find(alphanumeric).unwrap_or(rest.len());
+        let separator = &rest[..separator_len];
+        if !matches!(separator, "." | "_" | "__") && !separator.chars().all(|c| c == '-') {
+            return false;
+        }
+        rest = &rest[separator_len..];
     }
-    repository
-        .strip_prefix(path)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .is_some_and(|rest| !rest.is_empty())
 }
 
 /// The name of a repository in the registry: the image's name without the
@@ -222,11 +249,6 @@ impl RegistrySettings {
     pub async fn load(store: &Store) -> Result<Option<Self>, ApiError> {
         let item: Option<SettingsItem> = store.get_as(store::key(PK.to_owned(), SK)).await?;
         Ok(item.map(|item| item.settings))
-    }
-
-    /// The repository path of `org`'s images.
-    pub fn org_path(&self, org: &str) -> String {
-        org_path(&self.prefix, org)
     }
 }
 
@@ -320,6 +342,15 @@ mod tests {
         assert!(pull.allowed("berth/acme", &["pull"]).is_empty());
         assert!(pull.allowed("berth/acme/", &["pull"]).is_empty());
         assert!(pull.allowed("other/acme/shop/web", &["pull"]).is_empty());
+        // Paths a registry or proxy that tidies them would read elsewhere.
+        for beyond in [
+            "berth/acme/../globex/shop/web",
+            "berth/acme/./x",
+            "berth/acme//x",
+            "berth/acme/x/",
+        ] {
+            assert!(pull.allowed(beyond, &["pull"]).is_empty(), "{beyond}");
+        }
 
         // A shared push credential of before, under a prefix without a path.
         let shared = Reach::Under {

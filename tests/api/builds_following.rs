@@ -50,29 +50,8 @@ impl Shop {
     /// The same, in an environment made with `environment` (named `dev`).
     async fn in_environment(test: &TestApp, user: &TestUser, environment: Value) -> Shop {
         set_registry(&test.cluster().client).await;
-        let project = unique("follow");
-        test.post("/api/v1/projects")
-            .by(user)
-            .json(json!({"name": project, "display_name": project}))
-            .send()
-            .await
-            .assert_status(201);
+        let project = test.ready_environment_of(user, "follow", environment).await;
         let environments = format!("/api/v1/projects/{project}/environments");
-        test.post(&environments)
-            .by(user)
-            .json(environment)
-            .send()
-            .await
-            .assert_status(201);
-        eventually("the environment becomes Ready", || async {
-            test.get(&format!("{environments}/dev"))
-                .by(user)
-                .send()
-                .await
-                .json()["phase"]
-                == "Ready"
-        })
-        .await;
         let apps = format!("{environments}/dev/apps");
         test.post(&apps)
             .by(user)

@@ -247,30 +247,8 @@ struct Tenant {
 
 /// A project of `user`'s with a ready environment `prod`: the project's name.
 async fn ready_environment(app: &TestApp, user: &TestUser) -> String {
-    let project = unique("reg");
-    app.post("/api/v1/projects")
-        .by(user)
-        .json(json!({ "name": project, "display_name": project }))
-        .send()
+    app.ready_environment_of(user, "reg", json!({ "name": "prod" }))
         .await
-        .assert_status(201);
-    let environments = format!("/api/v1/projects/{project}/environments");
-    app.post(&environments)
-        .by(user)
-        .json(json!({ "name": "prod" }))
-        .send()
-        .await
-        .assert_status(201);
-    eventually("the environment becomes Ready", || async {
-        app.get(&format!("{environments}/prod"))
-            .by(user)
-            .send()
-            .await
-            .json()["phase"]
-            == "Ready"
-    })
-    .await;
-    project
 }
 
 impl Tenant {

@@ -354,12 +354,14 @@ async fn issue(
     let granted = scope::narrow(&requested, &reach);
     let signer = signing::signer(&key).await.map_err(|error| {
         tracing::error!(error = %error, "the registry's signing key cannot be used");
-        ApiError::RegistryNotConfigured(format!("the signing key cannot be used: {error}"))
+        // The detail (a key's id or path, the cloud's answer) is the log's.
+        ApiError::RegistryNotConfigured("the signing key cannot be used".into())
     })?;
     let now = clock::unix_seconds();
     let claims = jwt::Claims::new(&issuer, &user.username(), &service, now, granted);
     let token = jwt::sign(&signer, &claims).await.map_err(|error| {
-        ApiError::RegistryNotConfigured(format!("the token could not be signed: {error}"))
+        tracing::error!(error = %error, "a registry token could not be signed");
+        ApiError::RegistryNotConfigured("the token could not be signed".into())
     })?;
     let granted = scope::scope_string(&claims.access);
     tracing::info!(registry_user = %user.username(), org = ?checked.org, outcome = "granted",

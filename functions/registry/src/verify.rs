@@ -113,7 +113,11 @@ pub async fn check(
             })
         }
         RegistryUser::Shared { username } => {
-            let shared = settings.shared.iter().find(|c| &c.username == username);
+            // Every entry compared, none short-circuited: the user names
+            // of shared credentials are not told by the time taken.
+            let shared = settings.shared.iter().fold(None, |found, c| {
+                found.or(same_secret(&c.username, username).then_some(c))
+            });
             let reach = holds(shared.map(|c| c.digest.as_str())).then(|| Reach::Under {
                 path: prefix_path(&settings.prefix),
                 push: shared.is_some_and(|c| c.push),

@@ -32,6 +32,8 @@ pub const BUILDS_KEPT: usize = 50;
 
 /// How many numbers a create tries when others take them meanwhile.
 const NUMBER_ATTEMPTS: i64 = 5;
+/// How many times a cancel writes over a Build changed meanwhile.
+const CANCEL_ATTEMPTS: i64 = 5;
 
 /// Who asks for a build, and what besides the app's source.
 pub struct Asked<'a> {
@@ -86,9 +88,7 @@ pub async fn start(
     if let Some(requested) = asked.git_ref {
         source.git_ref = Some(requested.into_inner());
     }
-    let app_uid = app
-        .uid()
-        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))?;
+    let app_uid = uid_of(app)?;
     let namespace = app.namespace().unwrap_or_default();
     let mut existing = cluster_builds::of_app(client, &app_uid).await?;
     let mut number = existing.iter().map(|b| b.spec.number).max().unwrap_or(0) + 1;
@@ -156,7 +156,7 @@ pub async fn start(
 /// Build as written.
 pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Build, ApiError> {
     let mut build = build;
-    for _ in 0..NUMBER_ATTEMPTS {
+    for _ in 0..CANCEL_ATTEMPTS {
         if build.is_finished() {
             return Err(ApiError::Conflict(format!(
                 "build {} already finished ({}): there is nothing to cancel",
@@ -197,6 +197,12 @@ pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Bu
         "build {} kept changing meanwhile; try again",
         build.spec.number
     )))
+}
+
+/// The uid of an App read from the cluster (which always has one).
+pub(crate) fn uid_of(app: &App) -> Result<String, ApiError> {
+    app.uid()
+        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))
 }
 
 /// Cancels the app's unfinished builds that `hook` started (its deletion

@@ -9,6 +9,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::record::{BuildPage, BuildRecord, build_record};
+use super::uid_of;
 use crate::ApiError;
 use crate::apps::operate::{LogEntry, LogSource, read_logs};
 use crate::apps::service::app_to_change;
@@ -135,11 +136,6 @@ fn containers_in_order(pod: &Pod) -> Vec<String> {
         .chain(&spec.containers)
         .map(|container| container.name.clone())
         .collect()
-}
-
-fn uid_of(app: &App) -> Result<String, ApiError> {
-    app.uid()
-        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))
 }
 
 /// The app's build of that number: one of another App (even of the same

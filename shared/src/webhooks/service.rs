@@ -4,7 +4,6 @@
 use std::hint::black_box;
 
 use axum::http::HeaderMap;
-use kube::ResourceExt;
 use serde::Serialize;
 
 use super::delivery::{DUMMY_SECRET, Delivery, github_signature};
@@ -98,7 +97,7 @@ pub async fn create(
     )
     .await?;
     if let Some(replaced) = replaced {
-        gone(store, client, &app, &replaced).await?;
+        gone(store, client, &app, &replaced).await;
     }
     Ok(CreatedWebhook {
         record: WebhookRecord {
@@ -141,7 +140,10 @@ pub async fn delete(
 ) -> Result<(), ApiError> {
     let (app, history) = hooked_app(client, caller, path).await?;
     match hooks::delete(store, &history).await? {
-        Some(deleted) => gone(store, client, &app, &deleted).await,
+        Some(deleted) => {
+            gone(store, client, &app, &deleted).await;
+            Ok(())
+        }
         None => Err(no_webhook(path)),
     }
 }
@@ -149,18 +151,22 @@ pub async fn delete(
 /// What follows a hook's deletion (or replacement), once its item is gone:
 /// the builds it started and that have not finished are cancelled, and its
 /// delivery records are forgotten.
-async fn gone(
-    store: &Store,
-    client: &kube::Client,
-    app: &App,
-    hook_id: &str,
-) -> Result<(), ApiError> {
-    let app_uid = app
-        .uid()
-        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))?;
-    crate::builds::cancel_of_hook(client, &app_uid, hook_id).await?;
+///
+/// Best effort, as the hook's change is already made: a failure is logged,
+/// not answered (the caller would retry a change that took place, and a
+/// new hook's secret would be lost); a build it could not cancel runs to
+/// its end, as one that had finished a moment before the change would
+/// have, and `cancelBuild` stops it.
+async fn gone(store: &Store, client: &kube::Client, app: &App, hook_id: &str) {
+    let cancelled = match crate::builds::uid_of(app) {
+        Ok(app_uid) => crate::builds::cancel_of_hook(client, &app_uid, hook_id).await,
+        Err(error) => Err(error),
+    };
+    if let Err(error) = cancelled {
+        tracing::warn!(hook = %hook_id, error = %error,
+            "the builds of a webhook that is gone could not be cancelled");
+    }
     hooks::forget_deliveries(store, hook_id).await;
-    Ok(())
 }
 
 /// A delivery to the hook `hook_id`. Unknown hooks and deliveries without

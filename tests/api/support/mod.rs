@@ -327,6 +327,45 @@ impl TestApp {
         project
     }
 
+    /// A new project of `user`'s with a provisioned environment made with
+    /// `environment` (its body: `name` and any settings); the project's
+    /// name.
+    pub async fn ready_environment_of(
+        &self,
+        user: &TestUser,
+        prefix: &str,
+        environment: Value,
+    ) -> String {
+        let project = unique(prefix);
+        self.post("/api/v1/projects")
+            .by(user)
+            .json(serde_json::json!({ "name": project, "display_name": project }))
+            .send()
+            .await
+            .assert_status(201);
+        let environments = format!("/api/v1/projects/{project}/environments");
+        let name = environment["name"]
+            .as_str()
+            .expect("an environment's name")
+            .to_owned();
+        self.post(&environments)
+            .by(user)
+            .json(environment)
+            .send()
+            .await
+            .assert_status(201);
+        eventually("the environment becomes Ready", || async {
+            self.get(&format!("{environments}/{name}"))
+                .by(user)
+                .send()
+                .await
+                .json()["phase"]
+                == "Ready"
+        })
+        .await;
+        project
+    }
+
     /// A new app, created by the owner at `apps` (an environment's apps path).
     pub async fn create_app(&self, apps: &str, body: Value) {
         self.post(apps)
