@@ -26,14 +26,15 @@ use kube::api::{ListParams, LogParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
-use berth_shared::AppState;
-use berth_shared::cluster::crd::{App, Environment};
-use berth_shared::cluster::{access, install};
-use berth_shared::config::Config;
-use berth_shared::credentials;
-use berth_shared::identity::{members, tokens};
-use berth_shared::store::round_trips::RoundTripCounter;
-use berth_shared::store::{keys, schema};
+use berth_api::AppState;
+use berth_api::access;
+use berth_cluster::crd::{App, Environment};
+use berth_cluster::install;
+use berth_domain::config::Config;
+use berth_domain::credentials;
+use berth_store::identity::{members, tokens};
+use berth_store::round_trips::RoundTripCounter;
+use berth_store::{keys, schema};
 
 /// What the baseline handlers share: the clients and the caller's keys.
 #[derive(Clone)]
@@ -211,7 +212,7 @@ async fn main() {
             .await
             .unwrap();
     install::install_crds(&kube).await.unwrap();
-    berth_shared::kubeconfig::store_kubeconfig(&state.store, kubeconfig, None)
+    berth_api::kubeconfig::store_kubeconfig(&state.store, kubeconfig, None)
         .await
         .unwrap();
 

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use http::{Method, StatusCode};
 
-use berth_shared::AppState;
-use berth_shared::config::Config;
-use berth_shared::identity::{members, tokens};
-use berth_shared::store::round_trips::RoundTripCounter;
-use berth_shared::store::{keys, schema};
+use berth_api::AppState;
+use berth_domain::config::Config;
+use berth_store::identity::{members, tokens};
+use berth_store::round_trips::RoundTripCounter;
+use berth_store::{keys, schema};
 
 struct Run {
     concurrency: usize,
@@ -120,16 +120,13 @@ async fn main() {
     );
 
     // The log: every call's event, once, and paging that shows them all.
-    let stored = berth_shared::store::query_all(
+    let stored = berth_store::query_all(
         client
             .query()
             .table_name(&table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
-            .expression_attribute_values(":pk", berth_shared::store::s(keys::audit("load")))
-            .expression_attribute_values(
-                ":events",
-                berth_shared::store::s(keys::AUDIT_EVENT_SK_PREFIX),
-            ),
+            .expression_attribute_values(":pk", berth_store::s(keys::audit("load")))
+            .expression_attribute_values(":events", berth_store::s(keys::AUDIT_EVENT_SK_PREFIX)),
     )
     .await
     .unwrap();

@@ -17,12 +17,12 @@ use axum::{Json, Router};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
-use berth_shared::AppState;
-use berth_shared::config::Config;
-use berth_shared::credentials;
-use berth_shared::identity::members;
-use berth_shared::store::round_trips::RoundTripCounter;
-use berth_shared::store::{keys, schema};
+use berth_api::AppState;
+use berth_domain::config::Config;
+use berth_domain::credentials;
+use berth_store::identity::members;
+use berth_store::round_trips::RoundTripCounter;
+use berth_store::{keys, schema};
 
 /// The baseline: what `GET /api/v1/me` asks of DynamoDB, written by hand.
 #[derive(Clone)]
@@ -106,7 +106,7 @@ async fn main() {
     )
     .await;
     let bootstrap_token =
-        berth_shared::identity::tokens::create(&state.store, &owner.member.id, "bench", None)
+        berth_store::identity::tokens::create(&state.store, &owner.member.id, "bench", None)
             .await
             .unwrap()
             .token;

@@ -5,7 +5,7 @@
 pub mod openapi;
 
 use axum::Router;
-use berth_shared::AppState;
+use berth_api::AppState;
 
 /// What a function crate exposes: its routes, unserved.
 pub type Routes = fn() -> Router<AppState>;
@@ -66,7 +66,7 @@ pub async fn sweep_regularly(state: AppState) {
         ticks.tick().await;
         let deadline = tokio::time::Instant::now() + CLEANUP_INTERVAL / 2;
         match berth_fn_cleanup::run(state.clone(), deadline).await {
-            Ok(_) | Err(berth_shared::ApiError::NoCluster) => {}
+            Ok(_) | Err(berth_domain::ApiError::NoCluster) => {}
             Err(error) => tracing::warn!(error = %error.cause(), "the cleanup sweep failed"),
         }
     }
@@ -89,5 +89,5 @@ pub fn routes() -> Router<AppState> {
 
 /// The whole API, ready to serve.
 pub fn app(state: AppState) -> Router {
-    berth_shared::http::serve(routes(), state)
+    berth_api::http::serve(routes(), state)
 }

@@ -3,7 +3,8 @@
 
 use std::process::ExitCode;
 
-use berth_shared::{AppState, runtime, telemetry};
+use berth_api::{AppState, runtime};
+use berth_domain::telemetry;
 
 #[tokio::main]
 async fn main() -> ExitCode {

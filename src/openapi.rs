@@ -7,9 +7,9 @@
 //! `health` function; `tests/api/openapi.rs` fails when the file and the
 //! code disagree (`BERTH_WRITE_OPENAPI=1` rewrites the file).
 
-use berth_shared::Operation;
-use berth_shared::identity::sessions;
-use berth_shared::openapi::{REGISTRY_CREDENTIAL, SESSION, TOKEN};
+use berth_api::openapi::{REGISTRY_CREDENTIAL, SESSION, TOKEN};
+use berth_domain::Operation;
+use berth_store::identity::sessions;
 use serde_json::{Value, json};
 use utoipa::openapi::info::{ContactBuilder, InfoBuilder, LicenseBuilder};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -218,7 +218,7 @@ pub fn document() -> Value {
         api.merge((function.describe)());
     }
     // Once for the whole document; the public operations say `[]`.
-    api.security = Some(berth_shared::openapi::security());
+    api.security = Some(berth_api::openapi::security());
     api.tags = Some(
         TAGS.iter()
             .map(|(name, description)| {

@@ -18,8 +18,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnValue};
 
-use berth_shared::store::keys;
-use berth_shared::store::round_trips::RoundTripCounter;
+use berth_store::keys;
+use berth_store::round_trips::RoundTripCounter;
 
 pub fn client(counter: &RoundTripCounter) -> aws_sdk_dynamodb::Client {
     let endpoint = std::env::var("BERTH_TEST_DYNAMODB_ENDPOINT")

@@ -36,14 +36,14 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppStatus, BUILD_CANCELLED, BUILD_FAILED, BUILD_RUNNING, BUILD_SUCCEEDED,
     BUILDS_NAMESPACE, Build, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
     OUTCOME_FAILED,
 };
-use berth_shared::cluster::ownership::{self, NamespaceOwner};
-use berth_shared::cluster::{is_conflict, is_not_found};
-use berth_shared::domain::size::Quantity;
+use berth_cluster::ownership::{self, NamespaceOwner};
+use berth_cluster::{is_conflict, is_not_found};
+use berth_domain::size::Quantity;
 
 use crate::context::{Context, FIELD_MANAGER, named};
 use crate::error::{Error, namespace_terminating};
@@ -1099,11 +1099,11 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::cluster::crd::AppConfig;
+    use berth_cluster::crd::AppConfig;
 
     #[test]
     fn an_app_awaiting_its_first_build_says_how_its_latest_went() {
-        use berth_shared::cluster::crd::{AppSource, BuildSpec, BuildStatus};
+        use berth_cluster::crd::{AppSource, BuildSpec, BuildStatus};
         assert_eq!(
             awaiting_message(None),
             "The app awaits its first build: nothing runs until one succeeds."

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
-use berth_shared::cluster::crd::{BUILDS_NAMESPACE, Build};
-use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_cluster::crd::{BUILDS_NAMESPACE, Build};
+use berth_cluster::{is_conflict, is_not_found};
 
 use crate::error::Error;
 

@@ -57,14 +57,14 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use berth_shared::clock;
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, BUILD_CANCELLED, BUILD_FAILED, BUILD_QUEUED, BUILD_RUNNING, BUILD_SUCCEEDED,
     BUILDS_NAMESPACE, Build, BuildStatus, LABEL_APP_UID, LABEL_BUILD, LABEL_MANAGED_BY, MANAGER,
     ReleaseMark, object_names,
 };
-use berth_shared::cluster::ownership;
-use berth_shared::cluster::{delete_only, is_conflict, is_not_found};
+use berth_cluster::ownership;
+use berth_cluster::{delete_only, is_conflict, is_not_found};
+use berth_domain::clock;
 
 use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
 use crate::context::{Context, FIELD_MANAGER};

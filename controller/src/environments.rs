@@ -24,12 +24,12 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     Environment, EnvironmentStatus, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
     MANAGER, PHASE_TERMINATING,
 };
-use berth_shared::cluster::ownership::{self, NamespaceOwner};
-use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_cluster::ownership::{self, NamespaceOwner};
+use berth_cluster::{is_conflict, is_not_found};
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::Error;
@@ -106,7 +106,7 @@ fn purge_at(environment: &Environment) -> Result<Option<i64>, Error> {
         .deletion_scheduled_at
         .as_deref()
         .map(|at| {
-            berth_shared::clock::parse_rfc3339(at).ok_or_else(|| Error::BadSchedule(at.to_owned()))
+            berth_domain::clock::parse_rfc3339(at).ok_or_else(|| Error::BadSchedule(at.to_owned()))
         })
         .transpose()
 }
@@ -115,7 +115,7 @@ fn purge_due(environment: &Environment) -> bool {
     purge_at(environment)
         .ok()
         .flatten()
-        .is_some_and(|at| at <= berth_shared::clock::unix_seconds())
+        .is_some_and(|at| at <= berth_domain::clock::unix_seconds())
 }
 
 async fn reconcile_inner(environment: &Environment, context: &Context) -> Result<Action, Error> {
@@ -125,7 +125,7 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
     }
     let mut requeue = RESYNC;
     if let Some(at) = purge_at(environment)? {
-        let now = berth_shared::clock::unix_seconds();
+        let now = berth_domain::clock::unix_seconds();
         if at <= now {
             return purge(environment, context).await;
         }

@@ -19,7 +19,7 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER};
+use berth_cluster::crd::{LABEL_MANAGED_BY, MANAGER};
 
 use crate::context::{Context, FIELD_MANAGER};
 use crate::error::Error;

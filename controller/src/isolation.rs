@@ -9,7 +9,7 @@
 //! - a ResourceQuota that always bounds storage: the total requested by the
 //!   namespace's volumes and their number, with platform defaults when the
 //!   environment names none and maxima no tenant can exceed (the rules the
-//!   API holds tenants to, `berth_shared::environments::quota`).
+//!   API holds tenants to, `berth_cluster::quota`).
 //!
 //! The policy is for ingress only, on purpose: egress rules by IP block
 //! behave differently per network plugin for pod addresses, so a rule meant
@@ -23,11 +23,9 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use berth_shared::cluster::crd::{LABEL_MANAGED_BY, MANAGER, Quota};
-use berth_shared::domain::size::Quantity;
-use berth_shared::environments::quota::{
-    DEFAULT_STORAGE, DEFAULT_VOLUMES, MAX_STORAGE, MAX_VOLUMES,
-};
+use berth_cluster::crd::{LABEL_MANAGED_BY, MANAGER, Quota};
+use berth_cluster::quota::{DEFAULT_STORAGE, DEFAULT_VOLUMES, MAX_STORAGE, MAX_VOLUMES};
+use berth_domain::size::Quantity;
 
 /// The NetworkPolicy of every environment's namespace.
 pub const NETWORK_POLICY_NAME: &str = "berth-isolation";

@@ -49,7 +49,7 @@
 //! In the cluster (its ServiceAccount's in-cluster config, no `KUBECONFIG`),
 //! it first proves that it is held to what Berth owns: the admission policy
 //! `berth-owned-namespaces` must refuse it a dry-run label on `kube-system`
-//! (`berth_shared::cluster::install::require_confinement`). If the policy is
+//! (`berth_cluster::install::require_confinement`). If the policy is
 //! not in force (a cluster without ValidatingAdmissionPolicy, or the policy
 //! not installed), it says what the cluster needs and exits: it does not run
 //! with more than Berth's grants allow. With `KUBECONFIG` (a developer's
@@ -73,7 +73,7 @@ use berth_controller::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
     ReplicaSettings, Settings, replica_identity,
 };
-use berth_shared::domain::names::NamespaceName;
+use berth_domain::names::NamespaceName;
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8080";
 
@@ -159,7 +159,7 @@ fn settings() -> Result<Settings, String> {
         egress: egress_settings()?,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
-            apps_domain: berth_shared::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
+            apps_domain: berth_domain::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
                 .map_err(|e| e.to_string())?
                 .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
@@ -294,7 +294,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    berth_shared::telemetry::init();
+    berth_domain::telemetry::init();
     let (settings, (replica, addr)) = match settings().and_then(|s| Ok((s, replica_settings()?))) {
         Ok(settings) => settings,
         Err(error) => {
@@ -312,11 +312,9 @@ async fn main() -> ExitCode {
         }
     };
     let in_cluster = std::env::var_os("KUBECONFIG").is_none();
-    if in_cluster
-        && let Err(error) = berth_shared::cluster::install::require_confinement(&client).await
-    {
+    if in_cluster && let Err(error) = berth_cluster::install::require_confinement(&client).await {
         eprintln!("berth-controller: refusing to run: {error}");
-        if let berth_shared::ApiError::ClusterMisconfigured { detail, .. } = &error {
+        if let berth_domain::ApiError::ClusterMisconfigured { detail, .. } = &error {
             eprintln!("berth-controller: {detail}");
         }
         return ExitCode::FAILURE;

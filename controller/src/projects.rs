@@ -10,7 +10,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{Event, finalizer};
 use serde_json::json;
 
-use berth_shared::cluster::crd::{Environment, LABEL_PROJECT, Project, ProjectStatus};
+use berth_cluster::crd::{Environment, LABEL_PROJECT, Project, ProjectStatus};
 
 use crate::context::Context;
 use crate::error::Error;

@@ -1,8 +1,8 @@
 //! The registry builds push to and apps pull from, as the operator set it
 //! with `berth-admin registry set`: the ConfigMap [`CONFIG_MAP`] in
-//! [`SYSTEM_NAMESPACE`] (`berth_shared::cluster::registry`), and the
+//! [`SYSTEM_NAMESPACE`] (`berth_cluster::registry`), and the
 //! credentials, which this module alone mints and hands out
-//! (`berth_shared::registry` says who each is and what it reaches):
+//! (`berth_domain::registry` says who each is and what it reaches):
 //!
 //! - scoped (the registry trusts Berth's token service): each build gets a
 //!   push and a pull credential of its own ([`mint_build_credentials`]),
@@ -28,18 +28,18 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     BUILDS_NAMESPACE, Build, BuildRegistryCredentials, Environment, LABEL_MANAGED_BY, MANAGER,
     object_names,
 };
-use berth_shared::cluster::is_not_found;
-pub use berth_shared::cluster::registry::{
+use berth_cluster::is_not_found;
+pub use berth_cluster::registry::{
     CONFIG_MAP, CredentialMode, DOCKER_CONFIG_KEY, DOCKER_CONFIG_TYPE, PULL_SECRET, PUSH_SECRET,
     Registry, SYSTEM_NAMESPACE,
 };
-use berth_shared::cluster::registry::{Credential, credential_of, docker_config_secret};
-use berth_shared::credentials::{digest, same_secret};
-use berth_shared::registry::{RegistryUser, new_password};
+use berth_cluster::registry::{Credential, credential_of, docker_config_secret};
+use berth_domain::credentials::{digest, same_secret};
+use berth_domain::registry::{RegistryUser, new_password};
 
 use crate::build_secrets;
 use crate::context::FIELD_MANAGER;

@@ -25,14 +25,14 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
     OUTCOME_ROLLED_BACK, ReleaseMark, object_names,
 };
-use berth_shared::cluster::ownership;
+use berth_cluster::ownership;
 
-use berth_shared::clock;
-use berth_shared::cluster::{is_conflict, is_not_found};
+use berth_cluster::{is_conflict, is_not_found};
+use berth_domain::clock;
 
 use crate::error::Error;
 use crate::events::bounded;
@@ -217,7 +217,7 @@ pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
         status.record(revision, OUTCOME_FAILED, Some(bounded(message.to_owned())));
     } else if status.ready {
         status.record(revision, OUTCOME_RELEASED, None);
-        status.last_available = Some(berth_shared::cluster::crd::AvailableConfig {
+        status.last_available = Some(berth_cluster::crd::AvailableConfig {
             revision,
             config: app.spec.config.clone(),
         });
@@ -281,7 +281,7 @@ pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::cluster::crd::{AppProcess, AvailableConfig};
+    use berth_cluster::crd::{AppProcess, AvailableConfig};
 
     fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
         let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);

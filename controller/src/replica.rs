@@ -38,7 +38,7 @@ use kube::runtime::reflector::Store;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
 use tokio::sync::watch;
 
-use berth_shared::cluster::crd::App;
+use berth_cluster::crd::App;
 
 use crate::context::{Context, Settings};
 use crate::metrics::Metrics;

@@ -18,8 +18,8 @@ use kube::api::{Api, PostParams};
 use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 
-use berth_shared::cluster::crd::{App, Run, object_names};
-use berth_shared::cluster::{delete_only, is_conflict, is_not_found, ownership};
+use berth_cluster::crd::{App, Run, object_names};
+use berth_cluster::{delete_only, is_conflict, is_not_found, ownership};
 
 use crate::context::Context;
 use crate::error::Error;

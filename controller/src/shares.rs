@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, ResourceQuota};
 use kube::api::{Api, ListParams};
 
-use berth_shared::cluster::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, LABEL_ORG, MANAGER};
-use berth_shared::domain::size::Quantity;
+use berth_cluster::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, LABEL_ORG, MANAGER};
+use berth_domain::size::Quantity;
 
 use crate::error::Error;
 

@@ -17,7 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
 };
 

@@ -416,7 +416,7 @@ async fn installs_the_crds_into_the_stored_clusters() {
             stdout(&installed)
         );
     }
-    let client = berth_shared::cluster::access::client_from_kubeconfig(
+    let client = berth_api::access::client_from_kubeconfig(
         &kubeconfig,
         None,
         std::time::Duration::from_secs(10),
@@ -488,7 +488,7 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
 /// only; running it again renews the token.
 #[tokio::test]
 async fn makes_the_apis_kubeconfig_from_its_service_account() {
-    use berth_shared::cluster::crd::Project;
+    use berth_cluster::crd::Project;
     use k8s_openapi::api::apps::v1::Deployment;
 
     let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
@@ -527,12 +527,12 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
         "{printed}"
     );
     let app = TestApp::over_table(&table).await;
-    let first = berth_shared::kubeconfig::load(&app.state.store)
+    let first = berth_api::kubeconfig::load(&app.state.store)
         .await
         .unwrap()
         .expect("a stored kubeconfig");
     assert_ne!(first.kubeconfig, cluster.admin_kubeconfig);
-    let server = berth_shared::kubeconfig::summarize(&cluster.admin_kubeconfig, None)
+    let server = berth_api::kubeconfig::summarize(&cluster.admin_kubeconfig, None)
         .unwrap()
         .2;
     let shown = stdout(&run(vec!["cluster".into(), "show".into()]).await.unwrap());
@@ -542,7 +542,7 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
         "{shown}"
     );
     // It is berth-api: what its role grants, and nothing else.
-    let client = berth_shared::cluster::access::client_from_kubeconfig(
+    let client = berth_api::access::client_from_kubeconfig(
         &first.kubeconfig,
         None,
         std::time::Duration::from_secs(10),
@@ -566,7 +566,7 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
         .await
         .unwrap();
     assert!(renewed.status.success(), "{}", stderr(&renewed));
-    let second = berth_shared::kubeconfig::load(&app.state.store)
+    let second = berth_api::kubeconfig::load(&app.state.store)
         .await
         .unwrap()
         .expect("a stored kubeconfig");
@@ -595,7 +595,7 @@ async fn makes_the_apis_kubeconfig_from_its_service_account() {
         assert!(stderr(&refused).contains(says), "{}", stderr(&refused));
     }
     // The administrator's kubeconfig was never stored.
-    let stored = berth_shared::kubeconfig::load(&app.state.store)
+    let stored = berth_api::kubeconfig::load(&app.state.store)
         .await
         .unwrap()
         .expect("a stored kubeconfig");
@@ -680,7 +680,7 @@ async fn install_refuses_a_cluster_without_admission_policies() {
     ] {
         assert!(said.contains(needed), "{said}");
     }
-    let client = berth_shared::cluster::access::client_from_kubeconfig(
+    let client = berth_api::access::client_from_kubeconfig(
         &kubeconfig,
         None,
         std::time::Duration::from_secs(10),
@@ -714,14 +714,14 @@ async fn the_apis_kubeconfig_is_stored_only_once_it_is_confined() {
         .await
         .unwrap();
     for kubeconfig in [&cluster.kubeconfig, &cluster.controller_kubeconfig] {
-        let client = berth_shared::cluster::access::client_from_kubeconfig(
+        let client = berth_api::access::client_from_kubeconfig(
             kubeconfig,
             None,
             std::time::Duration::from_secs(10),
         )
         .await
         .unwrap();
-        let error = berth_shared::cluster::install::require_confinement(&client)
+        let error = berth_cluster::install::require_confinement(&client)
             .await
             .expect_err("not confined without the policy");
         assert_eq!(error.code(), "cluster_unavailable", "{error:?}");

@@ -15,11 +15,11 @@ use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppConfig, AppEnvVar, AppProcess, AppSpec, AppStatus, AppVolume, LABEL_APP,
     LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, SecretKeyRef,
 };
-use berth_shared::testing::IMAGE;
+use berth_cluster::testing::IMAGE;
 
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};

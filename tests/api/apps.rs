@@ -5,8 +5,8 @@ use http::Method;
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, unique};
-use berth_shared::Role;
-use berth_shared::audit::Outcome;
+use berth_domain::Role;
+use berth_store::audit::Outcome;
 
 fn apps_path(project: &str, environment: &str) -> String {
     format!("/api/v1/projects/{project}/environments/{environment}/apps")
@@ -445,7 +445,7 @@ async fn deleting_an_app_removes_it_and_its_history() {
         .scan()
         .table_name(app.state.store.table())
         .filter_expression("begins_with(pk, :releases)")
-        .expression_attribute_values(":releases", berth_shared::store::s("RELEASES#"))
+        .expression_attribute_values(":releases", berth_store::s("RELEASES#"))
         .send()
         .await
         .expect("scanning the test table");

@@ -13,7 +13,7 @@ use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, eventually};
-use berth_shared::Role;
+use berth_domain::Role;
 
 async fn app_in_environment(app: &TestApp, body: Value) -> (String, String) {
     let project = app.ready_environment("run", "dev").await;

@@ -6,9 +6,10 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use crate::support::{PASSWORD, TestApp};
-use berth_shared::audit::{ActorKind, Call, Outcome, Recorded, parse_fallback_line};
-use berth_shared::store::keys::SYSTEM_ORG;
-use berth_shared::{AppState, Role};
+use berth_api::AppState;
+use berth_domain::Role;
+use berth_store::audit::{ActorKind, Call, Outcome, Recorded, parse_fallback_line};
+use berth_store::keys::SYSTEM_ORG;
 
 #[tokio::test]
 async fn every_outcome_is_recorded_with_its_actor() {

@@ -7,8 +7,8 @@ use http::{StatusCode, header};
 use serde_json::json;
 
 use crate::support::{PASSWORD, TestApp};
-use berth_shared::Role;
-use berth_shared::identity::password;
+use berth_domain::Role;
+use berth_store::identity::password;
 
 #[tokio::test]
 async fn login_sets_a_session_cookie_and_returns_the_identity() {

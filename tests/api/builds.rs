@@ -12,11 +12,11 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, TestUser};
-use berth_shared::Role;
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, BUILDS_NAMESPACE, Build, LABEL_APP, LABEL_APP_UID, LABEL_BUILD, LABEL_ENVIRONMENT,
     LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER,
 };
+use berth_domain::Role;
 
 const REPO: &str = "https://github.com/acme/shop.git";
 const STATUSES: [&str; 5] = ["queued", "running", "succeeded", "failed", "cancelled"];
@@ -172,7 +172,7 @@ async fn create_build_builds_the_apps_ref_or_the_one_asked() {
     assert_eq!(first["image"], Value::Null);
     let event = app.last_audit_event(&app.owner.org).await;
     assert_eq!(event.action, "createBuild");
-    assert_eq!(event.outcome, berth_shared::audit::Outcome::Success);
+    assert_eq!(event.outcome, berth_store::audit::Outcome::Success);
     assert_eq!(event.target.as_deref(), Some("shop/1"));
 
     let second = create_build(&app, &app.owner, &shop, Some(json!({"ref": "v1.2.3"}))).await;
@@ -337,7 +337,7 @@ async fn who_may_build_and_read_builds() {
     let (_, namespace, shop) = shop_with_a_build(&app).await;
     for role in Role::ALL {
         let user = app.user(role).await;
-        let may_build = role.grants(berth_shared::Permission::AppDeploy);
+        let may_build = role.grants(berth_domain::Permission::AppDeploy);
         let answer = app.post(&format!("{shop}/builds")).by(&user).send().await;
         if may_build {
             answer.assert_status(202);
@@ -366,7 +366,7 @@ async fn who_may_build_and_read_builds() {
     }
     let deployers = Role::ALL
         .iter()
-        .filter(|role| role.grants(berth_shared::Permission::AppDeploy))
+        .filter(|role| role.grants(berth_domain::Permission::AppDeploy))
         .count();
     assert_eq!(
         builds_of(&app, &namespace, "shop").await.len(),

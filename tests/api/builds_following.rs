@@ -16,12 +16,13 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use berth_shared::Role;
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppSource, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
-use berth_shared::cluster::registry::{self, Registry};
-use berth_shared::store::{self, keys};
+use berth_cluster::registry::{self, Registry};
+use berth_domain::Role;
+use berth_store as store;
+use berth_store::keys;
 
 use crate::builds_running::{PREFIX, set_registry, token_secret};
 use crate::support::kubelet::{BuildEnd, end_build_pods};

@@ -11,13 +11,13 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppConfig, AppProcess, AppSource, AppSpec, BUILD_CANCELLED, BUILD_FAILED, BUILD_QUEUED,
     BUILD_RUNNING, BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, BuildSettings, BuildSpec,
     BuildStrategy, Environment, LABEL_APP, LABEL_APP_UID, LABEL_BUILD, LABEL_ENVIRONMENT,
     LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, ReleaseMark, object_names,
 };
-use berth_shared::cluster::registry::{self, Credential, Registry};
+use berth_cluster::registry::{self, Credential, Registry};
 
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, eventually};
@@ -157,7 +157,7 @@ impl Fixture {
                 number,
                 source: self.app.spec.config.source.clone().expect("a source"),
                 actor: Some("dev@berth.test".to_owned()),
-                created_at: berth_shared::clock::unix_millis(),
+                created_at: berth_domain::clock::unix_millis(),
                 decision: None,
                 branch: None,
                 hook: None,

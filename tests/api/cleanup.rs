@@ -7,9 +7,7 @@ use kube::api::{ListParams, PostParams};
 use kube::{Api, ResourceExt};
 use serde_json::json;
 
-use berth_shared::cluster::crd::{
-    App, BUILDS_NAMESPACE, Build, Environment, LABEL_PROJECT, Project,
-};
+use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, Environment, LABEL_PROJECT, Project};
 
 use crate::support::cleanup::{remove_named, take_named};
 use crate::support::{TestApp, eventually, unique};

@@ -79,7 +79,7 @@ async fn a_replaced_kubeconfig_is_noticed() {
             .await;
     let name = app.create_project("first").await;
     let second = TestCluster::start().await;
-    berth_shared::kubeconfig::store_kubeconfig(&app.state.store, second.kubeconfig.clone(), None)
+    berth_api::kubeconfig::store_kubeconfig(&app.state.store, second.kubeconfig.clone(), None)
         .await
         .unwrap();
     let path = format!("/api/v1/projects/{name}");
@@ -87,7 +87,7 @@ async fn a_replaced_kubeconfig_is_noticed() {
         app.get(&path).by(&app.owner).send().await.status == 404
     })
     .await;
-    berth_shared::kubeconfig::clear(&app.state.store)
+    berth_api::kubeconfig::clear(&app.state.store)
         .await
         .unwrap();
     eventually("no cluster once the kubeconfig is cleared", || async {
@@ -139,8 +139,9 @@ async fn health_reports_the_cluster() {
 /// refuse at load time: 503 naming the problem, and nothing is run.
 #[tokio::test]
 async fn a_stored_exec_kubeconfig_is_refused_as_misconfigured() {
-    use berth_shared::kubeconfig::StoredKubeconfig;
-    use berth_shared::store::{self, keys};
+    use berth_api::kubeconfig::StoredKubeconfig;
+    use berth_store as store;
+    use berth_store::keys;
 
     let app = TestApp::new().await;
     let marker =

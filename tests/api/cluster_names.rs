@@ -9,7 +9,7 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, PostParams};
 use serde_json::json;
 
 use crate::support::{TestApp, eventually, unique};
-use berth_shared::names::ReservedNamespaces;
+use berth_domain::name_rules::ReservedNamespaces;
 
 #[tokio::test]
 async fn names_that_would_give_a_reserved_namespace_are_refused() {
@@ -193,7 +193,7 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
 
     // The API refuses it (`owned_namespaces`); made behind its back, as if
     // the namespace had come between the API's look and the controller's.
-    let quota = berth_shared::cluster::crd::Quota {
+    let quota = berth_cluster::crd::Quota {
         cpu: Some("1".into()),
         ..Default::default()
     };

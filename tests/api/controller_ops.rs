@@ -17,7 +17,7 @@ use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostPa
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use berth_shared::cluster::crd::{App, Environment};
+use berth_cluster::crd::{App, Environment};
 
 use crate::support::cluster::{
     LEASE_DURATION_SECONDS, TestCluster, controller_replica, replica_settings,

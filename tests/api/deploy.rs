@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use berth_shared::cluster::access::client_from_kubeconfig;
-use berth_shared::cluster::crd::Project;
+use berth_api::access::client_from_kubeconfig;
+use berth_cluster::crd::Project;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -274,7 +274,7 @@ async fn every_command_of_the_clusters_deploy_works() {
         "no shared push credential"
     );
     // And the token service's settings, in the table.
-    let token_service = berth_shared::registry::RegistrySettings::load(&api.state.store)
+    let token_service = berth_api::registry::RegistrySettings::load(&api.state.store)
         .await
         .expect("reading the table")
         .expect("the token service's settings");
@@ -282,7 +282,7 @@ async fn every_command_of_the_clusters_deploy_works() {
     assert!(token_service.shared.is_empty());
 
     // The API's stored kubeconfig is berth-api's.
-    let stored = berth_shared::kubeconfig::load(&api.state.store)
+    let stored = berth_api::kubeconfig::load(&api.state.store)
         .await
         .expect("reading the table")
         .expect("a stored kubeconfig");

@@ -9,7 +9,7 @@ use kube::Api;
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, TestResponse, eventually};
-use berth_shared::Role;
+use berth_domain::Role;
 
 async fn wait_ready(app: &TestApp, project: &str, environment: &str) -> Value {
     let path = format!("/api/v1/projects/{project}/environments/{environment}");
@@ -47,7 +47,7 @@ async fn delete_by_owner(app: &TestApp, path: &str) -> (String, i64) {
         .as_str()
         .unwrap()
         .to_owned();
-    let at = berth_shared::clock::parse_rfc3339(&scheduled).unwrap();
+    let at = berth_domain::clock::parse_rfc3339(&scheduled).unwrap();
     (scheduled, at)
 }
 
@@ -207,7 +207,7 @@ async fn a_production_environment_waits_for_its_grace() {
         .assert_problem(403, "forbidden");
 
     let (scheduled, at) = delete_by_owner(&app, &path).await;
-    let wait = at - berth_shared::clock::unix_seconds();
+    let wait = at - berth_domain::clock::unix_seconds();
     assert!((2..=5).contains(&wait), "{scheduled}");
 
     // Still there, marked as deleting, until the time comes.
@@ -239,7 +239,7 @@ async fn a_production_environment_waits_for_its_grace() {
     )
     .await;
     assert!(
-        berth_shared::clock::unix_seconds() >= at,
+        berth_domain::clock::unix_seconds() >= at,
         "purged no earlier than scheduled"
     );
     assert!(
@@ -369,7 +369,7 @@ async fn a_deleting_project_takes_no_new_environments() {
     })
     .await;
     // Hold the project in deletion with a finalizer of our own, as a slow cleanup would.
-    let projects: Api<berth_shared::cluster::crd::Project> = Api::all(app.cluster().client.clone());
+    let projects: Api<berth_cluster::crd::Project> = Api::all(app.cluster().client.clone());
     projects
         .patch(&project, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "metadata": { "finalizers": ["berth.dev/project-protection", "tests.berth.dev/hold"] } })))
         .await
@@ -595,13 +595,13 @@ async fn a_deleted_production_environment_can_be_restored_with_everything_in_it(
         ("restoreEnvironment", Some(200), Some(namespace.as_str()))
     );
     assert!(
-        berth_shared::clock::unix_seconds() < purge_at,
+        berth_domain::clock::unix_seconds() < purge_at,
         "restored within the grace (the test ran too slowly to show anything)"
     );
 
     // Past the time the purge was due, it is still there, Ready, with all it had.
     tokio::time::sleep(Duration::from_secs(
-        u64::try_from(purge_at - berth_shared::clock::unix_seconds() + 3).unwrap_or(3),
+        u64::try_from(purge_at - berth_domain::clock::unix_seconds() + 3).unwrap_or(3),
     ))
     .await;
     let ready = wait_ready(&app, &project, "prod").await;
@@ -662,7 +662,7 @@ async fn a_restore_that_loses_the_race_to_the_purge_is_refused() {
     let (project, path, at) = deleted_production(&app).await;
     let namespace = format!("{project}-prod");
     hold_namespace(&app, &namespace, true).await;
-    let wait = at * 1000 - 600 - berth_shared::clock::unix_millis();
+    let wait = at * 1000 - 600 - berth_domain::clock::unix_millis();
     assert!(wait > 0, "the test ran too slowly to race");
     tokio::time::sleep(Duration::from_millis(wait.unsigned_abs())).await;
     // The restore's write (the first PATCH of the environment from now on)
@@ -726,8 +726,7 @@ async fn a_purge_that_loses_the_race_to_a_restore_leaves_the_environment_whole()
     })
     .await;
     // Its mark is on the way; the schedule is cleared before it arrives.
-    let environments: Api<berth_shared::cluster::crd::Environment> =
-        Api::all(app.cluster().client.clone());
+    let environments: Api<berth_cluster::crd::Environment> = Api::all(app.cluster().client.clone());
     environments
         .patch(
             &namespace,

@@ -27,9 +27,7 @@ async fn unknown_routes_and_methods() {
         .send()
         .await
         .assert_problem(405, "method_not_allowed");
-    let event = app
-        .last_audit_event(berth_shared::store::keys::SYSTEM_ORG)
-        .await;
+    let event = app.last_audit_event(berth_store::keys::SYSTEM_ORG).await;
     assert_eq!(
         (event.action.as_str(), event.status),
         ("unknownRoute", Some(405))
@@ -194,8 +192,8 @@ async fn body_errors_speak_the_apis_words() {
 #[tokio::test]
 async fn forbidden_comes_before_any_lesson_about_the_body() {
     let app = TestApp::new().await;
-    let developer = app.user(berth_shared::Role::Developer).await;
-    let viewer = app.user(berth_shared::Role::Viewer).await;
+    let developer = app.user(berth_domain::Role::Developer).await;
+    let viewer = app.user(berth_domain::Role::Viewer).await;
     for (user, method, path) in [
         (&developer, Method::POST, "/api/v1/projects"),
         (&viewer, Method::POST, "/api/v1/members"),

@@ -8,10 +8,10 @@ use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
-use berth_shared::ApiError;
-use berth_shared::audit::Outcome;
-use berth_shared::cluster::crd::{App, Environment};
-use berth_shared::store;
+use berth_cluster::crd::{App, Environment};
+use berth_domain::ApiError;
+use berth_store as store;
+use berth_store::audit::Outcome;
 
 const OVERLONG: usize = 3 * 1024;
 

@@ -14,9 +14,9 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use berth_shared::audit::Outcome;
-use berth_shared::identity::members;
-use berth_shared::{Permission, Role};
+use berth_domain::{Permission, Role};
+use berth_store::audit::Outcome;
+use berth_store::identity::members;
 
 use crate::support::kubelet::keep_pods_running;
 use crate::support::{TestApp, unique};

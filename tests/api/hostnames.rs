@@ -14,10 +14,11 @@ use http::Method;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
-use berth_shared::cluster::apps::ANNOTATION_HISTORY;
-use berth_shared::cluster::crd::App;
-use berth_shared::config::Config;
-use berth_shared::store::{self, keys};
+use berth_cluster::apps::ANNOTATION_HISTORY;
+use berth_cluster::crd::App;
+use berth_domain::config::Config;
+use berth_store as store;
+use berth_store::keys;
 
 use crate::support::cluster::APPS_DOMAIN;
 use crate::support::{TestApp, TestResponse, TestUser, eventually, unique};

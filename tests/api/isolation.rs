@@ -16,11 +16,12 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use berth_cluster::apps::ANNOTATION_HISTORY;
+use berth_cluster::crd::App;
 use berth_controller::isolation::{NETWORK_POLICY_NAME, POD_SECURITY_LABELS};
 use berth_controller::render::unconfined;
-use berth_shared::cluster::apps::ANNOTATION_HISTORY;
-use berth_shared::cluster::crd::App;
-use berth_shared::store::{self, keys};
+use berth_store as store;
+use berth_store::keys;
 
 use crate::support::cluster::INGRESS_NAMESPACE;
 use crate::support::{TestApp, eventually};

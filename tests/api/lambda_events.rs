@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::support::{PASSWORD, TestApp, unique};
-use berth_shared::AppState;
+use berth_api::AppState;
 
 fn function(name: &str) -> fn() -> Router<AppState> {
     berth_local::function(name).unwrap_or_else(|| panic!("events/{name}: no such function"))
@@ -150,7 +150,7 @@ async fn every_event_file_is_answered_by_its_function() {
         let request = lambda_http::request::from_str(&event.to_string())
             .unwrap_or_else(|e| panic!("{file}: not an API Gateway event: {e}"));
         let function_name = file.split('/').next().unwrap();
-        let router = berth_shared::http::serve(function(function_name)(), app.state.clone());
+        let router = berth_api::http::serve(function(function_name)(), app.state.clone());
         let response = router.oneshot(request).await.unwrap();
         let (parts, body) = response.into_parts();
         let body = body.collect().await.unwrap().to_bytes();
@@ -224,7 +224,7 @@ async fn the_health_function_answers_the_default_route() {
         event["requestContext"]["http"]["method"] = json!(method);
         event["requestContext"]["requestId"] = json!(format!("default-{status}-{method}"));
         let request = lambda_http::request::from_str(&event.to_string()).unwrap();
-        let router = berth_shared::http::serve(function("health")(), app.state.clone());
+        let router = berth_api::http::serve(function("health")(), app.state.clone());
         let response = router.oneshot(request).await.unwrap();
         let (parts, body) = response.into_parts();
         let body: Value = serde_json::from_slice(&body.collect().await.unwrap().to_bytes())

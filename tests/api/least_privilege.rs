@@ -29,8 +29,8 @@ use kube::api::{
 };
 use serde_json::json;
 
-use berth_shared::cluster::access::client_from_kubeconfig;
-use berth_shared::cluster::crd::{App, AppConfig, Project, Run, RunSpec};
+use berth_api::access::client_from_kubeconfig;
+use berth_cluster::crd::{App, AppConfig, Project, Run, RunSpec};
 
 use crate::support::TestCluster;
 use crate::support::identities::{controller_account, kubeconfig_of};
@@ -274,7 +274,7 @@ fn the_table(identity: &str) -> Vec<(&'static str, Refusal, Attempt)> {
             "get a build's own registry credential in berth-builds",
             Refusal::Rbac,
             attempt(|client| async move {
-                let job = berth_shared::cluster::crd::object_names::build_job("any");
+                let job = berth_cluster::crd::object_names::build_job("any");
                 Api::<Secret>::namespaced(client, "berth-builds")
                     .get(&format!("{job}-push"))
                     .await

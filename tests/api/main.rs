@@ -27,6 +27,7 @@ mod health;
 mod hostnames;
 mod isolation;
 mod lambda_events;
+mod layers;
 mod least_privilege;
 mod make_dev;
 mod manifests;

@@ -19,7 +19,7 @@ fn manifest(name: &str) -> String {
 
 #[test]
 fn crds_file_matches_the_code() {
-    let generated = berth_shared::cluster::crd::definitions_yaml();
+    let generated = berth_cluster::crd::definitions_yaml();
     if std::env::var_os("BERTH_WRITE_CRDS").is_some() {
         std::fs::write(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("infra/k8s/crds.yaml"),

@@ -7,8 +7,8 @@
 use http::Method;
 use serde_json::json;
 
-use berth_shared::Role;
-use berth_shared::audit::{ActorKind, Outcome};
+use berth_domain::Role;
+use berth_store::audit::{ActorKind, Outcome};
 
 use crate::support::{PASSWORD, TestApp, eventually};
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::support::{PASSWORD, TestApp};
-use berth_shared::Role;
+use berth_domain::Role;
 
 #[tokio::test]
 async fn invite_then_sign_in_with_the_temporary_password() {

@@ -14,9 +14,9 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::support::TestApp;
+use berth_domain::Operation;
 use berth_local::openapi;
-use berth_shared::Operation;
-use berth_shared::store::keys::SYSTEM_ORG;
+use berth_store::keys::SYSTEM_ORG;
 
 const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
@@ -79,7 +79,7 @@ async fn every_operation_is_described_once_at_the_route_that_serves_it() {
     let mut described_routes = BTreeSet::new();
     for function in berth_local::FUNCTIONS {
         let part = serde_json::to_value((function.describe)()).unwrap();
-        let router = berth_shared::http::serve((function.routes)(), app.state.clone());
+        let router = berth_api::http::serve((function.routes)(), app.state.clone());
         for (method, path, operation) in described(&part) {
             let id = operation["operationId"].as_str().unwrap().to_owned();
             *described_ids.entry(id.clone()).or_default() += 1;
@@ -335,7 +335,7 @@ async fn the_description_is_served_without_credentials_and_audited() {
 }
 
 /// A text that must not be only white space says so with the pattern of
-/// `names::text`'s rule, the one `berth_shared::names::NOT_BLANK` states
+/// `name_rules::text`'s rule, the one `berth_domain::name_rules::NOT_BLANK` states
 /// (utoipa takes only a literal, so each field repeats it).
 #[test]
 fn texts_that_must_not_be_blank_say_so() {
@@ -348,20 +348,20 @@ fn texts_that_must_not_be_blank_say_so() {
     ] {
         assert_eq!(
             schemas[schema]["properties"][field]["pattern"],
-            berth_shared::names::NOT_BLANK,
+            berth_domain::name_rules::NOT_BLANK,
             "{schema}.{field}"
         );
     }
 }
 
 /// A quota's storage is written as every Kubernetes quantity Berth reads
-/// (`berth_shared::domain::size::QUANTITY_NOTATION`; the quota's attribute
+/// (`berth_domain::size::QUANTITY_NOTATION`; the quota's attribute
 /// repeats it, utoipa taking only a literal).
 #[test]
 fn a_quotas_storage_says_its_notation() {
     let document = document();
     assert_eq!(
         document["components"]["schemas"]["Quota"]["properties"]["storage"]["pattern"],
-        format!("^{}$", berth_shared::domain::size::QUANTITY_NOTATION)
+        format!("^{}$", berth_domain::size::QUANTITY_NOTATION)
     );
 }

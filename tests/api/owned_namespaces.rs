@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_shared::cluster::crd::App;
+use berth_cluster::crd::App;
 use http::Method;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
@@ -125,11 +125,10 @@ async fn an_environment_over_someone_elses_namespace_is_refused() {
         .send()
         .await
         .assert_problem(404, "not_found");
-    let resource =
-        Api::<berth_shared::cluster::crd::Environment>::all(app.cluster().client.clone())
-            .get_opt(&name)
-            .await
-            .unwrap();
+    let resource = Api::<berth_cluster::crd::Environment>::all(app.cluster().client.clone())
+        .get_opt(&name)
+        .await
+        .unwrap();
     assert!(resource.is_none(), "no Environment was written");
     let after = Api::<Namespace>::all(app.cluster().client.clone())
         .get(&name)

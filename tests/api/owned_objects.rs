@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use berth_shared::cluster::crd::{App, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, LABEL_ORG};
+use berth_cluster::crd::{App, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, LABEL_ORG};
 use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};

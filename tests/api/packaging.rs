@@ -8,8 +8,8 @@ use serde_yaml::Value;
 use tower::ServiceExt;
 
 use crate::support::TestApp;
-use berth_shared::Operation;
-use berth_shared::store::keys;
+use berth_domain::Operation;
+use berth_store::keys;
 
 fn template() -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml");
@@ -98,7 +98,7 @@ async fn every_template_route_reaches_its_functions_operation() {
         let routes = berth_local::function(&binary)
             .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))(
         );
-        let router = berth_shared::http::serve(routes, app.state.clone());
+        let router = berth_api::http::serve(routes, app.state.clone());
         for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
             let method = event["Properties"]["Method"].as_str().unwrap();

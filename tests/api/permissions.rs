@@ -6,7 +6,7 @@ use http::Method;
 use serde_json::{Value, json};
 
 use crate::support::{PASSWORD, TestApp, TestUser, unique};
-use berth_shared::Role;
+use berth_domain::Role;
 
 /// Who calls, in the order of the expectations below.
 const CALLERS: [&str; 7] = [
@@ -593,9 +593,7 @@ async fn every_operation_for_every_kind_of_caller() {
             }
             let org = caller
                 .as_ref()
-                .map_or(berth_shared::store::keys::SYSTEM_ORG, |user| {
-                    user.org.as_str()
-                });
+                .map_or(berth_store::keys::SYSTEM_ORG, |user| user.org.as_str());
             let event = app.last_audit_event(org).await;
             if event.action != case.operation || event.status != Some(want) {
                 failures.push(format!(

@@ -5,7 +5,7 @@ use http::Method;
 use serde_json::json;
 
 use crate::support::{TestApp, eventually, unique};
-use berth_shared::Role;
+use berth_domain::Role;
 
 #[tokio::test]
 async fn create_get_list_and_delete() {

@@ -11,11 +11,12 @@ use http::Method;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use berth_shared::apps::leftovers;
-use berth_shared::cluster::apps::ANNOTATION_HISTORY;
-use berth_shared::cluster::crd::App;
-use berth_shared::environments::purges::{self, Sweep, Swept};
-use berth_shared::store::{self, keys};
+use berth_api::apps::leftovers;
+use berth_api::environments::purges::{self, Sweep, Swept};
+use berth_cluster::apps::ANNOTATION_HISTORY;
+use berth_cluster::crd::App;
+use berth_store as store;
+use berth_store::keys;
 
 use crate::support::{TestApp, TestUser, eventually, unique};
 use crate::webhooks::Hook;
@@ -194,7 +195,7 @@ impl Kept {
 
     async fn hook_stored(&self, app: &TestApp) -> bool {
         match self.hook_id() {
-            Some(id) => berth_shared::webhooks::hooks::find(&app.state.store, id)
+            Some(id) => berth_api::webhooks::hooks::find(&app.state.store, id)
                 .await
                 .expect("reading the hook")
                 .is_some(),

@@ -20,14 +20,12 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use berth_shared::audit::{ActorKind, Outcome};
-use berth_shared::cluster::crd::{
+use berth_api::registry::RegistrySettings;
+use berth_cluster::crd::{
     BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
-use berth_shared::cluster::registry::{
-    self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry,
-};
-use berth_shared::registry::RegistrySettings;
+use berth_cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
+use berth_store::audit::{ActorKind, Outcome};
 
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::registry::{Access, Registry as TestRegistry, free_port, oci_image, said};
@@ -405,7 +403,7 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
             &acme.build,
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"registry": {
-                "expiresAt": berth_shared::clock::unix_seconds() - 1
+                "expiresAt": berth_domain::clock::unix_seconds() - 1
             }}})),
         )
         .await
@@ -512,7 +510,7 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         assert!(!logs.contains(&password), "a registry password was logged");
         assert!(!status.contains(&password));
     }
-    let digest = berth_shared::credentials::digest(&password_of(&acme_push));
+    let digest = berth_domain::credentials::digest(&password_of(&acme_push));
     assert!(
         status.contains(&digest),
         "the Build holds its push credential's digest"
@@ -593,7 +591,7 @@ impl Setup {
     fn sign_with(&self, source: &str) {
         let mut config = (*self.app.state.config).clone();
         config.registry_signing_key = Some(source.to_owned());
-        let state = berth_shared::AppState {
+        let state = berth_api::AppState {
             config: Arc::new(config),
             ..self.app.state.clone()
         };
@@ -938,8 +936,7 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
     //    (at its next resync, or at once when it restarts).
     set(&[], "");
     app.cluster().restart_controller().await;
-    let environments: Api<berth_shared::cluster::crd::Environment> =
-        Api::all(app.cluster().client.clone());
+    let environments: Api<berth_cluster::crd::Environment> = Api::all(app.cluster().client.clone());
     eventually("the environment gets its own pull credential", || async {
         environments
             .get(&namespace)

@@ -228,7 +228,7 @@ async fn a_refused_login_costs_the_same_round_trips_for_known_and_unknown_emails
     use serde_json::json;
 
     let app = TestApp::new().await;
-    let known = app.user(berth_shared::Role::Viewer).await;
+    let known = app.user(berth_domain::Role::Viewer).await;
     let attempt = |email: &str| {
         app.post("/api/v1/auth/login")
             .json(json!({ "email": email, "password": "a password guess" }))
@@ -265,7 +265,7 @@ async fn a_refused_login_takes_as_long_for_known_and_unknown_emails() {
     use std::net::{IpAddr, Ipv4Addr};
     use std::time::{Duration, Instant};
 
-    use berth_shared::identity::password;
+    use berth_store::identity::password;
     use serde_json::json;
 
     const TRIES: usize = 20;
@@ -274,7 +274,7 @@ async fn a_refused_login_takes_as_long_for_known_and_unknown_emails() {
     // from an address of its own.
     let mut known = Vec::new();
     for _ in 0..TRIES.div_ceil(4) {
-        known.push(app.user(berth_shared::Role::Viewer).await);
+        known.push(app.user(berth_domain::Role::Viewer).await);
     }
     let timed = |email: String, n: usize| {
         let request = app
@@ -351,7 +351,7 @@ async fn restoring_an_environment_stays_within_its_round_trips() {
         .send()
         .await
         .assert_status(202);
-    let environments: kube::Api<berth_shared::cluster::crd::Environment> =
+    let environments: kube::Api<berth_cluster::crd::Environment> =
         kube::Api::all(app.cluster().client.clone());
     let name = format!("{project}-prod");
     crate::support::eventually("the controller sees the deletion", || async {

@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use kube::Api;
 use serde_json::{Value, json};
 
-use berth_shared::cluster::crd::App;
+use berth_cluster::crd::App;
 
 use crate::controller_ops::{event, note};
 use crate::support::cluster::RELEASE_DEADLINE_SECONDS;

@@ -96,7 +96,7 @@ async fn assert_never_shown(app: &TestApp, secrets: &[String], later_bodies: &[T
         }
     }
     let mut audit = String::new();
-    for org in ["acme", berth_shared::store::keys::SYSTEM_ORG] {
+    for org in ["acme", berth_store::keys::SYSTEM_ORG] {
         audit.push_str(&format!("{:?}", app.audit_events(org).await));
     }
     let logged = logs::captured();
@@ -117,7 +117,7 @@ async fn assert_never_shown(app: &TestApp, secrets: &[String], later_bodies: &[T
 #[tokio::test]
 async fn webhook_secrets_never_leak() {
     use crate::webhooks::{COMMIT, Hook, push, source_app};
-    use berth_shared::webhooks::delivery::github_signature;
+    use berth_api::webhooks::delivery::github_signature;
 
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;

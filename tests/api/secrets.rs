@@ -12,7 +12,7 @@ use kube::api::{ObjectMeta, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::{TestApp, TestResponse, eventually, logs};
-use berth_shared::cluster::crd::App;
+use berth_cluster::crd::App;
 
 fn env_path(project: &str, environment: &str) -> String {
     format!("/api/v1/projects/{project}/environments/{environment}")
@@ -411,7 +411,7 @@ async fn replacing_a_secret_restarts_the_apps_that_read_it() {
     for name in ["shop", "cache"] {
         let found = apps.get(name).await.unwrap();
         let at = restarted_at(&found).unwrap_or_else(|| panic!("{name} was not restarted"));
-        assert!(berth_shared::clock::parse_rfc3339(&at).is_some(), "{at}");
+        assert!(berth_domain::clock::parse_rfc3339(&at).is_some(), "{at}");
         assert_eq!(found.spec.release.revision, 1, "no new revision");
         first.insert(name, at);
     }
@@ -751,7 +751,7 @@ async fn the_registrys_pull_credential_is_neither_readable_nor_replaceable() {
     crate::builds_running::set_registry(&app.cluster().client).await;
     let (project, env) = environment(&app).await;
     let api = secrets_api(&app, &format!("{project}-staging"));
-    let pull = berth_shared::cluster::registry::PULL_SECRET;
+    let pull = berth_cluster::registry::PULL_SECRET;
     eventually("the pull credential is copied", || async {
         api.get_opt(pull).await.ok().flatten().is_some()
     })

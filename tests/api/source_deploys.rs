@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use berth_shared::cluster::crd::{App, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD};
+use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD};
 
 use crate::builds_running::{PREFIX, set_registry};
 use crate::support::kubelet::{BuildEnd, end_build_pods, keep_pods_running};

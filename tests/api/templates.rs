@@ -8,7 +8,7 @@ use kube::Api;
 use serde_json::json;
 
 use crate::support::{TestApp, eventually};
-use berth_shared::Role;
+use berth_domain::Role;
 
 #[tokio::test]
 async fn the_catalogue_lists_real_templates() {

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::support::TestApp;
-use berth_shared::Role;
+use berth_domain::Role;
 
 #[tokio::test]
 async fn create_list_use_and_revoke() {
@@ -153,18 +153,18 @@ async fn expired_tokens_stop_working() {
         .await;
     let token = created.json()["token"].as_str().unwrap().to_owned();
     // Age the token in the store: expiry is checked on read, whatever TTL does.
-    let digest = berth_shared::credentials::digest(&token);
+    let digest = berth_domain::credentials::digest(&token);
     app.state
         .store
         .client()
         .update_item()
         .table_name(app.state.store.table())
-        .set_key(Some(berth_shared::store::key(
-            berth_shared::store::keys::user(&app.owner.id),
-            &berth_shared::store::keys::token_sk(&digest),
+        .set_key(Some(berth_store::key(
+            berth_store::keys::user(&app.owner.id),
+            &berth_store::keys::token_sk(&digest),
         )))
         .update_expression("SET expires_at = :past")
-        .expression_attribute_values(":past", berth_shared::store::n(1_000))
+        .expression_attribute_values(":past", berth_store::n(1_000))
         .send()
         .await
         .unwrap();

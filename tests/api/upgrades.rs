@@ -13,7 +13,7 @@ use kube::api::{Api, DeleteParams, ListParams};
 use serde_json::json;
 use tokio::process::Command;
 
-use berth_shared::cluster::access::client_from_kubeconfig;
+use berth_api::access::client_from_kubeconfig;
 
 use crate::support::identities::{ADMISSION_POLICY, admission_api};
 use crate::support::{TestApp, eventually, unique};

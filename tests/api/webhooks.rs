@@ -8,9 +8,9 @@ use http::Method;
 use kube::Api;
 use serde_json::{Value, json};
 
-use berth_shared::audit::ActorKind;
-use berth_shared::cluster::crd::{BUILDS_NAMESPACE, Build};
-use berth_shared::webhooks::delivery::github_signature;
+use berth_api::webhooks::delivery::github_signature;
+use berth_cluster::crd::{BUILDS_NAMESPACE, Build};
+use berth_store::audit::ActorKind;
 
 use crate::support::{TestApp, TestResponse, unique};
 
@@ -370,7 +370,7 @@ async fn deleting_the_app_deletes_its_hook() {
         .assert_status(204);
     assert_unauthenticated(&hook.push(&app, "refs/heads/main", COMMIT).await);
     let hook_id = hook.url.rsplit('/').next().expect("an id");
-    let stored = berth_shared::webhooks::hooks::find(&app.state.store, hook_id)
+    let stored = berth_api::webhooks::hooks::find(&app.state.store, hook_id)
         .await
         .expect("reading the hook");
     assert!(stored.is_none(), "the hook's item outlived its app");
@@ -415,7 +415,7 @@ async fn an_oversized_delivery_is_413() {
     let app = TestApp::with_cluster().await;
     let source = source_app(&app, Some("main")).await;
     let hook = Hook::make(&app, &source).await;
-    let limit = berth_shared::webhooks::service::MAX_DELIVERY_BYTES;
+    let limit = berth_api::webhooks::service::MAX_DELIVERY_BYTES;
     let mut body: Value = serde_json::from_slice(&push("refs/heads/main", COMMIT)).expect("json");
     body["padding"] = json!("x".repeat(limit));
     let big = body.to_string().into_bytes();

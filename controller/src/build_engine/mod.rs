@@ -58,8 +58,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
-use berth_shared::cluster::crd::{Build, LABEL_BUILD, object_names};
-use berth_shared::domain::git::GitRepo;
+use berth_cluster::crd::{Build, LABEL_BUILD, object_names};
+use berth_domain::git::GitRepo;
 
 use crate::registry::{BuildCredentials, DOCKER_CONFIG_KEY, Registry};
 use layout::ImageRef;
@@ -606,7 +606,7 @@ fn confined(user: Option<i64>) -> SecurityContext {
 mod tests {
     use super::*;
     use crate::registry::{CredentialMode, PULL_SECRET, PUSH_SECRET, build_credentials};
-    use berth_shared::cluster::crd::{
+    use berth_cluster::crd::{
         AppSource, BUILDS_NAMESPACE, BuildSettings, BuildSpec, BuildStrategy, LABEL_APP_UID,
         LABEL_MANAGED_BY, MANAGER,
     };

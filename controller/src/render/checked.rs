@@ -9,12 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, AppConfig, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
     LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
 };
-use berth_shared::domain::names::{Label, OBJECT_NAME};
-use berth_shared::domain::size::{Size, VolumeSize};
+use berth_domain::names::{Label, OBJECT_NAME};
+use berth_domain::size::{Size, VolumeSize};
 
 /// A job's name is its CronJob's plus 11 characters.
 const MAX_CRON_JOB_NAME: usize = 52;

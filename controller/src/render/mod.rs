@@ -39,8 +39,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
-use berth_shared::cluster::crd::{App, AppConfig, LABEL_RELEASE, object_names};
-use berth_shared::domain::schedule::DEFAULT_TIME_ZONE;
+use berth_cluster::crd::{App, AppConfig, LABEL_RELEASE, object_names};
+use berth_domain::schedule::DEFAULT_TIME_ZONE;
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
 pub use checked::{CheckedApp, RenderError};
@@ -94,7 +94,7 @@ pub struct RenderSettings {
     pub registry_prefix: Option<String>,
 }
 
-pub use berth_shared::cluster::registry::PULL_SECRET;
+pub use berth_cluster::registry::PULL_SECRET;
 
 impl Default for RenderSettings {
     fn default() -> Self {
@@ -832,12 +832,12 @@ fn ingress(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_shared::apps::rendered_names::{ObjectKind, rendered_names};
-    use berth_shared::cluster::crd::{
+    use berth_cluster::crd::{
         AppEnvVar, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
         LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, SecretKeyRef,
     };
-    use berth_shared::domain::names::OBJECT_NAME;
+    use berth_cluster::rendered_names::{ObjectKind, rendered_names};
+    use berth_domain::names::OBJECT_NAME;
     use kube::ResourceExt;
     use std::collections::BTreeSet;
 

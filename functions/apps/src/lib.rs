@@ -1,26 +1,27 @@
 //! The `apps` function: apps of an environment, their releases, rollback,
-//! promotion and domain check. The rules live in `berth_shared::apps` (and
-//! `berth_shared::apps::domain_check`); this crate maps HTTP onto them.
+//! promotion and domain check. The rules live in `berth_api::apps` (and
+//! `berth_api::apps::domain_check`); this crate maps HTTP onto them.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
-use berth_shared::apps::body::{CreateBody, UpdateBody};
-use berth_shared::apps::domain_check::DomainCheck;
-use berth_shared::apps::hosts::HostRules;
-use berth_shared::apps::operate::{self, LogEntry, LogQuery};
-use berth_shared::apps::record::{AppDetail, AppRecord};
-use berth_shared::apps::releases::ReleaseRecord;
-use berth_shared::apps::service;
-use berth_shared::domain::names::{AppName, EnvironmentName};
-use berth_shared::domain::paths::{AppPath, EnvironmentPath};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::apps::body::{CreateBody, UpdateBody};
+use berth_api::apps::domain_check::DomainCheck;
+use berth_api::apps::hosts::HostRules;
+use berth_api::apps::operate::{self, LogEntry, LogQuery};
+use berth_api::apps::record::{AppDetail, AppRecord};
+use berth_api::apps::releases::ReleaseRecord;
+use berth_api::apps::service;
+use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::openapi::cluster_failures;
+use berth_domain::names::{AppName, EnvironmentName};
+use berth_domain::paths::{AppPath, EnvironmentPath};
+use berth_domain::{ApiError, Operation};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "apps",
     failures: failures,
     finish: finish,
@@ -42,10 +43,10 @@ berth_shared::operations! {
 
 /// What the annotations cannot say.
 fn finish(api: &mut utoipa::openapi::OpenApi) {
-    for (schema, forbidden) in berth_shared::apps::body::forbidden_combinations() {
-        berth_shared::openapi::forbid(api, schema, forbidden);
+    for (schema, forbidden) in berth_api::apps::body::forbidden_combinations() {
+        berth_api::openapi::forbid(api, schema, forbidden);
     }
-    berth_shared::openapi::optional_body(api, Operation::RunApp);
+    berth_api::openapi::optional_body(api, Operation::RunApp);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -64,7 +65,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         operation,
         CreateApp | UpdateApp | RollbackApp | PromoteApp | RestartApp | RunApp
     ) {
-        failures.extend(berth_shared::openapi::namespace_failures());
+        failures.extend(berth_api::openapi::namespace_failures());
     }
     if matches!(
         operation,

@@ -4,11 +4,12 @@ use axum::Json;
 use axum::extract::State;
 use serde::Deserialize;
 
-use berth_shared::audit::{AuditPage, DEFAULT_PAGE, MAX_PAGE};
-use berth_shared::http::{Caller, QueryParams};
-use berth_shared::{ApiError, AppState};
+use berth_api::AppState;
+use berth_api::http::{Caller, QueryParams};
+use berth_domain::ApiError;
+use berth_store::audit::{AuditPage, DEFAULT_PAGE, MAX_PAGE};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "audit",
     failures: |_| Vec::new(),
     handlers: [

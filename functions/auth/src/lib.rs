@@ -7,12 +7,13 @@ use axum::response::IntoResponse;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
-use berth_shared::http::pipeline::ClientIp;
-use berth_shared::http::{Caller, JsonBody, scope};
-use berth_shared::identity::{Credential, Identity, login, sessions};
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::http::pipeline::ClientIp;
+use berth_api::http::{Caller, JsonBody, scope};
+use berth_domain::{ApiError, Operation};
+use berth_store::identity::{Credential, Identity, login, sessions};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "auth",
     failures: failures,
     handlers: [

@@ -1,6 +1,6 @@
 //! The `builds` function: builds of apps from source (queue one, list them,
 //! read one and its output) and the apps' git webhooks ([`webhooks`]). The
-//! rules live in `berth_shared::builds` and `berth_shared::webhooks`; this
+//! rules live in `berth_api::builds` and `berth_api::webhooks`; this
 //! crate maps HTTP onto them.
 
 mod webhooks;
@@ -11,21 +11,22 @@ use axum::http::{StatusCode, header};
 use axum::routing::MethodRouter;
 use serde::Deserialize;
 
-use berth_shared::apps::operate::{LogEntry, LogQuery};
-use berth_shared::builds::record::{BuildPage, BuildRecord};
-use berth_shared::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
-use berth_shared::domain::git::GitRef;
-use berth_shared::domain::paths::{AppPath, BuildPath};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::webhooks::service::MAX_DELIVERY_BYTES;
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::apps::operate::{LogEntry, LogQuery};
+use berth_api::builds::record::{BuildPage, BuildRecord};
+use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
+use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::openapi::cluster_failures;
+use berth_api::webhooks::service::MAX_DELIVERY_BYTES;
+use berth_domain::git::GitRef;
+use berth_domain::paths::{AppPath, BuildPath};
+use berth_domain::{ApiError, Operation};
 use webhooks::{
     __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_receive_webhook,
     create_webhook, delete_webhook, get_webhook, receive_webhook,
 };
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "builds",
     failures: failures,
     finish: finish,
@@ -48,7 +49,7 @@ berth_shared::operations! {
 
 /// What the annotations cannot say: createBuild's body may be left out.
 fn finish(api: &mut utoipa::openapi::OpenApi) {
-    berth_shared::openapi::optional_body(api, Operation::CreateBuild);
+    berth_api::openapi::optional_body(api, Operation::CreateBuild);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -72,7 +73,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         // The environment must take writes, as for any deploy; `ref` is
         // checked.
         failures.push(ApiError::EnvironmentDeleting);
-        failures.extend(berth_shared::openapi::namespace_failures());
+        failures.extend(berth_api::openapi::namespace_failures());
         failures.push(ApiError::ValidationFailed(String::new()));
     }
     failures

@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    berth_shared::runtime::run_function("builds", berth_fn_builds::router).await
+    berth_api::runtime::run_function("builds", berth_fn_builds::router).await
 }

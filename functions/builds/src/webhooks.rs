@@ -1,6 +1,6 @@
 //! The webhook operations of the `builds` function: an app's hook (made,
 //! read, deleted by its team) and the receiver GitHub and GitLab call. The
-//! rules live in `berth_shared::webhooks`.
+//! rules live in `berth_api::webhooks`.
 
 use axum::Json;
 use axum::body::Bytes;
@@ -10,12 +10,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use berth_shared::builds::record::BuildRecord;
-use berth_shared::domain::paths::AppPath;
-use berth_shared::http::{Caller, ObjectPath};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::webhooks::service::{self, CreatedWebhook, Received, WebhookRecord};
-use berth_shared::{ApiError, AppState};
+use berth_api::AppState;
+use berth_api::builds::record::BuildRecord;
+use berth_api::http::{Caller, ObjectPath};
+use berth_api::openapi::cluster_failures;
+use berth_api::webhooks::service::{self, CreatedWebhook, Received, WebhookRecord};
+use berth_domain::ApiError;
+use berth_domain::paths::AppPath;
 
 use super::app_path;
 
@@ -42,11 +43,11 @@ pub struct IgnoredDelivery {
 pub fn receiver_failures() -> Vec<ApiError> {
     let mut failures = cluster_failures(true);
     failures.push(ApiError::EnvironmentDeleting);
-    failures.extend(berth_shared::openapi::namespace_failures());
+    failures.extend(berth_api::openapi::namespace_failures());
     failures.extend([
         ApiError::Unauthenticated,
         ApiError::StorageUnavailable(String::new()),
-        ApiError::NotFound(berth_shared::Missing::Route),
+        ApiError::NotFound(berth_domain::Missing::Route),
     ]);
     failures
 }
@@ -157,7 +158,7 @@ pub async fn receive_webhook(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|error| berth_shared::http::extract::bytes_rejection(&error))?;
+    let body = body.map_err(|error| berth_api::http::extract::bytes_rejection(&error))?;
     Ok(
         match service::receive(&state, &hook, &headers, &body).await? {
             Received::Ignored(ignored) => {

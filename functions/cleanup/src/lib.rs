@@ -1,10 +1,11 @@
 //! The `cleanup` function: on a schedule (every five minutes, see
 //! `template.yaml`), removes what the apps of purged environments left in
 //! the table — release histories, hostname claims, webhooks — as
-//! `berth_shared::environments::purges` describes. It serves no route.
+//! `berth_api::environments::purges` describes. It serves no route.
 
-use berth_shared::environments::purges::{self, Sweep, Swept};
-use berth_shared::{ApiError, AppState};
+use berth_api::AppState;
+use berth_api::environments::purges::{self, Sweep, Swept};
+use berth_domain::ApiError;
 
 /// One sweep, until `deadline`.
 pub async fn run(state: AppState, deadline: tokio::time::Instant) -> Result<Swept, ApiError> {

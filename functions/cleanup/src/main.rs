@@ -5,6 +5,6 @@ use std::time::Duration;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    berth_shared::runtime::run_scheduled("cleanup", Duration::from_secs(600), berth_fn_cleanup::run)
+    berth_api::runtime::run_scheduled("cleanup", Duration::from_secs(600), berth_fn_cleanup::run)
         .await
 }

@@ -5,16 +5,17 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
-use berth_shared::cluster::crd::Quota;
-use berth_shared::domain::names::{EnvironmentName, NewEnvironmentName};
-use berth_shared::domain::paths::{EnvironmentPath, ProjectPath};
-use berth_shared::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_shared::http::extract::object;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::environments::{self, EnvironmentRecord, NewEnvironment};
+use berth_api::http::extract::object;
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::openapi::cluster_failures;
+use berth_cluster::crd::Quota;
+use berth_domain::names::{EnvironmentName, NewEnvironmentName};
+use berth_domain::paths::{EnvironmentPath, ProjectPath};
+use berth_domain::{ApiError, Operation};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "environments",
     failures: failures,
     handlers: [

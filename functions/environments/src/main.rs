@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    berth_shared::runtime::run_function("environments", berth_fn_environments::router).await
+    berth_api::runtime::run_function("environments", berth_fn_environments::router).await
 }

@@ -6,9 +6,10 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use serde::Serialize;
 
-use berth_shared::health::{self, HealthReport};
-use berth_shared::http::Caller;
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::health::{self, HealthReport};
+use berth_api::http::Caller;
+use berth_domain::{ApiError, Operation};
 
 /// The whole API's description, generated from the code of every function
 /// by `berth_local::openapi` and committed; served as it is, so that this
@@ -16,7 +17,7 @@ use berth_shared::{ApiError, AppState, Operation};
 /// (`tests/api/openapi.rs`) fails when the file and the code disagree.
 pub const API_DESCRIPTION: &[u8] = include_bytes!("../../../openapi/openapi.json");
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "health",
     failures: failures,
     handlers: [

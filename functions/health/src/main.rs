@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    berth_shared::runtime::run_function("health", berth_fn_health::router).await
+    berth_api::runtime::run_function("health", berth_fn_health::router).await
 }

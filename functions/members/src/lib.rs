@@ -5,11 +5,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use berth_shared::http::{Caller, JsonBody, scope};
-use berth_shared::identity::members::{self, MemberRecord, NewMember};
-use berth_shared::{ApiError, AppState, Operation, Role};
+use berth_api::AppState;
+use berth_api::http::{Caller, JsonBody, scope};
+use berth_domain::{ApiError, Operation, Role};
+use berth_store::identity::members::{self, MemberRecord, NewMember};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "members",
     failures: failures,
     handlers: [
@@ -26,7 +27,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::InviteMember => vec![
             ApiError::ValidationFailed(String::new()),
             conflict,
-            ApiError::NotFound(berth_shared::error::Missing::Route),
+            ApiError::NotFound(berth_domain::error::Missing::Route),
         ],
         Operation::UpdateMember => vec![ApiError::ValidationFailed(String::new()), conflict],
         Operation::RemoveMember => vec![conflict],
@@ -157,7 +158,7 @@ async fn remove_member(
 
 /// Members are audited by their id, when the path holds one.
 fn audit_member(member_id: &str) {
-    if berth_shared::credentials::valid_user_id(member_id) {
+    if berth_domain::credentials::valid_user_id(member_id) {
         scope::audit_target("member", member_id.to_owned());
     }
 }

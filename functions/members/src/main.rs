@@ -2,5 +2,5 @@
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    berth_shared::runtime::run_function("members", berth_fn_members::router).await
+    berth_api::runtime::run_function("members", berth_fn_members::router).await
 }

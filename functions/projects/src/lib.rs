@@ -5,14 +5,15 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
-use berth_shared::domain::names::{NewProjectName, ProjectName};
-use berth_shared::domain::paths::ProjectPath;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::projects::{self, NewProject, ProjectRecord};
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::openapi::cluster_failures;
+use berth_api::projects::{self, NewProject, ProjectRecord};
+use berth_domain::names::{NewProjectName, ProjectName};
+use berth_domain::paths::ProjectPath;
+use berth_domain::{ApiError, Operation};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "projects",
     failures: failures,
     handlers: [

@@ -16,8 +16,9 @@ use std::sync::Mutex;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use berth_shared::clock;
-use berth_shared::store::{self, Store, keys};
+use berth_domain::clock;
+use berth_store as store;
+use berth_store::{Store, keys};
 
 /// Whether this grant is `username`'s first of the current hour (and so
 /// gets an audit event). When the store cannot say, it is treated as the

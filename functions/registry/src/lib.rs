@@ -40,13 +40,15 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
-use berth_shared::domain::names::OrgName;
-use berth_shared::http::scope as audit;
-use berth_shared::openapi::cluster_failures;
-use berth_shared::registry::{RegistrySettings, RegistryUser};
-use berth_shared::{ApiError, AppState, Operation, clock};
+use berth_api::AppState;
+use berth_api::http::scope as audit;
+use berth_api::openapi::cluster_failures;
+use berth_api::registry::RegistrySettings;
+use berth_domain::names::OrgName;
+use berth_domain::registry::RegistryUser;
+use berth_domain::{ApiError, Operation, clock};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "registry",
     failures: failures,
     handlers: [get_registry_token, request_registry_token],

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use berth_shared::registry::Reach;
+use berth_domain::registry::Reach;
 
 /// Scopes asked for, at most this many: a pull or push asks for one or two.
 pub const MAX_SCOPES: usize = 50;

@@ -92,7 +92,7 @@ impl Signer {
         match source {
             KeySource::File(path) => Self::from_pem_file(path),
             KeySource::Kms(key) => {
-                let config = berth_shared::state::aws_config().await;
+                let config = berth_api::state::aws_config().await;
                 Self::from_kms(aws_sdk_kms::Client::new(&config), key).await
             }
         }

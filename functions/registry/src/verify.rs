@@ -1,5 +1,5 @@
 //! Whether a registry credential's password holds, and what it reaches
-//! (`berth_shared::registry` has the table): its digest is read where the
+//! (`berth_domain::registry` has the table): its digest is read where the
 //! controller keeps it — the Build (one `get` in the builds namespace) or
 //! the Environment (one `get`) — or, for a shared credential of before, in
 //! the registry's settings. A build's credentials hold only while it runs
@@ -12,13 +12,12 @@
 
 use kube::Api;
 
-use berth_shared::ApiError;
-use berth_shared::clock;
-use berth_shared::cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
-use berth_shared::credentials::{digest, same_secret};
-use berth_shared::registry::{
-    Reach, RegistrySettings, RegistryUser, org_path, prefix_path, repository_name,
-};
+use berth_api::registry::RegistrySettings;
+use berth_cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
+use berth_domain::ApiError;
+use berth_domain::clock;
+use berth_domain::credentials::{digest, same_secret};
+use berth_domain::registry::{Reach, RegistryUser, org_path, prefix_path, repository_name};
 
 /// What a token request's credential turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq)]

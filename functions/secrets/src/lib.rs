@@ -1,5 +1,5 @@
 //! The `secrets` function: the secrets of an environment. The rules live in
-//! `berth_shared::secrets`; this crate maps HTTP onto them.
+//! `berth_api::secrets`; this crate maps HTTP onto them.
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
@@ -8,14 +8,15 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde_json::Value;
 
-use berth_shared::domain::names::SecretName;
-use berth_shared::domain::paths::{EnvironmentPath, SecretPath};
-use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::openapi::cluster_failures;
+use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
+use berth_domain::names::SecretName;
+use berth_domain::paths::{EnvironmentPath, SecretPath};
+use berth_domain::{ApiError, Operation};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "secrets",
     failures: failures,
     handlers: [
@@ -38,11 +39,11 @@ fn failures(operation: Operation) -> Vec<ApiError> {
                 ApiError::SecretNotManaged,
                 ApiError::EnvironmentDeleting,
             ]);
-            failures.extend(berth_shared::openapi::namespace_failures());
+            failures.extend(berth_api::openapi::namespace_failures());
         }
         Operation::DeleteSecret => {
             failures.extend([ApiError::SecretNotManaged, ApiError::EnvironmentDeleting]);
-            failures.extend(berth_shared::openapi::namespace_failures());
+            failures.extend(berth_api::openapi::namespace_failures());
         }
         _ => {}
     }
@@ -50,7 +51,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 }
 
 /// The body of `putSecret`, as described. The handler takes plain JSON and
-/// `berth_shared::secrets::parse_data` checks it with messages that never
+/// `berth_api::secrets::parse_data` checks it with messages that never
 /// quote a value.
 #[derive(utoipa::ToSchema)]
 #[schema(as = PutSecretBody)]
@@ -88,7 +89,7 @@ async fn list_secrets(
     Ok(Json(secrets::list(&client, &caller, &environment).await?))
 }
 
-/// The body is taken as plain JSON: `berth_shared::secrets::parse_data`
+/// The body is taken as plain JSON: `berth_api::secrets::parse_data`
 /// checks its shape with messages that never quote a value.
 /// Create or replace a secret
 ///

@@ -1,18 +1,19 @@
 //! The `templates` function: the template catalogue, and deploying a
-//! template into an environment. The rules live in `berth_shared::templates`.
+//! template into an environment. The rules live in `berth_api::templates`.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use berth_shared::apps::hosts::HostRules;
-use berth_shared::domain::paths::TemplatePath;
-use berth_shared::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_shared::openapi::cluster_failures;
-use berth_shared::templates::{self, DeployBody, Deployed, TemplateRecord};
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::apps::hosts::HostRules;
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::openapi::cluster_failures;
+use berth_api::templates::{self, DeployBody, Deployed, TemplateRecord};
+use berth_domain::paths::TemplatePath;
+use berth_domain::{ApiError, Operation};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "templates",
     failures: failures,
     finish: finish,
@@ -42,7 +43,7 @@ fn finish(api: &mut utoipa::openapi::OpenApi) {
         );
     }
     // The body may be left out.
-    berth_shared::openapi::optional_body(api, Operation::DeployTemplate);
+    berth_api::openapi::optional_body(api, Operation::DeployTemplate);
 }
 
 fn failures(operation: Operation) -> Vec<ApiError> {
@@ -51,7 +52,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
             let mut failures = cluster_failures(true);
             failures.push(ApiError::ValidationFailed(String::new()));
             failures.push(ApiError::EnvironmentDeleting);
-            failures.extend(berth_shared::openapi::namespace_failures());
+            failures.extend(berth_api::openapi::namespace_failures());
             failures
         }
         _ => Vec::new(),

@@ -5,11 +5,12 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use berth_shared::http::{Caller, JsonBody, scope};
-use berth_shared::identity::tokens::{self, CreatedToken, TokenRecord};
-use berth_shared::{ApiError, AppState, Operation};
+use berth_api::AppState;
+use berth_api::http::{Caller, JsonBody, scope};
+use berth_domain::{ApiError, Operation};
+use berth_store::identity::tokens::{self, CreatedToken, TokenRecord};
 
-berth_shared::operations! {
+berth_api::operations! {
     tag: "tokens",
     failures: failures,
     handlers: [list_tokens, create_token, delete_token],
@@ -104,7 +105,7 @@ async fn delete_token(
     Path(token_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     // Only an id is recorded: a token put in its place is a secret.
-    if berth_shared::credentials::valid_record_id(&token_id) {
+    if berth_domain::credentials::valid_record_id(&token_id) {
         scope::audit_target("token", token_id.clone());
     }
     tokens::revoke(&state.store, &caller.user.id, &token_id).await?;

@@ -13,16 +13,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use berth_api::AppState;
+use berth_api::kubeconfig;
+use berth_api::registry::{RegistrySettings, SharedCredential};
+use berth_api::service_account::{self, ServiceAccountRef};
+use berth_cluster::install;
+use berth_cluster::registry::{self, Credential, Registry};
+use berth_domain::ApiError;
+use berth_domain::config::Config;
 use berth_fn_registry::signing;
-use berth_shared::cluster::install;
-use berth_shared::cluster::registry::{self, Credential, Registry};
-use berth_shared::cluster::service_account::{self, ServiceAccountRef};
-use berth_shared::config::Config;
-use berth_shared::identity::members;
-use berth_shared::kubeconfig;
-use berth_shared::registry::{RegistrySettings, SharedCredential};
-use berth_shared::store::schema::{self, TableCreation};
-use berth_shared::{ApiError, AppState};
+use berth_store::identity::members;
+use berth_store::schema::{self, TableCreation};
 
 use failure::Failure;
 use preflight::StoreLocation;
@@ -209,7 +210,7 @@ async fn main() -> ExitCode {
 
 async fn admin(command: Command) -> Result<(), Failure> {
     let config = Config::from_env().map_err(|error| Failure::plain(error.to_string()))?;
-    let sdk = berth_shared::state::aws_config().await;
+    let sdk = berth_api::state::aws_config().await;
     let location = StoreLocation::new(&sdk);
     let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
     // What `registry set` is given is checked before anything is asked.
@@ -295,12 +296,10 @@ async fn administrator(
 ) -> Result<kube::Client, CommandError> {
     let yaml =
         std::fs::read_to_string(kubeconfig).map_err(|error| unreadable(kubeconfig, error))?;
-    Ok(berth_shared::cluster::access::client_from_kubeconfig(
-        &yaml,
-        context,
-        state.config.cluster_timeout,
+    Ok(
+        berth_api::access::client_from_kubeconfig(&yaml, context, state.config.cluster_timeout)
+            .await?,
     )
-    .await?)
 }
 
 /// What `registry set` is given: the registry, and with `--shared` the
@@ -343,7 +342,7 @@ async fn set_registry(
         Some((push, pull)) => {
             let digest = |credential: &Credential, push: bool| SharedCredential {
                 username: credential.username.clone(),
-                digest: berth_shared::credentials::digest(&credential.password),
+                digest: berth_domain::credentials::digest(&credential.password),
                 push,
             };
             let mut accepted = vec![digest(push, true)];
@@ -475,7 +474,7 @@ async fn run(
             .await?;
             // Stored only if the account is held to what Berth owns (the
             // admission policy of infra/k8s is in force).
-            let as_account = berth_shared::cluster::access::client_from_kubeconfig(
+            let as_account = berth_api::access::client_from_kubeconfig(
                 &made.yaml,
                 None,
                 state.config.cluster_timeout,

@@ -8,8 +8,8 @@ use aws_config::SdkConfig;
 use aws_sdk_dynamodb::config::ProvideCredentials;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
-use berth_shared::store::Store;
-use berth_shared::store::endpoint::Endpoint;
+use berth_store::Store;
+use berth_store::endpoint::Endpoint;
 
 use crate::failure::Failure;
 

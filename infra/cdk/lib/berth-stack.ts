@@ -170,7 +170,7 @@ export class BerthStack extends Stack {
         "The domain of the apps' default hosts, as the controller's BERTH_APPS_DOMAIN; no custom domain may be it or fall under it. Empty if there is none.",
     });
 
-    // The one table (shared/src/store/schema.rs defines the same shape for local use).
+    // The one table (store/src/schema.rs defines the same shape for local use).
     const table = new Table(this, 'Table', {
       tableName: tableName.valueAsString,
       partitionKey: { name: 'pk', type: AttributeType.STRING },

@@ -31,7 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams};
 use kube::{Api, Resource, ResourceExt};
 
-use berth_shared::cluster::crd::{
+use berth_cluster::crd::{
     App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, LABEL_PROJECT, MANAGER, Project,
 };
 
@@ -128,7 +128,7 @@ pub fn remove_named_now(admin_kubeconfig: &str, names: Vec<String>) {
             .build()
             .expect("a runtime for the cleanup");
         runtime.block_on(async {
-            let client = berth_shared::cluster::access::client_from_kubeconfig(
+            let client = berth_api::access::client_from_kubeconfig(
                 &kubeconfig,
                 None,
                 std::time::Duration::from_secs(10),

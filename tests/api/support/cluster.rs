@@ -15,8 +15,9 @@ use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim};
 use kube::Api;
 use kube::api::ListParams;
 
-use berth_shared::cluster::crd::Project;
-use berth_shared::cluster::{access, install};
+use berth_api::access;
+use berth_cluster::crd::Project;
+use berth_cluster::install;
 
 use super::cleanup;
 pub use super::cleanup::unique;

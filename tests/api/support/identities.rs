@@ -14,7 +14,7 @@ use kube::core::GroupVersionKind;
 use kube::discovery::{Scope, pinned_kind};
 use serde::Deserialize;
 
-use berth_shared::cluster::service_account::{ServiceAccountRef, service_account_kubeconfig};
+use berth_api::service_account::{ServiceAccountRef, service_account_kubeconfig};
 
 /// The identity of Berth's API (`infra/k8s/api-rbac.yaml`).
 pub fn api_account() -> ServiceAccountRef {

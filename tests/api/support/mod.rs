@@ -24,14 +24,16 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 use tower::ServiceExt;
 
-use berth_shared::audit::AuditEvent;
-use berth_shared::cluster::access::{ClusterAccess, RequestCounter};
-use berth_shared::config::Config;
-use berth_shared::identity::members;
-use berth_shared::identity::{Credential, Principal, User, password, tokens};
-use berth_shared::store::round_trips::RoundTripCounter;
-use berth_shared::store::{self, keys, schema};
-use berth_shared::{AppState, Role};
+use berth_api::AppState;
+use berth_api::access::{ClusterAccess, RequestCounter};
+use berth_domain::Role;
+use berth_domain::config::Config;
+use berth_store as store;
+use berth_store::audit::AuditEvent;
+use berth_store::identity::members;
+use berth_store::identity::{Credential, Principal, User, password, tokens};
+use berth_store::round_trips::RoundTripCounter;
+use berth_store::{keys, schema};
 pub use cluster::{TestCluster, eventually, unique, wait_bound};
 pub use store_faults::StoreFaults;
 
@@ -77,7 +79,7 @@ pub fn dynamodb_client(
             "berth-tests",
         ))
         .endpoint_url(dynamodb_endpoint())
-        .timeout_config(berth_shared::state::store_timeouts())
+        .timeout_config(berth_api::state::store_timeouts())
         .interceptor(counter.clone())
         .interceptor(faults.clone())
         .build();
@@ -107,7 +109,7 @@ impl TestUser {
                 id: self.id.clone(),
                 email: self.email.clone(),
                 display_name: None,
-                org: berth_shared::domain::names::OrgName::parse(&self.org)
+                org: berth_domain::names::OrgName::parse(&self.org)
                     .expect("an organization's name"),
                 role: self.role,
                 must_change_password: false,
@@ -213,20 +215,15 @@ impl TestApp {
     pub async fn with_cluster_config(adjust: impl FnOnce(&mut Config)) -> Self {
         let mut app = Self::with_config(|config| {
             config.apps_domain = Some(
-                berth_shared::domain::names::Hostname::parse(cluster::APPS_DOMAIN)
-                    .expect("a hostname"),
+                berth_domain::names::Hostname::parse(cluster::APPS_DOMAIN).expect("a hostname"),
             );
             adjust(config);
         })
         .await;
         let cluster = TestCluster::start().await;
-        berth_shared::kubeconfig::store_kubeconfig(
-            &app.state.store,
-            cluster.kubeconfig.clone(),
-            None,
-        )
-        .await
-        .expect("storing the kubeconfig");
+        berth_api::kubeconfig::store_kubeconfig(&app.state.store, cluster.kubeconfig.clone(), None)
+            .await
+            .expect("storing the kubeconfig");
         app.cluster = Some(cluster);
         app
     }
@@ -276,9 +273,9 @@ impl TestApp {
         &self,
         project: &str,
         environment: &str,
-        quota: Option<berth_shared::cluster::crd::Quota>,
-    ) -> berth_shared::cluster::crd::Environment {
-        use berth_shared::cluster::crd::{
+        quota: Option<berth_cluster::crd::Quota>,
+    ) -> berth_cluster::crd::Environment {
+        use berth_cluster::crd::{
             EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
             LABEL_PROJECT, MANAGER,
         };

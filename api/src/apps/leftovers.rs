@@ -1,0 +1,184 @@
+//! What an app keeps in the table besides its App resource, and how it all
+//! goes once the app is gone: its release history (`RELEASES#{history}`),
+//! the claims of the hostnames its revisions named (`HOST#{hostname}`), its
+//! webhook (`HOOK#{id}`, its delivery records and the history's pointer to
+//! it), and its entry in its environment's list (`ENVAPPS#{namespace}` /
+//! `APP#{history}`).
+//!
+//! The entry is how the rest is found once nothing in the cluster names the
+//! app any more (its environment purged): every write of the app's
+//! configuration puts it, in the transaction that writes its revisions
+//! (`releases::prepare`), so no history exists without one.
+//!
+//! [`remove`] takes an app's leftovers away in an order that any cut
+//! (a timeout, a crash, a store fault) leaves resumable: first the claims
+//! (found from the revisions, which are still there), then the revisions
+//! and the hook's delivery records, and last, in one transaction, the hook,
+//! the history's pointer to it and the entry. Until that last step the
+//! entry still leads to whatever is left, and every step is idempotent, so
+//! running it again finishes it.
+
+use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
+use kube::ResourceExt;
+use serde::{Deserialize, Serialize};
+
+use super::hosts;
+use berth_cluster::apps::ANNOTATION_HISTORY;
+use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
+use berth_domain::{ApiError, clock};
+use berth_store as store;
+use berth_store::{Item, Store, keys};
+
+/// An app's entry in its environment's list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pk: String,
+    sk: String,
+    pub org: String,
+    pub project: String,
+    pub environment: String,
+    pub app: String,
+    pub history: String,
+    /// Unix milliseconds of the last write that put it: a younger write may
+    /// still be creating or replacing its App.
+    pub at: i64,
+}
+
+impl Entry {
+    /// The entry of `app` (labelled and annotated as it is or will be
+    /// written); None for an App without a release history id (not made
+    /// by Berth's API).
+    pub fn of(app: &App) -> Option<Self> {
+        let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
+        let history = app.annotations().get(ANNOTATION_HISTORY)?.clone();
+        Some(Self {
+            pk: keys::environment_apps(&app.namespace().unwrap_or_default()),
+            sk: keys::environment_app_sk(&history),
+            org: label(LABEL_ORG),
+            project: label(LABEL_PROJECT),
+            environment: label(LABEL_ENVIRONMENT),
+            app: app.name_any(),
+            history,
+            at: clock::unix_millis(),
+        })
+    }
+}
+
+/// The entry of `app`, put in the transaction of each of its writes.
+pub fn entry_put(store: &Store, app: &App) -> Result<TransactWriteItem, ApiError> {
+    let entry = Entry::of(app)
+        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?;
+    store::tx_put(
+        Put::builder()
+            .table_name(store.table())
+            .set_item(Some(store::to_item(&entry)?)),
+    )
+}
+
+/// The entries of every app an environment's namespace has held (and whose
+/// leftovers are still there), read consistently.
+pub async fn entries(store: &Store, namespace: &str) -> Result<Vec<Entry>, ApiError> {
+    store::query_all(
+        store
+            .client()
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", store::s(keys::environment_apps(namespace)))
+            .consistent_read(true),
+    )
+    .await?
+    .into_iter()
+    .map(store::from_item)
+    .collect()
+}
+
+/// What a revision's snapshot says that the clean-up needs: its hostnames.
+/// Read leniently, so that no snapshot, however old its shape, can keep an
+/// app's leftovers from going.
+#[derive(Deserialize)]
+struct Hostnames {
+    #[serde(default)]
+    domains: Vec<String>,
+}
+
+/// Removes what the app of release history `history` in `namespace` left
+/// in the table (see the module docs for the order). Only for an app that
+/// is gone: its App deleted, or never created.
+pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(), ApiError> {
+    let items = store::query_all(
+        store
+            .client()
+            .query()
+            .table_name(store.table())
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", store::s(keys::releases(history)))
+            .projection_expression("pk, sk, #hook, #config")
+            .expression_attribute_names("#hook", "hook")
+            .expression_attribute_names("#config", "config")
+            .consistent_read(true),
+    )
+    .await?;
+    let mut hostnames: Vec<String> = Vec::new();
+    for item in &items {
+        let Some(config) = item.get("config").and_then(|value| value.as_s().ok()) else {
+            continue;
+        };
+        match serde_json::from_str::<Hostnames>(config) {
+            Ok(found) => hostnames.extend(found.domains),
+            // Its claims, if any, stay stale: taken over when claimed.
+            Err(error) => {
+                tracing::warn!(history, sk = store::sort_key(item), error = %error, "a revision's hostnames cannot be read");
+            }
+        }
+    }
+    hosts::release_claims(store, history, None, &hostnames).await?;
+
+    let hook = items
+        .iter()
+        .find_map(crate::webhooks::hooks::hook_of_history_item);
+    let revisions: Vec<Item> = items
+        .iter()
+        .filter(|item| store::sort_key(item) != keys::WEBHOOK_SK)
+        .map(key_of)
+        .collect();
+    store.delete_batch(revisions).await?;
+    // The hook's delivery records are kept while it exists (no expiry):
+    // they go before it, so a cut leaves the hook that leads to them.
+    if let Some(hook_id) = hook {
+        let records = crate::webhooks::hooks::delivery_records(store, hook_id).await?;
+        store.delete_batch(records).await?;
+    }
+
+    // Last and at once: the entry that leads here, and the hook with the
+    // pointer that leads to it.
+    let delete = |key: Item| {
+        store::tx_delete(
+            Delete::builder()
+                .table_name(store.table())
+                .set_key(Some(key)),
+        )
+    };
+    let mut last = vec![delete(store::key(
+        keys::environment_apps(namespace),
+        &keys::environment_app_sk(history),
+    ))?];
+    if let Some(hook_id) = hook {
+        last.push(delete(crate::webhooks::hooks::hook_key(hook_id))?);
+        last.push(delete(store::key(
+            keys::releases(history),
+            keys::WEBHOOK_SK,
+        ))?);
+    }
+    store
+        .transact(last)
+        .await
+        .map_err(store::transaction_failure)
+}
+
+/// The primary key of an item read with it.
+fn key_of(item: &Item) -> Item {
+    let mut key = item.clone();
+    key.retain(|name, _| name == keys::PK || name == keys::SK);
+    key
+}

@@ -1,0 +1,191 @@
+//! The health report: each subsystem's status and latency.
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+use berth_store as store;
+use berth_store::{Store, keys};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SubsystemStatus {
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Subsystem {
+    pub name: &'static str,
+    pub status: SubsystemStatus,
+    pub latency_ms: u64,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OverallStatus {
+    Ok,
+    Degraded,
+    Down,
+}
+
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct HealthReport {
+    pub status: OverallStatus,
+    pub version: &'static str,
+    pub subsystems: Vec<Subsystem>,
+}
+
+impl HealthReport {
+    pub fn of(subsystems: Vec<Subsystem>) -> Self {
+        let up = subsystems
+            .iter()
+            .filter(|s| s.status == SubsystemStatus::Up)
+            .count();
+        let status = match up {
+            n if n == subsystems.len() => OverallStatus::Ok,
+            0 => OverallStatus::Down,
+            _ => OverallStatus::Degraded,
+        };
+        Self {
+            status,
+            version: env!("CARGO_PKG_VERSION"),
+            subsystems,
+        }
+    }
+
+    pub fn all_up(&self) -> bool {
+        self.status == OverallStatus::Ok
+    }
+}
+
+/// DynamoDB answers a consistent read of the table; the same read tells how
+/// many audit events wait in the logs for replay.
+pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
+    let started = Instant::now();
+    let read = store
+        .client()
+        .get_item()
+        .table_name(store.table())
+        .set_key(Some(store::key(keys::HEALTH.into(), keys::HEALTH)))
+        .consistent_read(true)
+        .send()
+        .await;
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match read {
+        Ok(answer) => {
+            let waiting = answer
+                .item
+                .as_ref()
+                .and_then(|item| item.get(berth_store::audit::FALLBACK_COUNT))
+                .and_then(|count| count.as_n().ok())
+                .and_then(|count| count.parse::<i64>().ok())
+                .unwrap_or(0);
+            let audit_detail = match waiting {
+                ..=0 => "every event is stored".to_owned(),
+                n => format!(
+                    "{n} events could not be stored and were logged as `audit_fallback` lines; \
+                     replay them with `berth-admin audit replay`"
+                ),
+            };
+            [
+                Subsystem {
+                    name: "dynamodb",
+                    status: SubsystemStatus::Up,
+                    latency_ms,
+                    detail: None,
+                },
+                Subsystem {
+                    name: "audit",
+                    status: SubsystemStatus::Up,
+                    latency_ms,
+                    detail: Some(audit_detail),
+                },
+            ]
+        }
+        Err(error) => {
+            tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
+            [
+                Subsystem {
+                    name: "dynamodb",
+                    status: SubsystemStatus::Down,
+                    latency_ms,
+                    detail: Some("the table could not be read".into()),
+                },
+                Subsystem {
+                    name: "audit",
+                    status: SubsystemStatus::Down,
+                    latency_ms,
+                    detail: Some(
+                        "events are logged as `audit_fallback` lines until the table can be written"
+                            .into(),
+                    ),
+                },
+            ]
+        }
+    }
+}
+
+/// The cluster answers its version request.
+#[cfg(feature = "cluster")]
+pub async fn cluster(access: &crate::access::ClusterAccess) -> Subsystem {
+    let started = Instant::now();
+    let answer = match access.client().await {
+        Ok(client) => berth_cluster::cluster_version(&client).await,
+        Err(error) => Err(error),
+    };
+    let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let (status, detail) = match answer {
+        Ok(version) => (SubsystemStatus::Up, Some(format!("Kubernetes {version}"))),
+        Err(berth_domain::ApiError::NoCluster) => (
+            SubsystemStatus::Down,
+            Some("no cluster configured".to_owned()),
+        ),
+        Err(error) => {
+            tracing::warn!(error = %error, "health: the cluster is down");
+            (
+                SubsystemStatus::Down,
+                Some("the cluster did not answer or failed".to_owned()),
+            )
+        }
+    };
+    Subsystem {
+        name: "cluster",
+        status,
+        latency_ms,
+        detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subsystem(status: SubsystemStatus) -> Subsystem {
+        Subsystem {
+            name: "x",
+            status,
+            latency_ms: 1,
+            detail: None,
+        }
+    }
+
+    #[test]
+    fn overall_status_follows_the_subsystems() {
+        use SubsystemStatus::{Down, Up};
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Up), subsystem(Up)]).status,
+            OverallStatus::Ok
+        );
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Up), subsystem(Down)]).status,
+            OverallStatus::Degraded
+        );
+        assert_eq!(
+            HealthReport::of(vec![subsystem(Down)]).status,
+            OverallStatus::Down
+        );
+        assert!(!HealthReport::of(vec![subsystem(Down)]).all_up());
+    }
+}

@@ -1,0 +1,601 @@
+//! Extractors whose rejections are Problem Details, and [`Caller`], the
+//! authenticated caller of a handler.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use axum::extract::rejection::{BytesRejection, JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+
+use berth_domain::error::Missing;
+use berth_domain::names::OBJECT_NAME;
+use berth_domain::{ApiError, Operation};
+use berth_store::identity::{Authentication, Principal};
+
+use super::whole_numbers;
+
+/// A JSON request body, an object. None, bad JSON or wrong types are 400,
+/// another content type 415, an oversized body 413. A whole number is an
+/// integer however it is written (`8.0`, `8e0`): see [`whole_numbers`].
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<T, S> FromRequest<S> for JsonBody<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        <Self as axum::extract::OptionalFromRequest<S>>::from_request(request, state)
+            .await?
+            .ok_or_else(|| ApiError::InvalidRequest("the body is required: a JSON object".into()))
+    }
+}
+
+/// The body's value: serde's reading of the text, or, where that fails on
+/// the shape, of the text with its whole numbers written as integers (JSON
+/// Schema 2020-12, which the description uses, counts `8.0` as an integer;
+/// serde reads an integer only from `8`). Only a body that would be refused
+/// is read again, so every other one is read exactly as sent.
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match axum::Json::<Object<T>>::from_bytes(bytes) {
+        Ok(axum::Json(Object(value))) => Ok(value),
+        Err(JsonRejection::JsonDataError(refused)) => match whole_numbers::as_integers(bytes) {
+            Some(rewritten) => {
+                let axum::Json(Object(value)) =
+                    axum::Json::<Object<T>>::from_bytes(&rewritten).map_err(json_rejection)?;
+                Ok(value)
+            }
+            None => Err(json_rejection(JsonRejection::JsonDataError(refused))),
+        },
+        Err(other) => Err(json_rejection(other)),
+    }
+}
+
+/// What [`object::deserialize`] reads.
+struct Object<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        object::deserialize(deserializer).map(Object)
+    }
+}
+
+/// Query parameters; values that do not parse are 400.
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let axum::extract::Query(query) = axum::extract::Query::from_request_parts(parts, state)
+            .await
+            .map_err(query_rejection)?;
+        Ok(Self(query))
+    }
+}
+
+/// Path parameters that name objects of the cluster (projects, environments,
+/// apps, templates). A value that cannot be such a name (a DNS label) names
+/// nothing: `404`, before the cluster is asked, which would refuse it as a
+/// URL or a label selector.
+#[derive(Debug)]
+pub struct ObjectPath<T>(pub T);
+
+impl<T, S> FromRequestParts<S> for ObjectPath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound(Missing::Route))?;
+        // A secret's name is the rules of `secrets`' own: a new one that
+        // breaks them is 422, one to delete 404.
+        let possible = raw
+            .iter()
+            .all(|(name, value)| name == "secret" || OBJECT_NAME.holds(value));
+        if !possible {
+            return Err(ApiError::NotFound(missing_named_by(&raw)));
+        }
+        let Path(value) = Path::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::NotFound(missing_named_by(&raw)))?;
+        Ok(Self(value))
+    }
+}
+
+/// What a path that names no object names, in the words every other 404 uses.
+fn missing_named_by(raw: &RawPathParams) -> Missing {
+    let param = |wanted: &str| {
+        raw.iter()
+            .find(|(name, _)| *name == wanted)
+            .map(|(_, value)| value.to_owned())
+    };
+    match (
+        param("project"),
+        param("environment"),
+        param("app"),
+        param("secret"),
+        param("template"),
+    ) {
+        // A build's id is its number: anything else names none of them.
+        (Some(project), Some(environment), Some(app), _, _) if param("build").is_some() => {
+            Missing::Build {
+                project,
+                environment,
+                app,
+                build: param("build").unwrap_or_default(),
+            }
+        }
+        (Some(project), Some(environment), Some(app), _, _) => Missing::App {
+            project,
+            environment,
+            app,
+        },
+        (Some(project), Some(environment), None, Some(secret), _) => Missing::Secret {
+            project,
+            environment,
+            secret,
+        },
+        (Some(project), Some(environment), None, None, _) => {
+            Missing::environment(&project, &environment)
+        }
+        (Some(project), None, ..) => Missing::project(&project),
+        (None, _, _, _, Some(template)) => Missing::Template { template },
+        _ => Missing::Route,
+    }
+}
+
+/// An optional JSON body: nothing sent is `None`, with or without a content
+/// type (as curl and generated clients send a body-less request); anything
+/// sent must be JSON.
+impl<T, S> axum::extract::OptionalFromRequest<S> for JsonBody<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Option<Self>, ApiError> {
+        let json = super::forgery::is_json(request.headers());
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|error| bytes_rejection(&error))?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        if !json {
+            return Err(ApiError::UnsupportedMediaType(
+                "the body must be application/json".into(),
+            ));
+        }
+        parse(&bytes).map(|value| Some(Self(value)))
+    }
+}
+
+/// serde's derived structs also take an array of their fields in order
+/// (`"quota": [null, null]`); a body's objects are JSON objects only, as
+/// the description says. The top level is held to it by [`JsonBody`], a
+/// nested object by `#[serde(deserialize_with = "object::optional")]`
+/// (`Option<T>`) or `object::optional_list` (`Option<Vec<T>>`).
+pub mod object {
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    use serde::Deserialize;
+    use serde::de::value::MapAccessDeserializer;
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    /// An object, never an array.
+    pub fn deserialize<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        deserializer.deserialize_map(Only(PhantomData))
+    }
+
+    /// An object or `null`.
+    pub fn optional<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        deserializer.deserialize_option(Maybe(Only(PhantomData)))
+    }
+
+    /// An array of objects, or `null`.
+    pub fn optional_list<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        deserializer.deserialize_option(Maybe(List(PhantomData)))
+    }
+
+    struct Only<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
+        type Value = T;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a map")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(MapAccessDeserializer::new(map))
+        }
+    }
+
+    impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for Only<T> {
+        type Value = T;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+    }
+
+    struct List<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for List<T> {
+        type Value = Vec<T>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            formatter.write_str("a sequence")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element_seed(Only(PhantomData))? {
+                items.push(item);
+            }
+            Ok(items)
+        }
+    }
+
+    impl<'de, T: Deserialize<'de>> DeserializeSeed<'de> for List<T> {
+        type Value = Vec<T>;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<T>, D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+    }
+
+    /// `null`, or what `V` reads.
+    struct Maybe<V>(V);
+
+    impl<'de, V: DeserializeSeed<'de> + Visitor<'de, Value = <V as DeserializeSeed<'de>>::Value>>
+        Visitor<'de> for Maybe<V>
+    {
+        type Value = Option<<V as DeserializeSeed<'de>>::Value>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+            self.0.expecting(formatter)
+        }
+
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            self.0.deserialize(deserializer).map(Some)
+        }
+    }
+}
+
+/// What a JSON body's rejection tells the caller.
+pub fn json_rejection(rejection: JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::MissingJsonContentType(_) => {
+            ApiError::UnsupportedMediaType("the body must be application/json".into())
+        }
+        JsonRejection::JsonSyntaxError(error) => {
+            ApiError::InvalidRequest(serde_error(&error).map_or_else(
+                || "the body is not valid JSON".to_owned(),
+                |located| syntax_error_detail(located.inner()),
+            ))
+        }
+        JsonRejection::JsonDataError(error) => {
+            ApiError::InvalidRequest(serde_error(&error).map_or_else(
+                || "the body does not have the expected shape".to_owned(),
+                |located| {
+                    describe_data_error(&located.path().to_string(), &located.inner().to_string())
+                },
+            ))
+        }
+        JsonRejection::BytesRejection(error) => bytes_rejection(&error),
+        other => ApiError::InvalidRequest(other.body_text()),
+    }
+}
+
+type PathError = serde_path_to_error::Error<serde_json::Error>;
+
+/// The located serde error behind one of axum's JSON rejections.
+fn serde_error<'e>(error: &'e (dyn std::error::Error + 'static)) -> Option<&'e PathError> {
+    let mut source = error.source();
+    while let Some(current) = source {
+        if let Some(located) = current.downcast_ref::<PathError>() {
+            return Some(located);
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// Where the text stops being JSON. serde_json's reasons for a syntax error
+/// are fixed phrases (`expected value`, `trailing comma`), never the text.
+fn syntax_error_detail(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    let reason = message
+        .rfind(" at line ")
+        .map_or(message.as_str(), |at| &message[..at]);
+    format!(
+        "the body is not valid JSON: {reason} at line {} column {}",
+        error.line(),
+        error.column()
+    )
+}
+
+/// The detail of a body of the wrong shape, in the API's words: the field
+/// and what it should be, never the value sent (it may be a password).
+/// serde says `invalid type: string "hunter2", expected ...`, so only the
+/// kinds of value are kept from it.
+fn describe_data_error(path: &str, message: &str) -> String {
+    // serde_json appends where in the text the error is.
+    let message = message
+        .rfind(" at line ")
+        .map_or(message, |at| &message[..at]);
+    let root = path == "." || path.is_empty();
+    let field = if root { "the body" } else { path };
+    let member = |name: &str| {
+        if root {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    if let Some(name) = quoted(message, "missing field ") {
+        return body_words::required(&member(name));
+    }
+    if let Some(name) = quoted(message, "unknown field ") {
+        // The name is a key of the body, not a value; the path ends in it.
+        let known = message
+            .split_once(", expected ")
+            .map(|(_, known)| known.trim_start_matches("one of "));
+        let field = if root { name } else { path };
+        return body_words::unknown_field(field, known);
+    }
+    if let Some(name) = quoted(message, "duplicate field ") {
+        return format!("{} is given twice", member(name));
+    }
+    if message.starts_with("unknown variant ") {
+        // The variant is the value sent: only the choices are named.
+        return match message.split_once(", expected ") {
+            Some((_, choices)) => {
+                format!("{field} must be {}", choices.replace("one of ", "one of: "))
+            }
+            None => format!("{field} is not one of the allowed values"),
+        };
+    }
+    let expected = message
+        .split_once(", expected ")
+        .map(|(_, expected)| expected_kind(expected));
+    if let Some(unexpected) = message.strip_prefix("invalid type: ") {
+        let sent = sent_kind(unexpected);
+        return match expected {
+            Some(expected) => format!("{field} must be {expected}, not {sent}"),
+            None => format!("{field} must not be {sent}"),
+        };
+    }
+    if message.starts_with("invalid value:") || message.starts_with("invalid length") {
+        return match expected {
+            Some(expected) => format!("{field} must be {expected}"),
+            None => format!("{field} has a value that is not allowed"),
+        };
+    }
+    // A custom message (from a type's own parser) may quote the value.
+    format!("{field} is not valid")
+}
+
+/// `name` in "<prefix>`name`...".
+fn quoted<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    message
+        .strip_prefix(prefix)?
+        .strip_prefix('`')?
+        .split_once('`')
+        .map(|(name, _)| name)
+}
+
+/// serde's expectation (a Rust type, often) in the API's words.
+fn expected_kind(expected: &str) -> String {
+    match expected {
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "an integer".into(),
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "an integer of 0 or more".into(),
+        "f32" | "f64" => "a number".into(),
+        "a string" | "a borrowed string" | "a character" => "a string".into(),
+        "a boolean" => "true or false".into(),
+        "a sequence" | "a tuple" => "an array".into(),
+        "a map" => "an object".into(),
+        other if other.starts_with("struct ") || other.starts_with("a map") => "an object".into(),
+        other if other.starts_with("a sequence") || other.starts_with("tuple") => "an array".into(),
+        other => other.to_owned(),
+    }
+}
+
+/// The kind of value serde found; its value (quoted after the kind) is
+/// dropped.
+fn sent_kind(unexpected: &str) -> &'static str {
+    let kind = unexpected
+        .split_once(", expected ")
+        .map_or(unexpected, |(kind, _)| kind);
+    match kind.split(' ').next().unwrap_or_default() {
+        "integer" | "floating" => "a number",
+        "string" | "character" => "a string",
+        "boolean" => "true or false",
+        "map" => "an object",
+        "sequence" => "an array",
+        "null" | "unit" | "Option" => "null",
+        _ => "that kind of value",
+    }
+}
+
+/// The words every body parser of the API uses, also those that read a
+/// body by hand.
+pub mod body_words {
+    pub fn required(field: &str) -> String {
+        format!("{field} is required")
+    }
+
+    /// `known` lists the fields there are, as serde does: `` `a`, `b` ``.
+    pub fn unknown_field(field: &str, known: Option<&str>) -> String {
+        match known {
+            Some(known) => format!("{field} is not a field here; the fields are {known}"),
+            None => format!("{field} is not a field here"),
+        }
+    }
+}
+
+/// A body that could not be read: `413` past the route's limit, else `400`.
+pub fn bytes_rejection(error: &BytesRejection) -> ApiError {
+    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge
+    } else {
+        ApiError::InvalidRequest("the body could not be read".into())
+    }
+}
+
+/// What a query string's rejection tells the caller.
+pub fn query_rejection(rejection: QueryRejection) -> ApiError {
+    ApiError::InvalidRequest(rejection.body_text())
+}
+
+/// The authenticated caller. Rejects anonymous and revoked credentials (401)
+/// and, while the password must change, every operation but the few allowed (403).
+#[derive(Debug, Clone)]
+pub struct Caller(pub Arc<Principal>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Authentication>() {
+            Some(Authentication::Authenticated(principal)) => {
+                let operation = parts.extensions.get::<Operation>().copied();
+                if principal.user.must_change_password
+                    && !operation.is_some_and(Operation::allowed_before_password_change)
+                {
+                    return Err(ApiError::PasswordChangeRequired);
+                }
+                let caller = Caller(principal.clone());
+                if let Some(permission) = operation.and_then(Operation::minimum_permission) {
+                    caller.require(permission)?;
+                }
+                Ok(caller)
+            }
+            Some(Authentication::Unavailable) => Err(ApiError::StorageUnavailable(
+                "credentials could not be checked".into(),
+            )),
+            _ => Err(ApiError::Unauthenticated),
+        }
+    }
+}
+
+impl Deref for Caller {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_errors_speak_the_apis_words() {
+        let cases = [
+            (
+                ".",
+                "missing field `display_name` at line 1 column 14",
+                "display_name is required",
+            ),
+            ("quota", "missing field `cpu`", "quota.cpu is required"),
+            (
+                "nme",
+                "unknown field `nme`, expected one of `name`, `env_type`",
+                "nme is not a field here; the fields are `name`, `env_type`",
+            ),
+            (
+                "quota.gpus",
+                "unknown field `gpus`, expected `cpu`",
+                "quota.gpus is not a field here; the fields are `cpu`",
+            ),
+            (
+                "password",
+                "invalid type: integer `987654321`, expected a string at line 1 column 30",
+                "password must be a string, not a number",
+            ),
+            (
+                "expires_in_days",
+                "invalid value: integer `-424242`, expected u32",
+                "expires_in_days must be an integer of 0 or more",
+            ),
+            (
+                "quota.pods",
+                "invalid type: string \"many\", expected i32",
+                "quota.pods must be an integer, not a string",
+            ),
+            (
+                "env",
+                "invalid type: map, expected a sequence",
+                "env must be an array, not an object",
+            ),
+            (
+                ".",
+                "invalid type: sequence, expected struct CreateBody",
+                "the body must be an object, not an array",
+            ),
+            (
+                "kind",
+                "unknown variant `hunter2`, expected one of `a`, `b`",
+                "kind must be one of: `a`, `b`",
+            ),
+            (".", "duplicate field `name`", "name is given twice"),
+            ("size", "no size called hunter2", "size is not valid"),
+        ];
+        for (path, message, detail) in cases {
+            assert_eq!(describe_data_error(path, message), detail, "{message}");
+        }
+    }
+
+    #[test]
+    fn syntax_errors_give_line_and_column_without_the_text() {
+        let error =
+            serde_json::from_str::<serde_json::Value>("{\n  \"password\": hunter2 }").unwrap_err();
+        let detail = syntax_error_detail(&error);
+        assert_eq!(
+            detail,
+            "the body is not valid JSON: expected value at line 2 column 15"
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! HTTP glue shared by every function: the request pipeline (request id,
+//! authentication, audit, logging), the extractors whose rejections are
+//! Problem Details, and the per-route operation tag.
+
+pub mod extract;
+pub mod forgery;
+pub mod pipeline;
+pub mod routes;
+pub mod scope;
+pub mod whole_numbers;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::MethodRouter;
+use tower_http::catch_panic::CatchPanicLayer;
+
+pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
+
+use crate::AppState;
+use berth_domain::{ApiError, Operation};
+use berth_store::identity::Authentication;
+
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// Tags a route with its operation id. The tag reaches the handler's
+/// extractors (the password-change gate) and the pipeline (the audit event).
+/// A change the session cookie could have been borrowed for is refused here,
+/// before any handler runs ([`forgery`]), and audited as its operation.
+pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    route.layer(middleware::from_fn_with_state(op, tag_operation))
+}
+
+async fn tag_operation(State(op): State<Operation>, mut request: Request, next: Next) -> Response {
+    request.extensions_mut().insert(op);
+    scope::note_operation(op);
+    let forged = forgery::check(
+        op,
+        &forgery::Sent::of(&request),
+        request.extensions().get::<Authentication>(),
+    );
+    let mut response = match forged {
+        Ok(()) => next.run(request).await,
+        Err(refused) => refused.into_response(),
+    };
+    response.extensions_mut().insert(op);
+    response
+}
+
+/// Wraps routes into the served application: unknown routes and methods,
+/// the body limit, panics, and the pipeline around all of it.
+pub fn serve(routes: Router<AppState>, state: AppState) -> Router {
+    routes
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_panic| {
+            ApiError::Internal("a handler panicked".into()).into_response()
+        }))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            pipeline::pipeline,
+        ))
+        .with_state(state)
+}
+
+async fn unknown_route() -> ApiError {
+    ApiError::NotFound(berth_domain::Missing::Route)
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

@@ -1,0 +1,397 @@
+//! Secrets of an environment: Kubernetes Secrets of type Opaque that Berth
+//! created (see [`berth_cluster::secrets`]), created and replaced as a whole.
+//! Their values go from the request body into the cluster and nowhere else:
+//! no answer, log line, error detail or release record holds one. That is
+//! why the body is read as plain JSON and checked here, with messages that
+//! name fields and rules only (serde's own messages quote the offending value).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::environments;
+use crate::http::extract::body_words;
+use berth_cluster::apps as cluster_apps;
+use berth_cluster::crd::{App, AppConfig};
+use berth_cluster::secrets as cluster_secrets;
+use berth_cluster::{environments as cluster_environments, timestamp};
+use berth_domain::ApiError;
+use berth_domain::names::{OrgName, SecretKey, SecretName};
+use berth_domain::paths::{AppPath, EnvironmentPath, SecretPath};
+use berth_store::identity::Principal;
+
+/// The most all values of one secret may hold together, in bytes.
+pub const MAX_VALUES_BYTES: usize = 512 * 1024;
+
+/// How often a put reads and writes again after losing a race.
+const PUT_ATTEMPTS: usize = 5;
+
+/// The body limit of `putSecret` alone: room for [`MAX_VALUES_BYTES`] of
+/// values with their keys and JSON quoting, so that the 512 KiB rule (422) is
+/// what a caller meets rather than the generic body limit (413).
+pub const MAX_PUT_BODY_BYTES: usize = 768 * 1024;
+
+/// The Secret summary (spec part 2): names of keys, never values.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct SecretSummary {
+    pub name: String,
+    pub keys: Vec<String>,
+    pub created_at: Option<String>,
+}
+
+/// What `putSecret` answers: the summary and the apps it restarted.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct PutAnswer {
+    #[serde(flatten)]
+    pub secret: SecretSummary,
+    pub restarted_apps: Vec<String>,
+}
+
+/// Whether a put made the secret or replaced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PutOutcome {
+    Created,
+    Replaced,
+}
+
+fn summary(secret: &Secret) -> SecretSummary {
+    // BTreeMap keys: already sorted.
+    let keys = secret
+        .data
+        .iter()
+        .flat_map(|data| data.keys().cloned())
+        .chain(
+            secret
+                .string_data
+                .iter()
+                .flat_map(|data| data.keys().cloned()),
+        )
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    SecretSummary {
+        name: secret.name_any(),
+        keys,
+        created_at: secret.metadata.creation_timestamp.as_ref().map(timestamp),
+    }
+}
+
+/// The `data` of a put body: an object of 1 or more keys mapping to strings,
+/// the values together at most [`MAX_VALUES_BYTES`]. A wrong shape is 400, a
+/// broken rule 422; no message quotes a value.
+/// The schema of `putSecret`'s `data`, as [`parse_data`] reads it: at
+/// least one key, each a [`SecretKey`], to string values.
+pub fn data_schema() -> utoipa::openapi::Object {
+    use utoipa::openapi::extensions::Extensions;
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    let key = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(r"^[-._a-zA-Z0-9]+$"))
+        .min_length(Some(1))
+        .max_length(Some(SecretKey::MAX_LEN))
+        // JSON Schema's `not`, which utoipa's builders do not have.
+        .extensions(Some(Extensions::from_iter([(
+            "not",
+            serde_json::json!({ "enum": [".", ".."] }),
+        )])));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;\n\
+             the values together at most 512 KiB.",
+        ))
+        .property_names(Some(key))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .min_properties(Some(1))
+        .build()
+}
+
+pub fn parse_data(body: &Value) -> Result<BTreeMap<SecretKey, String>, ApiError> {
+    let Value::Object(fields) = body else {
+        return Err(ApiError::InvalidRequest(
+            "the body must be an object with a `data` object".into(),
+        ));
+    };
+    if let Some(unknown) = fields.keys().find(|field| *field != "data") {
+        return Err(ApiError::InvalidRequest(body_words::unknown_field(
+            unknown,
+            Some("`data`"),
+        )));
+    }
+    let Some(data) = fields.get("data") else {
+        return Err(ApiError::InvalidRequest(body_words::required("data")));
+    };
+    let Value::Object(entries) = data else {
+        return Err(ApiError::InvalidRequest(
+            "data must be an object mapping keys to string values".into(),
+        ));
+    };
+    // Shape first: a body that is not an object of strings is 400 whatever
+    // else is wrong with it.
+    if entries.values().any(|value| !value.is_string()) {
+        return Err(ApiError::InvalidRequest(
+            "data: every value must be a string".into(),
+        ));
+    }
+    if entries.is_empty() {
+        return Err(ApiError::ValidationFailed(
+            "data: a secret needs at least one key".into(),
+        ));
+    }
+    let mut parsed = BTreeMap::new();
+    let mut total = 0usize;
+    for (key, value) in entries {
+        // The key is not quoted back: it may be anything a caller typed.
+        let key = SecretKey::parse(key)
+            .map_err(|e| ApiError::ValidationFailed(format!("data: a key {e}")))?;
+        let value = value.as_str().unwrap_or_default();
+        total = total.saturating_add(value.len());
+        parsed.insert(key, value.to_owned());
+    }
+    if total > MAX_VALUES_BYTES {
+        return Err(ApiError::ValidationFailed(format!(
+            "data: the values together must be at most {} KiB",
+            MAX_VALUES_BYTES / 1024
+        )));
+    }
+    Ok(parsed)
+}
+
+/// The names of the apps whose env reads this secret.
+fn referencing(apps: &[App], secret: &str) -> Vec<String> {
+    apps.iter()
+        .filter(|app| {
+            app.spec
+                .config
+                .env
+                .iter()
+                .any(|var| var.secret.as_ref().is_some_and(|r| r.name == secret))
+                || app
+                    .spec
+                    .config
+                    .source
+                    .as_ref()
+                    .is_some_and(|source| source.git_secret.as_deref() == Some(secret))
+        })
+        .map(ResourceExt::name_any)
+        .collect()
+}
+
+/// Berth's secrets of the environment, by name, with their keys.
+pub async fn list(
+    client: &kube::Client,
+    caller: &Principal,
+    environment: &EnvironmentPath,
+) -> Result<Vec<SecretSummary>, ApiError> {
+    let org = &caller.user.org;
+    let found = cluster_environments::get_visible(client, org, environment).await?;
+    // Nothing can be in a namespace not provisioned yet, and Berth may not
+    // read there before it is (see `environments::is_provisioned`).
+    if !environments::is_provisioned(&found) {
+        return Ok(Vec::new());
+    }
+    let secrets = cluster_secrets::list_managed(client, org, environment).await?;
+    Ok(secrets.iter().map(summary).collect())
+}
+
+/// Creates the secret, or replaces the whole of a Berth-managed one and
+/// restarts the apps of the environment that read it (their containers read
+/// environment variables only when they start).
+pub async fn put(
+    client: &kube::Client,
+    caller: &Principal,
+    path: &SecretPath,
+    body: &Value,
+) -> Result<(PutOutcome, PutAnswer), ApiError> {
+    let values = parse_data(body)?;
+    SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
+    if let Some(why) = kept_by_berth(&path.secret) {
+        return Err(ApiError::Conflict(format!(
+            "the secret {} is {why}: choose another name",
+            path.secret
+        )));
+    }
+    let org = &caller.user.org;
+    let environment = path.environment_path();
+    environments::writable(client, org, &environment).await?;
+    let values: BTreeMap<String, String> = values
+        .into_iter()
+        .map(|(key, value)| (key.as_str().to_owned(), value))
+        .collect();
+    // A put replaces the whole secret, so losing a race to another write
+    // (or to the secret's deletion) is cured by reading it again and writing
+    // again: the outcome is what this request asked for.
+    for _ in 0..PUT_ATTEMPTS {
+        match cluster_secrets::get(client, path).await? {
+            None => {
+                if let Some(created) =
+                    cluster_secrets::try_create(client, org, path, values.clone()).await?
+                {
+                    return Ok((
+                        PutOutcome::Created,
+                        PutAnswer {
+                            secret: summary(&created),
+                            restarted_apps: Vec::new(),
+                        },
+                    ));
+                }
+            }
+            Some(current) if cluster_secrets::is_managed(&current, org, &environment) => {
+                if let Some(replaced) =
+                    cluster_secrets::replace(client, &current, values.clone()).await?
+                {
+                    let restarted_apps = restart_readers(client, org, path).await?;
+                    return Ok((
+                        PutOutcome::Replaced,
+                        PutAnswer {
+                            secret: summary(&replaced),
+                            restarted_apps,
+                        },
+                    ));
+                }
+            }
+            Some(_) => return Err(ApiError::SecretNotManaged),
+        }
+    }
+    Err(ApiError::Conflict(format!(
+        "the secret {} kept changing while it was written; try again",
+        path.secret
+    )))
+}
+
+/// Restarts every app of the environment whose env reads the secret; their
+/// names. Every replacement restarts them, also one with the same values, so
+/// that a put retried after a failed restart completes it.
+async fn restart_readers(
+    client: &kube::Client,
+    org: &OrgName,
+    path: &SecretPath,
+) -> Result<Vec<String>, ApiError> {
+    let apps = cluster_apps::list(client, org, &path.environment_path()).await?;
+    let readers = referencing(&apps, &path.secret);
+    let stamp = berth_domain::clock::now_precise();
+    let mut restarted = Vec::new();
+    for app in apps.iter().filter(|app| readers.contains(&app.name_any())) {
+        match cluster_apps::stamp_restart(client, app, &stamp).await {
+            Ok(_) => restarted.push(app.name_any()),
+            // Deleted meanwhile: nothing to restart.
+            Err(ApiError::NotFound(_)) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(restarted)
+}
+
+/// Deletes a Berth-managed secret that no app of the environment reads.
+pub async fn delete(
+    client: &kube::Client,
+    caller: &Principal,
+    path: &SecretPath,
+) -> Result<(), ApiError> {
+    // A name no secret can have names none; the cluster would refuse it as a URL.
+    if SecretName::parse(&path.secret).is_err() {
+        return Err(path.missing());
+    }
+    let org = &caller.user.org;
+    let environment = path.environment_path();
+    environments::writable(client, org, &environment).await?;
+    let current = cluster_secrets::get(client, path)
+        .await?
+        .ok_or_else(|| path.missing())?;
+    if !cluster_secrets::is_managed(&current, org, &environment) {
+        return Err(ApiError::SecretNotManaged);
+    }
+    let apps = cluster_apps::list(client, org, &environment).await?;
+    let readers = referencing(&apps, &path.secret);
+    if !readers.is_empty() {
+        return Err(ApiError::Conflict(format!(
+            "the secret {} is still used by the env or git_secret of: {}; remove those references first",
+            path.secret,
+            readers.join(", ")
+        )));
+    }
+    cluster_secrets::delete(client, &current).await
+}
+
+/// Why `name` is a secret Berth keeps in every environment's namespace for
+/// itself, if it is: the registry's pull credential, shared by every
+/// organization's pods, which no app may read and no one may replace.
+fn kept_by_berth(name: &str) -> Option<&'static str> {
+    (name == berth_cluster::registry::PULL_SECRET)
+        .then_some("Berth's own (the image registry's pull credential)")
+}
+
+/// The key of an app's `git_secret` a build clones with (and `username`,
+/// optionally).
+pub const GIT_TOKEN_KEY: &str = "token";
+
+/// Refuses a configuration whose env (or `git_secret`: its `token`) reads
+/// a secret or key that does not exist in the app's environment: its pods
+/// (or builds) would never start. Costs one
+/// cluster request when the env has secret references (a get for one secret,
+/// a list for several) and none otherwise. Any secret of the namespace counts,
+/// Berth's or not: secrets made by other tools may be read too.
+pub async fn check_references(
+    client: &kube::Client,
+    path: &AppPath,
+    config: &AppConfig,
+) -> Result<(), ApiError> {
+    let env = config.env.iter().enumerate().filter_map(|(i, var)| {
+        var.secret
+            .as_ref()
+            .map(|r| (format!("env[{i}].secret"), r.name.as_str(), r.key.as_str()))
+    });
+    // A build clones with the git secret's `token`.
+    let git = config
+        .source
+        .iter()
+        .filter_map(|source| source.git_secret.as_deref())
+        .map(|name| ("git_secret".to_owned(), name, GIT_TOKEN_KEY));
+    let references: Vec<(String, &str, &str)> = env.chain(git).collect();
+    if let Some((field, name, why)) = references
+        .iter()
+        .find_map(|(field, name, _)| kept_by_berth(name).map(|why| (field, name, why)))
+    {
+        return Err(ApiError::ValidationFailed(format!(
+            "{field}: the secret {name} is {why}; apps cannot read it"
+        )));
+    }
+    let Some(&(_, first, _)) = references.first() else {
+        return Ok(());
+    };
+    let namespace = path.namespace();
+    let found: Vec<Secret> = if references.iter().all(|(_, name, _)| *name == first) {
+        let secret_path = SecretPath {
+            project: path.project.clone(),
+            environment: path.environment.clone(),
+            secret: first.to_owned(),
+        };
+        cluster_secrets::get(client, &secret_path)
+            .await?
+            .into_iter()
+            .collect()
+    } else {
+        cluster_secrets::list_all(client, &namespace).await?
+    };
+    for (field, name, key) in references {
+        let Some(secret) = found.iter().find(|s| s.name_any() == name) else {
+            return Err(ApiError::ValidationFailed(format!(
+                "{field}: there is no secret {name} in this environment; create it first"
+            )));
+        };
+        let has_key = secret.data.as_ref().is_some_and(|d| d.contains_key(key))
+            || secret
+                .string_data
+                .as_ref()
+                .is_some_and(|d| d.contains_key(key));
+        if !has_key {
+            return Err(ApiError::ValidationFailed(format!(
+                "{field}: the secret {name} has no key {key}"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,562 @@
+//! The audit log: one event for every call, kept per organization.
+//!
+//! Each organization has a counter item beside its events. A writer takes the
+//! next `seq` with one atomic increment (no optimistic retries, so concurrent
+//! writers never collide), then stores the event under it: two round trips,
+//! and throughput grows with the number of writers.
+//!
+//! Between those two steps a later `seq` may be stored before an earlier one.
+//! Readers therefore show an event only once every earlier `seq` is stored or
+//! can no longer arrive: a writer gives up on a `seq` [`SETTLED_AFTER`] after
+//! taking it, logging the event as an `audit_fallback` line instead (see
+//! [`replay`]). So paging newest-first never skips or repeats an event, even
+//! while others are written.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::ReturnValue;
+use serde::{Deserialize, Serialize};
+
+use crate as store;
+use crate::{Store, keys};
+use berth_domain::{ApiError, clock};
+
+pub const MAX_PAGE: u32 = 200;
+pub const DEFAULT_PAGE: u32 = 50;
+
+/// What storing one event costs: take the `seq`, store the event.
+pub const ROUND_TRIPS_PER_EVENT: usize = 2;
+/// How long each of a writer's two steps may take, retries included.
+const STEP_BUDGET: Duration = Duration::from_secs(2);
+/// After this long (both steps' budgets, plus slack for clocks that differ
+/// between instances), a `seq` that was taken but not stored never will be.
+pub const SETTLED_AFTER: Duration = Duration::from_secs(6);
+/// The marker that starts the log line of an event that could not be stored.
+pub const FALLBACK_MARKER: &str = "audit_fallback";
+/// Where the number of events logged instead of stored is kept, for the
+/// health report (the item the DynamoDB health check reads anyway).
+pub const FALLBACK_COUNT: &str = "audit_fallbacks";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ActorKind {
+    Session,
+    Token,
+    User,
+    Anonymous,
+    /// A git webhook delivery whose signature held; the actor is its
+    /// sender, `github` or `gitlab`.
+    Webhook,
+    /// A request to the registry's token service; the actor is the registry
+    /// credential it named (`build/…/push`, `environment/…`), whether or
+    /// not its password held.
+    Registry,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Success,
+    Denied,
+    Failure,
+    Throttled,
+    Error,
+}
+
+impl ActorKind {
+    /// The name stored in the audit log and written in log lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Session => "session",
+            Self::Token => "token",
+            Self::User => "user",
+            Self::Anonymous => "anonymous",
+            Self::Webhook => "webhook",
+            Self::Registry => "registry",
+        }
+    }
+}
+
+impl Outcome {
+    /// The name stored in the audit log and written in log lines.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Denied => "denied",
+            Self::Failure => "failure",
+            Self::Throttled => "throttled",
+            Self::Error => "error",
+        }
+    }
+
+    pub fn of_status(status: u16) -> Self {
+        match status {
+            200..=399 => Outcome::Success,
+            401 | 403 => Outcome::Denied,
+            429 => Outcome::Throttled,
+            400..=499 => Outcome::Failure,
+            _ => Outcome::Error,
+        }
+    }
+}
+
+/// What is known about a call when it is recorded.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub actor_kind: ActorKind,
+    pub actor: Option<String>,
+    pub action: &'static str,
+    pub target_kind: Option<String>,
+    pub target: Option<String>,
+    pub status: u16,
+    pub ip: Option<String>,
+    pub request_id: String,
+}
+
+/// An audit event as the API returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AuditEvent {
+    pub seq: u64,
+    pub id: String,
+    pub at: i64,
+    pub actor_kind: ActorKind,
+    pub actor: Option<String>,
+    pub action: String,
+    pub target_kind: Option<String>,
+    pub target: Option<String>,
+    pub outcome: Outcome,
+    pub status: Option<u16>,
+    pub ip: Option<String>,
+    pub request_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct EventItem {
+    pk: String,
+    sk: String,
+    #[serde(flatten)]
+    event: AuditEvent,
+}
+
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AuditPage {
+    pub events: Vec<AuditEvent>,
+    pub next_before: Option<u64>,
+}
+
+/// An event that could not be stored: everything needed to store it later.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FallbackEvent {
+    pub org: String,
+    /// `None` when not even a `seq` could be taken; replaying takes one.
+    pub seq: Option<u64>,
+    pub event: AuditEvent,
+}
+
+/// What became of a call's event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    Stored {
+        seq: u64,
+    },
+    /// Logged as this `audit_fallback` line, to be replayed.
+    LoggedForReplay(String),
+}
+
+/// The audit log of this process.
+#[derive(Debug)]
+pub struct AuditLog {
+    store: Store,
+    fallbacks: AtomicU64,
+}
+
+impl AuditLog {
+    pub fn new(store: Store) -> Self {
+        Self {
+            store,
+            fallbacks: AtomicU64::new(0),
+        }
+    }
+
+    /// Events this instance logged instead of storing.
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
+    }
+
+    /// Appends one event to an organization's log. An event that cannot be
+    /// stored within the budget is logged whole, never dropped.
+    pub async fn record(&self, org: &str, call: &Call) -> Recorded {
+        let seq = match within_budget(self.take_seq(org)).await {
+            Ok(seq) => seq,
+            Err(error) => return self.fall_back(org, None, event_of(call, 0), &error).await,
+        };
+        // Stamped after the seq was taken: a reader ages a missing seq by the
+        // time of the event stored after it (see `page`).
+        let event = event_of(call, seq);
+        let mut pause = Duration::from_millis(20);
+        let give_up = tokio::time::Instant::now() + STEP_BUDGET;
+        loop {
+            let error = match within_budget(self.store_event(org, &event)).await {
+                Ok(_) => return Recorded::Stored { seq },
+                Err(error) => error,
+            };
+            if tokio::time::Instant::now() + pause >= give_up {
+                return self.fall_back(org, Some(seq), event, &error).await;
+            }
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+    }
+
+    async fn take_seq(&self, org: &str) -> Result<u64, ApiError> {
+        let updated = self
+            .store
+            .client()
+            .update_item()
+            .table_name(self.store.table())
+            .set_key(Some(store::key(keys::audit(org), keys::AUDIT_COUNTER_SK)))
+            .update_expression("ADD seq :one")
+            .expression_attribute_values(":one", store::n(1))
+            .return_values(ReturnValue::UpdatedNew)
+            .send()
+            .await?;
+        updated
+            .attributes
+            .as_ref()
+            .and_then(|item| item.get("seq"))
+            .and_then(|seq| seq.as_n().ok())
+            .and_then(|seq| seq.parse().ok())
+            .ok_or_else(|| ApiError::Internal(format!("the audit counter of {org} has no seq")))
+    }
+
+    /// Stores an event under its `seq`; `false` if that `seq` was already
+    /// stored (by an earlier attempt whose answer was lost, or a replay).
+    async fn store_event(&self, org: &str, event: &AuditEvent) -> Result<bool, ApiError> {
+        let item = EventItem {
+            pk: keys::audit(org),
+            sk: keys::audit_event_sk(event.seq),
+            event: event.clone(),
+        };
+        let put = self
+            .store
+            .client()
+            .put_item()
+            .table_name(self.store.table())
+            .set_item(Some(store::to_item(&item)?))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Ok(_) => Ok(true),
+            Err(error) if store::is_condition_failure(&error) => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn fall_back(
+        &self,
+        org: &str,
+        seq: Option<u64>,
+        event: AuditEvent,
+        error: &ApiError,
+    ) -> Recorded {
+        let fallback = FallbackEvent {
+            org: org.to_owned(),
+            seq,
+            event,
+        };
+        let json = serde_json::to_string(&fallback).unwrap_or_default();
+        let line = format!("{FALLBACK_MARKER} {json}");
+        tracing::error!(cause = %error.cause(), "an audit event could not be stored: logged for replay");
+        // The line alone, so that its JSON ends the line whatever the format.
+        tracing::error!("{line}");
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        // Best effort: the store just failed, so this may fail too; the
+        // log line above is what counts.
+        let counted = tokio::time::timeout(STEP_BUDGET, self.count_fallbacks(1)).await;
+        if !matches!(counted, Ok(Ok(()))) {
+            tracing::warn!("the audit fallback could not be counted for the health report");
+        }
+        Recorded::LoggedForReplay(line)
+    }
+
+    async fn count_fallbacks(&self, by: i64) -> Result<(), ApiError> {
+        self.store
+            .client()
+            .update_item()
+            .table_name(self.store.table())
+            .set_key(Some(store::key(keys::HEALTH.into(), keys::HEALTH)))
+            .update_expression("ADD #count :by")
+            .expression_attribute_names("#count", FALLBACK_COUNT)
+            .expression_attribute_values(":by", store::n(by))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Stores the events of `audit_fallback` lines found in `log` (other lines
+    /// are ignored); returns how many were stored. Replaying twice stores
+    /// nothing twice: an event keeps its `seq`, and one logged without a `seq`
+    /// is recognized by its id.
+    pub async fn replay(&self, log: &str) -> Result<usize, ApiError> {
+        let mut stored = 0;
+        for fallback in log.lines().filter_map(parse_fallback_line) {
+            let FallbackEvent {
+                org,
+                seq,
+                mut event,
+            } = fallback;
+            event.seq = match seq {
+                Some(seq) => seq,
+                None if self.holds_event_id(&org, &event.id).await? => continue,
+                None => self.take_seq(&org).await?,
+            };
+            if self.store_event(&org, &event).await? {
+                stored += 1;
+            }
+        }
+        if stored > 0 {
+            self.count_fallbacks(-(stored as i64)).await?;
+        }
+        Ok(stored)
+    }
+
+    async fn holds_event_id(&self, org: &str, id: &str) -> Result<bool, ApiError> {
+        let query = self
+            .store
+            .client()
+            .query()
+            .table_name(self.store.table())
+            .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
+            .filter_expression("id = :id")
+            .expression_attribute_values(":pk", store::s(keys::audit(org)))
+            .expression_attribute_values(":events", store::s(keys::AUDIT_EVENT_SK_PREFIX))
+            .expression_attribute_values(":id", store::s(id));
+        Ok(!store::query_all(query).await?.is_empty())
+    }
+
+    /// A page of an organization's events, newest first, older than `before`.
+    ///
+    /// Events above a `seq` that is taken but not yet stored are held back
+    /// until it is stored or settled, so that a reader paging down from here
+    /// cannot pass it by.
+    pub async fn page(
+        &self,
+        org: &str,
+        limit: u32,
+        before: Option<u64>,
+    ) -> Result<AuditPage, ApiError> {
+        let limit = limit.clamp(1, MAX_PAGE) as usize;
+        let query = self
+            .store
+            .client()
+            .query()
+            .table_name(self.store.table())
+            .expression_attribute_values(":pk", store::s(keys::audit(org)))
+            .scan_index_forward(false)
+            .consistent_read(true);
+        let query = match before {
+            Some(0 | 1) => {
+                return Ok(AuditPage {
+                    events: Vec::new(),
+                    next_before: None,
+                });
+            }
+            Some(before) => query
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lowest AND :highest")
+                .expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX))
+                .expression_attribute_values(
+                    ":highest",
+                    store::s(keys::audit_event_sk(before - 1)),
+                ),
+            None => query
+                .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
+                .expression_attribute_values(":events", store::s(keys::AUDIT_EVENT_SK_PREFIX)),
+        };
+        let settled_before =
+            clock::unix_millis() - i64::try_from(SETTLED_AFTER.as_millis()).unwrap_or(i64::MAX);
+        let mut shown = PageBuilder::new(limit, settled_before);
+        let mut start = None;
+        loop {
+            let page = query
+                .clone()
+                .limit(i32::try_from(shown.wanted()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            for item in page.items.unwrap_or_default() {
+                shown.push(store::from_item::<EventItem>(item)?.event);
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                shown.reached_the_oldest();
+                break;
+            }
+            if shown.is_complete() {
+                break;
+            }
+        }
+        Ok(shown.finish())
+    }
+}
+
+/// Collects a page from events read newest first, dropping those above a
+/// missing `seq` that may still be stored.
+struct PageBuilder {
+    limit: usize,
+    settled_before: i64,
+    events: Vec<AuditEvent>,
+    /// Whether an event old enough that no missing `seq` below it can still
+    /// arrive has been read.
+    settled: bool,
+}
+
+impl PageBuilder {
+    fn new(limit: usize, settled_before: i64) -> Self {
+        Self {
+            limit,
+            settled_before,
+            events: Vec::with_capacity(limit + 1),
+            settled: false,
+        }
+    }
+
+    /// How many events the next read should ask for: one more than the page
+    /// tells whether an older page exists; while recent events are read, a
+    /// larger batch finds the settled ones sooner.
+    fn wanted(&self) -> usize {
+        let missing = (self.limit + 1).saturating_sub(self.events.len());
+        if self.settled {
+            missing.max(1)
+        } else {
+            missing.max(100)
+        }
+    }
+
+    fn push(&mut self, event: AuditEvent) {
+        if let Some(newer) = self.events.last()
+            && newer.seq > event.seq + 1
+        {
+            self.skip_to_a_gap(newer.at);
+        }
+        if event.at < self.settled_before {
+            self.settled = true;
+        }
+        self.events.push(event);
+    }
+
+    /// Between the last event read and the next one, `seq`s are missing. If
+    /// the event above the gap is recent, one of them may still arrive, so
+    /// nothing above the gap may be shown yet.
+    fn skip_to_a_gap(&mut self, newer_at: i64) {
+        if !self.settled && newer_at >= self.settled_before {
+            self.events.clear();
+        }
+    }
+
+    fn reached_the_oldest(&mut self) {
+        if let Some(oldest) = self.events.last()
+            && oldest.seq > 1
+        {
+            let oldest_at = oldest.at;
+            self.skip_to_a_gap(oldest_at);
+        }
+    }
+
+    fn is_complete(&self) -> bool {
+        self.settled && self.events.len() > self.limit
+    }
+
+    fn finish(mut self) -> AuditPage {
+        let next_before = (self.events.len() > self.limit).then(|| self.events[self.limit - 1].seq);
+        self.events.truncate(self.limit);
+        AuditPage {
+            events: self.events,
+            next_before,
+        }
+    }
+}
+
+fn event_of(call: &Call, seq: u64) -> AuditEvent {
+    AuditEvent {
+        seq,
+        id: uuid::Uuid::now_v7().to_string(),
+        at: clock::unix_millis(),
+        actor_kind: call.actor_kind,
+        actor: call.actor.clone(),
+        action: call.action.to_owned(),
+        target_kind: call.target_kind.clone(),
+        target: call.target.clone(),
+        outcome: Outcome::of_status(call.status),
+        status: Some(call.status),
+        ip: call.ip.clone(),
+        request_id: Some(call.request_id.clone()),
+    }
+}
+
+async fn within_budget<T>(
+    step: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    tokio::time::timeout(STEP_BUDGET, step)
+        .await
+        .unwrap_or_else(|_| {
+            Err(ApiError::StorageUnavailable(
+                "the audit write timed out".into(),
+            ))
+        })
+}
+
+/// The event of one `audit_fallback` line, as `tracing` wrote it: plain text
+/// (the marker, then JSON) or a JSON log record whose message is that text.
+pub fn parse_fallback_line(line: &str) -> Option<FallbackEvent> {
+    let message = serde_json::from_str::<serde_json::Value>(line)
+        .ok()
+        .and_then(|record| {
+            record
+                .get("message")
+                .or_else(|| record.get("fields").and_then(|f| f.get("message")))
+                .and_then(|m| m.as_str())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| line.to_owned());
+    let json = &message[message.find(FALLBACK_MARKER)? + FALLBACK_MARKER.len()..];
+    serde_json::from_str(json.trim()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_follow_the_status() {
+        assert_eq!(Outcome::of_status(200), Outcome::Success);
+        assert_eq!(Outcome::of_status(204), Outcome::Success);
+        assert_eq!(Outcome::of_status(401), Outcome::Denied);
+        assert_eq!(Outcome::of_status(403), Outcome::Denied);
+        assert_eq!(Outcome::of_status(429), Outcome::Throttled);
+        assert_eq!(Outcome::of_status(404), Outcome::Failure);
+        assert_eq!(Outcome::of_status(422), Outcome::Failure);
+        assert_eq!(Outcome::of_status(500), Outcome::Error);
+        assert_eq!(Outcome::of_status(503), Outcome::Error);
+    }
+
+    /// Log lines name outcomes and actor kinds as the audit log stores them.
+    #[test]
+    fn logged_names_are_the_stored_names() {
+        use Outcome::*;
+        for outcome in [Success, Denied, Failure, Throttled, Error] {
+            assert_eq!(serde_json::json!(outcome), outcome.as_str());
+        }
+        for kind in [
+            ActorKind::Session,
+            ActorKind::Token,
+            ActorKind::User,
+            ActorKind::Anonymous,
+            ActorKind::Webhook,
+            ActorKind::Registry,
+        ] {
+            assert_eq!(serde_json::json!(kind), kind.as_str());
+        }
+    }
+}

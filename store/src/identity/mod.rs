@@ -1,0 +1,157 @@
+//! Who is calling: accounts, passwords, sessions, API tokens, members and
+//! login throttling. Handlers call these; the HTTP pipeline calls
+//! [`authenticate::authenticate`] once per request.
+
+pub mod authenticate;
+pub mod login;
+pub mod members;
+pub mod password;
+pub mod profile;
+pub mod sessions;
+pub mod throttle;
+pub mod tokens;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use berth_domain::Role;
+use berth_domain::names::OrgName;
+use berth_domain::roles::Permission;
+
+/// An account as the rest of Berth sees it: never carries the password hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub org: OrgName,
+    pub role: Role,
+    pub must_change_password: bool,
+    pub active: bool,
+    pub session_epoch: u64,
+}
+
+/// How a request proved who it is. Digests, never the secrets themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    Session { digest: String },
+    Token { id: String },
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub user: User,
+    pub credential: Credential,
+}
+
+/// The outcome of looking at a request's credentials, decided once per request.
+#[derive(Debug, Clone)]
+pub enum Authentication {
+    /// No credentials were presented.
+    Anonymous,
+    /// Credentials were presented and are unknown, expired or revoked.
+    Rejected,
+    /// The store could not be asked.
+    Unavailable,
+    Authenticated(Arc<Principal>),
+}
+
+impl Principal {
+    pub fn via(&self) -> &'static str {
+        match self.credential {
+            Credential::Session { .. } => "session",
+            Credential::Token { .. } => "token",
+        }
+    }
+
+    pub fn can(&self, permission: Permission) -> bool {
+        self.user.role.grants(permission)
+    }
+
+    /// `forbidden`, naming the permission, unless the caller holds it.
+    pub fn require(&self, permission: Permission) -> Result<(), berth_domain::ApiError> {
+        if self.can(permission) {
+            Ok(())
+        } else {
+            Err(berth_domain::ApiError::Forbidden(format!(
+                "this needs the {} permission",
+                permission.as_str()
+            )))
+        }
+    }
+
+    pub fn identity(&self) -> Identity {
+        Identity::of(&self.user, self.via())
+    }
+}
+
+/// The Identity record of login and `GET /api/v1/me`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Identity {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    /// How the caller is signed in: `session` or `token`.
+    #[schema(value_type = String, pattern = "^(session|token)$")]
+    pub via: &'static str,
+    pub must_change_password: bool,
+}
+
+impl Identity {
+    pub fn of(user: &User, via: &'static str) -> Self {
+        Self {
+            id: user.id.clone(),
+            email: user.email.clone(),
+            display_name: user.display_name.clone(),
+            via,
+            must_change_password: user.must_change_password,
+        }
+    }
+}
+
+/// Emails are compared case-insensitively and without surrounding space.
+pub fn normalize_email(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+/// The longest email address there can be (RFC 5321's path limit less the
+/// brackets). Every email that becomes a key is held to it.
+pub const MAX_EMAIL_LEN: usize = 254;
+
+pub fn validate_email(email: &str) -> Result<(), berth_domain::ApiError> {
+    let valid = email.len() <= MAX_EMAIL_LEN
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && matches!(email.split_once('@'), Some((local, domain))
+            if !local.is_empty() && !domain.is_empty() && !domain.contains('@'));
+    if valid {
+        Ok(())
+    } else {
+        Err(berth_domain::ApiError::ValidationFailed(
+            "email: not a valid email address".into(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_normalized_and_checked() {
+        assert_eq!(normalize_email("  Ada@Example.ORG "), "ada@example.org");
+        assert!(validate_email("ada@example.org").is_ok());
+        assert!(validate_email("admin@localhost").is_ok());
+        for bad in [
+            "",
+            "ada",
+            "@example.org",
+            "ada@",
+            "a b@example.org",
+            "a@b@c",
+        ] {
+            assert!(validate_email(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! Berth's storage layer, on `berth-domain` alone: the DynamoDB table (one
+//! table for everything Berth keeps outside the cluster), the audit log
+//! ([`audit`]) and identity ([`identity`]: users, passwords, sessions,
+//! tokens, members, login throttling).
+//!
+//! - [`schema`]: the table definition (keys, index, TTL), in one place.
+//! - [`endpoint`]: where the client points, and whether that is DynamoDB Local.
+//! - [`keys`]: how each kind of item is addressed.
+//! - [`round_trips`]: an SDK interceptor that counts requests (benchmarks, tests).
+//!
+//! Storage failures become [`ApiError::StorageUnavailable`] through `?`; call
+//! sites that expect a condition to fail look at the error first.
+
+pub mod audit;
+pub mod endpoint;
+pub mod identity;
+pub mod keys;
+pub mod round_trips;
+pub mod schema;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::http::HttpResponse;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::builders::{
+    ConditionCheckBuilder, DeleteBuilder, PutBuilder, UpdateBuilder,
+};
+use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, TransactWriteItem};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use berth_domain::ApiError;
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The table and the client that reaches it. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    client: Client,
+    table: Arc<str>,
+}
+
+impl Store {
+    pub fn new(client: Client, table: impl Into<Arc<str>>) -> Self {
+        Self {
+            client,
+            table: table.into(),
+        }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+}
+
+/// The primary key of an item.
+pub fn key(pk: String, sk: &str) -> Item {
+    HashMap::from([
+        (keys::PK.to_owned(), AttributeValue::S(pk)),
+        (keys::SK.to_owned(), AttributeValue::S(sk.to_owned())),
+    ])
+}
+
+/// An item's sort key (empty if it has none).
+pub fn sort_key(item: &Item) -> &str {
+    item.get(keys::SK)
+        .and_then(|v| v.as_s().ok())
+        .map_or("", String::as_str)
+}
+
+pub fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
+    serde_dynamo::to_item(value).map_err(|e| ApiError::Internal(format!("encoding an item: {e}")))
+}
+
+pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
+    serde_dynamo::from_item(item).map_err(|e| ApiError::Internal(format!("decoding an item: {e}")))
+}
+
+pub fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+pub fn n(value: impl ToString) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+/// Whether an SDK error is a failed condition (the expected "already exists",
+/// "changed meanwhile" outcomes of conditional writes).
+pub fn is_condition_failure<E, R>(error: &SdkError<E, R>) -> bool
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    matches!(error, SdkError::ServiceError(service) if service.err().code() == Some("ConditionalCheckFailedException"))
+}
+
+/// For a cancelled transaction: why each of its items was refused.
+pub fn cancellation_reasons<R>(
+    error: &SdkError<TransactWriteItemsError, R>,
+) -> Option<&[CancellationReason]> {
+    match error {
+        SdkError::ServiceError(service) => match service.err() {
+            TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                Some(cancelled.cancellation_reasons())
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// For a cancelled transaction: which of its items failed their condition.
+pub fn cancelled_conditions<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<Vec<bool>> {
+    cancellation_reasons(error).map(|reasons| {
+        reasons
+            .iter()
+            .map(|reason| reason.code() == Some("ConditionalCheckFailed"))
+            .collect()
+    })
+}
+
+/// A failed transaction that no condition explains: a concurrent transaction
+/// on the same items won (409), or the store failed (503).
+pub fn transaction_failure(error: SdkError<TransactWriteItemsError, HttpResponse>) -> ApiError {
+    let conflicted = cancellation_reasons(&error).is_some_and(|reasons| {
+        reasons
+            .iter()
+            .any(|r| r.code() == Some("TransactionConflict"))
+    });
+    if conflicted {
+        ApiError::Conflict("a concurrent change won; try again".into())
+    } else {
+        error.into()
+    }
+}
+
+fn built<T>(result: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, ApiError> {
+    result.map_err(|e| ApiError::Internal(format!("building a request: {e}")))
+}
+
+/// One item of a `TransactWriteItems` call, from its builder.
+pub fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .put(built(put.build())?)
+        .build())
+}
+
+pub fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .update(built(update.build())?)
+        .build())
+}
+
+pub fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .delete(built(delete.build())?)
+        .build())
+}
+
+pub fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiError> {
+    Ok(TransactWriteItem::builder()
+        .condition_check(built(check.build())?)
+        .build())
+}
+
+/// Every item a query finds, following its pages.
+pub async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = query.clone().set_exclusive_start_key(start).send().await?;
+        items.extend(page.items.unwrap_or_default());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
+/// The error of a `TransactWriteItems` call.
+pub type TransactError =
+    SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>;
+
+impl Store {
+    /// Writes items in one transaction: all of them or none.
+    pub async fn transact(&self, writes: Vec<TransactWriteItem>) -> Result<(), TransactError> {
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes an item, if it is there.
+    pub async fn delete(&self, key: Item) -> Result<(), ApiError> {
+        self.client
+            .delete_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes items by key ([`Store::write_batch`]).
+    pub async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
+        let requests = keys
+            .into_iter()
+            .map(|key| {
+                let delete = built(
+                    aws_sdk_dynamodb::types::DeleteRequest::builder()
+                        .set_key(Some(key))
+                        .build(),
+                )?;
+                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .delete_request(delete)
+                    .build())
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        self.write_batch(requests).await
+    }
+
+    /// Puts items whole ([`Store::write_batch`]).
+    pub async fn put_batch(&self, items: Vec<Item>) -> Result<(), ApiError> {
+        let requests = items
+            .into_iter()
+            .map(|item| {
+                let put = built(
+                    aws_sdk_dynamodb::types::PutRequest::builder()
+                        .set_item(Some(item))
+                        .build(),
+                )?;
+                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .put_request(put)
+                    .build())
+            })
+            .collect::<Result<Vec<_>, ApiError>>()?;
+        self.write_batch(requests).await
+    }
+
+    /// Writes, 25 to a `BatchWriteItem` (its limit); those DynamoDB leaves
+    /// unprocessed under load are sent again. Not atomic: an error may
+    /// leave some of them undone.
+    async fn write_batch(
+        &self,
+        requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
+    ) -> Result<(), ApiError> {
+        for chunk in requests.chunks(25) {
+            let mut requests = chunk.to_vec();
+            for attempt in 1.. {
+                let output = self
+                    .client
+                    .batch_write_item()
+                    .request_items(self.table(), requests)
+                    .send()
+                    .await?;
+                match output
+                    .unprocessed_items
+                    .and_then(|mut left| left.remove(self.table()))
+                {
+                    Some(left) if !left.is_empty() => {
+                        if attempt == 5 {
+                            return Err(ApiError::StorageUnavailable(
+                                "DynamoDB kept writes of a batch unprocessed".into(),
+                            ));
+                        }
+                        requests = left;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads several items in one round trip, consistently. DynamoDB may
+    /// leave keys unprocessed under load; those are asked for again.
+    pub async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
+        let mut wanted = built(
+            aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                .set_keys(Some(keys))
+                .consistent_read(true)
+                .build(),
+        )?;
+        let mut found = Vec::new();
+        for _ in 0..5 {
+            let output = self
+                .client
+                .batch_get_item()
+                .request_items(self.table(), wanted)
+                .send()
+                .await?;
+            if let Some(mut responses) = output.responses {
+                found.extend(responses.remove(self.table()).unwrap_or_default());
+            }
+            match output
+                .unprocessed_keys
+                .and_then(|mut left| left.remove(self.table()))
+            {
+                Some(left) if !left.keys().is_empty() => wanted = left,
+                _ => return Ok(found),
+            }
+        }
+        Err(ApiError::StorageUnavailable(
+            "DynamoDB kept keys of a batch read unprocessed".into(),
+        ))
+    }
+
+    /// Writes a new item; fails (as a storage error) if one with its key exists.
+    /// One item, read consistently.
+    pub async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(self.table())
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await?;
+        Ok(output.item)
+    }
+
+    /// One item, read consistently and decoded.
+    pub async fn get_as<T: DeserializeOwned>(&self, key: Item) -> Result<Option<T>, ApiError> {
+        self.get(key).await?.map(from_item).transpose()
+    }
+
+    /// One item, replacing what has its key.
+    pub async fn put(&self, item: Item) -> Result<(), ApiError> {
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
+        self.client
+            .put_item()
+            .table_name(self.table())
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,155 @@
+//! The crates' layers (README, "Crates and their layers"), held against
+//! `cargo metadata`: a workspace crate depends only on the crates its row
+//! allows, every crate has a row, and the controller's whole dependency
+//! graph is free of DynamoDB, the HTTP API's Lambda runtime and password
+//! hashing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The README's table: each crate (or `prefix-*`) and the crates it may use.
+fn allowed() -> Vec<(String, BTreeSet<String>)> {
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    let table = readme
+        .split("### Crates and their layers")
+        .nth(1)
+        .expect("the README has a section \"Crates and their layers\"");
+    let rows: Vec<(String, BTreeSet<String>)> = table
+        .lines()
+        .skip_while(|line| !line.starts_with("| crate |"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            let name = cells[0].trim_matches('`').to_owned();
+            let uses = cells[2]
+                .split(',')
+                .map(|crate_name| crate_name.trim().trim_matches('`').to_owned())
+                .filter(|crate_name| crate_name.starts_with("berth"))
+                .collect();
+            (name, uses)
+        })
+        .collect();
+    assert!(rows.len() >= 8, "the table has a row per crate: {rows:?}");
+    rows
+}
+
+fn row_of<'a>(
+    rows: &'a [(String, BTreeSet<String>)],
+    package: &str,
+) -> Option<&'a (String, BTreeSet<String>)> {
+    rows.iter().find(|(name, _)| match name.strip_suffix('*') {
+        Some(prefix) => package.starts_with(prefix),
+        None => name == package,
+    })
+}
+
+fn metadata(no_deps: bool) -> Value {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    command
+        .current_dir(ROOT)
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"]);
+    if no_deps {
+        command.arg("--no-deps");
+    }
+    let output = command.output().expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn every_crate_depends_only_on_the_layers_below_it() {
+    let rows = allowed();
+    let metadata = metadata(true);
+    let packages = metadata["packages"].as_array().unwrap();
+    let members: BTreeSet<&str> = packages
+        .iter()
+        .map(|package| package["name"].as_str().unwrap())
+        .collect();
+    let mut upward = BTreeSet::new();
+    for package in packages {
+        let name = package["name"].as_str().unwrap();
+        let Some((_, uses)) = row_of(&rows, name) else {
+            panic!("{name} has no row in the README's table of crates and their layers");
+        };
+        if name == "berth-local" {
+            continue;
+        }
+        for dependency in package["dependencies"].as_array().unwrap() {
+            let dependency = dependency["name"].as_str().unwrap();
+            if members.contains(dependency) && !uses.contains(dependency) {
+                upward.insert(format!("{name} → {dependency}"));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "dependencies the README's table does not allow: {upward:?}"
+    );
+}
+
+#[test]
+fn the_controller_links_neither_dynamodb_nor_the_api_pipeline() {
+    let metadata = metadata(false);
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|package| {
+            (
+                package["id"].as_str().unwrap(),
+                package["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let nodes: BTreeMap<&str, &Value> = metadata["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| (node["id"].as_str().unwrap(), node))
+        .collect();
+    // What the controller's binary links: its normal dependencies, and theirs
+    // (features unified over the whole workspace, so this is an upper bound).
+    let controller = names
+        .iter()
+        .find(|(_, name)| **name == "berth-controller")
+        .map(|(id, _)| *id)
+        .unwrap();
+    let mut linked = BTreeSet::new();
+    let mut next = vec![controller];
+    while let Some(id) = next.pop() {
+        for dependency in nodes[id]["deps"].as_array().unwrap() {
+            let normal = dependency["dep_kinds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|kind| kind["kind"].is_null());
+            let dependency = dependency["pkg"].as_str().unwrap();
+            if normal && linked.insert(names[dependency]) {
+                next.push(dependency);
+            }
+        }
+    }
+    for forbidden in [
+        "lambda_http",
+        "aws-sdk-dynamodb",
+        "argon2",
+        "berth-store",
+        "berth-api",
+    ] {
+        assert!(
+            !linked.contains(forbidden),
+            "the controller links {forbidden}"
+        );
+    }
+    assert!(linked.contains("berth-cluster") && linked.contains("kube-client"));
+}
