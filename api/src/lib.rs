@@ -3,7 +3,8 @@
 //! OpenAPI description shares ([`openapi`]), the process ([`state`],
 //! [`runtime`]), the health report ([`health`]), and the services of each
 //! resource, each holding its rules: [`projects`], [`environments`],
-//! [`apps`] (with the DNS check of its domains under feature `dns`),
+//! [`apps`] (the DNS check of its domains, [`domain_check`], under feature
+//! `dns`),
 //! [`builds`] (apps from source), [`secrets`], [`templates`]; [`webhooks`]
 //! (git pushes that start builds; its storage and signature checks need no
 //! cluster); [`registry`] (the registry settings of Berth's token service);
@@ -21,6 +22,8 @@ pub mod access;
 pub mod apps;
 #[cfg(feature = "cluster")]
 pub mod builds;
+#[cfg(feature = "dns")]
+pub mod domain_check;
 #[cfg(feature = "cluster")]
 pub mod environments;
 pub mod health;

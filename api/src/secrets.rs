@@ -12,7 +12,6 @@ use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::environments;
 use crate::http::extract::body_words;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{App, AppConfig};
@@ -189,8 +188,8 @@ pub async fn list(
     let org = &caller.user.org;
     let found = cluster_environments::get_visible(client, org, environment).await?;
     // Nothing can be in a namespace not provisioned yet, and Berth may not
-    // read there before it is (see `environments::is_provisioned`).
-    if !environments::is_provisioned(&found) {
+    // read there before it is (see `cluster_environments::is_provisioned`).
+    if !cluster_environments::is_provisioned(&found) {
         return Ok(Vec::new());
     }
     let secrets = cluster_secrets::list_managed(client, org, environment).await?;
@@ -216,7 +215,7 @@ pub async fn put(
     }
     let org = &caller.user.org;
     let environment = path.environment_path();
-    environments::writable(client, org, &environment).await?;
+    cluster_environments::writable(client, org, &environment).await?;
     let values: BTreeMap<String, String> = values
         .into_iter()
         .map(|(key, value)| (key.as_str().to_owned(), value))
@@ -297,7 +296,7 @@ pub async fn delete(
     }
     let org = &caller.user.org;
     let environment = path.environment_path();
-    environments::writable(client, org, &environment).await?;
+    cluster_environments::writable(client, org, &environment).await?;
     let current = cluster_secrets::get(client, path)
         .await?
         .ok_or_else(|| path.missing())?;

@@ -26,7 +26,7 @@ pub struct AppState {
     pub cluster: Arc<crate::access::ClusterAccess>,
     /// The domain check; its resolver is built on first use.
     #[cfg(feature = "dns")]
-    pub domain_check: Arc<crate::apps::domain_check::DomainChecker>,
+    pub domain_check: Arc<crate::domain_check::DomainChecker>,
 }
 
 impl AppState {
@@ -41,7 +41,7 @@ impl AppState {
                 config.kubeconfig_recheck,
             )),
             #[cfg(feature = "dns")]
-            domain_check: Arc::new(crate::apps::domain_check::DomainChecker::new(&config)),
+            domain_check: Arc::new(crate::domain_check::DomainChecker::new(&config)),
             store,
             config: Arc::new(config),
         }

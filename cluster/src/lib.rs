@@ -7,6 +7,7 @@
 //! stored kubeconfig (`berth_api::access`).
 
 pub mod apps;
+pub mod build_queue;
 pub mod builds;
 pub mod crd;
 pub mod environments;

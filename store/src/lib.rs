@@ -13,6 +13,7 @@
 
 pub mod audit;
 pub mod endpoint;
+pub mod hooks;
 pub mod identity;
 pub mod keys;
 pub mod round_trips;

@@ -2,7 +2,9 @@
 //! `cargo metadata`: a workspace crate depends only on the crates its row
 //! allows, every crate has a row, and the controller's whole dependency
 //! graph is free of DynamoDB, the HTTP API's Lambda runtime and password
-//! hashing.
+//! hashing. Inside `berth-api`, where the compiler holds no order between
+//! modules, its top-level modules import each other without a loop (apps
+//! is below builds, webhooks, environments and templates).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -152,4 +154,115 @@ fn the_controller_links_neither_dynamodb_nor_the_api_pipeline() {
         );
     }
     assert!(linked.contains("berth-cluster") && linked.contains("kube-client"));
+}
+
+/// The top-level modules of `berth-api` each file of `api/src` imports
+/// (`crate::x`, `use crate::{x, …}`), comments aside.
+fn api_imports() -> BTreeMap<String, BTreeSet<String>> {
+    fn files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                files(&path, found);
+            } else if path.extension().is_some_and(|extension| extension == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let source = Path::new(ROOT).join("api/src");
+    let mut found = Vec::new();
+    files(&source, &mut found);
+    // What the crate root re-exports, by the module that defines it.
+    let defined_in = |name: &str| match name {
+        "AppState" => Some("state".to_owned()),
+        "operations" => Some("http".to_owned()),
+        "__paste" => None,
+        other => Some(other.to_owned()),
+    };
+    let mut imports: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in found {
+        let relative = path.strip_prefix(&source).unwrap();
+        let module = relative.iter().next().unwrap().to_string_lossy();
+        let module = module.trim_end_matches(".rs").to_owned();
+        if module == "lib" {
+            continue;
+        }
+        let code: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let mut named = BTreeSet::new();
+        for (at, _) in code.match_indices("crate::") {
+            let rest = &code[at + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                // `use crate::{a, b::c, …}`: the first name of each item.
+                let mut depth = 0;
+                for item in group.split_inclusive([',', '{', '}']) {
+                    if depth == 0 {
+                        let name: String = item
+                            .trim()
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        named.insert(name);
+                    }
+                    depth += item.matches('{').count() as i32 - item.matches('}').count() as i32;
+                    if depth < 0 {
+                        break;
+                    }
+                }
+            } else {
+                named.insert(
+                    rest.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect(),
+                );
+            }
+        }
+        let entry = imports.entry(module.clone()).or_default();
+        entry.extend(
+            named
+                .iter()
+                .filter(|name| !name.is_empty())
+                .filter_map(|name| defined_in(name))
+                .filter(|name| *name != module),
+        );
+    }
+    imports
+}
+
+#[test]
+fn the_api_modules_import_each_other_without_a_loop() {
+    let imports = api_imports();
+    assert!(imports["builds"].contains("apps"), "{imports:?}");
+    // Depth-first: a module met again while its own imports are being
+    // followed closes a loop.
+    fn visit<'a>(
+        module: &'a str,
+        imports: &'a BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) {
+        if done.contains(module) {
+            return;
+        }
+        if let Some(start) = path.iter().position(|seen| *seen == module) {
+            panic!(
+                "berth-api's modules import in a loop: {:?} → {module}",
+                &path[start..]
+            );
+        }
+        path.push(module);
+        for imported in imports.get(module).into_iter().flatten() {
+            visit(imported, imports, path, done);
+        }
+        path.pop();
+        done.insert(module);
+    }
+    let mut done = BTreeSet::new();
+    for module in imports.keys() {
+        visit(module, &imports, &mut Vec::new(), &mut done);
+    }
 }

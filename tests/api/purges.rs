@@ -195,7 +195,7 @@ impl Kept {
 
     async fn hook_stored(&self, app: &TestApp) -> bool {
         match self.hook_id() {
-            Some(id) => berth_api::webhooks::hooks::find(&app.state.store, id)
+            Some(id) => berth_store::hooks::find(&app.state.store, id)
                 .await
                 .expect("reading the hook")
                 .is_some(),

@@ -136,7 +136,7 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
 
     let hook = items
         .iter()
-        .find_map(crate::webhooks::hooks::hook_of_history_item);
+        .find_map(berth_store::hooks::hook_of_history_item);
     let revisions: Vec<Item> = items
         .iter()
         .filter(|item| store::sort_key(item) != keys::WEBHOOK_SK)
@@ -146,7 +146,7 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
     // The hook's delivery records are kept while it exists (no expiry):
     // they go before it, so a cut leaves the hook that leads to them.
     if let Some(hook_id) = hook {
-        let records = crate::webhooks::hooks::delivery_records(store, hook_id).await?;
+        let records = berth_store::hooks::delivery_records(store, hook_id).await?;
         store.delete_batch(records).await?;
     }
 
@@ -164,7 +164,7 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
         &keys::environment_app_sk(history),
     ))?];
     if let Some(hook_id) = hook {
-        last.push(delete(crate::webhooks::hooks::hook_key(hook_id))?);
+        last.push(delete(berth_store::hooks::hook_key(hook_id))?);
         last.push(delete(store::key(
             keys::releases(history),
             keys::WEBHOOK_SK,

@@ -10,14 +10,11 @@
 //!   environment, and its removal once the app is gone;
 //! - [`service`]: the operations that change an app (each a revision);
 //! - [`operate`]: running it: logs, restart, run a scheduled process now;
-//! - [`rendered_names`]: the objects an app renders to, by name, so that two
-//!   apps of an environment never render the same one;
-//! - [`domain_check`] (feature `dns`): whether an app's hostnames resolve to
-//!   the gateway.
+//!
+//! Whether an app's hostnames resolve to the gateway is `crate::domain_check`
+//! (feature `dns`), which the process's state holds.
 
 pub mod body;
-#[cfg(feature = "dns")]
-pub mod domain_check;
 pub mod hosts;
 pub mod leftovers;
 pub mod operate;

@@ -12,8 +12,9 @@ use super::hosts::{self, HostRules};
 use super::leftovers;
 use super::record::{self, AppDetail, AppRecord, EnvValues};
 use super::releases::{self, ReleaseRecord, StoredRelease};
-use crate::{builds, environments, secrets};
+use crate::secrets;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
+use berth_cluster::build_queue;
 use berth_cluster::crd::{
     App, AppConfig, AppSpec, Decision, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
     LABEL_PROJECT, MANAGER, ReleaseMark,
@@ -73,7 +74,7 @@ pub(crate) async fn environment_apps(
 ) -> Result<Vec<App>, ApiError> {
     let namespace = environment.namespace();
     let (writable, apps) = tokio::join!(
-        environments::writable(client, org, environment),
+        cluster_environments::writable(client, org, environment),
         cluster_apps::in_namespace(client, &namespace)
     );
     writable?;
@@ -89,7 +90,7 @@ pub(crate) async fn app_to_change(
 ) -> Result<App, ApiError> {
     let environment = path.environment_path();
     let (environment, app) = tokio::join!(
-        environments::writable(client, org, &environment),
+        cluster_environments::writable(client, org, &environment),
         cluster_apps::get_visible(client, org, path)
     );
     environment?;
@@ -365,10 +366,10 @@ pub async fn get(
 #[cfg(feature = "dns")]
 pub async fn check_domains(
     client: &kube::Client,
-    checker: &super::domain_check::DomainChecker,
+    checker: &crate::domain_check::DomainChecker,
     caller: &Principal,
     path: &AppPath,
-) -> Result<Vec<super::domain_check::DomainCheck>, ApiError> {
+) -> Result<Vec<crate::domain_check::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     checker.check(&app.spec.config.domains).await
 }
@@ -401,10 +402,10 @@ pub async fn create(
     if awaits_build {
         // The app is committed: a fault now leaves it awaiting a build that
         // createBuild queues (docs/api-notes.md, "Apps from source").
-        if let Err(error) = builds::start(
+        if let Err(error) = build_queue::start(
             client,
             &created,
-            builds::Asked::by(&caller.user.email, None),
+            build_queue::Asked::by(&caller.user.email, None),
         )
         .await
         {

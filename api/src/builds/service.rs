@@ -9,10 +9,10 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::record::{BuildPage, BuildRecord, build_record};
-use super::uid_of;
 use crate::apps::operate::{LogEntry, LogSource, read_logs};
 use crate::apps::service::app_to_change;
 use berth_cluster::apps as cluster_apps;
+use berth_cluster::build_queue::{self, uid_of};
 use berth_cluster::builds as cluster_builds;
 use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, object_names};
 use berth_domain::ApiError;
@@ -23,7 +23,7 @@ use berth_store::identity::Principal;
 /// Builds per page of `listBuilds`: 20 by default, at most 50 (all an app
 /// keeps).
 pub const DEFAULT_PAGE: i64 = 20;
-pub const MAX_PAGE: i64 = super::BUILDS_KEPT as i64;
+pub const MAX_PAGE: i64 = build_queue::BUILDS_KEPT as i64;
 
 /// Queues a build of the app (`createBuild`): its `git_ref`, or the `ref`
 /// asked for. The environment must take writes, as for any deploy.
@@ -34,12 +34,10 @@ pub async fn create(
     requested_ref: Option<GitRef>,
 ) -> Result<BuildRecord, ApiError> {
     let app = app_to_change(client, &caller.user.org, path).await?;
-    super::start(
-        client,
-        &app,
-        super::Asked::by(&caller.user.email, requested_ref),
-    )
-    .await
+    let asked = build_queue::Asked::by(&caller.user.email, requested_ref);
+    Ok(build_record(
+        &build_queue::start(client, &app, asked).await?,
+    ))
 }
 
 /// Asks the controller to cancel build `number` of the app
@@ -56,7 +54,9 @@ pub async fn cancel(
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let build = find(client, &app, path, number).await?;
     let why = format!("cancelled by {}", caller.user.email);
-    Ok(build_record(&super::cancel(client, build, &why).await?))
+    Ok(build_record(
+        &build_queue::cancel(client, build, &why).await?,
+    ))
 }
 
 /// A page of the app's builds, newest first: those numbered below

@@ -12,7 +12,6 @@ pub mod purges;
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 use serde::Serialize;
@@ -23,7 +22,7 @@ use berth_cluster::crd::{
     LABEL_PROJECT, MANAGER, PHASE_TERMINATING, Quota,
 };
 use berth_cluster::environments::{self as cluster_environments, get_visible, namespace};
-use berth_cluster::ownership::{self, NamespaceOwner};
+use berth_cluster::ownership;
 use berth_cluster::{projects as cluster_projects, timestamp};
 use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
@@ -69,83 +68,6 @@ fn record(environment: &Environment) -> EnvironmentRecord {
             .as_ref()
             .map(timestamp),
     }
-}
-
-/// Refuses a write into `environment` unless its namespace (read at the
-/// same time) exists and is owned by this very Environment, by uid. Absent,
-/// going away, or still an earlier environment's of that name: not ready
-/// (the controller is making it; retry). Anyone else's: taken, and Berth
-/// writes nothing into it.
-pub fn check_namespace(
-    environment: &Environment,
-    namespace: Option<&Namespace>,
-) -> Result<(), ApiError> {
-    let name = environment.name_any();
-    let short = &environment.spec.name;
-    let Some(namespace) = namespace else {
-        return Err(ApiError::EnvironmentNotReady(format!(
-            "environment {short} is still being provisioned: its namespace {name} does not \
-             exist yet; try again in a few seconds"
-        )));
-    };
-    match ownership::namespace_owner(namespace, environment) {
-        NamespaceOwner::ThisEnvironment if namespace.metadata.deletion_timestamp.is_some() => {
-            Err(ApiError::EnvironmentNotReady(format!(
-                "the namespace {name} of environment {short} is being deleted and will be made \
-                 again; try again in a few seconds"
-            )))
-        }
-        NamespaceOwner::ThisEnvironment => Ok(()),
-        NamespaceOwner::EarlierEnvironment => Err(ApiError::EnvironmentNotReady(format!(
-            "the namespace {name} still belongs to an earlier environment of that name, which is \
-             being removed; environment {short} gets it once it is gone; try again in a few \
-             seconds"
-        ))),
-        NamespaceOwner::Other => Err(ApiError::NamespaceTaken(format!(
-            "the namespace {name} of environment {short} was not created by Berth for this \
-             environment, so Berth writes nothing into it; delete the environment and create \
-             one with another name"
-        ))),
-    }
-}
-
-/// The environment a change goes into: visible, not being deleted, and its
-/// namespace there and owned by it (see [`check_namespace`]). The one gate
-/// of every write into an environment (apps, secrets, templates); the
-/// namespace is read at the same time as the environment.
-pub async fn writable(
-    client: &kube::Client,
-    org: &OrgName,
-    path: &EnvironmentPath,
-) -> Result<Environment, ApiError> {
-    let namespace_name = path.namespace();
-    let (found, namespace) = tokio::join!(
-        get_visible(client, org, path),
-        namespace(client, &namespace_name)
-    );
-    let found = found?;
-    if found.is_deleting() {
-        return Err(ApiError::EnvironmentDeleting);
-    }
-    check_namespace(&found, namespace?.as_ref())?;
-    if !is_provisioned(&found) {
-        return Err(ApiError::EnvironmentNotReady(format!(
-            "environment {} is still being provisioned; try again in a few seconds",
-            found.spec.name
-        )));
-    }
-    Ok(found)
-}
-
-/// Whether the controller has provisioned the environment's namespace at
-/// least once (it was `Ready`): with it the RoleBindings through which
-/// Berth's API reads and writes the environment's secrets, which it has
-/// nowhere else.
-pub fn is_provisioned(environment: &Environment) -> bool {
-    environment
-        .status
-        .as_ref()
-        .is_some_and(|status| status.namespace.is_some())
 }
 
 pub async fn list(

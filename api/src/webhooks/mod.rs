@@ -4,12 +4,12 @@
 //! - [`delivery`]: who sent a delivery, and whether it carries the hook's
 //!   secret (GitHub's HMAC, GitLab's token; constant time).
 //! - [`push`]: what a signed delivery asks for: a build, or nothing and why.
-//! - [`hooks`]: the stored hooks, the app's pointer to its hook, and the
-//!   delivery ids seen (replays).
+//!
+//! The stored hooks, the app's pointer to its hook and the delivery ids seen
+//! (replays) are storage: `berth_store::hooks`.
 //! - `service` (feature `cluster`): the operations, on the app in the cluster.
 
 pub mod delivery;
-pub mod hooks;
 pub mod push;
 #[cfg(feature = "cluster")]
 pub mod service;

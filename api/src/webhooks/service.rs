@@ -7,20 +7,20 @@ use axum::http::HeaderMap;
 use serde::Serialize;
 
 use super::delivery::{DUMMY_SECRET, Delivery, github_signature};
-use super::hooks::{self, HookItem, HookedApp};
 use super::push::{self, Decision};
 use crate::AppState;
 use crate::apps::service::{app_to_change, history_of};
-use crate::builds::record::BuildRecord;
-use crate::builds::{Asked, Pushed};
+use crate::builds::record::{BuildRecord, build_record};
 use crate::http::scope;
 use berth_cluster::apps as cluster_apps;
+use berth_cluster::build_queue::{self, Asked, Pushed};
 use berth_cluster::crd::App;
 use berth_domain::git::GitRef;
 use berth_domain::names::{AppName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::paths::AppPath;
 use berth_domain::{ApiError, Missing};
 use berth_store::Store;
+use berth_store::hooks::{self, HookItem, HookedApp};
 use berth_store::identity::Principal;
 
 /// The largest delivery read (`413` beyond). GitHub caps a payload at
@@ -159,8 +159,8 @@ pub async fn delete(
 /// its end, as one that had finished a moment before the change would
 /// have, and `cancelBuild` stops it.
 async fn gone(store: &Store, client: &kube::Client, app: &App, hook_id: &str) {
-    let cancelled = match crate::builds::uid_of(app) {
-        Ok(app_uid) => crate::builds::cancel_of_hook(client, &app_uid, hook_id).await,
+    let cancelled = match build_queue::uid_of(app) {
+        Ok(app_uid) => build_queue::cancel_of_hook(client, &app_uid, hook_id).await,
         Err(error) => Err(error),
     };
     if let Err(error) = cancelled {
@@ -253,8 +253,8 @@ pub async fn receive(
             hook: hook.id.clone(),
         }),
     };
-    match crate::builds::start(&client, &app, asked).await {
-        Ok(build) => Ok(Received::Started(Box::new(build))),
+    match build_queue::start(&client, &app, asked).await {
+        Ok(build) => Ok(Received::Started(Box::new(build_record(&build)))),
         Err(error) => {
             hooks::forget_delivery(&state.store, &hook.id, delivery_id, body).await;
             Err(error)

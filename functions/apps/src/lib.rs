@@ -1,6 +1,6 @@
 //! The `apps` function: apps of an environment, their releases, rollback,
 //! promotion and domain check. The rules live in `berth_api::apps` (and
-//! `berth_api::apps::domain_check`); this crate maps HTTP onto them.
+//! `berth_api::domain_check`); this crate maps HTTP onto them.
 
 use axum::Json;
 use axum::extract::State;
@@ -9,12 +9,12 @@ use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::apps::body::{CreateBody, UpdateBody};
-use berth_api::apps::domain_check::DomainCheck;
 use berth_api::apps::hosts::HostRules;
 use berth_api::apps::operate::{self, LogEntry, LogQuery};
 use berth_api::apps::record::{AppDetail, AppRecord};
 use berth_api::apps::releases::ReleaseRecord;
 use berth_api::apps::service;
+use berth_api::domain_check::DomainCheck;
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::{AppName, EnvironmentName};

@@ -3,17 +3,16 @@
 //! history) and its secret in the clear: GitHub signs each delivery with an
 //! HMAC keyed by the secret, which cannot be checked against a digest. The
 //! secret leaves the table only in `createWebhook`'s answer. The app points
-//! to its hook from its release history's partition (see `store::keys`),
+//! to its hook from its release history's partition (see `crate::keys`),
 //! so that removing the app's history finds the hook with it.
 
 use aws_sdk_dynamodb::types::{Delete, Put};
 use serde::{Deserialize, Serialize};
 
+use crate::{Item, Store, keys};
 use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials;
-use berth_store as store;
-use berth_store::{Item, Store, keys};
 
 /// The hook item: what the receiver needs, in one read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -53,11 +52,11 @@ pub struct HookedApp {
 }
 
 fn pointer_key(history: &str) -> Item {
-    store::key(keys::releases(history), keys::WEBHOOK_SK)
+    crate::key(keys::releases(history), keys::WEBHOOK_SK)
 }
 
 pub fn hook_key(hook_id: &str) -> Item {
-    store::key(keys::hook(hook_id), keys::HOOK_SK)
+    crate::key(keys::hook(hook_id), keys::HOOK_SK)
 }
 
 /// The app's pointer to its hook, if it has one.
@@ -95,27 +94,27 @@ pub async fn create(
             hook: hook.id.clone(),
             created_at: now,
         };
-        let mut writes = vec![store::tx_put(
+        let mut writes = vec![crate::tx_put(
             Put::builder()
                 .table_name(store.table())
-                .set_item(Some(store::to_item(&hook)?))
+                .set_item(Some(crate::to_item(&hook)?))
                 .condition_expression("attribute_not_exists(pk)"),
         )?];
         let pointer_put = Put::builder()
             .table_name(store.table())
-            .set_item(Some(store::to_item(&new_pointer)?));
+            .set_item(Some(crate::to_item(&new_pointer)?));
         match &previous {
-            None => writes.push(store::tx_put(
+            None => writes.push(crate::tx_put(
                 pointer_put.condition_expression("attribute_not_exists(pk)"),
             )?),
             Some(old) => {
-                writes.push(store::tx_put(
+                writes.push(crate::tx_put(
                     pointer_put
                         .condition_expression("#hook = :old")
                         .expression_attribute_names("#hook", "hook")
-                        .expression_attribute_values(":old", store::s(&old.hook)),
+                        .expression_attribute_values(":old", crate::s(&old.hook)),
                 )?);
-                writes.push(store::tx_delete(
+                writes.push(crate::tx_delete(
                     Delete::builder()
                         .table_name(store.table())
                         .set_key(Some(hook_key(&old.hook))),
@@ -125,11 +124,11 @@ pub async fn create(
         match store.transact(writes).await {
             Ok(()) => return Ok((hook, previous.map(|old| old.hook))),
             Err(error)
-                if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) =>
+                if crate::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) =>
             {
                 continue;
             }
-            Err(error) => return Err(store::transaction_failure(error)),
+            Err(error) => return Err(crate::transaction_failure(error)),
         }
     }
     Err(ApiError::Conflict(
@@ -144,15 +143,15 @@ pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiE
         return Ok(None);
     };
     let writes = vec![
-        store::tx_delete(
+        crate::tx_delete(
             Delete::builder()
                 .table_name(store.table())
                 .set_key(Some(pointer_key(history)))
                 .condition_expression("#hook = :hook")
                 .expression_attribute_names("#hook", "hook")
-                .expression_attribute_values(":hook", store::s(&current.hook)),
+                .expression_attribute_values(":hook", crate::s(&current.hook)),
         )?,
-        store::tx_delete(
+        crate::tx_delete(
             Delete::builder()
                 .table_name(store.table())
                 .set_key(Some(hook_key(&current.hook))),
@@ -162,12 +161,12 @@ pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiE
         Ok(()) => Ok(Some(current.hook)),
         // Replaced or deleted meanwhile: what is there now is not the hook
         // this call found, and a replacement is the newer wish.
-        Err(error) if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
+        Err(error) if crate::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
             Err(ApiError::Conflict(
                 "the app's webhook changed meanwhile; try again".into(),
             ))
         }
-        Err(error) => Err(store::transaction_failure(error)),
+        Err(error) => Err(crate::transaction_failure(error)),
     }
 }
 
@@ -190,7 +189,7 @@ fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> Vec<I
         .map(keys::delivery_sk)
         .into_iter()
         .chain([keys::payload_sk(&payload)])
-        .map(|sk| store::key(keys::hook(hook_id), &sk))
+        .map(|sk| crate::key(keys::hook(hook_id), &sk))
         .collect()
 }
 
@@ -209,7 +208,7 @@ pub async fn record_delivery(
     let writes = delivery_keys(hook_id, delivery_id, body)
         .into_iter()
         .map(|item| {
-            store::tx_put(
+            crate::tx_put(
                 Put::builder()
                     .table_name(store.table())
                     .set_item(Some(item))
@@ -219,10 +218,10 @@ pub async fn record_delivery(
         .collect::<Result<Vec<_>, _>>()?;
     match store.transact(writes).await {
         Ok(()) => Ok(true),
-        Err(error) if store::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
+        Err(error) if crate::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
             Ok(false)
         }
-        Err(error) => Err(store::transaction_failure(error)),
+        Err(error) => Err(crate::transaction_failure(error)),
     }
 }
 
@@ -232,7 +231,7 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
     let deletes = delivery_keys(hook_id, delivery_id, body)
         .into_iter()
         .map(|key| {
-            store::tx_delete(
+            crate::tx_delete(
                 Delete::builder()
                     .table_name(store.table())
                     .set_key(Some(key)),
@@ -243,7 +242,7 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
         Ok(deletes) => store
             .transact(deletes)
             .await
-            .map_err(store::transaction_failure),
+            .map_err(crate::transaction_failure),
         Err(error) => Err(error),
     };
     if let Err(error) = outcome {
@@ -253,20 +252,20 @@ pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&
 
 /// The keys of the hook's delivery records (its item itself left out).
 pub async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
-    let found = store::query_all(
+    let found = crate::query_all(
         store
             .client()
             .query()
             .table_name(store.table())
             .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::hook(hook_id)))
+            .expression_attribute_values(":pk", crate::s(keys::hook(hook_id)))
             .projection_expression("pk, sk")
             .consistent_read(true),
     )
     .await?;
     Ok(found
         .into_iter()
-        .filter(|item| store::sort_key(item) != keys::HOOK_SK)
+        .filter(|item| crate::sort_key(item) != keys::HOOK_SK)
         .collect())
 }
 
@@ -288,7 +287,7 @@ pub async fn forget_deliveries(store: &Store, hook_id: &str) {
 /// the hook an item of the history points to, if it is the app's pointer to
 /// its hook (read with its `hook` attribute).
 pub fn hook_of_history_item(item: &Item) -> Option<&str> {
-    if store::sort_key(item) != keys::WEBHOOK_SK {
+    if crate::sort_key(item) != keys::WEBHOOK_SK {
         return None;
     }
     item.get("hook")?.as_s().ok().map(String::as_str)
