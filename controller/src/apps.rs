@@ -39,7 +39,6 @@ use serde_json::json;
 use berth_shared::cluster::crd::{
     App, AppStatus, BUILD_CANCELLED, BUILD_FAILED, BUILD_RUNNING, BUILD_SUCCEEDED,
     BUILDS_NAMESPACE, Build, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
-    OUTCOME_FAILED,
 };
 use berth_shared::cluster::ownership::{self, NamespaceOwner};
 use berth_shared::cluster::{is_conflict, is_not_found};
@@ -50,7 +49,7 @@ use crate::error::{Error, namespace_terminating};
 use crate::events::Reason;
 use crate::metrics::Metrics;
 use crate::registry;
-use crate::releases::{self, Plan, ReleaseJob};
+use crate::releases::{self, Held, Recorded, Remembering, Runs, remembered};
 use crate::render::{CheckedApp, Rendered, render};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
@@ -147,57 +146,33 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let _turn = context
         .namespace_turn(&app.namespace().unwrap_or_default())
         .await;
-    let revision = app.spec.release.revision;
-    let mut memory = remembered(&app);
-    releases::remember_rollback(&app, &mut memory);
-    // What the workloads run: the spec's revision, unless its release
-    // command is still to succeed (the last available configuration runs
-    // meanwhile, and stays if it fails).
-    let held: Option<(Reason, String)> = match releases::plan(&app, &memory) {
-        Plan::Apply => None,
-        Plan::Failed(message) => Some((RELEASE_FAILED, message)),
-        Plan::Release => match releases::run(&app, &context.client, settings).await? {
-            ReleaseJob::Succeeded => {
-                memory.released_command_of = Some(revision);
-                None
-            }
-            ReleaseJob::Running(message) => Some((RELEASING, message)),
-            ReleaseJob::Failed(why) => {
-                let message = releases::release_failed(&app, &why, &memory);
-                tracing::warn!(app = %key, revision, why = %why, "release command failed");
-                memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
-                Some((RELEASE_FAILED, message))
-            }
-        },
-    };
-    let previous;
-    let (target, target_revision, rendered) = match &held {
-        None => (app.as_ref(), revision, rendered),
-        Some((why, message)) => {
-            let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
+    let plan = releases::plan_release(&app, &context.client, settings).await?;
+    let memory = plan.memory;
+    let (target, target_revision, rendered, held) = match &plan.runs {
+        Runs::Spec => (app.as_ref(), app.spec.release.revision, rendered, None),
+        Runs::Held(held, previous) => {
+            let rendered_previous = previous.as_ref().and_then(|previous| {
                 let checked = CheckedApp::of(&previous.app).ok()?;
-                let rendered = render(&checked, settings);
-                Some((previous.app, previous.revision, rendered))
+                Some((&previous.app, previous.revision, render(&checked, settings)))
             });
             let Some((found, found_revision, rendered)) = rendered_previous else {
                 // Nothing ran before this revision: nothing to keep running.
+                let why = held_event(held);
                 let status = AppStatus {
                     ready: false,
                     reason: Some(why.reason.to_owned()),
-                    message: Some(message.clone()),
+                    message: Some(held.message().to_owned()),
                     url: None,
                     observed_generation: app.metadata.generation,
                     ..memory
                 };
-                report(&app, &context, status, *why).await?;
-                return Ok(Action::requeue(if *why == RELEASING {
-                    WHILE_RELEASING
-                } else {
-                    RESYNC
+                report(&app, &context, status, why).await?;
+                return Ok(Action::requeue(match held {
+                    Held::Releasing(_) => WHILE_RELEASING,
+                    Held::Failed(_) => RESYNC,
                 }));
             };
-            previous = found;
-            (&previous, found_revision, rendered)
+            (found, found_revision, rendered, Some(held))
         }
     };
     match apply_all(target, &rendered, &context).await {
@@ -235,27 +210,21 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
             .remembering(memory);
             // Its workloads now carry the target's configuration.
             status.running_revision = Some(target_revision);
-            let why = if let Some((why, message)) = held {
+            let why = if let Some(held) = held {
                 // The previous revision serves; the status says why.
-                status.reason = Some(why.reason.to_owned());
-                status.message = Some(message);
-                why
+                status.reason = Some(held_event(held).reason.to_owned());
+                status.message = Some(held.message().to_owned());
+                held_event(held)
             } else {
                 let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
                     .then(|| status.message.clone().unwrap_or_default());
-                if let Some(failure) = &failed
-                    && let Some(next) = releases::rollback(&app, &status, failure)
-                    && releases::commit_rollback(&context.client, &next).await?
-                {
+                let recorded =
+                    releases::record_rollout(&app, &context.client, &mut status, failed.as_deref())
+                        .await?;
+                if recorded == Recorded::RolledBack {
                     status.reason = Some(REASON_PROGRESSING.to_owned());
-                    status.message = next.spec.release.note.clone();
-                    releases::remember_rollback(&next, &mut status);
                     report(&app, &context, status, ROLLED_BACK).await?;
                     return Ok(Action::requeue(WHILE_PROGRESSING));
-                }
-                releases::record_applied(&app, &mut status, failed.as_deref());
-                if status.ready && status.message.is_none() {
-                    status.message = releases::rollback_note(&app);
                 }
                 match status.reason.as_deref() {
                     Some(REASON_AVAILABLE) => AVAILABLE,
@@ -299,6 +268,14 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
                 source: failure.error,
             })
         }
+    }
+}
+
+/// The Event of a revision held back.
+fn held_event(held: &Held) -> Reason {
+    match held {
+        Held::Releasing(_) => RELEASING,
+        Held::Failed(_) => RELEASE_FAILED,
     }
 }
 
@@ -351,36 +328,6 @@ pub fn awaiting_message(latest: Option<&Build>) -> String {
             format!("Build {number} succeeded; the app's revision with its image is on its way.")
         }
         _ => format!("The app awaits its first build: build {number} is queued."),
-    }
-}
-
-/// What the App's status remembers across reconciles (see
-/// [`crate::releases`]), without what it reports.
-fn remembered(app: &App) -> AppStatus {
-    let status = app.status.clone().unwrap_or_default();
-    AppStatus {
-        last_available: status.last_available,
-        released_command_of: status.released_command_of,
-        revisions: status.revisions,
-        running_revision: status.running_revision,
-        ..AppStatus::default()
-    }
-}
-
-/// A reported status that keeps what `memory` remembers.
-trait Remembering {
-    fn remembering(self, memory: AppStatus) -> AppStatus;
-}
-
-impl Remembering for AppStatus {
-    fn remembering(self, memory: AppStatus) -> AppStatus {
-        AppStatus {
-            last_available: memory.last_available,
-            released_command_of: memory.released_command_of,
-            revisions: memory.revisions,
-            running_revision: memory.running_revision,
-            ..self
-        }
     }
 }
 
