@@ -19,6 +19,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Debug;
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +40,6 @@ use serde_json::json;
 use berth_cluster::crd::{
     App, AppStatus, BUILD_CANCELLED, BUILD_FAILED, BUILD_RUNNING, BUILD_SUCCEEDED,
     BUILDS_NAMESPACE, Build, Environment, LABEL_APP, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
-    OUTCOME_FAILED,
 };
 use berth_cluster::ownership::{self, NamespaceOwner};
 use berth_cluster::{is_conflict, is_not_found};
@@ -50,8 +50,8 @@ use crate::error::{Error, namespace_terminating};
 use crate::events::Reason;
 use crate::metrics::Metrics;
 use crate::registry;
-use crate::releases::{self, Plan, ReleaseJob};
-use crate::render::{CheckedApp, Rendered, render};
+use crate::releases::{self, Held, Recorded, Remembering, Runs, remembered};
+use crate::render::{CheckedApp, RenderError, RenderSettings, Rendered, render};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
@@ -92,214 +92,302 @@ const RELEASING: Reason = Reason::normal(REASON_RELEASING, "Release");
 const RELEASE_FAILED: Reason = Reason::warning(REASON_RELEASE_FAILED, "Release");
 const ROLLED_BACK: Reason = Reason::warning("RolledBack", "Rollback");
 
+/// One round, in phases: check the App, plan its release, render what the
+/// workloads run, apply it (pruning what is no longer rendered), report the
+/// status.
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
+    let (checked, settings) = match check(&app, &context).await? {
+        Continue(renderable) => renderable,
+        Break(action) => return Ok(action),
+    };
+    let _turn = context
+        .namespace_turn(&app.namespace().unwrap_or_default())
+        .await;
+    let plan = releases::plan_release(&app, &context.client, &settings).await?;
+    let target = match render_target(&app, &checked, &plan.runs, &settings) {
+        Ok(target) => target,
+        Err(held) => return report_nothing_runs(&app, &context, held, plan.memory).await,
+    };
+    let applied = apply_all(target.app, &target.rendered, &context).await;
+    report_status(&app, &context, target, plan.memory, applied).await
+}
+
+/// Check: whether the App is rendered this round (deleted, awaiting its
+/// first build, of an invalid spec or in a namespace not Berth's, it is
+/// not: then what to do instead, its status saying why), checked, and the
+/// settings it is rendered with.
+async fn check<'a>(
+    app: &'a App,
+    context: &Context,
+) -> Result<ControlFlow<Action, (CheckedApp<'a>, RenderSettings)>, Error> {
     if app.metadata.deletion_timestamp.is_some() {
         // Its workloads go with it (owner references); its claims stay.
-        return Ok(Action::await_change());
+        return Ok(Break(Action::await_change()));
     }
-    let key = named(app.as_ref());
     if app.spec.config.image.is_none() {
-        return awaiting_build(&app, &context).await;
+        return Ok(Break(awaiting_build(app, context).await?));
     }
-    // Pods of an image Berth built name the registry's pull credential.
+    let settings = render_settings(context).await?;
+    let checked = match CheckedApp::of(app) {
+        Ok(checked) => checked,
+        Err(error) => {
+            return Ok(Break(invalid_spec(app, context, &error).await?));
+        }
+    };
+    if let Break(action) = check_namespace(app, context).await? {
+        return Ok(Break(action));
+    }
+    Ok(Continue((checked, settings)))
+}
+
+/// The controller's render settings, and the registry Berth builds images
+/// into: pods of an image Berth built name the registry's pull credential.
+async fn render_settings(context: &Context) -> Result<RenderSettings, Error> {
     let mut settings = context.settings.render.clone();
     settings.registry_prefix = registry::read(&context.client)
         .await?
         .map(|registry| registry.prefix);
-    let settings = &settings;
-    let checked = CheckedApp::of(&app).map(|checked| render(&checked, settings));
-    let rendered = match checked {
-        Ok(rendered) => rendered,
-        Err(error) => {
-            tracing::warn!(app = %key, error = %error, "the App cannot be rendered");
-            let message = format!("The App's spec is invalid: {error}.");
-            report(
-                &app,
-                &context,
-                failure_status(&app, None, message),
-                INVALID_SPEC,
-            )
-            .await?;
-            // Only a change of the spec can fix it, and that is watched.
-            return Ok(Action::await_change());
-        }
-    };
-    match namespace_of(&app, &context).await? {
-        Namespace::Berths => {}
+    Ok(settings)
+}
+
+/// An App whose spec cannot be rendered: its status says why.
+async fn invalid_spec(app: &App, context: &Context, error: &RenderError) -> Result<Action, Error> {
+    tracing::warn!(app = %named(app), error = %error, "the App cannot be rendered");
+    let message = format!("The App's spec is invalid: {error}.");
+    let status = failure_status(app, None, message);
+    report(app, context, status, INVALID_SPEC).await?;
+    // Only a change of the spec can fix it, and that is watched.
+    Ok(Action::await_change())
+}
+
+/// Whether the App's namespace is Berth's to render into; if not, what to
+/// do instead.
+async fn check_namespace(app: &App, context: &Context) -> Result<ControlFlow<Action>, Error> {
+    match namespace_of(app, context).await? {
+        Namespace::Berths => Ok(Continue(())),
         Namespace::Terminating => {
             // Writes into it are refused, and the App goes with it: nothing
             // to do but wait (an Event in it would be refused too).
-            tracing::info!(app = %key, "the App's namespace is being deleted; nothing applied");
-            return Ok(Action::await_change());
+            tracing::info!(app = %named(app), "the App's namespace is being deleted; nothing applied");
+            Ok(Break(Action::await_change()))
         }
         Namespace::Foreign(message) => {
-            tracing::warn!(app = %key, "the App's namespace is not its environment's; nothing applied");
-            report(
-                &app,
-                &context,
-                failure_status(&app, None, message),
-                NAMESPACE_NOT_BERTHS,
-            )
-            .await?;
-            return Ok(Action::requeue(WHILE_BLOCKED));
+            tracing::warn!(app = %named(app), "the App's namespace is not its environment's; nothing applied");
+            let status = failure_status(app, None, message);
+            report(app, context, status, NAMESPACE_NOT_BERTHS).await?;
+            Ok(Break(Action::requeue(WHILE_BLOCKED)))
         }
     }
-    let _turn = context
-        .namespace_turn(&app.namespace().unwrap_or_default())
-        .await;
-    let revision = app.spec.release.revision;
-    let mut memory = remembered(&app);
-    releases::remember_rollback(&app, &mut memory);
-    // What the workloads run: the spec's revision, unless its release
-    // command is still to succeed (the last available configuration runs
-    // meanwhile, and stays if it fails).
-    let held: Option<(Reason, String)> = match releases::plan(&app, &memory) {
-        Plan::Apply => None,
-        Plan::Failed(message) => Some((RELEASE_FAILED, message)),
-        Plan::Release => match releases::run(&app, &context.client, settings).await? {
-            ReleaseJob::Succeeded => {
-                memory.released_command_of = Some(revision);
-                None
-            }
-            ReleaseJob::Running(message) => Some((RELEASING, message)),
-            ReleaseJob::Failed(why) => {
-                let message = releases::release_failed(&app, &why, &memory);
-                tracing::warn!(app = %key, revision, why = %why, "release command failed");
-                memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
-                Some((RELEASE_FAILED, message))
-            }
-        },
-    };
-    let previous;
-    let (target, target_revision, rendered) = match &held {
-        None => (app.as_ref(), revision, rendered),
-        Some((why, message)) => {
-            let rendered_previous = releases::previous(&app, &memory).and_then(|previous| {
-                let checked = CheckedApp::of(&previous.app).ok()?;
-                let rendered = render(&checked, settings);
-                Some((previous.app, previous.revision, rendered))
+}
+
+/// What the workloads get this round: an App's configuration, rendered.
+struct Target<'a> {
+    /// The spec's App or, while its revision is held, the previous one.
+    app: &'a App,
+    revision: i64,
+    rendered: Rendered,
+    /// Why it is not the spec's revision, when it is not.
+    held: Option<&'a Held>,
+}
+
+/// Render: the spec's revision or, while it is held, the configuration that
+/// ran before it. When none did (or it no longer renders), nothing runs:
+/// the `Err` says why.
+fn render_target<'a>(
+    app: &'a App,
+    checked: &CheckedApp<'_>,
+    runs: &'a Runs,
+    settings: &RenderSettings,
+) -> Result<Target<'a>, &'a Held> {
+    let (held, previous) = match runs {
+        Runs::Spec => {
+            return Ok(Target {
+                app,
+                revision: app.spec.release.revision,
+                rendered: render(checked, settings),
+                held: None,
             });
-            let Some((found, found_revision, rendered)) = rendered_previous else {
-                // Nothing ran before this revision: nothing to keep running.
-                let status = AppStatus {
-                    ready: false,
-                    reason: Some(why.reason.to_owned()),
-                    message: Some(message.clone()),
-                    url: None,
-                    observed_generation: app.metadata.generation,
-                    ..memory
-                };
-                report(&app, &context, status, *why).await?;
-                return Ok(Action::requeue(if *why == RELEASING {
-                    WHILE_RELEASING
-                } else {
-                    RESYNC
-                }));
-            };
-            previous = found;
-            (&previous, found_revision, rendered)
         }
+        Runs::Held(held, previous) => (held, previous),
     };
-    match apply_all(target, &rendered, &context).await {
+    let previous = previous.as_ref().ok_or(held)?;
+    let checked = CheckedApp::of(&previous.app).map_err(|_| held)?;
+    Ok(Target {
+        app: &previous.app,
+        revision: previous.revision,
+        rendered: render(&checked, settings),
+        held: Some(held),
+    })
+}
+
+/// The spec's revision is held and nothing ran before it: nothing to keep
+/// running; the status says why.
+async fn report_nothing_runs(
+    app: &App,
+    context: &Context,
+    held: &Held,
+    memory: AppStatus,
+) -> Result<Action, Error> {
+    let why = held_event(held);
+    let status = AppStatus {
+        ready: false,
+        reason: Some(why.reason.to_owned()),
+        message: Some(held.message().to_owned()),
+        url: None,
+        observed_generation: app.metadata.generation,
+        ..memory
+    };
+    report(app, context, status, why).await?;
+    Ok(Action::requeue(match held {
+        Held::Releasing(_) => WHILE_RELEASING,
+        Held::Failed(_) => RESYNC,
+    }))
+}
+
+/// The Event of a revision held back.
+fn held_event(held: &Held) -> Reason {
+    match held {
+        Held::Releasing(_) => RELEASING,
+        Held::Failed(_) => RELEASE_FAILED,
+    }
+}
+
+/// Report: the App's status once the target is applied (see
+/// [`apply_all`]), and when to look again.
+async fn report_status(
+    app: &App,
+    context: &Context,
+    target: Target<'_>,
+    memory: AppStatus,
+    applied: Result<Outcome, Failure>,
+) -> Result<Action, Error> {
+    match applied {
         Ok(Outcome::Gone) => {
-            tracing::info!(app = %key, "the App was deleted meanwhile; no claim made");
+            tracing::info!(app = %named(app), "the App was deleted meanwhile; no claim made");
             Ok(Action::await_change())
         }
         Ok(Outcome::Blocked(blocked)) => {
-            tracing::warn!(app = %key, message = %blocked.message, "a rendered name is taken; nothing applied");
-            // No URL while someone else's objects hold the app's names:
-            // nothing of it serves there.
-            let (status, why) = if blocked.waiting {
-                let status = AppStatus {
-                    reason: Some(REASON_PROGRESSING.to_owned()),
-                    ..failure_status(&app, rendered.url.clone(), blocked.message)
-                };
-                (status, WAITING_FOR_EARLIER_APP)
-            } else {
-                (failure_status(&app, None, blocked.message), NAME_TAKEN)
-            };
-            report(&app, &context, status.remembering(memory), why).await?;
-            Ok(Action::requeue(if blocked.waiting {
-                WHILE_AN_EARLIER_APP_GOES
-            } else {
-                WHILE_BLOCKED
-            }))
+            report_blocked(app, context, target.rendered.url, memory, blocked).await
         }
         Ok(Outcome::Applied(applied)) => {
-            let mut status = app_status(
-                &app,
-                rendered.url.clone(),
-                &applied.deployments,
-                applied.waiting_for.clone(),
-            )
-            .remembering(memory);
-            // Its workloads now carry the target's configuration.
-            status.running_revision = Some(target_revision);
-            let why = if let Some((why, message)) = held {
-                // The previous revision serves; the status says why.
-                status.reason = Some(why.reason.to_owned());
-                status.message = Some(message);
-                why
-            } else {
-                let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
-                    .then(|| status.message.clone().unwrap_or_default());
-                if let Some(failure) = &failed
-                    && let Some(next) = releases::rollback(&app, &status, failure)
-                    && releases::commit_rollback(&context.client, &next).await?
-                {
-                    status.reason = Some(REASON_PROGRESSING.to_owned());
-                    status.message = next.spec.release.note.clone();
-                    releases::remember_rollback(&next, &mut status);
-                    report(&app, &context, status, ROLLED_BACK).await?;
-                    return Ok(Action::requeue(WHILE_PROGRESSING));
-                }
-                releases::record_applied(&app, &mut status, failed.as_deref());
-                if status.ready && status.message.is_none() {
-                    status.message = releases::rollback_note(&app);
-                }
-                match status.reason.as_deref() {
-                    Some(REASON_AVAILABLE) => AVAILABLE,
-                    Some(REASON_SCHEDULED) => SCHEDULED,
-                    Some(REASON_ROLLOUT_FAILED) => ROLLOUT_FAILED,
-                    _ => PROGRESSING,
-                }
-            };
-            let progressing = matches!(
-                status.reason.as_deref(),
-                Some(REASON_PROGRESSING | REASON_RELEASING)
-            );
-            report(&app, &context, status, why).await?;
-            Ok(Action::requeue(if applied.waiting_for.is_some() {
-                WHILE_REPLACING_A_CLAIM
-            } else if progressing {
-                WHILE_PROGRESSING
-            } else {
-                RESYNC
-            }))
+            report_applied(app, context, &target, memory, applied).await
         }
-        Err(failure) => {
-            // The raw error for operators; the status and the Event get a
-            // sentence.
-            tracing::warn!(app = %key, object = %failure.object, error = %failure.error, "applying failed");
-            // A refusal is the app's failure; a cluster that is briefly
-            // unavailable is not, and is only retried. A namespace being
-            // deleted refuses everything, Events too.
-            if failure.is_refusal() && !namespace_terminating(&failure.error) {
-                let message = failure.message();
-                let status =
-                    failure_status(&app, rendered.url.clone(), message.clone()).remembering(memory);
-                // Best effort: the error is what gets retried.
-                let _ = set_status(&app, &context, status).await;
-                // Every refusal, not only the first: kube-rs's Recorder
-                // counts repeats in one Event.
-                context.events.publish(app.as_ref(), REFUSED, message).await;
-            }
-            Err(Error::Apply {
-                object: failure.object,
-                source: failure.error,
-            })
-        }
+        Err(failure) => report_failure(app, context, target.rendered.url, memory, failure).await,
     }
+}
+
+/// Rendered names are held by objects this App does not control: nothing
+/// was applied.
+async fn report_blocked(
+    app: &App,
+    context: &Context,
+    url: Option<String>,
+    memory: AppStatus,
+    blocked: Blocked,
+) -> Result<Action, Error> {
+    tracing::warn!(app = %named(app), message = %blocked.message, "a rendered name is taken; nothing applied");
+    // No URL while someone else's objects hold the app's names: nothing of
+    // it serves there.
+    let (status, why) = if blocked.waiting {
+        let status = AppStatus {
+            reason: Some(REASON_PROGRESSING.to_owned()),
+            ..failure_status(app, url, blocked.message)
+        };
+        (status, WAITING_FOR_EARLIER_APP)
+    } else {
+        (failure_status(app, None, blocked.message), NAME_TAKEN)
+    };
+    report(app, context, status.remembering(memory), why).await?;
+    Ok(Action::requeue(if blocked.waiting {
+        WHILE_AN_EARLIER_APP_GOES
+    } else {
+        WHILE_BLOCKED
+    }))
+}
+
+/// The target's workloads are applied: the status follows their rollout,
+/// says why while the spec's revision is held, and records what became of
+/// it; a failed rollout is rolled back when it can be (see
+/// [`releases::record_rollout`]).
+async fn report_applied(
+    app: &App,
+    context: &Context,
+    target: &Target<'_>,
+    memory: AppStatus,
+    applied: Applied,
+) -> Result<Action, Error> {
+    let url = target.rendered.url.clone();
+    let mut status =
+        app_status(app, url, &applied.deployments, applied.waiting_for.clone()).remembering(memory);
+    // Its workloads now carry the target's configuration.
+    status.running_revision = Some(target.revision);
+    let why = if let Some(held) = target.held {
+        // The previous revision serves; the status says why.
+        status.reason = Some(held_event(held).reason.to_owned());
+        status.message = Some(held.message().to_owned());
+        held_event(held)
+    } else {
+        let failed = (status.reason.as_deref() == Some(REASON_ROLLOUT_FAILED))
+            .then(|| status.message.clone().unwrap_or_default());
+        let recorded =
+            releases::record_rollout(app, &context.client, &mut status, failed.as_deref()).await?;
+        if recorded == Recorded::RolledBack {
+            status.reason = Some(REASON_PROGRESSING.to_owned());
+            report(app, context, status, ROLLED_BACK).await?;
+            return Ok(Action::requeue(WHILE_PROGRESSING));
+        }
+        rollout_event(&status)
+    };
+    let progressing = matches!(
+        status.reason.as_deref(),
+        Some(REASON_PROGRESSING | REASON_RELEASING)
+    );
+    report(app, context, status, why).await?;
+    Ok(Action::requeue(if applied.waiting_for.is_some() {
+        WHILE_REPLACING_A_CLAIM
+    } else if progressing {
+        WHILE_PROGRESSING
+    } else {
+        RESYNC
+    }))
+}
+
+/// The Event of a rollout's status.
+fn rollout_event(status: &AppStatus) -> Reason {
+    match status.reason.as_deref() {
+        Some(REASON_AVAILABLE) => AVAILABLE,
+        Some(REASON_SCHEDULED) => SCHEDULED,
+        Some(REASON_ROLLOUT_FAILED) => ROLLOUT_FAILED,
+        _ => PROGRESSING,
+    }
+}
+
+/// Applying failed: the raw error for operators; the status and the Event
+/// get a sentence.
+async fn report_failure(
+    app: &App,
+    context: &Context,
+    url: Option<String>,
+    memory: AppStatus,
+    failure: Failure,
+) -> Result<Action, Error> {
+    tracing::warn!(app = %named(app), object = %failure.object, error = %failure.error, "applying failed");
+    // A refusal is the app's failure; a cluster that is briefly
+    // unavailable is not, and is only retried. A namespace being
+    // deleted refuses everything, Events too.
+    if failure.is_refusal() && !namespace_terminating(&failure.error) {
+        let message = failure.message();
+        let status = failure_status(app, url, message.clone()).remembering(memory);
+        // Best effort: the error is what gets retried.
+        let _ = set_status(app, context, status).await;
+        // Every refusal, not only the first: kube-rs's Recorder
+        // counts repeats in one Event.
+        context.events.publish(app, REFUSED, message).await;
+    }
+    Err(Error::Apply {
+        object: failure.object,
+        source: failure.error,
+    })
 }
 
 /// An app built from source with no image yet: nothing runs (nothing is
@@ -351,36 +439,6 @@ pub fn awaiting_message(latest: Option<&Build>) -> String {
             format!("Build {number} succeeded; the app's revision with its image is on its way.")
         }
         _ => format!("The app awaits its first build: build {number} is queued."),
-    }
-}
-
-/// What the App's status remembers across reconciles (see
-/// [`crate::releases`]), without what it reports.
-fn remembered(app: &App) -> AppStatus {
-    let status = app.status.clone().unwrap_or_default();
-    AppStatus {
-        last_available: status.last_available,
-        released_command_of: status.released_command_of,
-        revisions: status.revisions,
-        running_revision: status.running_revision,
-        ..AppStatus::default()
-    }
-}
-
-/// A reported status that keeps what `memory` remembers.
-trait Remembering {
-    fn remembering(self, memory: AppStatus) -> AppStatus;
-}
-
-impl Remembering for AppStatus {
-    fn remembering(self, memory: AppStatus) -> AppStatus {
-        AppStatus {
-            last_available: memory.last_available,
-            released_command_of: memory.released_command_of,
-            revisions: memory.revisions,
-            running_revision: memory.running_revision,
-            ..self
-        }
     }
 }
 

@@ -20,6 +20,12 @@
 //!
 //! Domains always stay the spec's when an older configuration runs: their
 //! claims (`apps::hosts`) follow the revisions the API commits.
+//!
+//! A round of the App's reconcile asks two things of this module:
+//! [`plan_release`] before anything is rendered (what the workloads run,
+//! running the release command when one is due), and [`record_rollout`]
+//! once they are applied (what became of the spec's revision, rolling it
+//! back when its rollout failed).
 
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
@@ -34,6 +40,7 @@ use berth_cluster::ownership;
 use berth_cluster::{is_conflict, is_not_found};
 use berth_domain::clock;
 
+use crate::context::named;
 use crate::error::Error;
 use crate::events::bounded;
 use crate::render::{CheckedApp, RenderSettings, release_job};
@@ -41,9 +48,154 @@ use crate::render::{CheckedApp, RenderSettings, release_job};
 pub const REASON_RELEASING: &str = "Releasing";
 pub const REASON_RELEASE_FAILED: &str = "ReleaseFailed";
 
+/// This round's release plan: what the workloads run, and what the App's
+/// status remembers as the round leaves it.
+pub struct ReleasePlan {
+    pub runs: Runs,
+    pub memory: AppStatus,
+}
+
+/// What the workloads run this round.
+pub enum Runs {
+    /// The spec's revision.
+    Spec,
+    /// Not the spec's revision, for the reason `Held` says: the last
+    /// configuration that became available runs meanwhile (see
+    /// [`previous`]); None before any did, and then nothing runs.
+    Held(Held, Option<Box<Previous>>),
+}
+
+/// Why the spec's revision does not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Held {
+    /// Its release command is still to succeed.
+    Releasing(String),
+    /// Its release command failed: the revision never runs.
+    Failed(String),
+}
+
+impl Held {
+    /// What the App's status says meanwhile.
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Releasing(message) | Self::Failed(message) => message,
+        }
+    }
+}
+
+/// Plans the spec's revision: remembers what an automatic rollback rolled
+/// back, runs its release command when one is due (see [`plan`]), and says
+/// what the workloads run.
+pub async fn plan_release(
+    app: &App,
+    client: &kube::Client,
+    settings: &RenderSettings,
+) -> Result<ReleasePlan, Error> {
+    let mut memory = remembered(app);
+    remember_rollback(app, &mut memory);
+    let held = match plan(app, &memory) {
+        Plan::Apply => None,
+        Plan::Failed(message) => Some(Held::Failed(message)),
+        Plan::Release => release(app, client, settings, &mut memory).await?,
+    };
+    let runs = match held {
+        None => Runs::Spec,
+        Some(held) => Runs::Held(held, previous(app, &memory).map(Box::new)),
+    };
+    Ok(ReleasePlan { runs, memory })
+}
+
+/// Runs the release command of the spec's revision (see [`run`]) and
+/// remembers how it ended: what still holds the revision back, if anything.
+async fn release(
+    app: &App,
+    client: &kube::Client,
+    settings: &RenderSettings,
+    memory: &mut AppStatus,
+) -> Result<Option<Held>, Error> {
+    let revision = app.spec.release.revision;
+    Ok(match run(app, client, settings).await? {
+        ReleaseJob::Succeeded => {
+            memory.released_command_of = Some(revision);
+            None
+        }
+        ReleaseJob::Running(message) => Some(Held::Releasing(message)),
+        ReleaseJob::Failed(why) => {
+            let message = release_failed(app, &why, memory);
+            tracing::warn!(app = %named(app), revision, why = %why, "release command failed");
+            memory.record(revision, OUTCOME_FAILED, Some(message.clone()));
+            Some(Held::Failed(message))
+        }
+    })
+}
+
+/// What became of the spec's revision once its workloads were applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// Its outcome, in the status (see [`record_applied`]).
+    Outcome,
+    /// Its rollout failed and it was rolled back: the next revision is
+    /// written, and the status's message is its note.
+    RolledBack,
+}
+
+/// Records in `status` what became of the spec's revision, its workloads
+/// applied; a rollout that `failed` (why) is rolled back instead when it
+/// can be (see [`rollback`]).
+pub async fn record_rollout(
+    app: &App,
+    client: &kube::Client,
+    status: &mut AppStatus,
+    failed: Option<&str>,
+) -> Result<Recorded, Error> {
+    if let Some(failure) = failed
+        && let Some(next) = rollback(app, status, failure)
+        && commit_rollback(client, &next).await?
+    {
+        status.message = next.spec.release.note.clone();
+        remember_rollback(&next, status);
+        return Ok(Recorded::RolledBack);
+    }
+    record_applied(app, status, failed);
+    if status.ready && status.message.is_none() {
+        status.message = rollback_note(app);
+    }
+    Ok(Recorded::Outcome)
+}
+
+/// What the App's status remembers across reconciles (see the module's
+/// doc), without what it reports.
+pub fn remembered(app: &App) -> AppStatus {
+    let status = app.status.clone().unwrap_or_default();
+    AppStatus {
+        last_available: status.last_available,
+        released_command_of: status.released_command_of,
+        revisions: status.revisions,
+        running_revision: status.running_revision,
+        ..AppStatus::default()
+    }
+}
+
+/// A reported status that keeps what `memory` remembers.
+pub trait Remembering {
+    fn remembering(self, memory: AppStatus) -> AppStatus;
+}
+
+impl Remembering for AppStatus {
+    fn remembering(self, memory: AppStatus) -> AppStatus {
+        AppStatus {
+            last_available: memory.last_available,
+            released_command_of: memory.released_command_of,
+            revisions: memory.revisions,
+            running_revision: memory.running_revision,
+            ..self
+        }
+    }
+}
+
 /// What the spec's revision needs before its workloads may change.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Plan {
+enum Plan {
     /// Its workloads may change: no release command to run, or it succeeded.
     Apply,
     /// Its release command has to run (or is running).
@@ -54,7 +206,7 @@ pub enum Plan {
 
 /// Whether the spec's revision needs its release command run first
 /// (`App::awaits_release`, with the status as this round has it).
-pub fn plan(app: &App, status: &AppStatus) -> Plan {
+fn plan(app: &App, status: &AppStatus) -> Plan {
     let mut seen = app.clone();
     seen.status = Some(status.clone());
     if !seen.awaits_release() {
@@ -78,7 +230,7 @@ pub struct Previous {
 /// The App as it runs while its spec's revision waits or failed: the last
 /// configuration that became available, with the spec's domains and grown
 /// volumes. None before any did (nothing runs yet).
-pub fn previous(app: &App, status: &AppStatus) -> Option<Previous> {
+fn previous(app: &App, status: &AppStatus) -> Option<Previous> {
     let available = status.last_available.as_ref()?;
     let mut previous = app.clone();
     previous.spec.config = restored(&available.config, &app.spec.config);
@@ -90,7 +242,7 @@ pub fn previous(app: &App, status: &AppStatus) -> Option<Previous> {
 
 /// `available` run again over `current`: the current domains (claimed for
 /// the current revision), volumes never shrinking.
-pub fn restored(available: &AppConfig, current: &AppConfig) -> AppConfig {
+fn restored(available: &AppConfig, current: &AppConfig) -> AppConfig {
     let mut config = available.clone().with_grown_volumes(current);
     config.domains.clone_from(&current.domains);
     config
@@ -98,7 +250,7 @@ pub fn restored(available: &AppConfig, current: &AppConfig) -> AppConfig {
 
 /// Where the release Job of the spec's revision stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ReleaseJob {
+enum ReleaseJob {
     Running(String),
     Succeeded,
     Failed(String),
@@ -107,7 +259,7 @@ pub enum ReleaseJob {
 /// Creates the release Job of the spec's revision if it is not there, and
 /// says where it stands. Only a Job this App controls is ever read as its
 /// release; another of that name is left alone and waited out.
-pub async fn run(
+async fn run(
     app: &App,
     client: &kube::Client,
     settings: &RenderSettings,
@@ -172,7 +324,7 @@ fn job_state(job: &Job, settings: &RenderSettings) -> Option<ReleaseJob> {
 }
 
 /// The message of a revision whose release command failed.
-pub fn release_failed(app: &App, why: &str, status: &AppStatus) -> String {
+fn release_failed(app: &App, why: &str, status: &AppStatus) -> String {
     let revision = app.spec.release.revision;
     let keeps = match &status.last_available {
         Some(available) => format!("revision {} keeps running", available.revision),
@@ -185,7 +337,7 @@ pub fn release_failed(app: &App, why: &str, status: &AppStatus) -> String {
 
 /// What a revision that is itself an automatic rollback says while it
 /// runs: the note the controller wrote.
-pub fn rollback_note(app: &App) -> Option<String> {
+fn rollback_note(app: &App) -> Option<String> {
     app.spec
         .release
         .automatic_rollback_of
@@ -194,7 +346,7 @@ pub fn rollback_note(app: &App) -> Option<String> {
 
 /// Outcomes the spec alone says: the revision an automatic rollback rolled
 /// back (written before its outcome could be) is `rolled_back`.
-pub fn remember_rollback(app: &App, status: &mut AppStatus) {
+fn remember_rollback(app: &App, status: &mut AppStatus) {
     if let Some(rolled_back) = app.spec.release.automatic_rollback_of
         && status
             .outcome(rolled_back)
@@ -211,7 +363,7 @@ pub fn remember_rollback(app: &App, status: &mut AppStatus) {
 /// Records where the spec's revision stands once its configuration is
 /// applied: `released` (and the last available configuration) when ready,
 /// `failed` when its rollout failed, `pending` until then.
-pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
+fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
     let revision = app.spec.release.revision;
     if let Some(message) = failed {
         status.record(revision, OUTCOME_FAILED, Some(bounded(message.to_owned())));
@@ -230,7 +382,7 @@ pub fn record_applied(app: &App, status: &mut AppStatus, failed: Option<&str>) {
 /// that became available, as the next revision; None when there is nothing
 /// to roll back to, rolling back is off, or the revision is itself an
 /// automatic rollback (never a loop).
-pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
+fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
     let spec = &app.spec;
     if !spec.config.auto_rollback || spec.release.automatic_rollback_of.is_some() {
         return None;
@@ -259,7 +411,7 @@ pub fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
 /// Commits an automatic rollback: replaces the App read (its
 /// `resourceVersion`), so a change made meanwhile wins and is not undone.
 /// Answers whether it was written.
-pub async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Error> {
+async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Error> {
     let api: Api<App> = Api::namespaced(client.clone(), &next.namespace().unwrap_or_default());
     match api
         .replace(&next.name_any(), &PostParams::default(), next)
