@@ -36,35 +36,6 @@ const MAX_OBJECT_NAME: usize = 63;
 /// A CronJob's Jobs add 11 characters to its name.
 const MAX_CRONJOB_NAME: usize = 52;
 
-/// The main process's fields, flat in a create or update body.
-#[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProcessBody {
-    /// Every process of `processes` has one (the flat fields' main process
-    /// is named by what it is: `web`, `worker` or `job`).
-    #[schema(value_type = ProcessName, required = true)]
-    pub name: Option<String>,
-    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
-    pub command: Option<Vec<String>>,
-    #[schema(minimum = 1, maximum = 65535)]
-    pub port: Option<i64>,
-    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
-    #[schema(value_type = Option<Size>)]
-    pub size: Option<String>,
-    #[schema(minimum = 0, maximum = 100)]
-    pub replicas: Option<i64>,
-    /// At least `replicas`; above it, the process scales on CPU.
-    #[schema(minimum = 0, maximum = 100)]
-    pub max_replicas: Option<i64>,
-    /// A 5-field cron expression: the process runs on a schedule.
-    pub schedule: Option<String>,
-    /// An IANA time zone for `schedule`; `UTC` by default.
-    pub time_zone: Option<String>,
-    #[schema(pattern = "^(http|tcp)$")]
-    pub protocol: Option<String>,
-}
-
 /// A variable: a plain `value`, or a key of a `secret`.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -117,195 +88,157 @@ pub struct BuildBody {
     pub dockerfile: Option<String>,
 }
 
-/// `POST ENV/apps`: the spec's flat fields, or `processes` for an app of
-/// several processes (never both).
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
-#[schema(as = CreateAppBody)]
-#[serde(deny_unknown_fields)]
-pub struct CreateBody {
-    /// A DNS-1035 label without `--` (which separates the parts of the
-    /// app's default host).
-    #[schema(value_type = NewAppName)]
-    pub name: String,
-    /// A container image reference, e.g. `nginx:1.27`; optional with a
-    /// `git_repo`.
-    #[schema(min_length = 1)]
-    pub image: Option<String>,
-    /// The `https://` URL of a git repository to build the image from (no
-    /// credentials in it: see `git_secret`). An app has an `image`, a
-    /// `git_repo` or both; with a `git_repo` and no `image`, build 1 is
-    /// queued at once and the app awaits it.
-    #[schema(value_type = Option<GitRepo>)]
-    pub git_repo: Option<String>,
-    /// The branch, tag or commit to build (git's ref-format rules, at most
-    /// 255 characters); the repository's default branch when omitted.
-    #[schema(value_type = Option<GitRef>)]
-    pub git_ref: Option<String>,
-    #[serde(default, deserialize_with = "object::optional")]
-    pub build: Option<BuildBody>,
-    /// A secret of the environment holding the credential to clone with
-    /// (key `token`, optionally `username`); only its name is ever shown.
-    #[schema(value_type = Option<SecretName>)]
-    pub git_secret: Option<String>,
-    #[schema(minimum = 1, maximum = 65535)]
-    pub port: Option<i64>,
-    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
-    pub command: Option<Vec<String>>,
-    #[schema(minimum = 0, maximum = 100)]
-    pub replicas: Option<i64>,
-    /// At least `replicas`; above it, the process scales on CPU.
-    #[schema(minimum = 0, maximum = 100)]
-    pub max_replicas: Option<i64>,
-    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
-    #[schema(value_type = Option<Size>)]
-    pub size: Option<String>,
-    /// A 5-field cron expression: the process runs on a schedule.
-    pub schedule: Option<String>,
-    /// An IANA time zone for `schedule`; `UTC` by default.
-    pub time_zone: Option<String>,
-    #[schema(pattern = "^(http|tcp)$")]
-    pub protocol: Option<String>,
-    /// Several processes, instead of the flat fields of the main one.
-    #[schema(min_items = 1, max_items = 20)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub processes: Option<Vec<ProcessBody>>,
-    #[schema(max_items = 500)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway), case-insensitive
-    /// and with the DNS root's trailing dot optional (kept lowercase,
-    /// without it). Each serves one app on the whole platform; none may be
-    /// under the platform's apps domain.
-    #[schema(value_type = Option<Vec<Hostname>>, max_items = 50)]
-    pub domains: Option<Vec<String>>,
-    #[schema(value_type = Option<HealthCheckPath>)]
-    pub health_check_path: Option<String>,
-    #[schema(max_items = 20)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub volumes: Option<Vec<VolumeBody>>,
-    #[schema(minimum = 1, maximum = 2147483647)]
-    pub fs_group: Option<i64>,
-    /// Run before the workloads change, whenever the image, a command, the
-    /// env or this command change (a Job from the new image with the new
-    /// env, no volumes); the workloads change only when it succeeds. Empty
-    /// to remove (`app-deploy`, like `command`).
-    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
-    pub release_command: Option<Vec<String>>,
-    /// Roll a revision whose rollout fails back to the last configuration
-    /// that became available; `true` by default.
-    pub auto_rollback: Option<bool>,
-}
+/// The app's bodies from one list of fields, so a new field is one entry
+/// here: `createApp` takes each as given, `updateApp` changes what is
+/// present (the spec: the same fields, all optional), and a process's
+/// fields serve both a [`ProcessBody`] of `processes` and the main process
+/// a body carries flat. Each body refuses unknown fields, which serde
+/// cannot do for a struct flattened into another: hence a macro rather
+/// than shared structs.
+macro_rules! bodies {
+    (
+        process: { $($(#[$process_attribute:meta])* $process_field:ident: $process_type:ty,)* }
+        app: { $($(#[$app_attribute:meta])* $app_field:ident: $app_type:ty,)* }
+    ) => {
+        /// A process of `processes`; its fields are also the main process's,
+        /// flat in a create or update body.
+        #[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct ProcessBody {
+            /// Every process of `processes` has one (the flat fields' main
+            /// process is named by what it is: `web`, `worker` or `job`).
+            #[schema(value_type = ProcessName, required = true)]
+            pub name: Option<String>,
+            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+        }
 
-/// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced whole.
-#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
-#[schema(as = UpdateAppBody)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateBody {
-    /// A new image deploys a release (`app-deploy`).
-    pub image: Option<String>,
-    /// A new repository (`app-deploy`, like every source field); `null`
-    /// removes the app's source, only when it has an image.
-    #[schema(value_type = Option<GitRepo>)]
-    #[serde(default, deserialize_with = "present")]
-    pub git_repo: Option<Option<String>>,
-    /// `null`: the repository's default branch.
-    #[schema(value_type = Option<GitRef>)]
-    #[serde(default, deserialize_with = "present")]
-    pub git_ref: Option<Option<String>>,
-    #[serde(default, deserialize_with = "object::optional")]
-    pub build: Option<BuildBody>,
-    /// `null`: clone without a credential.
-    #[schema(value_type = Option<SecretName>)]
-    #[serde(default, deserialize_with = "present")]
-    pub git_secret: Option<Option<String>>,
-    #[schema(minimum = 1, maximum = 65535)]
-    pub port: Option<i64>,
-    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
-    pub command: Option<Vec<String>>,
-    #[schema(minimum = 0, maximum = 100)]
-    pub replicas: Option<i64>,
-    /// At least `replicas`; above it, the process scales on CPU.
-    #[schema(minimum = 0, maximum = 100)]
-    pub max_replicas: Option<i64>,
-    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
-    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
-    #[schema(value_type = Option<Size>)]
-    pub size: Option<String>,
-    /// A 5-field cron expression: the process runs on a schedule.
-    pub schedule: Option<String>,
-    /// An IANA time zone for `schedule`; `UTC` by default.
-    pub time_zone: Option<String>,
-    #[schema(pattern = "^(http|tcp)$")]
-    pub protocol: Option<String>,
-    /// Several processes, instead of the flat fields of the main one.
-    #[schema(min_items = 1, max_items = 20)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub processes: Option<Vec<ProcessBody>>,
-    #[schema(max_items = 500)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub env: Option<Vec<EnvBody>>,
-    /// Hostnames the app answers on (through the gateway), case-insensitive
-    /// and with the DNS root's trailing dot optional (kept lowercase,
-    /// without it). Each serves one app on the whole platform; none may be
-    /// under the platform's apps domain.
-    #[schema(value_type = Option<Vec<Hostname>>, max_items = 50)]
-    pub domains: Option<Vec<String>>,
-    /// `""` removes the health check.
-    #[schema(max_length = 1024, pattern = "^$|^/[!-~]*$")]
-    pub health_check_path: Option<String>,
-    #[schema(max_items = 20)]
-    #[serde(default, deserialize_with = "object::optional_list")]
-    pub volumes: Option<Vec<VolumeBody>>,
-    #[schema(minimum = 1, maximum = 2147483647)]
-    pub fs_group: Option<i64>,
-    /// Run before the workloads change, whenever the image, a command, the
-    /// env or this command change (a Job from the new image with the new
-    /// env, no volumes); the workloads change only when it succeeds. Empty
-    /// to remove (`app-deploy`, like `command`).
-    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
-    pub release_command: Option<Vec<String>>,
-    /// Roll a revision whose rollout fails back to the last configuration
-    /// that became available; `true` by default.
-    pub auto_rollback: Option<bool>,
-}
+        /// `POST ENV/apps`: the spec's flat fields, or `processes` for an app
+        /// of several processes (never both).
+        #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+        #[schema(as = CreateAppBody)]
+        #[serde(deny_unknown_fields)]
+        pub struct CreateBody {
+            /// A DNS-1035 label without `--` (which separates the parts of
+            /// the app's default host).
+            #[schema(value_type = NewAppName)]
+            pub name: String,
+            $($(#[$app_attribute])* pub $app_field: $app_type,)*
+            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+        }
 
-/// Both bodies carry the main process's fields flat (serde cannot flatten
-/// them into a shared struct and still refuse unknown fields).
-macro_rules! flat_process {
-    ($body:ty) => {
-        impl $body {
+        /// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced
+        /// whole.
+        #[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
+        #[schema(as = UpdateAppBody)]
+        #[serde(deny_unknown_fields)]
+        pub struct UpdateBody {
+            $($(#[$app_attribute])* pub $app_field: $app_type,)*
+            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+        }
+
+        /// The main process's fields that a body carries flat.
+        const FLAT_PROCESS_FIELDS: &[&str] = &[$(stringify!($process_field)),*];
+
+        impl CreateBody {
             /// The flat process fields, as a process body without a name.
             fn flat_process(&self) -> ProcessBody {
-                ProcessBody {
-                    name: None,
-                    command: self.command.clone(),
-                    port: self.port,
-                    size: self.size.clone(),
-                    replicas: self.replicas,
-                    max_replicas: self.max_replicas,
-                    schedule: self.schedule.clone(),
-                    time_zone: self.time_zone.clone(),
-                    protocol: self.protocol.clone(),
-                }
+                ProcessBody { name: None, $($process_field: Clone::clone(&self.$process_field),)* }
+            }
+        }
+
+        impl UpdateBody {
+            /// The flat process fields, as a process body without a name.
+            fn flat_process(&self) -> ProcessBody {
+                ProcessBody { name: None, $($process_field: Clone::clone(&self.$process_field),)* }
             }
         }
     };
 }
-flat_process!(CreateBody);
-flat_process!(UpdateBody);
 
-/// The main process's fields that a body carries flat.
-const FLAT_PROCESS_FIELDS: [&str; 8] = [
-    "port",
-    "command",
-    "replicas",
-    "max_replicas",
-    "size",
-    "schedule",
-    "time_zone",
-    "protocol",
-];
+bodies! {
+process: {
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
+    command: Option<Vec<String>>,
+    #[schema(minimum = 1, maximum = 65535)]
+    port: Option<i64>,
+    /// `nano`, `small`, `medium`, `large`, or `CPU/MEMORY` in Kubernetes
+    /// quantities (e.g. `750m/1536Mi`), at most 16 CPU and 64Gi.
+    #[schema(value_type = Option<Size>)]
+    size: Option<String>,
+    #[schema(minimum = 0, maximum = 100)]
+    replicas: Option<i64>,
+    /// At least `replicas`; above it, the process scales on CPU.
+    #[schema(minimum = 0, maximum = 100)]
+    max_replicas: Option<i64>,
+    /// A 5-field cron expression: the process runs on a schedule.
+    schedule: Option<String>,
+    /// An IANA time zone for `schedule`; `UTC` by default.
+    time_zone: Option<String>,
+    #[schema(pattern = "^(http|tcp)$")]
+    protocol: Option<String>,
+}
+app: {
+    /// A container image reference, e.g. `nginx:1.27`; optional with a
+    /// `git_repo`. A new image deploys a release (`app-deploy`).
+    #[schema(min_length = 1)]
+    image: Option<String>,
+    /// The `https://` URL of a git repository to build the image from (no
+    /// credentials in it: see `git_secret`). An app has an `image`, a
+    /// `git_repo` or both; with a `git_repo` and no `image`, build 1 is
+    /// queued at once and the app awaits it. A new repository is
+    /// `app-deploy`, like every source field; `null` removes the app's
+    /// source, only when it has an image.
+    #[schema(value_type = Option<GitRepo>)]
+    #[serde(default, deserialize_with = "present")]
+    git_repo: Option<Option<String>>,
+    /// The branch, tag or commit to build (git's ref-format rules, at most
+    /// 255 characters); the repository's default branch when omitted or
+    /// `null`.
+    #[schema(value_type = Option<GitRef>)]
+    #[serde(default, deserialize_with = "present")]
+    git_ref: Option<Option<String>>,
+    #[serde(default, deserialize_with = "object::optional")]
+    build: Option<BuildBody>,
+    /// A secret of the environment holding the credential to clone with
+    /// (key `token`, optionally `username`); only its name is ever shown.
+    /// `null`: clone without a credential.
+    #[schema(value_type = Option<SecretName>)]
+    #[serde(default, deserialize_with = "present")]
+    git_secret: Option<Option<String>>,
+    /// Several processes, instead of the flat fields of the main one.
+    #[schema(min_items = 1, max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
+    processes: Option<Vec<ProcessBody>>,
+    #[schema(max_items = 500)]
+    #[serde(default, deserialize_with = "object::optional_list")]
+    env: Option<Vec<EnvBody>>,
+    /// Hostnames the app answers on (through the gateway), case-insensitive
+    /// and with the DNS root's trailing dot optional (kept lowercase,
+    /// without it). Each serves one app on the whole platform; none may be
+    /// under the platform's apps domain.
+    #[schema(value_type = Option<Vec<Hostname>>, max_items = 50)]
+    domains: Option<Vec<String>>,
+    /// A URL path (and query) starting with '/', printable ASCII without
+    /// spaces, that answers when the app is healthy; `""`: no health check
+    /// (removes it).
+    #[schema(max_length = 1024, pattern = "^$|^/[!-~]*$")]
+    health_check_path: Option<String>,
+    #[schema(max_items = 20)]
+    #[serde(default, deserialize_with = "object::optional_list")]
+    volumes: Option<Vec<VolumeBody>>,
+    #[schema(minimum = 1, maximum = 2147483647)]
+    fs_group: Option<i64>,
+    /// Run before the workloads change, whenever the image, a command, the
+    /// env or this command change (a Job from the new image with the new
+    /// env, no volumes); the workloads change only when it succeeds. Empty
+    /// to remove (`app-deploy`, like `command`).
+    #[schema(value_type = Option<Vec<CommandArg>>, max_items = 100)]
+    release_command: Option<Vec<String>>,
+    /// Roll a revision whose rollout fails back to the last configuration
+    /// that became available; `true` by default.
+    auto_rollback: Option<bool>,
+}
+}
 
 /// What no body may be, for the rules between fields that the derived
 /// schemas cannot state (JSON Schema `not`, by schema name): `processes`
@@ -317,7 +250,7 @@ pub fn forbidden_combinations() -> [(&'static str, serde_json::Value); 3] {
     let both_process_forms = json!({
         "allOf": [
             given("processes"),
-            { "anyOf": FLAT_PROCESS_FIELDS.map(given) },
+            { "anyOf": FLAT_PROCESS_FIELDS.iter().map(|field| given(field)).collect::<Vec<_>>() },
         ]
     });
     [
@@ -345,18 +278,17 @@ pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> 
     };
     let env = parse_env(body.env.as_deref().unwrap_or_default(), &[])?;
     let volumes = parse_volumes(body.volumes.as_deref().unwrap_or_default(), &[])?;
-    let source = match &body.git_repo {
+    // A new app has nothing to remove: `null` is as good as omitted.
+    let given = |field: &Option<Option<String>>| field.clone().flatten();
+    let (git_ref, git_secret) = (given(&body.git_ref), given(&body.git_secret));
+    let source = match given(&body.git_repo) {
         Some(repo) => Some(AppSource {
-            git_repo: parse_repo(repo)?,
-            git_ref: body.git_ref.as_deref().map(parse_ref).transpose()?,
+            git_repo: parse_repo(&repo)?,
+            git_ref: git_ref.as_deref().map(parse_ref).transpose()?,
             build: parse_build(body.build.as_ref().unwrap_or(&BuildBody::default()))?,
-            git_secret: body
-                .git_secret
-                .as_deref()
-                .map(parse_git_secret)
-                .transpose()?,
+            git_secret: git_secret.as_deref().map(parse_git_secret).transpose()?,
         }),
-        None if body.git_ref.is_some() || body.build.is_some() || body.git_secret.is_some() => {
+        None if git_ref.is_some() || body.build.is_some() || git_secret.is_some() => {
             return Err(needs_repo());
         }
         None => None,
@@ -368,7 +300,11 @@ pub fn parse_create(body: CreateBody) -> Result<(AppName, AppConfig), ApiError> 
         env,
         domains: parse_domains(body.domains.as_deref().unwrap_or_default())?,
         volumes,
-        health_check_path: parse_health_check_path(body.health_check_path.as_deref())?,
+        health_check_path: parse_health_check_path(
+            body.health_check_path
+                .as_deref()
+                .filter(|path| !path.is_empty()),
+        )?,
         fs_group: parse_fs_group(body.fs_group)?,
         release_command: body
             .release_command
@@ -1022,6 +958,18 @@ mod tests {
         }
     }
 
+    /// The spec gives both bodies the same fields: what clears a field on
+    /// an update leaves it unset on a create.
+    #[test]
+    fn a_create_takes_what_clears_a_field_as_unset() {
+        let (_, config) = create(serde_json::json!({
+            "name": "shop", "image": "nginx", "health_check_path": "",
+            "git_repo": null, "git_ref": null, "git_secret": null,
+        }))
+        .unwrap();
+        assert_eq!((config.health_check_path, config.source), (None, None));
+    }
+
     #[test]
     fn flat_fields_make_a_main_process_named_by_its_kind() {
         let web = config(serde_json::json!({"name": "shop", "image": "nginx:1.27", "port": 8080}));
@@ -1491,5 +1439,77 @@ mod tests {
             update(&image_app, serde_json::json!({"git_secret": "s"})).expect_err("no repo"),
         );
         assert!(error.starts_with("git_repo:"), "{error}");
+    }
+}
+
+/// Where each field of the app's bodies is declared: once, in the list
+/// `bodies!` takes, whichever bodies it ends up in (`createApp`'s,
+/// `updateApp`'s, a process of `processes`).
+#[cfg(test)]
+mod declarations {
+    use utoipa::PartialSchema;
+    use utoipa::openapi::{RefOr, schema::Schema};
+
+    /// The bodies of what an app holds, with fields of their own (a
+    /// volume's `size` is not the process's).
+    const PARTS: [&str; 4] = ["EnvBody", "SecretRefBody", "VolumeBody", "BuildBody"];
+
+    fn properties<T: PartialSchema>() -> Vec<String> {
+        match T::schema() {
+            RefOr::T(Schema::Object(object)) => object.properties.keys().cloned().collect(),
+            _ => panic!("an object schema"),
+        }
+    }
+
+    /// Where this file declares `field` (`field: Type,`, a struct's field or
+    /// an entry of `bodies!`'s list): the struct or list, and the line.
+    fn declarations(field: &str) -> Vec<(String, usize)> {
+        let mut found = Vec::new();
+        let mut block: Option<(String, i32)> = None;
+        for (number, line) in include_str!("body.rs").lines().enumerate() {
+            let line = line.trim();
+            if block.is_none() {
+                let opened = line
+                    .strip_prefix("pub struct ")
+                    .map(|rest| rest.split([' ', '<']).next().unwrap_or_default().to_owned())
+                    .or_else(|| (line == "bodies! {").then(|| "bodies!".to_owned()));
+                block = opened.map(|name| (name, 0));
+            }
+            let Some((name, depth)) = &mut block else {
+                continue;
+            };
+            let declared = line.strip_prefix("pub ").unwrap_or(line);
+            if declared
+                .strip_prefix(field)
+                .and_then(|rest| rest.strip_prefix(": "))
+                .is_some_and(|ty| ty.ends_with(',') && ty.starts_with(char::is_uppercase))
+                && !PARTS.contains(&name.as_str())
+            {
+                found.push((name.clone(), number + 1));
+            }
+            *depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+            if *depth <= 0 && line.contains('}') {
+                block = None;
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_field_of_the_app_bodies_is_declared_once() {
+        let mut fields = properties::<super::UpdateBody>();
+        fields.extend(properties::<super::ProcessBody>());
+        fields.sort();
+        fields.dedup();
+        // A process's `name` and a new app's are each their body's own.
+        fields.retain(|field| field != "name");
+        assert!(fields.len() > 20, "{fields:?}");
+        for field in &fields {
+            let places = declarations(field);
+            assert!(
+                places.len() == 1 && places[0].0 == "bodies!",
+                "{field} is declared at {places:?} (struct or list, line)"
+            );
+        }
     }
 }
