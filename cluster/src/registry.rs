@@ -29,6 +29,7 @@ use kube::api::{Api, Patch, PatchParams};
 
 use super::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, MANAGER};
 use berth_domain::ApiError;
+use berth_domain::registry::app_path;
 
 /// Where Berth's own configuration lives.
 pub const SYSTEM_NAMESPACE: &str = "berth-system";
@@ -122,7 +123,7 @@ impl Registry {
 
     /// The repository of an app's images: `{prefix}/{org}/{project}/{app}`.
     pub fn repository(&self, org: &str, project: &str, app: &str) -> String {
-        format!("{}/{org}/{project}/{app}", self.prefix)
+        format!("{}/{}", self.prefix, app_path(org, project, app))
     }
 }
 

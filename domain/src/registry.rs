@@ -166,7 +166,13 @@ fn is_path_component(component: &str) -> bool {
 /// registry's host (`berth/acme/shop/web` of
 /// `registry.example.com/berth/acme/shop/web`).
 pub fn repository_name(prefix: &str, org: &str, project: &str, app: &str) -> String {
-    join(&prefix_path(prefix), &format!("{org}/{project}/{app}"))
+    join(&prefix_path(prefix), &app_path(org, project, app))
+}
+
+/// Where an app's images lie under the prefix: one repository per app of
+/// each organization's project.
+pub fn app_path(org: &str, project: &str, app: &str) -> String {
+    format!("{org}/{project}/{app}")
 }
 
 /// The path every image of `org` lies under in the registry.
