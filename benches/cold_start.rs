@@ -142,7 +142,16 @@ fn main() {
     }
     let dir = binaries_dir();
     let (port, ready) = runtime_api();
-    let functions = berth_local::FUNCTIONS.iter().map(|function| function.name);
+    // BERTH_BENCH_FUNCTIONS=auth,apps measures only those (the release build
+    // of all thirteen takes long on a small machine).
+    let only = std::env::var("BERTH_BENCH_FUNCTIONS").ok();
+    let functions = berth_local::FUNCTIONS
+        .iter()
+        .map(|function| function.name)
+        .filter(|name| {
+            only.as_deref()
+                .is_none_or(|only| only.split(',').any(|f| f == *name))
+        });
     for function in functions.clone() {
         let binary = dir.join(function);
         assert!(
