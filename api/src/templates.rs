@@ -8,14 +8,15 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::apps::body::{self, CreateBody};
+use crate::apps::body;
 use crate::apps::hosts::HostRules;
-use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
 use berth_cluster::secrets as cluster_secrets;
 use berth_domain::names::{AppName, NewAppName};
 use berth_domain::paths::{AppPath, SecretPath, TemplatePath};
 use berth_domain::{ApiError, credentials};
+use berth_records::apps::body::CreateBody;
+use berth_records::apps::record::AppRecord;
 use berth_store::Store;
 use berth_store::identity::Principal;
 
