@@ -23,12 +23,12 @@ use hickory_resolver::net::runtime::TokioRuntimeProvider;
 use hickory_resolver::net::{DnsError, NetError};
 use hickory_resolver::proto::op::ResponseCode;
 use hickory_resolver::proto::rr::{Name, RData, RecordType};
-use serde::Serialize;
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, timeout_at};
 
 use berth_domain::ApiError;
 use berth_domain::config::Config;
+use berth_records::apps::record::DomainCheck;
 
 /// The bound on everything one hostname's check waits for.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -39,19 +39,6 @@ const MAX_CNAME_HOPS: usize = 8;
 /// The message of every entry when there is nothing to compare with.
 pub const NO_GATEWAY: &str = "no gateway is configured (BERTH_GATEWAY_HOSTNAME or \
                               BERTH_GATEWAY_ADDRESSES), so this name cannot be checked";
-
-/// One hostname's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct DomainCheck {
-    pub hostname: String,
-    pub ok: bool,
-    /// What the name resolves to: its CNAME chain, then its A and AAAA
-    /// addresses.
-    pub records: Vec<String>,
-    /// The gateway: its hostname, then its addresses.
-    pub expected: Vec<String>,
-    pub message: String,
-}
 
 /// Where app domains should point.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,64 +1,11 @@
-//! The health report: each subsystem's status and latency.
+//! The health report's checks (`berth_records::health::HealthReport`): each
+//! subsystem's status and latency.
 
 use std::time::Instant;
 
-use serde::Serialize;
-
+use berth_records::health::{Subsystem, SubsystemStatus};
 use berth_store as store;
 use berth_store::{Store, keys};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum SubsystemStatus {
-    Up,
-    Down,
-}
-
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Subsystem {
-    pub name: &'static str,
-    pub status: SubsystemStatus,
-    pub latency_ms: u64,
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum OverallStatus {
-    Ok,
-    Degraded,
-    Down,
-}
-
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct HealthReport {
-    pub status: OverallStatus,
-    pub version: &'static str,
-    pub subsystems: Vec<Subsystem>,
-}
-
-impl HealthReport {
-    pub fn of(subsystems: Vec<Subsystem>) -> Self {
-        let up = subsystems
-            .iter()
-            .filter(|s| s.status == SubsystemStatus::Up)
-            .count();
-        let status = match up {
-            n if n == subsystems.len() => OverallStatus::Ok,
-            0 => OverallStatus::Down,
-            _ => OverallStatus::Degraded,
-        };
-        Self {
-            status,
-            version: env!("CARGO_PKG_VERSION"),
-            subsystems,
-        }
-    }
-
-    pub fn all_up(&self) -> bool {
-        self.status == OverallStatus::Ok
-    }
-}
 
 /// DynamoDB answers a consistent read of the table; the same read tells how
 /// many audit events wait in the logs for replay.
@@ -155,37 +102,5 @@ pub async fn cluster(access: &crate::access::ClusterAccess) -> Subsystem {
         status,
         latency_ms,
         detail,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn subsystem(status: SubsystemStatus) -> Subsystem {
-        Subsystem {
-            name: "x",
-            status,
-            latency_ms: 1,
-            detail: None,
-        }
-    }
-
-    #[test]
-    fn overall_status_follows_the_subsystems() {
-        use SubsystemStatus::{Down, Up};
-        assert_eq!(
-            HealthReport::of(vec![subsystem(Up), subsystem(Up)]).status,
-            OverallStatus::Ok
-        );
-        assert_eq!(
-            HealthReport::of(vec![subsystem(Up), subsystem(Down)]).status,
-            OverallStatus::Degraded
-        );
-        assert_eq!(
-            HealthReport::of(vec![subsystem(Down)]).status,
-            OverallStatus::Down
-        );
-        assert!(!HealthReport::of(vec![subsystem(Down)]).all_up());
     }
 }

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
-use serde::Serialize;
 
 use berth_cluster::crd::{Environment, LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, ProjectSpec};
 use berth_cluster::{
@@ -16,23 +15,10 @@ use berth_domain::error::EnvironmentLeft;
 use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{OrgName, ProjectName};
 use berth_domain::{ApiError, name_rules};
+use berth_records::projects::ProjectRecord;
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
-
-/// The Project record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct ProjectRecord {
-    pub name: String,
-    pub uid: Option<String>,
-    pub display_name: String,
-    pub description: Option<String>,
-    pub org: Option<String>,
-    pub environments: i32,
-    pub ready: bool,
-    pub deleting: bool,
-    pub created_at: Option<String>,
-}
 
 fn record(project: &Project, environments: i32) -> ProjectRecord {
     ProjectRecord {

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::http::extract::body_words;
@@ -20,6 +19,7 @@ use berth_cluster::{environments as cluster_environments, timestamp};
 use berth_domain::ApiError;
 use berth_domain::names::{OrgName, SecretKey, SecretName};
 use berth_domain::paths::{AppPath, EnvironmentPath, SecretPath};
+use berth_records::secrets::{PutAnswer, SecretSummary};
 use berth_store::identity::Principal;
 
 /// The most all values of one secret may hold together, in bytes.
@@ -32,22 +32,6 @@ const PUT_ATTEMPTS: usize = 5;
 /// values with their keys and JSON quoting, so that the 512 KiB rule (422) is
 /// what a caller meets rather than the generic body limit (413).
 pub const MAX_PUT_BODY_BYTES: usize = 768 * 1024;
-
-/// The Secret summary (spec part 2): names of keys, never values.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct SecretSummary {
-    pub name: String,
-    pub keys: Vec<String>,
-    pub created_at: Option<String>,
-}
-
-/// What `putSecret` answers: the summary and the apps it restarted.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct PutAnswer {
-    #[serde(flatten)]
-    pub secret: SecretSummary,
-    pub restarted_apps: Vec<String>,
-}
 
 /// Whether a put made the secret or replaced it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,33 +65,6 @@ fn summary(secret: &Secret) -> SecretSummary {
 /// The `data` of a put body: an object of 1 or more keys mapping to strings,
 /// the values together at most [`MAX_VALUES_BYTES`]. A wrong shape is 400, a
 /// broken rule 422; no message quotes a value.
-/// The schema of `putSecret`'s `data`, as [`parse_data`] reads it: at
-/// least one key, each a [`SecretKey`], to string values.
-pub fn data_schema() -> utoipa::openapi::Object {
-    use utoipa::openapi::extensions::Extensions;
-    use utoipa::openapi::schema::{ObjectBuilder, Type};
-    let key = ObjectBuilder::new()
-        .schema_type(Type::String)
-        .pattern(Some(r"^[-._a-zA-Z0-9]+$"))
-        .min_length(Some(1))
-        .max_length(Some(SecretKey::MAX_LEN))
-        // JSON Schema's `not`, which utoipa's builders do not have.
-        .extensions(Some(Extensions::from_iter([(
-            "not",
-            serde_json::json!({ "enum": [".", ".."] }),
-        )])));
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .description(Some(
-            "Keys (`[-._a-zA-Z0-9]`, at most 253) to string values, at least one;\n\
-             the values together at most 512 KiB.",
-        ))
-        .property_names(Some(key))
-        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::String)))
-        .min_properties(Some(1))
-        .build()
-}
-
 pub fn parse_data(body: &Value) -> Result<BTreeMap<SecretKey, String>, ApiError> {
     let Value::Object(fields) = body else {
         return Err(ApiError::InvalidRequest(

@@ -5,17 +5,18 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::apps::body::{self, CreateBody};
+use crate::apps::body;
 use crate::apps::hosts::HostRules;
-use crate::apps::record::AppRecord;
 use crate::apps::service::{self, Reason};
 use berth_cluster::secrets as cluster_secrets;
-use berth_domain::names::{AppName, NewAppName};
+use berth_domain::names::AppName;
 use berth_domain::paths::{AppPath, SecretPath, TemplatePath};
 use berth_domain::{ApiError, credentials};
+use berth_records::apps::body::CreateBody;
+use berth_records::templates::{DeployBody, Deployed, TemplateEnv, TemplateRecord};
 use berth_store::Store;
 use berth_store::identity::Principal;
 
@@ -39,40 +40,6 @@ struct TemplateFile {
     description: String,
     app: Value,
     env: Vec<TemplateEnv>,
-}
-
-/// A variable of a template: a default value, or one generated at deploy
-/// time and kept in a secret.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TemplateEnv {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub generate: bool,
-}
-
-/// The template record of the API.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct TemplateRecord {
-    pub name: String,
-    pub display_name: String,
-    pub description: String,
-    pub image: String,
-    pub port: Option<i64>,
-    pub env: Vec<TemplateEnv>,
-    pub volumes: Vec<Value>,
-    /// Where the template has several processes (or a scheduled one).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub processes: Option<Vec<Value>>,
-}
-
-/// What a deployment made.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct Deployed {
-    pub template: String,
-    pub apps: Vec<AppRecord>,
 }
 
 struct Template {
@@ -121,20 +88,6 @@ fn record_of(file: &TemplateFile) -> TemplateRecord {
 
 pub fn list() -> Vec<TemplateRecord> {
     CATALOGUE.iter().map(|t| t.record.clone()).collect()
-}
-
-/// The optional body of `deployTemplate`: another app name, and values for
-/// the template's variables.
-#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeployBody {
-    /// The app's name (a DNS-1035 label without `--`); the template's name
-    /// when omitted.
-    #[schema(value_type = Option<NewAppName>)]
-    pub name: Option<String>,
-    /// Values for the template's variables, by name.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
 }
 
 /// The secret holding an app's generated values.

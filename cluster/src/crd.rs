@@ -6,6 +6,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The parts the resources share with the API's records, defined with the
+/// values so that a client links them without kube.
+pub use berth_domain::parts::{Quota, SecretKeyRef};
+
 pub const GROUP: &str = "berth.dev";
 /// Labels Berth puts on everything it creates.
 pub const LABEL_ORG: &str = "berth.dev/org";
@@ -104,49 +108,6 @@ impl EnvType {
             .into_iter()
             .find(|t| t.as_str() == value)
     }
-}
-
-/// The environment's resource quota: CPU and memory in Kubernetes quantity
-/// notation, a pod count, and the storage and number of its volumes (every
-/// environment has these two: `cluster::isolation` has their defaults and
-/// maxima).
-#[derive(
-    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema, utoipa::ToSchema,
-)]
-#[serde(deny_unknown_fields)]
-pub struct Quota {
-    // A Kubernetes quantity in plain notation (no sign or exponent), as
-    // `Quantity::parse_plain` takes it; likewise `memory`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(
-        examples("4", "500m"),
-        max_length = 32,
-        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
-    )]
-    pub cpu: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(
-        examples("8Gi"),
-        max_length = 32,
-        pattern = "^[0-9]+(?:\\.[0-9]+)?(?:[numkMGTPE]|[KMGTPE]i)?$"
-    )]
-    pub memory: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 1, maximum = 10000)]
-    pub pods: Option<i32>,
-    /// The storage all volumes of the environment may request together:
-    /// `1Ti` when omitted, at most `10Ti`.
-    // `Quantity::parse`'s notation (`domain::size`'s QUANTITY_NOTATION).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(
-        examples("500Gi"),
-        pattern = "^[+-]?(?:[0-9]+(?:\\.[0-9]+)?|\\.[0-9]+)(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?(?:0?[0-5]?[0-9]|0?6[0-4]))?$"
-    )]
-    pub storage: Option<String>,
-    /// How many volumes the environment may have: 20 when omitted, at most 100.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(minimum = 0, maximum = 100)]
-    pub volumes: Option<i32>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -629,12 +590,6 @@ pub struct AppEnvVar {
     pub value: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret: Option<SecretKeyRef>,
-}
-
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema, utoipa::ToSchema)]
-pub struct SecretKeyRef {
-    pub name: String,
-    pub key: String,
 }
 
 /// A persistent volume: one PersistentVolumeClaim, kept when the volume is

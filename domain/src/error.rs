@@ -4,8 +4,6 @@
 use http::StatusCode;
 use serde::Serialize;
 
-use crate::request;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -228,6 +226,15 @@ pub struct EnvironmentLeft {
     pub purge_at: Option<String>,
 }
 
+/// The id of the request being served, for the detail of an internal error;
+/// none where no HTTP pipeline runs (feature `request` off: a client).
+fn current_request_id() -> String {
+    #[cfg(feature = "request")]
+    return crate::request::request_id().unwrap_or_default();
+    #[cfg(not(feature = "request"))]
+    String::new()
+}
+
 /// Which environments are left and when each goes, so the caller knows
 /// whether to delete them or to wait (and until when).
 fn not_empty_detail(left: &[EnvironmentLeft]) -> String {
@@ -392,7 +399,7 @@ impl ApiError {
             )),
             Self::Internal(_) => Some(format!(
                 "an internal error occurred; request id {}",
-                request::request_id().unwrap_or_default()
+                current_request_id()
             )),
             Self::NoCluster => Some("no Kubernetes cluster is configured for Berth".into()),
             Self::RegistryNotConfigured(detail) => Some(detail.clone()),

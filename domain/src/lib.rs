@@ -19,8 +19,10 @@ pub mod name_rules;
 pub mod names;
 pub mod numbers;
 pub mod operation;
+pub mod parts;
 pub mod paths;
 pub mod registry;
+#[cfg(feature = "request")]
 pub mod request;
 pub mod roles;
 pub mod schedule;

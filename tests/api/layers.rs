@@ -2,7 +2,8 @@
 //! `cargo metadata`: a workspace crate depends only on the crates its row
 //! allows, every crate has a row, and the controller's whole dependency
 //! graph is free of DynamoDB, the HTTP API's Lambda runtime and password
-//! hashing. Inside `berth-api`, where the compiler holds no order between
+//! hashing, and the records a client links are free of axum, DynamoDB and
+//! kube. Inside `berth-api`, where the compiler holds no order between
 //! modules, its top-level modules import each other without a loop (apps
 //! is below builds, webhooks, environments and templates).
 
@@ -265,4 +266,56 @@ fn the_api_modules_import_each_other_without_a_loop() {
     for module in imports.keys() {
         visit(module, &imports, &mut Vec::new(), &mut done);
     }
+}
+
+/// What a client building `berth-records` alone links: `cargo tree`
+/// resolves the features of that one package, as a client's build does
+/// (`cargo metadata`'s resolve unifies them over the workspace, where the
+/// API turns on berth-domain's optional axum, kube and DynamoDB
+/// conversions).
+#[test]
+fn the_records_link_neither_axum_nor_dynamodb_nor_kube() {
+    let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(ROOT)
+        .args([
+            "tree",
+            "--package",
+            "berth-records",
+            "--edges",
+            "normal",
+            "--prefix",
+            "none",
+            "--locked",
+            "--offline",
+        ])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tree = String::from_utf8(output.stdout).unwrap();
+    let linked: BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    for forbidden in [
+        "axum",
+        "hyper",
+        "tokio",
+        "aws-sdk-dynamodb",
+        "kube-client",
+        "k8s-openapi",
+        "lambda_http",
+        "berth-cluster",
+        "berth-store",
+        "berth-api",
+    ] {
+        assert!(
+            !linked.contains(forbidden),
+            "berth-records links {forbidden}: {linked:?}"
+        );
+    }
+    assert!(linked.contains("berth-domain") && linked.contains("utoipa"));
 }

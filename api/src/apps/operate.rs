@@ -8,9 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, LogParams, PostParams};
 use kube::{Resource, ResourceExt};
-use serde::{Deserialize, Serialize};
 
-use super::record::AppRecord;
 use super::service::{self, record_of};
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{LABEL_PROCESS, Run, RunSpec, object_names};
@@ -19,6 +17,7 @@ use berth_cluster::{is_conflict, is_not_found};
 use berth_domain::error::status_of;
 use berth_domain::paths::AppPath;
 use berth_domain::{ApiError, clock};
+use berth_records::apps::record::{AppRecord, LogEntry};
 use berth_store::identity::Principal;
 
 /// At most this many pods' logs are read (spec part 8), the newest first.
@@ -34,22 +33,6 @@ pub const MAX_POD_LOG_BYTES: usize = 512 * 1024;
 /// escaped once more as a string of the response document): below Lambda's
 /// 6 MB response limit, with room for the rest of the response.
 pub const MAX_LOGS_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
-
-/// One pod's log (spec part 2, and `truncated`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct LogEntry {
-    pub pod: String,
-    pub process: Option<String>,
-    /// The container whose log this is (of an app's pod, named after its
-    /// process; of a build's pod, the build's step).
-    pub container: Option<String>,
-    pub lines: Vec<String>,
-    pub error: Option<String>,
-    /// Whether lines asked for are left out or cut: the pod's log was
-    /// longer than 512 KiB (its newest lines that fit are kept), the whole
-    /// answer would have passed 5 MiB, or a line was cut at 16 KiB.
-    pub truncated: bool,
-}
 
 /// What `getAppLogs` asks for, checked.
 #[derive(Debug, Clone)]

@@ -1,120 +1,20 @@
-//! What the API answers about apps: the App record, the App detail and its
-//! pods (spec part 2), built from the App resource and the pods read with it.
+//! What the API answers about apps (`berth_records::apps::record`): the App
+//! record and its pods (spec part 2), built from the App resource and the
+//! pods read with it.
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
 
-use berth_cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS, SecretKeyRef};
+use berth_cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS};
 use berth_cluster::timestamp;
 use berth_domain::paths::EnvironmentPath;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct AppRecord {
-    pub name: String,
-    pub project: String,
-    pub environment: String,
-    pub namespace: String,
-    /// Null for an app from source until its first build succeeded.
-    pub image: Option<String>,
-    /// The repository the app is built from; null for an image app (as are
-    /// `git_ref`, `build` and `git_secret`).
-    pub git_repo: Option<String>,
-    /// The branch, tag or commit built; null: the default branch.
-    pub git_ref: Option<String>,
-    pub build: Option<BuildSettingsRecord>,
-    /// The name of the secret cloned with (never its value).
-    pub git_secret: Option<String>,
-    pub url: Option<String>,
-    pub ready: bool,
-    pub reason: Option<String>,
-    pub message: Option<String>,
-    pub processes: Vec<ProcessRecord>,
-    pub env: Vec<EnvRecord>,
-    pub domains: Vec<String>,
-    pub volumes: Vec<VolumeRecord>,
-    /// Beyond the spec: what the flat create fields also set.
-    pub health_check_path: Option<String>,
-    pub fs_group: Option<i64>,
-    /// Run as a Job before the workloads change (empty: none).
-    pub release_command: Vec<String>,
-    /// Whether a failed rollout is rolled back automatically.
-    pub auto_rollback: bool,
-    /// Beyond the spec: the release revision the app is at (the newest,
-    /// `current` in its history).
-    pub revision: i64,
-    /// Beyond the spec: the revision whose configuration the app's
-    /// workloads run — `revision` once the controller has applied it and
-    /// its release command (if any) succeeded, an older one meanwhile or
-    /// when that failed; null while nothing runs.
-    pub running_revision: Option<i64>,
-    pub created_at: Option<String>,
-}
-
-/// How the app's builds make its image.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-#[schema(as = BuildSettings)]
-pub struct BuildSettingsRecord {
-    /// `auto`, `dockerfile` or `buildpacks`.
-    #[schema(pattern = "^(auto|dockerfile|buildpacks)$")]
-    pub strategy: String,
-    pub context_dir: Option<String>,
-    pub dockerfile: Option<String>,
-}
+use berth_records::apps::record::{
+    AppRecord, BuildSettingsRecord, EnvRecord, PodRecord, ProcessRecord, VolumeRecord,
+};
 
 /// The reason of an app from source that has no image yet, until the
 /// controller reports on it.
 pub const AWAITING_BUILD: &str = "AwaitingBuild";
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct ProcessRecord {
-    pub name: String,
-    pub command: Vec<String>,
-    pub port: Option<i32>,
-    pub size: String,
-    pub min_replicas: i32,
-    pub max_replicas: i32,
-    pub schedule: Option<String>,
-    pub time_zone: Option<String>,
-    pub protocol: String,
-}
-
-/// An environment variable as callers see it: the value only for those
-/// holding `secret-read`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct EnvRecord {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub secret: Option<SecretKeyRef>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct VolumeRecord {
-    pub name: String,
-    pub mount_path: String,
-    pub size: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct AppDetail {
-    pub app: AppRecord,
-    pub pods: Vec<PodRecord>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct PodRecord {
-    pub name: String,
-    pub process: Option<String>,
-    /// `pending`, `running`, `succeeded`, `failed` or `unknown`.
-    pub phase: String,
-    pub ready: bool,
-    pub restarts: i32,
-    pub reason: Option<String>,
-    pub node: Option<String>,
-    pub started_at: Option<String>,
-}
 
 /// Whether plain env values may be shown to the caller (`secret-read`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,34 +17,9 @@ use serde::{Deserialize, Serialize};
 
 use berth_cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, ReleaseMark};
 use berth_domain::ApiError;
+use berth_records::apps::record::ReleaseRecord;
 use berth_store as store;
 use berth_store::{Store, keys};
-
-/// The Release record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct ReleaseRecord {
-    pub revision: i64,
-    pub image: Option<String>,
-    pub reason: String,
-    pub note: Option<String>,
-    pub actor: Option<String>,
-    pub created_at: i64,
-    /// True for the newest revision: what should be running (spec part 3,
-    /// rule 3).
-    pub current: bool,
-    /// Beyond the spec: true for the one revision whose configuration the
-    /// app's workloads run (not always the newest: a revision waits for its
-    /// release command, and one whose release command failed never runs);
-    /// on none while nothing runs.
-    pub running: bool,
-    /// `pending` (not seen available yet: rolling out, or waiting for its
-    /// release command), `released` (seen available), `superseded`
-    /// (replaced before it was seen available), `failed` (its release
-    /// command or its rollout failed) or `rolled_back` (its rollout failed
-    /// and was rolled back automatically).
-    #[schema(pattern = "^(pending|released|superseded|failed|rolled_back)$")]
-    pub status: String,
-}
 
 /// Marks the newest revision `current` and the one whose configuration runs
 /// `running` (none, when nothing runs), each with its status from the

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
-use super::body::{self, CreateBody, UpdateBody};
+use super::body;
 use super::hosts::{self, HostRules};
 use super::leftovers;
-use super::record::{self, AppDetail, AppRecord, EnvValues};
-use super::releases::{self, ReleaseRecord, StoredRelease};
+use super::record::{self, EnvValues};
+use super::releases::{self, StoredRelease};
 use crate::secrets;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::build_queue;
@@ -24,6 +24,8 @@ use berth_cluster::rendered_names;
 use berth_domain::names::{AppName, EnvironmentName, OrgName};
 use berth_domain::paths::{AppPath, EnvironmentPath};
 use berth_domain::{ApiError, Missing, Permission, clock};
+use berth_records::apps::body::{CreateBody, UpdateBody};
+use berth_records::apps::record::{AppDetail, AppRecord, ReleaseRecord};
 use berth_store::Store;
 use berth_store::identity::Principal;
 
@@ -369,7 +371,7 @@ pub async fn check_domains(
     checker: &crate::domain_check::DomainChecker,
     caller: &Principal,
     path: &AppPath,
-) -> Result<Vec<crate::domain_check::DomainCheck>, ApiError> {
+) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     checker.check(&app.spec.config.domains).await
 }

@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 use kube::api::Api;
 
-use super::record::{BuildPage, BuildRecord, build_record};
-use crate::apps::operate::{LogEntry, LogSource, read_logs};
+use super::record::build_record;
+use crate::apps::operate::{LogSource, read_logs};
 use crate::apps::service::app_to_change;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::build_queue::{self, uid_of};
@@ -18,6 +18,8 @@ use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, object_names};
 use berth_domain::ApiError;
 use berth_domain::git::GitRef;
 use berth_domain::paths::AppPath;
+use berth_records::apps::record::LogEntry;
+use berth_records::builds::{BuildPage, BuildRecord};
 use berth_store::identity::Principal;
 
 /// Builds per page of `listBuilds`: 20 by default, at most 50 (all an app

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
-use serde::Serialize;
 
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{
@@ -28,24 +27,9 @@ use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
 use berth_domain::paths::EnvironmentPath;
 use berth_domain::{ApiError, Permission, clock};
+use berth_records::environments::EnvironmentRecord;
 use berth_store::Store;
 use berth_store::identity::Principal;
-
-/// The Environment record of the API (spec part 2).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, utoipa::ToSchema)]
-pub struct EnvironmentRecord {
-    pub name: String,
-    pub resource_name: String,
-    pub project: String,
-    pub env_type: String,
-    pub namespace: String,
-    pub phase: Option<String>,
-    pub ready: bool,
-    pub message: Option<String>,
-    pub deleting: bool,
-    pub deletion_scheduled_at: Option<String>,
-    pub created_at: Option<String>,
-}
 
 fn record(environment: &Environment) -> EnvironmentRecord {
     let status = environment.status.clone().unwrap_or_default();

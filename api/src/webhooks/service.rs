@@ -4,13 +4,12 @@
 use std::hint::black_box;
 
 use axum::http::HeaderMap;
-use serde::Serialize;
 
 use super::delivery::{DUMMY_SECRET, Delivery, github_signature};
 use super::push::{self, Decision};
 use crate::AppState;
 use crate::apps::service::{app_to_change, history_of};
-use crate::builds::record::{BuildRecord, build_record};
+use crate::builds::record::build_record;
 use crate::http::scope;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::build_queue::{self, Asked, Pushed};
@@ -19,6 +18,8 @@ use berth_domain::git::GitRef;
 use berth_domain::names::{AppName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::paths::AppPath;
 use berth_domain::{ApiError, Missing};
+use berth_records::builds::BuildRecord;
+use berth_records::webhooks::{CreatedWebhook, WebhookRecord};
 use berth_store::Store;
 use berth_store::hooks::{self, HookItem, HookedApp};
 use berth_store::identity::Principal;
@@ -34,28 +35,6 @@ pub const WEBHOOK_ACTOR: &str = "webhook";
 /// The receiver's path, under which GitHub and GitLab call a hook.
 pub fn receiver_path(hook_id: &str) -> String {
     format!("/api/v1/hooks/{hook_id}")
-}
-
-/// An app's webhook, as its team sees it: never its secret.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[schema(as = Webhook)]
-pub struct WebhookRecord {
-    /// Where GitHub or GitLab sends pushes: the receiver's path on this
-    /// API's origin (`/api/v1/hooks/{hook}`).
-    pub url: String,
-    /// Unix milliseconds.
-    pub created_at: i64,
-}
-
-/// A webhook just made: its record and the secret, shown this once.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[schema(as = CreatedWebhook)]
-pub struct CreatedWebhook {
-    #[serde(flatten)]
-    pub record: WebhookRecord,
-    /// The secret to give GitHub ("Secret") or GitLab ("Secret token"):
-    /// 40 letters and digits, shown only here.
-    pub secret: String,
 }
 
 /// What the receiver did with a delivery it accepted.

@@ -8,18 +8,17 @@ use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
 use berth_api::AppState;
-use berth_api::apps::body::{CreateBody, UpdateBody};
 use berth_api::apps::hosts::HostRules;
-use berth_api::apps::operate::{self, LogEntry, LogQuery};
-use berth_api::apps::record::{AppDetail, AppRecord};
-use berth_api::apps::releases::ReleaseRecord;
+use berth_api::apps::operate::{self, LogQuery};
 use berth_api::apps::service;
-use berth_api::domain_check::DomainCheck;
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::{AppName, EnvironmentName};
 use berth_domain::paths::{AppPath, EnvironmentPath};
 use berth_domain::{ApiError, Operation};
+use berth_records::apps::actions::{PromoteBody, RollbackBody, RunAnswer, RunBody};
+use berth_records::apps::body::{CreateBody, UpdateBody};
+use berth_records::apps::record::{AppDetail, AppRecord, DomainCheck, LogEntry, ReleaseRecord};
 
 berth_api::operations! {
     tag: "apps",
@@ -43,7 +42,7 @@ berth_api::operations! {
 
 /// What the annotations cannot say.
 fn finish(api: &mut utoipa::openapi::OpenApi) {
-    for (schema, forbidden) in berth_api::apps::body::forbidden_combinations() {
+    for (schema, forbidden) in berth_records::apps::body::forbidden_combinations() {
         berth_api::openapi::forbid(api, schema, forbidden);
     }
     berth_api::openapi::optional_body(api, Operation::RunApp);
@@ -273,14 +272,6 @@ async fn list_releases(
     ))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct RollbackBody {
-    /// A revision of `listReleases`.
-    #[schema(minimum = 1)]
-    revision: i64,
-}
-
 /// Roll back
 ///
 /// Makes an earlier revision current again, as a new release. A revision
@@ -313,15 +304,6 @@ async fn rollback_app(
         )
         .await?,
     ))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct PromoteBody {
-    /// The target environment's short name, in the same project (a DNS
-    /// label of at most 22 characters; anything else is `422`).
-    #[schema(value_type = EnvironmentName)]
-    environment: String,
 }
 
 /// Promote
@@ -421,20 +403,6 @@ async fn restart_app(
         StatusCode::ACCEPTED,
         Json(operate::restart(&client, &caller, &path).await?),
     ))
-}
-
-/// The body of `runApp`: which scheduled process; optional when the app has
-/// exactly one. An empty body is the same as `{}`.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct RunBody {
-    process: Option<String>,
-}
-
-#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
-struct RunAnswer {
-    /// The Job's name.
-    job: String,
 }
 
 /// Run a scheduled process now

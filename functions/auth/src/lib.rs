@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::http::header::SET_COOKIE;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
 
 use berth_api::AppState;
 use berth_api::http::pipeline::ClientIp;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
+use berth_records::auth::{LoginBody, PasswordChange, PasswordChanged};
 use berth_store::identity::{Credential, Identity, login, sessions};
 
 berth_api::operations! {
@@ -41,16 +41,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         ],
         _ => Vec::new(),
     }
-}
-
-/// No `Debug`: it holds a password.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct LoginBody {
-    #[schema(min_length = 1)]
-    email: String,
-    #[schema(min_length = 1, format = Password)]
-    password: String,
 }
 
 /// Sign in
@@ -119,22 +109,6 @@ async fn logout(
 )]
 async fn get_current_user(caller: Caller) -> Json<Identity> {
     Json(caller.identity())
-}
-
-/// No `Debug`: it holds passwords.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct PasswordChange {
-    #[schema(format = Password)]
-    current_password: String,
-    /// 12 to 256 characters, different from the current one.
-    #[schema(format = Password, min_length = 12, max_length = 256)]
-    new_password: String,
-}
-
-#[derive(Serialize, utoipa::ToSchema)]
-struct PasswordChanged {
-    changed: bool,
 }
 
 /// Change the password

@@ -12,8 +12,7 @@ use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_api::AppState;
-use berth_api::apps::operate::{LogEntry, LogQuery};
-use berth_api::builds::record::{BuildPage, BuildRecord};
+use berth_api::apps::operate::LogQuery;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
@@ -21,6 +20,8 @@ use berth_api::webhooks::service::MAX_DELIVERY_BYTES;
 use berth_domain::git::GitRef;
 use berth_domain::paths::{AppPath, BuildPath};
 use berth_domain::{ApiError, Operation};
+use berth_records::apps::record::LogEntry;
+use berth_records::builds::{BuildPage, BuildRecord, CreateBuildBody};
 use webhooks::{
     __path_create_webhook, __path_delete_webhook, __path_get_webhook, __path_receive_webhook,
     create_webhook, delete_webhook, get_webhook, receive_webhook,
@@ -90,16 +91,6 @@ fn app_path(path: AppPath) -> AppPath {
 fn build_path(path: BuildPath) -> BuildPath {
     scope::audit_target("build", format!("{}/{}", path.app, path.build));
     path
-}
-
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct CreateBuildBody {
-    /// The branch, tag or commit to build instead of the app's `git_ref`
-    /// (git's ref-format rules, at most 255 characters).
-    #[serde(rename = "ref")]
-    #[schema(value_type = Option<GitRef>)]
-    git_ref: Option<String>,
 }
 
 /// Build an app

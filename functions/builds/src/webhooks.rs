@@ -8,15 +8,15 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
 
 use berth_api::AppState;
-use berth_api::builds::record::BuildRecord;
 use berth_api::http::{Caller, ObjectPath};
 use berth_api::openapi::cluster_failures;
-use berth_api::webhooks::service::{self, CreatedWebhook, Received, WebhookRecord};
+use berth_api::webhooks::service::{self, Received};
 use berth_domain::ApiError;
 use berth_domain::paths::AppPath;
+use berth_records::builds::BuildRecord;
+use berth_records::webhooks::{CreatedWebhook, IgnoredDelivery, WebhookRecord};
 
 use super::app_path;
 
@@ -27,14 +27,6 @@ use super::app_path;
 struct HookPath {
     /// The hook's id, from its `url`.
     hook: String,
-}
-
-/// A delivery the receiver accepted and did nothing with.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct IgnoredDelivery {
-    /// Why nothing was built: not a push, another branch, a tag, a
-    /// deleted branch, a delivery received before.
-    pub ignored: String,
 }
 
 /// What the receiver can answer besides its successes: `401` for every

@@ -3,17 +3,15 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use serde::Deserialize;
 
 use berth_api::AppState;
-use berth_api::environments::{self, EnvironmentRecord, NewEnvironment};
-use berth_api::http::extract::object;
+use berth_api::environments::{self, NewEnvironment};
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
-use berth_cluster::crd::Quota;
-use berth_domain::names::{EnvironmentName, NewEnvironmentName};
+use berth_domain::names::EnvironmentName;
 use berth_domain::paths::{EnvironmentPath, ProjectPath};
 use berth_domain::{ApiError, Operation};
+use berth_records::environments::{CreateBody, EnvironmentRecord};
 
 berth_api::operations! {
     tag: "environments",
@@ -64,26 +62,6 @@ async fn list_environments(
     Ok(Json(
         environments::list(&client, &caller.user.org, &project).await?,
     ))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[schema(as = CreateEnvironmentBody)]
-#[serde(deny_unknown_fields)]
-struct CreateBody {
-    /// A DNS label without `--` (which separates the parts of an app's
-    /// default host); `{project}-{name}` names its namespace.
-    #[schema(value_type = NewEnvironmentName)]
-    name: String,
-    /// `production` environments are purged after a grace period, others at once.
-    #[serde(default = "standard")]
-    #[schema(pattern = "^(standard|production|preview)$", default = "standard")]
-    env_type: String,
-    #[serde(default, deserialize_with = "object::optional")]
-    quota: Option<Quota>,
-}
-
-fn standard() -> String {
-    "standard".to_owned()
 }
 
 /// Create an environment

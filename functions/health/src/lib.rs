@@ -4,12 +4,12 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use serde::Serialize;
 
 use berth_api::AppState;
-use berth_api::health::{self, HealthReport};
+use berth_api::health;
 use berth_api::http::Caller;
 use berth_domain::{ApiError, Operation};
+use berth_records::health::{HealthReport, Liveness};
 
 /// The whole API's description, generated from the code of every function
 /// by `berth_local::openapi` and committed; served as it is, so that this
@@ -31,13 +31,6 @@ berth_api::operations! {
 /// store and the cluster itself and answers with what it found.
 fn failures(_operation: Operation) -> Vec<ApiError> {
     Vec::new()
-}
-
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct Liveness {
-    /// Always `ok`.
-    #[schema(pattern = "^ok$")]
-    status: &'static str,
 }
 
 /// Liveness probe

@@ -3,11 +3,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation, Role};
+use berth_records::members::{Invitation, RoleChange};
 use berth_store::identity::members::{self, MemberRecord, NewMember};
 
 berth_api::operations! {
@@ -67,22 +67,6 @@ async fn list_members(
     Ok(Json(members::list(&state.store, &caller.user.org).await?))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct Invitation {
-    #[schema(format = Email)]
-    email: String,
-    #[schema(value_type = Role)]
-    role: String,
-    /// Not only white space.
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-    )]
-    display_name: Option<String>,
-}
-
 /// Invite a member
 ///
 /// Creates the user in the caller's organization with a temporary password,
@@ -105,13 +89,6 @@ async fn invite_member(
         members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
     scope::audit_target("member", invited.member.id.clone());
     Ok((StatusCode::CREATED, Json(invited)))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct RoleChange {
-    #[schema(value_type = Role)]
-    role: String,
 }
 
 /// Change a member's role

@@ -3,15 +3,15 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
-use berth_api::projects::{self, NewProject, ProjectRecord};
-use berth_domain::names::{NewProjectName, ProjectName};
+use berth_api::projects::{self, NewProject};
+use berth_domain::names::ProjectName;
 use berth_domain::paths::ProjectPath;
 use berth_domain::{ApiError, Operation};
+use berth_records::projects::{CreateBody, ProjectRecord};
 
 berth_api::operations! {
     tag: "projects",
@@ -50,25 +50,6 @@ async fn list_projects(
 ) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
     let client = state.cluster.client().await?;
     Ok(Json(projects::list(&client, &caller.user.org).await?))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[schema(as = CreateProjectBody)]
-#[serde(deny_unknown_fields)]
-struct CreateBody {
-    /// A DNS label without `--` (which separates the parts of an app's
-    /// default host), unique in the cluster.
-    #[schema(value_type = NewProjectName)]
-    name: String,
-    /// Not only white space.
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-    )]
-    display_name: String,
-    #[schema(max_length = 1000)]
-    description: Option<String>,
 }
 
 /// Create a project

@@ -11,10 +11,11 @@ use serde_json::Value;
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
-use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutAnswer, PutOutcome, SecretSummary};
+use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome};
 use berth_domain::names::SecretName;
 use berth_domain::paths::{EnvironmentPath, SecretPath};
 use berth_domain::{ApiError, Operation};
+use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 berth_api::operations! {
     tag: "secrets",
@@ -48,18 +49,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         _ => {}
     }
     failures
-}
-
-/// The body of `putSecret`, as described. The handler takes plain JSON and
-/// `berth_api::secrets::parse_data` checks it with messages that never
-/// quote a value.
-#[derive(utoipa::ToSchema)]
-#[schema(as = PutSecretBody)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct PutBody {
-    #[schema(schema_with = secrets::data_schema)]
-    data: std::collections::BTreeMap<String, String>,
 }
 
 /// The path of one secret, noted as the call's audit target.

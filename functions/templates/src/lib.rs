@@ -9,9 +9,10 @@ use berth_api::AppState;
 use berth_api::apps::hosts::HostRules;
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
-use berth_api::templates::{self, DeployBody, Deployed, TemplateRecord};
+use berth_api::templates;
 use berth_domain::paths::TemplatePath;
 use berth_domain::{ApiError, Operation};
+use berth_records::templates::{DeployBody, Deployed, TemplateRecord};
 
 berth_api::operations! {
     tag: "templates",

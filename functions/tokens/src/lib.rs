@@ -3,11 +3,11 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
+use berth_records::tokens::NewToken;
 use berth_store::identity::tokens::{self, CreatedToken, TokenRecord};
 
 berth_api::operations! {
@@ -46,21 +46,6 @@ async fn list_tokens(
 ) -> Result<Json<Vec<TokenRecord>>, ApiError> {
     let tokens = tokens::list(&state.store, &caller.user.id).await?;
     Ok(Json(tokens.iter().map(tokens::TokenItem::record).collect()))
-}
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct NewToken {
-    /// Not only white space.
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-    )]
-    name: String,
-    /// Never expires when omitted.
-    #[schema(minimum = 1, maximum = 365)]
-    expires_in_days: Option<u32>,
 }
 
 /// Create an API token

@@ -1,0 +1,32 @@
+//! The records of Berth's API: the bodies of its requests and responses, as
+//! the OpenAPI description names them, one module per resource. A client
+//! (the CLI) links them with the values of `berth-domain` alone: no axum,
+//! DynamoDB or kube. `berth-api` makes them from the cluster's resources
+//! and the table's items, and parses the bodies into the domain's types.
+//!
+//! - [`apps`]: an app's bodies, its record, detail, pods, releases, logs and
+//!   domain checks;
+//! - [`projects`], [`environments`]: their records and create bodies;
+//! - [`builds`]: a build of an app's source, a page of them, the body that
+//!   queues one;
+//! - [`webhooks`]: an app's webhook, and what the receiver ignored;
+//! - [`secrets`], [`templates`], [`health`]: their records and bodies;
+//! - [`auth`], [`tokens`], [`members`]: the bodies of signing in, of a new
+//!   token, of a member's invitation and role (the records of users,
+//!   tokens, members and the audit log are `berth-store`'s, which makes and
+//!   stores them);
+//! - [`object`]: the serde helpers that read a body's nested objects as
+//!   JSON objects only.
+
+pub mod apps;
+pub mod auth;
+pub mod builds;
+pub mod environments;
+pub mod health;
+pub mod members;
+pub mod object;
+pub mod projects;
+pub mod secrets;
+pub mod templates;
+pub mod tokens;
+pub mod webhooks;
