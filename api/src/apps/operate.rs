@@ -11,7 +11,8 @@ use kube::{Resource, ResourceExt};
 use serde::{Deserialize, Serialize};
 
 use super::record::AppRecord;
-use super::service::{self, record_of};
+use super::record::record_of;
+use super::service;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{LABEL_PROCESS, Run, RunSpec, object_names};
 use berth_cluster::ownership;

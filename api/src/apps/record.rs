@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use berth_cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS, SecretKeyRef};
 use berth_cluster::timestamp;
+use berth_domain::Permission;
 use berth_domain::paths::EnvironmentPath;
+use berth_store::identity::Principal;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AppRecord {
@@ -121,6 +123,22 @@ pub struct PodRecord {
 pub enum EnvValues {
     Shown,
     Hidden,
+}
+
+impl EnvValues {
+    /// What `caller` may see of them.
+    fn for_caller(caller: &Principal) -> Self {
+        if caller.can(Permission::SecretRead) {
+            Self::Shown
+        } else {
+            Self::Hidden
+        }
+    }
+}
+
+/// The record of an app of `environment`, as the caller may see it.
+pub fn record_of(app: &App, environment: &EnvironmentPath, caller: &Principal) -> AppRecord {
+    app_record(app, environment, EnvValues::for_caller(caller))
 }
 
 /// The record of an app of `environment`.
