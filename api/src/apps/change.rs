@@ -261,13 +261,7 @@ async fn record_revision(
     let mut claims = Claims::of(writer.rules, next)?;
     let history = history_of(next)?;
     let release = StoredRelease::new(&next.spec.release, &next.spec.config, false)?;
-    // Recorded by this change.
-    let (own, unrecorded) = match current {
-        Some(current) => {
-            releases::held_by(current).map(|(own, unrecorded)| (Some(own), unrecorded))?
-        }
-        None => (None, Vec::new()),
-    };
+    let (own, unrecorded) = held_revisions(current)?;
     for attempt in 1..=ATTEMPTS {
         let entry = leftovers::entry_put(store, next)?;
         let with = claims.writes(store, next)?;
@@ -295,6 +289,18 @@ async fn record_revision(
     Err(ApiError::Conflict(
         "a concurrent change won; try again".into(),
     ))
+}
+
+/// The revisions `current` holds (none for a new app), which the change
+/// records too: the store may not hold them yet (`releases::held_by`).
+fn held_revisions(
+    current: Option<&App>,
+) -> Result<(Option<StoredRelease>, Vec<StoredRelease>), ApiError> {
+    let Some(current) = current else {
+        return Ok((None, Vec::new()));
+    };
+    let (own, unrecorded) = releases::held_by(current)?;
+    Ok((Some(own), unrecorded))
 }
 
 /// Waits before another attempt, apart, so the racers do not meet again

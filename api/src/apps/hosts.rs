@@ -11,9 +11,9 @@
 //! - **Claiming.** Every write of an app's configuration (create, update,
 //!   rollback, promote, template deploy) claims every hostname of the
 //!   resulting configuration in the transaction that writes its revisions
-//!   (`super::change`, with `releases::prepare`), each claim conditioned on being absent or
-//!   already this history's (so an app made before claims existed claims its
-//!   hostnames at its next write). The change and its claims are written
+//!   (`super::change`: the claim writes are [`Claims`]), each claim
+//!   conditioned on being absent or already this history's (so an app made
+//!   before claims existed claims its hostnames at its next write). The change and its claims are written
 //!   together or not at all: no extra round trip, and a hostname held by
 //!   another app is `409 domain_taken` with nothing written.
 //! - **Releasing.** The hostnames an app drops are released only once its
