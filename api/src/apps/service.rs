@@ -300,15 +300,40 @@ pub async fn promote(
         }
         other => other?,
     };
+    let target = cluster_apps::take_visible(&mut neighbours, org, &target_path);
+    let writer = Writer {
+        store,
+        client,
+        rules,
+        caller,
+    };
+    // The source's env is read in the target's environment.
+    promotion(&source, &path.environment, target_path, target)?
+        .check(client, &neighbours)
+        .await?
+        .commit(&writer)
+        .await
+}
+
+/// The change promoting `source` (of environment `from`) makes to
+/// `target`, the app of its name at `target_path`: its image and processes,
+/// into the target's configuration or, where there is none, a new app's.
+fn promotion(
+    source: &App,
+    from: &EnvironmentName,
+    target_path: AppPath,
+    target: Option<App>,
+) -> Result<Change, ApiError> {
+    let (image, processes) = (&source.spec.config.image, &source.spec.config.processes);
     let promoted = format!(
-        "promoted from {} revision {}",
-        path.environment, source.spec.release.revision
+        "promoted from {from} revision {}",
+        source.spec.release.revision
     );
-    let change = match cluster_apps::take_visible(&mut neighbours, org, &target_path) {
+    let change = match target {
         Some(target) => {
             let mut config = target.spec.config.clone();
-            config.image.clone_from(&source.spec.config.image);
-            config.processes.clone_from(&source.spec.config.processes);
+            config.image.clone_from(image);
+            config.processes.clone_from(processes);
             check_config(&target_path, &config)?;
             // A decision of the target app alone: its own pending builds
             // are moot, the source app's go on.
@@ -317,10 +342,10 @@ pub async fn promote(
         }
         None => {
             // A new app: its name becomes part of its default host there.
-            AppName::parse_new(path.app.as_str()).map_err(|e| {
+            AppName::parse_new(target_path.app.as_str()).map_err(|e| {
                 ApiError::ValidationFailed(format!(
-                    "app: promoting creates the app in {target_environment}, and the name of a \
-                     new app {e}"
+                    "app: promoting creates the app in {}, and the name of a new app {e}",
+                    target_path.environment
                 ))
             })?;
             let mut config = source.spec.config.clone();
@@ -330,19 +355,7 @@ pub async fn promote(
             Change::create(target_path, config, ReleaseReason::Promote)
         }
     };
-    let writer = Writer {
-        store,
-        client,
-        rules,
-        caller,
-    };
-    // The source's env is read in the target's environment.
-    change
-        .noted(promoted)
-        .check(client, &neighbours)
-        .await?
-        .commit(&writer)
-        .await
+    Ok(change.noted(promoted))
 }
 
 /// The rules of a configuration assembled from two apps (a promotion keeps
