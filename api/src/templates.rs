@@ -9,8 +9,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::apps::body;
+use crate::apps::change::{Change, Writer};
 use crate::apps::hosts::HostRules;
-use crate::apps::service::{self, Reason};
+use crate::apps::service;
+use berth_cluster::crd::ReleaseReason;
 use berth_cluster::secrets as cluster_secrets;
 use berth_domain::names::AppName;
 use berth_domain::paths::{AppPath, SecretPath, TemplatePath};
@@ -176,7 +178,10 @@ pub async fn deploy(
         service::environment_apps(client, org, &environment),
         cluster_secrets::get(client, &secret_path)
     );
-    service::check_new(&path, &config, &neighbours?)?;
+    // Its names only: the secret it reads is made below.
+    let change = Change::create(path, config, ReleaseReason::Template)
+        .noted(format!("from template {}", template.file.name))
+        .check_names(&neighbours?)?;
     if !generated.is_empty() && secret_taken?.is_some() {
         return Err(ApiError::Conflict(format!(
             "a secret named {} already exists in this environment",
@@ -188,12 +193,16 @@ pub async fn deploy(
     } else {
         Some(cluster_secrets::create(client, org, &secret_path, generated).await?)
     };
-    let note = Some(format!("from template {}", template.file.name));
-    let release = service::mark(1, Reason::Template, note, caller);
-    match service::commit_new(store, client, rules, org, &path, config, release).await {
+    let writer = Writer {
+        store,
+        client,
+        rules,
+        caller,
+    };
+    match change.commit(&writer).await {
         Ok(app) => Ok(Deployed {
             template: template.file.name.clone(),
-            apps: vec![service::record_of(&app, &environment, caller)],
+            apps: vec![app],
         }),
         Err(error) => {
             if let Some(secret) = secret

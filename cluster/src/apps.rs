@@ -20,6 +20,19 @@ use berth_domain::{ApiError, Missing};
 /// `apps::releases`); chosen when the app is created, kept for its life.
 pub const ANNOTATION_HISTORY: &str = "berth.dev/release-history";
 
+/// The release history id of an App Berth's API made (every one has it).
+pub fn history_of(app: &App) -> Result<String, ApiError> {
+    app.annotations()
+        .get(ANNOTATION_HISTORY)
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::Internal(format!(
+                "app {} has no {ANNOTATION_HISTORY} annotation",
+                app.name_any()
+            ))
+        })
+}
+
 /// The conflict of a write conditioned on the App as it was read, when it
 /// changed meanwhile: this write changed nothing.
 pub fn changed_meanwhile() -> ApiError {

@@ -6,6 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use berth_domain::clock;
 /// The parts the resources share with the API's records, defined with the
 /// values so that a client links them without kube.
 pub use berth_domain::parts::{Quota, SecretKeyRef};
@@ -603,6 +604,32 @@ pub struct AppVolume {
     pub size: String,
 }
 
+/// Why a revision was made (spec part 2): the API's changes make each of
+/// them, the controller `deploy` (a build's image) and `rollback` (an
+/// automatic one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseReason {
+    Create,
+    Deploy,
+    Config,
+    Rollback,
+    Promote,
+    Template,
+}
+
+impl ReleaseReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Deploy => "deploy",
+            Self::Config => "config",
+            Self::Rollback => "rollback",
+            Self::Promote => "promote",
+            Self::Template => "template",
+        }
+    }
+}
+
 /// Which release an App's spec is, and how it came about.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -621,6 +648,25 @@ pub struct ReleaseMark {
     /// failed rollout automatically: the revision it rolled back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub automatic_rollback_of: Option<i64>,
+}
+
+impl ReleaseMark {
+    /// The mark of `revision`, made now by `actor` (None: the controller).
+    pub fn now(
+        revision: i64,
+        reason: ReleaseReason,
+        note: Option<String>,
+        actor: Option<String>,
+    ) -> Self {
+        Self {
+            revision,
+            reason: reason.as_str().to_owned(),
+            note,
+            actor,
+            created_at: clock::unix_millis(),
+            automatic_rollback_of: None,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -695,6 +741,32 @@ pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
 pub const OUTCOME_SUPERSEDED: &str = "superseded";
 
 impl App {
+    /// The revision the next change of this App makes, whoever writes it.
+    pub fn next_revision(&self) -> i64 {
+        self.spec.release.revision + 1
+    }
+
+    /// This App with `config` as its next revision, `release`, as the API
+    /// writes it: the same change records the revisions the controller
+    /// wrote over in the release history, so `unrecorded` is cleared; a
+    /// change that is a decision (`Decision`) replaces the last one.
+    pub fn revised(
+        &self,
+        config: AppConfig,
+        release: ReleaseMark,
+        decision: Option<Decision>,
+    ) -> App {
+        let mut next = self.clone();
+        next.spec.config = config;
+        next.spec.release = release;
+        if decision.is_some() {
+            next.spec.decision = decision;
+        }
+        next.spec.unrecorded = Vec::new();
+        next.status = None;
+        next
+    }
+
     /// This App with `config` as its next revision, `release`, as the
     /// controller writes it: the revision it replaces is kept in
     /// `unrecorded` until the API records it.

@@ -60,7 +60,7 @@ use kube::{Resource, ResourceExt};
 use berth_cluster::crd::{
     App, BUILD_CANCELLED, BUILD_FAILED, BUILD_QUEUED, BUILD_RUNNING, BUILD_SUCCEEDED,
     BUILDS_NAMESPACE, Build, BuildStatus, LABEL_APP_UID, LABEL_BUILD, LABEL_MANAGED_BY, MANAGER,
-    ReleaseMark, object_names,
+    ReleaseMark, ReleaseReason, object_names,
 };
 use berth_cluster::ownership;
 use berth_cluster::{delete_only, is_conflict, is_not_found};
@@ -487,14 +487,12 @@ async fn deploy(build: &Build, app: &App, context: &Context) -> Result<Action, E
     } else {
         let mut config = app.spec.config.clone();
         config.image = Some(image.clone());
-        let release = ReleaseMark {
-            revision: release.revision + 1,
-            reason: "deploy".to_owned(),
-            note: Some(note.clone()),
-            actor: spec.actor.clone(),
-            created_at: clock::unix_millis(),
-            automatic_rollback_of: None,
-        };
+        let release = ReleaseMark::now(
+            app.next_revision(),
+            ReleaseReason::Deploy,
+            Some(note.clone()),
+            spec.actor.clone(),
+        );
         let next = app.superseded(config, release);
         let apps: Api<App> = Api::namespaced(context.client.clone(), &spec.namespace);
         match apps

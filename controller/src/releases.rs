@@ -33,12 +33,11 @@ use kube::api::{Api, PostParams};
 
 use berth_cluster::crd::{
     App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
-    OUTCOME_ROLLED_BACK, ReleaseMark, object_names,
+    OUTCOME_ROLLED_BACK, ReleaseMark, ReleaseReason, object_names,
 };
 use berth_cluster::ownership;
 
 use berth_cluster::{is_conflict, is_not_found};
-use berth_domain::clock;
 
 use crate::context::named;
 use crate::error::Error;
@@ -393,17 +392,19 @@ fn rollback(app: &App, status: &AppStatus, why: &str) -> Option<App> {
         return None;
     }
     let revision = spec.release.revision;
+    let note = bounded(format!(
+        "automatic: revision {revision} did not become available ({}); rolled back to revision {}",
+        why.trim_end_matches('.'),
+        available.revision
+    ));
     let release = ReleaseMark {
-        revision: revision + 1,
-        reason: "rollback".to_owned(),
-        note: Some(bounded(format!(
-            "automatic: revision {revision} did not become available ({}); rolled back to revision {}",
-            why.trim_end_matches('.'),
-            available.revision
-        ))),
-        actor: None,
-        created_at: clock::unix_millis(),
         automatic_rollback_of: Some(revision),
+        ..ReleaseMark::now(
+            app.next_revision(),
+            ReleaseReason::Rollback,
+            Some(note),
+            None,
+        )
     };
     Some(app.superseded(config, release))
 }

@@ -11,9 +11,9 @@
 //! - **Claiming.** Every write of an app's configuration (create, update,
 //!   rollback, promote, template deploy) claims every hostname of the
 //!   resulting configuration in the transaction that writes its revisions
-//!   ([`releases::prepare`]), each claim conditioned on being absent or
-//!   already this history's (so an app made before claims existed claims its
-//!   hostnames at its next write). The change and its claims are written
+//!   (`super::change`: the claim writes are [`Claims`]), each claim
+//!   conditioned on being absent or already this history's (so an app made
+//!   before claims existed claims its hostnames at its next write). The change and its claims are written
 //!   together or not at all: no extra round trip, and a hostname held by
 //!   another app is `409 domain_taken` with nothing written.
 //! - **Releasing.** The hostnames an app drops are released only once its
@@ -39,12 +39,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{Delete, Put, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{
+    Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+};
 use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
-use super::leftovers;
-use super::releases::{self, NotPrepared, StoredRelease};
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use berth_domain::config::Config;
@@ -53,10 +53,6 @@ use berth_domain::paths::AppPath;
 use berth_domain::{ApiError, clock};
 use berth_store as store;
 use berth_store::{Store, keys};
-
-/// How often a write's transaction is tried: a takeover needs a second
-/// attempt, a lost race with a concurrent transaction a retry.
-const ATTEMPTS: u32 = 3;
 
 /// What the hostname rules take from the configuration.
 #[derive(Debug, Clone)]
@@ -127,7 +123,7 @@ impl Claim {
             project: label(LABEL_PROJECT),
             environment: label(LABEL_ENVIRONMENT),
             app: app.name_any(),
-            history: history_of(app)?,
+            history: cluster_apps::history_of(app)?,
             revision: app.spec.release.revision,
             claimed_at: clock::unix_millis(),
             claim: uuid::Uuid::new_v4().simple().to_string(),
@@ -145,13 +141,6 @@ impl Claim {
     }
 }
 
-fn history_of(app: &App) -> Result<String, ApiError> {
-    app.annotations()
-        .get(ANNOTATION_HISTORY)
-        .cloned()
-        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))
-}
-
 /// The claim write of `hostname` for `app`: where it is free or already
 /// the app's, or, for a takeover, where it is still the stale claim `seen`.
 fn claim_write(
@@ -159,7 +148,7 @@ fn claim_write(
     app: &App,
     hostname: &str,
     seen: Option<&str>,
-) -> Result<aws_sdk_dynamodb::types::TransactWriteItem, ApiError> {
+) -> Result<TransactWriteItem, ApiError> {
     let claim = Claim::by(app, hostname)?;
     let put = Put::builder()
         .table_name(store.table())
@@ -179,66 +168,64 @@ fn claim_write(
     store::tx_put(put)
 }
 
-/// Writes the revisions of a change of `next` (the App about to be created
-/// or to replace the current one) together with the claims of all its
-/// hostnames; see the module docs. A hostname another app serves is
-/// `domain_taken`, and then nothing is written.
-pub async fn prepare_claimed(
-    store: &Store,
-    client: &kube::Client,
-    rules: &HostRules,
-    next: &App,
-    current: Option<&StoredRelease>,
-    unrecorded: &[StoredRelease],
-) -> Result<(), ApiError> {
-    let domains = &next.spec.config.domains;
-    rules.check(domains)?;
-    let history = history_of(next)?;
-    let release = StoredRelease::new(&next.spec.release, &next.spec.config, false)?;
-    // Distinct: one transaction may not write an item twice.
-    let hostnames: Vec<&str> = domains
-        .iter()
-        .map(String::as_str)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mut takeovers: HashMap<String, String> = HashMap::new();
-    for attempt in 1..=ATTEMPTS {
-        let claims = hostnames
+/// The claims of the hostnames of `next` (the App about to be created or
+/// to replace the current one), written by the transaction that records
+/// its revision (`super::change`); see the module docs.
+pub struct Claims {
+    /// Distinct: one transaction may not write an item twice.
+    hostnames: Vec<String>,
+    /// The stale claims to take over, by hostname: their claim ids.
+    takeovers: HashMap<String, String>,
+}
+
+impl Claims {
+    /// The claims `next` makes; a hostname under the apps domain is refused.
+    pub fn of(rules: &HostRules, next: &App) -> Result<Self, ApiError> {
+        let domains = &next.spec.config.domains;
+        rules.check(domains)?;
+        let hostnames = domains
+            .iter()
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        Ok(Self {
+            hostnames,
+            takeovers: HashMap::new(),
+        })
+    }
+
+    /// Their writes, in the order of the hostnames (which a refusal's
+    /// positions follow), for one attempt: each claim is new.
+    pub fn writes(&self, store: &Store, next: &App) -> Result<Vec<TransactWriteItem>, ApiError> {
+        self.hostnames
             .iter()
             .map(|hostname| {
-                claim_write(
-                    store,
-                    next,
-                    hostname,
-                    takeovers.get(*hostname).map(String::as_str),
-                )
+                let seen = self.takeovers.get(hostname).map(String::as_str);
+                claim_write(store, next, hostname, seen)
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        let entry = leftovers::entry_put(store, next)?;
-        match releases::prepare(
-            store, &history, current, unrecorded, &release, entry, claims,
-        )
-        .await
-        {
-            Ok(()) => return Ok(()),
-            Err(NotPrepared::Failed(error)) => return Err(error),
-            Err(NotPrepared::Contended) => {
-                // Apart, so the racers do not meet again at once.
-                let jitter = rand::random::<u64>() % 40;
-                tokio::time::sleep(Duration::from_millis(20 * u64::from(attempt) + jitter)).await;
-            }
-            Err(NotPrepared::Refused(refused)) => {
-                let refused = refused
-                    .into_iter()
-                    .filter_map(|(at, found)| hostnames.get(at).map(|h| (*h, found)));
-                takeovers.extend(stale_claims(store, client, rules, refused).await?);
-            }
-        }
+            .collect()
     }
-    Err(ApiError::Conflict(
-        "a concurrent change won; try again".into(),
-    ))
+
+    /// After the writes at `refused` (positions, each with the holder's
+    /// claim when the refusal had it) were refused: takes over in the next
+    /// attempt those that are stale; `domain_taken` for the first that is not.
+    pub async fn take_over_stale(
+        &mut self,
+        store: &Store,
+        client: &kube::Client,
+        rules: &HostRules,
+        refused: Vec<(usize, Option<store::Item>)>,
+    ) -> Result<(), ApiError> {
+        let refused = refused.into_iter().filter_map(|(at, found)| {
+            self.hostnames
+                .get(at)
+                .map(|hostname| (hostname.as_str(), found))
+        });
+        let stale = stale_claims(store, client, rules, refused).await?;
+        self.takeovers.extend(stale);
+        Ok(())
+    }
 }
 
 /// For each refused claim (with the holder's claim when the refusal had

@@ -9,7 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, LogParams, PostParams};
 use kube::{Resource, ResourceExt};
 
-use super::service::{self, record_of};
+use super::record::record_of;
+use super::service;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{LABEL_PROCESS, Run, RunSpec, object_names};
 use berth_cluster::ownership;

@@ -7,10 +7,12 @@ use kube::ResourceExt;
 
 use berth_cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS};
 use berth_cluster::timestamp;
+use berth_domain::Permission;
 use berth_domain::paths::EnvironmentPath;
 use berth_records::apps::record::{
     AppRecord, BuildSettingsRecord, EnvRecord, PodRecord, ProcessRecord, VolumeRecord,
 };
+use berth_store::identity::Principal;
 
 /// The reason of an app from source that has no image yet, until the
 /// controller reports on it.
@@ -21,6 +23,22 @@ pub const AWAITING_BUILD: &str = "AwaitingBuild";
 pub enum EnvValues {
     Shown,
     Hidden,
+}
+
+impl EnvValues {
+    /// What `caller` may see of them.
+    fn for_caller(caller: &Principal) -> Self {
+        if caller.can(Permission::SecretRead) {
+            Self::Shown
+        } else {
+            Self::Hidden
+        }
+    }
+}
+
+/// The record of an app of `environment`, as the caller may see it.
+pub fn record_of(app: &App, environment: &EnvironmentPath, caller: &Principal) -> AppRecord {
+    app_record(app, environment, EnvValues::for_caller(caller))
 }
 
 /// The record of an app of `environment`.

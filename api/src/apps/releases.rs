@@ -15,7 +15,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
-use berth_cluster::crd::{AppConfig, AppStatus, OUTCOME_PENDING, ReleaseMark};
+use berth_cluster::crd::{App, AppConfig, AppStatus, OUTCOME_PENDING, ReleaseMark};
 use berth_domain::ApiError;
 use berth_records::apps::record::ReleaseRecord;
 use berth_store as store;
@@ -103,6 +103,20 @@ impl StoredRelease {
             status: OUTCOME_PENDING.to_owned(),
         }
     }
+}
+
+/// The revisions an App holds, as the history records them (confirmed):
+/// its own, and those the controller wrote over, which the store may not
+/// hold yet (`AppSpec::unrecorded`).
+pub fn held_by(app: &App) -> Result<(StoredRelease, Vec<StoredRelease>), ApiError> {
+    let spec = &app.spec;
+    let own = StoredRelease::new(&spec.release, &spec.config, true)?;
+    let unrecorded = spec
+        .unrecorded
+        .iter()
+        .map(|revision| StoredRelease::new(&revision.release, &revision.config, true))
+        .collect::<Result<_, _>>()?;
+    Ok((own, unrecorded))
 }
 
 /// The stored shape: the release plus its key.
