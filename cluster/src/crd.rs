@@ -7,9 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use berth_domain::clock;
-/// The parts the resources share with the API's records, defined with the
-/// values so that a client links them without kube.
-pub use berth_domain::parts::{Quota, SecretKeyRef};
+// The parts the resources share with the API's records, defined with the
+// values so that a client links them without kube.
+use berth_domain::parts::{Quota, SecretKeyRef};
 
 pub const GROUP: &str = "berth.dev";
 /// Labels Berth puts on everything it creates.

@@ -5,8 +5,8 @@
 //! ResourceQuota, with its NetworkPolicy and Pod Security labels
 //! (`berth_controller::isolation`).
 
-use crate::crd::Quota;
 use berth_domain::ApiError;
+use berth_domain::parts::Quota;
 use berth_domain::size::Quantity;
 
 /// The most pods an environment may ask for.

@@ -23,8 +23,9 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 
-use berth_cluster::crd::{LABEL_MANAGED_BY, MANAGER, Quota};
+use berth_cluster::crd::{LABEL_MANAGED_BY, MANAGER};
 use berth_cluster::quota::{DEFAULT_STORAGE, DEFAULT_VOLUMES, MAX_STORAGE, MAX_VOLUMES};
+use berth_domain::parts::Quota;
 use berth_domain::size::Quantity;
 
 /// The NetworkPolicy of every environment's namespace.

@@ -17,9 +17,10 @@ use serde_json::json;
 
 use berth_cluster::crd::{
     App, AppConfig, AppEnvVar, AppProcess, AppSpec, AppStatus, AppVolume, LABEL_APP,
-    LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, SecretKeyRef,
+    LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT,
 };
 use berth_cluster::testing::IMAGE;
+use berth_domain::parts::SecretKeyRef;
 
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};

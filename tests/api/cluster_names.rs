@@ -193,7 +193,7 @@ async fn a_namespace_berth_did_not_create_is_never_touched() {
 
     // The API refuses it (`owned_namespaces`); made behind its back, as if
     // the namespace had come between the API's look and the controller's.
-    let quota = berth_cluster::crd::Quota {
+    let quota = berth_domain::parts::Quota {
         cpu: Some("1".into()),
         ..Default::default()
     };

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use berth_cluster::crd::{
     AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
-    SecretKeyRef, object_names,
+    object_names,
 };
 use berth_domain::CommandArg;
 use berth_domain::container_paths::{HealthCheckPath, MountPath};
@@ -17,6 +17,7 @@ use berth_domain::names::{
     AppName, EnvName, Hostname, ProcessName, SecretKey, SecretName, VolumeName,
 };
 use berth_domain::numbers::{FsGroup, Port, Replicas};
+use berth_domain::parts::SecretKeyRef;
 use berth_domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
 use berth_domain::size::{Quantity, Size, VolumeSize};
 use berth_domain::{ApiError, Permission};

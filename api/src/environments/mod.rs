@@ -18,13 +18,14 @@ use kube::api::ObjectMeta;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{
     EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-    LABEL_PROJECT, MANAGER, PHASE_TERMINATING, Quota,
+    LABEL_PROJECT, MANAGER, PHASE_TERMINATING,
 };
 use berth_cluster::environments::{self as cluster_environments, get_visible, namespace};
 use berth_cluster::ownership;
 use berth_cluster::{projects as cluster_projects, timestamp};
 use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
+use berth_domain::parts::Quota;
 use berth_domain::paths::EnvironmentPath;
 use berth_domain::{ApiError, Permission, clock};
 use berth_records::environments::EnvironmentRecord;

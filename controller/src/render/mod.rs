@@ -834,10 +834,11 @@ mod tests {
     use super::*;
     use berth_cluster::crd::{
         AppEnvVar, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
-        LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, SecretKeyRef,
+        LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER,
     };
     use berth_cluster::rendered_names::{ObjectKind, rendered_names};
     use berth_domain::names::OBJECT_NAME;
+    use berth_domain::parts::SecretKeyRef;
     use kube::ResourceExt;
     use std::collections::BTreeSet;
 

@@ -273,7 +273,7 @@ impl TestApp {
         &self,
         project: &str,
         environment: &str,
-        quota: Option<berth_cluster::crd::Quota>,
+        quota: Option<berth_domain::parts::Quota>,
     ) -> berth_cluster::crd::Environment {
         use berth_cluster::crd::{
             EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
