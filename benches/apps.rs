@@ -22,7 +22,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{ListParams, LogParams, PostParams};
+use kube::api::{ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource, ResourceExt};
 use serde_json::{Value, json};
 
@@ -271,6 +271,15 @@ async fn main() {
     };
     Api::<Namespace>::all(kube.clone())
         .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    // ...and reports it provisioned: apps are created only then.
+    Api::<Environment>::all(kube.clone())
+        .patch_status(
+            &environment.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"namespace": "bench-dev", "phase": "Ready", "ready": true}})),
+        )
         .await
         .unwrap();
     let apps = "/api/v1/projects/bench/environments/dev/apps";
