@@ -278,7 +278,9 @@ async fn main() {
         .patch_status(
             &environment.name_any(),
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"namespace": "bench-dev", "phase": "Ready", "ready": true}})),
+            &Patch::Merge(
+                json!({"status": {"namespace": "bench-dev", "phase": "Ready", "ready": true}}),
+            ),
         )
         .await
         .unwrap();

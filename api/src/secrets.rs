@@ -13,10 +13,11 @@ use serde_json::Value;
 
 use crate::http::extract::body_words;
 use berth_cluster::apps as cluster_apps;
-use berth_cluster::crd::{App, AppConfig};
+use berth_cluster::crd::App;
 use berth_cluster::secrets as cluster_secrets;
 use berth_cluster::{environments as cluster_environments, timestamp};
 use berth_domain::ApiError;
+use berth_domain::app::AppConfig;
 use berth_domain::names::{OrgName, SecretKey, SecretName};
 use berth_domain::paths::{AppPath, EnvironmentPath, SecretPath};
 use berth_records::secrets::{PutAnswer, SecretSummary};

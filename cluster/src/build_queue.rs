@@ -238,7 +238,8 @@ fn beyond_kept(mut builds: Vec<Build>) -> Vec<Build> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{AppSource, BuildStatus};
+    use crate::crd::BuildStatus;
+    use berth_domain::app::AppSource;
 
     fn build(number: i64, phase: Option<&str>) -> Build {
         let mut build = Build::new(

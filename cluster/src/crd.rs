@@ -6,10 +6,12 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+// The App model, which the App resource's spec holds, and the parts the
+// resources share with the API's records: defined with the values, so that
+// a client links them without kube.
+use berth_domain::app::{AppConfig, AppSource, BuildStrategy};
 use berth_domain::clock;
-// The parts the resources share with the API's records, defined with the
-// values so that a client links them without kube.
-use berth_domain::parts::{Quota, SecretKeyRef};
+use berth_domain::parts::Quota;
 
 pub const GROUP: &str = "berth.dev";
 /// Labels Berth puts on everything it creates.
@@ -218,143 +220,6 @@ pub struct Revision {
 /// in a row with no change through the API).
 pub const UNRECORDED_KEPT: usize = 20;
 
-/// An app's configuration: what a release snapshots and a rollback restores.
-/// Values are stored as parsed at the API's edge (`berth_domain`); the
-/// controller still treats them as untrusted, since anyone with cluster
-/// access can edit the resource.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppConfig {
-    /// The image that runs. None only for an app built from source whose
-    /// first build has not succeeded: it renders no workloads
-    /// (`AwaitingBuild`). A built image is pinned by digest.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
-    /// Where Berth builds the app's image from, when it does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<AppSource>,
-    pub processes: Vec<AppProcess>,
-    #[serde(default)]
-    pub env: Vec<AppEnvVar>,
-    #[serde(default)]
-    pub domains: Vec<String>,
-    #[serde(default)]
-    pub volumes: Vec<AppVolume>,
-    /// The HTTP path of readiness and liveness probes of `http` processes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub health_check_path: Option<String>,
-    /// The pods' `fsGroup`, owning the volumes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fs_group: Option<i64>,
-    /// Run as a Job from this configuration's image and env before its
-    /// workloads change, whenever what runs changes (see
-    /// [`AppConfig::runs_like`]); empty: no release phase.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub release_command: Vec<String>,
-    /// Whether a revision whose rollout fails is rolled back to the last
-    /// configuration that became available (true unless turned off).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
-    pub auto_rollback: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[allow(clippy::trivially_copy_pass_by_ref)]
-fn is_true(value: &bool) -> bool {
-    *value
-}
-
-impl AppConfig {
-    /// Whether both run the same code the same way: image, each process's
-    /// command, env and release command. A change of anything else (sizes,
-    /// replicas, domains, volumes…) needs no release phase.
-    pub fn runs_like(&self, other: &AppConfig) -> bool {
-        let commands = |config: &AppConfig| -> Vec<(String, Vec<String>)> {
-            config
-                .processes
-                .iter()
-                .map(|process| (process.name.clone(), process.command.clone()))
-                .collect()
-        };
-        self.image == other.image
-            && self.env == other.env
-            && self.release_command == other.release_command
-            && commands(self) == commands(other)
-    }
-
-    /// This configuration restored over `current`: a volume that has grown
-    /// since keeps its current size (volumes never shrink).
-    pub fn with_grown_volumes(mut self, current: &AppConfig) -> AppConfig {
-        use berth_domain::size::Quantity;
-        for volume in &mut self.volumes {
-            if let Some(now) = current.volumes.iter().find(|v| v.name == volume.name)
-                && let (Ok(now_size), Ok(restored_size)) =
-                    (Quantity::parse(&now.size), Quantity::parse(&volume.size))
-                && now_size > restored_size
-            {
-                volume.size.clone_from(&now.size);
-            }
-        }
-        self
-    }
-}
-
-/// A git repository Berth builds an app's image from (see [`Build`]).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppSource {
-    /// An `https://` URL.
-    pub git_repo: String,
-    /// A branch, tag or commit; the repository's default branch when None.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_ref: Option<String>,
-    #[serde(default)]
-    pub build: BuildSettings,
-    /// A secret of the environment holding the credential to clone with
-    /// (key `token`, and `username` optionally); the build alone reads it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub git_secret: Option<String>,
-}
-
-/// How a build makes the image.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BuildSettings {
-    pub strategy: BuildStrategy,
-    /// The directory of the repository to build, relative to its root;
-    /// the root when None.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_dir: Option<String>,
-    /// The Dockerfile's path relative to the context directory;
-    /// `Dockerfile` when None.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dockerfile: Option<String>,
-}
-
-/// `auto`: the Dockerfile if the repository has one, else buildpacks.
-#[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema, utoipa::ToSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum BuildStrategy {
-    #[default]
-    Auto,
-    Dockerfile,
-    Buildpacks,
-}
-
-impl BuildStrategy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildStrategy::Auto => "auto",
-            BuildStrategy::Dockerfile => "dockerfile",
-            BuildStrategy::Buildpacks => "buildpacks",
-        }
-    }
-}
-
 /// One build of an app's source into an image, in the namespace
 /// [`BUILDS_NAMESPACE`] where no tenant's pod runs. The API creates it
 /// (`queued`); the controller runs it as a Job, one per app at a time,
@@ -549,59 +414,6 @@ pub struct RunSpec {
     /// The scheduled process: its CronJob is `object_names::workload(app,
     /// process)`.
     pub process: String,
-}
-
-/// One process of an app: always-on (a Deployment, with a Service when it has
-/// a port) or scheduled (a CronJob, when it has a schedule).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppProcess {
-    pub name: String,
-    /// Replaces the image's entrypoint when not empty.
-    #[serde(default)]
-    pub command: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub port: Option<i32>,
-    /// A size preset (`nano`, `small`, `medium`, `large`) or `CPU/MEMORY`.
-    pub size: String,
-    pub min_replicas: i32,
-    /// CPU autoscaling up to this many replicas when above `minReplicas`.
-    pub max_replicas: i32,
-    /// A 5-field cron expression: the process runs as a scheduled job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
-    /// The IANA time zone of `schedule`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
-    /// `http` or `tcp`.
-    pub protocol: String,
-}
-
-impl AppProcess {
-    pub fn is_scheduled(&self) -> bool {
-        self.schedule.is_some()
-    }
-}
-
-/// An environment variable: a plain value or a reference to a secret's key.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-pub struct AppEnvVar {
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub secret: Option<SecretKeyRef>,
-}
-
-/// A persistent volume: one PersistentVolumeClaim, kept when the volume is
-/// removed from the app (and when the app is deleted, unless asked).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AppVolume {
-    pub name: String,
-    pub mount_path: String,
-    /// A Kubernetes storage quantity such as `5Gi`; grows, never shrinks.
-    pub size: String,
 }
 
 /// Why a revision was made (spec part 2): the API's changes make each of
@@ -922,6 +734,7 @@ pub fn definitions_yaml() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_domain::protocol::Protocol;
 
     /// What a real apiserver requires of a CRD schema (a "structural" one):
     /// every node has a type (or preserves unknown fields), and no `allOf`,
@@ -1020,6 +833,50 @@ mod tests {
         assert_eq!(older.release_status(9, 9), OUTCOME_PENDING);
         older.record(8, OUTCOME_FAILED, None);
         assert_eq!(older.release_status(8, 9), OUTCOME_FAILED);
+    }
+
+    /// The App's values are typed, its serialized form is not changed: an
+    /// App as the API writes it, and one edited in the cluster with values
+    /// the API refuses, decode and encode to exactly what was stored.
+    #[test]
+    fn an_app_decodes_and_encodes_to_what_was_stored() {
+        let stored = serde_json::json!({
+            "image": "ghcr.io/acme/shop:1.2.3",
+            "processes": [
+                {"name": "web", "command": [], "port": 8080, "size": "250m/512Mi",
+                 "minReplicas": 1, "maxReplicas": 3, "protocol": "http"},
+                {"name": "db", "command": [], "port": 5432, "size": "galactic",
+                 "minReplicas": 1, "maxReplicas": 1, "protocol": "udp"}
+            ],
+            "env": [],
+            "domains": ["shop.example.com", "Not A Host"],
+            "volumes": [
+                {"name": "data", "mountPath": "/var/lib/data", "size": "5Gi"},
+                {"name": "Bad_Name", "mountPath": "relative", "size": "2Ti"}
+            ],
+            "release": {"revision": 3, "reason": "deploy", "createdAt": 1}
+        });
+        let spec: AppSpec = serde_json::from_value(stored.clone()).expect("it decodes");
+        assert_eq!(serde_json::to_value(&spec).unwrap(), stored);
+
+        let config = &spec.config;
+        assert!(config.processes[0].size.parsed().is_ok());
+        assert_eq!(config.processes[0].protocol, Protocol::Http);
+        assert_eq!(
+            config.first_refused().map(|(field, _)| field).as_deref(),
+            Some("processes[1].size")
+        );
+        let refused: Vec<bool> = (config.volumes[1..].iter())
+            .flat_map(|v| {
+                [
+                    v.name.parsed().is_err(),
+                    v.mount_path.parsed().is_err(),
+                    v.size.parsed().is_err(),
+                ]
+            })
+            .collect();
+        assert_eq!(refused, [true; 3]);
+        assert!(config.domains[1].parsed().is_err());
     }
 
     #[test]

@@ -8,7 +8,10 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use crate::crd::{AppConfig, object_names};
+use berth_domain::protocol::Protocol;
+
+use crate::crd::object_names;
+use berth_domain::app::AppConfig;
 
 /// The kinds an app renders to. Two names clash only within one kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -54,7 +57,7 @@ pub fn rendered_names(app: &str, config: &AppConfig) -> BTreeSet<(ObjectKind, St
         }
         if process.port.is_some() {
             names.insert((ObjectKind::Service, name.clone()));
-            if process.protocol == "http" {
+            if process.protocol == Protocol::Http {
                 names.insert((ObjectKind::Ingress, object_names::ingress(app)));
             }
         }
@@ -66,7 +69,7 @@ pub fn rendered_names(app: &str, config: &AppConfig) -> BTreeSet<(ObjectKind, St
     for volume in &config.volumes {
         names.insert((
             ObjectKind::PersistentVolumeClaim,
-            object_names::claim(app, &volume.name),
+            object_names::claim(app, volume.name.text()),
         ));
     }
     names
@@ -118,7 +121,7 @@ pub fn first_clash<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{AppProcess, AppVolume};
+    use berth_domain::app::{AppProcess, AppVolume};
 
     fn volume(name: &str) -> AppVolume {
         AppVolume::test(name, &format!("/{name}"), "1Gi")

@@ -3,67 +3,22 @@
 //! dev-dependencies turn on; no binary links it).
 //!
 //! `App::test("shop", AppConfig::test(vec![AppProcess::test("web", Some(8080))]))`
+//! (the configurations from `berth_domain::app::testing`)
 //! is app `shop` of organization `acme`, project `store`, environment `prod`
 //! (namespace `store-prod`), labelled as the API labels it; change what a
 //! test is about on the value it returns.
 
 use std::collections::BTreeMap;
 
+use berth_domain::app::AppConfig;
+
 use crate::crd::{
-    App, AppConfig, AppProcess, AppSpec, AppVolume, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-    LABEL_PROJECT, MANAGER, ReleaseMark,
+    App, AppSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER,
+    ReleaseMark,
 };
 
-/// The image of [`AppConfig::test`].
-pub const IMAGE: &str = "ghcr.io/acme/shop:1.2.3";
 /// The uid [`App::stored`] gives an App.
 pub const APP_UID: &str = "0b7c4a39-8b5b-4f7e-9b71-1c0ad1a1f001";
-
-impl AppProcess {
-    /// An always-on `http` process of size `small` at one replica; with a
-    /// port, a web process.
-    pub fn test(name: &str, port: Option<i32>) -> Self {
-        Self {
-            name: name.to_owned(),
-            command: Vec::new(),
-            port,
-            size: "small".to_owned(),
-            min_replicas: 1,
-            max_replicas: 1,
-            schedule: None,
-            time_zone: None,
-            protocol: "http".to_owned(),
-        }
-    }
-}
-
-impl AppVolume {
-    pub fn test(name: &str, mount_path: &str, size: &str) -> Self {
-        Self {
-            name: name.to_owned(),
-            mount_path: mount_path.to_owned(),
-            size: size.to_owned(),
-        }
-    }
-}
-
-impl AppConfig {
-    /// [`IMAGE`] with these processes and nothing else.
-    pub fn test(processes: Vec<AppProcess>) -> Self {
-        Self {
-            image: Some(IMAGE.to_owned()),
-            source: None,
-            processes,
-            env: Vec::new(),
-            domains: Vec::new(),
-            volumes: Vec::new(),
-            health_check_path: None,
-            fs_group: None,
-            release_command: Vec::new(),
-            auto_rollback: true,
-        }
-    }
-}
 
 impl ReleaseMark {
     /// Revision 1, made by a create.

@@ -1157,11 +1157,12 @@ async fn set_status(app: &App, context: &Context, status: AppStatus) -> Result<b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_cluster::crd::AppConfig;
+    use berth_domain::app::AppConfig;
 
     #[test]
     fn an_app_awaiting_its_first_build_says_how_its_latest_went() {
-        use berth_cluster::crd::{AppSource, BuildSpec, BuildStatus};
+        use berth_cluster::crd::{BuildSpec, BuildStatus};
+        use berth_domain::app::AppSource;
         assert_eq!(
             awaiting_message(None),
             "The app awaits its first build: nothing runs until one succeeds."

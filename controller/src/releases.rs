@@ -32,10 +32,11 @@ use kube::ResourceExt;
 use kube::api::{Api, PostParams};
 
 use berth_cluster::crd::{
-    App, AppConfig, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED,
-    OUTCOME_ROLLED_BACK, ReleaseMark, ReleaseReason, object_names,
+    App, AppStatus, OUTCOME_FAILED, OUTCOME_PENDING, OUTCOME_RELEASED, OUTCOME_ROLLED_BACK,
+    ReleaseMark, ReleaseReason, object_names,
 };
 use berth_cluster::ownership;
+use berth_domain::app::AppConfig;
 
 use berth_cluster::{is_conflict, is_not_found};
 
@@ -434,13 +435,15 @@ async fn commit_rollback(client: &kube::Client, next: &App) -> Result<bool, Erro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_cluster::crd::{AppProcess, AvailableConfig};
+    use berth_cluster::crd::AvailableConfig;
+    use berth_domain::app::AppProcess;
+    use berth_domain::stored::Stored;
 
     fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
         let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
         config.image = Some(image.to_owned());
         config.release_command = release_command.iter().map(|s| (*s).to_owned()).collect();
-        config.domains = vec![format!("r{revision}.example.com")];
+        config.domains = vec![Stored::read(&format!("r{revision}.example.com"))];
         let mut app = App::test("shop", config).stored();
         app.spec.release.revision = revision;
         app
@@ -488,7 +491,10 @@ mod tests {
         let previous = previous(&next, &status).unwrap();
         assert_eq!(previous.revision, 1);
         assert_eq!(previous.app.spec.config.image.as_deref(), Some("shop:1"));
-        assert_eq!(previous.app.spec.config.domains, ["r2.example.com"]);
+        assert_eq!(
+            previous.app.spec.config.domains,
+            [Stored::read("r2.example.com")]
+        );
         assert!(super::previous(&next, &AppStatus::default()).is_none());
     }
 
@@ -510,7 +516,7 @@ mod tests {
             )
         );
         assert_eq!(back.spec.config.image.as_deref(), Some("shop:1"));
-        assert_eq!(back.spec.config.domains, ["r2.example.com"]);
+        assert_eq!(back.spec.config.domains, [Stored::read("r2.example.com")]);
         // Revision 3 failing in turn is not rolled back: no loop.
         assert!(rollback(&back, &status, why).is_none());
         // Nothing to roll back to, the available revision itself, or off.

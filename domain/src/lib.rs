@@ -8,6 +8,7 @@
 //! value itself (it may be a secret sent in the wrong field); the edge names
 //! the field with [`Invalid::at`].
 
+pub mod app;
 pub mod clock;
 pub mod config;
 pub mod container_paths;
@@ -21,12 +22,14 @@ pub mod numbers;
 pub mod operation;
 pub mod parts;
 pub mod paths;
+pub mod protocol;
 pub mod registry;
 #[cfg(feature = "request")]
 pub mod request;
 pub mod roles;
 pub mod schedule;
 pub mod size;
+pub mod stored;
 pub mod telemetry;
 
 pub use error::{ApiError, Missing};

@@ -16,11 +16,12 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use berth_cluster::crd::{
-    App, AppConfig, AppEnvVar, AppProcess, AppSpec, AppStatus, AppVolume, LABEL_APP,
-    LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT,
+    App, AppSpec, AppStatus, LABEL_APP, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT,
 };
-use berth_cluster::testing::IMAGE;
+use berth_domain::app::testing::IMAGE;
+use berth_domain::app::{AppConfig, AppEnvVar, AppProcess, AppVolume};
 use berth_domain::parts::SecretKeyRef;
+use berth_domain::stored::Stored;
 
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};
@@ -202,12 +203,12 @@ fn assert_owned_by(object: &impl Resource, app: &App) {
 async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
     let env = Environment::new().await;
     let mut web = AppProcess::test("web", Some(8080));
-    web.size = "750m/1536Mi".to_owned();
+    web.size = Stored::read("750m/1536Mi");
     web.command = vec!["./serve".to_owned(), "--port=8080".to_owned()];
     let mut config = AppConfig::test(vec![web]);
     config.health_check_path = Some("/healthz".to_owned());
     config.fs_group = Some(2000);
-    config.domains = vec!["shop.example.com".to_owned()];
+    config.domains = vec![Stored::read("shop.example.com")];
     config.env = vec![
         AppEnvVar {
             name: "MODE".to_owned(),
@@ -501,8 +502,10 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
     );
 
     // Grown: the claim follows (replaced while unbound, as nothing runs it).
-    env.update(&app, |spec| spec.config.volumes[0].size = "2Gi".to_owned())
-        .await;
+    env.update(&app, |spec| {
+        spec.config.volumes[0].size = Stored::read("2Gi")
+    })
+    .await;
     env.wait_for::<PersistentVolumeClaim>("files-data", "the claim grows", |claim| {
         claim.metadata.deletion_timestamp.is_none() && storage(claim).as_deref() == Some("2Gi")
     })
@@ -511,8 +514,8 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
     // Shrunk in the resource (the API refuses it; the controller too): the
     // claim keeps its size, while the same change's other field lands.
     env.update(&app, |spec| {
-        spec.config.volumes[0].size = "1536Mi".to_owned();
-        spec.config.volumes[0].mount_path = "/srv/files".to_owned();
+        spec.config.volumes[0].size = Stored::read("1536Mi");
+        spec.config.volumes[0].mount_path = Stored::read("/srv/files");
     })
     .await;
     env.wait_for::<Deployment>("files-web", "the new mount path", |deployment| {
@@ -534,8 +537,10 @@ async fn volumes_are_claims_that_grow_never_shrink_and_outlive_their_mount() {
             )
             .await
             .unwrap();
-        env.update(&app, |spec| spec.config.volumes[0].size = "3Gi".to_owned())
-            .await;
+        env.update(&app, |spec| {
+            spec.config.volumes[0].size = Stored::read("3Gi")
+        })
+        .await;
         let grown = env
             .wait_for::<PersistentVolumeClaim>("files-data", "the bound claim grows", |claim| {
                 storage(claim).as_deref() == Some("3Gi")
@@ -639,7 +644,7 @@ async fn a_dropped_process_loses_its_objects() {
 async fn a_worker_only_app_has_no_ingress_and_no_url() {
     let env = Environment::new().await;
     let mut config = AppConfig::test(vec![AppProcess::test("worker", None)]);
-    config.domains = vec!["worker.example.com".to_owned()];
+    config.domains = vec![Stored::read("worker.example.com")];
     env.create("crunch", config).await;
     env.wait_for::<Deployment>("crunch-worker", "the worker Deployment", |_| true)
         .await;
@@ -690,7 +695,7 @@ async fn a_stalled_rollout_is_reported_as_failed_and_a_finished_one_as_available
 async fn an_app_the_cluster_cannot_run_is_reported() {
     let env = Environment::new().await;
     let mut web = AppProcess::test("web", Some(8080));
-    web.size = "galactic".to_owned();
+    web.size = Stored::read("galactic");
     let app = env.create("broken", AppConfig::test(vec![web])).await;
     eventually("the invalid size is reported", || async {
         let status = env.status("broken").await;
@@ -704,7 +709,7 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
 
     // Fixed: it rolls out.
     env.update(&app, |spec| {
-        spec.config.processes[0].size = "nano".to_owned()
+        spec.config.processes[0].size = Stored::read("nano")
     })
     .await;
     env.wait_for::<Deployment>("broken-web", "the Deployment once fixed", |_| true)

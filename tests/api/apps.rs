@@ -280,6 +280,64 @@ async fn a_rollback_never_shrinks_a_volume() {
     assert_eq!(rolled.json()["volumes"][0]["size"], "2Gi");
 }
 
+/// The App resource can be edited in the cluster: a value its parser
+/// refuses is shown as stored, and no change carries it into a new release
+/// until it is given anew.
+#[tokio::test]
+async fn a_value_edited_in_the_cluster_is_given_anew_before_a_change() {
+    use kube::api::{Api, Patch, PatchParams};
+
+    let app = TestApp::with_cluster().await;
+    let (project, apps) = environment(&app).await;
+    create(
+        &app,
+        &apps,
+        json!({"name": "web", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    let resources: Api<berth_cluster::crd::App> =
+        Api::namespaced(app.cluster().client.clone(), &format!("{project}-staging"));
+    let edit = json!([{"op": "replace", "path": "/spec/processes/0/size", "value": "32/1Gi"}]);
+    resources
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Json::<()>(serde_json::from_value(edit).unwrap()),
+        )
+        .await
+        .unwrap();
+    let web = format!("{apps}/web");
+    let shown = app.get(&web).by(&app.owner).send().await;
+    shown.assert_status(200);
+    assert_eq!(shown.json()["app"]["processes"][0]["size"], "32/1Gi");
+
+    let refused = patch(&app, &web, json!({"replicas": 2})).await;
+    refused.assert_problem(422, "validation_failed");
+    let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.starts_with(
+            "processes[0].size: the value stored in the cluster must be at most 16 CPU"
+        ),
+        "{detail}"
+    );
+    assert_eq!(
+        revisions(&releases(&app, &web).await),
+        [1],
+        "nothing released"
+    );
+    let rollback = app
+        .post(&format!("{web}/rollback"))
+        .by(&app.owner)
+        .json(json!({"revision": 1}))
+        .send()
+        .await;
+    rollback.assert_problem(422, "validation_failed");
+
+    let fixed = patch(&app, &web, json!({"replicas": 2, "size": "nano"})).await;
+    fixed.assert_status(200);
+    assert_eq!(fixed.json()["processes"][0]["size"], "nano");
+}
+
 #[tokio::test]
 async fn promotion_copies_image_and_processes() {
     let app = TestApp::with_cluster().await;

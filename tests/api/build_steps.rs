@@ -16,10 +16,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use berth_cluster::crd::BuildStrategy;
 use berth_cluster::registry::Credential;
 use berth_controller::build_engine::layout::repository_layout_path;
 use berth_controller::build_engine::{Pushed, built_digest, scripts};
+use berth_domain::app::BuildStrategy;
 
 use crate::support::git_http::{GIT, GitHttp};
 use crate::support::registry::Registry;

@@ -16,11 +16,10 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
-use berth_cluster::crd::{
-    App, AppSource, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
-};
+use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names};
 use berth_cluster::registry::{self, Registry};
 use berth_domain::Role;
+use berth_domain::app::AppSource;
 use berth_store as store;
 use berth_store::keys;
 

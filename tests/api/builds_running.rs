@@ -12,12 +12,13 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 
 use berth_cluster::crd::{
-    App, AppConfig, AppProcess, AppSource, AppSpec, BUILD_CANCELLED, BUILD_FAILED, BUILD_QUEUED,
-    BUILD_RUNNING, BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, BuildSettings, BuildSpec,
-    BuildStrategy, Environment, LABEL_APP, LABEL_APP_UID, LABEL_BUILD, LABEL_ENVIRONMENT,
-    LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, ReleaseMark, object_names,
+    App, AppSpec, BUILD_CANCELLED, BUILD_FAILED, BUILD_QUEUED, BUILD_RUNNING, BUILD_SUCCEEDED,
+    BUILDS_NAMESPACE, Build, BuildSpec, Environment, LABEL_APP, LABEL_APP_UID, LABEL_BUILD,
+    LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, ReleaseMark,
+    object_names,
 };
 use berth_cluster::registry::{self, Credential, Registry};
+use berth_domain::app::{AppConfig, AppProcess, AppSource, BuildSettings, BuildStrategy};
 
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, eventually};

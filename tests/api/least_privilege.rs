@@ -30,7 +30,8 @@ use kube::api::{
 use serde_json::json;
 
 use berth_api::access::client_from_kubeconfig;
-use berth_cluster::crd::{App, AppConfig, Project, Run, RunSpec};
+use berth_cluster::crd::{App, Project, Run, RunSpec};
+use berth_domain::app::AppConfig;
 
 use crate::support::TestCluster;
 use crate::support::identities::{controller_account, kubeconfig_of};

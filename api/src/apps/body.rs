@@ -5,11 +5,11 @@
 
 use std::collections::HashSet;
 
-use berth_cluster::crd::{
-    AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
-    object_names,
-};
+use berth_cluster::crd::object_names;
 use berth_domain::CommandArg;
+use berth_domain::app::{
+    AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
+};
 use berth_domain::container_paths::{HealthCheckPath, MountPath};
 use berth_domain::git::{GitRef, GitRepo, RepoPath};
 use berth_domain::image::ImageRef;
@@ -18,8 +18,10 @@ use berth_domain::names::{
 };
 use berth_domain::numbers::{FsGroup, Port, Replicas};
 use berth_domain::parts::SecretKeyRef;
+use berth_domain::protocol::Protocol;
 use berth_domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
-use berth_domain::size::{Quantity, Size, VolumeSize};
+use berth_domain::size::{Size, VolumeSize};
+use berth_domain::stored::Stored;
 use berth_domain::{ApiError, Permission};
 use berth_records::apps::body::{
     BuildBody, CreateBody, EnvBody, ProcessBody, UpdateBody, VolumeBody,
@@ -387,9 +389,8 @@ fn parse_process(
     let size = match body.size.as_deref() {
         Some(size) => Size::parse(size)
             .map_err(|e| e.at(&field(prefix, "size")))?
-            .as_str()
-            .to_owned(),
-        None => existing.map_or_else(|| DEFAULT_SIZE.to_owned(), |p| p.size.clone()),
+            .into(),
+        None => existing.map_or_else(|| Stored::read(DEFAULT_SIZE), |p| p.size.clone()),
     };
     let replicas = |value: i64, name: &str| -> Result<i32, ApiError> {
         Ok(Replicas::parse(value)
@@ -413,14 +414,10 @@ fn parse_process(
         )));
     }
     let protocol = match body.protocol.as_deref() {
-        Some(protocol @ ("http" | "tcp")) => protocol.to_owned(),
-        Some(_) => {
-            return Err(ApiError::ValidationFailed(format!(
-                "{}: must be http or tcp",
-                field(prefix, "protocol")
-            )));
-        }
-        None => existing.map_or_else(|| "http".to_owned(), |p| p.protocol.clone()),
+        Some(protocol) => Protocol::parse(protocol)
+            .map_err(|e| e.at(&field(prefix, "protocol")))?
+            .into(),
+        None => existing.map_or_else(|| Protocol::Http.into(), |p| p.protocol.clone()),
     };
     Ok(AppProcess {
         name,
@@ -508,7 +505,7 @@ fn parse_env(entries: &[EnvBody], current: &[AppEnvVar]) -> Result<Vec<AppEnvVar
         .collect()
 }
 
-fn parse_domains(domains: &[String]) -> Result<Vec<String>, ApiError> {
+fn parse_domains(domains: &[String]) -> Result<Vec<Stored<Hostname>>, ApiError> {
     if domains.len() > MAX_DOMAINS {
         return Err(ApiError::ValidationFailed(format!(
             "domains: at most {MAX_DOMAINS} hostnames"
@@ -519,12 +516,9 @@ fn parse_domains(domains: &[String]) -> Result<Vec<String>, ApiError> {
         .iter()
         .enumerate()
         .map(|(i, domain)| {
-            let host = Hostname::parse(domain)
-                .map_err(|e| e.at(&format!("domains[{i}]")))?
-                .as_str()
-                .to_owned();
+            let host = Hostname::parse(domain).map_err(|e| e.at(&format!("domains[{i}]")))?;
             if seen.insert(host.clone()) {
-                Ok(host)
+                Ok(host.into())
             } else {
                 Err(duplicate(&format!("domains[{i}]")))
             }
@@ -549,17 +543,13 @@ fn parse_volumes(
         .iter()
         .enumerate()
         .map(|(i, volume)| {
-            let name = VolumeName::parse(&volume.name)
-                .map_err(|e| e.at(&format!("volumes[{i}].name")))?
-                .as_str()
-                .to_owned();
+            let name =
+                VolumeName::parse(&volume.name).map_err(|e| e.at(&format!("volumes[{i}].name")))?;
             if !names.insert(name.clone()) {
                 return Err(duplicate(&format!("volumes[{i}].name")));
             }
             let mount_path = MountPath::parse(&volume.mount_path)
-                .map_err(|e| e.at(&format!("volumes[{i}].mount_path")))?
-                .as_str()
-                .to_owned();
+                .map_err(|e| e.at(&format!("volumes[{i}].mount_path")))?;
             if !paths.insert(mount_path.clone()) {
                 return Err(duplicate(&format!("volumes[{i}].mount_path")));
             }
@@ -569,21 +559,21 @@ fn parse_volumes(
                     let field = format!("volumes[{i}].size");
                     let wanted = VolumeSize::parse(size).map_err(|e| e.at(&field))?;
                     if let Some(existing) = existing
-                        && Quantity::parse(&existing.size).is_ok_and(|had| *wanted.quantity() < had)
+                        && existing.size.parsed().is_ok_and(|had| wanted < *had)
                     {
                         return Err(ApiError::ValidationFailed(format!(
                             "{field}: a volume can grow, never shrink (it is {})",
                             existing.size
                         )));
                     }
-                    wanted.as_str().to_owned()
+                    wanted.into()
                 }
                 (None, Some(existing)) => existing.size.clone(),
-                (None, None) => DEFAULT_VOLUME_SIZE.to_owned(),
+                (None, None) => Stored::read(DEFAULT_VOLUME_SIZE),
             };
             Ok(AppVolume {
-                name,
-                mount_path,
+                name: name.into(),
+                mount_path: mount_path.into(),
                 size,
             })
         })
@@ -739,12 +729,12 @@ mod tests {
         let web = config(serde_json::json!({"name": "shop", "image": "nginx:1.27", "port": 8080}));
         assert_eq!(web.processes[0].name, "web");
         assert_eq!(web.processes[0].port, Some(8080));
-        assert_eq!(web.processes[0].size, "small");
+        assert_eq!(web.processes[0].size.text(), "small");
         assert_eq!(
             (web.processes[0].min_replicas, web.processes[0].max_replicas),
             (1, 1)
         );
-        assert_eq!(web.processes[0].protocol, "http");
+        assert_eq!(web.processes[0].protocol.text(), "http");
         let job =
             config(serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 3 * * *"}));
         assert_eq!(job.processes[0].name, "job");
@@ -953,19 +943,19 @@ mod tests {
             "volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "5Gi"}]
         }));
         let grown = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/var/lib/postgresql/data", "size": "10Gi"}]})).expect("grows");
-        assert_eq!(grown.volumes[0].size, "10Gi");
+        assert_eq!(grown.volumes[0].size.text(), "10Gi");
         let kept = update(
             &current,
             serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data"}]}),
         )
         .expect("keeps its size");
-        assert_eq!(kept.volumes[0].size, "5Gi");
+        assert_eq!(kept.volumes[0].size.text(), "5Gi");
         let error = update(&current, serde_json::json!({"volumes": [{"name": "data", "mount_path": "/data", "size": "4Gi"}]})).unwrap_err();
         assert!(detail(error).starts_with("volumes[0].size:"));
         let default = config(
             serde_json::json!({"name": "shop", "image": "redis", "volumes": [{"name": "data", "mount_path": "/data"}]}),
         );
-        assert_eq!(default.volumes[0].size, "1Gi");
+        assert_eq!(default.volumes[0].size.text(), "1Gi");
     }
 
     #[test]

@@ -39,11 +39,12 @@ use crate::secrets;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, history_of};
 use berth_cluster::build_queue;
 use berth_cluster::crd::{
-    App, AppConfig, AppSpec, Decision, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
-    LABEL_PROJECT, MANAGER, ReleaseMark, ReleaseReason,
+    App, AppSpec, Decision, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER,
+    ReleaseMark, ReleaseReason,
 };
 use berth_cluster::rendered_names;
 use berth_domain::ApiError;
+use berth_domain::app::AppConfig;
 use berth_domain::paths::AppPath;
 use berth_records::apps::record::AppRecord;
 use berth_store::Store;
@@ -131,6 +132,11 @@ impl Change {
     /// Checks its names alone: for a change that brings the secrets it
     /// reads (a template's generated values, made once this passed).
     pub fn check_names(self, neighbours: &[App]) -> Result<Checked, ApiError> {
+        if let Some((field, rule)) = self.config.first_refused() {
+            return Err(ApiError::ValidationFailed(format!(
+                "{field}: the value stored in the cluster {rule}; give it anew"
+            )));
+        }
         if self.current.is_none() {
             check_new(&self.path, neighbours)?;
         }
@@ -366,7 +372,7 @@ async fn release_dropped(store: &Store, history: &str, current: &App, next: &App
         .domains
         .iter()
         .filter(|domain| !next.spec.config.domains.contains(domain))
-        .cloned()
+        .map(|domain| domain.text().to_owned())
         .collect();
     hosts::release(store, history, Some(next.spec.release.revision), &dropped).await;
 }

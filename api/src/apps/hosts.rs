@@ -50,6 +50,7 @@ use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use berth_domain::config::Config;
 use berth_domain::names::{AppName, EnvironmentName, Hostname, ProjectName};
 use berth_domain::paths::AppPath;
+use berth_domain::stored::Stored;
 use berth_domain::{ApiError, clock};
 use berth_store as store;
 use berth_store::{Store, keys};
@@ -75,12 +76,15 @@ impl HostRules {
 
     /// Refuses a custom domain that is the apps domain or lies under it:
     /// there every name is an app's default host.
-    pub fn check(&self, domains: &[String]) -> Result<(), ApiError> {
+    pub fn check(&self, domains: &[Stored<Hostname>]) -> Result<(), ApiError> {
         let Some(apps_domain) = &self.apps_domain else {
             return Ok(());
         };
         for (i, domain) in domains.iter().enumerate() {
-            if Hostname::parse(domain).is_ok_and(|host| host.is_within(apps_domain)) {
+            if domain
+                .parsed()
+                .is_ok_and(|host| host.is_within(apps_domain))
+            {
                 return Err(ApiError::ValidationFailed(format!(
                     "domains[{i}]: {domain} is under {apps_domain}, the platform's domain of \
                      default hosts; use a domain of your own"
@@ -185,7 +189,7 @@ impl Claims {
         rules.check(domains)?;
         let hostnames = domains
             .iter()
-            .cloned()
+            .map(|domain| domain.text().to_owned())
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -278,7 +282,7 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
     let app = cluster_apps::find(client, &holder).await?;
     Ok(app.is_some_and(|app| {
         app.annotations().get(ANNOTATION_HISTORY) == Some(&claim.history)
-            && app.spec.config.domains.contains(&claim.hostname)
+            && (app.spec.config.domains.iter()).any(|domain| domain.text() == claim.hostname)
     }))
 }
 
@@ -368,7 +372,7 @@ mod tests {
             "shop--prod--store.apps.example.net",
             "a.b.apps.example.net",
         ] {
-            let domains = vec!["shop.example.com".to_owned(), taken.to_owned()];
+            let domains = vec![Stored::read("shop.example.com"), Stored::read(taken)];
             let err = apps.check(&domains).unwrap_err();
             assert_eq!(err.code(), "validation_failed");
             assert!(err.to_string().starts_with("domains[1]: "), "{err}");
@@ -378,11 +382,11 @@ mod tests {
             "apps.example.net.example.com",
             "example.net",
         ] {
-            assert!(apps.check(&[free.to_owned()]).is_ok(), "{free}");
+            assert!(apps.check(&[Stored::read(free)]).is_ok(), "{free}");
         }
         assert!(
             rules(None)
-                .check(&["x.apps.example.net".to_owned()])
+                .check(&[Stored::read("x.apps.example.net")])
                 .is_ok()
         );
     }

@@ -5,9 +5,10 @@
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use berth_cluster::crd::{App, AppEnvVar, AppProcess, AppVolume, LABEL_PROCESS};
+use berth_cluster::crd::{App, LABEL_PROCESS};
 use berth_cluster::timestamp;
 use berth_domain::Permission;
+use berth_domain::app::{AppEnvVar, AppProcess, AppVolume};
 use berth_domain::paths::EnvironmentPath;
 use berth_records::apps::record::{
     AppRecord, BuildSettingsRecord, EnvRecord, PodRecord, ProcessRecord, VolumeRecord,
@@ -84,7 +85,9 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
             .iter()
             .map(|var| env_record(var, values))
             .collect(),
-        domains: config.domains.clone(),
+        domains: (config.domains.iter())
+            .map(|domain| domain.text().to_owned())
+            .collect(),
         volumes: config.volumes.iter().map(volume_record).collect(),
         health_check_path: config.health_check_path.clone(),
         fs_group: config.fs_group,
@@ -101,12 +104,12 @@ fn process_record(process: &AppProcess) -> ProcessRecord {
         name: process.name.clone(),
         command: process.command.clone(),
         port: process.port,
-        size: process.size.clone(),
+        size: process.size.to_string(),
         min_replicas: process.min_replicas,
         max_replicas: process.max_replicas,
         schedule: process.schedule.clone(),
         time_zone: process.time_zone.clone(),
-        protocol: process.protocol.clone(),
+        protocol: process.protocol.to_string(),
     }
 }
 
@@ -123,9 +126,9 @@ fn env_record(var: &AppEnvVar, values: EnvValues) -> EnvRecord {
 
 fn volume_record(volume: &AppVolume) -> VolumeRecord {
     VolumeRecord {
-        name: volume.name.clone(),
-        mount_path: volume.mount_path.clone(),
-        size: volume.size.clone(),
+        name: volume.name.to_string(),
+        mount_path: volume.mount_path.to_string(),
+        size: volume.size.to_string(),
     }
 }
 

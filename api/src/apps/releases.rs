@@ -15,8 +15,9 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
-use berth_cluster::crd::{App, AppConfig, AppStatus, OUTCOME_PENDING, ReleaseMark};
+use berth_cluster::crd::{App, AppStatus, OUTCOME_PENDING, ReleaseMark};
 use berth_domain::ApiError;
+use berth_domain::app::AppConfig;
 use berth_records::apps::record::ReleaseRecord;
 use berth_store as store;
 use berth_store::{Store, keys};

@@ -10,8 +10,9 @@ use super::leftovers;
 use super::record::{self, record_of};
 use super::releases::{self, StoredRelease};
 use berth_cluster::apps::{self as cluster_apps, history_of};
-use berth_cluster::crd::{App, AppConfig, ReleaseReason};
+use berth_cluster::crd::{App, ReleaseReason};
 use berth_cluster::environments as cluster_environments;
+use berth_domain::app::AppConfig;
 use berth_domain::names::{AppName, EnvironmentName, OrgName};
 use berth_domain::paths::{AppPath, EnvironmentPath};
 use berth_domain::{ApiError, Missing};
@@ -122,7 +123,10 @@ pub async fn check_domains(
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    checker.check(&app.spec.config.domains).await
+    let hostnames: Vec<String> = (app.spec.config.domains.iter())
+        .map(|domain| domain.text().to_owned())
+        .collect();
+    checker.check(&hostnames).await
 }
 
 pub async fn create(

@@ -607,9 +607,9 @@ mod tests {
     use super::*;
     use crate::registry::{CredentialMode, PULL_SECRET, PUSH_SECRET, build_credentials};
     use berth_cluster::crd::{
-        AppSource, BUILDS_NAMESPACE, BuildSettings, BuildSpec, BuildStrategy, LABEL_APP_UID,
-        LABEL_MANAGED_BY, MANAGER,
+        BUILDS_NAMESPACE, BuildSpec, LABEL_APP_UID, LABEL_MANAGED_BY, MANAGER,
     };
+    use berth_domain::app::{AppSource, BuildSettings, BuildStrategy};
     use kube::Resource;
 
     fn build(git_secret: Option<&str>) -> Build {

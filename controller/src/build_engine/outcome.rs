@@ -7,7 +7,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 use serde::Deserialize;
 
-use berth_cluster::crd::BuildStrategy;
+use berth_domain::app::BuildStrategy;
 
 use super::{BUILDPACKS, DOCKERFILE, PUSH, RESULT, RUN_IMAGE, SOURCE};
 

@@ -1,8 +1,10 @@
 //! The App as the renderer takes it: every field rendering relies on,
-//! checked once. The App's spec is checked again here even though the API
-//! validated it: anyone with cluster access can edit the resource, and an
+//! checked once. Anyone with cluster access can edit the resource, and an
 //! object the apiserver would refuse is better reported as what in the spec
-//! is wrong. Past [`CheckedApp::of`], [`super::render`] checks nothing.
+//! is wrong: a typed value read unparsed (`Stored`) is refused here with the
+//! rule its parser gave, and what the types leave open (names' lengths with
+//! the app's, replicas, ports, labels) is checked. Past [`CheckedApp::of`],
+//! [`super::render`] checks nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,11 +12,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 
 use berth_cluster::crd::{
-    App, AppConfig, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
-    LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER, object_names,
+    App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS,
+    LABEL_PROJECT, MANAGER, object_names,
 };
-use berth_domain::names::{Label, OBJECT_NAME};
+use berth_domain::app::{AppConfig, AppProcess, AppVolume};
+use berth_domain::container_paths::MountPath;
+use berth_domain::names::{Hostname, Label, OBJECT_NAME, VolumeName};
+use berth_domain::protocol::Protocol;
 use berth_domain::size::{Size, VolumeSize};
+use berth_domain::stored::{Stored, TextForm};
 
 /// A job's name is its CronJob's plus 11 characters.
 const MAX_CRON_JOB_NAME: usize = 52;
@@ -52,7 +58,7 @@ pub struct CheckedApp<'a> {
     pub(super) processes: Vec<CheckedProcess<'a>>,
     pub(super) volumes: Vec<CheckedVolume<'a>>,
     /// Its domains, each once, in order.
-    pub(super) domains: Vec<String>,
+    pub(super) domains: Vec<&'a Hostname>,
 }
 
 impl<'a> CheckedApp<'a> {
@@ -107,7 +113,7 @@ fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(
     // Only the probes of an always-on `http` process with a port use the path.
     let probed = process.spec.port.is_some()
         && !process.spec.is_scheduled()
-        && process.spec.protocol == "http";
+        && process.protocol == Protocol::Http;
     if probed
         && let Some(path) = &config.health_check_path
         && !path.starts_with('/')
@@ -137,9 +143,10 @@ fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(
 
 /// A volume whose name, claim name, mount path and size have been checked.
 pub(super) struct CheckedVolume<'a> {
-    pub(super) spec: &'a AppVolume,
+    pub(super) name: &'a VolumeName,
+    pub(super) mount_path: &'a MountPath,
     pub(super) claim_name: String,
-    pub(super) size: VolumeSize,
+    pub(super) size: &'a VolumeSize,
 }
 
 impl<'a> CheckedVolume<'a> {
@@ -149,47 +156,38 @@ impl<'a> CheckedVolume<'a> {
         index: usize,
     ) -> Result<Self, RenderError> {
         let field = format!("spec.volumes[{index}]");
-        if !OBJECT_NAME.holds(&volume.name) {
-            return Err(RenderError::new(
-                format!("{field}.name"),
-                "must be a DNS label (lowercase letters, digits and '-', at most 63 characters)",
-            ));
-        }
-        let claim_name = object_names::claim(context.name, &volume.name);
+        let name = parsed(&volume.name, format!("{field}.name"))?;
+        let claim_name = object_names::claim(context.name, name.as_str());
         if !is_dns1123_subdomain(&claim_name) {
             return Err(RenderError::new(
                 format!("{field}.name"),
                 "is too long for a claim name with the app's name",
             ));
         }
-        if !volume.mount_path.starts_with('/') || volume.mount_path.contains(':') {
-            return Err(RenderError::new(
-                format!("{field}.mountPath"),
-                "must be an absolute path without ':'",
-            ));
-        }
-        let size = VolumeSize::parse(&volume.size)
-            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
         Ok(Self {
-            spec: volume,
+            name,
+            mount_path: parsed(&volume.mount_path, format!("{field}.mountPath"))?,
             claim_name,
-            size,
+            size: parsed(&volume.size, format!("{field}.size"))?,
         })
     }
 }
 
+/// A value of the App as it was read, or the App's fault: `field` and the
+/// rule its text breaks.
+fn parsed<T: TextForm>(value: &Stored<T>, field: String) -> Result<&T, RenderError> {
+    value
+        .parsed()
+        .map_err(|invalid| RenderError::new(field, invalid.0.clone()))
+}
+
 /// The app's domains: Ingress hosts, each once.
-fn domains(config: &AppConfig) -> Result<Vec<String>, RenderError> {
-    let mut domains: Vec<String> = Vec::new();
+fn domains(config: &AppConfig) -> Result<Vec<&Hostname>, RenderError> {
+    let mut domains = Vec::new();
     for (index, domain) in config.domains.iter().enumerate() {
-        if !is_host(domain) {
-            return Err(RenderError::new(
-                format!("spec.domains[{index}]"),
-                "must be a lowercase DNS hostname",
-            ));
-        }
-        if !domains.contains(domain) {
-            domains.push(domain.clone());
+        let domain = parsed(domain, format!("spec.domains[{index}]"))?;
+        if !domains.contains(&domain) {
+            domains.push(domain);
         }
     }
     Ok(domains)
@@ -252,7 +250,7 @@ impl<'a> AppContext<'a> {
             .config
             .processes
             .iter()
-            .find(|p| !p.is_scheduled() && p.protocol == "http" && p.port.is_some())
+            .find(|p| !p.is_scheduled() && p.protocol == Protocol::Http && p.port.is_some())
             .and_then(|p| Some((object_names::workload(name, &p.name), p.port?)));
         Ok(Self {
             name,
@@ -319,7 +317,7 @@ fn check_lists(config: &AppConfig) -> Result<(), RenderError> {
     }
     let mut seen = BTreeSet::new();
     for (index, volume) in config.volumes.iter().enumerate() {
-        if !seen.insert(volume.name.as_str()) {
+        if !seen.insert(volume.name.text()) {
             return Err(RenderError::new(
                 format!("spec.volumes[{index}].name"),
                 "must differ from every other volume's name",
@@ -334,7 +332,8 @@ pub(super) struct CheckedProcess<'a> {
     pub(super) spec: &'a AppProcess,
     /// The Deployment, Service, HPA or CronJob name.
     pub(super) object_name: String,
-    pub(super) size: Size,
+    pub(super) size: &'a Size,
+    pub(super) protocol: Protocol,
     pub(super) labels: BTreeMap<String, String>,
 }
 
@@ -364,8 +363,7 @@ impl<'a> CheckedProcess<'a> {
                 ),
             ));
         }
-        let size = Size::parse(&spec.size)
-            .map_err(|invalid| RenderError::new(format!("{field}.size"), invalid.0))?;
+        let size = parsed(&spec.size, format!("{field}.size"))?;
         if let Some(port) = spec.port
             && !(1..=65535).contains(&port)
         {
@@ -374,12 +372,7 @@ impl<'a> CheckedProcess<'a> {
                 "must be between 1 and 65535",
             ));
         }
-        if spec.protocol != "http" && spec.protocol != "tcp" {
-            return Err(RenderError::new(
-                format!("{field}.protocol"),
-                "must be http or tcp",
-            ));
-        }
+        let protocol = *parsed(&spec.protocol, format!("{field}.protocol"))?;
         if spec.min_replicas < 0 {
             return Err(RenderError::new(
                 format!("{field}.minReplicas"),
@@ -405,23 +398,18 @@ impl<'a> CheckedProcess<'a> {
             labels: context.process_labels(&spec.name),
             object_name,
             size,
+            protocol,
         })
     }
 
     /// The container port's name, also the Service port's: a DNS-1035 label.
     pub(super) fn port_name(&self) -> String {
-        self.spec.protocol.clone()
+        self.protocol.as_str().to_owned()
     }
 }
 
 fn is_dns1123_subdomain(value: &str) -> bool {
     value.len() <= 253 && value.split('.').all(|label| OBJECT_NAME.holds(label))
-}
-
-/// An Ingress host: a DNS subdomain, optionally with a leading `*.`.
-fn is_host(value: &str) -> bool {
-    let name = value.strip_prefix("*.").unwrap_or(value);
-    name.contains('.') && is_dns1123_subdomain(name)
 }
 
 /// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`, at most 63 characters.

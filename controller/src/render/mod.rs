@@ -39,7 +39,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
-use berth_cluster::crd::{App, AppConfig, LABEL_RELEASE, object_names};
+use berth_cluster::crd::{App, LABEL_RELEASE, object_names};
+use berth_domain::app::AppConfig;
+use berth_domain::names::Hostname;
+use berth_domain::protocol::Protocol;
 use berth_domain::schedule::DEFAULT_TIME_ZONE;
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
@@ -331,7 +334,8 @@ fn rendered_volumes(
         .iter()
         .map(|checked| {
             let CheckedVolume {
-                spec: volume,
+                name,
+                mount_path,
                 claim_name,
                 size,
             } = checked;
@@ -361,7 +365,7 @@ fn rendered_volumes(
             RenderedVolume {
                 claim,
                 pod_volume: Volume {
-                    name: volume.name.clone(),
+                    name: name.as_str().to_owned(),
                     persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
                         claim_name: claim_name.clone(),
                         read_only: None,
@@ -369,8 +373,8 @@ fn rendered_volumes(
                     ..Default::default()
                 },
                 mount: VolumeMount {
-                    name: volume.name.clone(),
-                    mount_path: volume.mount_path.clone(),
+                    name: name.as_str().to_owned(),
+                    mount_path: mount_path.as_str().to_owned(),
                     ..Default::default()
                 },
             }
@@ -489,8 +493,8 @@ fn probes(
         success_threshold: Some(1),
         ..probe
     };
-    match (process.spec.protocol.as_str(), &config.health_check_path) {
-        ("http", Some(path)) => {
+    match (process.protocol, &config.health_check_path) {
+        (Protocol::Http, Some(path)) => {
             let http_get = || HTTPGetAction {
                 path: Some(path.clone()),
                 port: IntOrString::Int(port),
@@ -742,8 +746,15 @@ fn cron_job(
 }
 
 /// The app's hosts: its domains, then the default host of a web app.
-fn hosts(context: &AppContext<'_>, domains: &[String], settings: &RenderSettings) -> Vec<String> {
-    let mut hosts = domains.to_vec();
+fn hosts(
+    context: &AppContext<'_>,
+    domains: &[&Hostname],
+    settings: &RenderSettings,
+) -> Vec<String> {
+    let mut hosts: Vec<String> = domains
+        .iter()
+        .map(|host| host.as_str().to_owned())
+        .collect();
     if let (Some(apps_domain), Some(_)) = (&settings.apps_domain, &context.web) {
         let host = format!(
             "{}.{apps_domain}",
@@ -833,12 +844,14 @@ fn ingress(
 mod tests {
     use super::*;
     use berth_cluster::crd::{
-        AppEnvVar, AppProcess, AppVolume, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
-        LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS, LABEL_PROJECT, MANAGER,
+        LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS,
+        LABEL_PROJECT, MANAGER,
     };
     use berth_cluster::rendered_names::{ObjectKind, rendered_names};
+    use berth_domain::app::{AppEnvVar, AppProcess, AppVolume};
     use berth_domain::names::OBJECT_NAME;
     use berth_domain::parts::SecretKeyRef;
+    use berth_domain::stored::Stored;
     use kube::ResourceExt;
     use std::collections::BTreeSet;
 
@@ -1028,7 +1041,7 @@ mod tests {
     #[test]
     fn web_worker_and_cron_render_to_their_own_objects() {
         let mut worker = AppProcess::test("worker", None);
-        worker.size = "750m/1536Mi".to_owned();
+        worker.size = Stored::read("750m/1536Mi");
         worker.command = vec!["./work".to_owned()];
         let mut nightly = AppProcess::test("nightly", None);
         nightly.schedule = Some("0 3 * * *".to_owned());
@@ -1267,7 +1280,10 @@ mod tests {
     #[test]
     fn domains_come_before_the_default_host() {
         let mut app = web_app();
-        app.spec.config.domains = vec!["shop.example.com".to_owned(), "www.example.com".to_owned()];
+        app.spec.config.domains = vec![
+            Stored::read("shop.example.com"),
+            Stored::read("www.example.com"),
+        ];
         let rendered = render(&app, &settings()).unwrap();
         let hosts: Vec<_> = rendered
             .ingress
@@ -1304,7 +1320,7 @@ mod tests {
         assert_eq!(rendered.url, None);
 
         let mut app = web_app();
-        app.spec.config.domains = vec!["shop.example.com".to_owned()];
+        app.spec.config.domains = vec![Stored::read("shop.example.com")];
         let rendered = render(&app, &no_domain).unwrap();
         let spec = rendered.ingress.unwrap().spec.unwrap();
         assert_eq!(spec.ingress_class_name, None);
@@ -1314,7 +1330,7 @@ mod tests {
     #[test]
     fn a_worker_only_app_has_no_ingress() {
         let mut app = app(vec![AppProcess::test("worker", None)]);
-        app.spec.config.domains = vec!["shop.example.com".to_owned()];
+        app.spec.config.domains = vec![Stored::read("shop.example.com")];
         let rendered = render(&app, &settings()).unwrap();
         assert!(rendered.ingress.is_none());
         assert!(rendered.services.is_empty());
@@ -1324,7 +1340,7 @@ mod tests {
     #[test]
     fn tcp_processes_get_a_tcp_readiness_probe_and_no_ingress() {
         let mut db = AppProcess::test("db", Some(5432));
-        db.protocol = "tcp".to_owned();
+        db.protocol = Stored::read("tcp");
         let mut app = app(vec![db]);
         app.spec.config.health_check_path = Some("/healthz".to_owned());
         let rendered = render(&app, &settings()).unwrap();
@@ -1394,11 +1410,7 @@ mod tests {
         let mut app = app(vec![AppProcess::test("web", Some(8080))]);
         app.spec.release.revision = 7;
         app.spec.config.release_command = vec!["./migrate".to_owned(), "--up".to_owned()];
-        app.spec.config.volumes = vec![AppVolume {
-            name: "data".to_owned(),
-            mount_path: "/data".to_owned(),
-            size: "1Gi".to_owned(),
-        }];
+        app.spec.config.volumes = vec![AppVolume::test("data", "/data", "1Gi")];
         app.spec.config.env = vec![
             AppEnvVar {
                 name: "MODE".to_owned(),
@@ -1708,7 +1720,7 @@ mod tests {
             AppProcess::test("web", Some(8080)),
             {
                 let mut db = AppProcess::test("db", Some(5432));
-                db.protocol = "tcp".to_owned();
+                db.protocol = Stored::read("tcp");
                 db.command = vec![
                     "postgres".to_owned(),
                     "-c".to_owned(),
@@ -1723,13 +1735,13 @@ mod tests {
             },
             {
                 let mut worker = AppProcess::test("worker", None);
-                worker.size = "16/64Gi".to_owned();
+                worker.size = Stored::read("16/64Gi");
                 worker
             },
         ]);
         everything.spec.config.fs_group = Some(999);
         everything.spec.config.health_check_path = Some("/healthz".to_owned());
-        everything.spec.config.domains = vec!["shop.example.com".to_owned()];
+        everything.spec.config.domains = vec![Stored::read("shop.example.com")];
         everything.spec.config.volumes = vec![AppVolume::test("data", "/var/lib/data", "1Ti")];
         everything.spec.config.env = vec![AppEnvVar {
             name: "DATABASE_URL".to_owned(),
@@ -1822,7 +1834,7 @@ mod tests {
     #[test]
     fn sizes_and_volumes_past_the_limits_are_refused() {
         let mut big = web_app();
-        big.spec.config.processes[0].size = "32/1Gi".to_owned();
+        big.spec.config.processes[0].size = Stored::read("32/1Gi");
         assert_eq!(refusal(&big).field, "spec.processes[0].size");
         let mut huge = web_app();
         huge.spec.config.volumes = vec![AppVolume::test("data", "/data", "2Ti")];
@@ -1836,7 +1848,7 @@ mod tests {
     #[test]
     fn an_invalid_spec_is_named_without_its_value() {
         let mut bad = web_app();
-        bad.spec.config.processes[0].size = "galactic".to_owned();
+        bad.spec.config.processes[0].size = Stored::read("galactic");
         let error = refusal(&bad);
         assert_eq!(error.field, "spec.processes[0].size");
         assert!(!error.to_string().contains("galactic"));
@@ -1850,7 +1862,7 @@ mod tests {
         assert_eq!(refusal(&bad).field, "spec.processes[0].port");
 
         let mut bad = web_app();
-        bad.spec.config.processes[0].protocol = "udp".to_owned();
+        bad.spec.config.processes[0].protocol = Stored::read("udp");
         assert_eq!(refusal(&bad).field, "spec.processes[0].protocol");
 
         let mut bad = web_app();
@@ -1883,7 +1895,7 @@ mod tests {
         assert!(!error.to_string().contains("s3cr3t"));
 
         let mut bad = web_app();
-        bad.spec.config.domains = vec!["Not A Host".to_owned()];
+        bad.spec.config.domains = vec![Stored::read("Not A Host")];
         assert_eq!(refusal(&bad).field, "spec.domains[0]");
 
         let mut bad = web_app();
@@ -1946,7 +1958,7 @@ mod tests {
         let mut scheduled = AppProcess::test("nightly", None);
         scheduled.schedule = Some("0 3 * * *".to_owned());
         let mut tcp = AppProcess::test("db", Some(5432));
-        tcp.protocol = "tcp".to_owned();
+        tcp.protocol = Stored::read("tcp");
         let stopped = AppProcess {
             min_replicas: 0,
             max_replicas: 0,
