@@ -325,6 +325,7 @@ async fn a_value_edited_in_the_cluster_is_given_anew_before_a_change() {
         [1],
         "nothing released"
     );
+    // Revision 1 is the current one: what the App holds now.
     let rollback = app
         .post(&format!("{web}/rollback"))
         .by(&app.owner)
