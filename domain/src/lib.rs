@@ -2,7 +2,10 @@
 //! crate stands on: values parsed once at the API's edge (each type can
 //! only hold a valid value, so code past the edge never checks again), roles
 //! and operations, credentials' forms and digests, the one error type and
-//! its Problem Details, the process's settings and logging.
+//! its Problem Details, the process's settings and logging. The App model
+//! (`app`) is built of these values; what a cluster resource may hold
+//! unparsed, because anyone with access to the cluster can edit it, is read
+//! as a `stored::Stored` value.
 //!
 //! Every `parse` answers [`Invalid`] with what the value must be, never the
 //! value itself (it may be a secret sent in the wrong field); the edge names
