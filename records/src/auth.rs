@@ -27,3 +27,15 @@ pub struct PasswordChange {
 pub struct PasswordChanged {
     pub changed: bool,
 }
+
+/// The Identity record of login and `GET /api/v1/me`.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Identity {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    /// How the caller is signed in: `session` or `token`.
+    #[schema(value_type = String, pattern = "^(session|token)$")]
+    pub via: String,
+    pub must_change_password: bool,
+}

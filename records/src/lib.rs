@@ -11,14 +11,14 @@
 //!   queues one;
 //! - [`webhooks`]: an app's webhook, and what the receiver ignored;
 //! - [`secrets`], [`templates`], [`health`]: their records and bodies;
-//! - [`auth`], [`tokens`], [`members`]: the bodies of signing in, of a new
-//!   token, of a member's invitation and role (the records of users,
-//!   tokens, members and the audit log are `berth-store`'s, which makes and
-//!   stores them);
+//! - [`auth`], [`tokens`], [`members`], [`audit`]: signing in and the
+//!   caller's Identity, tokens, members and the audit log's events, their
+//!   bodies and records (`berth-store` makes the records from its items);
 //! - [`object`]: the serde helpers that read a body's nested objects as
 //!   JSON objects only.
 
 pub mod apps;
+pub mod audit;
 pub mod auth;
 pub mod builds;
 pub mod environments;

@@ -1,7 +1,7 @@
-//! The bodies that invite a member and change a member's role (the member's
-//! record is `berth_store::identity::members`').
+//! A member of an organization: the bodies that invite one and change a
+//! member's role, its record, and the account an invitation made.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use berth_domain::Role;
 
@@ -26,4 +26,22 @@ pub struct Invitation {
 pub struct RoleChange {
     #[schema(value_type = Role)]
     pub role: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct MemberRecord {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    pub role: Role,
+    pub must_change_password: bool,
+    pub active: bool,
+}
+
+/// A new account and the temporary password it was given, shown this once.
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub struct NewMember {
+    #[serde(flatten)]
+    pub member: MemberRecord,
+    pub temporary_password: String,
 }

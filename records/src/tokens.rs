@@ -1,7 +1,6 @@
-//! The body that makes an API token (the token's records are
-//! `berth_store::identity::tokens`').
+//! An API token: the body that makes one, its record, and the token made.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -16,4 +15,24 @@ pub struct NewToken {
     /// Never expires when omitted.
     #[schema(minimum = 1, maximum = 365)]
     pub expires_in_days: Option<u32>,
+}
+
+/// The token record of the API.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TokenRecord {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+}
+
+/// A created token: its record, and the secret shown this once.
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreatedToken {
+    #[serde(flatten)]
+    pub record: TokenRecord,
+    /// The secret (`brt_` and 40 base62 characters), shown only here.
+    pub token: String,
 }

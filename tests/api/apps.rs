@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use crate::support::{TestApp, unique};
 use berth_domain::Role;
-use berth_store::audit::Outcome;
+use berth_records::audit::Outcome;
 
 fn apps_path(project: &str, environment: &str) -> String {
     format!("/api/v1/projects/{project}/environments/{environment}/apps")

@@ -8,7 +8,8 @@ use serde_json::json;
 use crate::support::{PASSWORD, TestApp};
 use berth_api::AppState;
 use berth_domain::Role;
-use berth_store::audit::{ActorKind, Call, Outcome, Recorded, parse_fallback_line};
+use berth_records::audit::{ActorKind, Outcome};
+use berth_store::audit::{Call, Recorded, parse_fallback_line};
 use berth_store::keys::SYSTEM_ORG;
 
 #[tokio::test]

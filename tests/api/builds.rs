@@ -172,7 +172,7 @@ async fn create_build_builds_the_apps_ref_or_the_one_asked() {
     assert_eq!(first["image"], Value::Null);
     let event = app.last_audit_event(&app.owner.org).await;
     assert_eq!(event.action, "createBuild");
-    assert_eq!(event.outcome, berth_store::audit::Outcome::Success);
+    assert_eq!(event.outcome, berth_records::audit::Outcome::Success);
     assert_eq!(event.target.as_deref(), Some("shop/1"));
 
     let second = create_build(&app, &app.owner, &shop, Some(json!({"ref": "v1.2.3"}))).await;

@@ -10,7 +10,7 @@ use http::Method;
 use serde_json::json;
 
 use crate::support::{TestApp, eventually, unique};
-use berth_store::audit::Outcome;
+use berth_records::audit::Outcome;
 
 /// The cluster timeout of the tests whose calls hang: a hung call fails
 /// after it, not after the production 10 s.

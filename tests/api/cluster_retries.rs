@@ -14,7 +14,7 @@ use http::Method;
 use serde_json::json;
 
 use crate::support::{TestApp, TestResponse, eventually, logs, unique};
-use berth_store::audit::Outcome;
+use berth_records::audit::Outcome;
 
 /// Asks the API for a project of a fresh name; the name and the answer.
 async fn post_project(app: &TestApp, prefix: &str) -> (String, TestResponse) {

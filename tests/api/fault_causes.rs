@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::support::TestApp;
 use berth_cluster::crd::{App, Environment};
 use berth_domain::ApiError;
+use berth_records::audit::Outcome;
 use berth_store as store;
-use berth_store::audit::Outcome;
 
 const OVERLONG: usize = 3 * 1024;
 

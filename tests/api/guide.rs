@@ -15,7 +15,7 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use berth_domain::{Permission, Role};
-use berth_store::audit::Outcome;
+use berth_records::audit::Outcome;
 use berth_store::identity::members;
 
 use crate::support::kubelet::keep_pods_running;

@@ -83,6 +83,6 @@ async fn details_report_a_failing_store_as_down() {
     let event = app.last_audit_event("acme").await;
     assert_eq!(
         (event.action.as_str(), event.outcome),
-        ("getHealthDetails", berth_store::audit::Outcome::Error)
+        ("getHealthDetails", berth_records::audit::Outcome::Error)
     );
 }

@@ -8,7 +8,7 @@ use http::Method;
 use serde_json::json;
 
 use berth_domain::Role;
-use berth_store::audit::{ActorKind, Outcome};
+use berth_records::audit::{ActorKind, Outcome};
 
 use crate::support::{PASSWORD, TestApp, eventually};
 

@@ -25,7 +25,7 @@ use berth_cluster::crd::{
     BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
 use berth_cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
-use berth_store::audit::{ActorKind, Outcome};
+use berth_records::audit::{ActorKind, Outcome};
 
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::registry::{Access, Registry as TestRegistry, free_port, oci_image, said};

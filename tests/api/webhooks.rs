@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use berth_api::webhooks::delivery::github_signature;
 use berth_cluster::crd::{BUILDS_NAMESPACE, Build};
-use berth_store::audit::ActorKind;
+use berth_records::audit::ActorKind;
 
 use crate::support::{TestApp, TestResponse, unique};
 

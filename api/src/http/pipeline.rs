@@ -15,8 +15,9 @@ use lambda_http::request::RequestContext;
 use super::scope::{AuditNotes, RequestScope};
 use crate::AppState;
 use berth_domain::{ApiError, Operation};
+use berth_records::audit::{ActorKind, Outcome};
 use berth_store as store;
-use berth_store::audit::{ActorKind, Call, Outcome};
+use berth_store::audit::Call;
 use berth_store::identity::{Authentication, authenticate::authenticate};
 use berth_store::keys::{self, SYSTEM_ORG};
 

@@ -7,7 +7,8 @@ use serde::Deserialize;
 use berth_api::AppState;
 use berth_api::http::{Caller, QueryParams};
 use berth_domain::ApiError;
-use berth_store::audit::{AuditPage, DEFAULT_PAGE, MAX_PAGE};
+use berth_records::audit::AuditPage;
+use berth_store::audit::{DEFAULT_PAGE, MAX_PAGE};
 
 berth_api::operations! {
     tag: "audit",

@@ -10,8 +10,9 @@ use berth_api::AppState;
 use berth_api::http::pipeline::ClientIp;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
+use berth_records::auth::Identity;
 use berth_records::auth::{LoginBody, PasswordChange, PasswordChanged};
-use berth_store::identity::{Credential, Identity, login, sessions};
+use berth_store::identity::{Credential, login, sessions};
 
 berth_api::operations! {
     tag: "auth",
@@ -72,7 +73,7 @@ async fn login(
     let (user, session) = attempt.outcome?;
     Ok((
         [(SET_COOKIE, session.set_cookie)],
-        Json(Identity::of(&user, "session")),
+        Json(user.identity("session")),
     ))
 }
 

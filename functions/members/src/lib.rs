@@ -8,7 +8,8 @@ use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation, Role};
 use berth_records::members::{Invitation, RoleChange};
-use berth_store::identity::members::{self, MemberRecord, NewMember};
+use berth_records::members::{MemberRecord, NewMember};
+use berth_store::identity::members;
 
 berth_api::operations! {
     tag: "members",

@@ -7,8 +7,8 @@ use axum::http::StatusCode;
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
-use berth_records::tokens::NewToken;
-use berth_store::identity::tokens::{self, CreatedToken, TokenRecord};
+use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
+use berth_store::identity::tokens;
 
 berth_api::operations! {
     tag: "tokens",

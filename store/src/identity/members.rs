@@ -4,7 +4,6 @@
 //! change, conditioned on at least one owner remaining.
 
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Update};
-use serde::Serialize;
 
 use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
 use super::{Principal, normalize_email, password, validate_email};
@@ -13,18 +12,9 @@ use crate::{Item, Store, keys};
 use berth_domain::names::OrgName;
 use berth_domain::roles::Permission;
 use berth_domain::{ApiError, Role, clock, credentials};
+use berth_records::members::{MemberRecord, NewMember};
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
-
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq, utoipa::ToSchema)]
-pub struct MemberRecord {
-    pub id: String,
-    pub email: String,
-    pub display_name: Option<String>,
-    pub role: Role,
-    pub must_change_password: bool,
-    pub active: bool,
-}
 
 impl From<&ProfileItem> for MemberRecord {
     fn from(profile: &ProfileItem) -> Self {
@@ -37,14 +27,6 @@ impl From<&ProfileItem> for MemberRecord {
             active: profile.active,
         }
     }
-}
-
-/// A new account and the temporary password it was given, shown this once.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct NewMember {
-    #[serde(flatten)]
-    pub member: MemberRecord,
-    pub temporary_password: String,
 }
 
 /// The members of an organization, by email.

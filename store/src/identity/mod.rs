@@ -13,11 +13,10 @@ pub mod tokens;
 
 use std::sync::Arc;
 
-use serde::Serialize;
-
 use berth_domain::Role;
 use berth_domain::names::OrgName;
 use berth_domain::roles::Permission;
+use berth_records::auth::Identity;
 
 /// An account as the rest of Berth sees it: never carries the password hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,30 +82,19 @@ impl Principal {
     }
 
     pub fn identity(&self) -> Identity {
-        Identity::of(&self.user, self.via())
+        self.user.identity(self.via())
     }
 }
 
-/// The Identity record of login and `GET /api/v1/me`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Identity {
-    pub id: String,
-    pub email: String,
-    pub display_name: Option<String>,
-    /// How the caller is signed in: `session` or `token`.
-    #[schema(value_type = String, pattern = "^(session|token)$")]
-    pub via: &'static str,
-    pub must_change_password: bool,
-}
-
-impl Identity {
-    pub fn of(user: &User, via: &'static str) -> Self {
-        Self {
-            id: user.id.clone(),
-            email: user.email.clone(),
-            display_name: user.display_name.clone(),
-            via,
-            must_change_password: user.must_change_password,
+impl User {
+    /// The Identity record of this user, signed in `via` a session or a token.
+    pub fn identity(&self, via: &str) -> Identity {
+        Identity {
+            id: self.id.clone(),
+            email: self.email.clone(),
+            display_name: self.display_name.clone(),
+            via: via.to_owned(),
+            must_change_password: self.must_change_password,
         }
     }
 }

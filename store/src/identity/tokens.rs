@@ -8,6 +8,7 @@ use crate::{Store, keys};
 use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials;
+use berth_records::tokens::{CreatedToken, TokenRecord};
 
 pub const MAX_NAME_LEN: usize = 64;
 pub const MAX_LIFETIME_DAYS: u32 = 365;
@@ -43,26 +44,6 @@ impl TokenItem {
             last_used_at: self.last_used_at.map(clock::rfc3339),
         }
     }
-}
-
-/// The token record of the API.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct TokenRecord {
-    pub id: String,
-    pub name: String,
-    pub prefix: String,
-    pub created_at: String,
-    pub expires_at: Option<String>,
-    pub last_used_at: Option<String>,
-}
-
-/// A created token: its record, and the secret shown this once.
-#[derive(Serialize, utoipa::ToSchema)]
-pub struct CreatedToken {
-    #[serde(flatten)]
-    pub record: TokenRecord,
-    /// The secret (`brt_` and 40 base62 characters), shown only here.
-    pub token: String,
 }
 
 pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), ApiError> {
