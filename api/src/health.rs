@@ -38,13 +38,13 @@ pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
             };
             [
                 Subsystem {
-                    name: "dynamodb",
+                    name: "dynamodb".into(),
                     status: SubsystemStatus::Up,
                     latency_ms,
                     detail: None,
                 },
                 Subsystem {
-                    name: "audit",
+                    name: "audit".into(),
                     status: SubsystemStatus::Up,
                     latency_ms,
                     detail: Some(audit_detail),
@@ -55,13 +55,13 @@ pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
             tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
             [
                 Subsystem {
-                    name: "dynamodb",
+                    name: "dynamodb".into(),
                     status: SubsystemStatus::Down,
                     latency_ms,
                     detail: Some("the table could not be read".into()),
                 },
                 Subsystem {
-                    name: "audit",
+                    name: "audit".into(),
                     status: SubsystemStatus::Down,
                     latency_ms,
                     detail: Some(
@@ -98,7 +98,7 @@ pub async fn cluster(access: &crate::access::ClusterAccess) -> Subsystem {
         }
     };
     Subsystem {
-        name: "cluster",
+        name: "cluster".into(),
         status,
         latency_ms,
         detail,

@@ -23,7 +23,7 @@ pub struct PasswordChange {
     pub new_password: String,
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PasswordChanged {
     pub changed: bool,
 }

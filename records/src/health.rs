@@ -1,24 +1,27 @@
 //! The health report (each subsystem's status and latency) and the
 //! liveness answer.
 
-use serde::Serialize;
+use std::borrow::Cow;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubsystemStatus {
     Up,
     Down,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Subsystem {
-    pub name: &'static str,
+    #[schema(value_type = String)]
+    pub name: Cow<'static, str>,
     pub status: SubsystemStatus,
     pub latency_ms: u64,
     pub detail: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OverallStatus {
     Ok,
@@ -26,10 +29,11 @@ pub enum OverallStatus {
     Down,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HealthReport {
     pub status: OverallStatus,
-    pub version: &'static str,
+    #[schema(value_type = String)]
+    pub version: Cow<'static, str>,
     pub subsystems: Vec<Subsystem>,
 }
 
@@ -46,7 +50,7 @@ impl HealthReport {
         };
         Self {
             status,
-            version: env!("CARGO_PKG_VERSION"),
+            version: env!("CARGO_PKG_VERSION").into(),
             subsystems,
         }
     }
@@ -56,11 +60,11 @@ impl HealthReport {
     }
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Liveness {
     /// Always `ok`.
-    #[schema(pattern = "^ok$")]
-    pub status: &'static str,
+    #[schema(value_type = String, pattern = "^ok$")]
+    pub status: Cow<'static, str>,
 }
 
 #[cfg(test)]
@@ -69,7 +73,7 @@ mod tests {
 
     fn subsystem(status: SubsystemStatus) -> Subsystem {
         Subsystem {
-            name: "x",
+            name: "x".into(),
             status,
             latency_ms: 1,
             detail: None,

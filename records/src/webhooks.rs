@@ -1,10 +1,10 @@
 //! An app's webhook as its team sees it, and the receiver's answer to a
 //! delivery it did nothing with.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An app's webhook, as its team sees it: never its secret.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = Webhook)]
 pub struct WebhookRecord {
     /// Where GitHub or GitLab sends pushes: the receiver's path on this
@@ -15,7 +15,7 @@ pub struct WebhookRecord {
 }
 
 /// A webhook just made: its record and the secret, shown this once.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = CreatedWebhook)]
 pub struct CreatedWebhook {
     #[serde(flatten)]
@@ -26,7 +26,7 @@ pub struct CreatedWebhook {
 }
 
 /// A delivery the receiver accepted and did nothing with.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct IgnoredDelivery {
     /// Why nothing was built: not a push, another branch, a tag, a
     /// deleted branch, a delivery received before.

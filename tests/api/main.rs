@@ -40,6 +40,7 @@ mod packaging;
 mod permissions;
 mod projects;
 mod purges;
+mod records;
 mod registry_tokens;
 mod round_trips;
 mod safe_deploys;

@@ -43,7 +43,9 @@ fn failures(_operation: Operation) -> Vec<ApiError> {
     responses((status = 200, description = "The process is up.", body = Liveness)),
 )]
 async fn get_health() -> Json<Liveness> {
-    Json(Liveness { status: "ok" })
+    Json(Liveness {
+        status: "ok".into(),
+    })
 }
 
 /// Health of each subsystem

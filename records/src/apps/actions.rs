@@ -30,7 +30,7 @@ pub struct RunBody {
     pub process: Option<String>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunAnswer {
     /// The Job's name.
     pub job: String,

@@ -153,7 +153,7 @@ pub struct LogEntry {
 }
 
 /// One hostname's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DomainCheck {
     pub hostname: String,
     pub ok: bool,
