@@ -734,6 +734,7 @@ pub fn definitions_yaml() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use berth_domain::names::Hostname;
     use berth_domain::protocol::Protocol;
 
     /// What a real apiserver requires of a CRD schema (a "structural" one):
@@ -849,7 +850,7 @@ mod tests {
                  "minReplicas": 1, "maxReplicas": 1, "protocol": "udp"}
             ],
             "env": [],
-            "domains": ["shop.example.com", "Not A Host"],
+            "domains": ["shop.example.com", "Not A Host", "WWW.Example.com."],
             "volumes": [
                 {"name": "data", "mountPath": "/var/lib/data", "size": "5Gi"},
                 {"name": "Bad_Name", "mountPath": "relative", "size": "2Ti"}
@@ -877,6 +878,10 @@ mod tests {
             .collect();
         assert_eq!(refused, [true; 3]);
         assert!(config.domains[1].parsed().is_err());
+        // What claims a host is its normal form: the edited `WWW.Example.com.`
+        // is `www.example.com`, never a second key beside it.
+        let hostnames: Vec<&str> = config.hostnames().map(Hostname::as_str).collect();
+        assert_eq!(hostnames, ["shop.example.com", "www.example.com"]);
     }
 
     #[test]

@@ -87,6 +87,15 @@ impl AppConfig {
             && commands(self) == commands(other)
     }
 
+    /// Its hostnames in their normal form (lowercase, no trailing dot), in
+    /// order: what claims, releases and checks a host; a refused one is
+    /// none (a change carries none, see [`Self::first_refused`]).
+    pub fn hostnames(&self) -> impl Iterator<Item = &Hostname> {
+        self.domains
+            .iter()
+            .filter_map(|domain| domain.parsed().ok())
+    }
+
     /// The first of its stored values whose text its parser refuses (the
     /// App was edited in the cluster, or stored before a rule it breaks),
     /// by its field in the API's bodies, and the rule it breaks.

@@ -45,6 +45,7 @@ use berth_cluster::crd::{
 use berth_cluster::rendered_names;
 use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
+use berth_domain::names::Hostname;
 use berth_domain::paths::AppPath;
 use berth_records::apps::record::AppRecord;
 use berth_store::Store;
@@ -366,13 +367,10 @@ async fn replace(writer: &Writer<'_>, current: &App, mut next: App) -> Result<Ap
 /// Releases the hostnames `current` had and `next` (committed) dropped:
 /// only now, as until the commit the app still served them.
 async fn release_dropped(store: &Store, history: &str, current: &App, next: &App) {
-    let dropped: Vec<String> = current
-        .spec
-        .config
-        .domains
-        .iter()
-        .filter(|domain| !next.spec.config.domains.contains(domain))
-        .map(|domain| domain.text().to_owned())
+    let kept: Vec<&Hostname> = next.spec.config.hostnames().collect();
+    let dropped: Vec<String> = (current.spec.config.hostnames())
+        .filter(|host| !kept.contains(host))
+        .map(|host| host.as_str().to_owned())
         .collect();
     hosts::release(store, history, Some(next.spec.release.revision), &dropped).await;
 }

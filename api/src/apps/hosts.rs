@@ -187,9 +187,8 @@ impl Claims {
     pub fn of(rules: &HostRules, next: &App) -> Result<Self, ApiError> {
         let domains = &next.spec.config.domains;
         rules.check(domains)?;
-        let hostnames = domains
-            .iter()
-            .map(|domain| domain.text().to_owned())
+        let hostnames = (next.spec.config.hostnames())
+            .map(|host| host.as_str().to_owned())
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -282,7 +281,7 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
     let app = cluster_apps::find(client, &holder).await?;
     Ok(app.is_some_and(|app| {
         app.annotations().get(ANNOTATION_HISTORY) == Some(&claim.history)
-            && (app.spec.config.domains.iter()).any(|domain| domain.text() == claim.hostname)
+            && (app.spec.config.hostnames()).any(|host| host.as_str() == claim.hostname)
     }))
 }
 

@@ -123,8 +123,8 @@ pub async fn check_domains(
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    let hostnames: Vec<String> = (app.spec.config.domains.iter())
-        .map(|domain| domain.text().to_owned())
+    let hostnames: Vec<String> = (app.spec.config.hostnames())
+        .map(|host| host.as_str().to_owned())
         .collect();
     checker.check(&hostnames).await
 }
