@@ -28,7 +28,7 @@ use tokio::time::{Instant, timeout_at};
 
 use berth_domain::ApiError;
 use berth_domain::config::Config;
-use berth_records::apps::record::DomainCheck;
+use berth_records::apps::record::{CertificateCheck, DomainCheck};
 
 /// The bound on everything one hostname's check waits for.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -170,8 +170,13 @@ impl DomainChecker {
         }
     }
 
-    /// One entry per hostname, in the given order.
-    pub async fn check(&self, hostnames: &[String]) -> Result<Vec<DomainCheck>, ApiError> {
+    /// One entry per hostname, in the given order, each with its
+    /// certificate's standing (`certificate_of`).
+    pub async fn check(
+        &self,
+        hostnames: &[String],
+        certificate_of: impl Fn(&str) -> CertificateCheck,
+    ) -> Result<Vec<DomainCheck>, ApiError> {
         if hostnames.is_empty() {
             return Ok(Vec::new());
         }
@@ -189,6 +194,7 @@ impl DomainChecker {
                 records: found.records(),
                 expected: expected.clone(),
                 message,
+                certificate: certificate_of(hostname),
             }
         });
         Ok(futures::future::join_all(checks).await)

@@ -277,8 +277,11 @@ pub async fn delete(
 /// itself, if it is: the registry's pull credential, shared by every
 /// organization's pods, which no app may read and no one may replace.
 fn kept_by_berth(name: &str) -> Option<&'static str> {
-    (name == berth_cluster::registry::PULL_SECRET)
-        .then_some("Berth's own (the image registry's pull credential)")
+    if name == berth_cluster::registry::PULL_SECRET {
+        return Some("Berth's own (the image registry's pull credential)");
+    }
+    berth_cluster::crd::object_names::is_certificate_secret(name)
+        .then_some("named as the certificates of apps' hostnames are ({app}--tls-{16 hex digits})")
 }
 
 /// The key of an app's `git_secret` a build clones with (and `username`,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 // resources share with the API's records: defined with the values, so that
 // a client links them without kube.
 use berth_domain::app::{AppConfig, AppSource, BuildStrategy};
+use berth_domain::certificate::CertificateFinding;
 use berth_domain::clock;
 use berth_domain::parts::Quota;
 
@@ -514,6 +515,12 @@ pub struct AppStatus {
     /// while nothing was applied (a first release command, a first build).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub running_revision: Option<i64>,
+    /// What the controller found of the certificate of each of the app's
+    /// hosts that takes one from the cluster issuer (and `none` for each
+    /// custom domain when no issuer is configured), in the hosts' order:
+    /// read by the domain check.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub certificates: Vec<CertificateFinding>,
 }
 
 /// How many revisions' outcomes an App's status keeps: as many as the
@@ -702,6 +709,29 @@ pub mod object_names {
     pub fn build(namespace: &str, app: &str, number: i64) -> String {
         format!("{namespace}.{app}.{number}")
     }
+    /// The Secret cert-manager issues a host's certificate into (named in
+    /// the app's Ingress): the app's name, `--tls-` and 16 hex digits of
+    /// the SHA-256 of the hostname. The suffix has one length and `--tls-`
+    /// is in no other rendered name, so no two apps, no two hosts and no
+    /// other object of an app share one; the API refuses this form to the
+    /// secrets it makes ([`is_certificate_secret`]). At most 63 characters,
+    /// so cert-manager's Certificate of that name is a label too.
+    pub fn certificate_secret(app: &str, hostname: &str) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(hostname.as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("{app}--tls-{hex}")
+    }
+    /// Whether a Secret's name has the form of [`certificate_secret`].
+    pub fn is_certificate_secret(name: &str) -> bool {
+        name.len() > CERTIFICATE_SUFFIX
+            && name.is_char_boundary(name.len() - CERTIFICATE_SUFFIX)
+            && name[name.len() - CERTIFICATE_SUFFIX..]
+                .strip_prefix("--tls-")
+                .is_some_and(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+    }
+    /// `--tls-` and 16 hex digits.
+    const CERTIFICATE_SUFFIX: usize = 6 + 16;
     /// The Job of a build: short enough to be a label (`job-name`) whatever
     /// the Build's name, which it is derived from.
     pub fn build_job(build: &str) -> String {
@@ -736,6 +766,28 @@ mod tests {
     use super::*;
     use berth_domain::names::Hostname;
     use berth_domain::protocol::Protocol;
+
+    #[test]
+    fn a_certificate_secret_is_named_for_its_app_and_host_alone() {
+        let name = object_names::certificate_secret("shop", "shop.example.com");
+        assert!(name.starts_with("shop--tls-") && name.len() == "shop--tls-".len() + 16);
+        assert!(object_names::is_certificate_secret(&name));
+        let longest = object_names::certificate_secret(&"a".repeat(40), &"b".repeat(253));
+        assert!(
+            longest.len() <= 63,
+            "a label, as cert-manager's Certificate of that name"
+        );
+        for other in [
+            "shop",
+            "shop--tls-",
+            "shop--tls-0123456789abcdeg",
+            "shop-tls-0123456789abcdef",
+            "--tls-0123456789abcdef",
+            "shop--tls-0123456789abcdef0",
+        ] {
+            assert!(!object_names::is_certificate_secret(other), "{other}");
+        }
+    }
 
     /// What a real apiserver requires of a CRD schema (a "structural" one):
     /// every node has a type (or preserves unknown fields), and no `allOf`,

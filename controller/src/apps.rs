@@ -43,15 +43,17 @@ use berth_cluster::crd::{
 };
 use berth_cluster::ownership::{self, NamespaceOwner};
 use berth_cluster::{is_conflict, is_not_found};
+use berth_domain::certificate::{CertificateFinding, CertificateState};
 use berth_domain::size::Quantity;
 
+use crate::certificates;
 use crate::context::{Context, FIELD_MANAGER, named};
 use crate::error::{Error, namespace_terminating};
 use crate::events::Reason;
 use crate::metrics::Metrics;
 use crate::registry;
 use crate::releases::{self, Held, Recorded, Remembering, Runs, remembered};
-use crate::render::{CheckedApp, RenderError, RenderSettings, Rendered, render};
+use crate::render::{self, CheckedApp, RenderError, RenderSettings, Rendered, render};
 
 pub const REASON_PROGRESSING: &str = "Progressing";
 pub const REASON_AVAILABLE: &str = "Available";
@@ -75,6 +77,9 @@ const WHILE_AN_EARLIER_APP_GOES: Duration = Duration::from_secs(2);
 /// While someone else's object holds a rendered name, or the namespace is
 /// not Berth's: only a change elsewhere can cure it, so look now and then.
 const WHILE_BLOCKED: Duration = Duration::from_secs(30);
+/// How often a certificate cert-manager has not issued yet is looked for
+/// (an HTTP-01 challenge takes seconds to minutes).
+const WHILE_A_CERTIFICATE_IS_ISSUED: Duration = Duration::from_secs(20);
 
 // The Events of an App (`kubectl describe app NAME -n NAMESPACE`): one at
 // each change of its status, and one at each refused write.
@@ -103,13 +108,29 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let _turn = context
         .namespace_turn(&app.namespace().unwrap_or_default())
         .await;
-    let plan = releases::plan_release(&app, &context.client, &settings).await?;
-    let target = match render_target(&app, &checked, &plan.runs, &settings) {
+    let mut plan = releases::plan_release(&app, &context.client, &settings).await?;
+    let hosts = render::hosts_of(&checked, &settings);
+    let certificates = certificates::look(&app, &hosts, &context.client).await;
+    let checked = checked.with_certificates(&certificates);
+    let target = match render_target(&app, &checked, &plan.runs, &settings, &certificates) {
         Ok(target) => target,
-        Err(held) => return report_nothing_runs(&app, &context, held, plan.memory).await,
+        Err(held) => {
+            plan.memory.certificates = certificates.clone();
+            return report_nothing_runs(&app, &context, held, plan.memory).await;
+        }
     };
     let applied = apply_all(target.app, &target.rendered, &context).await;
-    report_status(&app, &context, target, plan.memory, applied).await
+    let waiting_for_certificates = certificates
+        .iter()
+        .any(|finding| finding.state == CertificateState::Pending);
+    plan.memory.certificates = certificates;
+    let action = report_status(&app, &context, target, plan.memory, applied).await?;
+    // cert-manager's Secrets are not watched: while one is awaited, look again soon.
+    Ok(if waiting_for_certificates {
+        sooner(action, WHILE_A_CERTIFICATE_IS_ISSUED)
+    } else {
+        action
+    })
 }
 
 /// Check: whether the App is rendered this round (deleted, awaiting its
@@ -180,6 +201,16 @@ async fn check_namespace(app: &App, context: &Context) -> Result<ControlFlow<Act
     }
 }
 
+/// `action`, or a look after `within` when it would wait longer: for a
+/// resync or a change (every other wait is 30 s or less).
+fn sooner(action: Action, within: Duration) -> Action {
+    if action == Action::await_change() || action == Action::requeue(RESYNC) {
+        Action::requeue(within)
+    } else {
+        action
+    }
+}
+
 /// What the workloads get this round: an App's configuration, rendered.
 struct Target<'a> {
     /// The spec's App or, while its revision is held, the previous one.
@@ -198,6 +229,7 @@ fn render_target<'a>(
     checked: &CheckedApp<'_>,
     runs: &'a Runs,
     settings: &RenderSettings,
+    certificates: &[CertificateFinding],
 ) -> Result<Target<'a>, &'a Held> {
     let (held, previous) = match runs {
         Runs::Spec => {
@@ -211,7 +243,9 @@ fn render_target<'a>(
         Runs::Held(held, previous) => (held, previous),
     };
     let previous = previous.as_ref().ok_or(held)?;
-    let checked = CheckedApp::of(&previous.app).map_err(|_| held)?;
+    let checked = CheckedApp::of(&previous.app)
+        .map_err(|_| held)?
+        .with_certificates(certificates);
     Ok(Target {
         app: &previous.app,
         revision: previous.revision,

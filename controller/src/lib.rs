@@ -21,6 +21,7 @@ mod backoff;
 pub mod build_engine;
 mod build_secrets;
 pub mod builds;
+pub mod certificates;
 mod context;
 pub mod egress;
 mod environments;

@@ -12,6 +12,14 @@
 //! other namespace whose pods may reach an environment's; `ingress-nginx` by
 //! default).
 //!
+//! HTTPS (`render::tls`): `BERTH_TLS_CLUSTER_ISSUER` (the cert-manager
+//! ClusterIssuer of every custom domain's certificate; none by default),
+//! `BERTH_TLS_DEFAULT_HOST_CERTIFICATE` (`ingress-default`, the default
+//! when an issuer is set; `issuer`; a Secret's name; `none`, the default
+//! otherwise), `BERTH_TLS_REDIRECT` (`ingress-nginx` by default, or `off`),
+//! `BERTH_TLS_HSTS_HEADERS` (ingress-nginx's custom-headers ConfigMap,
+//! `namespace/name`; none by default).
+//!
 //! Builds: `BERTH_BUILD_DEADLINE_SECONDS` (how long a build may run; 1800 by
 //! default), `BERTH_BUILD_GIT_IMAGE` (the image that clones, and writes the
 //! result), `BERTH_BUILDKIT_IMAGE` (rootless BuildKit, for Dockerfiles),
@@ -66,6 +74,7 @@ use berth_controller::build_engine::layout::ImageRef;
 use berth_controller::build_engine::{BuilderSettings, DEFAULT_BUILD_DEADLINE_SECONDS};
 use berth_controller::egress::{self, EgressSettings};
 use berth_controller::isolation;
+use berth_controller::render::tls::TlsSettings;
 use berth_controller::render::{
     DEFAULT_PROGRESS_DEADLINE_SECONDS, DEFAULT_RELEASE_DEADLINE_SECONDS, RenderSettings,
 };
@@ -165,6 +174,12 @@ fn settings() -> Result<Settings, String> {
             progress_deadline_seconds,
             release_deadline_seconds,
             registry_prefix: None,
+            tls: TlsSettings::parse(
+                setting("BERTH_TLS_CLUSTER_ISSUER").as_deref(),
+                setting("BERTH_TLS_DEFAULT_HOST_CERTIFICATE").as_deref(),
+                setting("BERTH_TLS_REDIRECT").as_deref(),
+                setting("BERTH_TLS_HSTS_HEADERS").as_deref(),
+            )?,
         },
     })
 }

@@ -172,6 +172,7 @@ pub fn remembered(app: &App) -> AppStatus {
         released_command_of: status.released_command_of,
         revisions: status.revisions,
         running_revision: status.running_revision,
+        certificates: status.certificates,
         ..AppStatus::default()
     }
 }
@@ -188,6 +189,7 @@ impl Remembering for AppStatus {
             released_command_of: memory.released_command_of,
             revisions: memory.revisions,
             running_revision: memory.running_revision,
+            certificates: memory.certificates,
             ..self
         }
     }

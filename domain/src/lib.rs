@@ -12,6 +12,7 @@
 //! the field with [`Invalid::at`].
 
 pub mod app;
+pub mod certificate;
 pub mod clock;
 pub mod config;
 pub mod container_paths;

@@ -14,6 +14,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Invalid;
+use super::certificate::CertificateState;
 use super::container_paths::MountPath;
 use super::names::{Hostname, VolumeName};
 use super::protocol::Protocol;
@@ -39,7 +40,15 @@ macro_rules! text_form {
     )*};
 }
 
-text_form!(Size, VolumeSize, Hostname, MountPath, VolumeName, Protocol);
+text_form!(
+    Size,
+    VolumeSize,
+    Hostname,
+    MountPath,
+    VolumeName,
+    Protocol,
+    CertificateState
+);
 
 /// A value of a resource: parsed when the resource was read, or refused
 /// (see the module); with the text it was read from, which it is written

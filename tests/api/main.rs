@@ -10,6 +10,7 @@ mod build_steps;
 mod builds;
 mod builds_following;
 mod builds_running;
+mod certificates;
 mod cleanup;
 mod cluster_access;
 mod cluster_faults;

@@ -113,8 +113,10 @@ pub async fn get(
     })
 }
 
-/// Whether each of the app's hostnames resolves to the gateway: one entry
-/// per hostname, in the app's order; an app without domains has none.
+/// Whether each of the app's hostnames resolves to the gateway, and where
+/// its certificate stands (as the controller last found it, in the App's
+/// status: the API never reads a certificate's Secret): one entry per
+/// hostname, in the app's order; an app without domains has none.
 #[cfg(feature = "dns")]
 pub async fn check_domains(
     client: &kube::Client,
@@ -122,11 +124,26 @@ pub async fn check_domains(
     caller: &Principal,
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
+    use berth_domain::certificate::CertificateFinding;
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let hostnames: Vec<String> = (app.spec.config.hostnames())
         .map(|host| host.as_str().to_owned())
         .collect();
-    checker.check(&hostnames).await
+    let found = app
+        .status
+        .as_ref()
+        .map(|status| status.certificates.as_slice())
+        .unwrap_or_default();
+    let now = jiff::Timestamp::now();
+    checker
+        .check(&hostnames, |hostname| {
+            found
+                .iter()
+                .find(|finding| finding.hostname == hostname)
+                .map_or_else(CertificateFinding::not_looked_at, |finding| finding.at(now))
+                .into()
+        })
+        .await
 }
 
 pub async fn create(

@@ -16,6 +16,7 @@ use berth_cluster::crd::{
     LABEL_PROJECT, MANAGER, object_names,
 };
 use berth_domain::app::{AppConfig, AppProcess, AppVolume};
+use berth_domain::certificate::CertificateFinding;
 use berth_domain::container_paths::MountPath;
 use berth_domain::names::{Hostname, Label, OBJECT_NAME, VolumeName};
 use berth_domain::protocol::Protocol;
@@ -59,6 +60,9 @@ pub struct CheckedApp<'a> {
     pub(super) volumes: Vec<CheckedVolume<'a>>,
     /// Its domains, each once, in order.
     pub(super) domains: Vec<&'a Hostname>,
+    /// What the controller found of its hosts' certificates: the App's
+    /// status, unless [`CheckedApp::with_certificates`] says newer.
+    pub(super) certificates: &'a [CertificateFinding],
 }
 
 impl<'a> CheckedApp<'a> {
@@ -104,7 +108,21 @@ impl<'a> CheckedApp<'a> {
             processes,
             volumes,
             domains,
+            certificates: app
+                .status
+                .as_ref()
+                .map(|status| status.certificates.as_slice())
+                .unwrap_or_default(),
         })
+    }
+
+    /// Rendered with what the controller has just found of its hosts'
+    /// certificates.
+    pub fn with_certificates(self, certificates: &'a [CertificateFinding]) -> Self {
+        Self {
+            certificates,
+            ..self
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 //! checks nothing itself.
 
 mod checked;
+pub mod tls;
 
 use std::collections::BTreeMap;
 
@@ -41,12 +42,14 @@ use sha2::{Digest, Sha256};
 
 use berth_cluster::crd::{App, LABEL_RELEASE, object_names};
 use berth_domain::app::AppConfig;
+use berth_domain::certificate::CertificateFinding;
 use berth_domain::names::Hostname;
 use berth_domain::protocol::Protocol;
 use berth_domain::schedule::DEFAULT_TIME_ZONE;
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
 pub use checked::{CheckedApp, RenderError};
+use tls::{ServedHost, TlsSettings};
 
 /// The pod template annotation a restart sets (the one `kubectl rollout
 /// restart` uses), so the rollout looks familiar to anyone with kubectl.
@@ -95,6 +98,8 @@ pub struct RenderSettings {
     /// ConfigMap, read by the controller): pods of an image under it name
     /// the pull credential [`PULL_SECRET`] in their `imagePullSecrets`.
     pub registry_prefix: Option<String>,
+    /// HTTPS for the app's hosts.
+    pub tls: TlsSettings,
 }
 
 pub use berth_cluster::registry::PULL_SECRET;
@@ -107,6 +112,7 @@ impl Default for RenderSettings {
             progress_deadline_seconds: DEFAULT_PROGRESS_DEADLINE_SECONDS,
             release_deadline_seconds: DEFAULT_RELEASE_DEADLINE_SECONDS,
             registry_prefix: None,
+            tls: TlsSettings::default(),
         }
     }
 }
@@ -134,6 +140,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
         processes,
         volumes,
         domains,
+        certificates,
     } = checked;
     let config = &app.spec.config;
     let volumes = rendered_volumes(context, volumes);
@@ -187,15 +194,25 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     }
     rendered.claims = volumes.into_iter().map(|volume| volume.claim).collect();
 
-    let hosts = hosts(context, domains, settings);
-    rendered.ingress = ingress(context, settings, &hosts);
+    let hosts = served_hosts(context, domains, settings);
+    rendered.ingress = ingress(context, settings, &hosts, certificates);
     // Only where the Ingress sends requests somewhere; a wildcard is no address.
     rendered.url = rendered
         .ingress
         .as_ref()
-        .and_then(|_| hosts.iter().find(|host| !host.starts_with('*')))
-        .map(|host| format!("https://{host}"));
+        .and_then(|_| hosts.iter().find(|served| !served.host.starts_with('*')))
+        .map(|served| format!("https://{}", served.host));
     rendered
+}
+
+/// The hosts of a checked App's Ingress, each with the certificate that
+/// serves it: what the controller looks at before rendering (none when the
+/// app has no web process, and so no Ingress).
+pub fn hosts_of(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Vec<ServedHost> {
+    match checked.context.web {
+        Some(_) => served_hosts(&checked.context, &checked.domains, settings),
+        None => Vec::new(),
+    }
 }
 
 /// The registry's pull credential, for an image Berth built for the App's
@@ -746,22 +763,22 @@ fn cron_job(
 }
 
 /// The app's hosts: its domains, then the default host of a web app.
-fn hosts(
+fn served_hosts(
     context: &AppContext<'_>,
     domains: &[&Hostname],
     settings: &RenderSettings,
-) -> Vec<String> {
-    let mut hosts: Vec<String> = domains
+) -> Vec<ServedHost> {
+    let mut hosts: Vec<ServedHost> = domains
         .iter()
-        .map(|host| host.as_str().to_owned())
+        .map(|host| ServedHost::custom(context.name, host.as_str(), &settings.tls))
         .collect();
     if let (Some(apps_domain), Some(_)) = (&settings.apps_domain, &context.web) {
         let host = format!(
             "{}.{apps_domain}",
             default_host_label(context.name, context.environment, context.project)
         );
-        if !hosts.contains(&host) {
-            hosts.push(host);
+        if !hosts.iter().any(|served| served.host == host) {
+            hosts.push(ServedHost::default_host(context.name, &host, &settings.tls));
         }
     }
     hosts
@@ -801,7 +818,8 @@ const CUT_PREFIX: usize = MAX_LABEL - 3 - 16;
 fn ingress(
     context: &AppContext<'_>,
     settings: &RenderSettings,
-    hosts: &[String],
+    hosts: &[ServedHost],
+    certificates: &[CertificateFinding],
 ) -> Option<Ingress> {
     let (service, port) = context.web.clone()?;
     if hosts.is_empty() {
@@ -809,8 +827,8 @@ fn ingress(
     }
     let rules = hosts
         .iter()
-        .map(|host| IngressRule {
-            host: Some(host.clone()),
+        .map(|served| IngressRule {
+            host: Some(served.host.clone()),
             http: Some(HTTPIngressRuleValue {
                 paths: vec![HTTPIngressPath {
                     path: Some("/".to_owned()),
@@ -829,11 +847,17 @@ fn ingress(
             }),
         })
         .collect();
+    let mut metadata =
+        context.metadata(object_names::ingress(context.name), context.labels.clone());
+    let annotations = tls::annotations(hosts, &settings.tls, certificates);
+    metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+    let tls = tls::entries(hosts);
     Some(Ingress {
-        metadata: context.metadata(object_names::ingress(context.name), context.labels.clone()),
+        metadata,
         spec: Some(IngressSpec {
             ingress_class_name: settings.ingress_class.clone(),
             rules: Some(rules),
+            tls: (!tls.is_empty()).then_some(tls),
             ..Default::default()
         }),
         status: None,
@@ -877,6 +901,7 @@ mod tests {
             progress_deadline_seconds: 120,
             release_deadline_seconds: 300,
             registry_prefix: None,
+            tls: TlsSettings::default(),
         }
     }
 
@@ -1307,6 +1332,83 @@ mod tests {
     }
 
     #[test]
+    fn with_an_issuer_each_domain_has_a_tls_entry_and_the_redirect_waits() {
+        let mut app = web_app();
+        app.spec.config.domains = vec![
+            Stored::read("shop.example.com"),
+            Stored::read("www.example.com"),
+        ];
+        let settings = RenderSettings {
+            tls: TlsSettings::parse(Some("letsencrypt"), None, None, None).unwrap(),
+            ..settings()
+        };
+        let ingress_of = |rendered: Rendered| rendered.ingress.unwrap();
+        let ingress = ingress_of(render(&app, &settings).unwrap());
+        let annotations = ingress.metadata.annotations.clone().unwrap();
+        assert_eq!(annotations[tls::CLUSTER_ISSUER_ANNOTATION], "letsencrypt");
+        assert_eq!(annotations[tls::NGINX_SSL_REDIRECT], "false");
+        let entries = ingress.spec.as_ref().unwrap().tls.clone().unwrap();
+        let secrets: Vec<_> = entries
+            .iter()
+            .map(|entry| {
+                (
+                    entry.hosts.clone().unwrap(),
+                    entry.secret_name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            secrets,
+            [
+                (
+                    vec!["shop.example.com".to_owned()],
+                    object_names::certificate_secret("shop", "shop.example.com")
+                ),
+                (
+                    vec!["www.example.com".to_owned()],
+                    object_names::certificate_secret("shop", "www.example.com")
+                ),
+            ],
+            "the default host is served by the ingress controller's certificate"
+        );
+        // As the apiserver takes it.
+        let json = serde_json::to_value(&ingress).unwrap();
+        assert_eq!(json["spec"]["tls"][0]["secretName"], secrets[0].1);
+        assert_eq!(json["spec"]["tls"][0]["hosts"][0], "shop.example.com");
+
+        // Once the controller found both issued, the app redirects.
+        let issued = |host: &str| {
+            CertificateFinding::new(
+                host,
+                berth_domain::certificate::CertificateState::Issued,
+                None,
+                "issued",
+            )
+        };
+        let found = [issued("shop.example.com"), issued("www.example.com")];
+        let checked = CheckedApp::of(&app).unwrap().with_certificates(&found);
+        let ingress = ingress_of(super::render(&checked, &settings));
+        assert_eq!(
+            ingress.metadata.annotations.unwrap()[tls::NGINX_SSL_REDIRECT],
+            "true"
+        );
+
+        // A domain removed takes its entry with it.
+        app.spec.config.domains.pop();
+        let ingress = ingress_of(render(&app, &settings).unwrap());
+        assert_eq!(ingress.spec.unwrap().tls.unwrap().len(), 1);
+    }
+
+    #[test]
+    fn without_tls_settings_the_ingress_is_plain_http() {
+        let mut app = web_app();
+        app.spec.config.domains = vec![Stored::read("shop.example.com")];
+        let ingress = render(&app, &settings()).unwrap().ingress.unwrap();
+        assert_eq!(ingress.metadata.annotations, None);
+        assert_eq!(ingress.spec.unwrap().tls, None);
+    }
+
+    #[test]
     fn without_an_apps_domain_only_domains_are_hosts() {
         let no_domain = RenderSettings {
             ingress_class: None,
@@ -1314,6 +1416,7 @@ mod tests {
             progress_deadline_seconds: 600,
             release_deadline_seconds: 600,
             registry_prefix: None,
+            tls: TlsSettings::default(),
         };
         let rendered = render(&web_app(), &no_domain).unwrap();
         assert!(rendered.ingress.is_none());

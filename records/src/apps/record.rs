@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use berth_domain::certificate::{CertificateStanding, CertificateState};
 use berth_domain::parts::SecretKeyRef;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
@@ -162,5 +163,30 @@ pub struct DomainCheck {
     pub records: Vec<String>,
     /// The gateway: its hostname, then its addresses.
     pub expected: Vec<String>,
+    /// Whether the name points at the gateway, in words. `ok` says nothing
+    /// of the certificate.
     pub message: String,
+    /// Where the hostname's TLS certificate stands.
+    pub certificate: CertificateCheck,
+}
+
+/// Where a hostname's TLS certificate stands, as the controller last found
+/// it and as of the check: an issued certificate is `expiring` within 14
+/// days of its end and `expired` after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CertificateCheck {
+    pub state: CertificateState,
+    /// When the certificate ends (RFC 3339), once one is issued.
+    pub not_after: Option<String>,
+    pub message: String,
+}
+
+impl From<CertificateStanding> for CertificateCheck {
+    fn from(standing: CertificateStanding) -> Self {
+        Self {
+            state: standing.state,
+            not_after: standing.not_after.map(|end| end.to_string()),
+            message: standing.message,
+        }
+    }
 }

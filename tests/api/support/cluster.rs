@@ -38,6 +38,11 @@ pub const APPS_DOMAIN: &str = "apps.berth.test";
 /// The Ingress class of the test apps (none needs to exist for the apiserver).
 pub const INGRESS_CLASS: &str = "berth-tests";
 
+/// The cert-manager ClusterIssuer of the test apps' certificates: none
+/// needs to exist (nor cert-manager), the annotation naming it is inert
+/// without it; the tests write the Secrets cert-manager would.
+pub const CLUSTER_ISSUER: &str = "berth-tests";
+
 /// The ingress controller's namespace in the tests (none needs to exist for
 /// the environments' NetworkPolicies to name it).
 pub const INGRESS_NAMESPACE: &str = "berth-tests-ingress";
@@ -52,6 +57,13 @@ pub fn controller_settings() -> berth_controller::Settings {
             progress_deadline_seconds: PROGRESS_DEADLINE_SECONDS,
             release_deadline_seconds: RELEASE_DEADLINE_SECONDS,
             registry_prefix: None,
+            tls: berth_controller::render::tls::TlsSettings::parse(
+                Some(CLUSTER_ISSUER),
+                None,
+                None,
+                None,
+            )
+            .expect("TLS settings"),
         },
         builders: berth_controller::build_engine::BuilderSettings::default(),
         egress: egress_settings(),

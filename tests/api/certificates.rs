@@ -1,0 +1,366 @@
+//! HTTPS for apps' hosts through cert-manager (docs/api-notes.md,
+//! "Hostnames"): the Ingress's `tls` entries and annotations, the
+//! certificates the controller reads from the Secrets cert-manager writes
+//! (made here as cert-manager makes them, with certificates from rcgen),
+//! what the domain check says of each, and which Secrets go with their app.
+//! The test controller names the ClusterIssuer `CLUSTER_ISSUER`; no
+//! cert-manager runs, so every Secret here is the test's.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use serde_json::{Value, json};
+
+use berth_cluster::crd::object_names;
+use berth_controller::certificates::{CERTIFICATE_NAME_ANNOTATION, ISSUER_KIND_ANNOTATION};
+use berth_controller::render::tls::{CLUSTER_ISSUER_ANNOTATION, NGINX_SSL_REDIRECT};
+
+use crate::support::cluster::{APPS_DOMAIN, CLUSTER_ISSUER};
+use crate::support::dns::TestDns;
+use crate::support::{TestApp, eventually, wait_bound};
+
+/// A PEM certificate for `names`, ending `days` from now.
+fn certificate(names: &[&str], days: i64) -> String {
+    let mut params = rcgen::CertificateParams::new(
+        names
+            .iter()
+            .map(|name| name.to_string())
+            .collect::<Vec<_>>(),
+    )
+    .expect("names");
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::days(90);
+    params.not_after = now + time::Duration::days(days);
+    params
+        .self_signed(&rcgen::KeyPair::generate().expect("a key"))
+        .expect("a certificate")
+        .pem()
+}
+
+/// The Secret cert-manager writes for app `app`'s host (its annotations
+/// as cert-manager v1.21.1 sets them), holding `chain`; without them when
+/// `cert_managers` is false.
+fn tls_secret(app: &str, host: &str, chain: &str, cert_managers: bool) -> Secret {
+    let name = object_names::certificate_secret(app, host);
+    let annotations = cert_managers.then(|| {
+        BTreeMap::from([
+            (CERTIFICATE_NAME_ANNOTATION.to_owned(), name.clone()),
+            (
+                ISSUER_KIND_ANNOTATION.to_owned(),
+                "ClusterIssuer".to_owned(),
+            ),
+            (
+                "cert-manager.io/issuer-name".to_owned(),
+                CLUSTER_ISSUER.to_owned(),
+            ),
+            (
+                "cert-manager.io/issuer-group".to_owned(),
+                "cert-manager.io".to_owned(),
+            ),
+            ("cert-manager.io/alt-names".to_owned(), host.to_owned()),
+        ])
+    });
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name),
+            annotations,
+            labels: Some(BTreeMap::from([(
+                "controller.cert-manager.io/fao".to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        type_: Some("kubernetes.io/tls".to_owned()),
+        data: Some(BTreeMap::from([
+            ("tls.crt".to_owned(), ByteString(chain.as_bytes().to_vec())),
+            (
+                "tls.key".to_owned(),
+                ByteString(b"not-a-key-the-test-never-reads".to_vec()),
+            ),
+        ])),
+        ..Secret::default()
+    }
+}
+
+/// An API with the cluster asking `dns` for names, and a provisioned
+/// environment: (the API, the apps' path, the namespace).
+async fn environment(dns: &TestDns) -> (TestApp, String, String) {
+    let server = dns.address;
+    let app = TestApp::with_cluster_config(move |config| config.dns_servers = vec![server]).await;
+    let project = app.ready_environment("tls", "prod").await;
+    let apps = format!("/api/v1/projects/{project}/environments/prod/apps");
+    (app, apps, format!("{project}-prod"))
+}
+
+/// The first `Some` of `look`, polled until the wait bound.
+async fn until<T, Fut>(what: &str, mut look: impl FnMut() -> Fut) -> T
+where
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + wait_bound();
+    loop {
+        if let Some(found) = look().await {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within the wait bound"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+async fn ingress_of(
+    app: &TestApp,
+    namespace: &str,
+    what: &str,
+    check: impl Fn(&Ingress) -> bool,
+) -> Ingress {
+    let ingresses: Api<Ingress> = Api::namespaced(app.cluster().client.clone(), namespace);
+    until(what, || async {
+        ingresses
+            .get_opt("web")
+            .await
+            .ok()
+            .flatten()
+            .filter(|ingress| check(ingress))
+    })
+    .await
+}
+
+fn tls_hosts(ingress: &Ingress) -> Vec<(String, String)> {
+    ingress
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.tls.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|entry| {
+            (
+                entry.hosts.unwrap_or_default().join(","),
+                entry.secret_name.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn annotation(ingress: &Ingress, key: &str) -> Option<String> {
+    ingress.annotations().get(key).cloned()
+}
+
+#[tokio::test]
+async fn every_domain_has_a_tls_entry_of_its_own_and_a_removed_one_goes() {
+    let dns = TestDns::start().await;
+    let (app, apps, namespace) = environment(&dns).await;
+    let shop = format!("{}.example.test", crate::support::unique("shop"));
+    let www = format!("{}.example.test", crate::support::unique("www"));
+    app.create_app(
+        &apps,
+        json!({ "name": "web", "image": "nginx:1.27", "port": 80, "domains": [shop, www] }),
+    )
+    .await;
+    let ingress = ingress_of(
+        &app,
+        &namespace,
+        "the Ingress with two tls entries",
+        |ingress| tls_hosts(ingress).len() == 2,
+    )
+    .await;
+    assert_eq!(
+        tls_hosts(&ingress),
+        [
+            (shop.clone(), object_names::certificate_secret("web", &shop)),
+            (www.clone(), object_names::certificate_secret("web", &www)),
+        ]
+    );
+    assert_eq!(
+        annotation(&ingress, CLUSTER_ISSUER_ANNOTATION).as_deref(),
+        Some(CLUSTER_ISSUER)
+    );
+    // No certificate yet: no redirect to a placeholder certificate.
+    assert_eq!(
+        annotation(&ingress, NGINX_SSL_REDIRECT).as_deref(),
+        Some("false")
+    );
+    // The default host is a rule, served by the ingress controller's
+    // wildcard certificate: in no tls entry.
+    let rules: Vec<String> = ingress
+        .spec
+        .as_ref()
+        .and_then(|spec| spec.rules.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|rule| rule.host)
+        .collect();
+    assert_eq!(rules.len(), 3);
+    assert!(rules[2].ends_with(&format!(".{APPS_DOMAIN}")));
+
+    app.request(http::Method::PATCH, &format!("{apps}/web"))
+        .by(&app.owner)
+        .json(json!({ "domains": [shop] }))
+        .send()
+        .await
+        .assert_status(200);
+    let ingress = ingress_of(&app, &namespace, "one tls entry left", |ingress| {
+        tls_hosts(ingress).len() == 1
+    })
+    .await;
+    assert_eq!(tls_hosts(&ingress)[0].0, shop);
+}
+
+/// The domain check's `certificate` of each hostname, by hostname.
+async fn certificates(app: &TestApp, path: &str) -> BTreeMap<String, Value> {
+    let answer = app
+        .get(&format!("{path}/domains"))
+        .by(&app.owner)
+        .send()
+        .await;
+    answer.assert_status(200);
+    answer
+        .json()
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|entry| {
+            (
+                entry["hostname"].as_str().unwrap().to_owned(),
+                entry["certificate"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_domain_check_says_where_each_certificate_stands() {
+    let dns = TestDns::start().await;
+    let (app, apps, namespace) = environment(&dns).await;
+    let host = |name: &str| format!("{}.example.test", crate::support::unique(name));
+    let (valid, expiring, expired, garbage, foreign, pending) = (
+        host("valid"),
+        host("expiring"),
+        host("expired"),
+        host("garbage"),
+        host("foreign"),
+        host("pending"),
+    );
+    let secrets: Api<Secret> = Api::namespaced(app.cluster().client.clone(), &namespace);
+    let wildcard = format!("*.{}", valid.split_once('.').unwrap().1);
+    for secret in [
+        tls_secret("shop", &valid, &certificate(&[&wildcard], 80), true),
+        tls_secret("shop", &expiring, &certificate(&[&expiring], 10), true),
+        tls_secret("shop", &expired, &certificate(&[&expired], -2), true),
+        tls_secret("shop", &garbage, "hunter2-not-a-certificate", true),
+        tls_secret("shop", &foreign, &certificate(&[&foreign], 80), false),
+    ] {
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("a Secret");
+    }
+    let hostnames = [&valid, &expiring, &expired, &garbage, &foreign, &pending];
+    app.create_app(
+        &apps,
+        json!({ "name": "shop", "image": "nginx:1.27", "port": 80, "domains": hostnames }),
+    )
+    .await;
+    let path = format!("{apps}/shop");
+    let found = until("the controller looked at every certificate", || async {
+        let found = certificates(&app, &path).await;
+        found
+            .values()
+            .all(|certificate| {
+                certificate["message"]
+                    != "the controller has not looked at this hostname's certificate yet"
+            })
+            .then_some(found)
+    })
+    .await;
+    let state = |host: &String| found[host]["state"].as_str().unwrap().to_owned();
+    assert_eq!(state(&valid), "issued", "{:?}", found[&valid]);
+    assert!(found[&valid]["not_after"].is_string());
+    assert_eq!(state(&expiring), "expiring", "{:?}", found[&expiring]);
+    assert_eq!(state(&expired), "expired", "{:?}", found[&expired]);
+    assert_eq!(state(&garbage), "invalid");
+    let said = found[&garbage]["message"].as_str().unwrap();
+    assert!(
+        !said.contains("hunter2"),
+        "no content of a Secret is shown: {said}"
+    );
+    assert_eq!(state(&foreign), "invalid");
+    assert!(
+        found[&foreign]["message"]
+            .as_str()
+            .unwrap()
+            .contains("leaves it as it is"),
+        "{:?}",
+        found[&foreign]
+    );
+    assert_eq!(state(&pending), "pending");
+    assert_eq!(found[&pending]["not_after"], Value::Null);
+
+    // Secrets cert-manager wrote for the app go with it; the one Berth
+    // could not recognise stays as it is.
+    let valid_secret = object_names::certificate_secret("shop", &valid);
+    let foreign_secret = object_names::certificate_secret("shop", &foreign);
+    let owned = secrets.get(&valid_secret).await.expect("the Secret");
+    assert_eq!(owned.owner_references()[0].kind, "App");
+    assert!(owned.owner_references()[0].controller.is_none());
+    assert!(
+        secrets
+            .get(&foreign_secret)
+            .await
+            .expect("the Secret")
+            .owner_references()
+            .is_empty()
+    );
+    app.request(http::Method::DELETE, &path)
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(204);
+    eventually("the recognised certificates go with the app", || async {
+        secrets
+            .get_opt(&valid_secret)
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+    })
+    .await;
+    assert!(
+        secrets
+            .get_opt(&foreign_secret)
+            .await
+            .expect("a read")
+            .is_some()
+    );
+    secrets
+        .delete(&foreign_secret, &DeleteParams::default())
+        .await
+        .expect("cleaned up");
+}
+
+#[tokio::test]
+async fn a_secret_cannot_take_a_certificates_name() {
+    let dns = TestDns::start().await;
+    let (app, apps, _) = environment(&dns).await;
+    let secrets = apps.replace("/apps", "/secrets");
+    let name = object_names::certificate_secret("shop", "shop.example.test");
+    app.request(http::Method::PUT, &format!("{secrets}/{name}"))
+        .by(&app.owner)
+        .json(json!({ "data": { "a": "b" } }))
+        .send()
+        .await
+        .assert_problem(409, "conflict");
+    app.post(&apps)
+        .by(&app.owner)
+        .json(json!({ "name": "reader", "image": "nginx:1.27",
+            "env": [{ "name": "KEY", "secret": { "name": name, "key": "tls.key" } }] }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+}
