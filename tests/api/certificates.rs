@@ -364,3 +364,124 @@ async fn a_secret_cannot_take_a_certificates_name() {
         .await
         .assert_problem(422, "validation_failed");
 }
+
+/// cert-manager's Certificate kind, as far as Berth reads it: installed
+/// here when the cluster has none (the stand-in; a real cluster without
+/// cert-manager), and left in place (it is cluster-wide, like the real one).
+async fn certificate_kind(client: &kube::Client) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = "certificates.cert-manager.io";
+    if crds.get_opt(name).await.expect("a read").is_none() {
+        let definition: CustomResourceDefinition = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": { "name": name },
+            "spec": {
+                "group": "cert-manager.io",
+                "names": { "kind": "Certificate", "listKind": "CertificateList",
+                           "plural": "certificates", "singular": "certificate" },
+                "scope": "Namespaced",
+                "versions": [{
+                    "name": "v1", "served": true, "storage": true,
+                    "subresources": { "status": {} },
+                    "schema": { "openAPIV3Schema": {
+                        "type": "object", "x-kubernetes-preserve-unknown-fields": true
+                    } }
+                }]
+            }
+        }))
+        .expect("a CRD");
+        match crds.create(&PostParams::default(), &definition).await {
+            Ok(_) => {}
+            // Another test made it meanwhile.
+            Err(kube::Error::Api(response)) if response.code == 409 => {}
+            Err(error) => panic!("installing the Certificate CRD: {error}"),
+        }
+    }
+    let resource = certificate_resource();
+    eventually("the Certificate kind is served", || async {
+        let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), &resource);
+        api.list(&kube::api::ListParams::default().limit(1))
+            .await
+            .is_ok()
+    })
+    .await;
+}
+
+fn certificate_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::core::GroupVersionKind::gvk("cert-manager.io", "v1", "Certificate"),
+        "certificates",
+    )
+}
+
+#[tokio::test]
+async fn while_no_certificate_is_issued_cert_managers_reason_is_shown() {
+    let dns = TestDns::start().await;
+    let (app, apps, namespace) = environment(&dns).await;
+    let client = app.cluster().client.clone();
+    certificate_kind(&client).await;
+    let host = format!("{}.example.test", crate::support::unique("failing"));
+    let name = object_names::certificate_secret("shop", &host);
+    // The Certificate ingress-shim makes, and what cert-manager says of a
+    // failed request (its Issuing condition).
+    let resources: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), &namespace, &certificate_resource());
+    let certificate: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cert-manager.io/v1",
+        "kind": "Certificate",
+        "metadata": { "name": name },
+        "spec": { "secretName": name, "dnsNames": [host],
+                  "issuerRef": { "name": CLUSTER_ISSUER, "kind": "ClusterIssuer" } }
+    }))
+    .expect("a Certificate");
+    resources
+        .create(&PostParams::default(), &certificate)
+        .await
+        .expect("the Certificate");
+    let reason = "The certificate request has failed to complete and will be retried: \
+                  Failed to wait for order resource to become ready: 403 urn:ietf:params:acme:error:unauthorized";
+    resources
+        .patch_status(
+            &name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({ "status": { "conditions": [
+                { "type": "Ready", "status": "False", "reason": "DoesNotExist",
+                  "message": "Issuing certificate as Secret does not exist" },
+                { "type": "Issuing", "status": "False", "reason": "Failed", "message": reason }
+            ] } })),
+        )
+        .await
+        .expect("its status");
+
+    app.create_app(
+        &apps,
+        json!({ "name": "shop", "image": "nginx:1.27", "port": 80, "domains": [host] }),
+    )
+    .await;
+    let path = format!("{apps}/shop");
+    let found = until("cert-manager's reason is shown", || async {
+        let found = certificates(&app, &path).await;
+        let message = found[&host]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        message
+            .starts_with("cert-manager has not issued the certificate yet: ")
+            .then_some(found)
+    })
+    .await;
+    assert_eq!(found[&host]["state"], "pending");
+    // A real cert-manager would have said its own reason meanwhile.
+    if app.cluster().standin.is_some() {
+        assert_eq!(
+            found[&host]["message"],
+            format!("cert-manager has not issued the certificate yet: {reason}")
+        );
+    }
+    resources
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("cleaned up");
+}
