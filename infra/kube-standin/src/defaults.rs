@@ -169,7 +169,10 @@ fn requests_from_limits(spec: &mut Map<String, Value>) {
     for list in ["containers", "initContainers"] {
         let containers = spec.get_mut(list).and_then(Value::as_array_mut);
         for c in containers.into_iter().flatten() {
-            let Some(limits) = c.pointer("/resources/limits").and_then(Value::as_object).cloned()
+            let Some(limits) = c
+                .pointer("/resources/limits")
+                .and_then(Value::as_object)
+                .cloned()
             else {
                 continue;
             };

@@ -37,8 +37,10 @@ fn resource_list<'a>(v: Option<&'a Value>) -> impl Iterator<Item = (&'a String, 
 
 /// The lists of containers the plugin looks at, with how its annotation
 /// names each kind.
-const CONTAINER_LISTS: [(&str, &str); 2] =
-    [("containers", "container"), ("initContainers", "init container")];
+const CONTAINER_LISTS: [(&str, &str); 2] = [
+    ("containers", "container"),
+    ("initContainers", "init container"),
+];
 
 /// Fills in the defaults of every LimitRange, in order (a resource the
 /// first one filled in is not filled in again).
@@ -82,10 +84,8 @@ pub fn default_pod(limit_ranges: &[Arc<Value>], pod: &mut Value) {
             && let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut)
         {
             let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-            annotations[ANNOTATION] = json!(format!(
-                "LimitRanger plugin set: {}",
-                notes.join("; ")
-            ));
+            annotations[ANNOTATION] =
+                json!(format!("LimitRanger plugin set: {}", notes.join("; ")));
         }
     }
 }
@@ -220,7 +220,11 @@ fn ratio_constraint(o: &Observed<'_>, enforced: Written) -> Option<String> {
     let request = o.request.filter(|r| !r.value.is_zero());
     let limit = o.limit.filter(|l| !l.value.is_zero());
     let (Some(request), Some(limit)) = (request, limit) else {
-        let missing = if request.is_none() { "request" } else { "limit" };
+        let missing = if request.is_none() {
+            "request"
+        } else {
+            "limit"
+        };
         return Some(format!(
             "{resource} max limit to request ratio per Container is {enforced}, but no {missing} is specified or {missing} is 0."
         ));
@@ -263,7 +267,8 @@ mod tests {
             &json!({"limits": {"cpu": "500m", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}})
         );
         assert_eq!(
-            pod.pointer("/metadata/annotations/kubernetes.io~1limit-ranger").unwrap(),
+            pod.pointer("/metadata/annotations/kubernetes.io~1limit-ranger")
+                .unwrap(),
             "LimitRanger plugin set: memory request for container web; memory limit for container web; \
              cpu, memory request for init container init; cpu, memory limit for init container init"
         );
@@ -278,7 +283,12 @@ mod tests {
         }));
         let pod = |resources: Value| json!({"spec": {"containers": [{"name": "a", "resources": resources}]}});
         assert_eq!(
-            violations(&ranges, &pod(json!({"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}}))),
+            violations(
+                &ranges,
+                &pod(
+                    json!({"requests": {"cpu": "200m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}})
+                )
+            ),
             None
         );
         assert_eq!(

@@ -19,7 +19,12 @@ use crate::verbs::State;
 use crate::{limit_ranger, pod_security, resource_quota};
 
 fn refusal(name: &str, why: String) -> ApiError {
-    ApiError::forbidden("pods", "", name, format!("pods \"{name}\" is forbidden: {why}"))
+    ApiError::forbidden(
+        "pods",
+        "",
+        name,
+        format!("pods \"{name}\" is forbidden: {why}"),
+    )
 }
 
 impl State {
@@ -32,7 +37,12 @@ impl State {
 
     /// `LimitRanger` (defaults, then min/max) and `PodSecurity`: what comes
     /// before the validating admission policies.
-    pub(crate) fn admit_new_pod(&self, namespace: &str, name: &str, pod: &mut Value) -> ApiResult<()> {
+    pub(crate) fn admit_new_pod(
+        &self,
+        namespace: &str,
+        name: &str,
+        pod: &mut Value,
+    ) -> ApiResult<()> {
         let limit_ranges = self.in_namespace("limitranges", namespace);
         limit_ranger::default_pod(&limit_ranges, pod);
         if let Some(why) = limit_ranger::violations(&limit_ranges, pod) {

@@ -241,7 +241,9 @@ fn setters(pod_is_bad: bool, containers: &[String]) -> Vec<String> {
 fn app_armor_profile(pod: &Pod<'_>) -> Option<Violation> {
     let allowed = |t: &str| matches!(t, "RuntimeDefault" | "Localhost");
     let mut bad_values = BTreeSet::new();
-    let pod_type = pod.pod_context("/appArmorProfile").map(|p| text(p.get("type")));
+    let pod_type = pod
+        .pod_context("/appArmorProfile")
+        .map(|p| text(p.get("type")));
     let pod_bad = pod_type.is_some_and(|t| !allowed(t));
     if let Some(t) = pod_type.filter(|t| !allowed(t)) {
         bad_values.insert(t.to_string());
@@ -480,7 +482,9 @@ fn se_linux_options(pod: &Pod<'_>) -> Option<Violation> {
         }
         ok
     };
-    let pod_bad = pod.pod_context("/seLinuxOptions").is_some_and(|o| !valid(o));
+    let pod_bad = pod
+        .pod_context("/seLinuxOptions")
+        .is_some_and(|o| !valid(o));
     let bad: Vec<String> = pod
         .containers
         .iter()
@@ -751,8 +755,8 @@ fn run_as_non_root(pod: &Pod<'_>) -> Option<Violation> {
     let pod_value = pod.pod_context("/runAsNonRoot").and_then(Value::as_bool);
     let pod_bad = pod_value == Some(false);
     let pod_non_root = pod_value == Some(true);
-    let explicitly_bad =
-        pod.containers_where(|c| context(c, "/runAsNonRoot").and_then(Value::as_bool) == Some(false));
+    let explicitly_bad = pod
+        .containers_where(|c| context(c, "/runAsNonRoot").and_then(Value::as_bool) == Some(false));
     let implicitly_bad =
         pod.containers_where(|c| context(c, "/runAsNonRoot").is_none() && !pod_non_root);
     let bad_setters = setters(pod_bad, &explicitly_bad);

@@ -103,9 +103,8 @@ impl Quantity {
     /// `0.5` prints `500m` and `1500` stays `1500`; a binary quantity under
     /// 1024 or with a fraction prints as a decimal one.
     pub fn canonical(self, format: Format) -> String {
-        let binary = format == Format::BinarySI
-            && self.0.abs() >= 1024 * NANO
-            && self.0 % NANO == 0;
+        let binary =
+            format == Format::BinarySI && self.0.abs() >= 1024 * NANO && self.0 % NANO == 0;
         if binary {
             let mut number = self.0 / NANO;
             let mut power = 0;
@@ -289,7 +288,9 @@ mod tests {
             .plus(Written::from_value(&Value::from("128Mi")).unwrap());
         assert_eq!(sum.to_string(), "256Mi");
         assert_eq!(
-            Written::ZERO.plus(Written::from_value(&Value::from("1Gi")).unwrap()).to_string(),
+            Written::ZERO
+                .plus(Written::from_value(&Value::from("1Gi")).unwrap())
+                .to_string(),
             "1Gi"
         );
     }

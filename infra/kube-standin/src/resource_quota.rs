@@ -89,7 +89,10 @@ pub fn violation(quotas: &[Arc<Value>], others: &[Arc<Value>], pod: &Value) -> O
         if requested.is_empty() {
             continue;
         }
-        let mut used: Usage = requested.keys().map(|r| (r.clone(), Written::ZERO)).collect();
+        let mut used: Usage = requested
+            .keys()
+            .map(|r| (r.clone(), Written::ZERO))
+            .collect();
         for other in others.iter().filter(|other| scopes_match(quota, other)) {
             for (resource, amount) in usage_of(other) {
                 if let Some(total) = used.get_mut(&resource) {
@@ -185,8 +188,14 @@ fn unstated(limited: &BTreeSet<&str>, pod: &Value) -> Option<String> {
             &resources(container, "limits"),
         );
         for resource in required.iter().filter(|r| !stated.contains_key(**r)) {
-            let name = container.get("name").and_then(Value::as_str).unwrap_or_default();
-            missing.entry(resource).or_default().insert(name.to_string());
+            let name = container
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            missing
+                .entry(resource)
+                .or_default()
+                .insert(name.to_string());
         }
     }
     (!missing.is_empty()).then(|| {
@@ -232,15 +241,16 @@ fn pod_total(pod: &Value, field: &str) -> Usage {
     let mut init_peak = Usage::new();
     for container in containers(pod, "initContainers") {
         let own = resources(container, field);
-        let while_running = if container.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
-            add(&mut total, &own);
-            add(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut with_sidecars = own;
-            add(&mut with_sidecars, &sidecars);
-            with_sidecars
-        };
+        let while_running =
+            if container.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+                add(&mut total, &own);
+                add(&mut sidecars, &own);
+                sidecars.clone()
+            } else {
+                let mut with_sidecars = own;
+                add(&mut with_sidecars, &sidecars);
+                with_sidecars
+            };
         raise(&mut init_peak, &while_running);
     }
     raise(&mut total, &init_peak);
@@ -285,8 +295,12 @@ fn scopes_match(quota: &Value, pod: &Value) -> bool {
         .flatten()
         .map(|e| {
             (
-                e.get("scopeName").and_then(Value::as_str).unwrap_or_default(),
-                e.get("operator").and_then(Value::as_str).unwrap_or_default(),
+                e.get("scopeName")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                e.get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
                 crate::meta::strings(e.get("values")),
             )
         });
@@ -379,7 +393,10 @@ mod tests {
             "compute",
             json!({"pods": "3", "requests.cpu": "1", "limits.memory": "1Gi", "cpu": "1"}),
         )];
-        let others = [Arc::new(pod("500m", "512Mi")), Arc::new(pod("250m", "256Mi"))];
+        let others = [
+            Arc::new(pod("500m", "512Mi")),
+            Arc::new(pod("250m", "256Mi")),
+        ];
         assert_eq!(violation(&quotas, &others, &pod("250m", "256Mi")), None);
         assert_eq!(
             violation(&quotas, &others, &pod("500m", "512Mi")).unwrap(),
@@ -393,16 +410,27 @@ mod tests {
         let quotas = [quota("count", json!({"pods": "1", "count/pods": "2"}))];
         let mut done = pod("1", "1Gi");
         done["status"] = json!({"phase": "Succeeded"});
-        assert_eq!(violation(&quotas, &[Arc::new(done.clone())], &pod("1", "1Gi")), None);
         assert_eq!(
-            violation(&quotas, &[Arc::new(done.clone()), Arc::new(done)], &pod("1", "1Gi")).unwrap(),
+            violation(&quotas, &[Arc::new(done.clone())], &pod("1", "1Gi")),
+            None
+        );
+        assert_eq!(
+            violation(
+                &quotas,
+                &[Arc::new(done.clone()), Arc::new(done)],
+                &pod("1", "1Gi")
+            )
+            .unwrap(),
             "exceeded quota: count, requested: count/pods=1, used: count/pods=2, limited: count/pods=2"
         );
     }
 
     #[test]
     fn every_container_must_state_what_is_limited() {
-        let quotas = [quota("compute", json!({"limits.cpu": "4", "requests.memory": "4Gi", "pods": "10"}))];
+        let quotas = [quota(
+            "compute",
+            json!({"limits.cpu": "4", "requests.memory": "4Gi", "pods": "10"}),
+        )];
         let pod = json!({"spec": {
             "initContainers": [{"name": "init", "resources": {"limits": {"cpu": "1"}}}],
             "containers": [
@@ -423,7 +451,9 @@ mod tests {
             "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m"}}}, {"name": "b", "resources": {"requests": {"cpu": "500m"}}}],
         }});
         assert_eq!(pod_total(&pod, "requests")["cpu"].to_string(), "2");
-        let scoped = Arc::new(json!({"metadata": {"name": "long"}, "spec": {"hard": {"pods": "0"}, "scopes": ["Terminating"]}}));
+        let scoped = Arc::new(
+            json!({"metadata": {"name": "long"}, "spec": {"hard": {"pods": "0"}, "scopes": ["Terminating"]}}),
+        );
         assert_eq!(violation(&[scoped], &[], &pod), None);
     }
 }

@@ -506,8 +506,8 @@ impl State {
         }
         // A client's pod (not one of the simulated controllers') goes through
         // the admission plugins a real server runs for pods.
-        let admitted_pod = (rt.is("", "pods") && opts.requester.is_some())
-            .then(|| namespace.unwrap_or_default());
+        let admitted_pod =
+            (rt.is("", "pods") && opts.requester.is_some()).then(|| namespace.unwrap_or_default());
         if let Some(namespace) = admitted_pod {
             self.admit_new_pod(namespace, &name, &mut obj)?;
         }
