@@ -31,7 +31,7 @@ fn container_items(limit_range: &Value) -> impl Iterator<Item = &Value> {
         .filter(|item| item.get("type").and_then(Value::as_str) == Some("Container"))
 }
 
-fn resource_list<'a>(v: Option<&'a Value>) -> impl Iterator<Item = (&'a String, &'a Value)> {
+fn resource_list(v: Option<&Value>) -> impl Iterator<Item = (&String, &Value)> {
     v.and_then(Value::as_object).into_iter().flatten()
 }
 
