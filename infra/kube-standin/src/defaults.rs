@@ -23,6 +23,15 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, services_allocated: u64) {
         ("", "pods") => {
             if let Some(spec) = obj_mut(obj, "spec") {
                 pod_spec(spec);
+                requests_from_limits(spec);
+            }
+        }
+        ("", "limitranges") => {
+            let items = obj
+                .pointer_mut("/spec/limits")
+                .and_then(Value::as_array_mut);
+            for item in items.into_iter().flatten().filter_map(Value::as_object_mut) {
+                limit_range_item(item);
             }
         }
         ("", "services") => {
@@ -151,6 +160,63 @@ fn pod_spec(spec: &mut Map<String, Value>) {
                 container(c);
             }
         }
+    }
+}
+
+/// A container that gives a limit but no request for a resource requests its
+/// limit (`SetDefaults_Pod`: pods only, not pod templates).
+fn requests_from_limits(spec: &mut Map<String, Value>) {
+    for list in ["containers", "initContainers"] {
+        let containers = spec.get_mut(list).and_then(Value::as_array_mut);
+        for c in containers.into_iter().flatten() {
+            let Some(limits) = c
+                .pointer("/resources/limits")
+                .and_then(Value::as_object)
+                .cloned()
+            else {
+                continue;
+            };
+            let Some(resources) = obj_mut(c, "resources") else {
+                continue;
+            };
+            let requests = resources.entry("requests").or_insert_with(|| json!({}));
+            if let Some(requests) = requests.as_object_mut() {
+                for (resource, limit) in limits {
+                    requests.entry(resource).or_insert(limit);
+                }
+            }
+        }
+    }
+}
+
+/// A `Container` LimitRange item's defaults (`SetDefaults_LimitRangeItem`):
+/// the default limit is the max, the default request the default limit, else
+/// the min.
+fn limit_range_item(item: &mut Map<String, Value>) {
+    if item.get("type").and_then(Value::as_str) != Some("Container") {
+        return;
+    }
+    let list = |item: &Map<String, Value>, field: &str| {
+        item.get(field)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut default = list(item, "default");
+    for (resource, max) in list(item, "max") {
+        default.entry(resource).or_insert(max);
+    }
+    let mut default_request = list(item, "defaultRequest");
+    for (resource, limit) in default.iter().chain(list(item, "min").iter()) {
+        default_request
+            .entry(resource.clone())
+            .or_insert_with(|| limit.clone());
+    }
+    if !default.is_empty() {
+        item.insert("default".into(), Value::Object(default));
+    }
+    if !default_request.is_empty() {
+        item.insert("defaultRequest".into(), Value::Object(default_request));
     }
 }
 

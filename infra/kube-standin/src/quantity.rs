@@ -75,6 +75,148 @@ impl Quantity {
     }
 }
 
+impl std::ops::Add for Quantity {
+    type Output = Quantity;
+    fn add(self, other: Quantity) -> Quantity {
+        Quantity(self.0.saturating_add(other.0))
+    }
+}
+
+impl Quantity {
+    pub fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The value in whole units, as a float.
+    pub fn as_f64(self) -> f64 {
+        self.0 as f64 / NANO as f64
+    }
+
+    /// `self / other` as a float (for limit-to-request ratios); `None` when `other` is zero.
+    pub fn ratio(self, other: Quantity) -> Option<f64> {
+        (other.0 != 0).then(|| self.0 as f64 / other.0 as f64)
+    }
+
+    /// The text the API server prints for this value written in `format`
+    /// (apimachinery's `Quantity.String()`, `CanonicalizeBytes`): the
+    /// largest suffix that keeps the number whole, so `1024Mi` prints `1Gi`,
+    /// `0.5` prints `500m` and `1500` stays `1500`; a binary quantity under
+    /// 1024 or with a fraction prints as a decimal one.
+    pub fn canonical(self, format: Format) -> String {
+        let binary =
+            format == Format::BinarySI && self.0.abs() >= 1024 * NANO && self.0 % NANO == 0;
+        if binary {
+            let mut number = self.0 / NANO;
+            let mut power = 0;
+            while power < 6 && number % 1024 == 0 {
+                number /= 1024;
+                power += 1;
+            }
+            let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
+            return format!("{number}{suffix}");
+        }
+        if self.0 == 0 {
+            return "0".to_string();
+        }
+        // Nano-units: exponent -9. Strip factors of 1000 while the number stays whole.
+        let mut number = self.0;
+        let mut exponent = -9;
+        while exponent < 18 && number % 1000 == 0 {
+            number /= 1000;
+            exponent += 3;
+        }
+        let suffix = match format {
+            Format::DecimalExponent if exponent == 0 => String::new(),
+            Format::DecimalExponent => format!("e{exponent}"),
+            _ => match exponent {
+                -9 => "n",
+                -6 => "u",
+                -3 => "m",
+                0 => "",
+                3 => "k",
+                6 => "M",
+                9 => "G",
+                12 => "T",
+                15 => "P",
+                _ => "E",
+            }
+            .to_string(),
+        };
+        format!("{number}{suffix}")
+    }
+}
+
+/// How a quantity was written, which decides how the API server prints it
+/// back (apimachinery's `resource.Format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `1Ki`, `1Mi`, ...
+    BinarySI,
+    /// `1e3`
+    DecimalExponent,
+    /// plain numbers and `n`, `u`, `m`, `k`, `M`, `G`, ...
+    DecimalSI,
+}
+
+impl Format {
+    fn of(text: &str) -> Format {
+        let suffix = text.trim_start_matches(|c: char| c.is_ascii_digit() || "+-.".contains(c));
+        if suffix.ends_with('i') {
+            Format::BinarySI
+        } else if suffix.len() > 1 && suffix.starts_with(['e', 'E']) {
+            Format::DecimalExponent
+        } else {
+            Format::DecimalSI
+        }
+    }
+}
+
+/// A quantity together with how it was written: what admission messages
+/// print (`requests.memory=256Mi`).
+#[derive(Debug, Clone, Copy)]
+pub struct Written {
+    pub value: Quantity,
+    pub format: Format,
+}
+
+impl Written {
+    pub const ZERO: Written = Written {
+        value: Quantity::ZERO,
+        format: Format::DecimalSI,
+    };
+
+    pub fn from_value(v: &Value) -> Option<Written> {
+        let text = match v {
+            Value::String(s) => s.trim().to_string(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        };
+        Some(Written {
+            value: Quantity::parse(&text)?,
+            format: Format::of(&text),
+        })
+    }
+
+    /// A sum keeps the notation of its first non-zero term, as
+    /// apimachinery's `Quantity.Add` does.
+    pub fn plus(self, other: Written) -> Written {
+        Written {
+            value: self.value + other.value,
+            format: if self.value.is_zero() {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.value.canonical(self.format))
+    }
+}
+
 /// Compares two quantity values; unparseable ones compare as their JSON (so a garbled value
 /// still counts as a change).
 pub fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
@@ -114,5 +256,42 @@ mod tests {
         assert!(q("2Gi") > q("1500Mi"));
         assert!(Quantity::parse("lots").is_none());
         assert!(Quantity::parse("1Xi").is_none());
+    }
+
+    fn printed(text: &str) -> String {
+        Written::from_value(&Value::from(text))
+            .unwrap_or_else(|| panic!("{text} parses"))
+            .to_string()
+    }
+
+    #[test]
+    fn printed_as_the_api_server_prints() {
+        for (written, canonical) in [
+            ("1024Mi", "1Gi"),
+            ("1536Mi", "1536Mi"),
+            ("1.5Gi", "1536Mi"),
+            ("512", "512"),
+            ("0.5", "500m"),
+            ("1000m", "1"),
+            ("1500", "1500"),
+            ("2000", "2k"),
+            ("100m", "100m"),
+            ("128M", "128M"),
+            ("1e3", "1e3"),
+            ("0", "0"),
+            ("0Mi", "0"),
+        ] {
+            assert_eq!(printed(written), canonical, "{written}");
+        }
+        let sum = Written::from_value(&Value::from("128Mi"))
+            .unwrap()
+            .plus(Written::from_value(&Value::from("128Mi")).unwrap());
+        assert_eq!(sum.to_string(), "256Mi");
+        assert_eq!(
+            Written::ZERO
+                .plus(Written::from_value(&Value::from("1Gi")).unwrap())
+                .to_string(),
+            "1Gi"
+        );
     }
 }

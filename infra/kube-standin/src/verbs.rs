@@ -504,6 +504,13 @@ impl State {
                 f.push(json!(CRD_CLEANUP_FINALIZER));
             }
         }
+        // A client's pod (not one of the simulated controllers') goes through
+        // the admission plugins a real server runs for pods.
+        let admitted_pod =
+            (rt.is("", "pods") && opts.requester.is_some()).then(|| namespace.unwrap_or_default());
+        if let Some(namespace) = admitted_pod {
+            self.admit_new_pod(namespace, &name, &mut obj)?;
+        }
         let api_version = rt.api_version(version);
         managed::record(None, &mut obj, &opts.write(&api_version, Subresource::Main));
         if let Some(requester) = &opts.requester {
@@ -519,6 +526,9 @@ impl State {
                 dry_run: opts.dry_run,
                 requester,
             })?;
+        }
+        if let Some(namespace) = admitted_pod {
+            self.charge_quota(namespace, &name, &obj)?;
         }
         // After admission, as the apiserver's storage finds it.
         if self.store.get(&key).is_some() {

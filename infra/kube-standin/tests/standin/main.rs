@@ -13,6 +13,7 @@ mod kubelet;
 mod lifecycle;
 mod logs;
 mod network_policies;
+mod pod_admission;
 mod pvc;
 mod rbac;
 mod state_file;
