@@ -485,3 +485,141 @@ async fn while_no_certificate_is_issued_cert_managers_reason_is_shown() {
         .await
         .expect("cleaned up");
 }
+
+/// The HTTP-01 solver's Pod as cert-manager v1.21.1 makes it in the
+/// Certificate's namespace (`pkg/issuer/acme/http/pod.go`, with the
+/// controller's default flags: its resources, `runAsNonRoot`).
+fn solver_pod() -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": "cm-acme-http-solver-",
+            "labels": {
+                "acme.cert-manager.io/http-domain": "1385353417",
+                "acme.cert-manager.io/http-token": "1144712348",
+                "acme.cert-manager.io/http01-solver": "true"
+            },
+            "annotations": {
+                "sidecar.istio.io/inject": "false",
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"
+            }
+        },
+        "spec": {
+            "automountServiceAccountToken": false,
+            "enableServiceLinks": false,
+            "nodeSelector": { "kubernetes.io/os": "linux" },
+            "restartPolicy": "OnFailure",
+            "securityContext": {
+                "runAsNonRoot": true,
+                "seccompProfile": { "type": "RuntimeDefault" }
+            },
+            "containers": [{
+                "name": "acmesolver",
+                "image": "quay.io/jetstack/cert-manager-acmesolver:v1.21.1",
+                "imagePullPolicy": "IfNotPresent",
+                "args": ["--listen-port=8089", "--domain=shop.example.test",
+                         "--token=token", "--key=token.thumbprint"],
+                "ports": [{ "name": "http", "containerPort": 8089 }],
+                "resources": {
+                    "requests": { "cpu": "10m", "memory": "64Mi" },
+                    "limits": { "cpu": "100m", "memory": "64Mi" }
+                },
+                "securityContext": {
+                    "readOnlyRootFilesystem": true,
+                    "allowPrivilegeEscalation": false,
+                    "capabilities": { "drop": ["ALL"] }
+                }
+            }]
+        }
+    }))
+    .expect("a Pod")
+}
+
+/// Whether a selector with only `matchLabels` (as Berth's policies have)
+/// selects `labels`.
+fn selects(
+    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    assert!(
+        selector.match_expressions.is_none(),
+        "only matchLabels are read here"
+    );
+    selector
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value))
+}
+
+#[tokio::test]
+async fn cert_managers_http01_solver_fits_an_environments_fences() {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+    let app = TestApp::with_cluster().await;
+    let project = app
+        .ready_environment_of(
+            &app.owner,
+            "acme",
+            json!({ "name": "prod", "quota": { "cpu": "1", "memory": "1Gi", "pods": 4 } }),
+        )
+        .await;
+    let namespace = format!("{project}-prod");
+    let client = app.cluster().client.clone();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+
+    // Pod Security (baseline enforced), the quota and the limit range
+    // admit it as cert-manager makes it.
+    let solver = pods
+        .create(&PostParams::default(), &solver_pod())
+        .await
+        .expect("the solver pod is admitted");
+    // ...and the same fences are up: a host-network pod is refused.
+    let mut host_network = solver_pod();
+    host_network.spec.as_mut().unwrap().host_network = Some(true);
+    match pods.create(&PostParams::default(), &host_network).await {
+        Err(kube::Error::Api(response)) => {
+            assert_eq!(
+                (response.code, response.reason.as_str()),
+                (403, "Forbidden")
+            );
+        }
+        other => panic!("a host-network pod was not refused: {other:?}"),
+    }
+
+    // The environment's NetworkPolicy lets the ingress controller's
+    // namespace reach it, on any port (the solver listens on 8089).
+    let policies: Api<NetworkPolicy> = Api::namespaced(client.clone(), &namespace);
+    let policy = policies
+        .get(berth_controller::isolation::NETWORK_POLICY_NAME)
+        .await
+        .expect("the isolation policy");
+    let spec = policy.spec.expect("a spec");
+    let labels = solver.labels().clone();
+    assert!(selects(
+        spec.pod_selector.as_ref().expect("a selector"),
+        &labels
+    ));
+    let reaches = spec.ingress.iter().flatten().any(|rule| {
+        rule.ports.is_none()
+            && rule.from.iter().flatten().any(|peer| {
+                peer.pod_selector.is_none()
+                    && peer.namespace_selector.as_ref().is_some_and(|namespaces| {
+                        selects(
+                            namespaces,
+                            &BTreeMap::from([(
+                                "kubernetes.io/metadata.name".to_owned(),
+                                crate::support::cluster::INGRESS_NAMESPACE.to_owned(),
+                            )]),
+                        )
+                    })
+            })
+    });
+    assert!(reaches, "the ingress controller reaches the solver");
+
+    pods.delete(&solver.name_any(), &DeleteParams::default())
+        .await
+        .expect("cleaned up");
+}
