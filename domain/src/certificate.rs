@@ -21,7 +21,11 @@ use super::stored::Stored;
 /// this close to it is one whose renewal has failed for two weeks.
 pub const EXPIRING_WITHIN: SignedDuration = SignedDuration::from_hours(14 * 24);
 
-/// Where a hostname's certificate stands.
+/// Where a hostname's certificate stands: `pending` (requested, no
+/// certificate for the host yet), `issued`, `expiring` (issued, and ends
+/// within 14 days), `expired`, `invalid` (the Secret holds no certificate
+/// for the host, or is not cert-manager's) or `none` (no issuer is
+/// configured: the hostname is served over plain HTTP).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CertificateState {
