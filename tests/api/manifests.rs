@@ -324,6 +324,7 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("", "secrets", "patch"),
     ("", "secrets", "create"),
     ("", "secrets", "delete"),
+    ("cert-manager.io", "certificates", "get"),
     ("berth.dev", "runs", "list"),
     ("berth.dev", "runs", "watch"),
     ("berth.dev", "runs", "delete"),
