@@ -569,6 +569,21 @@ async fn cert_managers_http01_solver_fits_an_environments_fences() {
     let namespace = format!("{project}-prod");
     let client = app.cluster().client.clone();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    // A real apiserver admits a pod under a quota only once the quota
+    // controller has counted the namespace.
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::namespaced(client.clone(), &namespace);
+    eventually("the quota is counted", || async {
+        quotas
+            .get_opt("berth-quota")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|quota| quota.status)
+            .is_some_and(|status| status.hard.is_some())
+            || app.cluster().standin.is_some()
+    })
+    .await;
 
     // Pod Security (baseline enforced), the quota and the limit range
     // admit it as cert-manager makes it.
