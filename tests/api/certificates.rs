@@ -638,3 +638,50 @@ async fn cert_managers_http01_solver_fits_an_environments_fences() {
         .await
         .expect("cleaned up");
 }
+
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "runs a controller of its own settings")]
+async fn without_an_issuer_custom_domains_stay_plain_http() {
+    use crate::support::cluster::{controller_client, controller_settings};
+    let dns = TestDns::start().await;
+    let (app, apps, namespace) = environment(&dns).await;
+    // The controller as an installation without BERTH_TLS_* runs it.
+    let cluster = app.cluster();
+    cluster.stop_controller().await;
+    let mut settings = controller_settings();
+    settings.render.tls = berth_controller::render::tls::TlsSettings::default();
+    let replica = berth_controller::Replica::bind(
+        controller_client(&cluster.controller_kubeconfig).await,
+        settings,
+        cluster.controller_replica(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .await
+    .expect("a replica");
+    let running = tokio::spawn(replica.run(std::future::pending()));
+
+    let shop = format!("{}.example.test", crate::support::unique("plain"));
+    app.create_app(
+        &apps,
+        json!({ "name": "web", "image": "nginx:1.27", "port": 80, "domains": [shop] }),
+    )
+    .await;
+    let ingress = ingress_of(&app, &namespace, "the Ingress", |_| true).await;
+    assert_eq!(ingress.spec.as_ref().unwrap().tls, None);
+    assert_eq!(ingress.metadata.annotations, None, "no issuer, no redirect");
+    let path = format!("{apps}/web");
+    let found = until("the controller looked at the domain", || async {
+        let found = certificates(&app, &path).await;
+        (found[&shop]["state"] == "none").then_some(found)
+    })
+    .await;
+    assert!(
+        found[&shop]["message"]
+            .as_str()
+            .unwrap()
+            .contains("BERTH_TLS_CLUSTER_ISSUER"),
+        "{:?}",
+        found[&shop]
+    );
+    running.abort();
+}
