@@ -45,6 +45,9 @@ pub const CERTIFICATE_KEY: &str = "tls.crt";
 const NO_ISSUER: &str = "no certificate issuer is configured (BERTH_TLS_CLUSTER_ISSUER): the \
                          hostname is served over plain HTTP only";
 
+const NOT_SERVED: &str = "the app has no web process (an http process with a port), so no \
+                          Ingress serves the hostname and no certificate is asked for";
+
 /// What was found of each host's certificate, in the hosts' order: one
 /// finding per host that is plain HTTP or takes its certificate from the
 /// issuer (the ingress controller's and the operator's certificates are
@@ -68,6 +71,12 @@ pub async fn look(
                 CertificateState::None,
                 None,
                 NO_ISSUER,
+            )),
+            HostCertificate::NotServed => Some(CertificateFinding::new(
+                &served.host,
+                CertificateState::None,
+                None,
+                NOT_SERVED,
             )),
             HostCertificate::Issued { secret } => {
                 match look_at(app, &namespace, &served.host, secret, client).await {

@@ -206,12 +206,19 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
 }
 
 /// The hosts of a checked App's Ingress, each with the certificate that
-/// serves it: what the controller looks at before rendering (none when the
-/// app has no web process, and so no Ingress).
+/// serves it: what the controller looks at before rendering. An app with
+/// no web process has no Ingress: its domains are served by nothing.
 pub fn hosts_of(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Vec<ServedHost> {
     match checked.context.web {
         Some(_) => served_hosts(&checked.context, &checked.domains, settings),
-        None => Vec::new(),
+        None => checked
+            .domains
+            .iter()
+            .map(|host| ServedHost {
+                host: host.as_str().to_owned(),
+                certificate: tls::HostCertificate::NotServed,
+            })
+            .collect(),
     }
 }
 
@@ -1438,6 +1445,10 @@ mod tests {
         assert!(rendered.ingress.is_none());
         assert!(rendered.services.is_empty());
         assert_eq!(rendered.url, None);
+        // Its domain is served by nothing, whatever the TLS settings.
+        let hosts = hosts_of(&CheckedApp::of(&app).unwrap(), &settings());
+        assert_eq!(hosts.len(), 1);
+        assert_eq!(hosts[0].certificate, tls::HostCertificate::NotServed);
     }
 
     #[test]

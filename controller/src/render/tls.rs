@@ -167,6 +167,8 @@ pub enum Redirect {
 /// How one host of the app is served.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostCertificate {
+    /// Not served at all: the app has no web process, so no Ingress.
+    NotServed,
     /// Plain HTTP only.
     None,
     /// A certificate cert-manager issues into this Secret, named by Berth.
@@ -221,7 +223,7 @@ impl ServedHost {
     /// from the issuer once the controller found it issued.
     fn certified(&self, findings: &[CertificateFinding]) -> bool {
         match &self.certificate {
-            HostCertificate::None => false,
+            HostCertificate::NotServed | HostCertificate::None => false,
             HostCertificate::IngressDefault | HostCertificate::Operator { .. } => true,
             HostCertificate::Issued { .. } => findings.iter().any(|finding| {
                 finding.hostname == self.host && finding.state == CertificateState::Issued
@@ -242,7 +244,9 @@ pub fn entries(hosts: &[ServedHost]) -> Vec<IngressTLS> {
                     secret_name: Some(secret.clone()),
                 })
             }
-            HostCertificate::None | HostCertificate::IngressDefault => None,
+            HostCertificate::NotServed
+            | HostCertificate::None
+            | HostCertificate::IngressDefault => None,
         })
         .collect()
 }
@@ -266,9 +270,12 @@ pub fn annotations(
     if let (true, Some(issuer)) = (issued, &settings.cluster_issuer) {
         annotations.insert(CLUSTER_ISSUER_ANNOTATION.to_owned(), issuer.clone());
     }
-    let https = hosts
-        .iter()
-        .any(|served| served.certificate != HostCertificate::None);
+    let https = hosts.iter().any(|served| {
+        !matches!(
+            served.certificate,
+            HostCertificate::None | HostCertificate::NotServed
+        )
+    });
     if !https || settings.redirect == Redirect::Off {
         return annotations;
     }
