@@ -106,7 +106,7 @@ async fn main() {
     )
     .await;
     let bootstrap_token =
-        berth_store::identity::tokens::create(&state.store, &owner.member.id, "bench", None)
+        berth_store::identity::tokens::create(&state.store, &owner.member.id, "bench", None, None)
             .await
             .unwrap()
             .token;

@@ -104,6 +104,43 @@ impl Permission {
     }
 }
 
+/// The most an API token may do, whatever its owner may: `read` (the
+/// `read` permission only) or `deploy` (`read`, `app-operate`,
+/// `app-write`, `app-deploy`). A token without one has its owner's
+/// rights. Either way a token never does more than its owner may at the
+/// time of the call: the two are intersected at every request.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Ceiling {
+    Read,
+    Deploy,
+}
+
+impl Ceiling {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ceiling::Read => "read",
+            Ceiling::Deploy => "deploy",
+        }
+    }
+
+    pub fn allows(self, permission: Permission) -> bool {
+        use Permission::*;
+        match self {
+            Ceiling::Read => permission == Read,
+            Ceiling::Deploy => matches!(permission, Read | AppOperate | AppWrite | AppDeploy),
+        }
+    }
+
+    /// Whether a token limited to `ceiling` (none: unlimited) may do no
+    /// more than one limited to `self`: what a limited token may create.
+    pub fn covers(self, ceiling: Option<Ceiling>) -> bool {
+        ceiling.is_some_and(|ceiling| ceiling <= self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Permission::*;
@@ -150,6 +187,26 @@ mod tests {
             );
         }
         assert_eq!(ManageOwners.as_str(), "manage-owners");
+    }
+
+    #[test]
+    fn a_ceiling_allows_what_its_name_says() {
+        let allowed = |ceiling: Ceiling| -> Vec<&str> {
+            Permission::ALL
+                .into_iter()
+                .filter(|permission| ceiling.allows(*permission))
+                .map(Permission::as_str)
+                .collect()
+        };
+        assert_eq!(allowed(Ceiling::Read), ["read"]);
+        assert_eq!(
+            allowed(Ceiling::Deploy),
+            ["read", "app-operate", "app-write", "app-deploy"]
+        );
+        assert!(Ceiling::Deploy.covers(Some(Ceiling::Read)));
+        assert!(Ceiling::Deploy.covers(Some(Ceiling::Deploy)));
+        assert!(!Ceiling::Read.covers(Some(Ceiling::Deploy)));
+        assert!(!Ceiling::Deploy.covers(None), "an unlimited token is more");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! An API token: the body that makes one, its record, and the token made.
 
+use berth_domain::Ceiling;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -15,6 +16,10 @@ pub struct NewToken {
     /// Never expires when omitted.
     #[schema(minimum = 1, maximum = 365)]
     pub expires_in_days: Option<u32>,
+    /// The most the token may do: `read` or `deploy`; omitted, its owner's
+    /// rights. A token with a ceiling may only create tokens with the
+    /// same or a lower one.
+    pub ceiling: Option<Ceiling>,
 }
 
 /// The token record of the API.
@@ -26,6 +31,8 @@ pub struct TokenRecord {
     pub created_at: String,
     pub expires_at: Option<String>,
     pub last_used_at: Option<String>,
+    /// `read` or `deploy`; `null`: its owner's rights.
+    pub ceiling: Option<Ceiling>,
 }
 
 /// A created token: its record, and the secret shown this once.

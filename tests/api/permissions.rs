@@ -9,7 +9,7 @@ use crate::support::{PASSWORD, TestApp, TestUser, unique};
 use berth_domain::Role;
 
 /// Who calls, in the order of the expectations below.
-const CALLERS: [&str; 7] = [
+const CALLERS: [&str; 9] = [
     "viewer",
     "operator",
     "developer",
@@ -17,6 +17,8 @@ const CALLERS: [&str; 7] = [
     "owner",
     "anonymous",
     "other-org",
+    "owner's read token",
+    "owner's deploy token",
 ];
 
 /// What a call acts on, made fresh for each call where the call consumes it.
@@ -55,7 +57,7 @@ struct Case {
     target: Target,
     path: fn(&str) -> String,
     body: Option<fn() -> Value>,
-    expected: [u16; 7],
+    expected: [u16; 9],
 }
 
 fn cases() -> Vec<Case> {
@@ -75,7 +77,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/me".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         // A wrong current password: 422 shows the call got past authorization.
         case(
@@ -86,7 +88,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "current_password": "not my password", "new_password": "whatever comes next" }),
             ),
-            [422, 422, 422, 422, 422, 401, 422],
+            [422, 422, 422, 422, 422, 401, 422, 403, 403],
         ),
         case(
             "logout",
@@ -94,7 +96,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/auth/logout".into(),
             None,
-            [204, 204, 204, 204, 204, 401, 204],
+            [204, 204, 204, 204, 204, 401, 204, 204, 204],
         ),
         case(
             "listTokens",
@@ -102,7 +104,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         case(
             "createToken",
@@ -110,7 +112,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             Some(|| json!({ "name": "matrix" })),
-            [201, 201, 201, 201, 201, 401, 201],
+            [201, 201, 201, 201, 201, 401, 201, 403, 403],
         ),
         case(
             "deleteToken",
@@ -118,7 +120,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens/nosuchtoken0".into(),
             None,
-            [404, 404, 404, 404, 404, 401, 404],
+            [404, 404, 404, 404, 404, 401, 404, 403, 403],
         ),
         case(
             "listMembers",
@@ -126,7 +128,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/members".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         case(
             "inviteMember",
@@ -136,7 +138,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "email": format!("{}@example.org", uuid::Uuid::new_v4().simple()), "role": "viewer" }),
             ),
-            [403, 403, 403, 201, 201, 401, 201],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403],
         ),
         case(
             "updateMember",
@@ -144,7 +146,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             Some(|| json!({ "role": "operator" })),
-            [403, 403, 403, 200, 200, 401, 404],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403],
         ),
         case(
             "removeMember",
@@ -152,7 +154,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             None,
-            [403, 403, 403, 204, 204, 401, 404],
+            [403, 403, 403, 204, 204, 401, 404, 403, 403],
         ),
         case(
             "listAuditEvents",
@@ -160,7 +162,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/audit".into(),
             None,
-            [403, 403, 403, 200, 200, 401, 200],
+            [403, 403, 403, 200, 200, 401, 200, 403, 403],
         ),
         case(
             "getHealthDetails",
@@ -168,7 +170,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz/details".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         case(
             "getHealth",
@@ -176,7 +178,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz".into(),
             None,
-            [200, 200, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "listProjects",
@@ -184,7 +186,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         case(
             "createProject",
@@ -192,7 +194,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             Some(|| json!({ "name": unique("m"), "display_name": "Matrix" })),
-            [403, 403, 403, 201, 201, 401, 201],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403],
         ),
         case(
             "getProject",
@@ -200,7 +202,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "deleteProject",
@@ -208,7 +210,7 @@ fn cases() -> Vec<Case> {
             EmptyProject,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [403, 403, 403, 202, 202, 401, 404],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403],
         ),
         case(
             "listEnvironments",
@@ -216,7 +218,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "createEnvironment",
@@ -224,7 +226,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             Some(|| json!({ "name": unique("e") })),
-            [403, 403, 201, 201, 201, 401, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403],
         ),
         case(
             "getEnvironment",
@@ -232,7 +234,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "deleteEnvironment",
@@ -240,7 +242,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 202, 202, 202, 401, 404],
+            [403, 403, 202, 202, 202, 401, 404, 403, 403],
         ),
         case(
             "deleteEnvironment",
@@ -248,7 +250,7 @@ fn cases() -> Vec<Case> {
             ProductionEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 403, 202, 202, 401, 404],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403],
         ),
         case(
             "restoreEnvironment",
@@ -256,7 +258,7 @@ fn cases() -> Vec<Case> {
             DeletedProductionEnvironment,
             |e| format!("{e}/restore"),
             None,
-            [403, 403, 403, 200, 200, 401, 404],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403],
         ),
         case(
             "listApps",
@@ -264,7 +266,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "createApp",
@@ -272,7 +274,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             Some(|| json!({ "name": unique("a"), "image": "nginx:1.27" })),
-            [403, 403, 201, 201, 201, 401, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201],
         ),
         case(
             "getApp",
@@ -280,7 +282,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         // Replicas alone need app-operate; a new image needs app-deploy.
         case(
@@ -289,7 +291,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "replicas": 2 })),
-            [403, 200, 200, 200, 200, 401, 404],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200],
         ),
         case(
             "updateApp",
@@ -297,7 +299,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "image": "nginx:1.28" })),
-            [403, 403, 200, 200, 200, 401, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200],
         ),
         // env decides what code does (NODE_OPTIONS, LD_PRELOAD…): a deploy.
         case(
@@ -306,7 +308,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "env": [{ "name": "NODE_OPTIONS", "value": "--require ./x.js" }] })),
-            [403, 403, 200, 200, 200, 401, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200],
         ),
         case(
             "updateApp",
@@ -315,7 +317,7 @@ fn cases() -> Vec<Case> {
             |a| a.to_owned(),
             // Each caller's app its own hostname: a hostname serves one app.
             Some(|| json!({ "domains": [format!("{}.example.com", unique("matrix"))] })),
-            [403, 200, 200, 200, 200, 401, 404],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200],
         ),
         case(
             "deleteApp",
@@ -323,7 +325,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204],
         ),
         case(
             "listReleases",
@@ -331,7 +333,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/releases"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "rollbackApp",
@@ -339,7 +341,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/rollback"),
             Some(|| json!({ "revision": 1 })),
-            [403, 403, 200, 200, 200, 401, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200],
         ),
         case(
             "getAppLogs",
@@ -347,7 +349,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/logs"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "restartApp",
@@ -355,7 +357,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/restart"),
             None,
-            [403, 202, 202, 202, 202, 401, 404],
+            [403, 202, 202, 202, 202, 401, 404, 403, 202],
         ),
         // The app has no scheduled process: 422 shows the call got past
         // authorization.
@@ -365,7 +367,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/run"),
             None,
-            [403, 422, 422, 422, 422, 401, 404],
+            [403, 422, 422, 422, 422, 401, 404, 403, 422],
         ),
         case(
             "listTemplates",
@@ -373,7 +375,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/templates".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200],
         ),
         case(
             "deployTemplate",
@@ -381,7 +383,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/templates/nginx"),
             Some(|| json!({ "name": unique("t") })),
-            [403, 403, 201, 201, 201, 401, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201],
         ),
         // No such environment: 422 shows the call got past authorization.
         case(
@@ -390,7 +392,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/promote"),
             Some(|| json!({ "environment": "nosuch" })),
-            [403, 403, 422, 422, 422, 401, 404],
+            [403, 403, 422, 422, 422, 401, 404, 403, 422],
         ),
         case(
             "listSecrets",
@@ -398,7 +400,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "putSecret",
@@ -406,7 +408,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets/{}", unique("s")),
             Some(|| json!({ "data": { "password": "matrix" } })),
-            [403, 403, 201, 201, 201, 401, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403],
         ),
         case(
             "deleteSecret",
@@ -414,7 +416,7 @@ fn cases() -> Vec<Case> {
             Secret,
             |s| s.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 403],
         ),
         // The app has no domains: no name server is asked.
         case(
@@ -423,7 +425,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/domains"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "createWebhook",
@@ -431,7 +433,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 201, 201, 201, 401, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201],
         ),
         case(
             "getWebhook",
@@ -439,7 +441,7 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [200, 200, 200, 200, 200, 401, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200],
         ),
         case(
             "deleteWebhook",
@@ -447,7 +449,7 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 204, 204, 204, 401, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204],
         ),
         // No role signs a delivery: only the hook's secret does. Audited in
         // the caller's organization (an unknown hook has none).
@@ -457,7 +459,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/hooks/aaaaaaaaaaaa".into(),
             Some(|| json!({ "ref": "refs/heads/main" })),
-            [401, 401, 401, 401, 401, 401, 401],
+            [401, 401, 401, 401, 401, 401, 401, 401, 401],
         ),
     ]
 }
@@ -541,6 +543,9 @@ async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
     callers.push(Some(app.owner.clone()));
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
+    for ceiling in ["read", "deploy"] {
+        callers.push(Some(app.owners_token(ceiling).await));
+    }
     callers
 }
 
@@ -635,7 +640,7 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: Environment,
                 path: |e| format!("{e}/templates/nginx"),
                 body: None,
-                expected: [403, 403, 201, 201, 201, 401, 404],
+                expected: [403, 403, 201, 201, 201, 401, 404, 403, 201],
             },
             Case {
                 operation: "createBuild",
@@ -643,12 +648,14 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: SourceApp,
                 path: |a| format!("{a}/builds"),
                 body: None,
-                expected: [403, 403, 202, 202, 202, 401, 404],
+                expected: [403, 403, 202, 202, 202, 401, 404, 403, 202],
             },
         ]);
     let mut failures = Vec::new();
     for case in body_less {
-        for (index, caller) in callers.iter().enumerate() {
+        // A session is its user's; the token callers' sessions would be
+        // the owner's.
+        for (index, caller) in callers.iter().enumerate().take(7) {
             let Some(user) = caller else {
                 continue;
             };

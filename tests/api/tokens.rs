@@ -180,3 +180,170 @@ async fn expired_tokens_stop_working() {
         "expired tokens are not listed"
     );
 }
+
+/// A token's ceiling (`read`, `deploy`) bounds it below its owner's role,
+/// at every request: what the token record shows, what it may create and
+/// revoke, and a demotion of its owner that takes effect at once.
+#[tokio::test]
+async fn a_ceiling_bounds_a_token_below_its_owner() {
+    let app = TestApp::with_cluster().await;
+    let developer = app.user(Role::Developer).await;
+    let token_of = |ceiling: &'static str| {
+        let body = json!({ "name": format!("ci {ceiling}"), "ceiling": ceiling });
+        let app = &app;
+        let developer = &developer;
+        async move {
+            let created = app
+                .post("/api/v1/tokens")
+                .by(developer)
+                .json(body)
+                .send()
+                .await;
+            created.assert_status(201);
+            assert_eq!(created.json()["ceiling"], ceiling);
+            crate::support::TestUser {
+                token: created.json()["token"].as_str().unwrap().to_owned(),
+                ..developer.clone()
+            }
+        }
+    };
+    let read = token_of("read").await;
+    let deploy = token_of("deploy").await;
+
+    // Listed with its ceiling; a token without one shows null.
+    let listed = app.get("/api/v1/tokens").by(&developer).send().await;
+    let ceilings: Vec<_> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["ceiling"].clone())
+        .collect();
+    assert!(ceilings.contains(&json!("read")) && ceilings.contains(&json!(null)));
+
+    // Reads, yes; beyond its ceiling, 403 saying so.
+    app.get("/api/v1/projects")
+        .by(&read)
+        .send()
+        .await
+        .assert_status(200);
+    let refused = app
+        .post("/api/v1/tokens")
+        .by(&read)
+        .json(json!({ "name": "wider" }))
+        .send()
+        .await;
+    refused.assert_problem(403, "forbidden");
+    assert!(
+        refused.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("limited to read")
+    );
+    app.post("/api/v1/tokens")
+        .by(&read)
+        .json(json!({ "name": "wider", "ceiling": "deploy" }))
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
+    app.post("/api/v1/tokens")
+        .by(&deploy)
+        .json(json!({ "name": "narrower", "ceiling": "read" }))
+        .send()
+        .await
+        .assert_status(201);
+    app.post("/api/v1/me/password")
+        .by(&deploy)
+        .json(json!({ "current_password": crate::support::PASSWORD, "new_password": "a whole new password" }))
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
+
+    // A deploy token may not do what a developer does beyond deploying.
+    let environments = app
+        .post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": crate::support::unique("c"), "display_name": "C" }))
+        .send()
+        .await;
+    environments.assert_status(201);
+    let project = environments.json()["name"].as_str().unwrap().to_owned();
+    let refused = app
+        .post(&format!("/api/v1/projects/{project}/environments"))
+        .by(&deploy)
+        .json(json!({ "name": "staging" }))
+        .send()
+        .await;
+    refused.assert_problem(403, "forbidden");
+    assert!(
+        refused.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("env-write")
+    );
+
+    // A limited token revokes itself, not another.
+    let ids: Vec<(String, String)> = app
+        .get("/api/v1/tokens")
+        .by(&developer)
+        .send()
+        .await
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_owned(),
+                t["id"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let id_of = |name: &str| ids.iter().find(|(n, _)| n == name).unwrap().1.clone();
+    app.request(
+        http::Method::DELETE,
+        &format!("/api/v1/tokens/{}", id_of("ci deploy")),
+    )
+    .by(&read)
+    .send()
+    .await
+    .assert_problem(403, "forbidden");
+    app.request(
+        http::Method::DELETE,
+        &format!("/api/v1/tokens/{}", id_of("ci read")),
+    )
+    .by(&read)
+    .send()
+    .await
+    .assert_status(204);
+    app.get("/api/v1/projects")
+        .by(&read)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
+
+    // Its owner demoted to viewer: the deploy token reads, and no more, at once.
+    app.request(
+        http::Method::PATCH,
+        &format!("/api/v1/members/{}", developer.id),
+    )
+    .by(&app.owner)
+    .json(json!({ "role": "viewer" }))
+    .send()
+    .await
+    .assert_status(200);
+    app.get("/api/v1/projects")
+        .by(&deploy)
+        .send()
+        .await
+        .assert_status(200);
+    let refused = app
+        .post(&format!(
+            "/api/v1/projects/{project}/environments/staging/apps"
+        ))
+        .by(&deploy)
+        .json(json!({ "name": "web", "image": "nginx:1.27" }))
+        .send()
+        .await;
+    refused.assert_problem(403, "forbidden");
+}

@@ -173,6 +173,7 @@ mod tests {
                 session_epoch: 0,
             },
             credential,
+            ceiling: None,
         }))
     }
 

@@ -128,6 +128,7 @@ async fn change_password(
     JsonBody(body): JsonBody<PasswordChange>,
 ) -> Result<Json<PasswordChanged>, ApiError> {
     scope::audit_target("user", caller.user.id.clone());
+    caller.require_owners_rights("change the password")?;
     login::change_password(
         &state.store,
         &caller,

@@ -8,7 +8,7 @@ use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
-use berth_store::identity::tokens;
+use berth_store::identity::{Credential, tokens};
 
 berth_api::operations! {
     tag: "tokens",
@@ -64,11 +64,21 @@ async fn create_token(
     caller: Caller,
     JsonBody(body): JsonBody<NewToken>,
 ) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+    if let Some(own) = caller.ceiling
+        && !own.covers(body.ceiling)
+    {
+        return Err(ApiError::Forbidden(format!(
+            "this token is limited to {}: it can only create tokens limited to it or less \
+             (give ceiling)",
+            own.as_str()
+        )));
+    }
     let created = tokens::create(
         &state.store,
         &caller.user.id,
         &body.name,
         body.expires_in_days,
+        body.ceiling,
     )
     .await?;
     scope::audit_target("token", created.record.id.clone());
@@ -92,6 +102,11 @@ async fn delete_token(
     // Only an id is recorded: a token put in its place is a secret.
     if berth_domain::credentials::valid_record_id(&token_id) {
         scope::audit_target("token", token_id.clone());
+    }
+    // A limited token may revoke itself (a leaked CI token), no other.
+    let itself = matches!(&caller.credential, Credential::Token { id } if *id == token_id);
+    if !itself {
+        caller.require_owners_rights("revoke other tokens")?;
     }
     tokens::revoke(&state.store, &caller.user.id, &token_id).await?;
     Ok(StatusCode::NO_CONTENT)

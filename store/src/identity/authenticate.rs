@@ -76,6 +76,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
     }
     let now = clock::unix_seconds();
     let digest = credentials::digest(secret);
+    let mut ceiling = None;
     let credential = if credential_sk.starts_with(keys::TOKEN_SK_PREFIX) {
         let token: TokenItem = store::from_item(credential)?;
         // The item was read by the digest's key, so it is the presented
@@ -84,6 +85,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
             return Ok(None);
         }
         tokens::touch(store, user_id, &digest, token.last_used_at).await;
+        ceiling = token.ceiling;
         Credential::Token { id: token.id }
     } else {
         let session: SessionItem = store::from_item(credential)?;
@@ -95,6 +97,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
     Ok(Some(Principal {
         user: profile.user(),
         credential,
+        ceiling,
     }))
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use berth_domain::Role;
 use berth_domain::names::OrgName;
-use berth_domain::roles::Permission;
+use berth_domain::roles::{Ceiling, Permission};
 use berth_records::auth::Identity;
 
 /// An account as the rest of Berth sees it: never carries the password hash.
@@ -43,6 +43,9 @@ pub enum Credential {
 pub struct Principal {
     pub user: User,
     pub credential: Credential,
+    /// The token's ceiling (none for a session, or a token with its
+    /// owner's rights).
+    pub ceiling: Option<Ceiling>,
 }
 
 /// The outcome of looking at a request's credentials, decided once per request.
@@ -65,19 +68,42 @@ impl Principal {
         }
     }
 
+    /// Whether the caller's role grants the permission, and its token's
+    /// ceiling allows it: the one place the two meet.
     pub fn can(&self, permission: Permission) -> bool {
         self.user.role.grants(permission)
+            && self
+                .ceiling
+                .is_none_or(|ceiling| ceiling.allows(permission))
     }
 
     /// `forbidden`, naming the permission, unless the caller holds it.
     pub fn require(&self, permission: Permission) -> Result<(), berth_domain::ApiError> {
-        if self.can(permission) {
-            Ok(())
-        } else {
-            Err(berth_domain::ApiError::Forbidden(format!(
+        match self.ceiling {
+            _ if self.can(permission) => Ok(()),
+            Some(ceiling) if self.user.role.grants(permission) => {
+                Err(berth_domain::ApiError::Forbidden(format!(
+                    "this needs the {} permission, and this token is limited to {}",
+                    permission.as_str(),
+                    ceiling.as_str()
+                )))
+            }
+            _ => Err(berth_domain::ApiError::Forbidden(format!(
                 "this needs the {} permission",
                 permission.as_str()
-            )))
+            ))),
+        }
+    }
+
+    /// `forbidden` for a token with a ceiling: what only the owner's full
+    /// rights may do (`what`: "change the password", …).
+    pub fn require_owners_rights(&self, what: &str) -> Result<(), berth_domain::ApiError> {
+        match self.ceiling {
+            None => Ok(()),
+            Some(ceiling) => Err(berth_domain::ApiError::Forbidden(format!(
+                "this token is limited to {}: it cannot {what}",
+                ceiling.as_str()
+            ))),
         }
     }
 

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate as store;
 use crate::{Store, keys};
-use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials;
+use berth_domain::{ApiError, Ceiling};
 use berth_records::tokens::{CreatedToken, TokenRecord};
 
 pub const MAX_NAME_LEN: usize = 64;
@@ -25,6 +25,9 @@ pub struct TokenItem {
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub last_used_at: Option<i64>,
+    /// None: the owner's rights (and every token made before ceilings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<i64>,
 }
@@ -42,6 +45,7 @@ impl TokenItem {
             created_at: clock::rfc3339(self.created_at),
             expires_at: self.expires_at.map(clock::rfc3339),
             last_used_at: self.last_used_at.map(clock::rfc3339),
+            ceiling: self.ceiling,
         }
     }
 }
@@ -63,6 +67,7 @@ pub async fn create(
     user_id: &str,
     name: &str,
     expires_in_days: Option<u32>,
+    ceiling: Option<Ceiling>,
 ) -> Result<CreatedToken, ApiError> {
     validate(name, expires_in_days)?;
     let token = credentials::new_api_token(user_id);
@@ -77,6 +82,7 @@ pub async fn create(
         created_at: now,
         expires_at,
         last_used_at: None,
+        ceiling,
         ttl: expires_at,
     };
     store.put_new(store::to_item(&item)?).await?;

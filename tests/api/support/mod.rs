@@ -119,6 +119,7 @@ impl TestUser {
             credential: Credential::Token {
                 id: "fixture".into(),
             },
+            ceiling: None,
         }
     }
 }
@@ -374,6 +375,25 @@ impl TestApp {
     }
 
     /// Another organization in the same table, and its owner.
+    /// The owner, calling with a token of theirs limited to `ceiling`
+    /// (`read` or `deploy`), made through the API.
+    pub async fn owners_token(&self, ceiling: &str) -> TestUser {
+        let created = self
+            .post("/api/v1/tokens")
+            .by(&self.owner)
+            .json(serde_json::json!({ "name": format!("{ceiling} token"), "ceiling": ceiling }))
+            .send()
+            .await;
+        created.assert_status(201);
+        TestUser {
+            token: created.json()["token"]
+                .as_str()
+                .expect("the token")
+                .to_owned(),
+            ..self.owner.clone()
+        }
+    }
+
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await
     }
@@ -489,7 +509,7 @@ async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role
         .send()
         .await
         .expect("activating a test account");
-    let token = tokens::create(&state.store, id, "fixture", None)
+    let token = tokens::create(&state.store, id, "fixture", None, None)
         .await
         .expect("creating a token")
         .token;
