@@ -181,6 +181,16 @@ async fn expired_tokens_stop_working() {
     );
 }
 
+/// `403 forbidden`, its detail saying `words`.
+fn forbidden_saying(response: &crate::support::TestResponse, words: &str) {
+    response.assert_problem(403, "forbidden");
+    let detail = response.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(detail.contains(words), "{detail}");
+}
+
 /// A token's ceiling (`read`, `deploy`) bounds it below its owner's role,
 /// at every request: what the token record shows, what it may create and
 /// revoke, and a demotion of its owner that takes effect at once.
@@ -233,13 +243,7 @@ async fn a_ceiling_bounds_a_token_below_its_owner() {
         .json(json!({ "name": "wider" }))
         .send()
         .await;
-    refused.assert_problem(403, "forbidden");
-    assert!(
-        refused.json()["detail"]
-            .as_str()
-            .unwrap()
-            .contains("limited to read")
-    );
+    forbidden_saying(&refused, "limited to read");
     app.post("/api/v1/tokens")
         .by(&read)
         .json(json!({ "name": "wider", "ceiling": "deploy" }))
@@ -260,27 +264,21 @@ async fn a_ceiling_bounds_a_token_below_its_owner() {
         .assert_problem(403, "forbidden");
 
     // A deploy token may not do what a developer does beyond deploying.
-    let environments = app
+    let created = app
         .post("/api/v1/projects")
         .by(&app.owner)
         .json(json!({ "name": crate::support::unique("c"), "display_name": "C" }))
         .send()
         .await;
-    environments.assert_status(201);
-    let project = environments.json()["name"].as_str().unwrap().to_owned();
+    created.assert_status(201);
+    let project = created.json()["name"].as_str().unwrap().to_owned();
     let refused = app
         .post(&format!("/api/v1/projects/{project}/environments"))
         .by(&deploy)
         .json(json!({ "name": "staging" }))
         .send()
         .await;
-    refused.assert_problem(403, "forbidden");
-    assert!(
-        refused.json()["detail"]
-            .as_str()
-            .unwrap()
-            .contains("env-write")
-    );
+    forbidden_saying(&refused, "env-write");
 
     // A limited token revokes itself, not another.
     let ids: Vec<(String, String)> = app
