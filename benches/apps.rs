@@ -219,7 +219,7 @@ async fn main() {
     let owner = members::bootstrap(&state.store, "bench", "owner@bench.example")
         .await
         .unwrap();
-    let token = tokens::create(&state.store, &owner.member.id, "bench", None, None)
+    let token = tokens::create(&state.store, &owner.member.id, "bench", None, None, None)
         .await
         .unwrap()
         .token;

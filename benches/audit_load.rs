@@ -90,7 +90,7 @@ async fn main() {
     let owner = members::bootstrap(&state.store, "load", "owner@load.example")
         .await
         .unwrap();
-    let token = tokens::create(&state.store, &owner.member.id, "load", None, None)
+    let token = tokens::create(&state.store, &owner.member.id, "load", None, None, None)
         .await
         .unwrap()
         .token;

@@ -105,11 +105,17 @@ async fn main() {
         Some(login),
     )
     .await;
-    let bootstrap_token =
-        berth_store::identity::tokens::create(&state.store, &owner.member.id, "bench", None, None)
-            .await
-            .unwrap()
-            .token;
+    let bootstrap_token = berth_store::identity::tokens::create(
+        &state.store,
+        &owner.member.id,
+        "bench",
+        None,
+        None,
+        None,
+    )
+    .await
+    .unwrap()
+    .token;
     let new_password = "benchmark passphrase";
     measure(
         "changePassword (token)",

@@ -32,6 +32,7 @@ pub mod registry;
 pub mod request;
 pub mod roles;
 pub mod schedule;
+pub mod scope;
 pub mod size;
 pub mod stored;
 pub mod telemetry;

@@ -1,6 +1,7 @@
 //! An API token: the body that makes one, its record, and the token made.
 
 use berth_domain::Ceiling;
+use berth_domain::scope::ScopeEntry;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -20,6 +21,11 @@ pub struct NewToken {
     /// rights. A token with a ceiling may only create tokens with the
     /// same or a lower one.
     pub ceiling: Option<Ceiling>,
+    /// The projects (and, in each, optionally the environments) the token
+    /// may act in; omitted, every project of its owner's. A project made
+    /// after the token is outside it, whatever its name. A scoped token may
+    /// only create tokens within its scope.
+    pub scope: Option<Vec<ScopeEntry>>,
 }
 
 /// The token record of the API.
@@ -33,6 +39,8 @@ pub struct TokenRecord {
     pub last_used_at: Option<String>,
     /// `read` or `deploy`; `null`: its owner's rights.
     pub ceiling: Option<Ceiling>,
+    /// `null`: every project of its owner's.
+    pub scope: Option<Vec<ScopeEntry>>,
 }
 
 /// A created token: its record, and the secret shown this once.

@@ -9,7 +9,7 @@ use crate::support::{PASSWORD, TestApp, TestUser, unique};
 use berth_domain::Role;
 
 /// Who calls, in the order of the expectations below.
-const CALLERS: [&str; 9] = [
+const CALLERS: [&str; 11] = [
     "viewer",
     "operator",
     "developer",
@@ -19,6 +19,8 @@ const CALLERS: [&str; 9] = [
     "other-org",
     "owner's read token",
     "owner's deploy token",
+    "owner's token scoped to the project",
+    "owner's token scoped to another project",
 ];
 
 /// What a call acts on, made fresh for each call where the call consumes it.
@@ -57,7 +59,7 @@ struct Case {
     target: Target,
     path: fn(&str) -> String,
     body: Option<fn() -> Value>,
-    expected: [u16; 9],
+    expected: [u16; 11],
 }
 
 fn cases() -> Vec<Case> {
@@ -77,7 +79,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/me".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
         ),
         // A wrong current password: 422 shows the call got past authorization.
         case(
@@ -88,7 +90,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "current_password": "not my password", "new_password": "whatever comes next" }),
             ),
-            [422, 422, 422, 422, 422, 401, 422, 403, 403],
+            [422, 422, 422, 422, 422, 401, 422, 403, 403, 403, 403],
         ),
         case(
             "logout",
@@ -96,7 +98,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/auth/logout".into(),
             None,
-            [204, 204, 204, 204, 204, 401, 204, 204, 204],
+            [204, 204, 204, 204, 204, 401, 204, 204, 204, 204, 204],
         ),
         case(
             "listTokens",
@@ -104,7 +106,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
         ),
         case(
             "createToken",
@@ -112,7 +114,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             Some(|| json!({ "name": "matrix" })),
-            [201, 201, 201, 201, 201, 401, 201, 403, 403],
+            [201, 201, 201, 201, 201, 401, 201, 403, 403, 403, 403],
         ),
         case(
             "deleteToken",
@@ -120,7 +122,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens/nosuchtoken0".into(),
             None,
-            [404, 404, 404, 404, 404, 401, 404, 403, 403],
+            [404, 404, 404, 404, 404, 401, 404, 403, 403, 403, 403],
         ),
         case(
             "listMembers",
@@ -128,7 +130,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/members".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 403, 403],
         ),
         case(
             "inviteMember",
@@ -138,7 +140,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "email": format!("{}@example.org", uuid::Uuid::new_v4().simple()), "role": "viewer" }),
             ),
-            [403, 403, 403, 201, 201, 401, 201, 403, 403],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403],
         ),
         case(
             "updateMember",
@@ -146,7 +148,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             Some(|| json!({ "role": "operator" })),
-            [403, 403, 403, 200, 200, 401, 404, 403, 403],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 403, 403],
         ),
         case(
             "removeMember",
@@ -154,7 +156,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             None,
-            [403, 403, 403, 204, 204, 401, 404, 403, 403],
+            [403, 403, 403, 204, 204, 401, 404, 403, 403, 403, 403],
         ),
         case(
             "listAuditEvents",
@@ -162,7 +164,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/audit".into(),
             None,
-            [403, 403, 403, 200, 200, 401, 200, 403, 403],
+            [403, 403, 403, 200, 200, 401, 200, 403, 403, 403, 403],
         ),
         case(
             "getHealthDetails",
@@ -170,7 +172,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz/details".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
         ),
         case(
             "getHealth",
@@ -178,7 +180,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz".into(),
             None,
-            [200, 200, 200, 200, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "listProjects",
@@ -186,7 +188,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
         ),
         case(
             "createProject",
@@ -194,7 +196,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             Some(|| json!({ "name": unique("m"), "display_name": "Matrix" })),
-            [403, 403, 403, 201, 201, 401, 201, 403, 403],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403],
         ),
         case(
             "getProject",
@@ -202,7 +204,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "deleteProject",
@@ -210,7 +212,7 @@ fn cases() -> Vec<Case> {
             EmptyProject,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [403, 403, 403, 202, 202, 401, 404, 403, 403],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403, 404, 404],
         ),
         case(
             "listEnvironments",
@@ -218,7 +220,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "createEnvironment",
@@ -226,7 +228,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             Some(|| json!({ "name": unique("e") })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 403],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404],
         ),
         case(
             "getEnvironment",
@@ -234,7 +236,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "deleteEnvironment",
@@ -242,7 +244,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 202, 202, 202, 401, 404, 403, 403],
+            [403, 403, 202, 202, 202, 401, 404, 403, 403, 202, 404],
         ),
         case(
             "deleteEnvironment",
@@ -250,7 +252,7 @@ fn cases() -> Vec<Case> {
             ProductionEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 403, 202, 202, 401, 404, 403, 403],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403, 202, 404],
         ),
         case(
             "restoreEnvironment",
@@ -258,7 +260,7 @@ fn cases() -> Vec<Case> {
             DeletedProductionEnvironment,
             |e| format!("{e}/restore"),
             None,
-            [403, 403, 403, 200, 200, 401, 404, 403, 403],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404],
         ),
         case(
             "listApps",
@@ -266,7 +268,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "createApp",
@@ -274,7 +276,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             Some(|| json!({ "name": unique("a"), "image": "nginx:1.27" })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 201],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
         ),
         case(
             "getApp",
@@ -282,7 +284,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         // Replicas alone need app-operate; a new image needs app-deploy.
         case(
@@ -291,7 +293,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "replicas": 2 })),
-            [403, 200, 200, 200, 200, 401, 404, 403, 200],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404],
         ),
         case(
             "updateApp",
@@ -299,7 +301,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "image": "nginx:1.28" })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
         ),
         // env decides what code does (NODE_OPTIONS, LD_PRELOAD…): a deploy.
         case(
@@ -308,7 +310,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "env": [{ "name": "NODE_OPTIONS", "value": "--require ./x.js" }] })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
         ),
         case(
             "updateApp",
@@ -317,7 +319,7 @@ fn cases() -> Vec<Case> {
             |a| a.to_owned(),
             // Each caller's app its own hostname: a hostname serves one app.
             Some(|| json!({ "domains": [format!("{}.example.com", unique("matrix"))] })),
-            [403, 200, 200, 200, 200, 401, 404, 403, 200],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404],
         ),
         case(
             "deleteApp",
@@ -325,7 +327,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 204],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404],
         ),
         case(
             "listReleases",
@@ -333,7 +335,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/releases"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "rollbackApp",
@@ -341,7 +343,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/rollback"),
             Some(|| json!({ "revision": 1 })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
         ),
         case(
             "getAppLogs",
@@ -349,7 +351,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/logs"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "restartApp",
@@ -357,7 +359,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/restart"),
             None,
-            [403, 202, 202, 202, 202, 401, 404, 403, 202],
+            [403, 202, 202, 202, 202, 401, 404, 403, 202, 202, 404],
         ),
         // The app has no scheduled process: 422 shows the call got past
         // authorization.
@@ -367,7 +369,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/run"),
             None,
-            [403, 422, 422, 422, 422, 401, 404, 403, 422],
+            [403, 422, 422, 422, 422, 401, 404, 403, 422, 422, 404],
         ),
         case(
             "listTemplates",
@@ -375,7 +377,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/templates".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
         ),
         case(
             "deployTemplate",
@@ -383,7 +385,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/templates/nginx"),
             Some(|| json!({ "name": unique("t") })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 201],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
         ),
         // No such environment: 422 shows the call got past authorization.
         case(
@@ -392,7 +394,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/promote"),
             Some(|| json!({ "environment": "nosuch" })),
-            [403, 403, 422, 422, 422, 401, 404, 403, 422],
+            [403, 403, 422, 422, 422, 401, 404, 403, 422, 422, 404],
         ),
         case(
             "listSecrets",
@@ -400,7 +402,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "putSecret",
@@ -408,7 +410,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets/{}", unique("s")),
             Some(|| json!({ "data": { "password": "matrix" } })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 403],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404],
         ),
         case(
             "deleteSecret",
@@ -416,7 +418,7 @@ fn cases() -> Vec<Case> {
             Secret,
             |s| s.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 403],
+            [403, 403, 204, 204, 204, 401, 404, 403, 403, 204, 404],
         ),
         // The app has no domains: no name server is asked.
         case(
@@ -425,7 +427,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/domains"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "createWebhook",
@@ -433,7 +435,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 201, 201, 201, 401, 404, 403, 201],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
         ),
         case(
             "getWebhook",
@@ -441,7 +443,7 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
         ),
         case(
             "deleteWebhook",
@@ -449,7 +451,7 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 204],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404],
         ),
         // No role signs a delivery: only the hook's secret does. Audited in
         // the caller's organization (an unknown hook has none).
@@ -459,7 +461,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/hooks/aaaaaaaaaaaa".into(),
             Some(|| json!({ "ref": "refs/heads/main" })),
-            [401, 401, 401, 401, 401, 401, 401, 401, 401],
+            [401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401],
         ),
     ]
 }
@@ -535,7 +537,9 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
 }
 
 /// The callers of [`CALLERS`], in its order (`None`: no credentials).
-async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
+/// Every kind of caller; the scoped tokens' scope is `shared_project` or
+/// another.
+async fn callers(app: &TestApp, shared_project: &str) -> Vec<Option<TestUser>> {
     let mut callers: Vec<Option<TestUser>> = Vec::new();
     for role in [Role::Viewer, Role::Operator, Role::Developer, Role::Admin] {
         callers.push(Some(app.user(role).await));
@@ -544,7 +548,13 @@ async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
     callers.push(None);
     callers.push(Some(app.other_org("umbrella").await));
     for ceiling in ["read", "deploy"] {
-        callers.push(Some(app.owners_token(ceiling).await));
+        callers.push(Some(app.owners_token(json!({ "ceiling": ceiling })).await));
+    }
+    for project in [shared_project, "elsewhere"] {
+        callers.push(Some(
+            app.owners_token(json!({ "scope": [{ "project": project }] }))
+                .await,
+        ));
     }
     callers
 }
@@ -552,8 +562,8 @@ async fn callers(app: &TestApp) -> Vec<Option<TestUser>> {
 #[tokio::test]
 async fn every_operation_for_every_kind_of_caller() {
     let app = TestApp::with_cluster().await;
-    let callers = callers(&app).await;
     let project = app.ready_environment("matrix", "shared").await;
+    let callers = callers(&app, &project).await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
     let mut failures = Vec::new();
@@ -624,8 +634,8 @@ async fn every_body_less_change_with_the_session_cookie() {
     const ELSEWHERE: [&str; 2] = ["http://evil.example.net", "http://pages.example.com"];
     use Target::*;
     let app = TestApp::with_cluster().await;
-    let callers = callers(&app).await;
     let project = app.ready_environment("cookie", "shared").await;
+    let callers = callers(&app, &project).await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
     let body_less = cases()
@@ -640,7 +650,7 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: Environment,
                 path: |e| format!("{e}/templates/nginx"),
                 body: None,
-                expected: [403, 403, 201, 201, 201, 401, 404, 403, 201],
+                expected: [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
             },
             Case {
                 operation: "createBuild",
@@ -648,7 +658,7 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: SourceApp,
                 path: |a| format!("{a}/builds"),
                 body: None,
-                expected: [403, 403, 202, 202, 202, 401, 404, 403, 202],
+                expected: [403, 403, 202, 202, 202, 401, 404, 403, 202, 202, 404],
             },
         ]);
     let mut failures = Vec::new();

@@ -345,3 +345,117 @@ async fn a_ceiling_bounds_a_token_below_its_owner() {
         .await;
     refused.assert_problem(403, "forbidden");
 }
+
+/// A token's scope: the projects (and environments) it may act in, checked
+/// before every handler; a project made after the token is outside it,
+/// whatever its name.
+#[tokio::test]
+async fn a_scope_holds_a_token_to_its_projects() {
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("scoped", "staging").await;
+    let other = app.ready_environment("other", "staging").await;
+    let base = format!("/api/v1/projects/{project}");
+    app.post(&format!("{base}/environments"))
+        .by(&app.owner)
+        .json(json!({ "name": "prod" }))
+        .send()
+        .await
+        .assert_status(201);
+    let token = app
+        .owners_token(json!({ "scope": [{ "project": project, "environments": ["staging"] }] }))
+        .await;
+
+    // Its environment, yes; the project's other environment and another
+    // project are missing, as another organization's are.
+    app.get(&format!("{base}/environments/staging/apps"))
+        .by(&token)
+        .send()
+        .await
+        .assert_status(200);
+    app.get(&format!("{base}/environments/prod/apps"))
+        .by(&token)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+    app.get(&format!("/api/v1/projects/{other}"))
+        .by(&token)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+    // The project itself may be read, not changed; the organization not acted on.
+    app.get(&base).by(&token).send().await.assert_status(200);
+    forbidden_saying(
+        &app.post(&format!("{base}/environments"))
+            .by(&token)
+            .json(json!({ "name": "qa" }))
+            .send()
+            .await,
+        "cannot change the project itself",
+    );
+    forbidden_saying(
+        &app.get("/api/v1/members").by(&token).send().await,
+        "whole organization",
+    );
+    // The list of projects is its scope.
+    let listed = app.get("/api/v1/projects").by(&token).send().await;
+    let names: Vec<_> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(names, [json!(project)]);
+    // It makes tokens within its scope only.
+    app.post("/api/v1/tokens")
+        .by(&token)
+        .json(json!({ "name": "narrow", "scope": [{ "project": project, "environments": ["staging"] }] }))
+        .send()
+        .await
+        .assert_status(201);
+    forbidden_saying(
+        &app.post("/api/v1/tokens")
+            .by(&token)
+            .json(json!({ "name": "wide", "scope": [{ "project": project }] }))
+            .send()
+            .await,
+        "within it",
+    );
+    let record = app.get("/api/v1/tokens").by(&app.owner).send().await.json();
+    assert!(
+        record
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["scope"] == json!([{ "project": project, "environments": ["staging"] }]))
+    );
+
+    // A bad scope is a body error.
+    app.post("/api/v1/tokens")
+        .by(&app.owner)
+        .json(json!({ "name": "bad", "scope": [] }))
+        .send()
+        .await
+        .assert_problem(422, "validation_failed");
+
+    // A token scoped to a project made after it (the name deleted and
+    // made again) reaches nothing there.
+    let later = crate::support::unique("later");
+    let early = app
+        .owners_token(json!({ "scope": [{ "project": later }] }))
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    app.post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": later, "display_name": "Later" }))
+        .send()
+        .await
+        .assert_status(201);
+    app.get(&format!("/api/v1/projects/{later}"))
+        .by(&early)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
+    let listed = app.get("/api/v1/projects").by(&early).send().await.json();
+    assert_eq!(listed, json!([]));
+}

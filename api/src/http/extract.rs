@@ -11,9 +11,10 @@ use axum::http::request::Parts;
 
 use berth_domain::error::Missing;
 use berth_domain::names::OBJECT_NAME;
+use berth_domain::scope::Reach;
 use berth_domain::{ApiError, Operation};
 use berth_records::object;
-use berth_store::identity::{Authentication, Principal};
+use berth_store::identity::{Authentication, Principal, TokenScope};
 
 use super::whole_numbers;
 
@@ -380,8 +381,8 @@ pub struct Caller(pub Arc<Principal>);
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        match parts.extensions.get::<Authentication>() {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match parts.extensions.get::<Authentication>().cloned() {
             Some(Authentication::Authenticated(principal)) => {
                 let operation = parts.extensions.get::<Operation>().copied();
                 if principal.user.must_change_password
@@ -393,6 +394,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 if let Some(permission) = operation.and_then(Operation::minimum_permission) {
                     caller.require(permission)?;
                 }
+                if let Some(scope) = &principal.scope {
+                    within_scope(parts, state, &caller, scope, operation).await?;
+                }
                 Ok(caller)
             }
             Some(Authentication::Unavailable) => Err(ApiError::StorageUnavailable(
@@ -401,6 +405,129 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             _ => Err(ApiError::Unauthenticated),
         }
     }
+}
+
+/// The operations a scoped token may call outside its projects: about
+/// itself, its owner's tokens, and what every project shares (templates,
+/// health). The list of projects is cut to the scope by its handler.
+fn open_to_scoped_tokens(operation: Operation) -> bool {
+    use Operation::*;
+    matches!(
+        operation,
+        GetCurrentUser
+            | Logout
+            | ChangePassword
+            | ListTokens
+            | CreateToken
+            | DeleteToken
+            | GetHealthDetails
+            | ListProjects
+            | ListTemplates
+    )
+}
+
+/// The scope check of a token limited to some projects, for every
+/// operation, before its handler: a project outside the scope is missing
+/// (`404`, as another organization's), as is one made after the token (a
+/// project deleted and made again under a name of the scope): reading its
+/// creation time is the scoped call's one cluster request. An operation
+/// not in a project is refused (`403`) unless it is open to scoped tokens.
+async fn within_scope<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    caller: &Principal,
+    scope: &TokenScope,
+    operation: Option<Operation>,
+) -> Result<(), ApiError> {
+    let raw = RawPathParams::from_request_parts(parts, state).await.ok();
+    let param = |wanted: &str| {
+        raw.iter()
+            .flat_map(|raw| raw.iter())
+            .find(|(name, _)| *name == wanted)
+            .map(|(_, value)| value.to_owned())
+    };
+    let limited_to = || {
+        format!(
+            "this token is limited to {}",
+            berth_domain::scope::describe(&scope.entries)
+        )
+    };
+    let Some(project) = param("project") else {
+        return match operation {
+            Some(operation) if open_to_scoped_tokens(operation) => Ok(()),
+            _ => Err(ApiError::Forbidden(format!(
+                "{}: it cannot act on the whole organization",
+                limited_to()
+            ))),
+        };
+    };
+    let environment = param("environment");
+    match berth_domain::scope::reach(&scope.entries, &project, environment.as_deref()) {
+        Reach::OutsideProject => return Err(ApiError::NotFound(Missing::Project { project })),
+        Reach::OutsideEnvironment => {
+            return Err(ApiError::NotFound(Missing::Environment {
+                project,
+                environment: environment.unwrap_or_default(),
+            }));
+        }
+        Reach::ProjectOfLimitedEntry
+            if operation.and_then(Operation::minimum_permission)
+                != Some(berth_domain::Permission::Read) =>
+        {
+            return Err(ApiError::Forbidden(format!(
+                "{}: it cannot change the project itself",
+                limited_to()
+            )));
+        }
+        Reach::ProjectOfLimitedEntry | Reach::Inside => {}
+    }
+    made_before_the_token(parts, caller, &project, scope.since).await
+}
+
+/// The project of that name was made before the token (or is missing, which
+/// its handler says), read with the API's cluster identity.
+#[cfg(feature = "cluster")]
+async fn made_before_the_token(
+    parts: &Parts,
+    caller: &Principal,
+    project: &str,
+    since: i64,
+) -> Result<(), ApiError> {
+    let Some(cluster) = parts.extensions.get::<Arc<crate::access::ClusterAccess>>() else {
+        return Ok(());
+    };
+    let Ok(name) = berth_domain::names::ProjectName::parse(project) else {
+        return Ok(());
+    };
+    let client = cluster.client().await?;
+    let found = match berth_cluster::projects::get_visible(&client, &caller.user.org, &name).await {
+        Ok(found) => found,
+        Err(ApiError::NotFound(_)) => return Ok(()),
+        Err(error) => return Err(error),
+    };
+    let made = found
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|at| at.0.as_second())
+        .unwrap_or(i64::MAX);
+    if made > since {
+        return Err(ApiError::NotFound(Missing::Project {
+            project: project.to_owned(),
+        }));
+    }
+    Ok(())
+}
+
+/// Without the cluster a function serves no project's operations.
+#[cfg(not(feature = "cluster"))]
+async fn made_before_the_token(
+    _parts: &Parts,
+    _caller: &Principal,
+    _project: &str,
+    _since: i64,
+) -> Result<(), ApiError> {
+    Ok(())
 }
 
 impl Deref for Caller {

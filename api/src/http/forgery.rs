@@ -174,6 +174,7 @@ mod tests {
             },
             credential,
             ceiling: None,
+            scope: None,
         }))
     }
 

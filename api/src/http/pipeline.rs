@@ -39,6 +39,9 @@ pub async fn pipeline(State(state): State<AppState>, mut request: Request, next:
     });
     let authentication = authenticate(&state.store, request.headers()).await;
     request.extensions_mut().insert(authentication.clone());
+    // A scoped token's check reads its project (`extract::within_scope`).
+    #[cfg(feature = "cluster")]
+    request.extensions_mut().insert(state.cluster.clone());
     request
         .extensions_mut()
         .insert(ClientIp(ip.clone().unwrap_or_else(|| "unknown".into())));

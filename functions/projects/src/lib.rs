@@ -49,7 +49,20 @@ async fn list_projects(
     caller: Caller,
 ) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
     let client = state.cluster.client().await?;
-    Ok(Json(projects::list(&client, &caller.user.org).await?))
+    let mut records = projects::list(&client, &caller.user.org).await?;
+    // A scoped token sees the projects of its scope made before it.
+    if let Some(scope) = &caller.scope {
+        records.retain(|record| {
+            berth_domain::scope::reach(&scope.entries, &record.name, None)
+                != berth_domain::scope::Reach::OutsideProject
+                && record
+                    .created_at
+                    .as_deref()
+                    .and_then(berth_domain::clock::parse_rfc3339)
+                    .is_some_and(|made| made <= scope.since)
+        });
+    }
+    Ok(Json(records))
 }
 
 /// Create a project

@@ -73,12 +73,21 @@ async fn create_token(
             own.as_str()
         )));
     }
+    if let Some(own) = &caller.scope
+        && !berth_domain::scope::within(&own.entries, body.scope.as_deref())
+    {
+        return Err(ApiError::Forbidden(format!(
+            "this token is limited to {}: it can only create tokens within it (give scope)",
+            berth_domain::scope::describe(&own.entries)
+        )));
+    }
     let created = tokens::create(
         &state.store,
         &caller.user.id,
         &body.name,
         body.expires_in_days,
         body.ceiling,
+        body.scope,
     )
     .await?;
     scope::audit_target("token", created.record.id.clone());

@@ -10,7 +10,7 @@ use http::{HeaderMap, header};
 use super::profile::ProfileItem;
 use super::sessions::{self, SessionItem};
 use super::tokens::{self, TokenItem};
-use super::{Authentication, Credential, Principal};
+use super::{Authentication, Credential, Principal, TokenScope};
 use crate as store;
 use crate::{Item, Store, keys};
 use berth_domain::credentials;
@@ -76,7 +76,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
     }
     let now = clock::unix_seconds();
     let digest = credentials::digest(secret);
-    let mut ceiling = None;
+    let (mut ceiling, mut scope) = (None, None);
     let credential = if credential_sk.starts_with(keys::TOKEN_SK_PREFIX) {
         let token: TokenItem = store::from_item(credential)?;
         // The item was read by the digest's key, so it is the presented
@@ -86,6 +86,10 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         }
         tokens::touch(store, user_id, &digest, token.last_used_at).await;
         ceiling = token.ceiling;
+        scope = token.scope.map(|entries| TokenScope {
+            entries,
+            since: token.created_at,
+        });
         Credential::Token { id: token.id }
     } else {
         let session: SessionItem = store::from_item(credential)?;
@@ -98,6 +102,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         user: profile.user(),
         credential,
         ceiling,
+        scope,
     }))
 }
 

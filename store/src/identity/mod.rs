@@ -16,6 +16,7 @@ use std::sync::Arc;
 use berth_domain::Role;
 use berth_domain::names::OrgName;
 use berth_domain::roles::{Ceiling, Permission};
+use berth_domain::scope::{self, ScopeEntry};
 use berth_records::auth::Identity;
 
 /// An account as the rest of Berth sees it: never carries the password hash.
@@ -46,6 +47,18 @@ pub struct Principal {
     /// The token's ceiling (none for a session, or a token with its
     /// owner's rights).
     pub ceiling: Option<Ceiling>,
+    /// The token's scope (none for a session, or a token reaching every
+    /// project of its owner's).
+    pub scope: Option<TokenScope>,
+}
+
+/// Where a token may act, and since when: a project made after the token
+/// (one deleted and made again under its name) is outside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenScope {
+    pub entries: Vec<ScopeEntry>,
+    /// When the token was made (Unix seconds).
+    pub since: i64,
 }
 
 /// The outcome of looking at a request's credentials, decided once per request.
@@ -95,15 +108,29 @@ impl Principal {
         }
     }
 
-    /// `forbidden` for a token with a ceiling: what only the owner's full
-    /// rights may do (`what`: "change the password", …).
+    /// `forbidden` for a token with a ceiling or a scope: what only the
+    /// owner's full rights may do (`what`: "change the password", …).
     pub fn require_owners_rights(&self, what: &str) -> Result<(), berth_domain::ApiError> {
-        match self.ceiling {
+        match self.limits() {
             None => Ok(()),
-            Some(ceiling) => Err(berth_domain::ApiError::Forbidden(format!(
-                "this token is limited to {}: it cannot {what}",
-                ceiling.as_str()
+            Some(limits) => Err(berth_domain::ApiError::Forbidden(format!(
+                "this token is limited to {limits}: it cannot {what}"
             ))),
+        }
+    }
+
+    /// What the token is limited to, in words (`read`, `projects web`,
+    /// `deploy in projects web`); none when it has its owner's rights.
+    pub fn limits(&self) -> Option<String> {
+        let scope = self
+            .scope
+            .as_ref()
+            .map(|scope| scope::describe(&scope.entries));
+        match (self.ceiling, scope) {
+            (None, None) => None,
+            (Some(ceiling), None) => Some(ceiling.as_str().to_owned()),
+            (None, Some(scope)) => Some(scope),
+            (Some(ceiling), Some(scope)) => Some(format!("{} in {scope}", ceiling.as_str())),
         }
     }
 

@@ -7,6 +7,7 @@ use crate as store;
 use crate::{Store, keys};
 use berth_domain::clock;
 use berth_domain::credentials;
+use berth_domain::scope::ScopeEntry;
 use berth_domain::{ApiError, Ceiling};
 use berth_records::tokens::{CreatedToken, TokenRecord};
 
@@ -28,6 +29,9 @@ pub struct TokenItem {
     /// None: the owner's rights (and every token made before ceilings).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<Ceiling>,
+    /// None: every project of the owner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Vec<ScopeEntry>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<i64>,
 }
@@ -46,6 +50,7 @@ impl TokenItem {
             expires_at: self.expires_at.map(clock::rfc3339),
             last_used_at: self.last_used_at.map(clock::rfc3339),
             ceiling: self.ceiling,
+            scope: self.scope.clone(),
         }
     }
 }
@@ -68,8 +73,12 @@ pub async fn create(
     name: &str,
     expires_in_days: Option<u32>,
     ceiling: Option<Ceiling>,
+    scope: Option<Vec<ScopeEntry>>,
 ) -> Result<CreatedToken, ApiError> {
     validate(name, expires_in_days)?;
+    if let Some(scope) = &scope {
+        berth_domain::scope::validate(scope)?;
+    }
     let token = credentials::new_api_token(user_id);
     let now = clock::unix_seconds();
     let expires_at = expires_in_days.map(|days| now + i64::from(days) * 86_400);
@@ -83,6 +92,7 @@ pub async fn create(
         expires_at,
         last_used_at: None,
         ceiling,
+        scope,
         ttl: expires_at,
     };
     store.put_new(store::to_item(&item)?).await?;

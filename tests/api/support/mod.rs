@@ -120,6 +120,7 @@ impl TestUser {
                 id: "fixture".into(),
             },
             ceiling: None,
+            scope: None,
         }
     }
 }
@@ -375,13 +376,17 @@ impl TestApp {
     }
 
     /// Another organization in the same table, and its owner.
-    /// The owner, calling with a token of theirs limited to `ceiling`
-    /// (`read` or `deploy`), made through the API.
-    pub async fn owners_token(&self, ceiling: &str) -> TestUser {
+    /// The owner, calling with a token of theirs made through the API with
+    /// `limits` (its `ceiling`, its `scope`).
+    pub async fn owners_token(&self, limits: Value) -> TestUser {
+        let mut body = serde_json::json!({ "name": "limited" });
+        if let (Some(body), Some(limits)) = (body.as_object_mut(), limits.as_object()) {
+            body.extend(limits.clone());
+        }
         let created = self
             .post("/api/v1/tokens")
             .by(&self.owner)
-            .json(serde_json::json!({ "name": format!("{ceiling} token"), "ceiling": ceiling }))
+            .json(body)
             .send()
             .await;
         created.assert_status(201);
@@ -509,7 +514,7 @@ async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role
         .send()
         .await
         .expect("activating a test account");
-    let token = tokens::create(&state.store, id, "fixture", None, None)
+    let token = tokens::create(&state.store, id, "fixture", None, None, None)
         .await
         .expect("creating a token")
         .token;
