@@ -7,13 +7,15 @@ use serde::{Deserialize, Serialize};
 use crate::ApiError;
 use crate::names::{EnvironmentName, ProjectName};
 
-/// One project of a token's scope.
+/// One project of a token's scope. Entries add up: a project named twice
+/// reaches what either entry reaches.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeEntry {
     pub project: ProjectName,
     /// Only these environments of the project; omitted, all of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 1)]
     pub environments: Option<Vec<EnvironmentName>>,
 }
 
@@ -33,24 +35,29 @@ pub enum Reach {
 
 /// Where a call on `project` (and `environment`) stands in `scope`.
 pub fn reach(scope: &[ScopeEntry], project: &str, environment: Option<&str>) -> Reach {
-    let Some(entry) = scope.iter().find(|entry| entry.project.as_str() == project) else {
+    let entries: Vec<&ScopeEntry> = scope
+        .iter()
+        .filter(|entry| entry.project.as_str() == project)
+        .collect();
+    if entries.is_empty() {
         return Reach::OutsideProject;
-    };
-    match (&entry.environments, environment) {
-        (None, _) => Reach::Inside,
-        (Some(_), None) => Reach::ProjectOfLimitedEntry,
+    }
+    let admits = |entry: &&ScopeEntry| match (&entry.environments, environment) {
+        (None, _) => true,
+        (Some(_), None) => false,
         (Some(environments), Some(environment)) => {
-            if environments.iter().any(|e| e.as_str() == environment) {
-                Reach::Inside
-            } else {
-                Reach::OutsideEnvironment
-            }
+            environments.iter().any(|e| e.as_str() == environment)
         }
+    };
+    match (entries.iter().any(admits), environment) {
+        (true, _) => Reach::Inside,
+        (false, None) => Reach::ProjectOfLimitedEntry,
+        (false, Some(_)) => Reach::OutsideEnvironment,
     }
 }
 
-/// A scope as a body gives it: at least one project, each once, and an
-/// environment list, when given, not empty and without repeats.
+/// A scope as a body gives it: at least one project, and an environment
+/// list, when given, not empty (the description states both).
 pub fn validate(scope: &[ScopeEntry]) -> Result<(), ApiError> {
     if scope.is_empty() {
         return Err(ApiError::ValidationFailed(
@@ -58,26 +65,11 @@ pub fn validate(scope: &[ScopeEntry]) -> Result<(), ApiError> {
         ));
     }
     for (index, entry) in scope.iter().enumerate() {
-        if scope[..index].iter().any(|e| e.project == entry.project) {
+        if entry.environments.as_ref().is_some_and(Vec::is_empty) {
             return Err(ApiError::ValidationFailed(format!(
-                "scope[{index}].project: {} is named twice",
-                entry.project
+                "scope[{index}].environments: must name at least one environment \
+                 (omit it for every environment)"
             )));
-        }
-        if let Some(environments) = &entry.environments {
-            if environments.is_empty() {
-                return Err(ApiError::ValidationFailed(format!(
-                    "scope[{index}].environments: must name at least one environment \
-                     (omit it for every environment)"
-                )));
-            }
-            for (at, environment) in environments.iter().enumerate() {
-                if environments[..at].contains(environment) {
-                    return Err(ApiError::ValidationFailed(format!(
-                        "scope[{index}].environments: {environment} is named twice"
-                    )));
-                }
-            }
         }
     }
     Ok(())
@@ -90,16 +82,13 @@ pub fn within(outer: &[ScopeEntry], inner: Option<&[ScopeEntry]>) -> bool {
         return false;
     };
     inner.iter().all(|entry| {
-        outer.iter().any(|bound| {
-            bound.project == entry.project
-                && match (&bound.environments, &entry.environments) {
-                    (None, _) => true,
-                    (Some(_), None) => false,
-                    (Some(bound), Some(environments)) => {
-                        environments.iter().all(|e| bound.contains(e))
-                    }
-                }
-        })
+        let project = entry.project.as_str();
+        match &entry.environments {
+            None => reach(outer, project, None) == Reach::Inside,
+            Some(environments) => environments
+                .iter()
+                .all(|e| reach(outer, project, Some(e.as_str())) == Reach::Inside),
+        }
     })
 }
 
@@ -164,12 +153,27 @@ mod tests {
     }
 
     #[test]
-    fn a_scope_names_each_thing_once() {
+    fn entries_add_up() {
+        let scope = [
+            entry("api", Some(&["staging"])),
+            entry("api", Some(&["qa"])),
+        ];
+        assert!(validate(&scope).is_ok());
+        assert_eq!(reach(&scope, "api", Some("qa")), Reach::Inside);
+        assert_eq!(reach(&scope, "api", Some("staging")), Reach::Inside);
+        assert_eq!(
+            reach(&scope, "api", Some("prod")),
+            Reach::OutsideEnvironment
+        );
+        let widened = [entry("api", Some(&["staging"])), entry("api", None)];
+        assert_eq!(reach(&widened, "api", None), Reach::Inside);
+    }
+
+    #[test]
+    fn a_scope_names_something() {
         assert!(validate(&[entry("web", None)]).is_ok());
         assert!(validate(&[]).is_err());
-        assert!(validate(&[entry("web", None), entry("web", None)]).is_err());
         assert!(validate(&[entry("web", Some(&[]))]).is_err());
-        assert!(validate(&[entry("web", Some(&["a", "a"]))]).is_err());
         assert_eq!(
             describe(&[entry("web", None), entry("api", Some(&["staging"]))]),
             "projects web, api (staging)"

@@ -24,7 +24,8 @@ pub struct NewToken {
     /// The projects (and, in each, optionally the environments) the token
     /// may act in; omitted, every project of its owner's. A project made
     /// after the token is outside it, whatever its name. A scoped token may
-    /// only create tokens within its scope.
+    /// only create tokens within its scope. Entries add up.
+    #[schema(min_items = 1)]
     pub scope: Option<Vec<ScopeEntry>>,
 }
 
