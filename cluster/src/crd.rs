@@ -560,6 +560,15 @@ pub const OUTCOME_ROLLED_BACK: &str = "rolled_back";
 pub const OUTCOME_SUPERSEDED: &str = "superseded";
 
 impl App {
+    /// What the controller last found of its hosts' certificates (its
+    /// status; none before it looked).
+    pub fn certificates(&self) -> &[CertificateFinding] {
+        self.status
+            .as_ref()
+            .map(|status| status.certificates.as_slice())
+            .unwrap_or_default()
+    }
+
     /// The revision the next change of this App makes, whoever writes it.
     pub fn next_revision(&self) -> i64 {
         self.spec.release.revision + 1
@@ -717,10 +726,7 @@ pub mod object_names {
     /// secrets it makes ([`is_certificate_secret`]). At most 63 characters,
     /// so cert-manager's Certificate of that name is a label too.
     pub fn certificate_secret(app: &str, hostname: &str) -> String {
-        use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(hostname.as_bytes());
-        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        format!("{app}--tls-{hex}")
+        format!("{app}--tls-{}", short_digest(hostname))
     }
     /// Whether a Secret's name has the form of [`certificate_secret`].
     pub fn is_certificate_secret(name: &str) -> bool {
@@ -735,10 +741,13 @@ pub mod object_names {
     /// The Job of a build: short enough to be a label (`job-name`) whatever
     /// the Build's name, which it is derived from.
     pub fn build_job(build: &str) -> String {
+        format!("build-{}", short_digest(build))
+    }
+    /// 16 hex digits of the SHA-256 of `text`: a name's fixed-length part.
+    fn short_digest(text: &str) -> String {
         use sha2::{Digest, Sha256};
-        let digest = Sha256::digest(build.as_bytes());
-        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-        format!("build-{hex}")
+        let digest = Sha256::digest(text.as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
     }
 }
 

@@ -111,19 +111,16 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     let mut plan = releases::plan_release(&app, &context.client, &settings).await?;
     let hosts = render::hosts_of(&checked, &settings);
     let certificates = certificates::look(&app, &hosts, &context.client).await;
-    let checked = checked.with_certificates(&certificates);
-    let target = match render_target(&app, &checked, &plan.runs, &settings, &certificates) {
-        Ok(target) => target,
-        Err(held) => {
-            plan.memory.certificates = certificates.clone();
-            return report_nothing_runs(&app, &context, held, plan.memory).await;
-        }
-    };
-    let applied = apply_all(target.app, &target.rendered, &context).await;
+    plan.memory.certificates = certificates.clone();
     let waiting_for_certificates = certificates
         .iter()
         .any(|finding| finding.state == CertificateState::Pending);
-    plan.memory.certificates = certificates;
+    let checked = checked.with_certificates(&certificates);
+    let target = match render_target(&app, &checked, &plan.runs, &settings, &certificates) {
+        Ok(target) => target,
+        Err(held) => return report_nothing_runs(&app, &context, held, plan.memory).await,
+    };
+    let applied = apply_all(target.app, &target.rendered, &context).await;
     let action = report_status(&app, &context, target, plan.memory, applied).await?;
     // cert-manager's Secrets are not watched: while one is awaited, look again soon.
     Ok(if waiting_for_certificates {

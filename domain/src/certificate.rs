@@ -153,10 +153,17 @@ impl CertificateFinding {
         }
     }
 
+    /// The finding of `hostname` among `findings`, if there is one.
+    pub fn for_host<'a>(findings: &'a [Self], hostname: &str) -> Option<&'a Self> {
+        findings.iter().find(|finding| finding.hostname == hostname)
+    }
+}
+
+impl CertificateStanding {
     /// What the domain check says of a hostname the controller has not
     /// looked at yet (added by the last change).
-    pub fn not_looked_at() -> CertificateStanding {
-        CertificateStanding {
+    pub fn not_looked_at() -> Self {
+        Self {
             state: CertificateState::Pending,
             not_after: None,
             message: "the controller has not looked at this hostname's certificate yet".to_owned(),

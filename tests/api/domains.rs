@@ -37,7 +37,7 @@ async fn app_with_domains(app: &TestApp, domains: &[&str]) -> String {
 }
 
 /// The entries of a check, by hostname, after checking the order.
-async fn check(app: &TestApp, path: &str, hostnames: &[&str]) -> Vec<Value> {
+pub(crate) async fn check(app: &TestApp, path: &str, hostnames: &[&str]) -> Vec<Value> {
     let answer = app
         .get(&format!("{path}/domains"))
         .by(&app.owner)

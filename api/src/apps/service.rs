@@ -124,23 +124,18 @@ pub async fn check_domains(
     caller: &Principal,
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
-    use berth_domain::certificate::CertificateFinding;
+    use berth_domain::certificate::{CertificateFinding, CertificateStanding};
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let hostnames: Vec<String> = (app.spec.config.hostnames())
         .map(|host| host.as_str().to_owned())
         .collect();
-    let found = app
-        .status
-        .as_ref()
-        .map(|status| status.certificates.as_slice())
-        .unwrap_or_default();
     let now = jiff::Timestamp::now();
     checker
         .check(&hostnames, |hostname| {
-            found
-                .iter()
-                .find(|finding| finding.hostname == hostname)
-                .map_or_else(CertificateFinding::not_looked_at, |finding| finding.at(now))
+            CertificateFinding::for_host(app.certificates(), hostname)
+                .map_or_else(CertificateStanding::not_looked_at, |finding| {
+                    finding.at(now)
+                })
                 .into()
         })
         .await

@@ -481,7 +481,7 @@ async fn within_scope<S: Send + Sync>(
         }
         Reach::ProjectOfLimitedEntry | Reach::Inside => {}
     }
-    made_before_the_token(parts, caller, &project, scope.since).await
+    made_before_the_token(parts, caller, &project, scope).await
 }
 
 /// The project of that name was made before the token (or is missing, which
@@ -491,10 +491,14 @@ async fn made_before_the_token(
     parts: &Parts,
     caller: &Principal,
     project: &str,
-    since: i64,
+    scope: &TokenScope,
 ) -> Result<(), ApiError> {
     let Some(cluster) = parts.extensions.get::<Arc<crate::access::ClusterAccess>>() else {
-        return Ok(());
+        // The pipeline puts it there for every request: never let a scoped
+        // call through unchecked.
+        return Err(ApiError::Internal(
+            "the scope of a token cannot be checked: no cluster access in the request".into(),
+        ));
     };
     let Ok(name) = berth_domain::names::ProjectName::parse(project) else {
         return Ok(());
@@ -505,13 +509,8 @@ async fn made_before_the_token(
         Err(ApiError::NotFound(_)) => return Ok(()),
         Err(error) => return Err(error),
     };
-    let made = found
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|at| at.0.as_second())
-        .unwrap_or(i64::MAX);
-    if made > since {
+    let made = (found.metadata.creation_timestamp.as_ref()).map(|at| at.0.as_second());
+    if !scope.predates(made) {
         return Err(ApiError::NotFound(Missing::Project {
             project: project.to_owned(),
         }));
@@ -525,7 +524,7 @@ async fn made_before_the_token(
     _parts: &Parts,
     _caller: &Principal,
     _project: &str,
-    _since: i64,
+    _scope: &TokenScope,
 ) -> Result<(), ApiError> {
     Ok(())
 }

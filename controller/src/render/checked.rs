@@ -108,11 +108,7 @@ impl<'a> CheckedApp<'a> {
             processes,
             volumes,
             domains,
-            certificates: app
-                .status
-                .as_ref()
-                .map(|status| status.certificates.as_slice())
-                .unwrap_or_default(),
+            certificates: app.certificates(),
         })
     }
 

@@ -150,7 +150,8 @@ pub enum DefaultHostCertificate {
     Issuer,
     /// This Secret of the app's namespace, which the operator provides: the
     /// same in every app's `tls` entry. Never with an issuer (cert-manager
-    /// would issue a certificate into it).
+    /// would issue a certificate into it), and never a wildcard shared by
+    /// tenants: an app may read any Secret of its namespace.
     Secret(String),
 }
 
@@ -225,9 +226,8 @@ impl ServedHost {
         match &self.certificate {
             HostCertificate::NotServed | HostCertificate::None => false,
             HostCertificate::IngressDefault | HostCertificate::Operator { .. } => true,
-            HostCertificate::Issued { .. } => findings.iter().any(|finding| {
-                finding.hostname == self.host && finding.state == CertificateState::Issued
-            }),
+            HostCertificate::Issued { .. } => CertificateFinding::for_host(findings, &self.host)
+                .is_some_and(|finding| finding.state == CertificateState::Issued),
         }
     }
 }

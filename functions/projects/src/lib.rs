@@ -55,11 +55,9 @@ async fn list_projects(
         records.retain(|record| {
             berth_domain::scope::reach(&scope.entries, &record.name, None)
                 != berth_domain::scope::Reach::OutsideProject
-                && record
-                    .created_at
-                    .as_deref()
-                    .and_then(berth_domain::clock::parse_rfc3339)
-                    .is_some_and(|made| made <= scope.since)
+                && scope.predates(
+                    (record.created_at.as_deref()).and_then(berth_domain::clock::parse_rfc3339),
+                )
         });
     }
     Ok(Json(records))

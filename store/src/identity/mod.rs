@@ -61,6 +61,14 @@ pub struct TokenScope {
     pub since: i64,
 }
 
+impl TokenScope {
+    /// Whether a project made at `made` (Unix seconds; unknown: never) was
+    /// there when the token was made: the only projects it may reach.
+    pub fn predates(&self, made: Option<i64>) -> bool {
+        made.is_some_and(|made| made <= self.since)
+    }
+}
+
 /// The outcome of looking at a request's credentials, decided once per request.
 #[derive(Debug, Clone)]
 pub enum Authentication {
@@ -92,20 +100,16 @@ impl Principal {
 
     /// `forbidden`, naming the permission, unless the caller holds it.
     pub fn require(&self, permission: Permission) -> Result<(), berth_domain::ApiError> {
-        match self.ceiling {
-            _ if self.can(permission) => Ok(()),
-            Some(ceiling) if self.user.role.grants(permission) => {
-                Err(berth_domain::ApiError::Forbidden(format!(
-                    "this needs the {} permission, and this token is limited to {}",
-                    permission.as_str(),
-                    ceiling.as_str()
-                )))
-            }
-            _ => Err(berth_domain::ApiError::Forbidden(format!(
-                "this needs the {} permission",
-                permission.as_str()
-            ))),
+        if self.can(permission) {
+            return Ok(());
         }
+        let needs = format!("this needs the {} permission", permission.as_str());
+        // The role would do: the token's ceiling is what stops it.
+        let stopped_by = self.ceiling.filter(|_| self.user.role.grants(permission));
+        Err(berth_domain::ApiError::Forbidden(match stopped_by {
+            Some(ceiling) => format!("{needs}, and this token is limited to {}", ceiling.as_str()),
+            None => needs,
+        }))
     }
 
     /// `forbidden` for a token with a ceiling or a scope: what only the
