@@ -51,6 +51,40 @@ pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<ProjectRec
     Ok(records)
 }
 
+/// A project of the organization as grants and tokens name it: its uid,
+/// and when it was made (Unix seconds).
+#[derive(Debug, Clone)]
+pub struct ProjectIdentity {
+    pub name: ProjectName,
+    pub uid: String,
+    pub created: i64,
+}
+
+impl ProjectIdentity {
+    pub fn granted(&self) -> berth_store::identity::project_roles::GrantedProject<'_> {
+        berth_store::identity::project_roles::GrantedProject {
+            name: &self.name,
+            uid: &self.uid,
+        }
+    }
+}
+
+/// The project's identity; another organization's is not found.
+pub async fn identify(
+    client: &kube::Client,
+    org: &OrgName,
+    name: &ProjectName,
+) -> Result<ProjectIdentity, ApiError> {
+    let project = cluster_projects::get_visible(client, org, name).await?;
+    Ok(ProjectIdentity {
+        name: name.clone(),
+        uid: project
+            .uid()
+            .ok_or_else(|| ApiError::Internal(format!("project {name} has no uid")))?,
+        created: (project.metadata.creation_timestamp.as_ref()).map_or(0, |at| at.0.as_second()),
+    })
+}
+
 pub async fn get(
     client: &kube::Client,
     org: &OrgName,

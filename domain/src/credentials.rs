@@ -103,6 +103,33 @@ pub fn user_of_session_secret(secret: &str) -> Option<&str> {
     .filter(|id| valid_user_id(id))
 }
 
+/// A project's deploy token: `brd_`, 32 base62 characters, `_`, then the
+/// project's uid, so that authenticating reads the token's item (kept with
+/// the project's other deploy tokens) in one round trip.
+pub fn new_deploy_token(project_uid: &str) -> String {
+    format!(
+        "{DEPLOY_TOKEN_PREFIX}{}_{project_uid}",
+        random_base62(DEPLOY_TOKEN_SECRET_LEN)
+    )
+}
+
+pub const DEPLOY_TOKEN_PREFIX: &str = "brd_";
+const DEPLOY_TOKEN_SECRET_LEN: usize = 32;
+/// Kubernetes uids are UUIDs (36 characters); a uid is held to this before
+/// it becomes a key.
+const MAX_UID_LEN: usize = 64;
+
+/// The project uid inside a well-formed deploy token.
+pub fn project_of_deploy_token(token: &str) -> Option<&str> {
+    let body = token.strip_prefix(DEPLOY_TOKEN_PREFIX)?;
+    let (secret, rest) = body.split_at_checked(DEPLOY_TOKEN_SECRET_LEN)?;
+    let uid = rest.strip_prefix('_')?;
+    let well_formed = secret.bytes().all(|b| b.is_ascii_alphanumeric())
+        && (1..=MAX_UID_LEN).contains(&uid.len())
+        && uid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    well_formed.then_some(uid)
+}
+
 /// Hex SHA-256: what is stored instead of a bearer secret.
 pub fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
@@ -125,6 +152,18 @@ mod tests {
         assert!(token.starts_with("brt_"));
         assert!(token[4..].bytes().all(|b| b.is_ascii_alphanumeric()));
         assert_eq!(user_of_api_token(&token), Some(user.as_str()));
+    }
+
+    #[test]
+    fn deploy_tokens_carry_their_project() {
+        let uid = "0f8e2c9a-5b1d-4c3e-9a7f-2d6b8e1c4a90";
+        let token = new_deploy_token(uid);
+        assert!(token.starts_with("brd_"));
+        assert_eq!(project_of_deploy_token(&token), Some(uid));
+        assert_eq!(project_of_deploy_token(&format!("brd_{}_", "a".repeat(32))), None);
+        assert_eq!(project_of_deploy_token(&format!("brd_{}_a#b", "a".repeat(32))), None);
+        assert_eq!(project_of_deploy_token(&format!("brd_{}x{uid}", "a".repeat(32))), None);
+        assert_eq!(project_of_deploy_token(&token.replacen("brd_", "brt_", 1)), None);
     }
 
     #[test]

@@ -127,6 +127,16 @@ pub enum Missing {
     Member {
         member: String,
     },
+    /// A member without a role in the project (`removeProjectMember`).
+    ProjectMember {
+        project: String,
+        member: String,
+    },
+    /// A deploy token of a project, by id.
+    DeployToken {
+        project: String,
+        token: String,
+    },
     /// An app without a webhook (`getWebhook`, `deleteWebhook`).
     Webhook {
         project: String,
@@ -184,6 +194,22 @@ impl std::fmt::Display for Missing {
                 ),
             Self::Token { token } => write!(f, "token `{token}` not found"),
             Self::Member { member } => write!(f, "member `{member}` not found"),
+            Self::ProjectMember { project, member } => {
+                write!(f, "member `{member}` has no role in project `{project}`")
+            }
+            // A token itself put where its id belongs is never repeated.
+            Self::DeployToken { project, token }
+                if token.starts_with(crate::credentials::DEPLOY_TOKEN_PREFIX) =>
+            {
+                write!(
+                    f,
+                    "deploy token not found in project `{project}`: the path takes a token's id \
+                     (from its list), not the token itself"
+                )
+            }
+            Self::DeployToken { project, token } => {
+                write!(f, "deploy token `{token}` not found in project `{project}`")
+            }
             Self::Webhook {
                 project,
                 environment,

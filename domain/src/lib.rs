@@ -39,7 +39,7 @@ pub mod telemetry;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;
-pub use roles::{Ceiling, Permission, Role};
+pub use roles::{Ceiling, Permission, ProjectRole, Role};
 
 /// The description's schema of a string a parser here takes: its lengths
 /// (in characters, as `minLength` and `maxLength` count them), its pattern

@@ -283,6 +283,13 @@ label_name!(
 );
 
 label_name!(
+    /// A deploy token's name: a DNS label of 1 to 40 characters, unique in
+    /// its project. It names the token's calls, as an actor's email would
+    /// (`{token}@{project}.deploy.invalid`), so it is a label.
+    DeployTokenName = Label::dns1123(40)
+);
+
+label_name!(
     /// A namespace's name: a DNS label of 1 to 63 characters.
     NamespaceName = OBJECT_NAME
 );

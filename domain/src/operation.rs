@@ -56,6 +56,14 @@ operations! {
     CreateProject => "createProject", Needs(ProjectWrite);
     GetProject => "getProject", Needs(Read);
     DeleteProject => "deleteProject", Needs(ProjectWrite);
+    ListProjectMembers => "listProjectMembers", Needs(Read);
+    // `member-manage` is the organization's: no project role gives it.
+    SetProjectMember => "setProjectMember", Needs(MemberManage);
+    RemoveProjectMember => "removeProjectMember", Needs(MemberManage);
+    ListDeployTokens => "listDeployTokens", Needs(ProjectWrite);
+    CreateDeployToken => "createDeployToken", Needs(ProjectWrite);
+    DeleteDeployToken => "deleteDeployToken", Needs(ProjectWrite);
+    ListProjectAuditEvents => "listProjectAuditEvents", Needs(AuditRead);
     ListEnvironments => "listEnvironments", Needs(Read);
     CreateEnvironment => "createEnvironment", Needs(EnvWrite);
     GetEnvironment => "getEnvironment", Needs(Read);

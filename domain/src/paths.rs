@@ -38,6 +38,26 @@ pub struct ProjectPath {
     pub project: ProjectName,
 }
 
+/// A member's role in a project: `/projects/{project}/members/{member}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProjectMemberPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The member's user id.
+    pub member: String,
+}
+
+/// A project's deploy token: `/projects/{project}/tokens/{token}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct DeployTokenPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The token's id.
+    pub token: String,
+}
+
 /// An environment of a project: `…/environments/{environment}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// No permission in the organization: what a member holding only
+    /// project roles has outside those projects.
+    Member,
     Viewer,
     Operator,
     Developer,
@@ -31,7 +34,8 @@ pub enum Permission {
 }
 
 impl Role {
-    pub const ALL: [Role; 5] = [
+    pub const ALL: [Role; 6] = [
+        Role::Member,
         Role::Viewer,
         Role::Operator,
         Role::Developer,
@@ -41,6 +45,7 @@ impl Role {
 
     pub fn as_str(self) -> &'static str {
         match self {
+            Role::Member => "member",
             Role::Viewer => "viewer",
             Role::Operator => "operator",
             Role::Developer => "developer",
@@ -53,7 +58,8 @@ impl Role {
         Role::ALL.into_iter().find(|role| role.as_str() == value)
     }
 
-    /// The least role that holds each permission; roles are strictly ordered.
+    /// The least role that holds each permission; roles are strictly
+    /// ordered, and `member` holds none.
     pub fn grants(self, permission: Permission) -> bool {
         use Permission::*;
         let least = match permission {
@@ -69,7 +75,56 @@ impl Role {
     }
 }
 
+/// A member's role in one project: the organization roles below `owner`,
+/// whose permissions hold in that project's environments, apps, secrets,
+/// builds, webhooks and deploy tokens, and on the project itself. The
+/// organization's own permissions (`member-manage`, `manage-owners`) are
+/// never a project's to give.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ProjectRole {
+    Viewer,
+    Operator,
+    Developer,
+    Admin,
+}
+
+impl ProjectRole {
+    pub const ALL: [ProjectRole; 4] = [
+        ProjectRole::Viewer,
+        ProjectRole::Operator,
+        ProjectRole::Developer,
+        ProjectRole::Admin,
+    ];
+
+    /// The organization role whose permissions this one gives, in its project.
+    pub fn role(self) -> Role {
+        match self {
+            ProjectRole::Viewer => Role::Viewer,
+            ProjectRole::Operator => Role::Operator,
+            ProjectRole::Developer => Role::Developer,
+            ProjectRole::Admin => Role::Admin,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.role().as_str()
+    }
+
+    pub fn grants(self, permission: Permission) -> bool {
+        !permission.is_organizational() && self.role().grants(permission)
+    }
+}
+
 impl Permission {
+    /// A permission over the organization itself, which no project role
+    /// gives: managing its members (and their project roles), and its owners.
+    pub fn is_organizational(self) -> bool {
+        matches!(self, Permission::MemberManage | Permission::ManageOwners)
+    }
+
     /// Every permission, in the order of the guide's table of roles.
     pub const ALL: [Permission; 12] = [
         Permission::Read,
@@ -149,19 +204,19 @@ mod tests {
     /// The table of roles (`docs/guide.md`), row by row: which roles hold each permission.
     #[test]
     fn matches_the_design_table() {
-        let table: [(Permission, [bool; 5]); 12] = [
-            (Read, [true, true, true, true, true]),
-            (AppOperate, [false, true, true, true, true]),
-            (AppWrite, [false, true, true, true, true]),
-            (AppDeploy, [false, false, true, true, true]),
-            (SecretWrite, [false, false, true, true, true]),
-            (EnvWrite, [false, false, true, true, true]),
-            (SecretRead, [false, false, false, true, true]),
-            (EnvDeleteProtected, [false, false, false, true, true]),
-            (ProjectWrite, [false, false, false, true, true]),
-            (MemberManage, [false, false, false, true, true]),
-            (AuditRead, [false, false, false, true, true]),
-            (ManageOwners, [false, false, false, false, true]),
+        let table: [(Permission, [bool; 6]); 12] = [
+            (Read, [false, true, true, true, true, true]),
+            (AppOperate, [false, false, true, true, true, true]),
+            (AppWrite, [false, false, true, true, true, true]),
+            (AppDeploy, [false, false, false, true, true, true]),
+            (SecretWrite, [false, false, false, true, true, true]),
+            (EnvWrite, [false, false, false, true, true, true]),
+            (SecretRead, [false, false, false, false, true, true]),
+            (EnvDeleteProtected, [false, false, false, false, true, true]),
+            (ProjectWrite, [false, false, false, false, true, true]),
+            (MemberManage, [false, false, false, false, true, true]),
+            (AuditRead, [false, false, false, false, true, true]),
+            (ManageOwners, [false, false, false, false, false, true]),
         ];
         assert_eq!(table.map(|(permission, _)| permission), Permission::ALL);
         for (permission, expected) in table {
@@ -187,6 +242,26 @@ mod tests {
             );
         }
         assert_eq!(ManageOwners.as_str(), "manage-owners");
+    }
+
+    /// A project role gives its organization role's permissions, but never
+    /// the organization's own.
+    #[test]
+    fn a_project_role_gives_no_organizational_permission() {
+        for role in ProjectRole::ALL {
+            for permission in Permission::ALL {
+                assert_eq!(
+                    role.grants(permission),
+                    role.role().grants(permission) && !permission.is_organizational(),
+                    "{role:?} {}",
+                    permission.as_str()
+                );
+            }
+        }
+        assert!(ProjectRole::Admin.grants(AuditRead));
+        assert!(ProjectRole::Admin.grants(ProjectWrite));
+        assert!(!ProjectRole::Admin.grants(MemberManage));
+        assert!(!Role::Member.grants(Read));
     }
 
     #[test]

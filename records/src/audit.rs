@@ -81,10 +81,53 @@ pub struct AuditEvent {
     pub status: Option<u16>,
     pub ip: Option<String>,
     pub request_id: Option<String>,
+    /// The project the call's path names (events of calls made before
+    /// events named their project have none).
+    #[serde(default)]
+    pub project: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AuditPage {
     pub events: Vec<AuditEvent>,
     pub next_before: Option<u64>,
+}
+
+/// The most events a page holds.
+pub const MAX_PAGE: u32 = 200;
+/// The events a page holds unless `limit` says.
+pub const DEFAULT_PAGE: u32 = 50;
+
+/// Which page of a log to read.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// Events per page, 1 to 200; 50 by default.
+    #[param(minimum = 1, maximum = 200)]
+    pub limit: Option<u32>,
+    /// Only events older than this `seq` (the previous page's `next_before`).
+    pub before: Option<u64>,
+}
+
+impl PageQuery {
+    /// The page's size and where it starts, or why they cannot be.
+    pub fn checked(&self) -> Result<(u32, Option<u64>), berth_domain::ApiError> {
+        let limit = self.limit.unwrap_or(DEFAULT_PAGE);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(berth_domain::ApiError::InvalidRequest(format!(
+                "limit: must be 1 to {MAX_PAGE}"
+            )));
+        }
+        if self
+            .before
+            .is_some_and(|before| i64::try_from(before).is_err())
+        {
+            return Err(berth_domain::ApiError::InvalidRequest(format!(
+                "before: must be 0 to {}",
+                i64::MAX
+            )));
+        }
+        Ok((limit, self.before))
+    }
 }

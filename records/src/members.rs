@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use berth_domain::Role;
+use berth_domain::names::ProjectName;
+use berth_domain::{ProjectRole, Role};
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,9 +34,40 @@ pub struct MemberRecord {
     pub id: String,
     pub email: String,
     pub display_name: Option<String>,
+    /// The role in the organization; `member` gives nothing beyond the
+    /// member's project roles.
     pub role: Role,
     pub must_change_password: bool,
     pub active: bool,
+    /// The member's roles in single projects, by project name.
+    pub projects: Vec<ProjectGrantRecord>,
+}
+
+/// A member's role in one project.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct ProjectGrantRecord {
+    pub project: ProjectName,
+    pub role: ProjectRole,
+}
+
+/// The body that gives a member a role in a project, or changes it.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectRoleChange {
+    pub role: ProjectRole,
+}
+
+/// A member holding a role in a project: who, and the two roles that
+/// together decide what the member may do there (the greater wins).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct ProjectMemberRecord {
+    pub id: String,
+    pub email: String,
+    pub display_name: Option<String>,
+    /// The role in the organization.
+    pub organization_role: Role,
+    /// The role in this project.
+    pub role: ProjectRole,
 }
 
 /// A new account and the temporary password it was given, shown this once.

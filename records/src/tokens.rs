@@ -1,6 +1,7 @@
 //! An API token: the body that makes one, its record, and the token made.
 
 use berth_domain::Ceiling;
+use berth_domain::names::{DeployTokenName, EnvironmentName, ProjectName};
 use berth_domain::scope::ScopeEntry;
 use serde::{Deserialize, Serialize};
 
@@ -50,5 +51,55 @@ pub struct CreatedToken {
     #[serde(flatten)]
     pub record: TokenRecord,
     /// The secret (`brt_` and 40 base62 characters), shown only here.
+    pub token: String,
+}
+
+/// The body that makes a project's deploy token.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewDeployToken {
+    /// Unique in the project; the token's calls are made as
+    /// `{name}@{project}.deploy.invalid`.
+    pub name: DeployTokenName,
+    /// Never expires when omitted.
+    #[schema(minimum = 1, maximum = 365)]
+    pub expires_in_days: Option<u32>,
+    /// The most the token may do: `read` or `deploy`; omitted, an admin's
+    /// rights in the project.
+    pub ceiling: Option<Ceiling>,
+    /// Only these environments of the project; omitted, all of them.
+    #[schema(min_items = 1)]
+    pub environments: Option<Vec<EnvironmentName>>,
+}
+
+/// A project's deploy token: owned by the project, not by the member who
+/// made it, whom it outlives.
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DeployTokenRecord {
+    pub id: String,
+    pub name: DeployTokenName,
+    pub project: ProjectName,
+    pub prefix: String,
+    /// Who the token's calls are made as: `getCurrentUser`'s `email`, the
+    /// audit events' and the releases' `actor`.
+    pub actor: String,
+    /// The email of the member who made it.
+    pub created_by: String,
+    pub created_at: String,
+    pub expires_at: Option<String>,
+    pub last_used_at: Option<String>,
+    /// `read` or `deploy`; `null`: an admin's rights in the project.
+    pub ceiling: Option<Ceiling>,
+    /// `null`: every environment of the project.
+    pub environments: Option<Vec<EnvironmentName>>,
+}
+
+/// A created deploy token: its record, and the secret shown this once.
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreatedDeployToken {
+    #[serde(flatten)]
+    pub record: DeployTokenRecord,
+    /// The secret (`brd_`, 32 base62 characters, `_`, the project's uid),
+    /// shown only here.
     pub token: String,
 }

@@ -23,8 +23,7 @@ use crate::{Store, keys};
 use berth_domain::{ApiError, clock};
 use berth_records::audit::{ActorKind, AuditEvent, AuditPage, Outcome};
 
-pub const MAX_PAGE: u32 = 200;
-pub const DEFAULT_PAGE: u32 = 50;
+pub use berth_records::audit::{DEFAULT_PAGE, MAX_PAGE};
 
 /// What storing one event costs: take the `seq`, store the event.
 pub const ROUND_TRIPS_PER_EVENT: usize = 2;
@@ -50,15 +49,28 @@ pub struct Call {
     pub status: u16,
     pub ip: Option<String>,
     pub request_id: String,
+    /// The project the call's path names.
+    pub project: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct EventItem {
     pk: String,
     sk: String,
+    /// The project's partition of index `gsi1`, for an event concerning a
+    /// project: its admins' page is one query of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gsi1pk: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gsi1sk: Option<String>,
     #[serde(flatten)]
     event: AuditEvent,
 }
+
+/// How long an event may take to reach index `gsi1` after it is stored
+/// (DynamoDB propagates to global secondary indexes asynchronously,
+/// usually within a second).
+const INDEX_LAG: Duration = Duration::from_secs(2);
 
 /// An event that could not be stored: everything needed to store it later.
 #[derive(Debug, Serialize, Deserialize)]
@@ -148,9 +160,12 @@ impl AuditLog {
     /// Stores an event under its `seq`; `false` if that `seq` was already
     /// stored (by an earlier attempt whose answer was lost, or a replay).
     async fn store_event(&self, org: &str, event: &AuditEvent) -> Result<bool, ApiError> {
+        let sk = keys::audit_event_sk(event.seq);
         let item = EventItem {
             pk: keys::audit(org),
-            sk: keys::audit_event_sk(event.seq),
+            gsi1pk: (event.project.as_deref()).map(|project| keys::audit_of_project(org, project)),
+            gsi1sk: event.project.as_ref().map(|_| sk.clone()),
+            sk,
             event: event.clone(),
         };
         let put = self
@@ -314,6 +329,86 @@ impl AuditLog {
         }
         Ok(shown.finish())
     }
+
+    /// A page of the events concerning one project (by name) since it was
+    /// made (`since`, Unix milliseconds: events of an earlier project of
+    /// the name are older), newest first, older than `before`: one query of
+    /// the project's partition of index `gsi1`, whatever the rest of the
+    /// organization's log holds.
+    ///
+    /// The index cannot show a `seq` that is taken but not yet stored (the
+    /// organization's page holds back what is above one), so events are
+    /// shown once they can no longer be passed by: [`SETTLED_AFTER`] and
+    /// [`INDEX_LAG`] after they happened.
+    pub async fn project_page(
+        &self,
+        org: &str,
+        project: &str,
+        since: i64,
+        limit: u32,
+        before: Option<u64>,
+    ) -> Result<AuditPage, ApiError> {
+        let limit = limit.clamp(1, MAX_PAGE) as usize;
+        let query = self
+            .store
+            .client()
+            .query()
+            .table_name(self.store.table())
+            .index_name(keys::GSI1)
+            .expression_attribute_values(":pk", store::s(keys::audit_of_project(org, project)))
+            .expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX))
+            .scan_index_forward(false);
+        let query = match before {
+            Some(0 | 1) => {
+                return Ok(AuditPage {
+                    events: Vec::new(),
+                    next_before: None,
+                });
+            }
+            Some(before) => query
+                .key_condition_expression("gsi1pk = :pk AND gsi1sk BETWEEN :lowest AND :highest")
+                .expression_attribute_values(
+                    ":highest",
+                    store::s(keys::audit_event_sk(before - 1)),
+                ),
+            None => query.key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :lowest)"),
+        };
+        let settled = SETTLED_AFTER + INDEX_LAG;
+        let settled_before =
+            clock::unix_millis() - i64::try_from(settled.as_millis()).unwrap_or(i64::MAX);
+        let mut events = Vec::with_capacity(limit + 1);
+        let mut start = None;
+        'reading: loop {
+            let page = query
+                .clone()
+                .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            for item in page.items.unwrap_or_default() {
+                let event = store::from_item::<EventItem>(item)?.event;
+                if event.at < since {
+                    break 'reading;
+                }
+                if event.at < settled_before {
+                    events.push(event);
+                }
+                if events.len() > limit {
+                    break 'reading;
+                }
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        let next_before = (events.len() > limit).then(|| events[limit - 1].seq);
+        events.truncate(limit);
+        Ok(AuditPage {
+            events,
+            next_before,
+        })
+    }
 }
 
 /// Collects a page from events read newest first, dropping those above a
@@ -407,6 +502,7 @@ fn event_of(call: &Call, seq: u64) -> AuditEvent {
         status: Some(call.status),
         ip: call.ip.clone(),
         request_id: Some(call.request_id.clone()),
+        project: call.project.clone(),
     }
 }
 

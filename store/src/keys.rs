@@ -6,10 +6,12 @@
 //! | user profile | `USER#{id}` | `PROFILE` (index `gsi1`: `MEMBERS#{org}` / email) |
 //! | session | `USER#{id}` | `SESSION#{sha256}` (TTL) |
 //! | API token | `USER#{id}` | `TOKEN#{sha256}` (TTL when it expires) |
+//! | deploy token of a project | `PROJECT#{project uid}` | `TOKEN#{sha256}` (TTL when it expires) |
+//! | deploy token's name in its project | `PROJECT#{project uid}` | `TOKENNAME#{name}` (TTL as its token) |
 //! | email → user | `EMAIL#{email}` | `EMAIL` |
 //! | login throttle | `THROTTLE#{EMAIL or IP}#{subject}` | `THROTTLE` (TTL) |
 //! | audit counter | `AUDIT#{org}` | `COUNTER` |
-//! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` |
+//! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` (index `gsi1`, of an event concerning a project: `AUDIT#{org}#PROJECT#{project}` / its sk) |
 //! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
 //! | app release | `RELEASES#{app uid}` | `REV#{revision, 12 digits}` |
 //! | hostname claim | `HOST#{hostname}` | `HOST` |
@@ -63,6 +65,18 @@ pub fn token_sk(digest: &str) -> String {
     format!("{TOKEN_SK_PREFIX}{digest}")
 }
 
+/// A project's deploy tokens, by the project's uid: the partition the
+/// token's own uid names, and that its admins list.
+pub fn project(project_uid: &str) -> String {
+    format!("PROJECT#{project_uid}")
+}
+
+pub const TOKEN_NAME_SK_PREFIX: &str = "TOKENNAME#";
+
+pub fn token_name_sk(name: &str) -> String {
+    format!("{TOKEN_NAME_SK_PREFIX}{name}")
+}
+
 pub fn email(email: &str) -> String {
     format!("EMAIL#{email}")
 }
@@ -77,6 +91,12 @@ pub fn throttle(kind: &str, subject: &str) -> String {
 
 pub fn audit(org: &str) -> String {
     format!("AUDIT#{org}")
+}
+
+/// The partition of index `gsi1` holding the events concerning one
+/// project of an organization, by name.
+pub fn audit_of_project(org: &str, project: &str) -> String {
+    format!("AUDIT#{org}#PROJECT#{project}")
 }
 
 pub fn audit_event_sk(seq: u64) -> String {

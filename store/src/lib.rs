@@ -315,7 +315,6 @@ impl Store {
         ))
     }
 
-    /// Writes a new item; fails (as a storage error) if one with its key exists.
     /// One item, read consistently.
     pub async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
         let output = self
@@ -345,6 +344,7 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a new item; fails (as a storage error) if one with its key exists.
     pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
         self.client
             .put_item()

@@ -465,6 +465,7 @@ fn call_of(action: &'static str) -> Call {
         status: 200,
         ip: None,
         request_id: uuid::Uuid::new_v4().to_string(),
+        project: None,
     }
 }
 

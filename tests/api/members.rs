@@ -40,7 +40,7 @@ async fn invite_then_sign_in_with_the_temporary_password() {
         entry,
         json!({
             "id": id, "email": "dev@example.org", "display_name": "Dev", "role": "developer",
-            "must_change_password": true, "active": true
+            "must_change_password": true, "active": true, "projects": []
         })
     );
     assert!(

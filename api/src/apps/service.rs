@@ -290,6 +290,7 @@ pub async fn promote(
             "environment: promote to another environment of the project".into(),
         ));
     }
+    caller.require_reach(path.project.as_str(), target_environment.as_str())?;
     let target_path = AppPath {
         project: path.project.clone(),
         environment: target_environment.clone(),

@@ -14,7 +14,7 @@ use berth_domain::names::OBJECT_NAME;
 use berth_domain::scope::Reach;
 use berth_domain::{ApiError, Operation};
 use berth_records::object;
-use berth_store::identity::{Authentication, Principal, TokenScope};
+use berth_store::identity::{Authentication, Principal};
 
 use super::whole_numbers;
 
@@ -101,10 +101,11 @@ where
             .await
             .map_err(|_| ApiError::NotFound(Missing::Route))?;
         // A secret's name is the rules of `secrets`' own: a new one that
-        // breaks them is 422, one to delete 404.
-        let possible = raw
-            .iter()
-            .all(|(name, value)| name == "secret" || OBJECT_NAME.holds(value));
+        // breaks them is 422, one to delete 404. Members and tokens are
+        // named by ids, which their handlers look up.
+        let possible = raw.iter().all(|(name, value)| {
+            matches!(name, "secret" | "member" | "token") || OBJECT_NAME.holds(value)
+        });
         if !possible {
             return Err(ApiError::NotFound(missing_named_by(&raw)));
         }
@@ -375,6 +376,10 @@ pub fn query_rejection(rejection: QueryRejection) -> ApiError {
 
 /// The authenticated caller. Rejects anonymous and revoked credentials (401)
 /// and, while the password must change, every operation but the few allowed (403).
+/// Where a request acts in a project, the caller's role there is found
+/// here (its grants name the project's uid), and a caller limited to some
+/// projects is held to them: every operation is checked in this one place,
+/// before its handler.
 #[derive(Debug, Clone)]
 pub struct Caller(pub Arc<Principal>);
 
@@ -390,14 +395,32 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 {
                     return Err(ApiError::PasswordChangeRequired);
                 }
-                let caller = Caller(principal.clone());
-                if let Some(permission) = operation.and_then(Operation::minimum_permission) {
+                let raw = RawPathParams::from_request_parts(parts, state).await.ok();
+                let param = |wanted: &str| {
+                    raw.iter()
+                        .flat_map(|raw| raw.iter())
+                        .find(|(name, _)| *name == wanted)
+                        .map(|(_, value)| value.to_owned())
+                };
+                let needs = operation.and_then(Operation::minimum_permission);
+                let caller = match param("project") {
+                    Some(project) => {
+                        let place = Place {
+                            project,
+                            environment: param("environment"),
+                        };
+                        in_project(parts, principal, &place, needs).await?
+                    }
+                    None if principal.limited_to_projects() => {
+                        outside_projects(&principal, operation)?;
+                        return Ok(Caller(principal));
+                    }
+                    None => principal,
+                };
+                if let Some(permission) = needs {
                     caller.require(permission)?;
                 }
-                if let Some(scope) = &principal.scope {
-                    within_scope(parts, state, &caller, scope, operation).await?;
-                }
-                Ok(caller)
+                Ok(Caller(caller))
             }
             Some(Authentication::Unavailable) => Err(ApiError::StorageUnavailable(
                 "credentials could not be checked".into(),
@@ -407,126 +430,167 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-/// The operations a scoped token may call outside its projects: about
-/// itself, its owner's tokens, and what every project shares (templates,
-/// health). The list of projects is cut to the scope by its handler.
-fn open_to_scoped_tokens(operation: Operation) -> bool {
+/// Where a request acts, by its path.
+struct Place {
+    project: String,
+    environment: Option<String>,
+}
+
+/// The operations a caller limited to projects (a scoped token, a member
+/// whose organization role is `member`) may call outside them: about
+/// itself, and what every project shares (templates, health). The list of
+/// projects is cut to the caller's by its handler. A deploy token, which
+/// is no person, has no password and no personal tokens.
+fn open_outside_projects(caller: &Principal, operation: Operation) -> bool {
     use Operation::*;
-    matches!(
+    let personal = matches!(
         operation,
-        GetCurrentUser
-            | Logout
-            | ChangePassword
-            | ListTokens
-            | CreateToken
-            | DeleteToken
-            | GetHealthDetails
-            | ListProjects
-            | ListTemplates
-    )
+        ChangePassword | ListTokens | CreateToken | DeleteToken
+    );
+    let shared = matches!(
+        operation,
+        GetCurrentUser | Logout | GetHealthDetails | ListProjects | ListTemplates
+    );
+    shared || (personal && !caller.is_deploy_token())
 }
 
-/// The scope check of a token limited to some projects, for every
-/// operation, before its handler: a project outside the scope is missing
-/// (`404`, as another organization's), as is one made after the token (a
-/// project deleted and made again under a name of the scope): reading its
-/// creation time is the scoped call's one cluster request. An operation
-/// not in a project is refused (`403`) unless it is open to scoped tokens.
-async fn within_scope<S: Send + Sync>(
-    parts: &mut Parts,
-    state: &S,
-    caller: &Principal,
-    scope: &TokenScope,
-    operation: Option<Operation>,
-) -> Result<(), ApiError> {
-    let raw = RawPathParams::from_request_parts(parts, state).await.ok();
-    let param = |wanted: &str| {
-        raw.iter()
-            .flat_map(|raw| raw.iter())
-            .find(|(name, _)| *name == wanted)
-            .map(|(_, value)| value.to_owned())
-    };
-    let limited_to = || {
-        format!(
-            "this token is limited to {}",
-            berth_domain::scope::describe(&scope.entries)
-        )
-    };
-    let Some(project) = param("project") else {
-        return match operation {
-            Some(operation) if open_to_scoped_tokens(operation) => Ok(()),
-            _ => Err(ApiError::Forbidden(format!(
-                "{}: it cannot act on the whole organization",
-                limited_to()
-            ))),
-        };
-    };
-    let environment = param("environment");
-    match berth_domain::scope::reach(&scope.entries, &project, environment.as_deref()) {
-        Reach::OutsideProject => return Err(ApiError::NotFound(Missing::Project { project })),
-        Reach::OutsideEnvironment => {
-            return Err(ApiError::NotFound(Missing::Environment {
-                project,
-                environment: environment.unwrap_or_default(),
-            }));
-        }
-        Reach::ProjectOfLimitedEntry
-            if operation.and_then(Operation::minimum_permission)
-                != Some(berth_domain::Permission::Read) =>
-        {
-            return Err(ApiError::Forbidden(format!(
-                "{}: it cannot change the project itself",
-                limited_to()
-            )));
-        }
-        Reach::ProjectOfLimitedEntry | Reach::Inside => {}
+/// A caller limited to projects, outside them: refused (`403`) unless the
+/// operation is open to it.
+fn outside_projects(caller: &Principal, operation: Option<Operation>) -> Result<(), ApiError> {
+    if operation.is_some_and(|operation| open_outside_projects(caller, operation)) {
+        return Ok(());
     }
-    made_before_the_token(parts, caller, &project, scope).await
+    Err(ApiError::Forbidden(match caller.limits() {
+        Some(limits) => format!("this token is limited to {limits}: it cannot act on the whole organization"),
+        None => "your role in the organization is member: it gives no permission outside \
+                 the projects you hold a role in"
+            .into(),
+    }))
 }
 
-/// The project of that name was made before the token (or is missing, which
-/// its handler says), read with the API's cluster identity.
+/// The caller as it stands in the request's project: held to its token's
+/// scope, and with its role there, if it holds one. A project outside a
+/// limited caller's reach is missing (`404`, as another organization's),
+/// as is one made after a scoped token (a project deleted and made again
+/// under a name of the scope) and one whose uid is not its grant's.
+/// Callers with neither a scope nor a grant of the project's name are
+/// answered without a request; the others with one cluster read.
+async fn in_project(
+    parts: &Parts,
+    principal: Arc<Principal>,
+    place: &Place,
+    needs: Option<berth_domain::Permission>,
+) -> Result<Arc<Principal>, ApiError> {
+    let missing = || {
+        ApiError::NotFound(Missing::Project {
+            project: place.project.clone(),
+        })
+    };
+    if let Some(scope) = &principal.scope {
+        let limited_to = || {
+            format!(
+                "this token is limited to {}",
+                berth_domain::scope::describe(&scope.entries)
+            )
+        };
+        match berth_domain::scope::reach(
+            &scope.entries,
+            &place.project,
+            place.environment.as_deref(),
+        ) {
+            Reach::OutsideProject => return Err(missing()),
+            Reach::OutsideEnvironment => {
+                return Err(ApiError::NotFound(Missing::Environment {
+                    project: place.project.clone(),
+                    environment: place.environment.clone().unwrap_or_default(),
+                }));
+            }
+            Reach::ProjectOfLimitedEntry if needs != Some(berth_domain::Permission::Read) => {
+                return Err(ApiError::Forbidden(format!(
+                    "{}: it cannot change the project itself",
+                    limited_to()
+                )));
+            }
+            Reach::ProjectOfLimitedEntry | Reach::Inside => {}
+        }
+    }
+    let grant = principal.grant_named(&place.project).cloned();
+    let member_only = principal.user.role == berth_domain::Role::Member;
+    if grant.is_none() && member_only {
+        return Err(missing());
+    }
+    if grant.is_none() && principal.scope.is_none() {
+        return Ok(principal);
+    }
+    let Some(project) = read_project(parts, &principal, &place.project).await? else {
+        // Its handler says it is missing, in its own words; a member
+        // without an organization role learns no more.
+        return if member_only { Err(missing()) } else { Ok(principal) };
+    };
+    if let Some(scope) = &principal.scope
+        && !scope.predates(project.created)
+    {
+        return Err(missing());
+    }
+    let project_role = grant
+        .filter(|grant| grant.uid == project.uid)
+        .map(|grant| grant.role);
+    if project_role.is_none() && member_only {
+        return Err(missing());
+    }
+    Ok(Arc::new(Principal {
+        project_role,
+        ..(*principal).clone()
+    }))
+}
+
+/// What the caller's check needs of a project: its uid and when it was made.
+struct ReadProject {
+    uid: String,
+    /// Unix seconds; unknown, never before any token.
+    created: Option<i64>,
+}
+
+/// The project of that name in the caller's organization (none: missing),
+/// read with the API's cluster identity.
 #[cfg(feature = "cluster")]
-async fn made_before_the_token(
+async fn read_project(
     parts: &Parts,
     caller: &Principal,
     project: &str,
-    scope: &TokenScope,
-) -> Result<(), ApiError> {
+) -> Result<Option<ReadProject>, ApiError> {
     let Some(cluster) = parts.extensions.get::<Arc<crate::access::ClusterAccess>>() else {
-        // The pipeline puts it there for every request: never let a scoped
-        // call through unchecked.
+        // The pipeline puts it there for every request: never let a limited
+        // caller through unchecked.
         return Err(ApiError::Internal(
-            "the scope of a token cannot be checked: no cluster access in the request".into(),
+            "a caller's project cannot be checked: no cluster access in the request".into(),
         ));
     };
     let Ok(name) = berth_domain::names::ProjectName::parse(project) else {
-        return Ok(());
+        return Ok(None);
     };
     let client = cluster.client().await?;
-    let found = match berth_cluster::projects::get_visible(&client, &caller.user.org, &name).await {
-        Ok(found) => found,
-        Err(ApiError::NotFound(_)) => return Ok(()),
-        Err(error) => return Err(error),
-    };
-    let made = (found.metadata.creation_timestamp.as_ref()).map(|at| at.0.as_second());
-    if !scope.predates(made) {
-        return Err(ApiError::NotFound(Missing::Project {
-            project: project.to_owned(),
-        }));
+    match berth_cluster::projects::get_visible(&client, &caller.user.org, &name).await {
+        Ok(found) => Ok(Some(ReadProject {
+            uid: found.metadata.uid.clone().unwrap_or_default(),
+            created: (found.metadata.creation_timestamp.as_ref()).map(|at| at.0.as_second()),
+        })),
+        Err(ApiError::NotFound(_)) => Ok(None),
+        Err(error) => Err(error),
     }
-    Ok(())
 }
 
-/// Without the cluster a function serves no project's operations.
+/// Without the cluster a function serves no project's operations: nothing
+/// to check against, so nothing is let through.
 #[cfg(not(feature = "cluster"))]
-async fn made_before_the_token(
+async fn read_project(
     _parts: &Parts,
     _caller: &Principal,
     _project: &str,
-    _scope: &TokenScope,
-) -> Result<(), ApiError> {
-    Ok(())
+) -> Result<Option<ReadProject>, ApiError> {
+    Err(ApiError::Internal(
+        "a caller's project cannot be checked without the cluster".into(),
+    ))
 }
 
 impl Deref for Caller {

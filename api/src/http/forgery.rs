@@ -168,6 +168,7 @@ mod tests {
                 display_name: None,
                 org: berth_domain::names::OrgName::parse("acme").expect("an org"),
                 role: Role::Owner,
+                projects: Vec::new(),
                 must_change_password: false,
                 active: true,
                 session_epoch: 0,
@@ -175,6 +176,7 @@ mod tests {
             credential,
             ceiling: None,
             scope: None,
+            project_role: None,
         }))
     }
 

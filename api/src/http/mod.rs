@@ -10,7 +10,7 @@ pub mod scope;
 pub mod whole_numbers;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, RawPathParams, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
@@ -35,6 +35,7 @@ pub fn operation(op: Operation, route: MethodRouter<AppState>) -> MethodRouter<A
 async fn tag_operation(State(op): State<Operation>, mut request: Request, next: Next) -> Response {
     request.extensions_mut().insert(op);
     scope::note_operation(op);
+    let request = note_project(request).await;
     let forged = forgery::check(
         op,
         &forgery::Sent::of(&request),
@@ -46,6 +47,19 @@ async fn tag_operation(State(op): State<Operation>, mut request: Request, next: 
     };
     response.extensions_mut().insert(op);
     response
+}
+
+/// Notes the project the path names (a valid project name), for the
+/// call's audit event.
+async fn note_project(request: Request) -> Request {
+    let (mut parts, body) = request.into_parts();
+    if let Ok(params) = RawPathParams::from_request_parts(&mut parts, &()).await
+        && let Some((_, project)) = params.iter().find(|(name, _)| *name == "project")
+        && berth_domain::names::ProjectName::parse(project).is_ok()
+    {
+        scope::audit_project(project);
+    }
+    Request::from_parts(parts, body)
 }
 
 /// Wraps routes into the served application: unknown routes and methods,

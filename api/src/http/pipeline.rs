@@ -153,6 +153,7 @@ fn describe_call(
         status,
         ip,
         request_id: request_id.to_owned(),
+        project: notes.project.clone(),
     }
 }
 

@@ -20,6 +20,8 @@ pub struct AuditNotes {
     /// off by its deadline has no response to carry it.
     pub operation: Option<Operation>,
     pub target: Option<(String, String)>,
+    /// The project the call concerns (its path's, or the one it made).
+    pub project: Option<String>,
     /// Whether the call is a login attempt: its event follows the account
     /// the login names, whatever other credentials the request carries.
     pub login_attempted: bool,
@@ -91,6 +93,13 @@ pub fn note_operation(operation: Operation) {
 pub fn audit_target(kind: &str, name: impl Into<String>) {
     let name = name.into();
     with_notes(|notes| notes.target = Some((kind.to_owned(), name)));
+}
+
+/// Notes the project the call concerns, for its audit event: what puts
+/// the event in the project's log.
+pub fn audit_project(project: &str) {
+    let project = project.to_owned();
+    with_notes(|notes| notes.project = Some(project));
 }
 
 /// Notes that the call is a login attempt, the account it was for (`None`

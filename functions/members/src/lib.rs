@@ -48,7 +48,7 @@ struct MemberPath {
 fn parse_role(role: &str) -> Result<Role, ApiError> {
     Role::parse(role).ok_or_else(|| {
         ApiError::ValidationFailed(
-            "role: must be one of viewer, operator, developer, admin, owner".into(),
+            "role: must be one of member, viewer, operator, developer, admin, owner".into(),
         )
     })
 }

@@ -1,4 +1,14 @@
-//! The `projects` function: the organization's projects.
+//! The `projects` function: the organization's projects, and what belongs
+//! to a project as a whole: its members' roles, its deploy tokens, its
+//! audit log.
+
+mod audit;
+mod deploy_tokens;
+mod members;
+
+use audit::*;
+use deploy_tokens::*;
+use members::*;
 
 use axum::Json;
 use axum::extract::State;
@@ -21,6 +31,13 @@ berth_api::operations! {
         create_project,
         get_project,
         delete_project,
+        list_project_members,
+        set_project_member,
+        remove_project_member,
+        list_deploy_tokens,
+        create_deploy_token,
+        delete_deploy_token,
+        list_project_audit_events,
     ],
 }
 
@@ -31,6 +48,10 @@ fn failures(operation: Operation) -> Vec<ApiError> {
             failures.push(ApiError::ValidationFailed(String::new()));
         }
         Operation::DeleteProject => failures.push(ApiError::ProjectNotEmpty(Vec::new())),
+        Operation::SetProjectMember | Operation::CreateDeployToken => {
+            failures.push(ApiError::ValidationFailed(String::new()));
+            failures.push(ApiError::Conflict(String::new()));
+        }
         _ => {}
     }
     failures
@@ -38,7 +59,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 
 /// List projects
 ///
-/// The projects of the caller's organization.
+/// The projects of the caller's organization that it sees: all of them,
+/// or, for a caller limited to some (a scoped token, a member whose
+/// organization role is `member`), those.
 #[utoipa::path(
     get,
     path = "/api/v1/projects",
@@ -50,16 +73,13 @@ async fn list_projects(
 ) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
     let client = state.cluster.client().await?;
     let mut records = projects::list(&client, &caller.user.org).await?;
-    // A scoped token sees the projects of its scope made before it.
-    if let Some(scope) = &caller.scope {
-        records.retain(|record| {
-            berth_domain::scope::reach(&scope.entries, &record.name, None)
-                != berth_domain::scope::Reach::OutsideProject
-                && scope.predates(
-                    (record.created_at.as_deref()).and_then(berth_domain::clock::parse_rfc3339),
-                )
-        });
-    }
+    records.retain(|record| {
+        caller.sees_project(
+            &record.name,
+            record.uid.as_deref(),
+            (record.created_at.as_deref()).and_then(berth_domain::clock::parse_rfc3339),
+        )
+    });
     Ok(Json(records))
 }
 
@@ -96,6 +116,7 @@ async fn create_project(
     let new = projects::validate(new, &state.config.reserved_namespaces)?;
     let client = state.cluster.client().await?;
     let created = projects::create(&client, &caller.user.org, new).await?;
+    scope::audit_project(&created.name);
     let location = format!("/api/v1/projects/{}", created.name);
     Ok((
         StatusCode::CREATED,
@@ -142,8 +163,27 @@ async fn delete_project(
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
     scope::audit_target("project", project.to_string());
     let client = state.cluster.client().await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(projects::delete(&client, &caller.user.org, &project).await?),
-    ))
+    let identity = projects::identify(&client, &caller.user.org, &project).await?;
+    let deleted = projects::delete(&client, &caller.user.org, &project).await?;
+    forget(&state, &caller, &identity).await;
+    Ok((StatusCode::ACCEPTED, Json(deleted)))
+}
+
+/// Tidies away what named a deleted project: its members' roles and its
+/// deploy tokens. Neither reaches anything once the project is gone (they
+/// name its uid, which no other project has), so a failure here only
+/// leaves stale records, and is logged.
+async fn forget(state: &AppState, caller: &Caller, project: &projects::ProjectIdentity) {
+    let roles = berth_store::identity::project_roles::forget_project(
+        &state.store,
+        &caller.user.org,
+        project.granted(),
+    );
+    let tokens = berth_store::identity::deploy_tokens::forget_project(&state.store, &project.uid);
+    let (roles, tokens) = tokio::join!(roles, tokens);
+    for (what, outcome) in [("members' roles", roles), ("deploy tokens", tokens)] {
+        if let Err(error) = outcome {
+            tracing::warn!(project = %project.name, error = %error.cause(), "forgetting a deleted project's {what} failed");
+        }
+    }
 }

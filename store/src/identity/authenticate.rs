@@ -58,6 +58,9 @@ pub async fn authenticate(store: &Store, headers: &HeaderMap) -> Authentication 
 
 async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Principal>, ApiError> {
     let (user_id, secret, credential_sk) = match presented {
+        Presented::Token(token) if token.starts_with(credentials::DEPLOY_TOKEN_PREFIX) => {
+            return super::deploy_tokens::resolve(store, token).await;
+        }
         Presented::Token(token) => match credentials::user_of_api_token(token) {
             Some(user) => (user, token, keys::token_sk(&credentials::digest(token))),
             None => return Ok(None),
@@ -84,7 +87,8 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         if token.expired(now) {
             return Ok(None);
         }
-        tokens::touch(store, user_id, &digest, token.last_used_at).await;
+        let key = store::key(keys::user(user_id), &credential_sk);
+        tokens::touch(store, key, token.last_used_at).await;
         ceiling = token.ceiling;
         scope = token.scope.map(|entries| TokenScope {
             entries,
@@ -103,6 +107,7 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         credential,
         ceiling,
         scope,
+        project_role: None,
     }))
 }
 

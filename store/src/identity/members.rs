@@ -6,7 +6,7 @@
 use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Update};
 
 use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
-use super::{Principal, normalize_email, password, validate_email};
+use super::{Principal, ProjectGrant, normalize_email, password, validate_email};
 use crate as store;
 use crate::{Item, Store, keys};
 use berth_domain::names::OrgName;
@@ -25,12 +25,18 @@ impl From<&ProfileItem> for MemberRecord {
             role: profile.role,
             must_change_password: profile.must_change_password,
             active: profile.active,
+            projects: profile.projects.iter().map(ProjectGrant::record).collect(),
         }
     }
 }
 
 /// The members of an organization, by email.
 pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, ApiError> {
+    Ok(profiles(store, org).await?.iter().map(MemberRecord::from).collect())
+}
+
+/// The profiles of an organization's members, by email.
+pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<ProfileItem>, ApiError> {
     let items = store::query_all(
         store
             .client()
@@ -41,10 +47,7 @@ pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, Api
             .expression_attribute_values(":members", store::s(keys::members_of(org.as_str()))),
     )
     .await?;
-    items
-        .into_iter()
-        .map(|item| Ok(MemberRecord::from(&store::from_item::<ProfileItem>(item)?)))
-        .collect()
+    items.into_iter().map(store::from_item::<ProfileItem>).collect()
 }
 
 fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
@@ -53,7 +56,7 @@ fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
     })
 }
 
-fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), ApiError> {
+pub(super) fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), ApiError> {
     if roles.contains(&Role::Owner) && !caller.can(Permission::ManageOwners) {
         return Err(ApiError::Forbidden("only owners manage owners".into()));
     }

@@ -3,21 +3,26 @@
 //! [`authenticate::authenticate`] once per request.
 
 pub mod authenticate;
+pub mod deploy_tokens;
 pub mod login;
 pub mod members;
 pub mod password;
 pub mod profile;
+pub mod project_roles;
 pub mod sessions;
 pub mod throttle;
 pub mod tokens;
 
 use std::sync::Arc;
 
-use berth_domain::Role;
-use berth_domain::names::OrgName;
+use serde::{Deserialize, Serialize};
+
+use berth_domain::names::{OrgName, ProjectName};
 use berth_domain::roles::{Ceiling, Permission};
 use berth_domain::scope::{self, ScopeEntry};
+use berth_domain::{ProjectRole, Role};
 use berth_records::auth::Identity;
+use berth_records::members::ProjectGrantRecord;
 
 /// An account as the rest of Berth sees it: never carries the password hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +32,31 @@ pub struct User {
     pub display_name: Option<String>,
     pub org: OrgName,
     pub role: Role,
+    /// Roles in single projects (a deploy token's: its project's).
+    pub projects: Vec<ProjectGrant>,
     pub must_change_password: bool,
     pub active: bool,
     pub session_epoch: u64,
+}
+
+/// A role in one project, kept with the account (so that authenticating
+/// reads it with the profile, in the same round trip) and keyed by the
+/// project's uid: a project deleted and made again under its name is
+/// another project, which the grant does not reach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectGrant {
+    pub project: ProjectName,
+    pub uid: String,
+    pub role: ProjectRole,
+}
+
+impl ProjectGrant {
+    pub fn record(&self) -> ProjectGrantRecord {
+        ProjectGrantRecord {
+            project: self.project.clone(),
+            role: self.role,
+        }
+    }
 }
 
 /// How a request proved who it is. Digests, never the secrets themselves.
@@ -37,6 +64,8 @@ pub struct User {
 pub enum Credential {
     Session { digest: String },
     Token { id: String },
+    /// A project's deploy token: a machine's, not a person's.
+    DeployToken { id: String },
 }
 
 /// An authenticated caller.
@@ -50,6 +79,11 @@ pub struct Principal {
     /// The token's scope (none for a session, or a token reaching every
     /// project of its owner's).
     pub scope: Option<TokenScope>,
+    /// The caller's role in the project the request acts in, from one of
+    /// `user.projects` whose uid is that project's (the `Caller` extractor
+    /// finds it, reading the project, only for a caller holding a grant of
+    /// that name).
+    pub project_role: Option<ProjectRole>,
 }
 
 /// Where a token may act, and since when: a project made after the token
@@ -85,17 +119,64 @@ impl Principal {
     pub fn via(&self) -> &'static str {
         match self.credential {
             Credential::Session { .. } => "session",
-            Credential::Token { .. } => "token",
+            Credential::Token { .. } | Credential::DeployToken { .. } => "token",
         }
     }
 
-    /// Whether the caller's role grants the permission, and its token's
-    /// ceiling allows it: the one place the two meet.
+    pub fn is_deploy_token(&self) -> bool {
+        matches!(self.credential, Credential::DeployToken { .. })
+    }
+
+    /// Whether the caller's roles (in the organization, and in the
+    /// request's project) grant the permission, and its token's ceiling
+    /// allows it: the one place they meet.
     pub fn can(&self, permission: Permission) -> bool {
-        self.user.role.grants(permission)
+        self.roles_grant(permission)
             && self
                 .ceiling
                 .is_none_or(|ceiling| ceiling.allows(permission))
+    }
+
+    /// Whether the caller's roles grant the permission, whatever its token's
+    /// ceiling: the greater of its organization role and its role in the
+    /// request's project.
+    fn roles_grant(&self, permission: Permission) -> bool {
+        self.user.role.grants(permission)
+            || self
+                .project_role
+                .is_some_and(|role| role.grants(permission))
+    }
+
+    /// The caller's grant in the project of that name, whatever its uid.
+    pub fn grant_named(&self, project: &str) -> Option<&ProjectGrant> {
+        self.user
+            .projects
+            .iter()
+            .find(|grant| grant.project.as_str() == project)
+    }
+
+    /// Whether the caller sees the project of that name, uid and creation
+    /// time (Unix seconds) in the list of projects: every project, unless
+    /// it is limited to some (its scope's, made before the token; those it
+    /// holds a role in, for a `member`).
+    pub fn sees_project(&self, name: &str, uid: Option<&str>, created: Option<i64>) -> bool {
+        let in_scope = self.scope.as_ref().is_none_or(|scope| {
+            scope::reach(&scope.entries, name, None) != scope::Reach::OutsideProject
+                && scope.predates(created)
+        });
+        let granted = self.user.role != Role::Member
+            || self
+                .user
+                .projects
+                .iter()
+                .any(|grant| Some(grant.uid.as_str()) == uid);
+        in_scope && granted
+    }
+
+    /// Whether the caller acts only in projects it was given: a member
+    /// whose organization role gives nothing, or a scoped token.
+    pub fn limited_to_projects(&self) -> bool {
+        self.user.role == Role::Member || self.scope.is_some()
     }
 
     /// `forbidden`, naming the permission, unless the caller holds it.
@@ -104,12 +185,32 @@ impl Principal {
             return Ok(());
         }
         let needs = format!("this needs the {} permission", permission.as_str());
-        // The role would do: the token's ceiling is what stops it.
-        let stopped_by = self.ceiling.filter(|_| self.user.role.grants(permission));
+        // The roles would do: the token's ceiling is what stops it.
+        let stopped_by = self.ceiling.filter(|_| self.roles_grant(permission));
         Err(berth_domain::ApiError::Forbidden(match stopped_by {
             Some(ceiling) => format!("{needs}, and this token is limited to {}", ceiling.as_str()),
             None => needs,
         }))
+    }
+
+    /// `forbidden` unless the caller's scope reaches that environment of
+    /// the project: for an environment a body names (a promotion's
+    /// target), which the path's check cannot see.
+    pub fn require_reach(
+        &self,
+        project: &str,
+        environment: &str,
+    ) -> Result<(), berth_domain::ApiError> {
+        let Some(scope) = &self.scope else {
+            return Ok(());
+        };
+        if scope::reach(&scope.entries, project, Some(environment)) == scope::Reach::Inside {
+            return Ok(());
+        }
+        Err(berth_domain::ApiError::Forbidden(format!(
+            "this token is limited to {}: it cannot act in environment {environment}",
+            scope::describe(&scope.entries)
+        )))
     }
 
     /// `forbidden` for a token with a ceiling or a scope: what only the

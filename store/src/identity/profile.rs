@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::User;
+use super::{ProjectGrant, User};
 use crate as store;
 use crate::{Store, keys};
 use berth_domain::names::OrgName;
@@ -21,6 +21,9 @@ pub struct ProfileItem {
     pub display_name: Option<String>,
     pub org: OrgName,
     pub role: Role,
+    /// Roles in single projects; absent on accounts made before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<ProjectGrant>,
     pub password_hash: String,
     pub must_change_password: bool,
     pub active: bool,
@@ -51,6 +54,7 @@ impl ProfileItem {
             display_name: new.display_name,
             org: new.org.clone(),
             role: new.role,
+            projects: Vec::new(),
             password_hash: new.password_hash,
             must_change_password: new.must_change_password,
             active: true,
@@ -66,6 +70,7 @@ impl ProfileItem {
             display_name: self.display_name.clone(),
             org: self.org.clone(),
             role: self.role,
+            projects: self.projects.clone(),
             must_change_password: self.must_change_password,
             active: self.active,
             session_epoch: self.session_epoch,

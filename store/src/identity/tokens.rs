@@ -57,6 +57,11 @@ impl TokenItem {
 
 pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), ApiError> {
     berth_domain::name_rules::text("name", name, MAX_NAME_LEN)?;
+    expiry(expires_in_days, clock::unix_seconds()).map(|_| ())
+}
+
+/// When a token made `now` to live `expires_in_days` expires (none: never).
+pub fn expiry(expires_in_days: Option<u32>, now: i64) -> Result<Option<i64>, ApiError> {
     if let Some(days) = expires_in_days
         && !(1..=MAX_LIFETIME_DAYS).contains(&days)
     {
@@ -64,7 +69,7 @@ pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), ApiError
             "expires_in_days: must be 1 to {MAX_LIFETIME_DAYS}"
         )));
     }
-    Ok(())
+    Ok(expires_in_days.map(|days| now + i64::from(days) * 86_400))
 }
 
 pub async fn create(
@@ -81,7 +86,7 @@ pub async fn create(
     }
     let token = credentials::new_api_token(user_id);
     let now = clock::unix_seconds();
-    let expires_at = expires_in_days.map(|days| now + i64::from(days) * 86_400);
+    let expires_at = expiry(expires_in_days, now)?;
     let item = TokenItem {
         pk: keys::user(user_id),
         sk: keys::token_sk(&credentials::digest(&token)),
@@ -147,8 +152,9 @@ pub async fn revoke(store: &Store, user_id: &str, token_id: &str) -> Result<(), 
     }
 }
 
-/// Records a use, at most once per [`LAST_USED_PRECISION_SECS`].
-pub async fn touch(store: &Store, user_id: &str, digest: &str, last_used_at: Option<i64>) {
+/// Records a use of the token whose item is at `key` (a personal or a
+/// deploy token's), at most once per [`LAST_USED_PRECISION_SECS`].
+pub async fn touch(store: &Store, key: store::Item, last_used_at: Option<i64>) {
     let now = clock::unix_seconds();
     if last_used_at.is_some_and(|at| now - at < LAST_USED_PRECISION_SECS) {
         return;
@@ -157,10 +163,7 @@ pub async fn touch(store: &Store, user_id: &str, digest: &str, last_used_at: Opt
         .client()
         .update_item()
         .table_name(store.table())
-        .set_key(Some(store::key(
-            keys::user(user_id),
-            &keys::token_sk(digest),
-        )))
+        .set_key(Some(key))
         .update_expression("SET last_used_at = :now")
         .condition_expression("attribute_exists(pk)")
         .expression_attribute_values(":now", store::n(now))

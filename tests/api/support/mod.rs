@@ -112,6 +112,7 @@ impl TestUser {
                 org: berth_domain::names::OrgName::parse(&self.org)
                     .expect("an organization's name"),
                 role: self.role,
+                projects: Vec::new(),
                 must_change_password: false,
                 active: true,
                 session_epoch: 0,
@@ -121,6 +122,7 @@ impl TestUser {
             },
             ceiling: None,
             scope: None,
+            project_role: None,
         }
     }
 }
