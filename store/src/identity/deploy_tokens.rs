@@ -168,7 +168,8 @@ pub async fn create(
             Put::builder()
                 .table_name(table)
                 .set_item(Some(store::to_item(&name)?))
-                .condition_expression("attribute_not_exists(pk) OR ttl <= :now")
+                .condition_expression("attribute_not_exists(pk) OR #ttl <= :now")
+                .expression_attribute_names("#ttl", keys::TTL)
                 .expression_attribute_values(":now", store::n(now)),
         )?,
         store::tx_put(

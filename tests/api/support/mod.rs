@@ -401,6 +401,46 @@ impl TestApp {
         }
     }
 
+    /// A member whose organization role is `organization`, given `role` in
+    /// `project` by the owner through the API.
+    pub async fn project_member(&self, organization: Role, project: &str, role: &str) -> TestUser {
+        let member = self.user(organization).await;
+        self.request(
+            Method::PUT,
+            &format!("/api/v1/projects/{project}/members/{}", member.id),
+        )
+        .by(&self.owner)
+        .json(serde_json::json!({ "role": role }))
+        .send()
+        .await
+        .assert_status(200);
+        member
+    }
+
+    /// A deploy token of `project` made by the owner through the API with
+    /// `body` (its `name` unique by default), calling as itself.
+    pub async fn deploy_token(&self, project: &str, body: Value) -> TestUser {
+        let mut full = serde_json::json!({ "name": unique("ci") });
+        if let (Some(full), Some(body)) = (full.as_object_mut(), body.as_object()) {
+            full.extend(body.clone());
+        }
+        let created = self
+            .post(&format!("/api/v1/projects/{project}/tokens"))
+            .by(&self.owner)
+            .json(full)
+            .send()
+            .await;
+        created.assert_status(201);
+        let record = created.json();
+        TestUser {
+            id: record["id"].as_str().expect("its id").to_owned(),
+            email: record["actor"].as_str().expect("its actor").to_owned(),
+            org: self.owner.org.clone(),
+            role: Role::Member,
+            token: record["token"].as_str().expect("the token").to_owned(),
+        }
+    }
+
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await
     }
