@@ -1,6 +1,7 @@
-//! The permission matrix: every operation × each role, no credentials, and the
-//! owner of another organization — with the expected status, the error code,
-//! and the audit event each call leaves.
+//! The permission matrix: every operation × each role, no credentials, the
+//! owner of another organization, limited tokens, members holding roles in
+//! single projects and a project's deploy token — with the expected
+//! status, the error code, and the audit event each call leaves.
 
 use http::Method;
 use serde_json::{Value, json};
@@ -9,7 +10,7 @@ use crate::support::{PASSWORD, TestApp, TestUser, unique};
 use berth_domain::Role;
 
 /// Who calls, in the order of the expectations below.
-const CALLERS: [&str; 11] = [
+const CALLERS: [&str; 16] = [
     "viewer",
     "operator",
     "developer",
@@ -21,6 +22,11 @@ const CALLERS: [&str; 11] = [
     "owner's deploy token",
     "owner's token scoped to the project",
     "owner's token scoped to another project",
+    "member, the project's admin",
+    "member, the project's viewer",
+    "viewer, the project's developer",
+    "member, another project's admin",
+    "the project's deploy token (deploy)",
 ];
 
 /// What a call acts on, made fresh for each call where the call consumes it.
@@ -51,6 +57,15 @@ enum Target {
     /// A fresh app with a source to build in the shared environment (its
     /// path).
     SourceApp,
+    /// A build of a fresh app with a source (its path).
+    Build,
+    /// A `member` of `acme` without a role in the shared project (the
+    /// project's path to it: `{project}/members/{id}`).
+    ProjectMember,
+    /// A `member` of `acme`, the shared project's viewer (as above).
+    GrantedProjectMember,
+    /// A deploy token of the shared project (`{project}/tokens/{id}`).
+    DeployToken,
 }
 
 struct Case {
@@ -59,7 +74,7 @@ struct Case {
     target: Target,
     path: fn(&str) -> String,
     body: Option<fn() -> Value>,
-    expected: [u16; 11],
+    expected: [u16; 16],
 }
 
 fn cases() -> Vec<Case> {
@@ -79,7 +94,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/me".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         // A wrong current password: 422 shows the call got past authorization.
         case(
@@ -90,7 +105,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "current_password": "not my password", "new_password": "whatever comes next" }),
             ),
-            [422, 422, 422, 422, 422, 401, 422, 403, 403, 403, 403],
+            [422, 422, 422, 422, 422, 401, 422, 403, 403, 403, 403, 422, 422, 422, 422, 403],
         ),
         case(
             "logout",
@@ -98,7 +113,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/auth/logout".into(),
             None,
-            [204, 204, 204, 204, 204, 401, 204, 204, 204, 204, 204],
+            [204, 204, 204, 204, 204, 401, 204, 204, 204, 204, 204, 204, 204, 204, 204, 204],
         ),
         case(
             "listTokens",
@@ -106,7 +121,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 403],
         ),
         case(
             "createToken",
@@ -114,7 +129,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens".into(),
             Some(|| json!({ "name": "matrix" })),
-            [201, 201, 201, 201, 201, 401, 201, 403, 403, 403, 403],
+            [201, 201, 201, 201, 201, 401, 201, 403, 403, 403, 403, 201, 201, 201, 201, 403],
         ),
         case(
             "deleteToken",
@@ -122,7 +137,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/tokens/nosuchtoken0".into(),
             None,
-            [404, 404, 404, 404, 404, 401, 404, 403, 403, 403, 403],
+            [404, 404, 404, 404, 404, 401, 404, 403, 403, 403, 403, 404, 404, 404, 404, 403],
         ),
         case(
             "listMembers",
@@ -130,7 +145,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/members".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 403, 403],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 403, 403, 403, 403, 200, 403, 403],
         ),
         case(
             "inviteMember",
@@ -140,7 +155,7 @@ fn cases() -> Vec<Case> {
             Some(
                 || json!({ "email": format!("{}@example.org", uuid::Uuid::new_v4().simple()), "role": "viewer" }),
             ),
-            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403, 403, 403, 403, 403, 403],
         ),
         case(
             "updateMember",
@@ -148,7 +163,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             Some(|| json!({ "role": "operator" })),
-            [403, 403, 403, 200, 200, 401, 404, 403, 403, 403, 403],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 403, 403, 403, 403, 403, 403, 403],
         ),
         case(
             "removeMember",
@@ -156,7 +171,7 @@ fn cases() -> Vec<Case> {
             Member,
             |id| format!("/api/v1/members/{id}"),
             None,
-            [403, 403, 403, 204, 204, 401, 404, 403, 403, 403, 403],
+            [403, 403, 403, 204, 204, 401, 404, 403, 403, 403, 403, 403, 403, 403, 403, 403],
         ),
         case(
             "listAuditEvents",
@@ -164,7 +179,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/audit".into(),
             None,
-            [403, 403, 403, 200, 200, 401, 200, 403, 403, 403, 403],
+            [403, 403, 403, 200, 200, 401, 200, 403, 403, 403, 403, 403, 403, 403, 403, 403],
         ),
         case(
             "getHealthDetails",
@@ -172,7 +187,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz/details".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "getHealth",
@@ -180,7 +195,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/healthz".into(),
             None,
-            [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "listProjects",
@@ -188,7 +203,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "createProject",
@@ -196,7 +211,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/projects".into(),
             Some(|| json!({ "name": unique("m"), "display_name": "Matrix" })),
-            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403],
+            [403, 403, 403, 201, 201, 401, 201, 403, 403, 403, 403, 403, 403, 403, 403, 403],
         ),
         case(
             "getProject",
@@ -204,7 +219,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "deleteProject",
@@ -212,7 +227,7 @@ fn cases() -> Vec<Case> {
             EmptyProject,
             |p| format!("/api/v1/projects/{p}"),
             None,
-            [403, 403, 403, 202, 202, 401, 404, 403, 403, 404, 404],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403, 404, 404, 404, 404, 403, 404, 404],
         ),
         case(
             "listEnvironments",
@@ -220,7 +235,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "createEnvironment",
@@ -228,7 +243,7 @@ fn cases() -> Vec<Case> {
             Project,
             |p| format!("/api/v1/projects/{p}/environments"),
             Some(|| json!({ "name": unique("e") })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404, 201, 403, 201, 404, 403],
         ),
         case(
             "getEnvironment",
@@ -236,7 +251,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "deleteEnvironment",
@@ -244,7 +259,7 @@ fn cases() -> Vec<Case> {
             StandardEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 202, 202, 202, 401, 404, 403, 403, 202, 404],
+            [403, 403, 202, 202, 202, 401, 404, 403, 403, 202, 404, 202, 403, 202, 404, 403],
         ),
         case(
             "deleteEnvironment",
@@ -252,7 +267,7 @@ fn cases() -> Vec<Case> {
             ProductionEnvironment,
             |e| e.to_owned(),
             None,
-            [403, 403, 403, 202, 202, 401, 404, 403, 403, 202, 404],
+            [403, 403, 403, 202, 202, 401, 404, 403, 403, 202, 404, 202, 403, 403, 404, 403],
         ),
         case(
             "restoreEnvironment",
@@ -260,7 +275,7 @@ fn cases() -> Vec<Case> {
             DeletedProductionEnvironment,
             |e| format!("{e}/restore"),
             None,
-            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404],
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404, 200, 403, 403, 404, 403],
         ),
         case(
             "listApps",
@@ -268,7 +283,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "createApp",
@@ -276,7 +291,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/apps"),
             Some(|| json!({ "name": unique("a"), "image": "nginx:1.27" })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404, 201, 403, 201, 404, 201],
         ),
         case(
             "getApp",
@@ -284,7 +299,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         // Replicas alone need app-operate; a new image needs app-deploy.
         case(
@@ -293,7 +308,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "replicas": 2 })),
-            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404, 200, 403, 200, 404, 200],
         ),
         case(
             "updateApp",
@@ -301,7 +316,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "image": "nginx:1.28" })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404, 200, 403, 200, 404, 200],
         ),
         // env decides what code does (NODE_OPTIONS, LD_PRELOAD…): a deploy.
         case(
@@ -310,7 +325,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             Some(|| json!({ "env": [{ "name": "NODE_OPTIONS", "value": "--require ./x.js" }] })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404, 200, 403, 200, 404, 200],
         ),
         case(
             "updateApp",
@@ -319,7 +334,7 @@ fn cases() -> Vec<Case> {
             |a| a.to_owned(),
             // Each caller's app its own hostname: a hostname serves one app.
             Some(|| json!({ "domains": [format!("{}.example.com", unique("matrix"))] })),
-            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404],
+            [403, 200, 200, 200, 200, 401, 404, 403, 200, 200, 404, 200, 403, 200, 404, 200],
         ),
         case(
             "deleteApp",
@@ -327,7 +342,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| a.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404, 204, 403, 204, 404, 204],
         ),
         case(
             "listReleases",
@@ -335,7 +350,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/releases"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "rollbackApp",
@@ -343,7 +358,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/rollback"),
             Some(|| json!({ "revision": 1 })),
-            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404],
+            [403, 403, 200, 200, 200, 401, 404, 403, 200, 200, 404, 200, 403, 200, 404, 200],
         ),
         case(
             "getAppLogs",
@@ -351,7 +366,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/logs"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "restartApp",
@@ -359,7 +374,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/restart"),
             None,
-            [403, 202, 202, 202, 202, 401, 404, 403, 202, 202, 404],
+            [403, 202, 202, 202, 202, 401, 404, 403, 202, 202, 404, 202, 403, 202, 404, 202],
         ),
         // The app has no scheduled process: 422 shows the call got past
         // authorization.
@@ -369,7 +384,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/run"),
             None,
-            [403, 422, 422, 422, 422, 401, 404, 403, 422, 422, 404],
+            [403, 422, 422, 422, 422, 401, 404, 403, 422, 422, 404, 422, 403, 422, 404, 422],
         ),
         case(
             "listTemplates",
@@ -377,7 +392,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/templates".into(),
             None,
-            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200],
+            [200, 200, 200, 200, 200, 401, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200],
         ),
         case(
             "deployTemplate",
@@ -385,7 +400,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/templates/nginx"),
             Some(|| json!({ "name": unique("t") })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404, 201, 403, 201, 404, 201],
         ),
         // No such environment: 422 shows the call got past authorization.
         case(
@@ -394,7 +409,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/promote"),
             Some(|| json!({ "environment": "nosuch" })),
-            [403, 403, 422, 422, 422, 401, 404, 403, 422, 422, 404],
+            [403, 403, 422, 422, 422, 401, 404, 403, 422, 422, 404, 422, 403, 422, 404, 422],
         ),
         case(
             "listSecrets",
@@ -402,7 +417,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "putSecret",
@@ -410,7 +425,7 @@ fn cases() -> Vec<Case> {
             Environment,
             |e| format!("{e}/secrets/{}", unique("s")),
             Some(|| json!({ "data": { "password": "matrix" } })),
-            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 403, 201, 404, 201, 403, 201, 404, 403],
         ),
         case(
             "deleteSecret",
@@ -418,7 +433,7 @@ fn cases() -> Vec<Case> {
             Secret,
             |s| s.to_owned(),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 403, 204, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 403, 204, 404, 204, 403, 204, 404, 403],
         ),
         // The app has no domains: no name server is asked.
         case(
@@ -427,7 +442,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/domains"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "createWebhook",
@@ -435,7 +450,7 @@ fn cases() -> Vec<Case> {
             App,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
+            [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404, 201, 403, 201, 404, 201],
         ),
         case(
             "getWebhook",
@@ -443,7 +458,7 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404],
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
         ),
         case(
             "deleteWebhook",
@@ -451,7 +466,104 @@ fn cases() -> Vec<Case> {
             HookedApp,
             |a| format!("{a}/webhook"),
             None,
-            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404],
+            [403, 403, 204, 204, 204, 401, 404, 403, 204, 204, 404, 204, 403, 204, 404, 204],
+        ),
+        case(
+            "listBuilds",
+            Method::GET,
+            SourceApp,
+            |a| format!("{a}/builds"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
+        ),
+        case(
+            "createBuild",
+            Method::POST,
+            SourceApp,
+            |a| format!("{a}/builds"),
+            Some(|| json!({ "ref": "main" })),
+            [403, 403, 202, 202, 202, 401, 404, 403, 202, 202, 404, 202, 403, 202, 404, 202],
+        ),
+        case(
+            "getBuild",
+            Method::GET,
+            Build,
+            |b| b.to_owned(),
+            None,
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
+        ),
+        case(
+            "getBuildLogs",
+            Method::GET,
+            Build,
+            |b| format!("{b}/logs"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
+        ),
+        case(
+            "cancelBuild",
+            Method::POST,
+            Build,
+            |b| format!("{b}/cancel"),
+            None,
+            [403, 403, 202, 202, 202, 401, 404, 403, 202, 202, 404, 202, 403, 202, 404, 202],
+        ),
+        case(
+            "listProjectMembers",
+            Method::GET,
+            Project,
+            |p| format!("/api/v1/projects/{p}/members"),
+            None,
+            [200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200],
+        ),
+        // `member-manage` is the organization's: no project role gives it.
+        case(
+            "setProjectMember",
+            Method::PUT,
+            ProjectMember,
+            |m| format!("/api/v1/projects/{m}"),
+            Some(|| json!({ "role": "viewer" })),
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404, 403, 403, 403, 404, 403],
+        ),
+        case(
+            "removeProjectMember",
+            Method::DELETE,
+            GrantedProjectMember,
+            |m| format!("/api/v1/projects/{m}"),
+            None,
+            [403, 403, 403, 204, 204, 401, 404, 403, 403, 204, 404, 403, 403, 403, 404, 403],
+        ),
+        case(
+            "listDeployTokens",
+            Method::GET,
+            Project,
+            |p| format!("/api/v1/projects/{p}/tokens"),
+            None,
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404, 200, 403, 403, 404, 403],
+        ),
+        case(
+            "createDeployToken",
+            Method::POST,
+            Project,
+            |p| format!("/api/v1/projects/{p}/tokens"),
+            Some(|| json!({ "name": unique("m") })),
+            [403, 403, 403, 201, 201, 401, 404, 403, 403, 201, 404, 201, 403, 403, 404, 403],
+        ),
+        case(
+            "deleteDeployToken",
+            Method::DELETE,
+            DeployToken,
+            |t| format!("/api/v1/projects/{t}"),
+            None,
+            [403, 403, 403, 204, 204, 401, 404, 403, 403, 204, 404, 204, 403, 403, 404, 403],
+        ),
+        case(
+            "listProjectAuditEvents",
+            Method::GET,
+            Project,
+            |p| format!("/api/v1/projects/{p}/audit"),
+            None,
+            [403, 403, 403, 200, 200, 401, 404, 403, 403, 200, 404, 200, 403, 403, 404, 403],
         ),
         // No role signs a delivery: only the hook's secret does. Audited in
         // the caller's organization (an unknown hook has none).
@@ -461,7 +573,7 @@ fn cases() -> Vec<Case> {
             Nothing,
             |_| "/api/v1/hooks/aaaaaaaaaaaa".into(),
             Some(|| json!({ "ref": "refs/heads/main" })),
-            [401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401],
+            [401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401],
         ),
     ]
 }
@@ -523,6 +635,27 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
                 .assert_status(201);
             format!("{shared}/apps/{name}")
         }
+        Target::Build => {
+            let source = Box::pin(make_target(app, Target::SourceApp, project, shared)).await;
+            let build = app
+                .post(&format!("{source}/builds"))
+                .by(&app.owner)
+                .send()
+                .await;
+            build.assert_status(202);
+            format!("{source}/builds/{}", build.json()["id"])
+        }
+        Target::ProjectMember => {
+            format!("{project}/members/{}", app.user(Role::Member).await.id)
+        }
+        Target::GrantedProjectMember => {
+            let member = app.project_member(Role::Member, project, "viewer").await;
+            format!("{project}/members/{}", member.id)
+        }
+        Target::DeployToken => {
+            let token = app.deploy_token(project, json!({})).await;
+            format!("{project}/tokens/{}", token.id)
+        }
         Target::Secret => {
             let path = format!("{shared}/secrets/{}", unique("s"));
             app.request(Method::PUT, &path)
@@ -556,7 +689,43 @@ async fn callers(app: &TestApp, shared_project: &str) -> Vec<Option<TestUser>> {
                 .await,
         ));
     }
+    let elsewhere = app.create_project("elsewhere").await;
+    for (organization, project, role) in [
+        (Role::Member, shared_project, "admin"),
+        (Role::Member, shared_project, "viewer"),
+        (Role::Viewer, shared_project, "developer"),
+        (Role::Member, elsewhere.as_str(), "admin"),
+    ] {
+        callers.push(Some(app.project_member(organization, project, role).await));
+    }
+    callers.push(Some(
+        app.deploy_token(shared_project, json!({ "ceiling": "deploy" }))
+            .await,
+    ));
     callers
+}
+
+/// Every operation that takes a role is walked: only those that take none
+/// (signing in, the description, the registry's token service, which a
+/// registry credential calls) are left out.
+#[test]
+fn the_matrix_walks_every_operation() {
+    let walked: std::collections::BTreeSet<&str> =
+        cases().iter().map(|case| case.operation).collect();
+    let taking_no_role = [
+        "login",
+        "getApiDescription",
+        "unknownRoute",
+        "getRegistryToken",
+        "requestRegistryToken",
+    ];
+    for operation in berth_domain::Operation::ALL {
+        let id = operation.id();
+        assert!(
+            walked.contains(id) || taking_no_role.contains(&id),
+            "{id} is not in the matrix"
+        );
+    }
 }
 
 #[tokio::test]
@@ -650,7 +819,7 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: Environment,
                 path: |e| format!("{e}/templates/nginx"),
                 body: None,
-                expected: [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404],
+                expected: [403, 403, 201, 201, 201, 401, 404, 403, 201, 201, 404, 201, 403, 201, 404, 201],
             },
             Case {
                 operation: "createBuild",
@@ -658,7 +827,7 @@ async fn every_body_less_change_with_the_session_cookie() {
                 target: SourceApp,
                 path: |a| format!("{a}/builds"),
                 body: None,
-                expected: [403, 403, 202, 202, 202, 401, 404, 403, 202, 202, 404],
+                expected: [403, 403, 202, 202, 202, 401, 404, 403, 202, 202, 404, 202, 403, 202, 404, 202],
             },
         ]);
     let mut failures = Vec::new();

@@ -495,3 +495,65 @@ async fn build_operations_stay_within_their_round_trips() {
     }
     println!("{}", table.join("\n"));
 }
+
+/// Issue 32: where a caller may act is checked without a round trip for a
+/// caller with organization roles only, and with one Kubernetes read (the
+/// project: its uid and creation time) for a caller limited to projects
+/// or holding a role in the one it calls in. DynamoDB's share is the same
+/// for all: the profile read to authenticate carries the roles.
+#[tokio::test]
+async fn a_limited_callers_check_costs_one_cluster_read() {
+    use berth_domain::Role;
+    use serde_json::json;
+
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("limits", "dev").await;
+    let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
+    app.create_app(&apps, json!({ "name": "shop", "image": "nginx:1", "replicas": 0 }))
+        .await;
+    let shop = format!("{apps}/shop");
+    let callers = [
+        ("owner", app.owner.clone(), 0),
+        ("viewer", app.user(Role::Viewer).await, 0),
+        (
+            "member, the project's viewer",
+            app.project_member(Role::Member, &project, "viewer").await,
+            1,
+        ),
+        (
+            "viewer, the project's developer",
+            app.project_member(Role::Viewer, &project, "developer").await,
+            1,
+        ),
+        (
+            "token scoped to the project",
+            app.owners_token(json!({ "scope": [{ "project": project }] }))
+                .await,
+            1,
+        ),
+        (
+            "the project's deploy token",
+            app.deploy_token(&project, json!({ "ceiling": "read" })).await,
+            1,
+        ),
+    ];
+    let mut kube_base = None;
+    for (label, caller, extra) in callers {
+        // Warm up: a token's first use is recorded.
+        app.get(&shop).by(&caller).send().await.assert_status(200);
+        let (dynamodb, kube, sent) = (
+            app.round_trips.get(),
+            app.cluster_requests.calls(),
+            app.cluster_requests.get(),
+        );
+        app.get(&shop).by(&caller).send().await.assert_status(200);
+        let used = (
+            app.round_trips.get() - dynamodb,
+            app.cluster_requests.calls() - kube,
+        );
+        assert_sent_once(&app, sent, used.1);
+        assert_eq!(used.0, 3, "{label}: authentication (1) + audit (2)");
+        let base = *kube_base.get_or_insert(used.1);
+        assert_eq!(used.1, base + extra, "{label}: Kubernetes calls");
+    }
+}

@@ -61,6 +61,17 @@ pub fn name(obj: &Value) -> &str {
     meta_str(obj, "name").unwrap_or_default()
 }
 
+/// The uid of the owner reference marked `controller: true`, if any.
+pub fn controller_uid(obj: &Value) -> Option<&str> {
+    metadata(obj)?
+        .get("ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
+        .get("uid")?
+        .as_str()
+}
+
 pub fn uid(obj: &Value) -> &str {
     meta_str(obj, "uid").unwrap_or_default()
 }

@@ -1,7 +1,7 @@
 //! The object store: objects by key, the global resourceVersion counter and a bounded history of
 //! change events that watches replay from.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -65,11 +65,37 @@ pub struct Expired {
 pub struct Store {
     rv: u64,
     objects: BTreeMap<ObjKey, Arc<Value>>,
+    /// The names of the objects each controller controls (by its owner reference marked
+    /// `controller`), by resource, namespace and controller uid: what the simulated controllers
+    /// look up for every object on every pass, which a scan would make quadratic in the
+    /// number of objects.
+    controlled: HashMap<Controller, BTreeSet<String>>,
     history: VecDeque<Arc<Event>>,
     history_limit: usize,
     /// Events at or below this version are no longer in the history.
     compacted_rv: u64,
     notify: watch::Sender<u64>,
+}
+
+/// A controller's objects of one resource in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Controller {
+    group: String,
+    resource: String,
+    namespace: String,
+    uid: String,
+}
+
+impl Controller {
+    /// The controller of the object under `key`, if it has one.
+    fn of(key: &ObjKey, object: &Value) -> Option<Self> {
+        Some(Controller {
+            group: key.group.clone(),
+            resource: key.resource.clone(),
+            namespace: key.namespace.clone(),
+            uid: crate::meta::controller_uid(object)?.to_owned(),
+        })
+    }
 }
 
 pub fn set_resource_version(obj: &mut Value, rv: u64) {
@@ -84,6 +110,7 @@ impl Store {
         Store {
             rv: 0,
             objects: BTreeMap::new(),
+            controlled: HashMap::new(),
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             compacted_rv: 0,
@@ -114,6 +141,56 @@ impl Store {
         })
     }
 
+    /// The objects of one resource in `namespace` whose controller is `controller_uid`, in
+    /// key order.
+    pub fn controlled_by<'a>(
+        &'a self,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+        controller_uid: &str,
+    ) -> impl Iterator<Item = (ObjKey, &'a Arc<Value>)> + 'a {
+        let controller = Controller {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            namespace: namespace.to_owned(),
+            uid: controller_uid.to_owned(),
+        };
+        let names = self.controlled.get(&controller);
+        names.into_iter().flatten().filter_map(move |name| {
+            let key = ObjKey::new(
+                &controller.group,
+                &controller.resource,
+                &controller.namespace,
+                name,
+            );
+            let object = self.objects.get(&key)?;
+            Some((key, object))
+        })
+    }
+
+    fn index(&mut self, key: &ObjKey, before: Option<&Value>, after: Option<&Value>) {
+        let was = before.and_then(|object| Controller::of(key, object));
+        let is = after.and_then(|object| Controller::of(key, object));
+        if was == is {
+            return;
+        }
+        if let Some(was) = was
+            && let Some(names) = self.controlled.get_mut(&was)
+        {
+            names.remove(&key.name);
+            if names.is_empty() {
+                self.controlled.remove(&was);
+            }
+        }
+        if let Some(is) = is {
+            self.controlled
+                .entry(is)
+                .or_default()
+                .insert(key.name.clone());
+        }
+    }
+
     /// Every object, in key order.
     pub fn all(&self) -> impl Iterator<Item = (&ObjKey, &Arc<Value>)> {
         self.objects.iter()
@@ -125,6 +202,7 @@ impl Store {
         set_resource_version(&mut object, self.rv);
         let object = Arc::new(object);
         let previous = self.objects.insert(key.clone(), object.clone());
+        self.index(&key, previous.as_deref(), Some(&object));
         let kind = if previous.is_some() {
             EventType::Modified
         } else {
@@ -143,6 +221,7 @@ impl Store {
     /// Removes the object under `key`; returns its last state, stamped with the deletion's version.
     pub fn remove(&mut self, key: &ObjKey) -> Option<Arc<Value>> {
         let old = self.objects.remove(key)?;
+        self.index(key, Some(&old), None);
         self.rv += 1;
         let mut last = (*old).clone();
         set_resource_version(&mut last, self.rv);
@@ -189,6 +268,12 @@ impl Store {
     /// empty there: watches from before it get `410 Gone`, as after a compaction.
     pub fn restore(&mut self, rv: u64, objects: impl IntoIterator<Item = (ObjKey, Value)>) {
         self.objects = objects.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
+        self.controlled.clear();
+        let objects: Vec<(ObjKey, Arc<Value>)> =
+            self.objects.iter().map(|(k, o)| (k.clone(), o.clone())).collect();
+        for (key, object) in objects {
+            self.index(&key, None, Some(&object));
+        }
         self.rv = rv;
         self.history.clear();
         self.compacted_rv = self.rv;
@@ -198,5 +283,46 @@ impl Store {
     /// A receiver that changes whenever something is written.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.notify.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, controller: Option<&str>) -> Value {
+        let owners: Vec<Value> = controller
+            .map(|uid| json!({ "kind": "ReplicaSet", "name": "rs", "uid": uid, "controller": true }))
+            .into_iter()
+            .collect();
+        json!({ "metadata": { "name": name, "namespace": "ns", "ownerReferences": owners } })
+    }
+
+    fn controlled(store: &Store, uid: &str) -> Vec<String> {
+        store
+            .controlled_by("", "pods", "ns", uid)
+            .map(|(key, _)| key.name)
+            .collect()
+    }
+
+    /// The controller index follows every write: a new object, a changed
+    /// controller, a removal, a restore.
+    #[test]
+    fn the_controller_index_follows_writes() {
+        let mut store = Store::new(10);
+        let key = |name: &str| ObjKey::new("", "pods", "ns", name);
+        store.put(key("a"), pod("a", Some("one")));
+        store.put(key("b"), pod("b", Some("one")));
+        store.put(key("c"), pod("c", None));
+        assert_eq!(controlled(&store, "one"), ["a", "b"]);
+        store.put(key("b"), pod("b", Some("two")));
+        assert_eq!(controlled(&store, "one"), ["a"]);
+        assert_eq!(controlled(&store, "two"), ["b"]);
+        store.remove(&key("a"));
+        assert!(controlled(&store, "one").is_empty());
+        assert!(store.controlled_by("", "pods", "other", "two").next().is_none());
+        store.restore(7, [(key("d"), pod("d", Some("one")))]);
+        assert_eq!(controlled(&store, "one"), ["d"]);
+        assert!(controlled(&store, "two").is_empty());
     }
 }

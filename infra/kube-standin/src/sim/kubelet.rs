@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::objects::{controller_uid, pod_phase, str_at};
+use super::objects::{pod_phase, str_at};
+use crate::meta::controller_uid;
 use crate::logs::{LogKey, Logs};
 use crate::meta;
 use crate::store::ObjKey;

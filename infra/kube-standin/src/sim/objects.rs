@@ -16,17 +16,6 @@ pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
     obj.pointer(pointer).and_then(Value::as_str)
 }
 
-/// The uid of the owner reference marked `controller: true`, if any.
-pub fn controller_uid(obj: &Value) -> Option<&str> {
-    meta::metadata(obj)?
-        .get("ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?
-        .get("uid")?
-        .as_str()
-}
-
 /// An owner reference that makes `owner` the controller of a dependent, as controllers set it
 /// (`blockOwnerDeletion` too, so foreground deletion would wait for the dependent).
 pub fn controller_ref(api_version: &str, kind: &str, owner: &Value) -> Value {
@@ -50,9 +39,9 @@ pub fn controlled_by(
 ) -> Vec<(ObjKey, Arc<Value>)> {
     state
         .store
-        .list(group, plural, Some(namespace))
-        .filter(|(_, o)| controller_uid(o) == Some(owner_uid) && !meta::is_deleting(o))
-        .map(|(k, o)| (k.clone(), o.clone()))
+        .controlled_by(group, plural, namespace, owner_uid)
+        .filter(|(_, o)| !meta::is_deleting(o))
+        .map(|(k, o)| (k, o.clone()))
         .collect()
 }
 
