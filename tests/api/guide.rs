@@ -26,8 +26,9 @@ const GUIDE: &str = include_str!("../../docs/guide.md");
 /// The variables of the guide's first block, which the reader fills in.
 const FILLED_IN: [&str; 4] = ["BERTH", "TEMPORARY_PASSWORD", "NEW_PASSWORD", "PROJECT"];
 
-/// The languages of the guide's blocks that show answers rather than commands.
-const SHOWN: [&str; 3] = ["json", "text", "console"];
+/// The languages of the guide's blocks that show answers (or, `yaml`, a
+/// pipeline's configuration) rather than commands.
+const SHOWN: [&str; 4] = ["json", "text", "console", "yaml"];
 
 /// Bound on the whole guide: twice the tests' bound on one wait (its waiting
 /// loops take a few seconds on the stand-in, longer on a real cluster).
@@ -212,7 +213,7 @@ fn the_guides_permission_table_is_the_one_berth_enforces() {
             .into_iter()
             .find(|p| p.as_str() == id)
             .unwrap_or_else(|| panic!("the guide's table names `{id}`, no permission"));
-        let granted: Vec<bool> = cells[2..7].iter().map(|cell| *cell == "✓").collect();
+        let granted: Vec<bool> = cells[2..8].iter().map(|cell| *cell == "✓").collect();
         let expected: Vec<bool> = Role::ALL
             .into_iter()
             .map(|role| role.grants(permission))
