@@ -160,10 +160,22 @@ mod tests {
         let token = new_deploy_token(uid);
         assert!(token.starts_with("brd_"));
         assert_eq!(project_of_deploy_token(&token), Some(uid));
-        assert_eq!(project_of_deploy_token(&format!("brd_{}_", "a".repeat(32))), None);
-        assert_eq!(project_of_deploy_token(&format!("brd_{}_a#b", "a".repeat(32))), None);
-        assert_eq!(project_of_deploy_token(&format!("brd_{}x{uid}", "a".repeat(32))), None);
-        assert_eq!(project_of_deploy_token(&token.replacen("brd_", "brt_", 1)), None);
+        assert_eq!(
+            project_of_deploy_token(&format!("brd_{}_", "a".repeat(32))),
+            None
+        );
+        assert_eq!(
+            project_of_deploy_token(&format!("brd_{}_a#b", "a".repeat(32))),
+            None
+        );
+        assert_eq!(
+            project_of_deploy_token(&format!("brd_{}x{uid}", "a".repeat(32))),
+            None
+        );
+        assert_eq!(
+            project_of_deploy_token(&token.replacen("brd_", "brt_", 1)),
+            None
+        );
     }
 
     #[test]

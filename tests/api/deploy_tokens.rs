@@ -11,7 +11,10 @@ use berth_domain::Role;
 
 fn forbidden_saying(response: &TestResponse, words: &str) {
     response.assert_problem(403, "forbidden");
-    let detail = response.json()["detail"].as_str().unwrap_or_default().to_owned();
+    let detail = response.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(detail.contains(words), "{detail}");
 }
 
@@ -38,8 +41,10 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
     let created = app
         .post(&format!("{base}/tokens"))
         .by(&admin)
-        .json(json!({ "name": "github", "ceiling": "deploy", "environments": ["staging"],
-                      "expires_in_days": 30 }))
+        .json(
+            json!({ "name": "github", "ceiling": "deploy", "environments": ["staging"],
+                      "expires_in_days": 30 }),
+        )
         .send()
         .await;
     created.assert_status(201);
@@ -67,12 +72,15 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
     assert_eq!(me.json()["via"], "token");
 
     // It deploys to staging; the release and the audit event name it.
-    app.request(Method::PATCH, &format!("{base}/environments/staging/apps/web"))
-        .bearer(&token)
-        .json(json!({ "image": "nginx:1.28" }))
-        .send()
-        .await
-        .assert_status(200);
+    app.request(
+        Method::PATCH,
+        &format!("{base}/environments/staging/apps/web"),
+    )
+    .bearer(&token)
+    .json(json!({ "image": "nginx:1.28" }))
+    .send()
+    .await
+    .assert_status(200);
     let releases = app
         .get(&format!("{base}/environments/staging/apps/web/releases"))
         .bearer(&token)
@@ -131,18 +139,36 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
             .await
             .assert_problem(403, "forbidden");
     }
-    let listed = app.get("/api/v1/projects").bearer(&token).send().await.json();
-    let names: Vec<_> = listed.as_array().unwrap().iter().map(|p| p["name"].clone()).collect();
+    let listed = app
+        .get("/api/v1/projects")
+        .bearer(&token)
+        .send()
+        .await
+        .json();
+    let names: Vec<_> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
     assert_eq!(names, [json!(project)]);
 
     // Listed without its secret, revoked at once.
-    let tokens = app.get(&format!("{base}/tokens")).by(&app.owner).send().await;
+    let tokens = app
+        .get(&format!("{base}/tokens"))
+        .by(&app.owner)
+        .send()
+        .await;
     tokens.assert_status(200);
     assert!(!tokens.text().contains(&token));
     let id = record["id"].as_str().unwrap();
     assert!(
-        tokens.json().as_array().unwrap().iter().any(|t| t["id"] == id
-            && t["last_used_at"].is_string())
+        tokens
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["id"] == id && t["last_used_at"].is_string())
     );
     app.request(Method::DELETE, &format!("{base}/tokens/{id}"))
         .by(&app.owner)
@@ -164,7 +190,9 @@ async fn a_projects_admins_manage_its_deploy_tokens() {
     let project = app.ready_environment("tokened", "staging").await;
     let base = format!("/api/v1/projects/{project}");
     let project_admin = app.project_member(Role::Member, &project, "admin").await;
-    let developer = app.project_member(Role::Member, &project, "developer").await;
+    let developer = app
+        .project_member(Role::Member, &project, "developer")
+        .await;
 
     let made = app
         .post(&format!("{base}/tokens"))
@@ -219,15 +247,12 @@ async fn a_projects_admins_manage_its_deploy_tokens() {
             .await,
         "deploy token cannot make",
     );
-    app.request(
-        Method::PUT,
-        &format!("{base}/members/{}", developer.id),
-    )
-    .by(&unlimited)
-    .json(json!({ "role": "admin" }))
-    .send()
-    .await
-    .assert_problem(403, "forbidden");
+    app.request(Method::PUT, &format!("{base}/members/{}", developer.id))
+        .by(&unlimited)
+        .json(json!({ "role": "admin" }))
+        .send()
+        .await
+        .assert_problem(403, "forbidden");
 
     // A revoked id, and a token put where its id belongs, are not found.
     app.request(Method::DELETE, &format!("{base}/tokens/nosuchtoken0"))
@@ -236,7 +261,10 @@ async fn a_projects_admins_manage_its_deploy_tokens() {
         .await
         .assert_problem(404, "not_found");
     let missing = app
-        .request(Method::DELETE, &format!("{base}/tokens/{}", unlimited.token))
+        .request(
+            Method::DELETE,
+            &format!("{base}/tokens/{}", unlimited.token),
+        )
         .by(&app.owner)
         .send()
         .await;
@@ -246,7 +274,11 @@ async fn a_projects_admins_manage_its_deploy_tokens() {
     // The project gone, its tokens are too.
     let empty = app.create_project("emptied").await;
     let doomed = app.deploy_token(&empty, json!({})).await;
-    app.get("/api/v1/me").by(&doomed).send().await.assert_status(200);
+    app.get("/api/v1/me")
+        .by(&doomed)
+        .send()
+        .await
+        .assert_status(200);
     app.request(Method::DELETE, &format!("/api/v1/projects/{empty}"))
         .by(&app.owner)
         .send()

@@ -22,7 +22,13 @@ fn names(listed: &TestResponse) -> Vec<Value> {
         .collect()
 }
 
-async fn set_role(app: &TestApp, by: &TestUser, project: &str, member: &str, role: &str) -> TestResponse {
+async fn set_role(
+    app: &TestApp,
+    by: &TestUser,
+    project: &str,
+    member: &str,
+    role: &str,
+) -> TestResponse {
     app.request(
         Method::PUT,
         &format!("/api/v1/projects/{project}/members/{member}"),
@@ -84,28 +90,35 @@ async fn a_member_sees_only_the_projects_it_holds_a_role_in() {
         .send()
         .await
         .assert_problem(404, "not_found");
-    app.get(&format!("/api/v1/projects/{other}/environments/staging/apps"))
-        .by(&member)
-        .send()
-        .await
-        .assert_problem(404, "not_found");
+    app.get(&format!(
+        "/api/v1/projects/{other}/environments/staging/apps"
+    ))
+    .by(&member)
+    .send()
+    .await
+    .assert_problem(404, "not_found");
     // The shared catalogue and the caller itself stay open.
     app.get("/api/v1/templates")
         .by(&member)
         .send()
         .await
         .assert_status(200);
-    app.get("/api/v1/me").by(&member).send().await.assert_status(200);
-
-    // The records say who holds what.
-    let listed = app
-        .get(&format!("{base}/members"))
+    app.get("/api/v1/me")
         .by(&member)
         .send()
-        .await;
+        .await
+        .assert_status(200);
+
+    // The records say who holds what.
+    let listed = app.get(&format!("{base}/members")).by(&member).send().await;
     listed.assert_status(200);
     assert_eq!(listed.json().as_array().map(Vec::len), Some(1));
-    let members = app.get("/api/v1/members").by(&app.owner).send().await.json();
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
     let record = members
         .as_array()
         .unwrap()
@@ -129,27 +142,21 @@ async fn a_member_sees_only_the_projects_it_holds_a_role_in() {
         .send()
         .await
         .assert_problem(403, "forbidden");
-    app.request(
-        Method::DELETE,
-        &format!("{base}/members/{}", member.id),
-    )
-    .by(&app.owner)
-    .send()
-    .await
-    .assert_status(204);
+    app.request(Method::DELETE, &format!("{base}/members/{}", member.id))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(204);
     app.get(&base)
         .by(&member)
         .send()
         .await
         .assert_problem(404, "not_found");
-    app.request(
-        Method::DELETE,
-        &format!("{base}/members/{}", member.id),
-    )
-    .by(&app.owner)
-    .send()
-    .await
-    .assert_problem(404, "not_found");
+    app.request(Method::DELETE, &format!("{base}/members/{}", member.id))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_problem(404, "not_found");
 }
 
 /// A role in a project adds to the organization role: the greater applies
@@ -256,7 +263,10 @@ async fn a_role_does_not_reach_a_project_made_again_under_its_name() {
             break;
         }
         made.assert_problem(409, "conflict");
-        assert!(tokio::time::Instant::now() < gone, "the project was never deleted");
+        assert!(
+            tokio::time::Instant::now() < gone,
+            "the project was never deleted"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     app.get(&base)
@@ -265,7 +275,12 @@ async fn a_role_does_not_reach_a_project_made_again_under_its_name() {
         .await
         .assert_problem(404, "not_found");
     assert!(names(&app.get("/api/v1/projects").by(&member).send().await).is_empty());
-    let members = app.get("/api/v1/members").by(&app.owner).send().await.json();
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
     let record = members
         .as_array()
         .unwrap()
@@ -286,12 +301,14 @@ async fn a_projects_admins_read_its_audit_log() {
     let other = app.ready_environment("unaudited", "staging").await;
     let admin = app.project_member(Role::Member, &project, "admin").await;
     for name in [&project, &other] {
-        app.post(&format!("/api/v1/projects/{name}/environments/staging/apps"))
-            .by(&app.owner)
-            .json(json!({ "name": "web", "image": "nginx:1.27" }))
-            .send()
-            .await
-            .assert_status(201);
+        app.post(&format!(
+            "/api/v1/projects/{name}/environments/staging/apps"
+        ))
+        .by(&app.owner)
+        .json(json!({ "name": "web", "image": "nginx:1.27" }))
+        .send()
+        .await
+        .assert_status(201);
     }
     app.get("/api/v1/audit")
         .by(&admin)
@@ -308,11 +325,17 @@ async fn a_projects_admins_read_its_audit_log() {
             .send()
             .await;
         page.assert_status(200);
-        let events = page.json()["events"].as_array().cloned().unwrap_or_default();
+        let events = page.json()["events"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if events.iter().any(|e| e["action"] == "createApp") {
             break events;
         }
-        assert!(tokio::time::Instant::now() < deadline, "no createApp event: {events:?}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no createApp event: {events:?}"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     assert!(
@@ -320,7 +343,12 @@ async fn a_projects_admins_read_its_audit_log() {
         "only the project's events: {events:?}"
     );
     let actions: Vec<&str> = events.iter().filter_map(|e| e["action"].as_str()).collect();
-    for action in ["createProject", "createEnvironment", "createApp", "setProjectMember"] {
+    for action in [
+        "createProject",
+        "createEnvironment",
+        "createApp",
+        "setProjectMember",
+    ] {
         assert!(actions.contains(&action), "{action} in {actions:?}");
     }
     // Newest first, paged by `before`.
@@ -334,7 +362,9 @@ async fn a_projects_admins_read_its_audit_log() {
         .json();
     let before = first["next_before"].as_u64().expect("an older page");
     let second = app
-        .get(&format!("/api/v1/projects/{project}/audit?limit=1&before={before}"))
+        .get(&format!(
+            "/api/v1/projects/{project}/audit?limit=1&before={before}"
+        ))
         .by(&admin)
         .send()
         .await

@@ -509,8 +509,11 @@ async fn a_limited_callers_check_costs_one_cluster_read() {
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("limits", "dev").await;
     let apps = format!("/api/v1/projects/{project}/environments/dev/apps");
-    app.create_app(&apps, json!({ "name": "shop", "image": "nginx:1", "replicas": 0 }))
-        .await;
+    app.create_app(
+        &apps,
+        json!({ "name": "shop", "image": "nginx:1", "replicas": 0 }),
+    )
+    .await;
     let shop = format!("{apps}/shop");
     let callers = [
         ("owner", app.owner.clone(), 0),
@@ -522,7 +525,8 @@ async fn a_limited_callers_check_costs_one_cluster_read() {
         ),
         (
             "viewer, the project's developer",
-            app.project_member(Role::Viewer, &project, "developer").await,
+            app.project_member(Role::Viewer, &project, "developer")
+                .await,
             1,
         ),
         (
@@ -533,7 +537,8 @@ async fn a_limited_callers_check_costs_one_cluster_read() {
         ),
         (
             "the project's deploy token",
-            app.deploy_token(&project, json!({ "ceiling": "read" })).await,
+            app.deploy_token(&project, json!({ "ceiling": "read" }))
+                .await,
             1,
         ),
     ];

@@ -461,7 +461,9 @@ fn outside_projects(caller: &Principal, operation: Option<Operation>) -> Result<
         return Ok(());
     }
     Err(ApiError::Forbidden(match caller.limits() {
-        Some(limits) => format!("this token is limited to {limits}: it cannot act on the whole organization"),
+        Some(limits) => {
+            format!("this token is limited to {limits}: it cannot act on the whole organization")
+        }
         None => "your role in the organization is member: it gives no permission outside \
                  the projects you hold a role in"
             .into(),
@@ -525,7 +527,11 @@ async fn in_project(
     let Some(project) = read_project(parts, &principal, &place.project).await? else {
         // Its handler says it is missing, in its own words; a member
         // without an organization role learns no more.
-        return if member_only { Err(missing()) } else { Ok(principal) };
+        return if member_only {
+            Err(missing())
+        } else {
+            Ok(principal)
+        };
     };
     if let Some(scope) = &principal.scope
         && !scope.predates(project.created)

@@ -269,8 +269,11 @@ impl Store {
     pub fn restore(&mut self, rv: u64, objects: impl IntoIterator<Item = (ObjKey, Value)>) {
         self.objects = objects.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
         self.controlled.clear();
-        let objects: Vec<(ObjKey, Arc<Value>)> =
-            self.objects.iter().map(|(k, o)| (k.clone(), o.clone())).collect();
+        let objects: Vec<(ObjKey, Arc<Value>)> = self
+            .objects
+            .iter()
+            .map(|(k, o)| (k.clone(), o.clone()))
+            .collect();
         for (key, object) in objects {
             self.index(&key, None, Some(&object));
         }
@@ -292,7 +295,9 @@ mod tests {
 
     fn pod(name: &str, controller: Option<&str>) -> Value {
         let owners: Vec<Value> = controller
-            .map(|uid| json!({ "kind": "ReplicaSet", "name": "rs", "uid": uid, "controller": true }))
+            .map(
+                |uid| json!({ "kind": "ReplicaSet", "name": "rs", "uid": uid, "controller": true }),
+            )
             .into_iter()
             .collect();
         json!({ "metadata": { "name": name, "namespace": "ns", "ownerReferences": owners } })
@@ -320,7 +325,12 @@ mod tests {
         assert_eq!(controlled(&store, "two"), ["b"]);
         store.remove(&key("a"));
         assert!(controlled(&store, "one").is_empty());
-        assert!(store.controlled_by("", "pods", "other", "two").next().is_none());
+        assert!(
+            store
+                .controlled_by("", "pods", "other", "two")
+                .next()
+                .is_none()
+        );
         store.restore(7, [(key("d"), pod("d", Some("one")))]);
         assert_eq!(controlled(&store, "one"), ["d"]);
         assert!(controlled(&store, "two").is_empty());

@@ -32,7 +32,11 @@ impl From<&ProfileItem> for MemberRecord {
 
 /// The members of an organization, by email.
 pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, ApiError> {
-    Ok(profiles(store, org).await?.iter().map(MemberRecord::from).collect())
+    Ok(profiles(store, org)
+        .await?
+        .iter()
+        .map(MemberRecord::from)
+        .collect())
 }
 
 /// The profiles of an organization's members, by email.
@@ -47,7 +51,10 @@ pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<Profile
             .expression_attribute_values(":members", store::s(keys::members_of(org.as_str()))),
     )
     .await?;
-    items.into_iter().map(store::from_item::<ProfileItem>).collect()
+    items
+        .into_iter()
+        .map(store::from_item::<ProfileItem>)
+        .collect()
 }
 
 fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {

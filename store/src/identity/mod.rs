@@ -62,10 +62,16 @@ impl ProjectGrant {
 /// How a request proved who it is. Digests, never the secrets themselves.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credential {
-    Session { digest: String },
-    Token { id: String },
+    Session {
+        digest: String,
+    },
+    Token {
+        id: String,
+    },
     /// A project's deploy token: a machine's, not a person's.
-    DeployToken { id: String },
+    DeployToken {
+        id: String,
+    },
 }
 
 /// An authenticated caller.

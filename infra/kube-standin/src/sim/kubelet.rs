@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::objects::{pod_phase, str_at};
-use crate::meta::controller_uid;
 use crate::logs::{LogKey, Logs};
 use crate::meta;
+use crate::meta::controller_uid;
 use crate::store::ObjKey;
 use crate::verbs::State;
 
