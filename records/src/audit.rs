@@ -93,6 +93,16 @@ pub struct AuditPage {
     pub next_before: Option<u64>,
 }
 
+impl AuditPage {
+    /// The page below the oldest event: nothing, and nothing older.
+    pub fn empty() -> Self {
+        Self {
+            events: Vec::new(),
+            next_before: None,
+        }
+    }
+}
+
 /// The most events a page holds.
 pub const MAX_PAGE: u32 = 200;
 /// The events a page holds unless `limit` says.

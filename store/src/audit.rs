@@ -286,23 +286,8 @@ impl AuditLog {
             .expression_attribute_values(":pk", store::s(keys::audit(org)))
             .scan_index_forward(false)
             .consistent_read(true);
-        let query = match before {
-            Some(0 | 1) => {
-                return Ok(AuditPage {
-                    events: Vec::new(),
-                    next_before: None,
-                });
-            }
-            Some(before) => query
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lowest AND :highest")
-                .expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX))
-                .expression_attribute_values(
-                    ":highest",
-                    store::s(keys::audit_event_sk(before - 1)),
-                ),
-            None => query
-                .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
-                .expression_attribute_values(":events", store::s(keys::AUDIT_EVENT_SK_PREFIX)),
+        let Some(query) = older_than(query, ("pk", "sk"), before) else {
+            return Ok(AuditPage::empty());
         };
         let settled_before =
             clock::unix_millis() - i64::try_from(SETTLED_AFTER.as_millis()).unwrap_or(i64::MAX);
@@ -356,22 +341,9 @@ impl AuditLog {
             .table_name(self.store.table())
             .index_name(keys::GSI1)
             .expression_attribute_values(":pk", store::s(keys::audit_of_project(org, project)))
-            .expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX))
             .scan_index_forward(false);
-        let query = match before {
-            Some(0 | 1) => {
-                return Ok(AuditPage {
-                    events: Vec::new(),
-                    next_before: None,
-                });
-            }
-            Some(before) => query
-                .key_condition_expression("gsi1pk = :pk AND gsi1sk BETWEEN :lowest AND :highest")
-                .expression_attribute_values(
-                    ":highest",
-                    store::s(keys::audit_event_sk(before - 1)),
-                ),
-            None => query.key_condition_expression("gsi1pk = :pk AND begins_with(gsi1sk, :lowest)"),
+        let Some(query) = older_than(query, ("gsi1pk", "gsi1sk"), before) else {
+            return Ok(AuditPage::empty());
         };
         let settled = SETTLED_AFTER + INDEX_LAG;
         let settled_before =
@@ -408,6 +380,32 @@ impl AuditLog {
             events,
             next_before,
         })
+    }
+}
+
+/// Narrows a query of a partition of events (keyed `keys`, `:pk` given) to
+/// those older than `before`; none when no event can be (`before` 0 or 1).
+fn older_than(
+    query: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    (pk, sk): (&str, &str),
+    before: Option<u64>,
+) -> Option<aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder> {
+    let query = query.expression_attribute_values(":lowest", store::s(keys::AUDIT_EVENT_SK_PREFIX));
+    match before {
+        Some(0 | 1) => None,
+        Some(before) => Some(
+            query
+                .key_condition_expression(format!(
+                    "{pk} = :pk AND {sk} BETWEEN :lowest AND :highest"
+                ))
+                .expression_attribute_values(
+                    ":highest",
+                    store::s(keys::audit_event_sk(before - 1)),
+                ),
+        ),
+        None => Some(
+            query.key_condition_expression(format!("{pk} = :pk AND begins_with({sk}, :lowest)")),
+        ),
     }
 }
 

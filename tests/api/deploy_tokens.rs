@@ -6,17 +6,8 @@
 use http::Method;
 use serde_json::json;
 
-use crate::support::{TestApp, TestResponse};
+use crate::support::TestApp;
 use berth_domain::Role;
-
-fn forbidden_saying(response: &TestResponse, words: &str) {
-    response.assert_problem(403, "forbidden");
-    let detail = response.json()["detail"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(detail.contains(words), "{detail}");
-}
 
 #[tokio::test]
 async fn a_deploy_token_deploys_to_its_environment_as_itself() {
@@ -107,25 +98,21 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
         .send()
         .await
         .assert_problem(404, "not_found");
-    forbidden_saying(
-        &app.post(&format!("{base}/environments/staging/apps/web/promote"))
-            .bearer(&token)
-            .json(json!({ "environment": "prod" }))
-            .send()
-            .await,
-        "cannot act in environment prod",
-    );
-    forbidden_saying(
-        &app.request(
-            Method::PUT,
-            &format!("{base}/environments/staging/secrets/db"),
-        )
+    app.post(&format!("{base}/environments/staging/apps/web/promote"))
         .bearer(&token)
-        .json(json!({ "data": { "password": "x" } }))
+        .json(json!({ "environment": "prod" }))
         .send()
-        .await,
-        "limited to deploy",
-    );
+        .await
+        .assert_forbidden_saying("cannot act in environment prod");
+    app.request(
+        Method::PUT,
+        &format!("{base}/environments/staging/secrets/db"),
+    )
+    .bearer(&token)
+    .json(json!({ "data": { "password": "x" } }))
+    .send()
+    .await
+    .assert_forbidden_saying("limited to deploy");
     // No person's operations: no tokens, no password, no members.
     for (method, path) in [
         (Method::GET, "/api/v1/tokens"),
@@ -239,14 +226,12 @@ async fn a_projects_admins_manage_its_deploy_tokens() {
         .send()
         .await
         .assert_status(200);
-    forbidden_saying(
-        &app.post(&format!("{base}/tokens"))
-            .by(&unlimited)
-            .json(json!({ "name": "child" }))
-            .send()
-            .await,
-        "deploy token cannot make",
-    );
+    app.post(&format!("{base}/tokens"))
+        .by(&unlimited)
+        .json(json!({ "name": "child" }))
+        .send()
+        .await
+        .assert_forbidden_saying("deploy token cannot make");
     app.request(Method::PUT, &format!("{base}/members/{}", developer.id))
         .by(&unlimited)
         .json(json!({ "role": "admin" }))

@@ -22,6 +22,21 @@ fn names(listed: &TestResponse) -> Vec<Value> {
         .collect()
 }
 
+/// The member's record, as the organization's list shows it.
+async fn member_record(app: &TestApp, id: &str) -> Value {
+    let members = app
+        .get("/api/v1/members")
+        .by(&app.owner)
+        .send()
+        .await
+        .json();
+    members
+        .as_array()
+        .and_then(|members| members.iter().find(|m| m["id"] == id))
+        .cloned()
+        .expect("the member is listed")
+}
+
 async fn set_role(
     app: &TestApp,
     by: &TestUser,
@@ -113,19 +128,7 @@ async fn a_member_sees_only_the_projects_it_holds_a_role_in() {
     let listed = app.get(&format!("{base}/members")).by(&member).send().await;
     listed.assert_status(200);
     assert_eq!(listed.json().as_array().map(Vec::len), Some(1));
-    let members = app
-        .get("/api/v1/members")
-        .by(&app.owner)
-        .send()
-        .await
-        .json();
-    let record = members
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == member.id.as_str())
-        .unwrap()
-        .clone();
+    let record = member_record(&app, &member.id).await;
     assert_eq!(record["role"], "member");
     assert_eq!(
         record["projects"],
@@ -275,19 +278,7 @@ async fn a_role_does_not_reach_a_project_made_again_under_its_name() {
         .await
         .assert_problem(404, "not_found");
     assert!(names(&app.get("/api/v1/projects").by(&member).send().await).is_empty());
-    let members = app
-        .get("/api/v1/members")
-        .by(&app.owner)
-        .send()
-        .await
-        .json();
-    let record = members
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["id"] == member.id.as_str())
-        .unwrap()
-        .clone();
+    let record = member_record(&app, &member.id).await;
     assert_eq!(record["projects"], json!([]));
 }
 

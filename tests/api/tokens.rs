@@ -181,16 +181,6 @@ async fn expired_tokens_stop_working() {
     );
 }
 
-/// `403 forbidden`, its detail saying `words`.
-fn forbidden_saying(response: &crate::support::TestResponse, words: &str) {
-    response.assert_problem(403, "forbidden");
-    let detail = response.json()["detail"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(detail.contains(words), "{detail}");
-}
-
 /// A token's ceiling (`read`, `deploy`) bounds it below its owner's role,
 /// at every request: what the token record shows, what it may create and
 /// revoke, and a demotion of its owner that takes effect at once.
@@ -243,7 +233,7 @@ async fn a_ceiling_bounds_a_token_below_its_owner() {
         .json(json!({ "name": "wider" }))
         .send()
         .await;
-    forbidden_saying(&refused, "limited to read");
+    refused.assert_forbidden_saying("limited to read");
     app.post("/api/v1/tokens")
         .by(&read)
         .json(json!({ "name": "wider", "ceiling": "deploy" }))
@@ -278,7 +268,7 @@ async fn a_ceiling_bounds_a_token_below_its_owner() {
         .json(json!({ "name": "staging" }))
         .send()
         .await;
-    forbidden_saying(&refused, "env-write");
+    refused.assert_forbidden_saying("env-write");
 
     // A limited token revokes itself, not another.
     let ids: Vec<(String, String)> = app
@@ -384,18 +374,17 @@ async fn a_scope_holds_a_token_to_its_projects() {
         .assert_problem(404, "not_found");
     // The project itself may be read, not changed; the organization not acted on.
     app.get(&base).by(&token).send().await.assert_status(200);
-    forbidden_saying(
-        &app.post(&format!("{base}/environments"))
-            .by(&token)
-            .json(json!({ "name": "qa" }))
-            .send()
-            .await,
-        "cannot change the project itself",
-    );
-    forbidden_saying(
-        &app.get("/api/v1/members").by(&token).send().await,
-        "whole organization",
-    );
+    app.post(&format!("{base}/environments"))
+        .by(&token)
+        .json(json!({ "name": "qa" }))
+        .send()
+        .await
+        .assert_forbidden_saying("cannot change the project itself");
+    app.get("/api/v1/members")
+        .by(&token)
+        .send()
+        .await
+        .assert_forbidden_saying("whole organization");
     // The list of projects is its scope.
     let listed = app.get("/api/v1/projects").by(&token).send().await;
     let names: Vec<_> = listed
@@ -413,14 +402,12 @@ async fn a_scope_holds_a_token_to_its_projects() {
         .send()
         .await
         .assert_status(201);
-    forbidden_saying(
-        &app.post("/api/v1/tokens")
-            .by(&token)
-            .json(json!({ "name": "wide", "scope": [{ "project": project }] }))
-            .send()
-            .await,
-        "within it",
-    );
+    app.post("/api/v1/tokens")
+        .by(&token)
+        .json(json!({ "name": "wide", "scope": [{ "project": project }] }))
+        .send()
+        .await
+        .assert_forbidden_saying("within it");
     let record = app.get("/api/v1/tokens").by(&app.owner).send().await.json();
     assert!(
         record

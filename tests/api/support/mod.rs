@@ -665,6 +665,17 @@ impl TestResponse {
         assert!(body.get("detail").is_some(), "{body}");
     }
 
+    /// `403 forbidden`, its detail saying `words`.
+    #[track_caller]
+    pub fn assert_forbidden_saying(&self, words: &str) {
+        self.assert_problem(403, "forbidden");
+        let detail = self.json()["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(detail.contains(words), "{detail}");
+    }
+
     #[track_caller]
     pub fn assert_status(&self, status: u16) -> &Self {
         assert_eq!(self.status.as_u16(), status, "{}", self.text());
