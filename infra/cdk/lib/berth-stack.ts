@@ -82,7 +82,10 @@ const FUNCTIONS: readonly BerthFunction[] = [
   {
     binary: 'projects',
     description: 'Projects',
-    tableActions: ITEM_ACCESS,
+    // Members' project roles and a project's audit log (both read index
+    // gsi1); deploy tokens, and forgetting a deleted project's.
+    tableActions: [...ITEM_ACCESS, 'DeleteItem', 'BatchWriteItem', 'Query'],
+    readsIndex: true,
   },
   {
     binary: 'environments',
