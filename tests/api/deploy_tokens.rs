@@ -20,6 +20,7 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
         .send()
         .await
         .assert_status(201);
+    app.wait_for_environment(&project, "prod").await;
     for environment in ["staging", "prod"] {
         app.create_app(
             &format!("{base}/environments/{environment}/apps"),

@@ -200,6 +200,8 @@ async fn a_signed_github_push_to_the_apps_branch_builds_the_commit() {
     assert_eq!(event.actor_kind, ActorKind::Webhook);
     assert_eq!(event.actor.as_deref(), Some("github"));
     assert_eq!(event.target.as_deref(), Some(source.name.as_str()));
+    // In the project's log too: its admins see what pushes built.
+    assert_eq!(event.project.as_deref(), Some(source.project.as_str()));
 }
 
 #[tokio::test]

@@ -180,6 +180,7 @@ pub async fn receive(
     let org = OrgName::parse(&hook.org)
         .map_err(|e| ApiError::Internal(format!("a stored hook's organization: {e}")))?;
     scope::audit_org(org.clone());
+    scope::audit_project(path.project.as_str());
     scope::audit_target("app", path.app.to_string());
     let (true, Some(delivery)) = (signed, delivery) else {
         return Err(ApiError::Unauthenticated);
