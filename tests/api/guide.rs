@@ -8,8 +8,6 @@
 //! `curl -f`); what it printed is shown when one fails.
 
 use std::fmt::Write as _;
-use std::future::IntoFuture;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -239,19 +237,7 @@ async fn every_command_of_the_guide_works() {
     let owner = members::bootstrap(&app.state.store, "default", "admin@localhost")
         .await
         .expect("bootstrapping the guide's owner");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let address = listener.local_addr().expect("its address");
-    let server = tokio::spawn(
-        axum::serve(
-            listener,
-            app.app
-                .clone()
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .into_future(),
-    );
+    let served = app.serve().await;
     let project = unique("shop");
     let _kubelet = keep_pods_running(
         app.cluster().client.clone(),
@@ -266,7 +252,7 @@ async fn every_command_of_the_guide_works() {
     let values: Vec<(&str, String)> = FILLED_IN
         .into_iter()
         .zip([
-            format!("http://{address}/api/v1"),
+            format!("{}/api/v1", served.url),
             owner.temporary_password.clone(),
             "a passphrase for the guide".to_owned(),
             project.clone(),
@@ -286,7 +272,7 @@ async fn every_command_of_the_guide_works() {
         guide_deadline(),
     )
     .await;
-    server.abort();
+    drop(served);
     println!("the guide ran in {:?}", started.elapsed());
 
     // The guide did what it says: every call it teaches is in the audit log,

@@ -1,0 +1,550 @@
+//! The `berth` CLI, run as its users run it: the built binary, against the
+//! whole API served on a loopback port, with its sign-in in a directory of
+//! the test's own (`BERTH_CONFIG_DIR`) and its link in another (the
+//! current directory).
+//!
+//! The binary belongs to the `berth-cli` package, not to this test's, so
+//! cargo does not build it for this test: the first test to need it runs
+//! `cargo build -p berth-cli` on the tests' own target directory (a no-op
+//! under `make test`, which builds it first; see `make_dev.rs` for why a
+//! nested build waits for nobody).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use http::Method;
+use k8s_openapi::api::core::v1::Secret;
+use serde_json::{Value, json};
+
+use crate::controller_image::target_dir;
+use crate::support::kubelet::{end_pods, keep_pods_running};
+use crate::support::{Served, TestApp, TestUser, eventually, unique};
+
+/// The `berth` binary, built once per test run.
+fn binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let target = target_dir();
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--locked", "-p", "berth-cli", "--bin", "berth"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the berth CLI");
+        target.join("debug").join("berth")
+    })
+}
+
+/// One user's machine: a config directory and a working directory.
+struct Machine {
+    config: PathBuf,
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+/// What a run of `berth` did.
+#[derive(Debug)]
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    #[track_caller]
+    fn ok(&self) -> &Self {
+        assert_eq!(self.code, 0, "{self:?}");
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+
+    /// The one line an error prints.
+    #[track_caller]
+    fn error_line(&self) -> &str {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{self:?}");
+        lines[0]
+    }
+}
+
+impl From<Output> for Ran {
+    fn from(output: Output) -> Self {
+        Ran {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Machine {
+    fn new() -> Self {
+        let root = std::env::temp_dir().join(unique("berth-cli"));
+        let (config, dir) = (root.join("config"), root.join("work"));
+        std::fs::create_dir_all(&dir).expect("a working directory");
+        Machine {
+            config,
+            dir,
+            env: Vec::new(),
+        }
+    }
+
+    /// A CI machine: `BERTH_URL` and `BERTH_TOKEN`, nothing stored.
+    fn ci(served: &Served, user: &TestUser) -> Self {
+        let mut machine = Self::new();
+        machine.env = vec![
+            ("BERTH_URL", served.url.clone()),
+            ("BERTH_TOKEN", user.token.clone()),
+        ];
+        machine
+    }
+
+    fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(binary());
+        command
+            .args(args)
+            .current_dir(&self.dir)
+            .env_remove("BERTH_URL")
+            .env_remove("BERTH_TOKEN")
+            .env("BERTH_CONFIG_DIR", &self.config)
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())));
+        command
+    }
+
+    fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.std_command(args))
+    }
+
+    /// Runs `berth args` with `stdin` as its standard input (not a
+    /// terminal), off the runtime's thread, which serves the API meanwhile.
+    async fn run_with(&self, args: &[&str], stdin: &str) -> Ran {
+        let mut command = self.command(args);
+        command.write_stdin(stdin.to_owned());
+        tokio::task::spawn_blocking(move || command.output().expect("berth runs"))
+            .await
+            .expect("the run")
+            .into()
+    }
+
+    async fn run(&self, args: &[&str]) -> Ran {
+        self.run_with(args, "").await
+    }
+}
+
+async fn api_json(app: &TestApp, user: &TestUser, path: &str) -> Value {
+    let answer = app.get(path).by(user).send().await;
+    answer.assert_status(200);
+    answer.json()
+}
+
+#[tokio::test]
+async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
+    let app = TestApp::new().await;
+    let served = app.serve().await;
+    let email = format!("{}@example.org", unique("dev"));
+    let invited = app
+        .post("/api/v1/members")
+        .by(&app.owner)
+        .json(json!({"email": email, "role": "developer"}))
+        .send()
+        .await;
+    invited.assert_status(201);
+    let temporary = invited.json()["temporary_password"]
+        .as_str()
+        .expect("a temporary password")
+        .to_owned();
+    let machine = Machine::new();
+
+    // A wrong password: 401, one line, exit 3, nothing stored.
+    let refused = machine
+        .run_with(
+            &["login", "--url", &served.url, "--email", &email],
+            "not the password\n",
+        )
+        .await;
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(
+        refused.error_line().ends_with("(invalid_credentials)"),
+        "{refused:?}"
+    );
+    assert!(!machine.config.join("credentials.toml").exists());
+
+    // The temporary password, then the new one, a line each.
+    let new_password = "a new passphrase for the CLI";
+    let login = machine
+        .run_with(
+            &[
+                "login",
+                "--url",
+                &format!("{}/api/v1", served.url),
+                "--email",
+                &email,
+            ],
+            &format!("{temporary}\n{new_password}\n"),
+        )
+        .await;
+    login.ok();
+    assert!(
+        login
+            .stdout
+            .starts_with(&format!("Signed in to {}/ as {email}", served.url)),
+        "{login:?}"
+    );
+    assert!(!login.stdout.contains(&temporary) && !login.stderr.contains(new_password));
+    let file = machine.config.join("credentials.toml");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&machine.config), 0o700);
+    }
+    let stored = std::fs::read_to_string(&file).unwrap();
+    let field = |name: &str| {
+        stored
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} = \"")))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{name} in {stored}"))
+            .to_owned()
+    };
+    let (token, token_id) = (field("token"), field("token_id"));
+    // The password changed: the new one signs in, the temporary one not.
+    app.sign_in(&email, new_password).await;
+    app.post("/api/v1/auth/login")
+        .json(json!({"email": email, "password": temporary}))
+        .send()
+        .await
+        .assert_status(401);
+
+    // whoami -o json is the API's Identity as it answers the token.
+    let user = TestUser {
+        token: token.clone(),
+        ..app.owner.clone()
+    };
+    let me = machine.run(&["whoami", "-o", "json"]).await;
+    me.ok();
+    assert_eq!(me.json(), api_json(&app, &user, "/api/v1/me").await);
+    assert_eq!(me.json()["via"], "token");
+    assert!(me.stderr.is_empty(), "no version warning: {me:?}");
+    let tokens = machine.run(&["tokens"]).await;
+    tokens.ok();
+    assert!(tokens.stdout.contains("berth CLI (this CLI)"), "{tokens:?}");
+    assert!(tokens.stdout.contains(&token_id), "{tokens:?}");
+
+    // The session login opened was ended: only the token is left.
+    let logout = machine.run(&["logout"]).await;
+    logout.ok();
+    assert!(!file.exists());
+    app.get("/api/v1/me")
+        .bearer(&token)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
+    let signed_out = machine.run(&["whoami"]).await;
+    assert_eq!(signed_out.code, 3, "{signed_out:?}");
+    assert!(
+        signed_out.error_line().contains("not signed in"),
+        "{signed_out:?}"
+    );
+}
+
+/// An app `shop` in a ready environment `staging` of a new project; the
+/// project's name and the app's namespace.
+async fn shop(app: &TestApp, body: Value) -> (String, String) {
+    let project = app.ready_environment("cli", "staging").await;
+    app.create_app(
+        &format!("/api/v1/projects/{project}/environments/staging/apps"),
+        body,
+    )
+    .await;
+    let namespace = format!("{project}-staging");
+    (project, namespace)
+}
+
+#[tokio::test]
+async fn link_json_secrets_env_and_exit_codes() {
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let (project, namespace) = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
+    let machine = Machine::ci(&served, &app.owner);
+
+    // Before the link: which project?
+    let unlinked = machine.run(&["apps"]).await;
+    assert_eq!(unlinked.code, 2, "{unlinked:?}");
+    assert!(unlinked.error_line().contains("berth link"), "{unlinked:?}");
+    machine
+        .run(&["link", &project, "staging", "shop"])
+        .await
+        .ok();
+    assert!(machine.dir.join(".berth.toml").exists());
+    // A subdirectory uses the link too.
+    let below = Machine {
+        dir: machine.dir.join("src"),
+        config: machine.config.clone(),
+        env: machine.env.clone(),
+    };
+    std::fs::create_dir_all(&below.dir).unwrap();
+
+    // -o json is the API's answer as it is.
+    for (args, path) in [
+        (
+            vec!["releases", "-o", "json"],
+            format!("{shop_path}/releases"),
+        ),
+        (
+            vec!["projects", "-o", "json"],
+            "/api/v1/projects".to_owned(),
+        ),
+        (
+            vec!["envs", "-o", "json"],
+            format!("/api/v1/projects/{project}/environments"),
+        ),
+        (
+            vec!["secrets", "list", "-o", "json"],
+            format!("/api/v1/projects/{project}/environments/staging/secrets"),
+        ),
+    ] {
+        let ran = below.run(&args).await;
+        ran.ok();
+        assert_eq!(
+            ran.json(),
+            api_json(&app, &app.owner, &path).await,
+            "{args:?}"
+        );
+    }
+    // Plain text off a terminal: columns, no borders or colours.
+    let apps = machine.run(&["apps"]).await;
+    apps.ok();
+    let header = apps.stdout.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("NAME") && header.contains("REVISION"),
+        "{apps:?}"
+    );
+    assert!(
+        apps.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("shop ")),
+        "{apps:?}"
+    );
+    assert!(
+        !apps.stdout.contains('\u{1b}') && !apps.stdout.contains('│'),
+        "{apps:?}"
+    );
+
+    // Flags override the link: another app is 404, exit 4, one line.
+    let missing = machine.run(&["ps", "--app", "nope"]).await;
+    assert_eq!(missing.code, 4, "{missing:?}");
+    assert_eq!(
+        missing.error_line(),
+        format!(
+            "error: Not found: app `nope` not found in environment `staging` of project `{project}` (not_found)"
+        )
+    );
+    // Usage: 2; not signed in: 3.
+    assert_eq!(machine.run(&["deploy"]).await.code, 2);
+    let nobody = Machine {
+        env: Vec::new(),
+        ..Machine::new()
+    };
+    let signed_out = nobody.run(&["projects"]).await;
+    assert_eq!(signed_out.code, 3, "{signed_out:?}");
+    // A token the API does not know: 401, exit 3.
+    let forged = Machine {
+        env: vec![
+            ("BERTH_URL", served.url.clone()),
+            ("BERTH_TOKEN", "brt_nope".into()),
+        ],
+        ..Machine::new()
+    };
+    let refused = forged.run(&["projects"]).await;
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(
+        refused.error_line().contains("(unauthenticated)"),
+        "{refused:?}"
+    );
+
+    // A secret's values come from standard input: the process's arguments
+    // never hold them (its /proc/PID/cmdline, while it reads them).
+    let value = format!("s3cr3t-{}", unique("v"));
+    let mut child = machine
+        .std_command(&["secrets", "set", "db"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("berth runs");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).expect("its arguments");
+    assert!(!String::from_utf8_lossy(&cmdline).contains(&value));
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "# the database\nPASSWORD={value}\nUSER=shop").unwrap();
+    }
+    let set: Ran = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+        .into();
+    set.ok();
+    assert_eq!(set.stdout.trim(), "Secret db set: keys PASSWORD, USER");
+    assert!(!set.stdout.contains(&value) && !set.stderr.contains(&value));
+    let stored = kube::Api::<Secret>::namespaced(app.cluster().client.clone(), &namespace)
+        .get("db")
+        .await
+        .expect("the Secret");
+    let password = stored.data.unwrap()["PASSWORD"].0.clone();
+    assert_eq!(String::from_utf8(password).unwrap(), value);
+    // From a file, one key's whole value.
+    let certificate = machine.dir.join("cert.pem");
+    std::fs::write(&certificate, "-----BEGIN-----\nabc\n-----END-----\n").unwrap();
+    machine
+        .run(&[
+            "secrets",
+            "set",
+            "tls",
+            "--key",
+            "cert.pem",
+            "--from-file",
+            "cert.pem",
+        ])
+        .await
+        .ok();
+    let secrets = machine.run(&["secrets", "list"]).await;
+    assert!(
+        secrets.stdout.contains("tls ") && secrets.stdout.contains("cert.pem"),
+        "{secrets:?}"
+    );
+    // There is no way to give a value as an argument.
+    assert_eq!(
+        machine
+            .run(&["secrets", "set", "db", "PASSWORD=x"])
+            .await
+            .code,
+        2
+    );
+    machine.run(&["secrets", "rm", "tls"]).await.ok();
+
+    // env set and unset keep what they do not name.
+    machine
+        .run(&["env", "set", "MODE=production", "WORKERS=4"])
+        .await
+        .ok();
+    machine.run(&["env", "set", "WORKERS=8"]).await.ok();
+    machine.run(&["env", "unset", "MODE"]).await.ok();
+    let env = api_json(&app, &app.owner, &shop_path).await["app"]["env"].clone();
+    assert_eq!(env, json!([{"name": "WORKERS", "value": "8"}]));
+    let listed = machine.run(&["env", "list", "-o", "json"]).await;
+    assert_eq!(listed.json(), env);
+    let unknown = machine.run(&["env", "unset", "NOPE"]).await;
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+}
+
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "fails release pods as a kubelet would, on a schedule of the stand-in's deadlines"
+)]
+async fn deploy_waits_until_available_or_says_why_not() {
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let (project, namespace) = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
+    let machine = Machine::ci(&served, &app.owner);
+    machine
+        .run(&["link", &project, "staging", "shop"])
+        .await
+        .ok();
+
+    // Pods that become ready: the deploy waits for revision 2 and succeeds.
+    let kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);
+    let deployed = machine
+        .run(&["deploy", "--image", "nginx:1.28", "--wait"])
+        .await;
+    deployed.ok();
+    assert!(
+        deployed
+            .stdout
+            .starts_with("Deployed shop at revision 2: Available"),
+        "{deployed:?}"
+    );
+    assert!(
+        deployed.stderr.contains("revision 2 of shop is available"),
+        "{deployed:?}"
+    );
+    // -o json: the app as the API answers it.
+    let again = machine
+        .run(&["deploy", "--image", "nginx:1.28", "--wait", "-o", "json"])
+        .await;
+    again.ok();
+    assert_eq!(
+        again.json(),
+        api_json(&app, &app.owner, &shop_path).await["app"]
+    );
+
+    // A rollout that never becomes available is rolled back: exit 1, why.
+    drop(kubelet);
+    let rolled_back = machine
+        .run(&["deploy", "--image", "nginx:1.29", "--wait"])
+        .await;
+    assert_eq!(rolled_back.code, 1, "{rolled_back:?}");
+    let line = rolled_back.error_line();
+    assert!(
+        line.starts_with("error: revision 3 failed: RolloutFailed, rolled back automatically: automatic: revision 3 did not become available"),
+        "{line}"
+    );
+
+    // A release command that fails: exit 1 with ReleaseFailed and the
+    // API's message.
+    app.request(Method::PATCH, &shop_path)
+        .by(&app.owner)
+        .json(json!({"release_command": ["./migrate"], "auto_rollback": false}))
+        .send()
+        .await
+        .assert_status(200);
+    let mut deploy = machine.command(&["deploy", "--image", "nginx:1.30", "--wait"]);
+    let run = tokio::task::spawn_blocking(move || deploy.output().expect("berth runs"));
+    while !run.is_finished() {
+        end_pods(
+            &app.cluster().client,
+            &namespace,
+            "berth.dev/release",
+            false,
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let failed: Ran = run.await.unwrap().into();
+    assert_eq!(failed.code, 1, "{failed:?}");
+    let line = failed.error_line();
+    assert!(
+        line.contains("failed: ReleaseFailed: The release command of revision"),
+        "{line}"
+    );
+
+    // And a rollback to a revision that ran waits for it too.
+    let _kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);
+    let rollback = machine.run(&["rollback", "2", "--wait"]).await;
+    rollback.ok();
+    eventually("the app runs nginx:1.28 again", || async {
+        api_json(&app, &app.owner, &shop_path).await["app"]["image"] == "nginx:1.28"
+    })
+    .await;
+}
