@@ -224,6 +224,10 @@ pub enum BuildsCommand {
         /// Lines per step (1 to 2000).
         #[arg(long, default_value_t = 200)]
         tail: u32,
+        /// Keep printing new lines until the build ends; exit 0 only if it
+        /// succeeded.
+        #[arg(short = 'f', long)]
+        follow: bool,
     },
 }
 
@@ -241,6 +245,10 @@ pub struct Logs {
     /// The release command's logs of this revision.
     #[arg(long, value_name = "REVISION")]
     pub release: Option<i64>,
+    /// Keep printing new lines (every 2 s) until interrupted, across
+    /// restarts and new pods; with `-o json`, one JSON object per line.
+    #[arg(short = 'f', long, conflicts_with = "previous")]
+    pub follow: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -548,3 +548,155 @@ async fn deploy_waits_until_available_or_says_why_not() {
     })
     .await;
 }
+
+/// Lines a running `berth` printed so far, read as it prints them.
+struct Printed {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Printed {
+    fn start(mut command: std::process::Command) -> Self {
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("berth runs");
+        let stdout = child.stdout.take().expect("its output");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let collected = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Printed { child, lines }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    async fn until_printed(&self, line: &str) {
+        eventually(&format!("berth prints `{line}`"), || async {
+            self.lines().iter().any(|printed| printed.ends_with(line))
+        })
+        .await;
+    }
+}
+
+impl Drop for Printed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A pod of the shop's `web` process, scheduled on a node (the stand-in
+/// schedules none: a pod without a node has no log).
+fn web_pod(name: &str, org: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"berth.dev/org": org, "berth.dev/app": "shop", "berth.dev/process": "web"},
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+    }))
+    .expect("a pod")
+}
+
+/// `logs --follow` as a rollout goes, as the logs API sees one: lines
+/// written between polls, in the same instant, just before a container
+/// restarts, a new pod logging while the old one still serves, then the old
+/// one deleted. The stand-in schedules no Deployment's pod on a node (and a
+/// pod on no node has no log), so the test makes the pods, as a
+/// ReplicaSet and a kubelet would, and writes their logs with the
+/// stand-in's knob.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "writes pods' logs with the stand-in's knobs")]
+async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
+    use berth_kube_standin::LogKey;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{DeleteParams, PostParams};
+
+    use crate::support::kubelet::report_restarts;
+
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let (project, namespace) = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
+    )
+    .await;
+    let client = app.cluster().client.clone();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
+    let standin = app.standin();
+    let machine = Machine::ci(&served, &app.owner);
+    machine.run(&["link", &project, "staging", "shop"]).await.ok();
+    let (first, second) = ("shop-web-1-aaaaa", "shop-web-2-bbbbb");
+    pods.create(&PostParams::default(), &web_pod(first, &app.owner.org))
+        .await
+        .expect("the first pod");
+    let old = LogKey::new(&namespace, first, "web");
+    // Two lines the same instant: both are printed, once each.
+    standin.set_pod_logs(old.clone(), ["started", "started"]);
+
+    let printed = Printed::start(machine.std_command(&["logs", "--follow"]));
+    printed.until_printed("started").await;
+    standin.append_pod_logs(old.clone(), ["request 1"]);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    standin.append_pod_logs(old.clone(), ["request 2"]);
+    printed.until_printed("request 2").await;
+
+    // The container crashes right after a line and restarts: its last line
+    // is read from the previous instance.
+    standin.append_pod_logs(old.clone(), ["last words"]);
+    standin.restart_pod_logs(old.clone());
+    report_restarts(&client, &namespace, first, 1).await;
+    standin.append_pod_logs(old.clone(), ["restarted"]);
+    printed.until_printed("restarted").await;
+
+    // The rollout: a new pod logs while the old one still serves, then the
+    // old one goes.
+    pods.create(&PostParams::default(), &web_pod(second, &app.owner.org))
+        .await
+        .expect("the second pod");
+    let new = LogKey::new(&namespace, second, "web");
+    standin.set_pod_logs(new.clone(), ["new pod starting"]);
+    standin.append_pod_logs(old.clone(), ["old pod still serving"]);
+    printed.until_printed("old pod still serving").await;
+    printed.until_printed("new pod starting").await;
+    pods.delete(first, &DeleteParams::default())
+        .await
+        .expect("deleting the old pod");
+    standin.append_pod_logs(new.clone(), ["new pod serving"]);
+    printed.until_printed("new pod serving").await;
+    // Two more polls: nothing is printed again.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+
+    let of = |pod: &str| -> Vec<String> {
+        printed
+            .lines()
+            .iter()
+            .filter_map(|line| line.strip_prefix(&format!("{pod} | ")))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        of(first),
+        [
+            "started",
+            "started",
+            "request 1",
+            "request 2",
+            "last words",
+            "restarted",
+            "old pod still serving"
+        ],
+        "{:#?}",
+        printed.lines()
+    );
+    assert_eq!(of(second), ["new pod starting", "new pod serving"]);
+    assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
+}

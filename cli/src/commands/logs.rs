@@ -1,32 +1,66 @@
 //! An app's logs, and its builds and their logs.
 
 use berth_records::apps::record::LogEntry;
-use berth_records::builds::BuildPage;
+use berth_records::builds::{BuildPage, BuildRecord};
 
 use super::Session;
+use super::follow::{self, MAX_TAIL, NewLine, POLL};
 use crate::args::{BuildsCommand, Logs};
 use crate::config::AppPath;
 use crate::failure::{Failure, Result};
 use crate::output::{millis, or_dash};
 
 pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
-    let mut query = vec![("tail", logs.tail.to_string())];
-    if let Some(process) = logs.process {
-        query.push(("process", process));
-    }
-    if logs.previous {
-        query.push(("previous", "true".to_owned()));
+    let mut query = Vec::new();
+    if let Some(process) = &logs.process {
+        query.push(("process", process.clone()));
     }
     if let Some(release) = logs.release {
         query.push(("release", release.to_string()));
     }
-    let answer = session.api.get_with(&app.path(&["logs"]), &query)?;
+    let ask = |tail: u32, since: Option<i64>, previous: bool| {
+        let mut query = query.clone();
+        query.push(("tail", tail.to_string()));
+        if previous {
+            query.push(("previous", "true".to_owned()));
+        }
+        if let Some(since) = since {
+            query.push(("since", since.to_string()));
+        }
+        session.api.get_with(&app.path(&["logs"]), &query)
+    };
+    let answer = ask(logs.tail, None, logs.previous)?;
+    if logs.follow {
+        return follow::follow(
+            answer.record()?,
+            POLL,
+            |since, previous| ask(MAX_TAIL, since, previous)?.record(),
+            || Ok(false),
+            |line| print_line(session, line, &line.pod),
+        );
+    }
     session.out.answer(&answer, || {
-        print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
-            entry.pod.clone()
-        });
+        print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| entry.pod.clone());
         Ok(())
     })
+}
+
+/// A followed line: `SOURCE | line`, or with `-o json` one JSON object.
+fn print_line(session: &Session, line: &NewLine, source: &str) {
+    if session.out.json() {
+        println!(
+            "{}",
+            serde_json::json!({
+                "timestamp": line.timestamp,
+                "pod": line.pod,
+                "container": line.container,
+                "process": line.process,
+                "line": line.line,
+            })
+        );
+    } else {
+        println!("{source} | {}", line.line);
+    }
 }
 
 /// Each entry's lines, prefixed with whose they are; a pod whose log could
@@ -78,16 +112,42 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                 Ok(())
             })
         }
-        BuildsCommand::Logs { build, tail } => {
+        BuildsCommand::Logs { build, tail, follow } => {
             let id = match build {
                 Some(id) => id,
                 None => newest_build(session, app)?,
             };
             let id = id.to_string();
-            let answer = session.api.get_with(
-                &app.path(&["builds", &id, "logs"]),
-                &[("tail", tail.to_string())],
-            )?;
+            let ask = |tail: u32, since: Option<i64>| {
+                let mut query = vec![("tail", tail.to_string())];
+                if let Some(since) = since {
+                    query.push(("since", since.to_string()));
+                }
+                session.api.get_with(&app.path(&["builds", &id, "logs"]), &query)
+            };
+            let answer = ask(tail, None)?;
+            if follow {
+                let mut status = String::new();
+                follow::follow(
+                    answer.record()?,
+                    POLL,
+                    |since, _| ask(MAX_TAIL, since)?.record(),
+                    || {
+                        let build: BuildRecord =
+                            session.api.get(&app.path(&["builds", &id]))?.record()?;
+                        status = build.status;
+                        Ok(matches!(status.as_str(), "succeeded" | "failed" | "cancelled"))
+                    },
+                    |line| {
+                        let step = line.container.as_deref().unwrap_or(&line.pod);
+                        print_line(session, line, step);
+                    },
+                )?;
+                return match status.as_str() {
+                    "succeeded" => Ok(()),
+                    _ => Err(Failure::failed(format!("build {id} {status}"))),
+                };
+            }
             session.out.answer(&answer, || {
                 print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
                     entry.container.clone().unwrap_or_else(|| entry.pod.clone())

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod deploy;
+pub mod follow;
 pub mod logs;
 pub mod resources;
 pub mod vars;
