@@ -567,7 +567,10 @@ impl Printed {
         let collected = lines.clone();
         std::thread::spawn(move || {
             use std::io::BufRead as _;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 collected.lock().unwrap().push(line);
             }
         });
@@ -614,7 +617,10 @@ fn web_pod(name: &str, org: &str) -> k8s_openapi::api::core::v1::Pod {
 /// ReplicaSet and a kubelet would, and writes their logs with the
 /// stand-in's knob.
 #[tokio::test]
-#[cfg_attr(berth_real_cluster, ignore = "writes pods' logs with the stand-in's knobs")]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "writes pods' logs with the stand-in's knobs"
+)]
 async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     use berth_kube_standin::LogKey;
     use k8s_openapi::api::core::v1::Pod;
@@ -633,7 +639,10 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
     let standin = app.standin();
     let machine = Machine::ci(&served, &app.owner);
-    machine.run(&["link", &project, "staging", "shop"]).await.ok();
+    machine
+        .run(&["link", &project, "staging", "shop"])
+        .await
+        .ok();
     let (first, second) = ("shop-web-1-aaaaa", "shop-web-2-bbbbb");
     pods.create(&PostParams::default(), &web_pod(first, &app.owner.org))
         .await
@@ -699,4 +708,163 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     );
     assert_eq!(of(second), ["new pod starting", "new pod serving"]);
     assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
+}
+
+/// `deploy --ref --wait` follows the build (the test plays the build's
+/// pod, as the builds tests do), then the revision its image became; a
+/// failed build fails the deploy, naming its logs.
+#[tokio::test]
+async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
+    use berth_cluster::crd::{App, BUILDS_NAMESPACE, LABEL_APP_UID, LABEL_BUILD};
+
+    use crate::builds_running::set_registry;
+    use crate::support::kubelet::{BuildEnd, end_build_pods};
+
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let client = app.cluster().client.clone();
+    set_registry(&client).await;
+    let (project, namespace) = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx", "git_repo": "https://github.com/acme/shop.git", "port": 8080}),
+    )
+    .await;
+    let uid = kube::Api::<App>::namespaced(client.clone(), &namespace)
+        .get("shop")
+        .await
+        .expect("the App")
+        .metadata
+        .uid
+        .expect("a uid");
+    let machine = Machine::ci(&served, &app.owner);
+    machine
+        .run(&["link", &project, "staging", "shop"])
+        .await
+        .ok();
+    let _kubelet = keep_pods_running(client.clone(), vec![namespace.clone()]);
+
+    // Runs `berth args` while ending build `number`'s pod as `end` says.
+    let deploy = |args: &'static [&'static str], number: i64, end: BuildEnd<'static>| {
+        let mut command = machine.command(args);
+        let client = client.clone();
+        let selector = format!("{LABEL_APP_UID}={uid},{LABEL_BUILD}={number}");
+        async move {
+            let run = tokio::task::spawn_blocking(move || command.output().expect("berth runs"));
+            while !run.is_finished() {
+                end_build_pods(&client, BUILDS_NAMESPACE, &selector, &end).await;
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Ran::from(run.await.expect("the run"))
+        }
+    };
+    let built = deploy(
+        &["deploy", "--ref", "main", "--wait"],
+        1,
+        BuildEnd::Pushed {
+            commit: "0123456789abcdef0123456789abcdef01234567",
+            strategy: "dockerfile",
+            digest: "sha256:abababababababababababababababababababababababababababababababab",
+        },
+    )
+    .await;
+    built.ok();
+    assert!(built.stderr.contains("build 1: succeeded"), "{built:?}");
+    assert!(
+        built
+            .stdout
+            .starts_with("Deployed shop at revision 2: Available"),
+        "{built:?}"
+    );
+    let listed = machine.run(&["builds", "list", "-o", "json"]).await;
+    listed.ok();
+    assert_eq!(
+        listed.json(),
+        api_json(
+            &app,
+            &app.owner,
+            &format!("/api/v1/projects/{project}/environments/staging/apps/shop/builds")
+        )
+        .await
+    );
+
+    let broken = deploy(
+        &["deploy", "--ref", "broken", "--wait"],
+        2,
+        BuildEnd::Failed {
+            step: "build",
+            message: "no Dockerfile",
+        },
+    )
+    .await;
+    assert_eq!(broken.code, 1, "{broken:?}");
+    let line = broken.error_line();
+    assert!(line.starts_with("error: build 2 failed: "), "{line}");
+    assert!(line.ends_with("its logs: berth builds logs 2"), "{line}");
+}
+
+/// `promote --wait` waits for the target environment's app; `restart
+/// --wait` until every pod has been replaced.
+#[tokio::test]
+async fn promote_and_restart_wait_too() {
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let (project, namespace) = shop(
+        &app,
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    app.create_environment(&project, json!({"name": "production"}))
+        .await;
+    app.wait_for_environment(&project, "production").await;
+    let _kubelet = keep_pods_running(
+        app.cluster().client.clone(),
+        vec![namespace.clone(), format!("{project}-production")],
+    );
+    let machine = Machine::ci(&served, &app.owner);
+    machine
+        .run(&["link", &project, "staging", "shop"])
+        .await
+        .ok();
+
+    let promoted = machine
+        .run(&["promote", "--to", "production", "--wait"])
+        .await;
+    promoted.ok();
+    assert!(
+        promoted
+            .stdout
+            .starts_with("Deployed shop at revision 1: Available"),
+        "{promoted:?}"
+    );
+    let production = format!("/api/v1/projects/{project}/environments/production/apps/shop");
+    assert_eq!(
+        api_json(&app, &app.owner, &production).await["app"]["image"],
+        "nginx:1.27"
+    );
+
+    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
+    let before: Vec<Value> = api_json(&app, &app.owner, &shop_path).await["pods"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!before.is_empty());
+    let restarted = machine
+        .run(&["restart", "--wait", "--timeout", "120"])
+        .await;
+    restarted.ok();
+    assert!(
+        restarted.stdout.starts_with("Restarted shop"),
+        "{restarted:?}"
+    );
+    let after = api_json(&app, &app.owner, &shop_path).await["pods"].clone();
+    for pod in &before {
+        assert!(
+            after
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["name"] != pod["name"]),
+            "{after}"
+        );
+    }
 }

@@ -156,7 +156,11 @@ pub struct LogSource {
 /// with its timestamp), the whole kept within [`MAX_LOGS_RESPONSE_BYTES`];
 /// entries in the sources' order. A log that cannot be read says why in
 /// its entry.
-pub async fn read_logs(api: &Api<Pod>, sources: Vec<LogSource>, window: LogWindow) -> Vec<LogEntry> {
+pub async fn read_logs(
+    api: &Api<Pod>,
+    sources: Vec<LogSource>,
+    window: LogWindow,
+) -> Vec<LogEntry> {
     let mut entries = futures::stream::iter(sources)
         .map(|source| {
             let api = api.clone();
@@ -403,7 +407,9 @@ fn fit(entries: &mut [LogEntry], budget: usize) {
         if kept < entry.lines.len() {
             let dropped = entry.lines.len() - kept;
             entry.lines.drain(..dropped);
-            entry.timestamps.drain(..dropped.min(entry.timestamps.len()));
+            entry
+                .timestamps
+                .drain(..dropped.min(entry.timestamps.len()));
             entry.truncated = true;
         }
         left -= used;
@@ -672,7 +678,9 @@ mod tests {
         let window = LogWindow::new(None, false, None).unwrap();
         assert!(LogQuery::new(window, None, Some(3)).is_ok());
         assert!(LogQuery::new(window, None, Some(0)).is_err());
-        let since = LogWindow::new(None, false, Some(1_780_000_000)).unwrap().since;
+        let since = LogWindow::new(None, false, Some(1_780_000_000))
+            .unwrap()
+            .since;
         assert_eq!(since.unwrap().to_string(), "2026-05-28T20:26:40Z");
         assert!(LogWindow::new(None, false, Some(-1)).is_err());
         assert!(LogWindow::new(None, false, Some(i64::MAX)).is_err());

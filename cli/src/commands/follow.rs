@@ -108,7 +108,11 @@ impl Follower {
                     POLL.as_secs()
                 );
             } else if entry.truncated && since.is_some() {
-                eprintln!("warning: {}: more than one answer holds in {} s; some lines were not shown", entry.pod, POLL.as_secs());
+                eprintln!(
+                    "warning: {}: more than one answer holds in {} s; some lines were not shown",
+                    entry.pod,
+                    POLL.as_secs()
+                );
             }
             let mut here: HashMap<(String, String), usize> = HashMap::new();
             for (index, line) in entry.lines.iter().enumerate() {
@@ -205,7 +209,11 @@ pub fn follow(
             let since = restarted.iter().filter_map(|(_, since)| *since).min();
             let previous: Vec<LogEntry> = poll(since, true)?
                 .into_iter()
-                .filter(|entry| restarted.iter().any(|(source, _)| *source == self::source(entry)))
+                .filter(|entry| {
+                    restarted
+                        .iter()
+                        .any(|(source, _)| *source == self::source(entry))
+                })
                 .collect();
             for line in follower.take(&previous, false) {
                 print(&line);
@@ -254,7 +262,11 @@ mod tests {
         assert_eq!(follower.since(), second(T0));
         // The same second again, with a third "x" and a new line.
         let next = follower.take(
-            &[entry("a", 0, &[(T0, "x"), (T0, "x"), (T0, "x"), (T1, "y"), (T2, "z")])],
+            &[entry(
+                "a",
+                0,
+                &[(T0, "x"), (T0, "x"), (T0, "x"), (T1, "y"), (T2, "z")],
+            )],
             true,
         );
         assert_eq!(texts(next), ["x", "z"]);
@@ -264,7 +276,10 @@ mod tests {
     #[test]
     fn the_quietest_source_sets_since_and_new_pods_join() {
         let mut follower = Follower::default();
-        follower.take(&[entry("a", 0, &[(T0, "a0")]), entry("b", 0, &[(T2, "b0")])], true);
+        follower.take(
+            &[entry("a", 0, &[(T0, "a0")]), entry("b", 0, &[(T2, "b0")])],
+            true,
+        );
         assert_eq!(follower.since(), second(T0));
         let next = follower.take(
             &[
@@ -276,7 +291,10 @@ mod tests {
         );
         assert_eq!(texts(next), ["b1", "c0"]);
         // Pod a is gone: it no longer holds since back.
-        follower.take(&[entry("b", 0, &[(T3, "b1")]), entry("c", 0, &[(T3, "c0")])], true);
+        follower.take(
+            &[entry("b", 0, &[(T3, "b1")]), entry("c", 0, &[(T3, "c0")])],
+            true,
+        );
         assert_eq!(follower.since(), second(T3));
     }
 
@@ -286,9 +304,15 @@ mod tests {
         follower.take(&[entry("a", 0, &[(T0, "before")])], true);
         let now = [entry("a", 1, &[(T3, "after")])];
         let restarted = follower.restarted(&now);
-        assert_eq!(restarted, [(("a".to_owned(), Some("web".to_owned())), second(T0))]);
+        assert_eq!(
+            restarted,
+            [(("a".to_owned(), Some("web".to_owned())), second(T0))]
+        );
         // The previous instance: its last line was not seen yet.
-        let previous = follower.take(&[entry("a", 0, &[(T0, "before"), (T1, "last words")])], false);
+        let previous = follower.take(
+            &[entry("a", 0, &[(T0, "before"), (T1, "last words")])],
+            false,
+        );
         assert_eq!(texts(previous), ["last words"]);
         assert_eq!(texts(follower.take(&now, true)), ["after"]);
         assert!(follower.restarted(&now).is_empty());

@@ -40,7 +40,9 @@ pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
         );
     }
     session.out.answer(&answer, || {
-        print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| entry.pod.clone());
+        print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
+            entry.pod.clone()
+        });
         Ok(())
     })
 }
@@ -112,7 +114,11 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                 Ok(())
             })
         }
-        BuildsCommand::Logs { build, tail, follow } => {
+        BuildsCommand::Logs {
+            build,
+            tail,
+            follow,
+        } => {
             let id = match build {
                 Some(id) => id,
                 None => newest_build(session, app)?,
@@ -123,7 +129,9 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                 if let Some(since) = since {
                     query.push(("since", since.to_string()));
                 }
-                session.api.get_with(&app.path(&["builds", &id, "logs"]), &query)
+                session
+                    .api
+                    .get_with(&app.path(&["builds", &id, "logs"]), &query)
             };
             let answer = ask(tail, None)?;
             if follow {
@@ -136,7 +144,10 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                         let build: BuildRecord =
                             session.api.get(&app.path(&["builds", &id]))?.record()?;
                         status = build.status;
-                        Ok(matches!(status.as_str(), "succeeded" | "failed" | "cancelled"))
+                        Ok(matches!(
+                            status.as_str(),
+                            "succeeded" | "failed" | "cancelled"
+                        ))
                     },
                     |line| {
                         let step = line.container.as_deref().unwrap_or(&line.pod);
