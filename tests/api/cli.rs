@@ -257,39 +257,71 @@ async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
     );
 }
 
-/// An app `shop` in a ready environment `staging` of a new project; the
-/// project's name and the app's namespace.
-async fn shop(app: &TestApp, body: Value) -> (String, String) {
-    let project = app.ready_environment("cli", "staging").await;
-    app.create_app(
-        &format!("/api/v1/projects/{project}/environments/staging/apps"),
-        body,
-    )
-    .await;
-    let namespace = format!("{project}-staging");
-    (project, namespace)
+/// The whole API with a cluster, served, and an app `shop` in a ready
+/// environment `staging` of a new project, which a CI machine (the owner's
+/// `BERTH_URL` and `BERTH_TOKEN`) has linked.
+struct Linked {
+    app: TestApp,
+    /// Serves until dropped.
+    _served: Served,
+    machine: Machine,
+    project: String,
+    namespace: String,
+    /// `/api/v1/…/apps/shop`.
+    shop_path: String,
+}
+
+impl Linked {
+    /// `body` makes the app; `registry`: builds have a registry to push to.
+    async fn new(body: Value, registry: bool) -> Self {
+        let app = TestApp::with_cluster().await;
+        let served = app.serve().await;
+        if registry {
+            crate::builds_running::set_registry(&app.cluster().client).await;
+        }
+        let project = app.ready_environment("cli", "staging").await;
+        let apps = format!("/api/v1/projects/{project}/environments/staging/apps");
+        app.create_app(&apps, body).await;
+        let machine = Machine::ci(&served, &app.owner);
+        machine
+            .run(&["link", &project, "staging", "shop"])
+            .await
+            .ok();
+        Linked {
+            namespace: format!("{project}-staging"),
+            shop_path: format!("{apps}/shop"),
+            app,
+            _served: served,
+            machine,
+            project,
+        }
+    }
 }
 
 #[tokio::test]
 async fn link_json_secrets_env_and_exit_codes() {
-    let app = TestApp::with_cluster().await;
-    let served = app.serve().await;
-    let (project, namespace) = shop(
-        &app,
+    let Linked {
+        app,
+        machine,
+        project,
+        namespace,
+        shop_path,
+        _served,
+    } = Linked::new(
         json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
     )
     .await;
-    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
-    let machine = Machine::ci(&served, &app.owner);
+    let served_url = machine.env[0].1.clone();
 
-    // Before the link: which project?
-    let unlinked = machine.run(&["apps"]).await;
-    assert_eq!(unlinked.code, 2, "{unlinked:?}");
-    assert!(unlinked.error_line().contains("berth link"), "{unlinked:?}");
-    machine
-        .run(&["link", &project, "staging", "shop"])
-        .await
-        .ok();
+    // Without a link: which project?
+    let unlinked = Machine {
+        env: machine.env.clone(),
+        ..Machine::new()
+    };
+    let refused = unlinked.run(&["apps"]).await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.error_line().contains("berth link"), "{refused:?}");
     assert!(machine.dir.join(".berth.toml").exists());
     // A subdirectory uses the link too.
     let below = Machine {
@@ -366,7 +398,7 @@ async fn link_json_secrets_env_and_exit_codes() {
     // A token the API does not know: 401, exit 3.
     let forged = Machine {
         env: vec![
-            ("BERTH_URL", served.url.clone()),
+            ("BERTH_URL", served_url),
             ("BERTH_TOKEN", "brt_nope".into()),
         ],
         ..Machine::new()
@@ -454,24 +486,19 @@ async fn link_json_secrets_env_and_exit_codes() {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    berth_real_cluster,
-    ignore = "fails release pods as a kubelet would, on a schedule of the stand-in's deadlines"
-)]
 async fn deploy_waits_until_available_or_says_why_not() {
-    let app = TestApp::with_cluster().await;
-    let served = app.serve().await;
-    let (project, namespace) = shop(
-        &app,
+    let Linked {
+        app,
+        machine,
+        namespace,
+        shop_path,
+        _served,
+        ..
+    } = Linked::new(
         json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
     )
     .await;
-    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
-    let machine = Machine::ci(&served, &app.owner);
-    machine
-        .run(&["link", &project, "staging", "shop"])
-        .await
-        .ok();
 
     // Pods that become ready: the deploy waits for revision 2 and succeeds.
     let kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);
@@ -628,21 +655,20 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
 
     use crate::support::kubelet::report_restarts;
 
-    let app = TestApp::with_cluster().await;
-    let served = app.serve().await;
-    let (project, namespace) = shop(
-        &app,
+    let Linked {
+        app,
+        machine,
+        namespace,
+        _served,
+        ..
+    } = Linked::new(
         json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
+        false,
     )
     .await;
     let client = app.cluster().client.clone();
     let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
     let standin = app.standin();
-    let machine = Machine::ci(&served, &app.owner);
-    machine
-        .run(&["link", &project, "staging", "shop"])
-        .await
-        .ok();
     let (first, second) = ("shop-web-1-aaaaa", "shop-web-2-bbbbb");
     pods.create(&PostParams::default(), &web_pod(first, &app.owner.org))
         .await
@@ -717,18 +743,21 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
 async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
     use berth_cluster::crd::{App, BUILDS_NAMESPACE, LABEL_APP_UID, LABEL_BUILD};
 
-    use crate::builds_running::set_registry;
     use crate::support::kubelet::{BuildEnd, end_build_pods};
 
-    let app = TestApp::with_cluster().await;
-    let served = app.serve().await;
-    let client = app.cluster().client.clone();
-    set_registry(&client).await;
-    let (project, namespace) = shop(
-        &app,
+    let Linked {
+        app,
+        machine,
+        namespace,
+        shop_path,
+        _served,
+        ..
+    } = Linked::new(
         json!({"name": "shop", "image": "nginx", "git_repo": "https://github.com/acme/shop.git", "port": 8080}),
+        true,
     )
     .await;
+    let client = app.cluster().client.clone();
     let uid = kube::Api::<App>::namespaced(client.clone(), &namespace)
         .get("shop")
         .await
@@ -736,11 +765,6 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
         .metadata
         .uid
         .expect("a uid");
-    let machine = Machine::ci(&served, &app.owner);
-    machine
-        .run(&["link", &project, "staging", "shop"])
-        .await
-        .ok();
     let _kubelet = keep_pods_running(client.clone(), vec![namespace.clone()]);
 
     // Runs `berth args` while ending build `number`'s pod as `end` says.
@@ -779,12 +803,7 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
     listed.ok();
     assert_eq!(
         listed.json(),
-        api_json(
-            &app,
-            &app.owner,
-            &format!("/api/v1/projects/{project}/environments/staging/apps/shop/builds")
-        )
-        .await
+        api_json(&app, &app.owner, &format!("{shop_path}/builds")).await
     );
 
     let broken = deploy(
@@ -806,11 +825,16 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
 /// --wait` until every pod has been replaced.
 #[tokio::test]
 async fn promote_and_restart_wait_too() {
-    let app = TestApp::with_cluster().await;
-    let served = app.serve().await;
-    let (project, namespace) = shop(
-        &app,
+    let Linked {
+        app,
+        machine,
+        project,
+        namespace,
+        shop_path,
+        _served,
+    } = Linked::new(
         json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
     )
     .await;
     app.create_environment(&project, json!({"name": "production"}))
@@ -820,11 +844,6 @@ async fn promote_and_restart_wait_too() {
         app.cluster().client.clone(),
         vec![namespace.clone(), format!("{project}-production")],
     );
-    let machine = Machine::ci(&served, &app.owner);
-    machine
-        .run(&["link", &project, "staging", "shop"])
-        .await
-        .ok();
 
     let promoted = machine
         .run(&["promote", "--to", "production", "--wait"])
@@ -842,7 +861,6 @@ async fn promote_and_restart_wait_too() {
         "nginx:1.27"
     );
 
-    let shop_path = format!("/api/v1/projects/{project}/environments/staging/apps/shop");
     let before: Vec<Value> = api_json(&app, &app.owner, &shop_path).await["pods"]
         .as_array()
         .cloned()
