@@ -217,7 +217,7 @@ pub fn releases(session: &Session, app: &AppPath) -> Result<()> {
             })
             .collect();
         session.out.table(
-            &["REV", "STATUS", "", "REASON", "IMAGE", "BY", "AT", "NOTE"],
+            &["REV", "STATUS", "NOW", "REASON", "IMAGE", "BY", "AT", "NOTE"],
             rows,
         );
         Ok(())
