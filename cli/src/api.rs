@@ -17,7 +17,8 @@ use crate::failure::{Failure, Result};
 /// The session cookie `login` sets (docs/api-notes.md, "Security").
 const SESSION_COOKIE: &str = "berth_session";
 
-#[derive(Debug, Clone)]
+/// No `Debug`: it holds a token or a session.
+#[derive(Clone)]
 pub enum Credential {
     None,
     Token(String),

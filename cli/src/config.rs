@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::args::Global;
 use crate::failure::{Failure, Result};
 
-/// The sign-in `berth login` stores.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The sign-in `berth login` stores. No `Debug`: it holds the token.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Credentials {
     pub url: String,
     pub token: String,
@@ -22,8 +22,8 @@ pub struct Credentials {
 }
 
 /// The credentials a command uses: `BERTH_URL` and `BERTH_TOKEN` (for CI)
-/// win over the stored file.
-#[derive(Debug, Clone)]
+/// win over the stored file. No `Debug`: it holds the token.
+#[derive(Clone)]
 pub struct SignIn {
     pub url: String,
     pub token: String,

@@ -21,8 +21,8 @@ use crate::controller_image::target_dir;
 use crate::support::kubelet::{end_pods, keep_pods_running};
 use crate::support::{Served, TestApp, TestUser, eventually, unique};
 
-/// The `berth` binary, built once per test run.
-fn binary() -> &'static Path {
+/// The `berth` binary, built once per test run (the guide runs it too).
+pub fn binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let target = target_dir();

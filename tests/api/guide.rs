@@ -260,8 +260,21 @@ async fn every_command_of_the_guide_works() {
         .collect();
     let dir = std::env::temp_dir().join(unique("berth-guide"));
     std::fs::create_dir_all(&dir).expect("a directory for the guide");
-    // The reader's own curl settings (~/.curlrc) stay out of it.
-    let env = [("CURL_HOME", dir.display().to_string())];
+    // The reader's own curl settings (~/.curlrc) and berth sign-in stay
+    // out of it; `berth` is the one built from this clone.
+    let berth = crate::cli::binary()
+        .parent()
+        .expect("the binary's directory")
+        .display()
+        .to_string();
+    let env = [
+        ("CURL_HOME", dir.display().to_string()),
+        ("BERTH_CONFIG_DIR", dir.join("berth").display().to_string()),
+        (
+            "PATH",
+            format!("{berth}:{}", std::env::var("PATH").unwrap_or_default()),
+        ),
+    ];
     run_steps(
         "docs/guide.md",
         &steps,
@@ -317,6 +330,7 @@ async fn every_command_of_the_guide_works() {
         "updateMember",
         "listMembers",
         "listAuditEvents",
+        "deleteToken",
     ] {
         assert!(
             recorded(action, Outcome::Success),

@@ -34,31 +34,18 @@ pub fn login(out: Output, login: Login) -> Result<()> {
         email: email.clone(),
         password: password.clone(),
     })?;
-    let identity: Identity = answer.record()?;
     api.with_credential(Credential::Session(cookie));
-    if identity.must_change_password {
-        eprintln!("Your password is temporary: choose a new one (12 characters or more).");
-        let new_password = new_password(&prompt)?;
-        api.post(
-            &["me", "password"],
-            &PasswordChange {
-                current_password: password,
-                new_password,
-            },
-        )?;
-    }
-    let created = api.post(
-        &["tokens"],
-        &NewToken {
-            name: login.token_name,
-            expires_in_days: Some(login.expires_in_days),
-            ceiling: None,
-            scope: None,
-        },
+    let token = with_session(
+        &api,
+        &prompt,
+        answer,
+        password,
+        login.token_name,
+        login.expires_in_days,
     );
     // The session has done its work (or failed): end it either way.
     let _ = api.post_empty(&["auth", "logout"]);
-    let created: CreatedToken = created?.record()?;
+    let (identity, created) = token?;
     let path = config::store(&Credentials {
         url: url.to_string(),
         token: created.token,
@@ -74,6 +61,42 @@ pub fn login(out: Output, login: Login) -> Result<()> {
         path.display()
     ));
     Ok(())
+}
+
+/// What login does with the session: replaces a temporary password, then
+/// creates the CLI's token.
+fn with_session(
+    api: &Api,
+    prompt: &Prompt,
+    answer: crate::api::Answer,
+    password: String,
+    name: String,
+    expires_in_days: u32,
+) -> Result<(Identity, CreatedToken)> {
+    let identity: Identity = answer.record()?;
+    if identity.must_change_password {
+        eprintln!("Your password is temporary: choose a new one (12 characters or more).");
+        let new_password = new_password(prompt)?;
+        api.post(
+            &["me", "password"],
+            &PasswordChange {
+                current_password: password,
+                new_password,
+            },
+        )?;
+    }
+    let created = api
+        .post(
+            &["tokens"],
+            &NewToken {
+                name,
+                expires_in_days: Some(expires_in_days),
+                ceiling: None,
+                scope: None,
+            },
+        )?
+        .record()?;
+    Ok((identity, created))
 }
 
 fn new_password(prompt: &Prompt) -> Result<String> {

@@ -217,7 +217,9 @@ pub fn releases(session: &Session, app: &AppPath) -> Result<()> {
             })
             .collect();
         session.out.table(
-            &["REV", "STATUS", "NOW", "REASON", "IMAGE", "BY", "AT", "NOTE"],
+            &[
+                "REV", "STATUS", "NOW", "REASON", "IMAGE", "BY", "AT", "NOTE",
+            ],
             rows,
         );
         Ok(())
