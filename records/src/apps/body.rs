@@ -331,3 +331,37 @@ mod declarations {
         }
     }
 }
+
+/// A client (the CLI) sends these bodies: what it leaves out stays out of
+/// the JSON (never `null`, which means something for `git_repo`), and what
+/// it writes the API reads back as sent.
+#[cfg(test)]
+mod sent {
+    use super::*;
+
+    #[test]
+    fn a_body_holds_only_what_is_given() {
+        let update = UpdateBody {
+            image: Some("nginx:1.28".into()),
+            env: Some(vec![EnvBody {
+                name: "A".into(),
+                value: None,
+                secret: None,
+            }]),
+            git_repo: Some(None),
+            ..UpdateBody::default()
+        };
+        let json = serde_json::to_value(&update).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"image": "nginx:1.28", "env": [{"name": "A"}], "git_repo": null})
+        );
+        let read: UpdateBody = serde_json::from_value(json).unwrap();
+        assert_eq!(read.image.as_deref(), Some("nginx:1.28"));
+        assert_eq!(read.git_repo, Some(None));
+        assert_eq!(
+            serde_json::to_value(UpdateBody::default()).unwrap(),
+            serde_json::json!({})
+        );
+    }
+}
