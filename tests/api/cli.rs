@@ -565,6 +565,10 @@ async fn deploy_waits_until_available_or_says_why_not() {
         line.contains("failed: ReleaseFailed: The release command of revision"),
         "{line}"
     );
+    assert!(
+        line.ends_with("; its output: berth logs --release 6"),
+        "{line}"
+    );
 
     // And a rollback to a revision that ran waits for it too.
     let _kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);

@@ -90,8 +90,13 @@ pub fn revision(
                 return Ok(Answer(answer.0["app"].clone()));
             }
             "failed" => {
+                let output = if detail.app.reason.as_deref() == Some("ReleaseFailed") {
+                    format!("; its output: berth logs --release {revision}")
+                } else {
+                    String::new()
+                };
                 return Err(Failure::failed(format!(
-                    "revision {revision} failed: {}: {}",
+                    "revision {revision} failed: {}: {}{output}",
                     reason(),
                     message()
                 )));
