@@ -8,7 +8,7 @@
 #   make reset                       stop make dev and wipe .local/ (its data; BERTH_LOCAL_DIR)
 #   make lambda-watch                the functions as Lambdas (cargo-lambda), beside make dev
 #   make invoke EVENT=events/health/liveness.json   invoke one of them
-#   make package                     build every function for Lambda (FUNCTIONS=health: one)
+#   make package                     build every function for Lambda (FUNCTIONS=health: one), and the berth CLI
 #   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
 #   make controller-image            the controller's OCI image, no daemon (buildah); prints its digest
 
@@ -49,6 +49,8 @@ package:
 	@scripts/install-tools.sh package
 	for function in $(FUNCTIONS); do PATH="$(BERTH_CACHE)/bin:$$PATH" cargo lambda build --release --arm64 --locked -p berth-fn-$$function || exit 1; done
 	@for function in $(FUNCTIONS); do stat -c '%s' "$(CARGO_TARGET_DIR)/lambda/$$function/bootstrap" | awk -v f=$$function '{ printf "%-14s %10d bytes %6.1f MiB\n", f, $$1, $$1 / 1048576 }'; done
+	cargo build --release --locked -p berth-cli
+	@stat -c '%s' "$(CARGO_TARGET_DIR)/release/berth" | awk '{ printf "%-14s %10d bytes %6.1f MiB (the CLI, for this machine; docs/cli.md)\n", "berth", $$1, $$1 / 1048576 }'
 
 cdk-synth:
 	@infra/cdk/cdk.sh synth

@@ -19,8 +19,9 @@ use utoipa::openapi::{OpenApi, Paths};
 
 use crate::FUNCTIONS;
 
-/// The API's version, as the document states it.
-pub const VERSION: &str = "1.0.3-rc.1";
+/// The API's version, as the document states it (kept with the records,
+/// where the CLI reads the version it was built for).
+pub const VERSION: &str = berth_records::API_VERSION;
 
 /// The header every response carries.
 pub const REQUEST_ID: &str = "X-Request-Id";

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// No `Debug`: it holds a password.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoginBody {
     #[schema(min_length = 1)]
@@ -13,7 +13,7 @@ pub struct LoginBody {
 }
 
 /// No `Debug`: it holds passwords.
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PasswordChange {
     #[schema(format = Password)]

@@ -47,12 +47,12 @@ pub struct BuildPage {
     pub next_before: Option<i64>,
 }
 
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBuildBody {
     /// The branch, tag or commit to build instead of the app's `git_ref`
     /// (git's ref-format rules, at most 255 characters).
-    #[serde(rename = "ref")]
+    #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<GitRef>)]
     pub git_ref: Option<String>,
 }

@@ -17,6 +17,11 @@
 //! - [`object`]: the serde helpers that read a body's nested objects as
 //!   JSON objects only.
 
+/// The API's version, as its OpenAPI description states it (`info.version`):
+/// the document says it, and a client built with these records knows which
+/// API it speaks.
+pub const API_VERSION: &str = "1.0.3-rc.1";
+
 pub mod apps;
 pub mod audit;
 pub mod auth;

@@ -24,7 +24,8 @@ pub struct PutAnswer {
 /// The body of `putSecret`, as described. The handler takes plain JSON and
 /// `berth_api::secrets::parse_data` checks it with messages that never
 /// quote a value.
-#[derive(utoipa::ToSchema)]
+// No `Debug`: it holds the values.
+#[derive(Serialize, utoipa::ToSchema)]
 #[schema(as = PutSecretBody)]
 #[serde(deny_unknown_fields)]
 pub struct PutBody {

@@ -5,7 +5,7 @@ use berth_domain::names::{DeployTokenName, EnvironmentName, ProjectName};
 use berth_domain::scope::ScopeEntry;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// Not only white space.
@@ -17,16 +17,19 @@ pub struct NewToken {
     pub name: String,
     /// Never expires when omitted.
     #[schema(minimum = 1, maximum = 365)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_in_days: Option<u32>,
     /// The most the token may do: `read` or `deploy`; omitted, its owner's
     /// rights. A token with a ceiling may only create tokens with the
     /// same or a lower one.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ceiling: Option<Ceiling>,
     /// The projects (and, in each, optionally the environments) the token
     /// may act in; omitted, every project of its owner's. A project made
     /// after the token is outside it, whatever its name. A scoped token may
     /// only create tokens within its scope. Entries add up.
     #[schema(min_items = 1)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scope: Option<Vec<ScopeEntry>>,
 }
 

@@ -8,8 +8,6 @@
 //! `curl -f`); what it printed is shown when one fails.
 
 use std::fmt::Write as _;
-use std::future::IntoFuture;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -240,19 +238,7 @@ async fn every_command_of_the_guide_works() {
     let owner = members::bootstrap(&app.state.store, "default", "admin@localhost")
         .await
         .expect("bootstrapping the guide's owner");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let address = listener.local_addr().expect("its address");
-    let server = tokio::spawn(
-        axum::serve(
-            listener,
-            app.app
-                .clone()
-                .into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .into_future(),
-    );
+    let served = app.serve().await;
     let project = unique("shop");
     let _kubelet = keep_pods_running(
         app.cluster().client.clone(),
@@ -267,7 +253,7 @@ async fn every_command_of_the_guide_works() {
     let values: Vec<(&str, String)> = FILLED_IN
         .into_iter()
         .zip([
-            format!("http://{address}/api/v1"),
+            format!("{}/api/v1", served.url),
             owner.temporary_password.clone(),
             "a passphrase for the guide".to_owned(),
             project.clone(),
@@ -275,8 +261,21 @@ async fn every_command_of_the_guide_works() {
         .collect();
     let dir = std::env::temp_dir().join(unique("berth-guide"));
     std::fs::create_dir_all(&dir).expect("a directory for the guide");
-    // The reader's own curl settings (~/.curlrc) stay out of it.
-    let env = [("CURL_HOME", dir.display().to_string())];
+    // The reader's own curl settings (~/.curlrc) and berth sign-in stay
+    // out of it; `berth` is the one built from this clone.
+    let berth = crate::cli::binary()
+        .parent()
+        .expect("the binary's directory")
+        .display()
+        .to_string();
+    let env = [
+        ("CURL_HOME", dir.display().to_string()),
+        ("BERTH_CONFIG_DIR", dir.join("berth").display().to_string()),
+        (
+            "PATH",
+            format!("{berth}:{}", std::env::var("PATH").unwrap_or_default()),
+        ),
+    ];
     run_steps(
         "docs/guide.md",
         &steps,
@@ -287,7 +286,7 @@ async fn every_command_of_the_guide_works() {
         guide_deadline(),
     )
     .await;
-    server.abort();
+    drop(served);
     println!("the guide ran in {:?}", started.elapsed());
 
     // The guide did what it says: every call it teaches is in the audit log,
@@ -332,6 +331,7 @@ async fn every_command_of_the_guide_works() {
         "updateMember",
         "listMembers",
         "listAuditEvents",
+        "deleteToken",
     ] {
         assert!(
             recorded(action, Outcome::Success),

@@ -12,6 +12,7 @@ mod builds_following;
 mod builds_running;
 mod certificates;
 mod cleanup;
+mod cli;
 mod cluster_access;
 mod cluster_faults;
 mod cluster_names;

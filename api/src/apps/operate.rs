@@ -28,8 +28,13 @@ pub const MAX_TAIL: i64 = 2000;
 /// Longer lines are cut, so one runaway line cannot fill a response.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
 const LINE_CUT_MARKER: &str = " [… line cut at 16 KiB by Berth]";
-/// The most of one pod's log that is read (the log request's `limitBytes`).
+/// The most of one pod's log text that is read (the log request's
+/// `limitBytes`, with room for the timestamps the runtime puts before the
+/// lines: [`STAMP_BYTES`] each).
 pub const MAX_POD_LOG_BYTES: usize = 512 * 1024;
+/// A line's timestamp as the kubelet writes it (RFC 3339 with nanoseconds,
+/// `2026-05-01T12:00:00.123456789Z`, at most 30 bytes) and the space after.
+const STAMP_BYTES: usize = 31;
 /// The most a whole answer may take as Lambda returns it (the JSON body,
 /// escaped once more as a string of the response document): below Lambda's
 /// 6 MB response limit, with room for the rest of the response.
@@ -38,35 +43,65 @@ pub const MAX_LOGS_RESPONSE_BYTES: usize = 5 * 1024 * 1024;
 /// What `getAppLogs` asks for, checked.
 #[derive(Debug, Clone)]
 pub struct LogQuery {
-    pub tail: i64,
+    pub window: LogWindow,
     pub process: Option<String>,
-    pub previous: bool,
     /// The pods of this revision's release command instead of the processes'.
     pub release: Option<i64>,
 }
 
-impl LogQuery {
-    pub fn new(
-        tail: Option<i64>,
-        process: Option<String>,
-        previous: bool,
-        release: Option<i64>,
-    ) -> Result<Self, ApiError> {
+/// How much of each log is read.
+#[derive(Debug, Clone, Copy)]
+pub struct LogWindow {
+    pub tail: i64,
+    pub previous: bool,
+    /// Only the lines stamped at or after this second (Kubernetes'
+    /// `sinceTime`, whole seconds), for clients that follow a log.
+    pub since: Option<jiff::Timestamp>,
+}
+
+impl LogWindow {
+    /// `tail` and `since` (Unix seconds) as a query gives them, checked.
+    pub fn new(tail: Option<i64>, previous: bool, since: Option<i64>) -> Result<Self, ApiError> {
         let tail = tail.unwrap_or(DEFAULT_TAIL);
         if !(1..=MAX_TAIL).contains(&tail) {
             return Err(ApiError::InvalidRequest(format!(
                 "tail: must be 1 to {MAX_TAIL}"
             )));
         }
+        let since = since
+            .map(|seconds| {
+                u64::try_from(seconds)
+                    .ok()
+                    .and_then(|_| jiff::Timestamp::from_second(seconds).ok())
+                    .ok_or_else(|| {
+                        ApiError::InvalidRequest(
+                            "since: must be a time in Unix seconds (0 or more)".into(),
+                        )
+                    })
+            })
+            .transpose()?;
+        Ok(Self {
+            tail,
+            previous,
+            since,
+        })
+    }
+}
+
+impl LogQuery {
+    pub fn new(
+        window: LogWindow,
+        process: Option<String>,
+        release: Option<i64>,
+    ) -> Result<Self, ApiError> {
         if release.is_some_and(|revision| revision < 1) {
             return Err(ApiError::InvalidRequest(
                 "release: must be a revision (1 or more)".into(),
             ));
         }
         Ok(Self {
-            tail,
+            window,
             process,
-            previous,
             release,
         })
     }
@@ -106,7 +141,7 @@ pub async fn logs(
         })
         .collect();
     let api: Api<Pod> = Api::namespaced(client.clone(), &path.namespace());
-    Ok(read_logs(&api, sources, query.tail, query.previous).await)
+    Ok(read_logs(&api, sources, query.window).await)
 }
 
 /// One container's log to read: `container` None is the pod's only one.
@@ -116,20 +151,20 @@ pub struct LogSource {
     pub process: Option<String>,
 }
 
-/// Reads the logs at once (the last `tail` lines of each, at most
-/// [`MAX_POD_LOG_BYTES`], lines cut at [`MAX_LINE_BYTES`]), the whole kept
-/// within [`MAX_LOGS_RESPONSE_BYTES`]; entries in the sources' order. A log
-/// that cannot be read says why in its entry.
+/// Reads the logs at once (the last `tail` lines of each, since `since`,
+/// at most [`MAX_POD_LOG_BYTES`], lines cut at [`MAX_LINE_BYTES`], each
+/// with its timestamp), the whole kept within [`MAX_LOGS_RESPONSE_BYTES`];
+/// entries in the sources' order. A log that cannot be read says why in
+/// its entry.
 pub async fn read_logs(
     api: &Api<Pod>,
     sources: Vec<LogSource>,
-    tail: i64,
-    previous: bool,
+    window: LogWindow,
 ) -> Vec<LogEntry> {
     let mut entries = futures::stream::iter(sources)
         .map(|source| {
             let api = api.clone();
-            async move { pod_log(&api, source, tail, previous).await }
+            async move { pod_log(&api, source, window).await }
         })
         .buffered(MAX_LOG_PODS)
         .collect::<Vec<_>>()
@@ -138,20 +173,23 @@ pub async fn read_logs(
     entries
 }
 
-async fn pod_log(api: &Api<Pod>, source: LogSource, tail: i64, previous: bool) -> LogEntry {
+async fn pod_log(api: &Api<Pod>, source: LogSource, window: LogWindow) -> LogEntry {
     let LogSource {
         pod,
         container,
         process,
     } = source;
     let name = pod.name_any();
-    let entry = |lines, error, truncated| LogEntry {
+    let restarts = restarts(&pod, container.as_deref());
+    let entry = |log: Log, error| LogEntry {
         pod: name.clone(),
         process: process.clone(),
         container: container.clone(),
-        lines,
+        lines: log.lines,
+        timestamps: log.timestamps,
+        restarts,
         error,
-        truncated,
+        truncated: log.cut,
     };
     // A pod no node runs has no log yet; a real apiserver answers such a
     // request with nothing at all, so say why here.
@@ -161,21 +199,25 @@ async fn pod_log(api: &Api<Pod>, source: LogSource, tail: i64, previous: bool) -
         .is_some_and(|spec| spec.node_name.is_some());
     if !scheduled {
         return entry(
-            Vec::new(),
+            Log::default(),
             Some("the pod is not scheduled on a node yet".into()),
-            false,
         );
     }
     let params = LogParams {
         container: container.clone(),
-        tail_lines: Some(tail),
-        previous,
-        limit_bytes: i64::try_from(MAX_POD_LOG_BYTES).ok(),
+        tail_lines: Some(window.tail),
+        previous: window.previous,
+        since_time: window.since,
+        timestamps: true,
+        limit_bytes: i64::try_from(
+            MAX_POD_LOG_BYTES + usize::try_from(window.tail).unwrap_or(0) * STAMP_BYTES,
+        )
+        .ok(),
         ..LogParams::default()
     };
     let first = match read_log(api, &name, &params).await {
         Ok(read) => read,
-        Err(error) => return entry(Vec::new(), Some(why_no_log(&name, &error)), false),
+        Err(error) => return entry(Log::default(), Some(why_no_log(&name, &error))),
     };
     // The apiserver reads `limitBytes` from the start of the tail: a cut
     // left out the newest lines, the ones that matter. Ask again for as
@@ -192,56 +234,118 @@ async fn pod_log(api: &Api<Pod>, source: LogSource, tail: i64, previous: bool) -
     } else {
         first
     };
-    entry(read.lines, None, read.cut)
+    entry(read, None)
 }
 
-/// Lines read from a pod's log; `cut` when some are left out or cut.
+/// How often the container has restarted, as its pod's status says.
+fn restarts(pod: &Pod, container: Option<&str>) -> i32 {
+    let Some(status) = pod.status.as_ref() else {
+        return 0;
+    };
+    status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten())
+        .find(|status| container.is_none_or(|name| status.name == name))
+        .map_or(0, |status| status.restart_count)
+}
+
+/// Lines read from a pod's log, each with its timestamp; `cut` when some
+/// are left out or cut.
+#[derive(Debug, Default)]
 struct Log {
     lines: Vec<String>,
+    timestamps: Vec<String>,
     cut: bool,
 }
 
-/// Reads at most [`MAX_POD_LOG_BYTES`] of a log (whatever the apiserver
+/// Reads at most the request's `limitBytes` of a log, and keeps at most
+/// [`MAX_POD_LOG_BYTES`] of its text (whatever the apiserver
 /// sends) as lines, bytes that are not UTF-8 replaced. Reaching the limit
 /// cuts the log: the last line, likely partial, is dropped unless it is the
 /// only one.
 async fn read_log(api: &Api<Pod>, name: &str, params: &LogParams) -> Result<Log, kube::Error> {
     use futures::AsyncReadExt;
+    let limit = params
+        .limit_bytes
+        .and_then(|limit| usize::try_from(limit).ok())
+        .unwrap_or(MAX_POD_LOG_BYTES);
     let stream = api.log_stream(name, params).await?;
     let mut bytes = Vec::new();
     stream
-        .take(u64::try_from(MAX_POD_LOG_BYTES).unwrap_or(u64::MAX))
+        .take(u64::try_from(limit).unwrap_or(u64::MAX))
         .read_to_end(&mut bytes)
         .await
         .map_err(kube::Error::ReadEvents)?;
-    let at_limit = bytes.len() >= MAX_POD_LOG_BYTES;
+    let at_limit = bytes.len() >= limit;
     let text = String::from_utf8_lossy(&bytes);
-    let (mut lines, mut cut) = split_lines(&text);
-    if at_limit && !text.ends_with('\n') && lines.len() > 1 {
-        lines.pop();
+    let mut log = split_lines(&text);
+    if at_limit && !text.ends_with('\n') && log.lines.len() > 1 {
+        log.lines.pop();
+        log.timestamps.pop();
     }
-    cut |= at_limit;
-    Ok(Log { lines, cut })
+    log.cut |= at_limit;
+    // The text within its bound, whatever room the timestamps took.
+    let mut text = 0;
+    let kept = log
+        .lines
+        .iter()
+        .rev()
+        .take_while(|line| {
+            text += line.len() + 1;
+            text <= MAX_POD_LOG_BYTES
+        })
+        .count();
+    if kept < log.lines.len() {
+        let dropped = log.lines.len() - kept;
+        log.lines.drain(..dropped);
+        log.timestamps.drain(..dropped);
+        log.cut = true;
+    }
+    Ok(log)
 }
 
-/// The lines as the container wrote them, each cut at 16 KiB; whether one was.
-fn split_lines(text: &str) -> (Vec<String>, bool) {
-    let mut cut = false;
-    let lines = text
-        .lines()
-        .map(|line| {
-            if line.len() <= MAX_LINE_BYTES {
-                return line.to_owned();
-            }
-            cut = true;
-            let mut end = MAX_LINE_BYTES;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
-            format!("{}{LINE_CUT_MARKER}", &line[..end])
-        })
-        .collect();
-    (lines, cut)
+/// The lines as the container wrote them, each cut at 16 KiB, and the
+/// timestamp the runtime put before each (`timestamps=true`), normalized
+/// to nanoseconds so that clients may compare them as text; whether a line
+/// was cut.
+fn split_lines(text: &str) -> Log {
+    let mut log = Log::default();
+    for stamped in text.lines() {
+        let (timestamp, line) = match stamped.split_once(' ') {
+            Some((stamp, line)) => match stamp.parse::<jiff::Timestamp>() {
+                Ok(at) => (timestamp_text(at), line),
+                Err(_) => (String::new(), stamped),
+            },
+            None => match stamped.parse::<jiff::Timestamp>() {
+                // An empty line, stamped.
+                Ok(at) => (timestamp_text(at), ""),
+                Err(_) => (String::new(), stamped),
+            },
+        };
+        log.timestamps.push(timestamp);
+        if line.len() <= MAX_LINE_BYTES {
+            log.lines.push(line.to_owned());
+            continue;
+        }
+        log.cut = true;
+        let mut end = MAX_LINE_BYTES;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        log.lines.push(format!("{}{LINE_CUT_MARKER}", &line[..end]));
+    }
+    log
+}
+
+/// RFC 3339 in UTC with nine fractional digits: text that sorts as time.
+fn timestamp_text(at: jiff::Timestamp) -> String {
+    format!(
+        "{}.{:09}Z",
+        at.strftime("%Y-%m-%dT%H:%M:%S"),
+        at.subsec_nanosecond().unsigned_abs()
+    )
 }
 
 /// What a piece of the JSON answer takes as Lambda returns it: escaped again
@@ -266,17 +370,22 @@ fn fit(entries: &mut [LogEntry], budget: usize) {
     let mut bare: Vec<LogEntry> = entries.to_vec();
     for entry in &mut bare {
         entry.lines.clear();
+        entry.timestamps.clear();
         entry.truncated = false;
     }
     let fixed = serde_json::to_string(&bare).map_or(usize::MAX, |json| enveloped(&json));
-    // A line costs itself and the comma before it.
+    // A line costs itself, its timestamp and the commas before them.
     let costs: Vec<Vec<usize>> = entries
         .iter()
         .map(|entry| {
             entry
                 .lines
                 .iter()
-                .map(|line| line_bytes(line) + 1)
+                .enumerate()
+                .map(|(index, line)| {
+                    let stamp = entry.timestamps.get(index).map_or(0, |t| line_bytes(t) + 1);
+                    line_bytes(line) + 1 + stamp
+                })
                 .collect()
         })
         .collect();
@@ -296,7 +405,11 @@ fn fit(entries: &mut [LogEntry], budget: usize) {
             kept += 1;
         }
         if kept < entry.lines.len() {
-            entry.lines.drain(..entry.lines.len() - kept);
+            let dropped = entry.lines.len() - kept;
+            entry.lines.drain(..dropped);
+            entry
+                .timestamps
+                .drain(..dropped.min(entry.timestamps.len()));
             entry.truncated = true;
         }
         left -= used;
@@ -448,14 +561,34 @@ mod tests {
     fn lines_are_kept_as_written_and_cut_at_16_kib() {
         let long = "é".repeat(MAX_LINE_BYTES);
         let text = format!("{{\"level\":\"info\"}}\n  indented\t\n{long}\n");
-        let (lines, cut) = split_lines(&text);
+        let log = split_lines(&text);
+        let lines = &log.lines;
         assert_eq!(lines[0], "{\"level\":\"info\"}");
         assert_eq!(lines[1], "  indented\t");
         assert!(lines[2].ends_with(LINE_CUT_MARKER));
         assert!(lines[2].len() <= MAX_LINE_BYTES + LINE_CUT_MARKER.len());
         assert_eq!(lines.len(), 3);
-        assert!(cut);
-        assert!(!split_lines("short\nlines\n").1);
+        assert_eq!(log.timestamps, ["", "", ""]);
+        assert!(log.cut);
+        assert!(!split_lines("short\nlines\n").cut);
+    }
+
+    #[test]
+    fn each_line_keeps_its_timestamp_apart() {
+        let log = split_lines(
+            "2026-05-01T12:00:00.5Z hello world\n2026-05-01T12:00:01.123456789Z \n2026-05-01T12:00:02Z\n",
+        );
+        assert_eq!(log.lines, ["hello world", "", ""]);
+        assert_eq!(
+            log.timestamps,
+            [
+                "2026-05-01T12:00:00.500000000Z",
+                "2026-05-01T12:00:01.123456789Z",
+                "2026-05-01T12:00:02.000000000Z"
+            ]
+        );
+        // Text that sorts as the times do.
+        assert!(log.timestamps.is_sorted());
     }
 
     fn entry(pod: &str, lines: Vec<String>) -> LogEntry {
@@ -463,7 +596,9 @@ mod tests {
             pod: pod.to_owned(),
             process: Some("web".to_owned()),
             container: Some("web".to_owned()),
+            timestamps: Vec::new(),
             lines,
+            restarts: 0,
             error: None,
             truncated: false,
         }
@@ -482,6 +617,13 @@ mod tests {
         let entries = vec![entry("p", vec!["a\"b".into(), "\\".into()])];
         let parts = size(&[entry("p", vec![])]) + line_bytes("a\"b") + line_bytes("\\") + 1;
         assert_eq!(size(&entries), parts);
+        // A timestamp costs as a line does.
+        let mut stamped = entry("p", vec!["x".into()]);
+        stamped.timestamps = vec!["2026-05-01T12:00:00.000000000Z".into()];
+        let parts = size(&[entry("p", vec![])])
+            + line_bytes("x")
+            + line_bytes("2026-05-01T12:00:00.000000000Z");
+        assert_eq!(size(&[stamped]), parts);
     }
 
     #[test]
@@ -528,12 +670,19 @@ mod tests {
     }
 
     #[test]
-    fn tail_is_bounded() {
-        assert_eq!(LogQuery::new(None, None, false, None).unwrap().tail, 200);
-        assert!(LogQuery::new(Some(0), None, false, None).is_err());
-        assert!(LogQuery::new(Some(2001), None, false, None).is_err());
-        assert!(LogQuery::new(Some(2000), None, true, None).is_ok());
-        assert!(LogQuery::new(None, None, false, Some(3)).is_ok());
-        assert!(LogQuery::new(None, None, false, Some(0)).is_err());
+    fn tail_and_since_are_bounded() {
+        assert_eq!(LogWindow::new(None, false, None).unwrap().tail, 200);
+        assert!(LogWindow::new(Some(0), false, None).is_err());
+        assert!(LogWindow::new(Some(2001), false, None).is_err());
+        assert!(LogWindow::new(Some(2000), true, None).is_ok());
+        let window = LogWindow::new(None, false, None).unwrap();
+        assert!(LogQuery::new(window, None, Some(3)).is_ok());
+        assert!(LogQuery::new(window, None, Some(0)).is_err());
+        let since = LogWindow::new(None, false, Some(1_780_000_000))
+            .unwrap()
+            .since;
+        assert_eq!(since.unwrap().to_string(), "2026-05-28T20:26:40Z");
+        assert!(LogWindow::new(None, false, Some(-1)).is_err());
+        assert!(LogWindow::new(None, false, Some(i64::MAX)).is_err());
     }
 }

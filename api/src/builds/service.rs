@@ -9,7 +9,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::record::build_record;
-use crate::apps::operate::{LogSource, read_logs};
+use crate::apps::operate::{LogSource, LogWindow, read_logs};
 use crate::apps::service::app_to_change;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::build_queue::{self, uid_of};
@@ -103,7 +103,7 @@ pub async fn logs(
     caller: &Principal,
     path: &AppPath,
     number: i64,
-    tail: i64,
+    window: LogWindow,
 ) -> Result<Vec<LogEntry>, ApiError> {
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let uid = uid_of(&app)?;
@@ -124,7 +124,7 @@ pub async fn logs(
         })
         .collect();
     let api: Api<Pod> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);
-    Ok(read_logs(&api, sources, tail, false).await)
+    Ok(read_logs(&api, sources, window).await)
 }
 
 /// The names of a pod's containers in the order they run.

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::apps::hosts::HostRules;
-use berth_api::apps::operate::{self, LogQuery};
+use berth_api::apps::operate::{self, LogQuery, LogWindow};
 use berth_api::apps::service;
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
@@ -357,6 +357,12 @@ struct LogsQuery {
     /// pods, kept a day), which belong to no process.
     #[param(minimum = 1)]
     release: Option<i64>,
+    /// Only the lines written at or after this time, in Unix seconds
+    /// (Kubernetes' `sinceTime`): a client following the log asks again
+    /// with the second of the newest line it has, and drops the lines of
+    /// that second it has already seen (`timestamps`).
+    #[param(minimum = 0)]
+    since: Option<i64>,
 }
 
 /// App logs
@@ -378,7 +384,8 @@ async fn get_app_logs(
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = app_path(path);
-    let query = LogQuery::new(query.tail, query.process, query.previous, query.release)?;
+    let window = LogWindow::new(query.tail, query.previous, query.since)?;
+    let query = LogQuery::new(window, query.process, query.release)?;
     let client = state.cluster.client().await?;
     Ok(Json(operate::logs(&client, &caller, &path, &query).await?))
 }

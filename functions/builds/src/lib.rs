@@ -12,7 +12,7 @@ use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_api::AppState;
-use berth_api::apps::operate::LogQuery;
+use berth_api::apps::operate::LogWindow;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
@@ -243,6 +243,10 @@ struct BuildLogsQuery {
     /// Lines per step, 1 to 2000; 200 by default.
     #[param(minimum = 1, maximum = 2000)]
     tail: Option<i64>,
+    /// Only the lines written at or after this time, in Unix seconds, as
+    /// for `getAppLogs`.
+    #[param(minimum = 0)]
+    since: Option<i64>,
 }
 
 /// Build logs
@@ -265,9 +269,9 @@ async fn get_build_logs(
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = build_path(path);
     // getAppLogs' bounds, checked by its query's rules.
-    let tail = LogQuery::new(query.tail, None, false, None)?.tail;
+    let window = LogWindow::new(query.tail, false, query.since)?;
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::logs(&client, &caller, &path.app_path(), path.build, tail).await?,
+        service::logs(&client, &caller, &path.app_path(), path.build, window).await?,
     ))
 }

@@ -378,6 +378,16 @@ fn resource(
                     .map(|n| n.max(0) as usize),
                 timestamps: query.flag("timestamps"),
                 follow: query.flag("follow"),
+                since_time: query
+                    .get("sinceTime")
+                    .map(|since| {
+                        since.parse::<jiff::Timestamp>().map_err(|_| {
+                            ApiError::bad_request(format!(
+                                "sinceTime: {since} is not an RFC 3339 time"
+                            ))
+                        })
+                    })
+                    .transpose()?,
             };
             logs::pod_log(app, target.namespace.unwrap_or_default(), name, &q)
         }

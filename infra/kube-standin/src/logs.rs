@@ -101,6 +101,18 @@ impl Logs {
         self.changed.send_modify(|v| *v += 1);
     }
 
+    /// The container restarts as a kubelet restarts it: what it logged
+    /// becomes the previous instance's log, timestamps kept, and the new
+    /// instance has logged nothing yet.
+    pub fn restart(&self, key: LogKey) {
+        let mut logs = self.lock();
+        let old = logs.remove(&key).unwrap_or_default();
+        logs.insert(key.clone().previous(), old);
+        logs.insert(key, Vec::new());
+        drop(logs);
+        self.changed.send_modify(|v| *v += 1);
+    }
+
     /// Whether a container has logged anything yet.
     pub fn has(&self, key: &LogKey) -> bool {
         self.lock().contains_key(key)
@@ -125,6 +137,8 @@ pub struct LogQuery {
     pub limit_bytes: Option<usize>,
     pub timestamps: bool,
     pub follow: bool,
+    /// `sinceTime`: only lines stamped at or after it.
+    pub since_time: Option<jiff::Timestamp>,
 }
 
 fn render(lines: &[Line], timestamps: bool) -> String {
@@ -194,8 +208,21 @@ pub fn pod_log(app: &App, namespace: &str, pod: &str, q: &LogQuery) -> ApiResult
             ))
         });
     };
+    // As the kubelet reads a log: the tail from the end, then the lines
+    // before `sinceTime` skipped.
     let start = q.tail_lines.map_or(0, |n| lines.len().saturating_sub(n));
-    let mut text = render(&lines[start..], q.timestamps);
+    let shown: Vec<Line> = lines[start..]
+        .iter()
+        .filter(|line| {
+            q.since_time.is_none_or(|since| {
+                line.timestamp
+                    .parse::<jiff::Timestamp>()
+                    .is_ok_and(|at| at >= since)
+            })
+        })
+        .cloned()
+        .collect();
+    let mut text = render(&shown, q.timestamps);
     if let Some(limit) = q.limit_bytes {
         let mut cut = limit.min(text.len());
         while !text.is_char_boundary(cut) {

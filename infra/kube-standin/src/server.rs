@@ -367,6 +367,13 @@ impl StandIn {
         self.app.logs.append(key, lines);
     }
 
+    /// Restarts a container's log as a kubelet does: what it logged becomes
+    /// the `previous` log (timestamps kept), the new instance's is empty. The
+    /// pod's `restartCount` is the test's to report, as a kubelet would.
+    pub fn restart_pod_logs(&self, key: LogKey) {
+        self.app.logs.restart(key);
+    }
+
     /// Keeps every namespace deleted from now on `Terminating` for `delay`
     /// after its deletion began (its contents still go at once), as a real
     /// cluster's busy namespace controller does; zero restores the default.

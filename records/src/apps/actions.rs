@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use berth_domain::names::EnvironmentName;
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RollbackBody {
     /// A revision of `listReleases`.
@@ -13,7 +13,7 @@ pub struct RollbackBody {
     pub revision: i64,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromoteBody {
     /// The target environment's short name, in the same project (a DNS
@@ -24,9 +24,10 @@ pub struct PromoteBody {
 
 /// The body of `runApp`: which scheduled process; optional when the app has
 /// exactly one. An empty body is the same as `{}`.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunBody {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
 }
 

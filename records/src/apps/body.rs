@@ -2,7 +2,7 @@
 //! `processes`), from one list of fields; `berth_api::apps::body` parses
 //! them into the App's configuration.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::object;
 use berth_domain::CommandArg;
@@ -14,17 +14,22 @@ use berth_domain::names::{
 use berth_domain::size::{Size, VolumeSize};
 
 /// A variable: a plain `value`, or a key of a `secret`.
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EnvBody {
     #[schema(value_type = EnvName)]
     pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
-    #[serde(default, deserialize_with = "object::optional")]
+    #[serde(
+        default,
+        deserialize_with = "object::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub secret: Option<SecretRefBody>,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SecretRefBody {
     #[schema(value_type = SecretName)]
@@ -33,7 +38,7 @@ pub struct SecretRefBody {
     pub key: String,
 }
 
-#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VolumeBody {
     #[schema(value_type = VolumeName)]
@@ -43,25 +48,29 @@ pub struct VolumeBody {
     /// A Kubernetes quantity above zero and at most `1Ti` (`1Gi` by
     /// default); grows, never shrinks.
     #[schema(value_type = Option<VolumeSize>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
 }
 
 /// How a build of the app's source makes its image (replaced whole in an
 /// update; what it leaves out takes its default).
-#[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildBody {
     /// `auto` (the default: the Dockerfile if the repository has one,
     /// else buildpacks), `dockerfile` or `buildpacks`.
     #[schema(pattern = "^(auto|dockerfile|buildpacks)$")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub strategy: Option<String>,
     /// The directory to build, relative to the repository's root (no `..`);
     /// the root by default.
     #[schema(max_length = 255)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_dir: Option<String>,
     /// The Dockerfile's path relative to the context directory;
     /// `Dockerfile` by default.
     #[schema(max_length = 255)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub dockerfile: Option<String>,
 }
 
@@ -79,19 +88,20 @@ macro_rules! bodies {
     ) => {
         /// A process of `processes`; its fields are also the main process's,
         /// flat in a create or update body.
-        #[derive(Debug, Default, Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct ProcessBody {
             /// Every process of `processes` has one (the flat fields' main
             /// process is named by what it is: `web`, `worker` or `job`).
             #[schema(value_type = ProcessName, required = true)]
+            #[serde(skip_serializing_if = "Option::is_none")]
             pub name: Option<String>,
-            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+            $($(#[$process_attribute])* #[serde(skip_serializing_if = "Option::is_none")] pub $process_field: $process_type,)*
         }
 
         /// `POST ENV/apps`: the spec's flat fields, or `processes` for an app
         /// of several processes (never both).
-        #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
         #[schema(as = CreateAppBody)]
         #[serde(deny_unknown_fields)]
         pub struct CreateBody {
@@ -99,18 +109,18 @@ macro_rules! bodies {
             /// the app's default host).
             #[schema(value_type = NewAppName)]
             pub name: String,
-            $($(#[$app_attribute])* pub $app_field: $app_type,)*
-            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+            $($(#[$app_attribute])* #[serde(skip_serializing_if = "Option::is_none")] pub $app_field: $app_type,)*
+            $($(#[$process_attribute])* #[serde(skip_serializing_if = "Option::is_none")] pub $process_field: $process_type,)*
         }
 
         /// `PATCH ENV/apps/{app}`: omitted fields stay; lists are replaced
         /// whole.
-        #[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Default, Clone, Serialize, Deserialize, utoipa::ToSchema)]
         #[schema(as = UpdateAppBody)]
         #[serde(deny_unknown_fields)]
         pub struct UpdateBody {
-            $($(#[$app_attribute])* pub $app_field: $app_type,)*
-            $($(#[$process_attribute])* pub $process_field: $process_type,)*
+            $($(#[$app_attribute])* #[serde(skip_serializing_if = "Option::is_none")] pub $app_field: $app_type,)*
+            $($(#[$process_attribute])* #[serde(skip_serializing_if = "Option::is_none")] pub $process_field: $process_type,)*
         }
 
         /// The main process's fields that a body carries flat.
@@ -319,5 +329,39 @@ mod declarations {
                 "{field} is declared at {places:?} (struct or list, line)"
             );
         }
+    }
+}
+
+/// A client (the CLI) sends these bodies: what it leaves out stays out of
+/// the JSON (never `null`, which means something for `git_repo`), and what
+/// it writes the API reads back as sent.
+#[cfg(test)]
+mod sent {
+    use super::*;
+
+    #[test]
+    fn a_body_holds_only_what_is_given() {
+        let update = UpdateBody {
+            image: Some("nginx:1.28".into()),
+            env: Some(vec![EnvBody {
+                name: "A".into(),
+                value: None,
+                secret: None,
+            }]),
+            git_repo: Some(None),
+            ..UpdateBody::default()
+        };
+        let json = serde_json::to_value(&update).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"image": "nginx:1.28", "env": [{"name": "A"}], "git_repo": null})
+        );
+        let read: UpdateBody = serde_json::from_value(json).unwrap();
+        assert_eq!(read.image.as_deref(), Some("nginx:1.28"));
+        assert_eq!(read.git_repo, Some(None));
+        assert_eq!(
+            serde_json::to_value(UpdateBody::default()).unwrap(),
+            serde_json::json!({})
+        );
     }
 }

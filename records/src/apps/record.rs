@@ -146,6 +146,16 @@ pub struct LogEntry {
     /// process; of a build's pod, the build's step).
     pub container: Option<String>,
     pub lines: Vec<String>,
+    /// Beyond the spec: when each line of `lines` was written, one per line
+    /// in the same order, as the node's container runtime stamped it
+    /// (RFC 3339 in UTC with nanoseconds, so the text sorts as the time;
+    /// `""` for a line it gave none). A client following the log asks
+    /// again with `since` and drops the lines it has seen.
+    pub timestamps: Vec<String>,
+    /// Beyond the spec: how often the container has restarted. When it
+    /// grows, the last lines of its previous instance are read with
+    /// `previous`.
+    pub restarts: i32,
     pub error: Option<String>,
     /// Whether lines asked for are left out or cut: the pod's log was
     /// longer than 512 KiB (its newest lines that fit are kept), the whole

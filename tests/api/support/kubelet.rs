@@ -80,6 +80,22 @@ async fn try_play_kubelet(
     Ok(marked)
 }
 
+/// Reports that the containers of a running pod have restarted `restarts`
+/// times, running and ready again, as a kubelet reports a container it
+/// restarted.
+pub async fn report_restarts(client: &kube::Client, namespace: &str, name: &str, restarts: i32) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let pod = pods.get(name).await.expect("the pod");
+    let mut containers = container_statuses(&pod, json!({"running": {"startedAt": now()}}));
+    for container in &mut containers {
+        container["restartCount"] = json!(restarts);
+    }
+    let status = json!({"status": {"containerStatuses": containers}});
+    pods.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .expect("reporting the restart");
+}
+
 /// Each container of `pod` as a kubelet reports it in `state`: ready and
 /// started while it runs, neither once it ended.
 fn container_statuses(pod: &Pod, state: Value) -> Vec<Value> {

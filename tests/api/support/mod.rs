@@ -498,6 +498,26 @@ impl TestApp {
         response.session_cookie().expect("a session cookie")
     }
 
+    /// The whole API on a loopback port, as a client outside the process
+    /// reaches it (the CLI, curl), until the answer is dropped.
+    pub async fn serve(&self) -> Served {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let address = listener.local_addr().expect("its address");
+        let app = self
+            .app
+            .clone()
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Served {
+            url: format!("http://{address}"),
+            server,
+        }
+    }
+
     /// Every audit event of an organization, oldest first.
     pub async fn audit_events(&self, org: &str) -> Vec<AuditEvent> {
         let mut events = Vec::new();
@@ -566,6 +586,19 @@ async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role
         org: org.to_owned(),
         role,
         token,
+    }
+}
+
+/// The API served on a loopback port; it stops when dropped.
+pub struct Served {
+    /// `http://127.0.0.1:PORT`, without `/api/v1`.
+    pub url: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.server.abort();
     }
 }
 

@@ -1,0 +1,260 @@
+//! The command line, as clap reads it: every command, its arguments and the
+//! options every command takes.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Berth's command line: sign in, link a directory to an environment,
+/// deploy and wait, follow logs, set secrets, roll back.
+///
+/// Exit codes: 0 done, 1 failed (the API refused, a deploy failed, a wait
+/// timed out), 2 usage, 3 not signed in (no credentials, or the API
+/// answered 401), 4 not found (404).
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// `table` (the default on a terminal), `plain` (the default
+    /// otherwise: no borders, colours or spinners) or `json` (the API's
+    /// records as it answered them).
+    #[arg(short = 'o', long, global = true, value_enum)]
+    pub output: Option<Format>,
+    /// The project; by default the one `berth link` wrote here.
+    #[arg(short = 'p', long, global = true)]
+    pub project: Option<String>,
+    /// The environment's short name; by default the linked one.
+    #[arg(short = 'e', long = "env", global = true)]
+    pub environment: Option<String>,
+    /// The app; by default the linked one.
+    #[arg(short = 'a', long, global = true)]
+    pub app: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Plain,
+    Json,
+}
+
+/// How long a `--wait` waits.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Wait {
+    /// Wait until the new revision is available (or has failed), showing
+    /// its progress; exit 0 only once it is available.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long `--wait` waits, in seconds, before it gives up (exit 1).
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    pub timeout: u64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Sign in: asks the API URL, email and password (without echo; read
+    /// from standard input when it is not a terminal, a line each), replaces
+    /// a temporary password, and stores a new API token (mode 0600).
+    Login(Login),
+    /// Revoke the stored token and remove it.
+    Logout,
+    /// Who the credentials belong to.
+    Whoami,
+    /// This CLI's version, the API version it speaks, and the API's.
+    Version,
+    /// Write `.berth.toml` here: later commands in this directory (and
+    /// below) use its project, environment and app unless told otherwise.
+    Link {
+        project: String,
+        environment: String,
+        app: Option<String>,
+    },
+    /// The projects you can see.
+    Projects,
+    /// The environments of the project.
+    Envs,
+    /// The apps of the environment.
+    Apps,
+    /// The app's processes and pods.
+    Ps,
+    /// Deploy a new image, or build the app's source at a ref.
+    Deploy(Deploy),
+    /// Roll the app back to an earlier revision (a new revision).
+    Rollback {
+        revision: i64,
+        #[command(flatten)]
+        wait: Wait,
+    },
+    /// Promote the app to another environment of the project.
+    Promote {
+        /// The target environment's short name.
+        #[arg(long)]
+        to: String,
+        #[command(flatten)]
+        wait: Wait,
+    },
+    /// Restart every process of the app (no new revision).
+    Restart {
+        /// Wait until every pod has been replaced and the app is available.
+        #[arg(long)]
+        wait: bool,
+        #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+        timeout: u64,
+    },
+    /// Run a scheduled process now.
+    Run {
+        /// Which scheduled process; optional when the app has one.
+        process: Option<String>,
+    },
+    /// The app's release history, newest first.
+    Releases,
+    /// The app's environment variables.
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// The environment's secrets (values are never shown).
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+    /// The app's builds from source.
+    #[command(subcommand)]
+    Builds(BuildsCommand),
+    /// The app's logs.
+    Logs(Logs),
+    /// Whether each of the app's hostnames points at the gateway, and its
+    /// certificate.
+    Domains,
+    /// The organization's audit log, newest first.
+    Audit {
+        /// Events per page (1 to 200).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Events older than this (a page's `next_before`).
+        #[arg(long)]
+        before: Option<u64>,
+    },
+    /// Your API tokens.
+    Tokens {
+        #[command(subcommand)]
+        command: Option<TokensCommand>,
+    },
+    /// The members of your organization.
+    Members,
+    /// A completion script for your shell, on standard output.
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+pub struct Login {
+    /// The API's URL, e.g. http://127.0.0.1:3000.
+    #[arg(long, env = "BERTH_URL")]
+    pub url: Option<String>,
+    #[arg(long)]
+    pub email: Option<String>,
+    /// The name the new token is listed under.
+    #[arg(long, default_value = "berth CLI")]
+    pub token_name: String,
+    /// Days until the token expires (1 to 365); `berth login` again then.
+    #[arg(long, default_value_t = 90)]
+    pub expires_in_days: u32,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["image", "git_ref"])))]
+pub struct Deploy {
+    /// The container image to run, e.g. `nginx:1.27`.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Build the app's source at this branch, tag or commit.
+    #[arg(long = "ref", value_name = "REF")]
+    pub git_ref: Option<String>,
+    #[command(flatten)]
+    pub wait: Wait,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// The variables (values only if you may read them).
+    List,
+    /// Set variables: `NAME=VALUE …` (a new revision; secrets belong in
+    /// `berth secrets`).
+    Set {
+        #[arg(required = true, value_name = "NAME=VALUE")]
+        pairs: Vec<String>,
+    },
+    /// Remove variables.
+    Unset {
+        #[arg(required = true, value_name = "NAME")]
+        names: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// The secrets and their keys.
+    List,
+    /// Create or replace a secret from `KEY=VALUE` lines on standard input
+    /// or in a file (never from arguments: they land in shell history).
+    Set {
+        name: String,
+        /// Read from this file instead of standard input.
+        #[arg(long, value_name = "PATH")]
+        from_file: Option<std::path::PathBuf>,
+        /// The whole input is the value of this one key (e.g. a
+        /// certificate), not `KEY=VALUE` lines.
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Delete a secret.
+    Rm { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BuildsCommand {
+    /// The app's builds, newest first.
+    List,
+    /// A build's logs, one section per step.
+    Logs {
+        /// The build's number; the newest by default.
+        build: Option<i64>,
+        /// Lines per step (1 to 2000).
+        #[arg(long, default_value_t = 200)]
+        tail: u32,
+        /// Keep printing new lines until the build ends; exit 0 only if it
+        /// succeeded.
+        #[arg(short = 'f', long)]
+        follow: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct Logs {
+    /// Only this process's pods.
+    #[arg(long)]
+    pub process: Option<String>,
+    /// Lines per pod (1 to 2000).
+    #[arg(long, default_value_t = 200)]
+    pub tail: u32,
+    /// The previous (crashed) container's logs.
+    #[arg(long)]
+    pub previous: bool,
+    /// The release command's logs of this revision.
+    #[arg(long, value_name = "REVISION")]
+    pub release: Option<i64>,
+    /// Keep printing new lines (every 2 s) until interrupted, across
+    /// restarts and new pods; with `-o json`, one JSON object per line.
+    #[arg(short = 'f', long, conflicts_with = "previous")]
+    pub follow: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Your tokens (the default).
+    List,
+    /// Revoke one of your tokens, by id.
+    Revoke { id: String },
+}

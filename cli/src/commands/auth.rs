@@ -1,0 +1,260 @@
+//! Signing in and out, who you are, your tokens, the versions.
+
+use berth_records::auth::{Identity, LoginBody, PasswordChange};
+use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
+
+use super::Session;
+use crate::api::{Api, Credential, parse_url};
+use crate::args::{Login, TokensCommand};
+use crate::config::{self, Credentials};
+use crate::failure::{Failure, Result};
+use crate::output::{Output, or_dash};
+use crate::prompt::Prompt;
+use crate::version;
+
+/// Signs in with the password (replacing a temporary one), makes an API
+/// token with the session, ends the session and stores the token.
+pub fn login(out: Output, login: Login) -> Result<()> {
+    let prompt = Prompt::new();
+    let asked = |given: Option<String>, question: &str| match given {
+        Some(value) => Ok(value),
+        None if prompt.terminal() => prompt.line(question),
+        None => Err(Failure::Usage(format!(
+            "standard input is not a terminal: give --{}",
+            question.to_lowercase().replace(' ', "-")
+        ))),
+    };
+    let url = parse_url(&asked(login.url, "URL")?)?;
+    let email = asked(login.email, "Email")?;
+    warn_if_cleartext(&url);
+    let mut api = Api::new(url.clone(), Credential::None)?;
+    version::warn_if_incompatible(&api);
+    let password = prompt.password("Password")?;
+    let (answer, cookie) = api.login(&LoginBody {
+        email: email.clone(),
+        password: password.clone(),
+    })?;
+    api.with_credential(Credential::Session(cookie));
+    let token = with_session(
+        &api,
+        &prompt,
+        answer,
+        password,
+        login.token_name,
+        login.expires_in_days,
+    );
+    // The session has done its work (or failed): end it either way.
+    let _ = api.post_empty(&["auth", "logout"]);
+    let (identity, created) = token?;
+    let path = config::store(&Credentials {
+        url: url.to_string(),
+        token: created.token,
+        token_id: Some(created.record.id.clone()),
+        email: Some(identity.email.clone()),
+    })?;
+    out.say(&format!(
+        "Signed in to {url} as {}; token {} ({}) expires {}, stored in {}",
+        identity.email,
+        created.record.name,
+        created.record.id,
+        or_dash(created.record.expires_at.as_deref()),
+        path.display()
+    ));
+    Ok(())
+}
+
+/// What login does with the session: replaces a temporary password, then
+/// creates the CLI's token.
+fn with_session(
+    api: &Api,
+    prompt: &Prompt,
+    answer: crate::api::Answer,
+    password: String,
+    name: String,
+    expires_in_days: u32,
+) -> Result<(Identity, CreatedToken)> {
+    let identity: Identity = answer.record()?;
+    if identity.must_change_password {
+        eprintln!("Your password is temporary: choose a new one (12 characters or more).");
+        let new_password = new_password(prompt)?;
+        api.post(
+            &["me", "password"],
+            &PasswordChange {
+                current_password: password,
+                new_password,
+            },
+        )?;
+    }
+    let created = api
+        .post(
+            &["tokens"],
+            &NewToken {
+                name,
+                expires_in_days: Some(expires_in_days),
+                ceiling: None,
+                scope: None,
+            },
+        )?
+        .record()?;
+    Ok((identity, created))
+}
+
+fn new_password(prompt: &Prompt) -> Result<String> {
+    let first = prompt.password("New password")?;
+    if prompt.terminal() && prompt.password("New password again")? != first {
+        return Err(Failure::failed("the two new passwords differ"));
+    }
+    Ok(first)
+}
+
+/// A token sent over plain HTTP to another machine can be read on the way.
+fn warn_if_cleartext(url: &reqwest::Url) {
+    let host = url.host_str().unwrap_or_default();
+    let loopback = host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback());
+    if url.scheme() == "http" && !loopback {
+        eprintln!(
+            "warning: {url} is not https: your password and token cross the network readable"
+        );
+    }
+}
+
+/// Revokes the stored token and forgets it.
+pub fn logout(session: &Session) -> Result<()> {
+    let Some(id) = session.sign_in.token_id.as_deref() else {
+        return Err(Failure::Usage(
+            "the token comes from BERTH_TOKEN: revoke it with `berth tokens revoke ID`".into(),
+        ));
+    };
+    match session.api.delete(&["tokens", id]) {
+        // Already revoked or expired: it is gone either way.
+        Ok(_)
+        | Err(Failure::Api(berth_domain::error::Problem {
+            status: 401 | 404, ..
+        })) => {}
+        Err(failure) => return Err(failure),
+    }
+    config::forget()?;
+    session.out.say(&format!(
+        "Signed out of {}: token {id} revoked",
+        session.sign_in.url
+    ));
+    Ok(())
+}
+
+pub fn whoami(session: &Session) -> Result<()> {
+    let answer = session.api.get(&["me"])?;
+    version::warn_if_incompatible(&session.api);
+    session.out.answer(&answer, || {
+        let me: Identity = answer.record()?;
+        session.out.fields(&[
+            ("email", me.email),
+            ("id", me.id),
+            ("name", or_dash(me.display_name)),
+            ("via", me.via),
+            ("api", session.sign_in.url.clone()),
+        ]);
+        Ok(())
+    })
+}
+
+pub fn version(out: Output) -> Result<()> {
+    let api_version = config::sign_in()
+        .ok()
+        .and_then(|sign_in| parse_url(&sign_in.url).ok())
+        .and_then(|url| Api::new(url, Credential::None).ok())
+        .map(|api| version::of_api(&api));
+    let warning = match &api_version {
+        Some(Ok(version)) => version::judge(version),
+        _ => None,
+    };
+    let shown = match api_version {
+        Some(Ok(version)) => version,
+        Some(Err(failure)) => format!("unknown ({failure})"),
+        None => "unknown (not signed in)".to_owned(),
+    };
+    if out.json() {
+        println!(
+            "{}",
+            serde_json::json!({
+                "cli": env!("CARGO_PKG_VERSION"),
+                "speaks_api": version::SPOKEN,
+                "api": shown,
+            })
+        );
+    } else {
+        out.fields(&[
+            ("berth", env!("CARGO_PKG_VERSION").to_owned()),
+            ("speaks API", version::SPOKEN.to_owned()),
+            ("API", shown),
+        ]);
+    }
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
+}
+
+pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
+    match command.unwrap_or(TokensCommand::List) {
+        TokensCommand::List => {
+            let answer = session.api.get(&["tokens"])?;
+            session.out.answer(&answer, || {
+                let tokens: Vec<TokenRecord> = answer.record()?;
+                let this = session.sign_in.token_id.as_deref();
+                let rows = tokens
+                    .into_iter()
+                    .map(|token| {
+                        let mark = if Some(token.id.as_str()) == this {
+                            " (this CLI)"
+                        } else {
+                            ""
+                        };
+                        vec![
+                            token.id.clone(),
+                            format!("{}{mark}", token.name),
+                            token.prefix,
+                            token.created_at,
+                            or_dash(token.expires_at),
+                            or_dash(token.last_used_at),
+                            or_dash(token.ceiling.map(|c| c.as_str())),
+                            token.scope.map_or_else(
+                                || "all projects".to_owned(),
+                                |scope| {
+                                    scope
+                                        .iter()
+                                        .map(|entry| entry.project.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                },
+                            ),
+                        ]
+                    })
+                    .collect();
+                session.out.table(
+                    &[
+                        "ID",
+                        "NAME",
+                        "PREFIX",
+                        "CREATED",
+                        "EXPIRES",
+                        "LAST USED",
+                        "CEILING",
+                        "SCOPE",
+                    ],
+                    rows,
+                );
+                Ok(())
+            })
+        }
+        TokensCommand::Revoke { id } => {
+            session.api.delete(&["tokens", &id])?;
+            session.out.say(&format!("Token {id} revoked"));
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! The commands, one module per group.
+
+pub mod auth;
+pub mod deploy;
+pub mod follow;
+pub mod logs;
+pub mod resources;
+pub mod vars;
+pub mod wait;
+
+use crate::api::{Api, Credential, parse_url};
+use crate::config::{self, SignIn};
+use crate::failure::Result;
+use crate::output::Output;
+
+/// A signed-in command's API and output.
+pub struct Session {
+    pub api: Api,
+    pub out: Output,
+    pub sign_in: SignIn,
+}
+
+impl Session {
+    pub fn open(out: Output) -> Result<Self> {
+        let sign_in = config::sign_in()?;
+        let api = Api::new(
+            parse_url(&sign_in.url)?,
+            Credential::Token(sign_in.token.clone()),
+        )?;
+        Ok(Self { api, out, sign_in })
+    }
+}

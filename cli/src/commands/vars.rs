@@ -1,0 +1,238 @@
+//! An app's environment variables and an environment's secrets.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal as _, Read as _};
+
+use berth_records::apps::body::{EnvBody, UpdateBody};
+use berth_records::apps::record::{AppDetail, AppRecord, EnvRecord};
+use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
+
+use super::Session;
+use crate::api::Answer;
+use crate::args::{EnvCommand, SecretsCommand};
+use crate::config::{AppPath, Context};
+use crate::failure::{Failure, Result};
+use crate::output::or_dash;
+
+pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> {
+    let answer = session.api.get(&app.path(&[]))?;
+    let detail: AppDetail = answer.record()?;
+    let current = detail.app.env;
+    let list = match command {
+        EnvCommand::List => {
+            let env = Answer(answer.0["app"]["env"].clone());
+            return session.out.answer(&env, || show_env(session, &current));
+        }
+        EnvCommand::Set { pairs } => {
+            let mut set = Vec::new();
+            for pair in pairs {
+                let Some((name, value)) = pair.split_once('=') else {
+                    return Err(Failure::Usage(format!("`{pair}` is not NAME=VALUE")));
+                };
+                set.push((name.to_owned(), value.to_owned()));
+            }
+            let mut list: Vec<EnvBody> = current
+                .iter()
+                .filter(|entry| !set.iter().any(|(name, _)| *name == entry.name))
+                .map(kept)
+                .collect();
+            list.extend(set.into_iter().map(|(name, value)| EnvBody {
+                name,
+                value: Some(value),
+                secret: None,
+            }));
+            list
+        }
+        EnvCommand::Unset { names } => {
+            if let Some(missing) = names
+                .iter()
+                .find(|name| !current.iter().any(|e| &e.name == *name))
+            {
+                return Err(Failure::failed(format!(
+                    "{} has no variable {missing}",
+                    app.app
+                )));
+            }
+            current
+                .iter()
+                .filter(|entry| !names.contains(&entry.name))
+                .map(kept)
+                .collect()
+        }
+    };
+    let answer = session.api.patch(
+        &app.path(&[]),
+        &UpdateBody {
+            env: Some(list),
+            ..UpdateBody::default()
+        },
+    )?;
+    session.out.answer(&answer, || {
+        let record: AppRecord = answer.record()?;
+        session.out.say(&format!(
+            "Environment of {} changed: revision {}",
+            record.name, record.revision
+        ));
+        Ok(())
+    })
+}
+
+/// An entry sent back by name alone keeps its value or secret reference
+/// (docs/api-notes.md, "Apps"): callers who may not read values can still
+/// change the list.
+fn kept(entry: &EnvRecord) -> EnvBody {
+    EnvBody {
+        name: entry.name.clone(),
+        value: None,
+        secret: None,
+    }
+}
+
+fn show_env(session: &Session, env: &[EnvRecord]) -> Result<()> {
+    let rows = env
+        .iter()
+        .map(|entry| {
+            let value = match (&entry.value, &entry.secret) {
+                (Some(value), _) => value.clone(),
+                (None, Some(secret)) => format!("(secret {} key {})", secret.name, secret.key),
+                (None, None) => "(hidden: needs secret-read)".to_owned(),
+            };
+            vec![entry.name.clone(), value]
+        })
+        .collect();
+    session.out.table(&["NAME", "VALUE"], rows);
+    Ok(())
+}
+
+pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) -> Result<()> {
+    let (project, environment) = context.environment()?;
+    let secrets = ["projects", project, "environments", environment, "secrets"];
+    let secret = |name: &str| -> Vec<String> {
+        secrets
+            .iter()
+            .map(|s| s.to_string())
+            .chain([name.to_owned()])
+            .collect()
+    };
+    match command {
+        SecretsCommand::List => {
+            let answer = session.api.get(&secrets)?;
+            session.out.answer(&answer, || {
+                let secrets: Vec<SecretSummary> = answer.record()?;
+                let rows = secrets
+                    .into_iter()
+                    .map(|s| vec![s.name, s.keys.join(", "), or_dash(s.created_at)])
+                    .collect();
+                session.out.table(&["NAME", "KEYS", "CREATED"], rows);
+                Ok(())
+            })
+        }
+        SecretsCommand::Set {
+            name,
+            from_file,
+            key,
+        } => {
+            let input = match &from_file {
+                Some(file) => std::fs::read_to_string(file)
+                    .map_err(|e| Failure::failed(format!("reading {}: {e}", file.display())))?,
+                None => read_stdin(key.is_some())?,
+            };
+            let data = match key {
+                Some(key) => BTreeMap::from([(key, input)]),
+                None => key_values(&input)?,
+            };
+            let answer = session
+                .api
+                .put(&segments(&secret(&name)), &PutBody { data })?;
+            session.out.answer(&answer, || {
+                let put: PutAnswer = answer.record()?;
+                let restarted = if put.restarted_apps.is_empty() {
+                    String::new()
+                } else {
+                    format!("; restarted {}", put.restarted_apps.join(", "))
+                };
+                session.out.say(&format!(
+                    "Secret {} set: keys {}{restarted}",
+                    put.secret.name,
+                    put.secret.keys.join(", ")
+                ));
+                Ok(())
+            })
+        }
+        SecretsCommand::Rm { name } => {
+            session.api.delete(&segments(&secret(&name)))?;
+            session.out.say(&format!("Secret {name} deleted"));
+            Ok(())
+        }
+    }
+}
+
+fn segments(path: &[String]) -> Vec<&str> {
+    path.iter().map(String::as_str).collect()
+}
+
+/// Standard input, whole. On a terminal one value is asked without echo;
+/// `KEY=VALUE` lines are read until end of input (Ctrl-D).
+fn read_stdin(one_value: bool) -> Result<String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        if one_value {
+            return rpassword::prompt_password("Value: ")
+                .map_err(|e| Failure::failed(format!("reading the value: {e}")));
+        }
+        eprintln!("KEY=VALUE lines, then Ctrl-D:");
+    }
+    let mut input = String::new();
+    stdin
+        .lock()
+        .read_to_string(&mut input)
+        .map_err(|e| Failure::failed(format!("reading standard input: {e}")))?;
+    Ok(input)
+}
+
+/// `KEY=VALUE` lines (a `.env` file): the value is everything after the
+/// first `=`, as written (no quotes removed); blank lines and `#` comments
+/// are skipped. Errors name the line, never its value.
+fn key_values(input: &str) -> Result<BTreeMap<String, String>> {
+    let mut data = BTreeMap::new();
+    for (number, line) in input.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(Failure::Usage(format!(
+                "line {} is not KEY=VALUE",
+                number + 1
+            )));
+        };
+        let key = key.trim().trim_start_matches("export ").trim();
+        if data.insert(key.to_owned(), value.to_owned()).is_some() {
+            return Err(Failure::Usage(format!(
+                "line {}: key {key} is given twice",
+                number + 1
+            )));
+        }
+    }
+    if data.is_empty() {
+        return Err(Failure::Usage("no KEY=VALUE line was given".into()));
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_value_lines_keep_values_as_written() {
+        let data =
+            key_values("# db\nURL=postgres://u:p@h/db?x=1\n\nexport TOKEN=\"a b\"\r\n").unwrap();
+        assert_eq!(data["URL"], "postgres://u:p@h/db?x=1");
+        assert_eq!(data["TOKEN"], "\"a b\"");
+        let refused = key_values("A=1\nsecret-without-equals\n").unwrap_err();
+        assert_eq!(refused.to_string(), "line 2 is not KEY=VALUE");
+        assert!(key_values("A=1\nA=2").is_err());
+        assert!(key_values("\n# nothing\n").is_err());
+    }
+}

@@ -1,0 +1,115 @@
+//! Why a command failed, as one line and an exit code.
+
+use std::fmt;
+use std::process::ExitCode;
+
+use berth_domain::error::Problem;
+
+/// Everything a command can fail with. Each maps to one documented exit
+/// code ([`Failure::exit_code`]) and prints as one line.
+#[derive(Debug)]
+pub enum Failure {
+    /// The API answered an error: its Problem Details.
+    Api(Problem),
+    /// The API answered an error that is not Problem Details (a proxy's
+    /// page, say).
+    Http { status: u16, body: String },
+    /// The API could not be reached, or its answer not read.
+    Transport(String),
+    /// No credentials, or none that fit.
+    NotSignedIn(String),
+    /// The command line lacks something clap cannot know (no project linked).
+    Usage(String),
+    /// Anything else: a deploy that failed, a wait that timed out, a file.
+    Failed(String),
+}
+
+pub type Result<T, E = Failure> = std::result::Result<T, E>;
+
+impl Failure {
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const NOT_SIGNED_IN: u8 = 3;
+    pub const NOT_FOUND: u8 = 4;
+
+    pub fn exit_code(&self) -> ExitCode {
+        ExitCode::from(match self {
+            Failure::Api(problem) => match problem.status {
+                401 => Self::NOT_SIGNED_IN,
+                404 => Self::NOT_FOUND,
+                _ => Self::FAILED,
+            },
+            Failure::Http { status: 401, .. } | Failure::NotSignedIn(_) => Self::NOT_SIGNED_IN,
+            Failure::Http { status: 404, .. } => Self::NOT_FOUND,
+            Failure::Usage(_) => Self::USAGE,
+            Failure::Http { .. } | Failure::Transport(_) | Failure::Failed(_) => Self::FAILED,
+        })
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        Failure::Failed(message.into())
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = match self {
+            Failure::Api(problem) => {
+                let mut text = problem.title.clone();
+                if let Some(detail) = problem.detail.as_deref().filter(|d| !d.is_empty()) {
+                    text.push_str(": ");
+                    text.push_str(detail);
+                }
+                text.push_str(&format!(" ({})", problem.code));
+                if problem.code == "unauthenticated" {
+                    text.push_str("; sign in with `berth login`");
+                }
+                text
+            }
+            Failure::Http { status, body } => format!("the API answered {status}: {body}"),
+            Failure::Transport(message)
+            | Failure::NotSignedIn(message)
+            | Failure::Usage(message)
+            | Failure::Failed(message) => message.clone(),
+        };
+        // One line, whatever a detail holds.
+        write!(
+            f,
+            "{}",
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(status: u16, code: &str, detail: Option<&str>) -> Failure {
+        Failure::Api(Problem {
+            code: code.into(),
+            title: "Not found".into(),
+            status,
+            detail: detail.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn a_problem_is_one_line_with_its_title_detail_and_code() {
+        let failure = problem(404, "not_found", Some("app `shop`\nnot found"));
+        assert_eq!(
+            failure.to_string(),
+            "Not found: app `shop` not found (not_found)"
+        );
+        assert_eq!(failure.exit_code(), ExitCode::from(4));
+        assert_eq!(
+            problem(401, "unauthenticated", None).exit_code(),
+            ExitCode::from(3)
+        );
+        assert_eq!(
+            problem(409, "conflict", None).exit_code(),
+            ExitCode::from(1)
+        );
+        assert_eq!(Failure::Usage("x".into()).exit_code(), ExitCode::from(2));
+    }
+}

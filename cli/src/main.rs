@@ -1,0 +1,90 @@
+//! `berth`: Berth's API from the command line. It speaks HTTP to the API as
+//! any client does and reads its answers as the API's own records
+//! (`berth-records`).
+//!
+//! - [`args`]: the commands and options (clap);
+//! - [`api`]: the HTTP client, and Problem Details as [`failure::Failure`];
+//! - [`config`]: the stored sign-in and `.berth.toml`, the directory's link;
+//! - [`output`]: tables, plain text or the API's JSON, and progress;
+//! - [`commands`]: one module per group of commands, [`commands::wait`]
+//!   the waiting of `--wait`;
+//! - [`version`]: the API's version against the one this CLI speaks.
+
+mod api;
+mod args;
+mod commands;
+mod config;
+mod failure;
+mod output;
+mod prompt;
+mod version;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory as _, Parser as _};
+
+use crate::args::{Cli, Command};
+use crate::commands::Session;
+use crate::failure::Result;
+use crate::output::Output;
+
+fn main() -> ExitCode {
+    // clap exits with 2 on a usage error, 0 for --help and --version.
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {failure}");
+            failure.exit_code()
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let out = Output::new(cli.global.output);
+    let context = || config::Context::resolve(&cli.global);
+    let session = || Session::open(out);
+    match cli.command {
+        Command::Login(login) => commands::auth::login(out, login),
+        Command::Logout => commands::auth::logout(&session()?),
+        Command::Whoami => commands::auth::whoami(&session()?),
+        Command::Version => commands::auth::version(out),
+        Command::Tokens { command } => commands::auth::tokens(&session()?, command),
+        Command::Link {
+            project,
+            environment,
+            app,
+        } => commands::resources::link(out, project, environment, app),
+        Command::Projects => commands::resources::projects(&session()?),
+        Command::Envs => commands::resources::environments(&session()?, &context()?),
+        Command::Apps => commands::resources::apps(&session()?, &context()?),
+        Command::Ps => commands::resources::ps(&session()?, &context()?.app()?),
+        Command::Releases => commands::resources::releases(&session()?, &context()?.app()?),
+        Command::Domains => commands::resources::domains(&session()?, &context()?.app()?),
+        Command::Audit { limit, before } => commands::resources::audit(&session()?, limit, before),
+        Command::Members => commands::resources::members(&session()?),
+        Command::Deploy(deploy) => {
+            commands::deploy::deploy(&session()?, &context()?.app()?, deploy)
+        }
+        Command::Rollback { revision, wait } => {
+            commands::deploy::rollback(&session()?, &context()?.app()?, revision, wait)
+        }
+        Command::Promote { to, wait } => {
+            commands::deploy::promote(&session()?, &context()?.app()?, &to, wait)
+        }
+        Command::Restart { wait, timeout } => {
+            commands::deploy::restart(&session()?, &context()?.app()?, wait, timeout)
+        }
+        Command::Run { process } => commands::deploy::run(&session()?, &context()?.app()?, process),
+        Command::Env(command) => commands::vars::env(&session()?, &context()?.app()?, command),
+        Command::Secrets(command) => commands::vars::secrets(&session()?, &context()?, command),
+        Command::Builds(command) => {
+            commands::logs::builds(&session()?, &context()?.app()?, command)
+        }
+        Command::Logs(logs) => commands::logs::logs(&session()?, &context()?.app()?, logs),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "berth", &mut std::io::stdout());
+            Ok(())
+        }
+    }
+}

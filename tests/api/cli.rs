@@ -1,0 +1,892 @@
+//! The `berth` CLI, run as its users run it: the built binary, against the
+//! whole API served on a loopback port, with its sign-in in a directory of
+//! the test's own (`BERTH_CONFIG_DIR`) and its link in another (the
+//! current directory).
+//!
+//! The binary belongs to the `berth-cli` package, not to this test's, so
+//! cargo does not build it for this test: the first test to need it runs
+//! `cargo build -p berth-cli` on the tests' own target directory (a no-op
+//! under `make test`, which builds it first; see `make_dev.rs` for why a
+//! nested build waits for nobody).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use http::Method;
+use k8s_openapi::api::core::v1::Secret;
+use serde_json::{Value, json};
+
+use crate::controller_image::target_dir;
+use crate::support::kubelet::{end_pods, keep_pods_running};
+use crate::support::{Served, TestApp, TestUser, eventually, unique};
+
+/// The `berth` binary, built once per test run (the guide runs it too).
+pub fn binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let target = target_dir();
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--locked", "-p", "berth-cli", "--bin", "berth"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the berth CLI");
+        target.join("debug").join("berth")
+    })
+}
+
+/// One user's machine: a config directory and a working directory.
+struct Machine {
+    config: PathBuf,
+    dir: PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+/// What a run of `berth` did.
+#[derive(Debug)]
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    #[track_caller]
+    fn ok(&self) -> &Self {
+        assert_eq!(self.code, 0, "{self:?}");
+        self
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {self:?}"))
+    }
+
+    /// The one line an error prints.
+    #[track_caller]
+    fn error_line(&self) -> &str {
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error: "))
+            .collect();
+        assert_eq!(lines.len(), 1, "{self:?}");
+        lines[0]
+    }
+}
+
+impl From<Output> for Ran {
+    fn from(output: Output) -> Self {
+        Ran {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Machine {
+    fn new() -> Self {
+        let root = std::env::temp_dir().join(unique("berth-cli"));
+        let (config, dir) = (root.join("config"), root.join("work"));
+        std::fs::create_dir_all(&dir).expect("a working directory");
+        Machine {
+            config,
+            dir,
+            env: Vec::new(),
+        }
+    }
+
+    /// A CI machine: `BERTH_URL` and `BERTH_TOKEN`, nothing stored.
+    fn ci(served: &Served, user: &TestUser) -> Self {
+        let mut machine = Self::new();
+        machine.env = vec![
+            ("BERTH_URL", served.url.clone()),
+            ("BERTH_TOKEN", user.token.clone()),
+        ];
+        machine
+    }
+
+    fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(binary());
+        command
+            .args(args)
+            .current_dir(&self.dir)
+            .env_remove("BERTH_URL")
+            .env_remove("BERTH_TOKEN")
+            .env("BERTH_CONFIG_DIR", &self.config)
+            .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())));
+        command
+    }
+
+    fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.std_command(args))
+    }
+
+    /// Runs `berth args` with `stdin` as its standard input (not a
+    /// terminal), off the runtime's thread, which serves the API meanwhile.
+    async fn run_with(&self, args: &[&str], stdin: &str) -> Ran {
+        let mut command = self.command(args);
+        command.write_stdin(stdin.to_owned());
+        tokio::task::spawn_blocking(move || command.output().expect("berth runs"))
+            .await
+            .expect("the run")
+            .into()
+    }
+
+    async fn run(&self, args: &[&str]) -> Ran {
+        self.run_with(args, "").await
+    }
+}
+
+async fn api_json(app: &TestApp, user: &TestUser, path: &str) -> Value {
+    let answer = app.get(path).by(user).send().await;
+    answer.assert_status(200);
+    answer.json()
+}
+
+#[tokio::test]
+async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
+    let app = TestApp::new().await;
+    let served = app.serve().await;
+    let email = format!("{}@example.org", unique("dev"));
+    let invited = app
+        .post("/api/v1/members")
+        .by(&app.owner)
+        .json(json!({"email": email, "role": "developer"}))
+        .send()
+        .await;
+    invited.assert_status(201);
+    let temporary = invited.json()["temporary_password"]
+        .as_str()
+        .expect("a temporary password")
+        .to_owned();
+    let machine = Machine::new();
+
+    // A wrong password: 401, one line, exit 3, nothing stored.
+    let refused = machine
+        .run_with(
+            &["login", "--url", &served.url, "--email", &email],
+            "not the password\n",
+        )
+        .await;
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(
+        refused.error_line().ends_with("(invalid_credentials)"),
+        "{refused:?}"
+    );
+    assert!(!machine.config.join("credentials.toml").exists());
+
+    // The temporary password, then the new one, a line each.
+    let new_password = "a new passphrase for the CLI";
+    let login = machine
+        .run_with(
+            &[
+                "login",
+                "--url",
+                &format!("{}/api/v1", served.url),
+                "--email",
+                &email,
+            ],
+            &format!("{temporary}\n{new_password}\n"),
+        )
+        .await;
+    login.ok();
+    assert!(
+        login
+            .stdout
+            .starts_with(&format!("Signed in to {}/ as {email}", served.url)),
+        "{login:?}"
+    );
+    assert!(!login.stdout.contains(&temporary) && !login.stderr.contains(new_password));
+    let file = machine.config.join("credentials.toml");
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&machine.config), 0o700);
+    }
+    let stored = std::fs::read_to_string(&file).unwrap();
+    let field = |name: &str| {
+        stored
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} = \"")))
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{name} in {stored}"))
+            .to_owned()
+    };
+    let (token, token_id) = (field("token"), field("token_id"));
+    // The password changed: the new one signs in, the temporary one not.
+    app.sign_in(&email, new_password).await;
+    app.post("/api/v1/auth/login")
+        .json(json!({"email": email, "password": temporary}))
+        .send()
+        .await
+        .assert_status(401);
+
+    // whoami -o json is the API's Identity as it answers the token.
+    let user = TestUser {
+        token: token.clone(),
+        ..app.owner.clone()
+    };
+    let me = machine.run(&["whoami", "-o", "json"]).await;
+    me.ok();
+    assert_eq!(me.json(), api_json(&app, &user, "/api/v1/me").await);
+    assert_eq!(me.json()["via"], "token");
+    assert!(me.stderr.is_empty(), "no version warning: {me:?}");
+    let tokens = machine.run(&["tokens"]).await;
+    tokens.ok();
+    assert!(tokens.stdout.contains("berth CLI (this CLI)"), "{tokens:?}");
+    assert!(tokens.stdout.contains(&token_id), "{tokens:?}");
+
+    // The session login opened was ended: only the token is left.
+    let logout = machine.run(&["logout"]).await;
+    logout.ok();
+    assert!(!file.exists());
+    app.get("/api/v1/me")
+        .bearer(&token)
+        .send()
+        .await
+        .assert_problem(401, "unauthenticated");
+    let signed_out = machine.run(&["whoami"]).await;
+    assert_eq!(signed_out.code, 3, "{signed_out:?}");
+    assert!(
+        signed_out.error_line().contains("not signed in"),
+        "{signed_out:?}"
+    );
+}
+
+/// The whole API with a cluster, served, and an app `shop` in a ready
+/// environment `staging` of a new project, which a CI machine (the owner's
+/// `BERTH_URL` and `BERTH_TOKEN`) has linked.
+struct Linked {
+    app: TestApp,
+    /// Serves until dropped.
+    _served: Served,
+    machine: Machine,
+    project: String,
+    namespace: String,
+    /// `/api/v1/…/apps/shop`.
+    shop_path: String,
+}
+
+impl Linked {
+    /// `body` makes the app; `registry`: builds have a registry to push to.
+    async fn new(body: Value, registry: bool) -> Self {
+        let app = TestApp::with_cluster().await;
+        let served = app.serve().await;
+        if registry {
+            crate::builds_running::set_registry(&app.cluster().client).await;
+        }
+        let project = app.ready_environment("cli", "staging").await;
+        let apps = format!("/api/v1/projects/{project}/environments/staging/apps");
+        app.create_app(&apps, body).await;
+        let machine = Machine::ci(&served, &app.owner);
+        machine
+            .run(&["link", &project, "staging", "shop"])
+            .await
+            .ok();
+        Linked {
+            namespace: format!("{project}-staging"),
+            shop_path: format!("{apps}/shop"),
+            app,
+            _served: served,
+            machine,
+            project,
+        }
+    }
+}
+
+#[tokio::test]
+async fn link_json_secrets_env_and_exit_codes() {
+    let Linked {
+        app,
+        machine,
+        project,
+        namespace,
+        shop_path,
+        _served,
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
+    )
+    .await;
+    let served_url = machine.env[0].1.clone();
+
+    // Without a link: which project?
+    let unlinked = Machine {
+        env: machine.env.clone(),
+        ..Machine::new()
+    };
+    let refused = unlinked.run(&["apps"]).await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(refused.error_line().contains("berth link"), "{refused:?}");
+    assert!(machine.dir.join(".berth.toml").exists());
+    // A subdirectory uses the link too.
+    let below = Machine {
+        dir: machine.dir.join("src"),
+        config: machine.config.clone(),
+        env: machine.env.clone(),
+    };
+    std::fs::create_dir_all(&below.dir).unwrap();
+
+    // -o json is the API's answer as it is.
+    for (args, path) in [
+        (
+            vec!["releases", "-o", "json"],
+            format!("{shop_path}/releases"),
+        ),
+        (
+            vec!["projects", "-o", "json"],
+            "/api/v1/projects".to_owned(),
+        ),
+        (
+            vec!["envs", "-o", "json"],
+            format!("/api/v1/projects/{project}/environments"),
+        ),
+        (
+            vec!["secrets", "list", "-o", "json"],
+            format!("/api/v1/projects/{project}/environments/staging/secrets"),
+        ),
+    ] {
+        let ran = below.run(&args).await;
+        ran.ok();
+        assert_eq!(
+            ran.json(),
+            api_json(&app, &app.owner, &path).await,
+            "{args:?}"
+        );
+    }
+    // Plain text off a terminal: columns, no borders or colours.
+    let apps = machine.run(&["apps"]).await;
+    apps.ok();
+    let header = apps.stdout.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("NAME") && header.contains("REVISION"),
+        "{apps:?}"
+    );
+    assert!(
+        apps.stdout
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("shop ")),
+        "{apps:?}"
+    );
+    assert!(
+        !apps.stdout.contains('\u{1b}') && !apps.stdout.contains('│'),
+        "{apps:?}"
+    );
+
+    // Flags override the link: another app is 404, exit 4, one line.
+    let missing = machine.run(&["ps", "--app", "nope"]).await;
+    assert_eq!(missing.code, 4, "{missing:?}");
+    assert_eq!(
+        missing.error_line(),
+        format!(
+            "error: Not found: app `nope` not found in environment `staging` of project `{project}` (not_found)"
+        )
+    );
+    // Usage: 2; not signed in: 3.
+    assert_eq!(machine.run(&["deploy"]).await.code, 2);
+    let nobody = Machine {
+        env: Vec::new(),
+        ..Machine::new()
+    };
+    let signed_out = nobody.run(&["projects"]).await;
+    assert_eq!(signed_out.code, 3, "{signed_out:?}");
+    // A token the API does not know: 401, exit 3.
+    let forged = Machine {
+        env: vec![
+            ("BERTH_URL", served_url),
+            ("BERTH_TOKEN", "brt_nope".into()),
+        ],
+        ..Machine::new()
+    };
+    let refused = forged.run(&["projects"]).await;
+    assert_eq!(refused.code, 3, "{refused:?}");
+    assert!(
+        refused.error_line().contains("(unauthenticated)"),
+        "{refused:?}"
+    );
+
+    // A secret's values come from standard input: the process's arguments
+    // never hold them (its /proc/PID/cmdline, while it reads them).
+    let value = format!("s3cr3t-{}", unique("v"));
+    let mut child = machine
+        .std_command(&["secrets", "set", "db"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("berth runs");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).expect("its arguments");
+    assert!(!String::from_utf8_lossy(&cmdline).contains(&value));
+    {
+        use std::io::Write as _;
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "# the database\nPASSWORD={value}\nUSER=shop").unwrap();
+    }
+    let set: Ran = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap()
+        .into();
+    set.ok();
+    assert_eq!(set.stdout.trim(), "Secret db set: keys PASSWORD, USER");
+    assert!(!set.stdout.contains(&value) && !set.stderr.contains(&value));
+    let stored = kube::Api::<Secret>::namespaced(app.cluster().client.clone(), &namespace)
+        .get("db")
+        .await
+        .expect("the Secret");
+    let password = stored.data.unwrap()["PASSWORD"].0.clone();
+    assert_eq!(String::from_utf8(password).unwrap(), value);
+    // From a file, one key's whole value.
+    let certificate = machine.dir.join("cert.pem");
+    std::fs::write(&certificate, "-----BEGIN-----\nabc\n-----END-----\n").unwrap();
+    machine
+        .run(&[
+            "secrets",
+            "set",
+            "tls",
+            "--key",
+            "cert.pem",
+            "--from-file",
+            "cert.pem",
+        ])
+        .await
+        .ok();
+    let secrets = machine.run(&["secrets", "list"]).await;
+    assert!(
+        secrets.stdout.contains("tls ") && secrets.stdout.contains("cert.pem"),
+        "{secrets:?}"
+    );
+    // There is no way to give a value as an argument.
+    assert_eq!(
+        machine
+            .run(&["secrets", "set", "db", "PASSWORD=x"])
+            .await
+            .code,
+        2
+    );
+    machine.run(&["secrets", "rm", "tls"]).await.ok();
+
+    // env set and unset keep what they do not name.
+    machine
+        .run(&["env", "set", "MODE=production", "WORKERS=4"])
+        .await
+        .ok();
+    machine.run(&["env", "set", "WORKERS=8"]).await.ok();
+    machine.run(&["env", "unset", "MODE"]).await.ok();
+    let env = api_json(&app, &app.owner, &shop_path).await["app"]["env"].clone();
+    assert_eq!(env, json!([{"name": "WORKERS", "value": "8"}]));
+    let listed = machine.run(&["env", "list", "-o", "json"]).await;
+    assert_eq!(listed.json(), env);
+    let unknown = machine.run(&["env", "unset", "NOPE"]).await;
+    assert_eq!(unknown.code, 1, "{unknown:?}");
+}
+
+#[tokio::test]
+async fn deploy_waits_until_available_or_says_why_not() {
+    let Linked {
+        app,
+        machine,
+        namespace,
+        shop_path,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
+    )
+    .await;
+
+    // Pods that become ready: the deploy waits for revision 2 and succeeds.
+    let kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);
+    let deployed = machine
+        .run(&["deploy", "--image", "nginx:1.28", "--wait"])
+        .await;
+    deployed.ok();
+    assert!(
+        deployed
+            .stdout
+            .starts_with("Deployed shop at revision 2: Available"),
+        "{deployed:?}"
+    );
+    assert!(
+        deployed.stderr.contains("revision 2 of shop is available"),
+        "{deployed:?}"
+    );
+    // -o json: the app as the API answers it.
+    let again = machine
+        .run(&["deploy", "--image", "nginx:1.28", "--wait", "-o", "json"])
+        .await;
+    again.ok();
+    assert_eq!(
+        again.json(),
+        api_json(&app, &app.owner, &shop_path).await["app"]
+    );
+
+    // A rollout that never becomes available is rolled back: exit 1, why.
+    drop(kubelet);
+    let rolled_back = machine
+        .run(&["deploy", "--image", "nginx:1.29", "--wait"])
+        .await;
+    assert_eq!(rolled_back.code, 1, "{rolled_back:?}");
+    let line = rolled_back.error_line();
+    assert!(
+        line.starts_with("error: revision 3 failed: RolloutFailed, rolled back automatically: automatic: revision 3 did not become available"),
+        "{line}"
+    );
+
+    // A release command that fails: exit 1 with ReleaseFailed and the
+    // API's message.
+    app.request(Method::PATCH, &shop_path)
+        .by(&app.owner)
+        .json(json!({"release_command": ["./migrate"], "auto_rollback": false}))
+        .send()
+        .await
+        .assert_status(200);
+    let mut deploy = machine.command(&["deploy", "--image", "nginx:1.30", "--wait"]);
+    let run = tokio::task::spawn_blocking(move || deploy.output().expect("berth runs"));
+    while !run.is_finished() {
+        end_pods(
+            &app.cluster().client,
+            &namespace,
+            "berth.dev/release",
+            false,
+        )
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let failed: Ran = run.await.unwrap().into();
+    assert_eq!(failed.code, 1, "{failed:?}");
+    let line = failed.error_line();
+    assert!(
+        line.contains("failed: ReleaseFailed: The release command of revision"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("; its output: berth logs --release 6"),
+        "{line}"
+    );
+
+    // And a rollback to a revision that ran waits for it too.
+    let _kubelet = keep_pods_running(app.cluster().client.clone(), vec![namespace.clone()]);
+    let rollback = machine.run(&["rollback", "2", "--wait"]).await;
+    rollback.ok();
+    eventually("the app runs nginx:1.28 again", || async {
+        api_json(&app, &app.owner, &shop_path).await["app"]["image"] == "nginx:1.28"
+    })
+    .await;
+}
+
+/// Lines a running `berth` printed so far, read as it prints them.
+struct Printed {
+    child: std::process::Child,
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Printed {
+    fn start(mut command: std::process::Command) -> Self {
+        let mut child = command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("berth runs");
+        let stdout = child.stdout.take().expect("its output");
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let collected = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Printed { child, lines }
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    async fn until_printed(&self, line: &str) {
+        eventually(&format!("berth prints `{line}`"), || async {
+            self.lines().iter().any(|printed| printed.ends_with(line))
+        })
+        .await;
+    }
+}
+
+impl Drop for Printed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A pod of the shop's `web` process, scheduled on a node (the stand-in
+/// schedules none: a pod without a node has no log).
+fn web_pod(name: &str, org: &str) -> k8s_openapi::api::core::v1::Pod {
+    serde_json::from_value(json!({
+        "metadata": {
+            "name": name,
+            "labels": {"berth.dev/org": org, "berth.dev/app": "shop", "berth.dev/process": "web"},
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+    }))
+    .expect("a pod")
+}
+
+/// `logs --follow` as a rollout goes, as the logs API sees one: lines
+/// written between polls, in the same instant, just before a container
+/// restarts, a new pod logging while the old one still serves, then the old
+/// one deleted. The stand-in schedules no Deployment's pod on a node (and a
+/// pod on no node has no log), so the test makes the pods, as a
+/// ReplicaSet and a kubelet would, and writes their logs with the
+/// stand-in's knob.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "writes pods' logs with the stand-in's knobs"
+)]
+async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
+    use berth_kube_standin::LogKey;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{DeleteParams, PostParams};
+
+    use crate::support::kubelet::report_restarts;
+
+    let Linked {
+        app,
+        machine,
+        namespace,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
+        false,
+    )
+    .await;
+    let client = app.cluster().client.clone();
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
+    let standin = app.standin();
+    let (first, second) = ("shop-web-1-aaaaa", "shop-web-2-bbbbb");
+    pods.create(&PostParams::default(), &web_pod(first, &app.owner.org))
+        .await
+        .expect("the first pod");
+    let old = LogKey::new(&namespace, first, "web");
+    // Two lines the same instant: both are printed, once each.
+    standin.set_pod_logs(old.clone(), ["started", "started"]);
+
+    let printed = Printed::start(machine.std_command(&["logs", "--follow"]));
+    printed.until_printed("started").await;
+    standin.append_pod_logs(old.clone(), ["request 1"]);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    standin.append_pod_logs(old.clone(), ["request 2"]);
+    printed.until_printed("request 2").await;
+
+    // The container crashes right after a line and restarts: its last line
+    // is read from the previous instance.
+    standin.append_pod_logs(old.clone(), ["last words"]);
+    standin.restart_pod_logs(old.clone());
+    report_restarts(&client, &namespace, first, 1).await;
+    standin.append_pod_logs(old.clone(), ["restarted"]);
+    printed.until_printed("restarted").await;
+
+    // The rollout: a new pod logs while the old one still serves, then the
+    // old one goes.
+    pods.create(&PostParams::default(), &web_pod(second, &app.owner.org))
+        .await
+        .expect("the second pod");
+    let new = LogKey::new(&namespace, second, "web");
+    standin.set_pod_logs(new.clone(), ["new pod starting"]);
+    standin.append_pod_logs(old.clone(), ["old pod still serving"]);
+    printed.until_printed("old pod still serving").await;
+    printed.until_printed("new pod starting").await;
+    pods.delete(first, &DeleteParams::default())
+        .await
+        .expect("deleting the old pod");
+    standin.append_pod_logs(new.clone(), ["new pod serving"]);
+    printed.until_printed("new pod serving").await;
+    // Two more polls: nothing is printed again.
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+
+    let of = |pod: &str| -> Vec<String> {
+        printed
+            .lines()
+            .iter()
+            .filter_map(|line| line.strip_prefix(&format!("{pod} | ")))
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        of(first),
+        [
+            "started",
+            "started",
+            "request 1",
+            "request 2",
+            "last words",
+            "restarted",
+            "old pod still serving"
+        ],
+        "{:#?}",
+        printed.lines()
+    );
+    assert_eq!(of(second), ["new pod starting", "new pod serving"]);
+    assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
+}
+
+/// `deploy --ref --wait` follows the build (the test plays the build's
+/// pod, as the builds tests do), then the revision its image became; a
+/// failed build fails the deploy, naming its logs.
+#[tokio::test]
+async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
+    use berth_cluster::crd::{App, BUILDS_NAMESPACE, LABEL_APP_UID, LABEL_BUILD};
+
+    use crate::support::kubelet::{BuildEnd, end_build_pods};
+
+    let Linked {
+        app,
+        machine,
+        namespace,
+        shop_path,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx", "git_repo": "https://github.com/acme/shop.git", "port": 8080}),
+        true,
+    )
+    .await;
+    let client = app.cluster().client.clone();
+    let uid = kube::Api::<App>::namespaced(client.clone(), &namespace)
+        .get("shop")
+        .await
+        .expect("the App")
+        .metadata
+        .uid
+        .expect("a uid");
+    let _kubelet = keep_pods_running(client.clone(), vec![namespace.clone()]);
+
+    // Runs `berth args` while ending build `number`'s pod as `end` says.
+    let deploy = |args: &'static [&'static str], number: i64, end: BuildEnd<'static>| {
+        let mut command = machine.command(args);
+        let client = client.clone();
+        let selector = format!("{LABEL_APP_UID}={uid},{LABEL_BUILD}={number}");
+        async move {
+            let run = tokio::task::spawn_blocking(move || command.output().expect("berth runs"));
+            while !run.is_finished() {
+                end_build_pods(&client, BUILDS_NAMESPACE, &selector, &end).await;
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+            Ran::from(run.await.expect("the run"))
+        }
+    };
+    let built = deploy(
+        &["deploy", "--ref", "main", "--wait"],
+        1,
+        BuildEnd::Pushed {
+            commit: "0123456789abcdef0123456789abcdef01234567",
+            strategy: "dockerfile",
+            digest: "sha256:abababababababababababababababababababababababababababababababab",
+        },
+    )
+    .await;
+    built.ok();
+    assert!(built.stderr.contains("build 1: succeeded"), "{built:?}");
+    assert!(
+        built
+            .stdout
+            .starts_with("Deployed shop at revision 2: Available"),
+        "{built:?}"
+    );
+    let listed = machine.run(&["builds", "list", "-o", "json"]).await;
+    listed.ok();
+    assert_eq!(
+        listed.json(),
+        api_json(&app, &app.owner, &format!("{shop_path}/builds")).await
+    );
+
+    let broken = deploy(
+        &["deploy", "--ref", "broken", "--wait"],
+        2,
+        BuildEnd::Failed {
+            step: "build",
+            message: "no Dockerfile",
+        },
+    )
+    .await;
+    assert_eq!(broken.code, 1, "{broken:?}");
+    let line = broken.error_line();
+    assert!(line.starts_with("error: build 2 failed: "), "{line}");
+    assert!(line.ends_with("its logs: berth builds logs 2"), "{line}");
+}
+
+/// `promote --wait` waits for the target environment's app; `restart
+/// --wait` until every pod has been replaced.
+#[tokio::test]
+async fn promote_and_restart_wait_too() {
+    let Linked {
+        app,
+        machine,
+        project,
+        namespace,
+        shop_path,
+        _served,
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
+    )
+    .await;
+    app.create_environment(&project, json!({"name": "production"}))
+        .await;
+    app.wait_for_environment(&project, "production").await;
+    let _kubelet = keep_pods_running(
+        app.cluster().client.clone(),
+        vec![namespace.clone(), format!("{project}-production")],
+    );
+
+    let promoted = machine
+        .run(&["promote", "--to", "production", "--wait"])
+        .await;
+    promoted.ok();
+    assert!(
+        promoted
+            .stdout
+            .starts_with("Deployed shop at revision 1: Available"),
+        "{promoted:?}"
+    );
+    let production = format!("/api/v1/projects/{project}/environments/production/apps/shop");
+    assert_eq!(
+        api_json(&app, &app.owner, &production).await["app"]["image"],
+        "nginx:1.27"
+    );
+
+    let before: Vec<Value> = api_json(&app, &app.owner, &shop_path).await["pods"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!before.is_empty());
+    let restarted = machine
+        .run(&["restart", "--wait", "--timeout", "120"])
+        .await;
+    restarted.ok();
+    assert!(
+        restarted.stdout.starts_with("Restarted shop"),
+        "{restarted:?}"
+    );
+    let after = api_json(&app, &app.owner, &shop_path).await["pods"].clone();
+    for pod in &before {
+        assert!(
+            after
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p["name"] != pod["name"]),
+            "{after}"
+        );
+    }
+}
