@@ -10,8 +10,10 @@
 //! this app's name left by an earlier App of that name, which it adopts. Any
 //! other object of a rendered name leaves the App `RolloutFailed` naming it,
 //! and nothing is applied; pruning deletes only objects this App controls.
-//! Apps of one namespace are applied one at a time, so two apps never both
-//! find a name free and both take it.
+//! An App that makes an object does it in its namespace's turn (one App at a
+//! time), so two apps never both find a name free and both take it; an App
+//! whose rendered objects are all its own already applies without waiting
+//! (see [`apply_all`]).
 //!
 //! Claims grow and never shrink. A bound claim grows by patching its request;
 //! an unbound one (nothing ever mounted it) can't be changed at all on a real
@@ -105,9 +107,6 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         Continue(renderable) => renderable,
         Break(action) => return Ok(action),
     };
-    let _turn = context
-        .namespace_turn(&app.namespace().unwrap_or_default())
-        .await;
     let mut plan = releases::plan_release(&app, &context.client, &settings).await?;
     let hosts = render::hosts_of(&checked, &settings);
     let certificates = certificates::look(&app, &hosts, &context.client).await;
@@ -145,14 +144,16 @@ async fn check<'a>(
     if app.spec.config.image.is_none() {
         return Ok(Break(awaiting_build(app, context).await?));
     }
-    let settings = render_settings(context).await?;
+    // Both reads at once: one round trip.
+    let (settings, namespace) =
+        tokio::try_join!(render_settings(context), namespace_of(app, context))?;
     let checked = match CheckedApp::of(app) {
         Ok(checked) => checked,
         Err(error) => {
             return Ok(Break(invalid_spec(app, context, &error).await?));
         }
     };
-    if let Break(action) = check_namespace(app, context).await? {
+    if let Break(action) = check_namespace(app, context, namespace).await? {
         return Ok(Break(action));
     }
     Ok(Continue((checked, settings)))
@@ -180,8 +181,12 @@ async fn invalid_spec(app: &App, context: &Context, error: &RenderError) -> Resu
 
 /// Whether the App's namespace is Berth's to render into; if not, what to
 /// do instead.
-async fn check_namespace(app: &App, context: &Context) -> Result<ControlFlow<Action>, Error> {
-    match namespace_of(app, context).await? {
+async fn check_namespace(
+    app: &App,
+    context: &Context,
+    namespace: Namespace,
+) -> Result<ControlFlow<Action>, Error> {
+    match namespace {
         Namespace::Berths => Ok(Continue(())),
         Namespace::Terminating => {
             // Writes into it are refused, and the App goes with it: nothing
@@ -698,6 +703,13 @@ where
         .await
     }
 
+    /// Whether some of `rendered` is not yet the App's.
+    fn lacks_any(&self, rendered: &[K]) -> bool {
+        rendered
+            .iter()
+            .any(|object| !self.ours.contains_key(&object.name_any()))
+    }
+
     /// The rendered objects whose names objects of others have.
     fn taken(&self, rendered: &[K], app: &App) -> Vec<Taken> {
         rendered
@@ -822,16 +834,82 @@ async fn claims_of(
     Ok(claims)
 }
 
+/// What the App's namespace holds of every kind an App renders: this App's
+/// objects and all others.
+struct Live {
+    claims: Kind<PersistentVolumeClaim>,
+    services: Kind<Service>,
+    deployments: Kind<Deployment>,
+    autoscalers: Kind<HorizontalPodAutoscaler>,
+    cron_jobs: Kind<CronJob>,
+    ingresses: Kind<Ingress>,
+}
+
+impl Live {
+    /// Every kind listed at once: one round trip.
+    async fn list(
+        context: &Context,
+        app: &App,
+        namespace: &str,
+        rendered: &Rendered,
+    ) -> Result<Self, Failure> {
+        let (claims, services, deployments, autoscalers, cron_jobs, ingresses) = tokio::try_join!(
+            claims_of(context, app, namespace, &rendered.claims),
+            Kind::controlled_by(context, app, namespace),
+            Kind::controlled_by(context, app, namespace),
+            Kind::controlled_by(context, app, namespace),
+            Kind::controlled_by(context, app, namespace),
+            Kind::controlled_by(context, app, namespace),
+        )?;
+        Ok(Self {
+            claims,
+            services,
+            deployments,
+            autoscalers,
+            cron_jobs,
+            ingresses,
+        })
+    }
+
+    /// Whether applying `rendered` makes an object: a name the App does not
+    /// hold yet, which another App of the namespace could be about to take.
+    fn makes_an_object(&self, rendered: &Rendered, ingresses: &[Ingress]) -> bool {
+        self.claims.lacks_any(&rendered.claims)
+            || self.services.lacks_any(&rendered.services)
+            || self.deployments.lacks_any(&rendered.deployments)
+            || self.autoscalers.lacks_any(&rendered.autoscalers)
+            || self.cron_jobs.lacks_any(&rendered.cron_jobs)
+            || self.ingresses.lacks_any(ingresses)
+    }
+}
+
+/// Applies what the App renders and prunes what it no longer does.
+///
+/// Two Apps of a namespace must never both find a name free and both take
+/// it, so an App that makes an object does it in the namespace's turn (one
+/// App at a time), listing again once it holds it. An App whose every
+/// rendered object is already its own (a new image, a changed setting, a
+/// status moved on) takes no name and needs no turn: the names it applies
+/// are taken in every other App's eyes.
 async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<Outcome, Failure> {
     let namespace = app.namespace().unwrap_or_default();
-    let claims = claims_of(context, app, &namespace, &rendered.claims).await?;
-    let services = Kind::<Service>::controlled_by(context, app, &namespace).await?;
-    let deployments = Kind::<Deployment>::controlled_by(context, app, &namespace).await?;
-    let autoscalers =
-        Kind::<HorizontalPodAutoscaler>::controlled_by(context, app, &namespace).await?;
-    let cron_jobs = Kind::<CronJob>::controlled_by(context, app, &namespace).await?;
-    let ingresses = Kind::<Ingress>::controlled_by(context, app, &namespace).await?;
     let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
+    let mut live = Live::list(context, app, &namespace, rendered).await?;
+    let _turn = if live.makes_an_object(rendered, &rendered_ingresses) {
+        let turn = context.namespace_turn(&namespace).await;
+        live = Live::list(context, app, &namespace, rendered).await?;
+        Some(turn)
+    } else {
+        None
+    };
+    let Live {
+        claims,
+        services,
+        deployments,
+        autoscalers,
+        cron_jobs,
+        ingresses,
+    } = live;
 
     // Every name is looked at before anything is written.
     let mut taken = claims.taken(&rendered.claims, app);
@@ -848,11 +926,7 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
     // would collect one made for an App deleted since this reconcile's
     // look (the cache can be behind): before making a claim, one read
     // confirms the App is still this one.
-    let makes_a_claim = rendered
-        .claims
-        .iter()
-        .any(|claim| !claims.ours.contains_key(&claim.name_any()));
-    if makes_a_claim && !still_exists(app, context).await? {
+    if claims.lacks_any(&rendered.claims) && !still_exists(app, context).await? {
         return Ok(Outcome::Gone);
     }
 

@@ -46,7 +46,7 @@ pub struct Context {
     pub metrics: Arc<metrics::Metrics>,
     pub events: events::Events,
     pub(crate) backoff: backoff::Backoff,
-    /// One lock per namespace: its apps are applied one at a time.
+    /// One lock per namespace: its apps make objects one at a time.
     turns: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
@@ -67,7 +67,7 @@ impl Context {
         })
     }
 
-    /// Waits until no other app of `namespace` is being applied, and holds
+    /// Waits until no other app of `namespace` is making objects, and holds
     /// the namespace until the guard is dropped: two apps then never both
     /// find a name free and both apply it.
     pub(crate) async fn namespace_turn(&self, namespace: &str) -> tokio::sync::OwnedMutexGuard<()> {

@@ -4,6 +4,7 @@
 //! polls: on a real cluster the effects come seconds later.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
@@ -23,8 +24,10 @@ use berth_domain::app::{AppConfig, AppEnvVar, AppProcess, AppVolume};
 use berth_domain::parts::SecretKeyRef;
 use berth_domain::stored::Stored;
 
+use crate::support::cluster::wait_bound;
 use crate::support::cluster::{APPS_DOMAIN, INGRESS_CLASS, PROGRESS_DEADLINE_SECONDS};
 use crate::support::{TestApp, eventually};
+use berth_kube_standin::{Fault, FaultKind};
 
 /// An environment provisioned by the controller, to put App resources in.
 struct Environment {
@@ -721,4 +724,48 @@ async fn an_app_the_cluster_cannot_run_is_reported() {
             .is_none_or(|message| !message.contains("spec.processes[0].size"))
     })
     .await;
+}
+
+/// Apps of a namespace make objects one at a time (two never both take a
+/// free name), but an app whose objects are all its own already does not
+/// wait for that: its new image reaches its Deployment while another app of
+/// the namespace is still making its objects.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_new_image_does_not_wait_for_another_app_making_its_objects() {
+    let env = Environment::new().await;
+    let web = || AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
+    let fast = env.create("fast", web()).await;
+    env.wait_for::<Deployment>("fast-web", "fast's Deployment", |_| true)
+        .await;
+
+    // The apply that makes slow's Service is held longer than this test
+    // waits for anything: slow holds its namespace's turn meanwhile.
+    env.api.standin().add_fault(
+        Fault::new(
+            FaultKind::Delay {
+                delay: wait_bound() + Duration::from_secs(60),
+            },
+            1,
+        )
+        .method("PATCH")
+        .path_contains(format!("/namespaces/{}/services/slow-web", env.namespace)),
+    );
+    env.create("slow", web()).await;
+    eventually("slow's Service is being made", || async {
+        env.api.standin().pending_faults().is_empty()
+    })
+    .await;
+
+    let image = "registry.example.com/shop/web:2";
+    env.update(&fast, |spec| spec.config.image = Some(image.to_owned()))
+        .await;
+    env.wait_for::<Deployment>("fast-web", "fast's new image", |deployment| {
+        container(deployment).image.as_deref() == Some(image)
+    })
+    .await;
+    assert!(
+        env.get::<Deployment>("slow-web").await.is_none(),
+        "slow was still making its objects"
+    );
 }
