@@ -26,6 +26,9 @@
 //! machine's drift hits all alike. `BERTH_BENCH_BEFORE=<dir>` adds the
 //! binaries of another build (a `target/release` folder) to the rounds as
 //! `<name> (before)`: a change against its base, side by side.
+//! `BERTH_BENCH_PLATFORM_ROOTS=1` adds each function again as
+//! `<name> (platform)`, started with `BERTH_AWS_TRUST_ROOTS=platform` (the
+//! machine's certificate store, as the SDK loads it by default).
 //!
 //! The SDK's certificate loading costs what the machine's store costs
 //! (Debian's `/etc/ssl/certs` holds ~300 files), so each binary is started
@@ -76,14 +79,19 @@ async fn next_invocation(State(api): State<RuntimeApi>) -> axum::response::Respo
     let Some(pid) = api.child.lock().unwrap().take() else {
         return std::future::pending().await;
     };
-    let _ = api.seen.send(Seen::Ready(at, resident_kib(pid).unwrap_or(0)));
+    let _ = api
+        .seen
+        .send(Seen::Ready(at, resident_kib(pid).unwrap_or(0)));
     let deadline_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis()
         + 30_000;
     let mut headers = HeaderMap::new();
-    headers.insert("lambda-runtime-aws-request-id", HeaderValue::from_static("bench-1"));
+    headers.insert(
+        "lambda-runtime-aws-request-id",
+        HeaderValue::from_static("bench-1"),
+    );
     headers.insert(
         "lambda-runtime-deadline-ms",
         HeaderValue::from_str(&deadline_ms.to_string()).unwrap(),
@@ -184,6 +192,8 @@ fn resident_kib(pid: u32) -> Option<u64> {
 struct Contender {
     name: String,
     binary: PathBuf,
+    /// Settings of this contender only.
+    env: Vec<(&'static str, &'static str)>,
     ready: Vec<Duration>,
     answered: Vec<Duration>,
     rss_ready_kib: Vec<u64>,
@@ -201,6 +211,7 @@ impl Contender {
         Self {
             name,
             binary,
+            env: Vec::new(),
             ready: Vec::new(),
             answered: Vec::new(),
             rss_ready_kib: Vec::new(),
@@ -234,6 +245,7 @@ impl Bench {
             .env("AWS_ENDPOINT_URL_DYNAMODB", &self.endpoint)
             .env("BERTH_TABLE", TABLE)
             .envs(extra_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .envs(contender.env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -349,7 +361,9 @@ async fn create_table(endpoint: &str) {
         aws_sdk_dynamodb::Config::builder()
             .behavior_version(BehaviorVersion::v2026_01_12())
             .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new(ACCESS_KEY, ACCESS_KEY, None, None, "bench"))
+            .credentials_provider(Credentials::new(
+                ACCESS_KEY, ACCESS_KEY, None, None, "bench",
+            ))
             .endpoint_url(endpoint)
             .build(),
     );
@@ -370,6 +384,7 @@ async fn main() {
     create_table(&endpoint).await;
     let dir = binaries_dir();
     let before = std::env::var("BERTH_BENCH_BEFORE").ok().map(PathBuf::from);
+    let platform_roots = std::env::var_os("BERTH_BENCH_PLATFORM_ROOTS").is_some();
     // BERTH_BENCH_FUNCTIONS=auth,apps measures only those (the release build
     // of every function takes long on a small machine).
     let only = std::env::var("BERTH_BENCH_FUNCTIONS").ok();
@@ -420,6 +435,12 @@ async fn main() {
         ];
         for function in functions.clone() {
             contenders.push(Contender::new(function.to_owned(), dir.join(function)));
+            if platform_roots {
+                let mut platform =
+                    Contender::new(format!("{function} (platform)"), dir.join(function));
+                platform.env.push(("BERTH_AWS_TRUST_ROOTS", "platform"));
+                contenders.push(platform);
+            }
             if let Some(before) = &before {
                 contenders.push(Contender::new(
                     format!("{function} (before)"),

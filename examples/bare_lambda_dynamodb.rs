@@ -16,7 +16,10 @@ async fn me(State(client): State<aws_sdk_dynamodb::Client>) -> &'static str {
     let table = "berth";
     let key = |sk: &str| {
         HashMap::from([
-            ("pk".to_owned(), AttributeValue::S("USER#0123456789abcdef".into())),
+            (
+                "pk".to_owned(),
+                AttributeValue::S("USER#0123456789abcdef".into()),
+            ),
             ("sk".to_owned(), AttributeValue::S(sk.into())),
         ])
     };
