@@ -257,14 +257,16 @@ impl Bench {
                 contender.ready.push(at - started);
                 contender.rss_ready_kib.push(rss);
             }
-            other => panic!("{name} failed to start: {other:?}"),
+            Seen::Failed(why) => panic!("{name} failed to start: {why}"),
+            other => panic!("{name} answered before it asked for an event: {other:?}"),
         }
         match self.next_seen(&name).await {
             Seen::Answered(at, status) => {
                 contender.answered.push(at - started);
                 contender.statuses.push(status);
             }
-            other => panic!("{name} failed its first request: {other:?}"),
+            Seen::Failed(why) => panic!("{name} failed its first request: {why}"),
+            other => panic!("{name} asked for an event twice: {other:?}"),
         }
         contender
             .rss_answered_kib
