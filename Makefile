@@ -64,9 +64,9 @@ controller-image-context:
 	@scripts/controller-image.sh --context-only
 
 bench:
-	cargo build --release --locked --example bare_lambda
+	cargo build --release --locked --example bare_lambda --example bare_lambda_dynamodb
 	for function in $(FUNCTIONS); do cargo build --release --locked -p berth-fn-$$function || exit 1; done
-	cargo bench --locked --bench cold_start
+	@scripts/with-dynamodb.sh cargo bench --locked --bench cold_start
 	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
 	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
 	@scripts/with-dynamodb.sh cargo bench --locked --bench audit_load

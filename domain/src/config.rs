@@ -73,6 +73,38 @@ impl Config {
 #[error("invalid configuration: {0}")]
 pub struct ConfigError(String);
 
+/// `BERTH_AWS_TRUST_ROOTS`: the certificate authorities the AWS SDK's clients
+/// (DynamoDB, KMS) trust for their HTTPS endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AwsTrustRoots {
+    /// `amazon` (the default): the five Amazon Trust Services roots, compiled
+    /// in, that every AWS endpoint's certificate chains to. Nothing is read
+    /// or parsed from the machine's certificate store at start.
+    #[default]
+    Amazon,
+    /// `platform`: the machine's certificate store, as the SDK loads it by
+    /// default (`SSL_CERT_FILE`, `SSL_CERT_DIR`, the system's bundle): for an
+    /// endpoint whose certificate another authority issued, a private CA
+    /// among them.
+    Platform,
+}
+
+impl AwsTrustRoots {
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        match lookup("BERTH_AWS_TRUST_ROOTS").as_deref().map(str::trim) {
+            None | Some("") | Some("amazon") => Ok(Self::Amazon),
+            Some("platform") => Ok(Self::Platform),
+            Some(other) => Err(ConfigError(format!(
+                "BERTH_AWS_TRUST_ROOTS must be amazon or platform, not {other:?}"
+            ))),
+        }
+    }
+}
+
 impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -276,6 +308,21 @@ mod tests {
         assert!(config.gateway_addresses.is_empty());
         assert!(config.dns_servers.is_empty());
         assert_eq!(config.apps_domain, None);
+    }
+
+    #[test]
+    fn aws_trust_roots_are_amazons_unless_the_platform_is_asked_for() {
+        let roots = |value: Option<&str>| {
+            AwsTrustRoots::from_lookup(|n| {
+                (n == "BERTH_AWS_TRUST_ROOTS").then(|| value.map(str::to_owned))?
+            })
+        };
+        assert_eq!(roots(None).unwrap(), AwsTrustRoots::Amazon);
+        assert_eq!(roots(Some("")).unwrap(), AwsTrustRoots::Amazon);
+        assert_eq!(roots(Some("amazon")).unwrap(), AwsTrustRoots::Amazon);
+        assert_eq!(roots(Some("platform")).unwrap(), AwsTrustRoots::Platform);
+        let refused = roots(Some("system")).unwrap_err().to_string();
+        assert!(refused.contains("BERTH_AWS_TRUST_ROOTS"), "{refused}");
     }
 
     #[test]

@@ -92,7 +92,13 @@ impl Signer {
         match source {
             KeySource::File(path) => Self::from_pem_file(path),
             KeySource::Kms(key) => {
-                let config = berth_api::state::aws_config().await;
+                let config =
+                    berth_api::state::aws_config()
+                        .await
+                        .map_err(|error| SigningError::KmsKey {
+                            key: key.clone(),
+                            why: error.to_string(),
+                        })?;
                 Self::from_kms(aws_sdk_kms::Client::new(&config), key).await
             }
         }

@@ -210,7 +210,9 @@ async fn main() -> ExitCode {
 
 async fn admin(command: Command) -> Result<(), Failure> {
     let config = Config::from_env().map_err(|error| Failure::plain(error.to_string()))?;
-    let sdk = berth_api::state::aws_config().await;
+    let sdk = berth_api::state::aws_config()
+        .await
+        .map_err(|error| Failure::plain(error.to_string()))?;
     let location = StoreLocation::new(&sdk);
     let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
     // What `registry set` is given is checked before anything is asked.
