@@ -11,11 +11,10 @@ use std::time::Instant;
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::conditions::{Condition, set_condition};
 use super::at_second;
+use super::conditions::{Condition, set_condition};
 use super::objects::{
-    condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, str_at,
-    with_label,
+    condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, str_at, with_label,
 };
 use super::template_hash::template_hash;
 use crate::meta;

@@ -22,11 +22,11 @@ use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
 use super::conditions::{Condition, set_condition};
-use super::{at_second, next_tick};
 use super::objects::{
     condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, pod_phase,
     with_label,
 };
+use super::{at_second, next_tick};
 use crate::meta;
 use crate::store::ObjKey;
 use crate::verbs::State;

@@ -82,7 +82,11 @@ impl Kubelet {
             *since = Instant::now();
         }
         let due = *since + STEP;
-        if Instant::now() >= due { Ok(()) } else { Err(due) }
+        if Instant::now() >= due {
+            Ok(())
+        } else {
+            Err(due)
+        }
     }
 
     fn start(&mut self, state: &mut State, logs: &Logs, key: &ObjKey, pod: &Value, now: &str) {
