@@ -70,6 +70,8 @@ bench:
 	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
 	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
 	@scripts/with-dynamodb.sh cargo bench --locked --bench audit_load
+	cargo build --release --locked -p berth-controller
+	cargo bench --locked --bench controller_scale
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -11,8 +11,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -99,6 +99,34 @@ where
         })
 }
 
+/// The objects of `api` as they change, cached in `writer`'s store, each
+/// passed on only when its `metadata.generation` moved: a change of its spec,
+/// or its deletion (the API server bumps the generation when it sets
+/// `deletionTimestamp` on an object its finalizers hold). A status write
+/// (the controller's own report) wakes no reconcile, nor does the list
+/// after a watch restarts; the owned and watched objects still do.
+fn spec_changes<K>(
+    api: Api<K>,
+    writer: reflector::store::Writer<K>,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    watcher(api, watcher::Config::default())
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(predicates::generation, Default::default())
+}
+
+/// A controller of `api`'s objects woken by their [`spec_changes`].
+fn on_spec_changes<K>(api: Api<K>) -> Controller<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    Controller::for_stream(spec_changes(api, writer), reader)
+}
+
 /// The caches of the controllers.
 pub(crate) struct Stores {
     projects: Store<Project>,
@@ -136,29 +164,31 @@ pub(crate) fn controllers(
         }
     };
     let managed = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
-    let environments = Controller::new(
-        Api::<Environment>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .owns(
-        Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
-        managed.clone(),
-    )
-    // A changed or deleted NetworkPolicy is put back at once, not at the
-    // next resync: it is what keeps other namespaces' pods out.
-    .watches(
-        Api::<NetworkPolicy>::all(client.clone()),
-        managed.clone(),
-        |policy: NetworkPolicy| {
-            policy
-                .namespace()
-                .map(|namespace| ObjectRef::<Environment>::new(&namespace))
-        },
-    )
-    .graceful_shutdown_on(stopped());
+    // Each controller but the Builds' is woken by a change of its object's
+    // spec, not by its own status writes (no reconcile storm). A Build's
+    // phases move on by its own status writes (its result recorded, then
+    // deployed), so every change of a Build wakes it: there are few, and a
+    // finished one does nothing.
+    let environments = on_spec_changes(Api::<Environment>::all(client.clone()))
+        .owns(
+            Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+            managed.clone(),
+        )
+        // A changed or deleted NetworkPolicy is put back at once, not at the
+        // next resync: it is what keeps other namespaces' pods out.
+        .watches(
+            Api::<NetworkPolicy>::all(client.clone()),
+            managed.clone(),
+            |policy: NetworkPolicy| {
+                policy
+                    .namespace()
+                    .map(|namespace| ObjectRef::<Environment>::new(&namespace))
+            },
+        )
+        .graceful_shutdown_on(stopped());
     // The workloads it owns are watched too, so an App's status follows
     // their rollouts.
-    let apps = Controller::new(Api::<App>::all(client.clone()), watcher::Config::default())
+    let apps = on_spec_changes(Api::<App>::all(client.clone()))
         .owns(Api::<Deployment>::all(client.clone()), managed.clone())
         .owns(Api::<CronJob>::all(client.clone()), managed.clone())
         // Release commands: the Job's end moves the app on.
@@ -202,20 +232,16 @@ pub(crate) fn controllers(
         )
         .graceful_shutdown_on(stopped());
     // Runs: each becomes a Job, then goes.
-    let runs = Controller::new(Api::<Run>::all(client.clone()), watcher::Config::default())
-        .graceful_shutdown_on(stopped());
+    let runs = on_spec_changes(Api::<Run>::all(client.clone())).graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
-    let projects = Controller::new(
-        Api::<Project>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .watches(
-        Api::<Environment>::all(client),
-        watcher::Config::default(),
-        |environment: Environment| Some(ObjectRef::<Project>::new(&environment.spec.project)),
-    )
-    .graceful_shutdown_on(stopped());
+    let projects = on_spec_changes(Api::<Project>::all(client.clone()))
+        .watches(
+            Api::<Environment>::all(client),
+            watcher::Config::default(),
+            |environment: Environment| Some(ObjectRef::<Project>::new(&environment.spec.project)),
+        )
+        .graceful_shutdown_on(stopped());
     let stores = Stores {
         projects: projects.store(),
         environments: environments.store(),
@@ -237,4 +263,110 @@ pub(crate) fn controllers(
         tokio::join!(environments, apps, builds, runs, projects);
     };
     (running, stores)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+
+    use berth_cluster::install::install_crds;
+    use berth_domain::app::{AppConfig, AppProcess};
+    use berth_kube_standin::StandIn;
+    use berth_kube_standin::testing::wait_bound;
+    use futures::Stream;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    use serde_json::json;
+
+    use super::*;
+
+    async fn client_of(cluster: &StandIn) -> kube::Client {
+        let kubeconfig = Kubeconfig::from_yaml(&cluster.kubeconfig_yaml()).expect("kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("config");
+        kube::Client::try_from(config).expect("client")
+    }
+
+    /// The next object the stream passes on (within the tests' one bound on
+    /// a cluster's effects: a stream that passes nothing fails the test).
+    async fn next_change(
+        changes: &mut (impl Stream<Item = Result<App, watcher::Error>> + Unpin),
+    ) -> App {
+        tokio::time::timeout(wait_bound(), changes.next())
+            .await
+            .expect("a change within the bound")
+            .expect("the stream goes on")
+            .expect("no watch error")
+    }
+
+    /// No reconcile storm: a status write (what the controller itself writes
+    /// after each reconcile) wakes no reconcile of the App, a spec change and
+    /// a deletion do. Timing plays no part: the watch delivers changes in
+    /// order, so the change passed on after the status write and the spec
+    /// change is the spec change's, carrying the status written before it.
+    #[tokio::test]
+    async fn only_a_spec_change_or_a_deletion_wakes_a_controller() {
+        let cluster = StandIn::start().await.expect("stand-in");
+        let client = client_of(&cluster).await;
+        install_crds(&client).await.expect("CRDs");
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some("store-prod".to_owned()),
+                ..Default::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("namespace");
+        let (_cache, writer) = reflector::store();
+        let mut changes = pin!(spec_changes(Api::<App>::all(client.clone()), writer));
+        let apps: Api<App> = Api::namespaced(client.clone(), "store-prod");
+        let mut app = App::test("shop", AppConfig::test(vec![AppProcess::test("web", None)]));
+        // Held by a finalizer, as a deletion is then a change of the object.
+        app.metadata.finalizers = Some(vec!["test.berth.dev/hold".to_owned()]);
+        apps.create(&PostParams::default(), &app)
+            .await
+            .expect("App");
+        let created = next_change(&mut changes).await;
+        assert_eq!(created.metadata.generation, Some(1));
+
+        let params = PatchParams::default();
+        let report = json!({"status": {"ready": false, "reason": "Progressing"}});
+        apps.patch_status("shop", &params, &Patch::Merge(&report))
+            .await
+            .expect("status");
+        let decision = json!({"spec": {"release": {"revision": 2}}});
+        apps.patch("shop", &params, &Patch::Merge(&decision))
+            .await
+            .expect("spec");
+        let changed = next_change(&mut changes).await;
+        assert_eq!(
+            changed.metadata.generation,
+            Some(2),
+            "the spec change, not the status write"
+        );
+        assert_eq!(
+            changed.status.and_then(|status| status.reason).as_deref(),
+            Some("Progressing"),
+            "the status write came before it"
+        );
+
+        apps.delete("shop", &DeleteParams::default())
+            .await
+            .expect("delete");
+        let deleting = next_change(&mut changes).await;
+        assert!(deleting.metadata.deletion_timestamp.is_some());
+        apps.patch(
+            "shop",
+            &params,
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .expect("finalizer removed");
+    }
 }

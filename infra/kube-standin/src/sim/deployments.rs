@@ -6,13 +6,15 @@
 //! `Recreate`), `paused`, `minReadySeconds`, revision history pruning and adoption of orphans.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
+use super::at_second;
 use super::conditions::{Condition, set_condition};
 use super::objects::{
-    controlled_by, controller_ref, int, pod_is_active, pod_is_ready, str_at, with_label,
+    condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, str_at, with_label,
 };
 use super::template_hash::template_hash;
 use crate::meta;
@@ -27,14 +29,37 @@ const MAX_REPLICAS: &str = "deployment.kubernetes.io/max-replicas";
 /// The `progressDeadlineSeconds` that means "no deadline".
 const NO_DEADLINE: i64 = i32::MAX as i64;
 
-pub fn sync_all(state: &mut State, now: Timestamp) {
-    let deployments = state.of_resource_where("apps", "deployments", |d| !meta::is_deleting(d));
-    for (key, deployment) in deployments {
-        sync(state, &key, &deployment, now);
+/// Syncs the Deployment under `key`; returns when its progress deadline is due, if it has one
+/// pending.
+pub fn sync(state: &mut State, key: &ObjKey, now: Timestamp) -> Option<Instant> {
+    let d = state.store.get(key).cloned()?;
+    if meta::is_deleting(&d) {
+        return None;
     }
+    roll(state, key, &d, now);
+    let d = state.store.get(key)?;
+    progress_deadline(d).map(|second| at_second(now, second))
 }
 
-fn sync(state: &mut State, key: &ObjKey, d: &Value, now: Timestamp) {
+/// The second at which `timed_out` can first hold, for a rollout still progressing.
+fn progress_deadline(d: &Value) -> Option<i64> {
+    let deadline = int(d, "/spec/progressDeadlineSeconds").filter(|s| *s != NO_DEADLINE)?;
+    let progressing = condition(d, "Progressing")?;
+    if matches!(
+        progressing.get("reason").and_then(Value::as_str),
+        Some("NewReplicaSetAvailable" | "ProgressDeadlineExceeded")
+    ) {
+        return None;
+    }
+    let from = progressing
+        .get("lastUpdateTime")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<Timestamp>().ok())?;
+    Some(from.as_second() + deadline + 1)
+}
+
+/// The Deployment controller's `syncDeployment`: its ReplicaSets scaled, its status written.
+fn roll(state: &mut State, key: &ObjKey, d: &Value, now: Timestamp) {
     let uid = meta::uid(d).to_string();
     let desired = int(d, "/spec/replicas").unwrap_or(1).max(0);
     let template = d

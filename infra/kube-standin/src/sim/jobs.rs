@@ -15,6 +15,9 @@
 //! Not simulated: the `batch.kubernetes.io/job-tracking` finalizer on pods, pod failure
 //! policies and indexed completions.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
@@ -23,15 +26,50 @@ use super::objects::{
     condition, controlled_by, controller_ref, int, pod_is_active, pod_is_ready, pod_phase,
     with_label,
 };
+use super::{at_second, next_tick};
 use crate::meta;
 use crate::store::ObjKey;
 use crate::verbs::State;
 
-pub fn sync_all(state: &mut State, now: &str) {
-    let jobs = state.of_resource_where("batch", "jobs", |j| !meta::is_deleting(j));
-    for (key, job) in jobs {
-        sync(state, &key, &job, now);
+/// Syncs the Job under `key`; returns when its next time-based step is due, if it has one:
+/// its deadline, the end of its back-off, or a pod to create again.
+pub fn sync(state: &mut State, key: &ObjKey, now: Timestamp) -> Option<Instant> {
+    let job = state.store.get(key).cloned()?;
+    if meta::is_deleting(&job) {
+        return None;
     }
+    let stamp = now.to_string();
+    run(state, key, &job, &stamp);
+    let job = state.store.get(key)?.clone();
+    next_step(state, key, &job, &stamp)
+}
+
+/// When the unfinished Job's next time-based step is due.
+fn next_step(state: &State, key: &ObjKey, job: &Value, now: &str) -> Option<Instant> {
+    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
+    if finished(job) || suspended {
+        return None;
+    }
+    let parsed = now.parse::<Timestamp>().ok()?;
+    let pods = controlled_by(state, "", "pods", &key.namespace, meta::uid(job));
+    let count = |phase: &str| pods.iter().filter(|(_, p)| pod_phase(p) == phase).count() as i64;
+    let (succeeded, failed) = (count("Succeeded"), count("Failed"));
+    let active = pods.iter().filter(|(_, p)| pod_is_active(p)).count() as i64;
+    let deadline = int(job, "/spec/activeDeadlineSeconds").and_then(|deadline| {
+        let started = job
+            .pointer("/status/startTime")
+            .and_then(Value::as_str)
+            .and_then(|at| at.parse::<Timestamp>().ok())?;
+        Some(at_second(parsed, started.as_second() + deadline))
+    });
+    let retry = if in_backoff(&pods, failed, now) {
+        backoff_end(&pods, failed).map(|second| at_second(parsed, second))
+    } else {
+        let completions = int(job, "/spec/completions").unwrap_or(1).max(1);
+        let parallelism = int(job, "/spec/parallelism").unwrap_or(1).max(0);
+        (parallelism.min(completions - succeeded) > active).then(next_tick)
+    };
+    deadline.into_iter().chain(retry).min()
 }
 
 fn finished(job: &Value) -> bool {
@@ -41,7 +79,7 @@ fn finished(job: &Value) -> bool {
     })
 }
 
-fn sync(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
+fn run(state: &mut State, key: &ObjKey, job: &Value, now: &str) {
     let pods = controlled_by(state, "", "pods", &key.namespace, meta::uid(job));
     let active: Vec<&Value> = pods
         .iter()
@@ -174,9 +212,17 @@ const MAX_BACKOFF_SECONDS: i64 = 600;
 
 /// Whether a replacement for the Job's `failed` pods must still wait, counted from the
 /// last failure (when its containers finished, as the real controller reads it).
-fn in_backoff(pods: &[(ObjKey, std::sync::Arc<Value>)], failed: i64, now: &str) -> bool {
+fn in_backoff(pods: &[(ObjKey, Arc<Value>)], failed: i64, now: &str) -> bool {
+    match (backoff_end(pods, failed), now.parse::<Timestamp>()) {
+        (Some(end), Ok(now)) => now.as_second() < end,
+        _ => false,
+    }
+}
+
+/// The second at which the back-off after the Job's `failed` pods ends.
+fn backoff_end(pods: &[(ObjKey, Arc<Value>)], failed: i64) -> Option<i64> {
     if failed == 0 {
-        return false;
+        return None;
     }
     let delay = FIRST_BACKOFF_SECONDS
         .saturating_mul(1_i64 << (failed - 1).min(16))
@@ -185,11 +231,8 @@ fn in_backoff(pods: &[(ObjKey, std::sync::Arc<Value>)], failed: i64, now: &str) 
         .iter()
         .filter(|(_, p)| pod_phase(p) == "Failed")
         .filter_map(|(_, p)| finished_at(p))
-        .max();
-    match (last_failure, now.parse::<Timestamp>()) {
-        (Some(at), Ok(now)) => now.as_second() - at < delay,
-        _ => false,
-    }
+        .max()?;
+    Some(last_failure + delay)
 }
 
 /// When a pod ended: its containers' last `finishedAt`, else its last condition change,

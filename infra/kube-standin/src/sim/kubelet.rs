@@ -21,52 +21,72 @@ pub const NODE_NAME: &str = "standin-node";
 /// How long a pod waits before it "starts", and a Job's pod runs before it "succeeds".
 const STEP: Duration = Duration::from_secs(1);
 
-/// When each pod (by uid) was first seen in its current phase.
+/// When each pod waiting for its next step was first seen in its current phase (with its
+/// uid, so a pod made again under the same name starts afresh).
 #[derive(Default)]
 pub struct Kubelet {
-    seen: HashMap<String, Instant>,
+    seen: HashMap<ObjKey, (String, Instant)>,
     /// Pod IPs handed out, for `podIP`.
     ips: u32,
 }
 
 impl Kubelet {
-    pub fn sync(&mut self, state: &mut State, logs: &Logs, now: &str) {
-        ensure_node(state, now);
-        let pods = state.of_resource_where("", "pods", |p| !meta::is_deleting(p));
-        let live: std::collections::HashSet<String> =
-            pods.iter().map(|(_, p)| meta::uid(p).to_string()).collect();
-        self.seen.retain(|uid, _| live.contains(uid));
-        for (key, pod) in pods {
-            let ours =
-                str_at(&pod, "/spec/nodeName").is_none_or(|n| n.is_empty() || n == NODE_NAME);
-            if !ours {
-                continue;
-            }
-            let uid = meta::uid(&pod).to_string();
-            match pod_phase(&pod) {
-                "Pending" if self.waited(&uid) => {
-                    self.start(state, logs, &key, &pod, now);
-                    self.seen.remove(&uid);
-                }
-                "Running" => {
-                    ensure_logs(logs, &key, &pod);
-                    if is_job_pod(state, &pod) && self.waited(&uid) {
-                        finish(state, &key, &pod, now);
-                        self.seen.remove(&uid);
+    /// Takes the pod under `key` a step further if its time has come; returns when its next
+    /// step is due, if it waits for one.
+    pub fn sync(
+        &mut self,
+        state: &mut State,
+        logs: &Logs,
+        key: &ObjKey,
+        now: &str,
+    ) -> Option<Instant> {
+        let pod = state.store.get(key).cloned();
+        let Some(pod) = pod.filter(|p| !meta::is_deleting(p)) else {
+            self.seen.remove(key);
+            return None;
+        };
+        let ours = str_at(&pod, "/spec/nodeName").is_none_or(|n| n.is_empty() || n == NODE_NAME);
+        if !ours {
+            return None;
+        }
+        match pod_phase(&pod) {
+            "Pending" => match self.waited(key, &pod) {
+                Ok(()) => self.start(state, logs, key, &pod, now),
+                Err(due) => return Some(due),
+            },
+            "Running" => {
+                ensure_logs(logs, key, &pod);
+                if is_job_pod(state, &pod) {
+                    match self.waited(key, &pod) {
+                        Ok(()) => finish(state, key, &pod, now),
+                        Err(due) => return Some(due),
                     }
                 }
-                _ => {}
             }
+            _ => {}
         }
+        self.seen.remove(key);
+        None
     }
 
-    /// Whether the pod has been waiting a step (starting the clock on first sight).
-    fn waited(&mut self, uid: &str) -> bool {
-        let since = *self
+    /// Whether the pod has been waiting a step (starting the clock on first sight), or when
+    /// it will have.
+    fn waited(&mut self, key: &ObjKey, pod: &Value) -> Result<(), Instant> {
+        let uid = meta::uid(pod);
+        let (seen_uid, since) = self
             .seen
-            .entry(uid.to_string())
-            .or_insert_with(Instant::now);
-        since.elapsed() >= STEP
+            .entry(key.clone())
+            .or_insert_with(|| (uid.to_owned(), Instant::now()));
+        if seen_uid != uid {
+            *seen_uid = uid.to_owned();
+            *since = Instant::now();
+        }
+        let due = *since + STEP;
+        if Instant::now() >= due {
+            Ok(())
+        } else {
+            Err(due)
+        }
     }
 
     fn start(&mut self, state: &mut State, logs: &Logs, key: &ObjKey, pod: &Value, now: &str) {
@@ -244,7 +264,7 @@ fn ensure_logs(logs: &Logs, key: &ObjKey, pod: &Value) {
 }
 
 /// The node pods are bound to, so `kubectl get nodes` and a pod's `nodeName` agree.
-fn ensure_node(state: &mut State, now: &str) {
+pub fn ensure_node(state: &mut State, now: &str) {
     if state
         .store
         .get(&ObjKey::new("", "nodes", "", NODE_NAME))

@@ -1,21 +1,30 @@
 //! The ReplicaSet controller: keeps `spec.replicas` active pods, named `{replicaset}-{random}`,
 //! from the template, and reports how many there are and how many are ready.
 
+use std::time::Instant;
+
 use serde_json::{Value, json};
+
+use super::next_tick;
 
 use super::objects::{controlled_by, controller_ref, int, pod_is_active, pod_is_ready};
 use crate::meta;
 use crate::store::ObjKey;
 use crate::verbs::State;
 
-pub fn sync_all(state: &mut State) {
-    let replicasets = state.of_resource_where("apps", "replicasets", |rs| !meta::is_deleting(rs));
-    for (key, rs) in replicasets {
-        sync(state, &key, &rs);
+/// Syncs the ReplicaSet under `key`; returns when to look again if it created or deleted pods
+/// (their events bring it back; the tick retries a write that failed).
+pub fn sync(state: &mut State, key: &ObjKey) -> Option<Instant> {
+    let rs = state.store.get(key).cloned()?;
+    if meta::is_deleting(&rs) {
+        return None;
     }
+    scale(state, key, &rs).then(next_tick)
 }
 
-fn sync(state: &mut State, key: &ObjKey, rs: &Value) {
+/// Creates or deletes pods towards `spec.replicas`, or writes the status once there; whether
+/// pods were created or deleted.
+fn scale(state: &mut State, key: &ObjKey, rs: &Value) -> bool {
     let desired = int(rs, "/spec/replicas").unwrap_or(1).max(0);
     let mut pods: Vec<(ObjKey, std::sync::Arc<Value>)> =
         controlled_by(state, "", "pods", &key.namespace, meta::uid(rs))
@@ -28,7 +37,7 @@ fn sync(state: &mut State, key: &ObjKey, rs: &Value) {
             state.sim_create("", "pods", &key.namespace, pod_from_template(rs));
         }
         // The status is written on the next pass, from the pods as they are then.
-        return;
+        return true;
     }
     if active > desired {
         // Like the real controller, unready and younger pods go first.
@@ -41,7 +50,7 @@ fn sync(state: &mut State, key: &ObjKey, rs: &Value) {
         for (pod_key, _) in pods.iter().take((active - desired) as usize) {
             state.sim_delete(pod_key);
         }
-        return;
+        return true;
     }
     let ready = pods.iter().filter(|(_, p)| pod_is_ready(p)).count() as i64;
     let mut status = serde_json::Map::new();
@@ -59,6 +68,7 @@ fn sync(state: &mut State, key: &ObjKey, rs: &Value) {
         status.insert("observedGeneration".into(), g.clone());
     }
     state.sim_set_status(key, Value::Object(status));
+    false
 }
 
 /// A pod as the ReplicaSet controller makes it: the template's metadata and spec, a generated
