@@ -62,8 +62,11 @@ fn setting(name: &str, default: usize) -> usize {
 /// it.
 #[derive(Clone, Default)]
 struct Sightings {
-    awaited: Arc<Mutex<HashMap<(String, String), (String, oneshot::Sender<Instant>)>>>,
+    /// By Deployment (namespace, name): the image awaited, and whom to tell.
+    awaited: Arc<Mutex<HashMap<(String, String), Awaited>>>,
 }
+
+type Awaited = (String, oneshot::Sender<Instant>);
 
 impl Sightings {
     fn expect(&self, namespace: &str, name: &str, image: &str) -> oneshot::Receiver<Instant> {
@@ -379,7 +382,12 @@ async fn main() {
 
     println!(
         "{:<8} {:<6} {:>36} {:>38} {:>10} {:>5}",
-        "at once", "path", "from sent (ms): p50 / p90 / max", "from answer (ms): p50 / p90 / max", "burst p50", "lost"
+        "at once",
+        "path",
+        "from sent (ms): p50 / p90 / max",
+        "from answer (ms): p50 / p90 / max",
+        "burst p50",
+        "lost"
     );
     let mut tag = 0u64;
     for concurrency in CONCURRENCY {
