@@ -32,7 +32,6 @@ use berth_cluster::crd::{App, Environment};
 use berth_cluster::install;
 use berth_domain::config::Config;
 use berth_domain::credentials;
-use berth_store::identity::{members, tokens};
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::{keys, schema};
 
@@ -216,22 +215,7 @@ async fn main() {
         .await
         .unwrap();
 
-    let owner = members::bootstrap(&state.store, "bench", "owner@bench.example")
-        .await
-        .unwrap();
-    let token = tokens::create(&state.store, &owner.member.id, "bench", None, None, None)
-        .await
-        .unwrap()
-        .token;
-    let (status, _) = berth
-        .send(
-            Method::POST,
-            "/api/v1/me/password",
-            Some(&token),
-            Some(json!({ "current_password": owner.temporary_password, "new_password": "benchmark passphrase" })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    let (token, owner_id) = berth.signed_in_owner(&state.store).await;
     let send = async |method, path: &str, body| berth.send(method, path, Some(&token), body).await;
     assert_eq!(
         send(
@@ -336,7 +320,7 @@ async fn main() {
                 dynamodb,
                 kube,
                 table,
-                user_id: owner.member.id.clone(),
+                user_id: owner_id.clone(),
                 token_digest: credentials::digest(&token),
                 revision: Arc::new(AtomicU64::new(1)),
             }),

@@ -38,7 +38,6 @@ use berth_api::access;
 use berth_cluster::crd::Environment;
 use berth_cluster::install;
 use berth_domain::config::Config;
-use berth_store::identity::{members, tokens};
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::schema;
 
@@ -312,22 +311,7 @@ async fn main() {
         .unwrap();
     start_controller(&kubeconfig).await;
 
-    let owner = members::bootstrap(&state.store, "bench", "owner@bench.example")
-        .await
-        .unwrap();
-    let token = tokens::create(&state.store, &owner.member.id, "bench", None, None, None)
-        .await
-        .unwrap()
-        .token;
-    let (status, _) = berth
-        .send(
-            Method::POST,
-            "/api/v1/me/password",
-            Some(&token),
-            Some(json!({ "current_password": owner.temporary_password, "new_password": "benchmark passphrase" })),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    let (token, _) = berth.signed_in_owner(&state.store).await;
     let sightings = Sightings::default();
     sightings.watch(kube.clone());
     let mut bench = Bench {

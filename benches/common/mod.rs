@@ -40,6 +40,40 @@ pub struct Call {
 }
 
 impl Call {
+    /// The organization's first owner, made in `store`, its password set
+    /// through the API (a temporary password only lets it do that): an API
+    /// token of theirs, and their member id.
+    pub async fn signed_in_owner(&self, store: &berth_store::Store) -> (String, String) {
+        let owner =
+            berth_store::identity::members::bootstrap(store, "bench", "owner@bench.example")
+                .await
+                .unwrap();
+        let token = berth_store::identity::tokens::create(
+            store,
+            &owner.member.id,
+            "bench",
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+        .token;
+        let (status, _) = self
+            .send(
+                Method::POST,
+                "/api/v1/me/password",
+                Some(&token),
+                Some(serde_json::json!({
+                    "current_password": owner.temporary_password,
+                    "new_password": "benchmark passphrase"
+                })),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        (token, owner.member.id)
+    }
+
     pub async fn send(
         &self,
         method: Method,
