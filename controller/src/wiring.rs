@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, predicates, watcher};
+use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
@@ -100,7 +100,8 @@ where
 }
 
 /// The objects of `api` as they change, cached in `writer`'s store, each
-/// passed on only when its `metadata.generation` moved: a change of its spec,
+/// passed on only when its `metadata.generation` or its finalizers moved: a
+/// change of its spec, a finalizer added or removed,
 /// or its deletion (the API server bumps the generation when it sets
 /// `deletionTimestamp` on an object its finalizers hold). A status write
 /// (the controller's own report) wakes no reconcile, nor does the list
@@ -115,7 +116,12 @@ where
     watcher(api, watcher::Config::default())
         .reflect(writer)
         .applied_objects()
-        .predicate_filter(predicates::generation, Default::default())
+        // Finalizers too: kube-runtime's `finalizer` adds its own and waits
+        // for that change to come back before it reconciles further.
+        .predicate_filter(
+            predicates::generation.combine(predicates::finalizers),
+            Default::default(),
+        )
 }
 
 /// A controller of `api`'s objects woken by their [`spec_changes`].

@@ -245,13 +245,14 @@ async fn writes_into_a_namespace_that_is_not_the_environments_are_refused() {
     assert_eq!(after.json()["app"]["revision"], before["revision"]);
     assert_eq!(after.json()["app"]["image"], before["image"]);
 
-    // The controller looks at the App again (any change of it wakes it) and
-    // renders nothing in a namespace its environment does not own.
+    // The controller looks at the App again (a change of its spec wakes it;
+    // its metadata's do not) and renders nothing in a namespace its
+    // environment does not own.
     Api::<App>::namespaced(app.cluster().client.clone(), &name)
         .patch(
             "web",
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"berth.test/poke": "1"}}})),
+            &Patch::Merge(json!({"spec": {"restartedAt": "2026-01-01T00:00:00Z"}})),
         )
         .await
         .expect("poking the App");
