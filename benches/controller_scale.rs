@@ -23,6 +23,8 @@
 //! Reconciles are read from the controller's `/metrics`. The figures and the
 //! curve are in docs/benchmarks.md ("Controller at scale").
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -379,16 +381,7 @@ impl Watched {
                     .owner_references()
                     .iter()
                     .find(|o| o.kind == "App")?;
-                let image = deployment
-                    .spec
-                    .as_ref()?
-                    .template
-                    .spec
-                    .as_ref()?
-                    .containers
-                    .first()?
-                    .image
-                    .clone()?;
+                let image = common::first_image(deployment)?.to_owned();
                 Some((owner.uid.clone(), image))
             })
             .collect();

@@ -86,7 +86,7 @@ impl Sightings {
         let mut awaited = self.awaited.lock().unwrap();
         if awaited
             .get(&key)
-            .is_some_and(|(image, _)| image_of(deployment) == Some(image.as_str()))
+            .is_some_and(|(image, _)| common::first_image(deployment) == Some(image.as_str()))
             && let Some((_, sender)) = awaited.remove(&key)
         {
             let _ = sender.send(at);
@@ -121,19 +121,6 @@ fn image_container_name(deployment: &Deployment) -> String {
         .and_then(|pod| pod.containers.first())
         .map(|container| container.name.clone())
         .unwrap_or_default()
-}
-
-fn image_of(deployment: &Deployment) -> Option<&str> {
-    deployment
-        .spec
-        .as_ref()?
-        .template
-        .spec
-        .as_ref()?
-        .containers
-        .first()?
-        .image
-        .as_deref()
 }
 
 /// One side of the comparison: how an app's image is changed.

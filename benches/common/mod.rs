@@ -237,3 +237,17 @@ pub async fn baseline_audit(client: &aws_sdk_dynamodb::Client, table: &str, acti
         .await
         .unwrap();
 }
+
+/// The image of a Deployment's first container.
+pub fn first_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<&str> {
+    deployment
+        .spec
+        .as_ref()?
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .first()?
+        .image
+        .as_deref()
+}
