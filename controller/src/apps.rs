@@ -103,7 +103,11 @@ const ROLLED_BACK: Reason = Reason::warning("RolledBack", "Rollback");
 /// workloads run, apply it (pruning what is no longer rendered), report the
 /// status.
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
-    let (checked, settings) = match check(&app, &context).await? {
+    let Checked {
+        app: checked,
+        settings,
+        live,
+    } = match check(&app, &context).await? {
         Continue(renderable) => renderable,
         Break(action) => return Ok(action),
     };
@@ -119,7 +123,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
         Ok(target) => target,
         Err(held) => return report_nothing_runs(&app, &context, held, plan.memory).await,
     };
-    let applied = apply_all(target.app, &target.rendered, &context).await;
+    let applied = apply_all(target.app, &target.rendered, &context, live).await;
     let action = report_status(&app, &context, target, plan.memory, applied).await?;
     // cert-manager's Secrets are not watched: while one is awaited, look again soon.
     Ok(if waiting_for_certificates {
@@ -129,14 +133,23 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
     })
 }
 
+/// An App to render this round.
+struct Checked<'a> {
+    app: CheckedApp<'a>,
+    /// What it is rendered with.
+    settings: RenderSettings,
+    /// What its namespace held, listed with the checks (see [`apply_all`]).
+    live: Result<Live, Failure>,
+}
+
 /// Check: whether the App is rendered this round (deleted, awaiting its
 /// first build, of an invalid spec or in a namespace not Berth's, it is
-/// not: then what to do instead, its status saying why), checked, and the
-/// settings it is rendered with.
+/// not: then what to do instead, its status saying why), checked, the
+/// settings it is rendered with and what its namespace holds.
 async fn check<'a>(
     app: &'a App,
     context: &Context,
-) -> Result<ControlFlow<Action, (CheckedApp<'a>, RenderSettings)>, Error> {
+) -> Result<ControlFlow<Action, Checked<'a>>, Error> {
     if app.metadata.deletion_timestamp.is_some() {
         // Its workloads go with it (owner references); its claims stay.
         return Ok(Break(Action::await_change()));
@@ -144,9 +157,17 @@ async fn check<'a>(
     if app.spec.config.image.is_none() {
         return Ok(Break(awaiting_build(app, context).await?));
     }
-    // Both reads at once: one round trip.
-    let (settings, namespace) =
-        tokio::try_join!(render_settings(context), namespace_of(app, context))?;
+    // Every read at once, one round trip: the settings, the namespace's
+    // owner, and what the namespace holds. Nothing is written before the
+    // owner is known to be Berth's (a list of a namespace not Berth's is read
+    // and dropped).
+    let namespace_name = app.namespace().unwrap_or_default();
+    let (settings, namespace, live) = tokio::join!(
+        render_settings(context),
+        namespace_of(app, context),
+        Live::list(context, app, &namespace_name)
+    );
+    let (settings, namespace) = (settings?, namespace?);
     let checked = match CheckedApp::of(app) {
         Ok(checked) => checked,
         Err(error) => {
@@ -156,7 +177,11 @@ async fn check<'a>(
     if let Break(action) = check_namespace(app, context, namespace).await? {
         return Ok(Break(action));
     }
-    Ok(Continue((checked, settings)))
+    Ok(Continue(Checked {
+        app: checked,
+        settings,
+        live,
+    }))
 }
 
 /// The controller's render settings, and the registry Berth builds images
@@ -739,12 +764,10 @@ where
         Ok(applied)
     }
 
+    /// Applies `objects` at once, in one round trip; the applied objects
+    /// come back in their order.
     async fn apply_all(&self, objects: &[K]) -> Result<Vec<K>, Failure> {
-        let mut applied = Vec::with_capacity(objects.len());
-        for object in objects {
-            applied.push(self.apply(object).await?);
-        }
-        Ok(applied)
+        futures::future::try_join_all(objects.iter().map(|object| self.apply(object))).await
     }
 
     /// Deletes what the app no longer renders, of what it controls: each
@@ -769,21 +792,31 @@ where
     }
 }
 
-/// The claims of the namespace: this App's are those labelled with its uid,
-/// plus Berth's claims of this app's name that an earlier App of that name
-/// left (their uid names no App of the namespace, or they carry none): so
-/// an app deleted and created again gets its volumes' data back.
+/// The claims of the namespace; this App's are those labelled with its uid
+/// (and those [`adopt_left_claims`] adds).
 async fn claims_of(
     context: &Context,
     app: &App,
     namespace: &str,
-    rendered: &[PersistentVolumeClaim],
 ) -> Result<Kind<PersistentVolumeClaim>, Failure> {
     let uid = app.uid().unwrap_or_default();
-    let mut claims = Kind::<PersistentVolumeClaim>::list(context, namespace, |claim| {
+    Kind::<PersistentVolumeClaim>::list(context, namespace, |claim| {
         claim.labels().get(LABEL_APP_UID) == Some(&uid)
     })
-    .await?;
+    .await
+}
+
+/// Makes the App's, of `claims`, those it renders of Berth's claims of this
+/// app's name that an earlier App of that name left (their uid names no App
+/// of the namespace, or they carry none): so an app deleted and created
+/// again gets its volumes' data back.
+async fn adopt_left_claims(
+    context: &Context,
+    app: &App,
+    namespace: &str,
+    rendered: &[PersistentVolumeClaim],
+    claims: &mut Kind<PersistentVolumeClaim>,
+) -> Result<(), Failure> {
     let name = app.name_any();
     let left: Vec<&PersistentVolumeClaim> = rendered
         .iter()
@@ -795,7 +828,7 @@ async fn claims_of(
         })
         .collect();
     if left.is_empty() {
-        return Ok(claims);
+        return Ok(());
     }
     let live: Vec<String> = if left
         .iter()
@@ -831,7 +864,7 @@ async fn claims_of(
             claims.ours.insert(name, claim);
         }
     }
-    Ok(claims)
+    Ok(())
 }
 
 /// What the App's namespace holds of every kind an App renders: this App's
@@ -847,14 +880,9 @@ struct Live {
 
 impl Live {
     /// Every kind listed at once: one round trip.
-    async fn list(
-        context: &Context,
-        app: &App,
-        namespace: &str,
-        rendered: &Rendered,
-    ) -> Result<Self, Failure> {
+    async fn list(context: &Context, app: &App, namespace: &str) -> Result<Self, Failure> {
         let (claims, services, deployments, autoscalers, cron_jobs, ingresses) = tokio::try_join!(
-            claims_of(context, app, namespace, &rendered.claims),
+            claims_of(context, app, namespace),
             Kind::controlled_by(context, app, namespace),
             Kind::controlled_by(context, app, namespace),
             Kind::controlled_by(context, app, namespace),
@@ -886,18 +914,25 @@ impl Live {
 /// Applies what the App renders and prunes what it no longer does.
 ///
 /// Two Apps of a namespace must never both find a name free and both take
-/// it, so an App that makes an object does it in the namespace's turn (one
-/// App at a time), listing again once it holds it. An App whose every
-/// rendered object is already its own (a new image, a changed setting, a
-/// status moved on) takes no name and needs no turn: the names it applies
-/// are taken in every other App's eyes.
-async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<Outcome, Failure> {
+/// it, so an App that makes an object (or adopts a claim an earlier App
+/// left) does it in the namespace's turn (one App at a time), listing again
+/// once it holds it. An App whose every rendered object is already its own
+/// (a new image, a changed setting, a status moved on) takes no name and
+/// needs no turn: the names it applies are taken in every other App's eyes,
+/// and `listed` (read with the checks) is all it needs.
+async fn apply_all(
+    app: &App,
+    rendered: &Rendered,
+    context: &Context,
+    listed: Result<Live, Failure>,
+) -> Result<Outcome, Failure> {
     let namespace = app.namespace().unwrap_or_default();
     let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
-    let mut live = Live::list(context, app, &namespace, rendered).await?;
+    let mut live = listed?;
     let _turn = if live.makes_an_object(rendered, &rendered_ingresses) {
         let turn = context.namespace_turn(&namespace).await;
-        live = Live::list(context, app, &namespace, rendered).await?;
+        live = Live::list(context, app, &namespace).await?;
+        adopt_left_claims(context, app, &namespace, &rendered.claims, &mut live.claims).await?;
         Some(turn)
     } else {
         None
@@ -939,14 +974,19 @@ async fn apply_all(app: &App, rendered: &Rendered, context: &Context) -> Result<
             ));
         }
     }
-    services.apply_all(&rendered.services).await?;
     for deployment in &rendered.deployments {
         prepare_strategy_change(&deployments, deployment).await?;
     }
-    let live_deployments = deployments.apply_all(&rendered.deployments).await?;
-    autoscalers.apply_all(&rendered.autoscalers).await?;
-    cron_jobs.apply_all(&rendered.cron_jobs).await?;
-    ingresses.apply_all(&rendered_ingresses).await?;
+    // Then every other object at once, one round trip: none waits for
+    // another (a Service, an autoscaler or an Ingress finds its pods,
+    // Deployment or Service whenever they come).
+    let (_, live_deployments, _, _, _) = tokio::try_join!(
+        services.apply_all(&rendered.services),
+        deployments.apply_all(&rendered.deployments),
+        autoscalers.apply_all(&rendered.autoscalers),
+        cron_jobs.apply_all(&rendered.cron_jobs),
+        ingresses.apply_all(&rendered_ingresses),
+    )?;
 
     // Removed after the new objects are in place, so a renamed process's
     // Service never points nowhere in between.

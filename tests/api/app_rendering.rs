@@ -739,7 +739,7 @@ async fn a_new_image_does_not_wait_for_another_app_making_its_objects() {
     env.wait_for::<Deployment>("fast-web", "fast's Deployment", |_| true)
         .await;
 
-    // The apply that makes slow's Service is held longer than this test
+    // The apply that makes slow's Deployment is held longer than this test
     // waits for anything: slow holds its namespace's turn meanwhile.
     env.api.standin().add_fault(
         Fault::new(
@@ -749,10 +749,13 @@ async fn a_new_image_does_not_wait_for_another_app_making_its_objects() {
             1,
         )
         .method("PATCH")
-        .path_contains(format!("/namespaces/{}/services/slow-web", env.namespace)),
+        .path_contains(format!(
+            "/namespaces/{}/deployments/slow-web",
+            env.namespace
+        )),
     );
     env.create("slow", web()).await;
-    eventually("slow's Service is being made", || async {
+    eventually("slow's Deployment is being made", || async {
         env.api.standin().pending_faults().is_empty()
     })
     .await;

@@ -2,8 +2,6 @@
 //! namespace deletion and CRD cleanup. They run synchronously after every write, so their
 //! effects are visible as soon as the write's response is.
 
-use std::collections::HashSet;
-
 use serde_json::{Value, json};
 
 use crate::meta;
@@ -37,16 +35,10 @@ impl State {
         if owner_uid.is_empty() {
             return false;
         }
-        let dependents =
-            self.objects_where(|_, o| meta::owner_uids(o).iter().any(|u| u == owner_uid));
+        let dependents = self.store.dependents_of(owner_uid);
         if dependents.is_empty() {
             return false;
         }
-        let live: HashSet<String> = self
-            .objects_where(|_, _| true)
-            .iter()
-            .map(|(_, o)| meta::uid(o).to_string())
-            .collect();
         for (key, obj) in dependents {
             if meta::is_deleting(&obj) {
                 continue;
@@ -54,7 +46,7 @@ impl State {
             let owners = meta::owner_uids(&obj);
             let dead: Vec<String> = owners
                 .iter()
-                .filter(|u| !live.contains(*u))
+                .filter(|u| !self.store.holds_uid(u))
                 .cloned()
                 .collect();
             if dead.len() == owners.len() {
@@ -74,17 +66,8 @@ impl State {
     /// owner up: the object is then deleted, or only loses the dangling reference when another
     /// owner lives.
     pub(crate) fn queue_dangling_owners(&mut self, obj: &Value) {
-        let owners = meta::owner_uids(obj);
-        if owners.is_empty() {
-            return;
-        }
-        let live: HashSet<String> = self
-            .objects_where(|_, _| true)
-            .iter()
-            .map(|(_, o)| meta::uid(o).to_string())
-            .collect();
-        for uid in owners {
-            if !live.contains(&uid) && !self.gc_queue.contains(&uid) {
+        for uid in meta::owner_uids(obj) {
+            if !self.store.holds_uid(&uid) && !self.gc_queue.contains(&uid) {
                 self.gc_queue.push(uid);
             }
         }
@@ -92,8 +75,7 @@ impl State {
 
     /// For `propagationPolicy=Orphan`: removes references to the owner from its dependents.
     pub(crate) fn orphan_dependents(&mut self, owner_uid: &str) {
-        let dependents =
-            self.objects_where(|_, o| meta::owner_uids(o).iter().any(|u| u == owner_uid));
+        let dependents = self.store.dependents_of(owner_uid);
         let uids = [owner_uid.to_string()];
         for (key, obj) in dependents {
             let mut new = (*obj).clone();

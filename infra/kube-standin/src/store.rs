@@ -1,7 +1,7 @@
 //! The object store: objects by key, the global resourceVersion counter and a bounded history of
 //! change events that watches replay from.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -70,6 +70,12 @@ pub struct Store {
     /// look up for every object on every pass, which a scan would make quadratic in the
     /// number of objects.
     controlled: HashMap<Controller, BTreeSet<String>>,
+    /// The uids of the stored objects: the garbage collector looks up every owner a written
+    /// object names, which a scan would make quadratic in the number of objects too.
+    uids: HashSet<String>,
+    /// The objects naming each uid among their owners: what the garbage collector looks up
+    /// when an owner goes.
+    dependents: HashMap<String, BTreeSet<ObjKey>>,
     history: VecDeque<Arc<Event>>,
     history_limit: usize,
     /// Events at or below this version are no longer in the history.
@@ -111,6 +117,8 @@ impl Store {
             rv: 0,
             objects: BTreeMap::new(),
             controlled: HashMap::new(),
+            uids: HashSet::new(),
+            dependents: HashMap::new(),
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             compacted_rv: 0,
@@ -169,7 +177,50 @@ impl Store {
         })
     }
 
+    /// Whether an object of this uid is stored.
+    pub fn holds_uid(&self, uid: &str) -> bool {
+        self.uids.contains(uid)
+    }
+
+    /// The objects naming `owner_uid` among their owners, in key order.
+    pub fn dependents_of(&self, owner_uid: &str) -> Vec<(ObjKey, Arc<Value>)> {
+        self.dependents
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .filter_map(|key| Some((key.clone(), self.objects.get(key)?.clone())))
+            .collect()
+    }
+
     fn index(&mut self, key: &ObjKey, before: Option<&Value>, after: Option<&Value>) {
+        let owners_were = before.map(crate::meta::owner_uids).unwrap_or_default();
+        let owners_are = after.map(crate::meta::owner_uids).unwrap_or_default();
+        if owners_were != owners_are {
+            for owner in &owners_were {
+                if let Some(keys) = self.dependents.get_mut(owner) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        self.dependents.remove(owner);
+                    }
+                }
+            }
+            for owner in owners_are {
+                self.dependents
+                    .entry(owner)
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
+        let uid_was = before.map(crate::meta::uid).filter(|uid| !uid.is_empty());
+        let uid_is = after.map(crate::meta::uid).filter(|uid| !uid.is_empty());
+        if uid_was != uid_is {
+            if let Some(uid) = uid_was {
+                self.uids.remove(uid);
+            }
+            if let Some(uid) = uid_is {
+                self.uids.insert(uid.to_owned());
+            }
+        }
         let was = before.and_then(|object| Controller::of(key, object));
         let is = after.and_then(|object| Controller::of(key, object));
         if was == is {
@@ -269,6 +320,8 @@ impl Store {
     pub fn restore(&mut self, rv: u64, objects: impl IntoIterator<Item = (ObjKey, Value)>) {
         self.objects = objects.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
         self.controlled.clear();
+        self.uids.clear();
+        self.dependents.clear();
         let objects: Vec<(ObjKey, Arc<Value>)> = self
             .objects
             .iter()
