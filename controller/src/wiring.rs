@@ -10,7 +10,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::runtime::controller::{Action, Controller};
+use kube::runtime::controller::{Action, Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Predicate, WatchStreamExt, predicates, watcher};
 use kube::{Api, Resource, ResourceExt};
@@ -44,6 +44,14 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     )
 }
 
+/// How many reconciles each controller runs at once. Unbounded, a cold
+/// start reconciles every App at once, each holding its namespace's lists
+/// until it is done, and the allocator keeps that peak: 271 MiB at 1,000
+/// apps, 48 MiB with 16 at once (docs/benchmarks.md, "Controller at
+/// scale"). Above the 50 deploys at once the latency bench makes, so a
+/// burst of deploys does not queue.
+const CONCURRENT_RECONCILES: u16 = 64;
+
 /// A reconcile, counted and timed; a success forgets the object's backoff.
 async fn measured(
     kind: &'static str,
@@ -75,6 +83,7 @@ where
     Reconciled: Future<Output = Result<Action, Error>> + Send + 'static,
 {
     controller
+        .with_config(Config::default().concurrency(CONCURRENT_RECONCILES))
         .run(
             move |object, context: Arc<Context>| {
                 measured(
