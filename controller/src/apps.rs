@@ -104,7 +104,7 @@ const ROLLED_BACK: Reason = Reason::warning("RolledBack", "Rollback");
 /// status.
 pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, Error> {
     let Checked {
-        app: checked,
+        checked,
         settings,
         live,
     } = match check(&app, &context).await? {
@@ -135,7 +135,7 @@ pub async fn reconcile(app: Arc<App>, context: Arc<Context>) -> Result<Action, E
 
 /// An App to render this round.
 struct Checked<'a> {
-    app: CheckedApp<'a>,
+    checked: CheckedApp<'a>,
     /// What it is rendered with.
     settings: RenderSettings,
     /// What its namespace held, listed with the checks (see [`apply_all`]).
@@ -178,7 +178,7 @@ async fn check<'a>(
         return Ok(Break(action));
     }
     Ok(Continue(Checked {
-        app: checked,
+        checked,
         settings,
         live,
     }))
