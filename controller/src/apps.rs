@@ -709,7 +709,7 @@ where
             })?
             .items
             .into_iter()
-            .map(|object| (object.name_any(), object))
+            .map(|object| (object.name_any(), without_field_managers(object)))
             .partition(|(_, object)| is_ours(object));
         Ok(Self {
             api,
@@ -761,7 +761,7 @@ where
             .await
             .map_err(Failure::of::<K>(&name))?;
         self.metrics.applied(&K::kind(&()));
-        Ok(applied)
+        Ok(without_field_managers(applied))
     }
 
     /// Applies `objects` at once, in one round trip; the applied objects
@@ -790,6 +790,15 @@ where
         }
         Ok(())
     }
+}
+
+/// `object` without its `metadata.managedFields`, which nothing here reads.
+/// Deserialized, the field managers' record is most of a Deployment's
+/// memory, and a reconcile holds its namespace's objects across the writes
+/// that follow (docs/benchmarks.md, "Controller at scale").
+fn without_field_managers<K: Resource>(mut object: K) -> K {
+    object.meta_mut().managed_fields = None;
+    object
 }
 
 /// The claims of the namespace; this App's are those labelled with its uid
@@ -928,14 +937,16 @@ async fn apply_all(
 ) -> Result<Outcome, Failure> {
     let namespace = app.namespace().unwrap_or_default();
     let rendered_ingresses: Vec<Ingress> = rendered.ingress.iter().cloned().collect();
-    let mut live = listed?;
-    let _turn = if live.makes_an_object(rendered, &rendered_ingresses) {
+    let listed = listed?;
+    let (live, _turn) = if listed.makes_an_object(rendered, &rendered_ingresses) {
+        // Not held while the namespace is listed again.
+        drop(listed);
         let turn = context.namespace_turn(&namespace).await;
-        live = Live::list(context, app, &namespace).await?;
+        let mut live = Live::list(context, app, &namespace).await?;
         adopt_left_claims(context, app, &namespace, &rendered.claims, &mut live.claims).await?;
-        Some(turn)
+        (live, Some(turn))
     } else {
-        None
+        (listed, None)
     };
     let Live {
         claims,

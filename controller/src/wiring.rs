@@ -44,13 +44,16 @@ fn error_policy<K: Resource<DynamicType = ()>>(
     )
 }
 
-/// How many reconciles each controller runs at once. Unbounded, a cold
-/// start reconciles every App at once, each holding its namespace's lists
-/// until it is done, and the allocator keeps that peak: 271 MiB at 1,000
-/// apps, 48 MiB with 16 at once (docs/benchmarks.md, "Controller at
-/// scale"). Above the 50 deploys at once the latency bench makes, so a
-/// burst of deploys does not queue.
-const CONCURRENT_RECONCILES: u16 = 64;
+/// How many reconciles each controller runs at once. Each App reconcile
+/// lists its namespace's six kinds at once, and every request in flight is
+/// an HTTP/1.1 connection whose read buffer stays in the pool after it.
+/// Unbounded, a cold start at 1,000 apps held 271 MiB; at 64, 80 MiB; at
+/// 16, 44 MiB, with deploys no slower (50 at once still within the floor,
+/// rendering no slower: docs/benchmarks.md, "Controller at scale"). 16 also
+/// keeps a cold start's ~100 lists at once well inside what an apiserver
+/// serves at once by default (`--max-requests-inflight` 400 and
+/// `--max-mutating-requests-inflight` 200, shared by every client).
+const CONCURRENT_RECONCILES: u16 = 16;
 
 /// A reconcile, counted and timed; a success forgets the object's backoff.
 async fn measured(
@@ -123,6 +126,9 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
     watcher(api, watcher::Config::default())
+        // Nothing here reads what the field managers wrote; cached, it
+        // would be the larger part of every App's memory.
+        .modify(|object| object.meta_mut().managed_fields = None)
         .reflect(writer)
         .applied_objects()
         // Finalizers too: kube-runtime's `finalizer` adds its own and waits
