@@ -441,8 +441,8 @@ async fn report_failure(
         let status = failure_status(app, url, message.clone()).remembering(memory);
         // Best effort: the error is what gets retried.
         let _ = set_status(app, context, status).await;
-        // Every refusal, not only the first: kube-rs's Recorder
-        // counts repeats in one Event.
+        // Every refusal, not only the first: repeats are counted in one
+        // Event (`crate::events`).
         context.events.publish(app, REFUSED, message).await;
     }
     Err(Error::Apply {

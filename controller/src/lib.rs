@@ -39,6 +39,22 @@ mod runs;
 pub mod shares;
 mod wiring;
 
+#[cfg(test)]
+mod testing {
+    use berth_kube_standin::StandIn;
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+
+    /// A client of the stand-in, as the controller's own is made.
+    pub(crate) async fn client_of(cluster: &StandIn) -> kube::Client {
+        let kubeconfig = Kubeconfig::from_yaml(&cluster.kubeconfig_yaml()).expect("kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("config");
+        kube::Client::try_from(config).expect("client")
+    }
+}
+
 pub use context::{Context, FIELD_MANAGER, Settings};
 pub use error::{Error, namespace_terminating};
 pub use replica::{

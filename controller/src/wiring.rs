@@ -48,7 +48,7 @@ fn error_policy<K: Resource<DynamicType = ()>>(
 /// lists its namespace's six kinds at once, and every request in flight is
 /// an HTTP/1.1 connection whose read buffer stays in the pool after it.
 /// Unbounded, a cold start at 1,000 apps held 271 MiB; at 64, 80 MiB; at
-/// 16, 44 MiB, with deploys no slower (50 at once still within the floor,
+/// 16, 46 MiB, with deploys no slower (50 at once still within the floor,
 /// rendering no slower: docs/benchmarks.md, "Controller at scale"). 16 also
 /// keeps a cold start's ~100 lists at once well inside what an apiserver
 /// serves at once by default (`--max-requests-inflight` 400 and
@@ -297,19 +297,10 @@ mod tests {
     use futures::Stream;
     use k8s_openapi::api::core::v1::Namespace;
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-    use kube::config::{KubeConfigOptions, Kubeconfig};
     use serde_json::json;
 
     use super::*;
-
-    async fn client_of(cluster: &StandIn) -> kube::Client {
-        let kubeconfig = Kubeconfig::from_yaml(&cluster.kubeconfig_yaml()).expect("kubeconfig");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .expect("config");
-        kube::Client::try_from(config).expect("client")
-    }
+    use crate::testing::client_of;
 
     /// The next object the stream passes on (within the tests' one bound on
     /// a cluster's effects: a stream that passes nothing fails the test).
