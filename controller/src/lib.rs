@@ -39,6 +39,13 @@ mod runs;
 pub mod shares;
 mod wiring;
 
+pub use context::{Context, FIELD_MANAGER, Settings};
+pub use error::{Error, namespace_terminating};
+pub use replica::{
+    DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
+    ReplicaSettings, replica_identity,
+};
+
 #[cfg(test)]
 mod testing {
     use berth_kube_standin::StandIn;
@@ -54,10 +61,3 @@ mod testing {
         kube::Client::try_from(config).expect("client")
     }
 }
-
-pub use context::{Context, FIELD_MANAGER, Settings};
-pub use error::{Error, namespace_terminating};
-pub use replica::{
-    DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
-    ReplicaSettings, replica_identity,
-};
