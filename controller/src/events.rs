@@ -1,8 +1,8 @@
 //! Kubernetes Events (`events.k8s.io/v1`) on the Environments and Apps the
 //! controller works on, so that `kubectl describe` tells what happened to
-//! them. An App's Events are in its
-//! namespace; an Environment's (cluster-scoped) in `default`, as kube-rs and
-//! Kubernetes' own controllers put those of cluster-scoped objects.
+//! them. An App's Events are in its namespace; an Environment's
+//! (cluster-scoped) in `default`, as kube-rs and Kubernetes' own controllers
+//! put those of cluster-scoped objects.
 //!
 //! Repeats are aggregated as kube-rs's `Recorder` does: an Event of the same
 //! object, reason and type within 6 minutes of the last is one Event whose
@@ -125,7 +125,8 @@ impl Events {
         let published = match self.repeat_of(&key, now) {
             Some((name, count)) => match self.count(&events, name, count, now).await {
                 Ok(Some(counted)) => Ok(counted),
-                // Gone meanwhile (deleted, or past the apiserver's TTL).
+                // Gone meanwhile (deleted by hand, or an `--event-ttl`
+                // shorter than the window): made again.
                 Ok(None) => {
                     self.create(&events, why, regarding.clone(), note.into(), now)
                         .await
