@@ -198,11 +198,25 @@ pub async fn keep_environment_credential(
         .and_then(|secret| secret.data)
         .and_then(|mut data| data.remove(DOCKER_CONFIG_KEY))
         .and_then(|config| credential_of(&config.0, &registry.server));
-    if let (Some(held), Some(current)) = (&held, current_digest)
-        && held.username == user
-        && same_secret(&digest(&held.password), current)
-    {
+    let holds = |stored: &str| {
+        held.as_ref().is_some_and(|held| {
+            held.username == user && same_secret(&digest(&held.password), stored)
+        })
+    };
+    if let Some(current) = current_digest.filter(|current| holds(current)) {
         return Ok(current.to_owned());
+    }
+    // The Environment this reconcile works from can be behind the status
+    // the last one wrote (its watch event still on its way): a password
+    // minted on that view would lock out pods pulling with the one the
+    // status holds. One read of the live status before minting.
+    let live_digest = Api::<Environment>::all(client.clone())
+        .get_opt(&environment.name_any())
+        .await?
+        .and_then(|live| live.status)
+        .and_then(|status| status.registry_pull_digest);
+    if let Some(live) = live_digest.filter(|live| holds(live)) {
+        return Ok(live);
     }
     let credential = Credential {
         username: user,
@@ -257,4 +271,86 @@ pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<
         )
         .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use berth_cluster::crd::{EnvType, EnvironmentSpec};
+    use berth_cluster::install::install_crds;
+    use berth_kube_standin::StandIn;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::api::PostParams;
+
+    use super::*;
+    use crate::testing::client_of;
+
+    /// A reconcile working from an Environment whose cached status is
+    /// behind the status the last one wrote (no digest yet) keeps the
+    /// credential the live status holds: a new one would lock out the pods
+    /// already pulling with it.
+    #[tokio::test]
+    async fn a_stale_view_of_the_status_mints_no_new_pull_credential() {
+        let cluster = StandIn::start().await.expect("stand-in");
+        let client = client_of(&cluster).await;
+        install_crds(&client).await.expect("CRDs");
+        let name = "shop-prod";
+        let namespace = Namespace {
+            metadata: kube::api::ObjectMeta {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("namespace");
+        let environments = Api::<Environment>::all(client.clone());
+        let stale = environments
+            .create(
+                &PostParams::default(),
+                &Environment::new(
+                    name,
+                    EnvironmentSpec {
+                        project: "shop".to_owned(),
+                        name: "prod".to_owned(),
+                        org: "acme".to_owned(),
+                        env_type: EnvType::Standard,
+                        quota: None,
+                        deletion_scheduled_at: None,
+                    },
+                ),
+            )
+            .await
+            .expect("Environment");
+        let registry = Registry {
+            prefix: "registry.test/berth".to_owned(),
+            server: "registry.test".to_owned(),
+            credentials: CredentialMode::Scoped,
+        };
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), name);
+        let minted = keep_environment_credential(&client, &stale, name, &registry, None)
+            .await
+            .expect("minted");
+        let held = secrets.get(PULL_SECRET).await.expect("the Secret").data;
+        // The reconcile writes the digest to the status.
+        environments
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": { "registryPullDigest": minted } })),
+            )
+            .await
+            .expect("status");
+
+        let kept = keep_environment_credential(&client, &stale, name, &registry, None)
+            .await
+            .expect("kept");
+        assert_eq!(kept, minted);
+        assert_eq!(
+            secrets.get(PULL_SECRET).await.expect("the Secret").data,
+            held,
+            "the password the pods pull with is unchanged"
+        );
+    }
 }

@@ -52,6 +52,20 @@ fn row_of<'a>(
     })
 }
 
+/// The platform rustc builds for by default (`rustc -vV`'s `host:`).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let output = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_owned()
+}
+
 fn metadata(no_deps: bool) -> Value {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     command
@@ -59,6 +73,11 @@ fn metadata(no_deps: bool) -> Value {
         .args(["metadata", "--format-version", "1", "--locked", "--offline"]);
     if no_deps {
         command.arg("--no-deps");
+    } else {
+        // The graph as this machine builds it: offline, the crates of other
+        // platforms (Windows' console crates...) are not there to read on a
+        // machine that never built for them.
+        command.args(["--filter-platform", &host_triple()]);
     }
     let output = command.output().expect("cargo metadata runs");
     assert!(
