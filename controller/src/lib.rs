@@ -48,7 +48,11 @@ pub use replica::{
 
 #[cfg(test)]
 mod testing {
+    use berth_cluster::install::install_crds;
     use berth_kube_standin::StandIn;
+    use k8s_openapi::api::core::v1::Namespace;
+    use kube::Api;
+    use kube::api::{ObjectMeta, PostParams};
     use kube::config::{KubeConfigOptions, Kubeconfig};
 
     /// A client of the stand-in, as the controller's own is made.
@@ -59,5 +63,24 @@ mod testing {
                 .await
                 .expect("config");
         kube::Client::try_from(config).expect("client")
+    }
+
+    /// A stand-in with Berth's CRDs, its client, and the namespace `name`.
+    pub(crate) async fn cluster_with_namespace(name: &str) -> (StandIn, kube::Client) {
+        let cluster = StandIn::start().await.expect("stand-in");
+        let client = client_of(&cluster).await;
+        install_crds(&client).await.expect("CRDs");
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("namespace");
+        (cluster, client)
     }
 }

@@ -178,7 +178,8 @@ async fn delete_build_secret(client: &kube::Client, name: &str) -> Result<(), Er
 /// password whose digest is `current_digest` (the Environment's status).
 /// A Secret that is missing, holds another user or server, or a password of
 /// another digest (a shared credential of before, one edited by hand, one
-/// whose digest never reached the status) gets a new password. Answers the
+/// whose digest never reached the status) gets a new password; the digest
+/// is read live before that, as `environment` may be behind. Answers the
 /// digest the status must hold.
 pub async fn keep_environment_credential(
     client: &kube::Client,
@@ -209,13 +210,13 @@ pub async fn keep_environment_credential(
     // The Environment this reconcile works from can be behind the status
     // the last one wrote (its watch event still on its way): a password
     // minted on that view would lock out pods pulling with the one the
-    // status holds. One read of the live status before minting.
-    let live_digest = Api::<Environment>::all(client.clone())
-        .get_opt(&environment.name_any())
-        .await?
-        .and_then(|live| live.status)
-        .and_then(|status| status.registry_pull_digest);
-    if let Some(live) = live_digest.filter(|live| holds(live)) {
+    // status holds. With a password held, one read of the live status
+    // before minting.
+    if held.is_some()
+        && let Some(live) = live_pull_digest(client, environment)
+            .await?
+            .filter(|live| holds(live))
+    {
         return Ok(live);
     }
     let credential = Credential {
@@ -236,6 +237,18 @@ pub async fn keep_environment_credential(
         .await?;
     tracing::info!(environment = %environment.name_any(), "registry pull credential minted");
     Ok(digest(&credential.password))
+}
+
+/// The pull credential's digest the Environment's live status holds.
+async fn live_pull_digest(
+    client: &kube::Client,
+    environment: &Environment,
+) -> Result<Option<String>, Error> {
+    Ok(Api::<Environment>::all(client.clone())
+        .get_opt(&environment.name_any())
+        .await?
+        .and_then(|live| live.status)
+        .and_then(|status| status.registry_pull_digest))
 }
 
 /// Keeps `namespace`'s copy of the shared pull credential the same as
@@ -276,13 +289,10 @@ pub async fn copy_pull_secret(client: &kube::Client, namespace: &str) -> Result<
 #[cfg(test)]
 mod tests {
     use berth_cluster::crd::{EnvType, EnvironmentSpec};
-    use berth_cluster::install::install_crds;
-    use berth_kube_standin::StandIn;
-    use k8s_openapi::api::core::v1::Namespace;
     use kube::api::PostParams;
 
     use super::*;
-    use crate::testing::client_of;
+    use crate::testing::cluster_with_namespace;
 
     /// A reconcile working from an Environment whose cached status is
     /// behind the status the last one wrote (no digest yet) keeps the
@@ -290,21 +300,8 @@ mod tests {
     /// already pulling with it.
     #[tokio::test]
     async fn a_stale_view_of_the_status_mints_no_new_pull_credential() {
-        let cluster = StandIn::start().await.expect("stand-in");
-        let client = client_of(&cluster).await;
-        install_crds(&client).await.expect("CRDs");
         let name = "shop-prod";
-        let namespace = Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some(name.to_owned()),
-                ..Default::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("namespace");
+        let (_cluster, client) = cluster_with_namespace(name).await;
         let environments = Api::<Environment>::all(client.clone());
         let stale = environments
             .create(

@@ -290,17 +290,14 @@ pub(crate) fn controllers(
 mod tests {
     use std::pin::pin;
 
-    use berth_cluster::install::install_crds;
     use berth_domain::app::{AppConfig, AppProcess};
-    use berth_kube_standin::StandIn;
     use berth_kube_standin::testing::wait_bound;
     use futures::Stream;
-    use k8s_openapi::api::core::v1::Namespace;
     use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
     use serde_json::json;
 
     use super::*;
-    use crate::testing::client_of;
+    use crate::testing::cluster_with_namespace;
 
     /// The next object the stream passes on (within the tests' one bound on
     /// a cluster's effects: a stream that passes nothing fails the test).
@@ -321,20 +318,7 @@ mod tests {
     /// change is the spec change's, carrying the status written before it.
     #[tokio::test]
     async fn only_a_spec_change_or_a_deletion_wakes_a_controller() {
-        let cluster = StandIn::start().await.expect("stand-in");
-        let client = client_of(&cluster).await;
-        install_crds(&client).await.expect("CRDs");
-        let namespace = Namespace {
-            metadata: kube::api::ObjectMeta {
-                name: Some("store-prod".to_owned()),
-                ..Default::default()
-            },
-            ..Namespace::default()
-        };
-        Api::<Namespace>::all(client.clone())
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("namespace");
+        let (_cluster, client) = cluster_with_namespace("store-prod").await;
         let (_cache, writer) = reflector::store();
         let mut changes = pin!(spec_changes(Api::<App>::all(client.clone()), writer));
         let apps: Api<App> = Api::namespaced(client.clone(), "store-prod");
