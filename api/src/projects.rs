@@ -16,6 +16,7 @@ use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{OrgName, ProjectName};
 use berth_domain::{ApiError, name_rules};
 use berth_records::projects::ProjectRecord;
+use berth_store::identity::Principal;
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
 pub const MAX_DESCRIPTION_LEN: usize = 1000;
@@ -35,12 +36,18 @@ fn record(project: &Project, environments: i32) -> ProjectRecord {
     }
 }
 
-/// The organization's projects, by name, each with its number of environments.
-pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<ProjectRecord>, ApiError> {
+/// The organization's projects, by name, each with its number of
+/// environments the caller reaches (one out of a scoped token's reach is
+/// as if it did not exist).
+pub async fn list(
+    client: &kube::Client,
+    caller: &Principal,
+) -> Result<Vec<ProjectRecord>, ApiError> {
+    let org = &caller.user.org;
     let projects = cluster_projects::list(client, org).await?;
     let environments = cluster_environments::list_of_org(client, org).await?;
     let mut counts: HashMap<&str, i32> = HashMap::new();
-    for environment in &environments {
+    for environment in reached(caller, &environments) {
         *counts.entry(environment.spec.project.as_str()).or_default() += 1;
     }
     let mut records: Vec<ProjectRecord> = projects
@@ -87,12 +94,22 @@ pub async fn identify(
 
 pub async fn get(
     client: &kube::Client,
-    org: &OrgName,
+    caller: &Principal,
     name: &ProjectName,
 ) -> Result<ProjectRecord, ApiError> {
-    let (project, environments) = with_environments(client, org, name).await?;
-    let count = i32::try_from(environments.len()).unwrap_or(i32::MAX);
-    Ok(record(&project, count))
+    let (project, environments) = with_environments(client, &caller.user.org, name).await?;
+    let count = reached(caller, &environments).count();
+    Ok(record(&project, i32::try_from(count).unwrap_or(i32::MAX)))
+}
+
+/// The environments the caller reaches.
+fn reached<'a>(
+    caller: &'a Principal,
+    environments: &'a [Environment],
+) -> impl Iterator<Item = &'a Environment> {
+    environments.iter().filter(|environment| {
+        caller.reaches_environment(&environment.spec.project, &environment.spec.name)
+    })
 }
 
 /// The organization's project of that name and its environments (two reads).

@@ -164,8 +164,7 @@ pub async fn put(
     body: &Value,
 ) -> Result<(PutOutcome, PutAnswer), ApiError> {
     let values = parse_data(body)?;
-    SecretName::parse(&path.secret).map_err(|e| e.at("secret"))?;
-    if let Some(why) = kept_by_berth(&path.secret) {
+    if let Some(why) = kept_by_berth(path.secret.as_str()) {
         return Err(ApiError::Conflict(format!(
             "the secret {} is {why}: choose another name",
             path.secret
@@ -228,7 +227,7 @@ async fn restart_readers(
     path: &SecretPath,
 ) -> Result<Vec<String>, ApiError> {
     let apps = cluster_apps::list(client, org, &path.environment_path()).await?;
-    let readers = referencing(&apps, &path.secret);
+    let readers = referencing(&apps, path.secret.as_str());
     let stamp = berth_domain::clock::now_precise();
     let mut restarted = Vec::new();
     for app in apps.iter().filter(|app| readers.contains(&app.name_any())) {
@@ -248,10 +247,6 @@ pub async fn delete(
     caller: &Principal,
     path: &SecretPath,
 ) -> Result<(), ApiError> {
-    // A name no secret can have names none; the cluster would refuse it as a URL.
-    if SecretName::parse(&path.secret).is_err() {
-        return Err(path.missing());
-    }
     let org = &caller.user.org;
     let environment = path.environment_path();
     cluster_environments::writable(client, org, &environment).await?;
@@ -262,7 +257,7 @@ pub async fn delete(
         return Err(ApiError::SecretNotManaged);
     }
     let apps = cluster_apps::list(client, org, &environment).await?;
-    let readers = referencing(&apps, &path.secret);
+    let readers = referencing(&apps, path.secret.as_str());
     if !readers.is_empty() {
         return Err(ApiError::Conflict(format!(
             "the secret {} is still used by the env or git_secret of: {}; remove those references first",
@@ -319,15 +314,16 @@ pub async fn check_references(
             "{field}: the secret {name} is {why}; apps cannot read it"
         )));
     }
-    let Some(&(_, first, _)) = references.first() else {
+    let Some((first_field, first, _)) = references.first() else {
         return Ok(());
     };
+    let first = *first;
     let namespace = path.namespace();
     let found: Vec<Secret> = if references.iter().all(|(_, name, _)| *name == first) {
         let secret_path = SecretPath {
             project: path.project.clone(),
             environment: path.environment.clone(),
-            secret: first.to_owned(),
+            secret: SecretName::parse(first).map_err(|invalid| invalid.at(first_field))?,
         };
         cluster_secrets::get(client, &secret_path)
             .await?

@@ -14,7 +14,7 @@ use crate::apps::hosts::HostRules;
 use crate::apps::service;
 use berth_cluster::crd::ReleaseReason;
 use berth_cluster::secrets as cluster_secrets;
-use berth_domain::names::AppName;
+use berth_domain::names::{AppName, SecretName};
 use berth_domain::paths::{AppPath, SecretPath, TemplatePath};
 use berth_domain::{ApiError, credentials};
 use berth_records::apps::body::CreateBody;
@@ -155,7 +155,7 @@ pub async fn deploy(
 ) -> Result<Deployed, ApiError> {
     let template = CATALOGUE
         .iter()
-        .find(|t| t.file.name == target.template)
+        .find(|t| t.file.name == target.template.as_str())
         .ok_or_else(|| {
             ApiError::NotFound(berth_domain::Missing::Template {
                 template: target.template.clone(),
@@ -170,7 +170,8 @@ pub async fn deploy(
     let secret_path = SecretPath {
         project: environment.project.clone(),
         environment: environment.environment.clone(),
-        secret: generated_secret_name(name.as_str()),
+        secret: SecretName::parse(&generated_secret_name(name.as_str()))
+            .map_err(|invalid| invalid.at("name"))?,
     };
     let path = AppPath::new(&environment, name);
     // The environment (writable), its Apps and the secret's name, at once.

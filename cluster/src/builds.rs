@@ -20,7 +20,8 @@ fn builds_namespace_missing() -> ApiError {
     ApiError::ClusterMisconfigured {
         detail: format!(
             "the namespace {BUILDS_NAMESPACE} where builds run is not there: apply \
-             infra/k8s (berth-admin cluster install)"
+             infra/k8s (`kubectl apply -k infra/k8s`, docs/deploy.md; `berth-admin cluster \
+             install` installs only the CRDs)"
         ),
         cause: format!("namespace {BUILDS_NAMESPACE} not found"),
     }

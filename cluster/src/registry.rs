@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
 
@@ -189,6 +189,33 @@ pub enum Credentials<'a> {
         push: &'a Credential,
         pull: Option<&'a Credential>,
     },
+}
+
+/// `ClusterMisconfigured` naming what is missing unless the namespaces the
+/// registry's settings and credentials live in are there: infra/k8s makes
+/// them (`kubectl apply -k`), not `berth-admin cluster install`, which
+/// installs only the CRDs. Asked before anything is written, so that a
+/// cluster without them is left as it was, and the table too.
+pub async fn check_namespaces(client: &kube::Client) -> Result<(), ApiError> {
+    let namespaces = Api::<Namespace>::all(client.clone());
+    let mut missing = Vec::new();
+    for name in [SYSTEM_NAMESPACE, BUILDS_NAMESPACE] {
+        if namespaces.get_opt(name).await?.is_none() {
+            missing.push(name);
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::ClusterMisconfigured {
+        detail: format!(
+            "the cluster has no namespace {}: apply infra/k8s first (`kubectl apply -k \
+             infra/k8s`, or your installation's kustomization, docs/deploy.md); `berth-admin \
+             cluster install` installs only the CRDs. Nothing was written",
+            missing.join(" and no namespace ")
+        ),
+        cause: format!("namespaces not found: {}", missing.join(", ")),
+    })
 }
 
 /// Writes the registry's ConfigMap and, when shared, the credentials

@@ -50,7 +50,10 @@ pub fn is_managed(secret: &Secret, org: &OrgName, environment: &EnvironmentPath)
 
 /// The secret of that name in the environment's namespace, whoever made it.
 pub async fn get(client: &kube::Client, path: &SecretPath) -> Result<Option<Secret>, ApiError> {
-    match api(client, &path.namespace()).get_opt(&path.secret).await {
+    match api(client, &path.namespace())
+        .get_opt(path.secret.as_str())
+        .await
+    {
         Ok(found) => Ok(found),
         // The namespace itself may be gone (a purged environment).
         Err(error) if is_not_found(&error) => Ok(None),
@@ -119,7 +122,7 @@ pub async fn try_create(
 ) -> Result<Option<Secret>, ApiError> {
     let secret = Secret {
         metadata: ObjectMeta {
-            name: Some(path.secret.clone()),
+            name: Some(path.secret.to_string()),
             namespace: Some(path.namespace()),
             labels: Some(labels(org, &path.environment_path())),
             ..ObjectMeta::default()

@@ -52,7 +52,7 @@ pub fn new_record_id() -> String {
     random_from(b"abcdefghijklmnopqrstuvwxyz0123456789", RECORD_ID_LEN)
 }
 
-const RECORD_ID_LEN: usize = 12;
+pub const RECORD_ID_LEN: usize = 12;
 
 /// A temporary password: 20 base62 characters (about 119 bits).
 pub fn new_temporary_password() -> String {

@@ -4,6 +4,9 @@
 use http::StatusCode;
 use serde::Serialize;
 
+use crate::ids::{RecordId, UserId};
+use crate::names::TemplateName;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
@@ -119,23 +122,28 @@ pub enum Missing {
         build: String,
     },
     Template {
-        template: String,
+        template: TemplateName,
     },
     Token {
-        token: String,
+        token: RecordId,
     },
     Member {
-        member: String,
+        member: UserId,
     },
     /// A member without a role in the project (`removeProjectMember`).
     ProjectMember {
         project: String,
-        member: String,
+        member: UserId,
     },
     /// A deploy token of a project, by id.
     DeployToken {
         project: String,
-        token: String,
+        token: RecordId,
+    },
+    /// A path whose `{param}` does not parse as what it must be (a token's
+    /// secret where its id belongs): the value is repeated nowhere.
+    Unparsed {
+        param: &'static str,
     },
     /// An app without a webhook (`getWebhook`, `deleteWebhook`).
     Webhook {
@@ -186,26 +194,10 @@ impl std::fmt::Display for Missing {
                  project `{project}`"
             ),
             Self::Template { template } => write!(f, "template `{template}` not found"),
-            // A token itself put where its id belongs is never repeated.
-            Self::Token { token } if token.starts_with(crate::credentials::TOKEN_PREFIX) => f
-                .write_str(
-                    "token not found: the path takes a token's id (from GET /api/v1/tokens), \
-                     not the token itself",
-                ),
             Self::Token { token } => write!(f, "token `{token}` not found"),
             Self::Member { member } => write!(f, "member `{member}` not found"),
             Self::ProjectMember { project, member } => {
                 write!(f, "member `{member}` has no role in project `{project}`")
-            }
-            // A token itself put where its id belongs is never repeated.
-            Self::DeployToken { project, token }
-                if token.starts_with(crate::credentials::DEPLOY_TOKEN_PREFIX) =>
-            {
-                write!(
-                    f,
-                    "deploy token not found in project `{project}`: the path takes a token's id \
-                     (from its list), not the token itself"
-                )
             }
             Self::DeployToken { project, token } => {
                 write!(f, "deploy token `{token}` not found in project `{project}`")
@@ -217,6 +209,16 @@ impl std::fmt::Display for Missing {
             } => write!(
                 f,
                 "app `{app}` in environment `{environment}` of project `{project}` has no webhook"
+            ),
+            Self::Unparsed { param } => write!(
+                f,
+                "no such resource: the path's {{{param}}} is not {}",
+                match *param {
+                    "token" => "a token's id (from its list; never the token itself)",
+                    "member" => "a user's id (from the list of members)",
+                    "build" => "a build's number",
+                    _ => "a name such a resource can have",
+                }
             ),
         }
     }

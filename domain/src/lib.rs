@@ -19,6 +19,7 @@ pub mod container_paths;
 pub mod credentials;
 pub mod error;
 pub mod git;
+pub mod ids;
 pub mod image;
 pub mod name_rules;
 pub mod names;

@@ -73,6 +73,7 @@ macro_rules! parsed_name {
         impl utoipa::ToSchema for $name {}
     };
 }
+pub(crate) use parsed_name;
 
 /// A DNS label of 1 to `max` characters: lowercase letters, digits and
 /// '-', ending with a letter or digit, and starting with one (RFC 1123) or
@@ -294,6 +295,12 @@ label_name!(
     NamespaceName = OBJECT_NAME
 );
 
+label_name!(
+    /// A template's name in the catalogue: a DNS label of 1 to 63
+    /// characters.
+    TemplateName = OBJECT_NAME
+);
+
 /// A secret's name: a DNS-1123 subdomain of 1 to 253 characters, that is
 /// dot-separated parts of lowercase letters, digits and '-', each starting and
 /// ending with a letter or digit (Kubernetes bounds only the whole length, not
@@ -426,6 +433,9 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
         entry::<VolumeName>(),
         entry::<NamespaceName>(),
         entry::<SecretName>(),
+        entry::<TemplateName>(),
+        entry::<super::ids::UserId>(),
+        entry::<super::ids::RecordId>(),
         entry::<EnvName>(),
         entry::<super::git::GitRef>(),
         entry::<super::git::GitRepo>(),

@@ -75,7 +75,7 @@ operations! {
     GetApp => "getApp", Needs(Read);
     // Beyond `app-operate`: `app-write` or `app-deploy`, by field (its rules).
     UpdateApp => "updateApp", Needs(AppOperate);
-    DeleteApp => "deleteApp", Needs(AppDeploy);
+    DeleteApp => "deleteApp", Needs(EnvWrite);
     GetAppLogs => "getAppLogs", Needs(Read);
     ListReleases => "listReleases", Needs(Read);
     RollbackApp => "rollbackApp", Needs(AppDeploy);

@@ -2,11 +2,17 @@
 //! (`/projects/{project}/environments/{environment}/apps/{app}`): one type
 //! per kind of place, parsed from the path (see `http::ObjectPath`), which
 //! is also its OpenAPI description (`IntoParams`).
+//!
+//! Every path parameter is a parsed value (a name or an id), never a
+//! string as sent: a value that does not parse names nothing, and is
+//! repeated nowhere — not in an answer, a log line or the audit log (a
+//! token's secret put where its id belongs stays the caller's).
 
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::names::{AppName, EnvironmentName, ProjectName, SecretName};
+use super::ids::{RecordId, UserId};
+use super::names::{AppName, EnvironmentName, ProjectName, SecretName, TemplateName};
 use crate::{ApiError, Missing};
 
 /// What every place inside an environment (its `project` and `environment`)
@@ -45,7 +51,7 @@ pub struct ProjectMemberPath {
     /// The project's name.
     pub project: ProjectName,
     /// The member's user id.
-    pub member: String,
+    pub member: UserId,
 }
 
 /// A project's deploy token: `/projects/{project}/tokens/{token}`.
@@ -55,7 +61,23 @@ pub struct DeployTokenPath {
     /// The project's name.
     pub project: ProjectName,
     /// The token's id.
-    pub token: String,
+    pub token: RecordId,
+}
+
+/// One of the caller's API tokens: `/tokens/{token}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TokenPath {
+    /// The token's id.
+    pub token: RecordId,
+}
+
+/// A member of the organization: `/members/{member}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MemberPath {
+    /// The member's user id.
+    pub member: UserId,
 }
 
 /// An environment of a project: `…/environments/{environment}`.
@@ -143,9 +165,9 @@ impl BuildPath {
     }
 }
 
-/// A secret of an environment: `…/secrets/{secret}`. The name is kept as
-/// the path gives it: what a name no secret can have means is the
-/// operation's to say (a new secret's name is `422`, one to delete `404`).
+/// A secret of an environment: `…/secrets/{secret}`. A name no secret can
+/// have is refused by `http::ObjectPath` (`422` for a new secret's, `404`
+/// otherwise).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct SecretPath {
@@ -154,8 +176,7 @@ pub struct SecretPath {
     /// The environment's short name.
     pub environment: EnvironmentName,
     /// A DNS subdomain.
-    #[param(value_type = SecretName)]
-    pub secret: String,
+    pub secret: SecretName,
 }
 
 impl SecretPath {
@@ -164,7 +185,7 @@ impl SecretPath {
         Self {
             project: environment.project.clone(),
             environment: environment.environment.clone(),
-            secret: secret.to_string(),
+            secret: secret.clone(),
         }
     }
 
@@ -172,7 +193,7 @@ impl SecretPath {
         ApiError::NotFound(Missing::Secret {
             project: self.project.to_string(),
             environment: self.environment.to_string(),
-            secret: self.secret.clone(),
+            secret: self.secret.to_string(),
         })
     }
 }
@@ -187,7 +208,7 @@ pub struct TemplatePath {
     /// The environment's short name.
     pub environment: EnvironmentName,
     /// The template's name (see `listTemplates`).
-    pub template: String,
+    pub template: TemplateName,
 }
 
 in_environment!(AppPath, SecretPath, TemplatePath);

@@ -13,6 +13,7 @@ use crate::{Item, Store, keys};
 use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials;
+use berth_domain::ids::RecordId;
 
 /// The hook item: what the receiver needs, in one read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -170,13 +171,13 @@ pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiE
     }
 }
 
-/// The hook of a receiver URL. Every id costs one read, a malformed one
-/// too (of a key no hook has), so that no answer's timing tells ids apart.
-pub async fn find(store: &Store, hook_id: &str) -> Result<Option<HookItem>, ApiError> {
-    let well_formed = credentials::valid_record_id(hook_id);
-    let key = hook_key(if well_formed { hook_id } else { "-" });
+/// The hook of a receiver URL (`None`: its id did not parse). Every id
+/// costs one read, a malformed one too (of a key no hook has), so that no
+/// answer's timing tells ids apart.
+pub async fn find(store: &Store, hook_id: Option<&RecordId>) -> Result<Option<HookItem>, ApiError> {
+    let key = hook_key(hook_id.map_or("-", RecordId::as_str));
     let found: Option<HookItem> = store.get_as(key).await?;
-    Ok(found.filter(|_| well_formed))
+    Ok(found.filter(|_| hook_id.is_some()))
 }
 
 /// The items that mark a delivery as seen: its id (when it has one) and

@@ -759,3 +759,67 @@ async fn the_apis_kubeconfig_is_stored_only_once_it_is_confined() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// `registry set` on a cluster where infra/k8s was never applied (only
+/// the CRDs, as `cluster install` leaves it): it says which namespaces are
+/// missing and how to make them, and writes nothing — neither the table's
+/// settings (`registry status` still says none) nor the cluster's (issue
+/// 45: it wrote half, then failed "not found: it was removed while the
+/// request ran").
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "needs a cluster without infra/k8s's namespaces (a second cluster, the stand-in's)"
+)]
+async fn registry_set_names_what_infra_k8s_makes_and_writes_nothing_without_it() {
+    let table = format!("cli-{}", uuid::Uuid::new_v4().simple());
+    let standin = berth_kube_standin::StandIn::start().await.unwrap();
+    let path = std::env::temp_dir().join(format!(
+        "berth-kubeconfig-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::write(&path, standin.kubeconfig_yaml()).unwrap();
+    let kubeconfig = path.to_str().unwrap().to_owned();
+    let (refused, status) = tokio::task::spawn_blocking(move || {
+        let created = admin(&table, &["create-table"]);
+        assert!(created.status.success(), "{}", stderr(&created));
+        let installed = admin(&table, &["cluster", "install", "--kubeconfig", &kubeconfig]);
+        assert!(installed.status.success(), "{}", stderr(&installed));
+        let refused = admin(
+            &table,
+            &[
+                "registry",
+                "set",
+                "--prefix",
+                "registry.example.com/berth",
+                "--server",
+                "registry.example.com",
+                "--kubeconfig",
+                &kubeconfig,
+            ],
+        );
+        let status = admin(&table, &["registry", "status", "--kubeconfig", &kubeconfig]);
+        (refused, status)
+    })
+    .await
+    .unwrap();
+    assert!(!refused.status.success(), "{}", stdout(&refused));
+    let said = stderr(&refused);
+    for needed in [
+        "berth-system",
+        "berth-builds",
+        "kubectl apply -k infra/k8s",
+        "installs only the CRDs",
+        "Nothing was written",
+    ] {
+        assert!(said.contains(needed), "{said}");
+    }
+    assert!(!said.contains("removed while the request ran"), "{said}");
+    assert!(status.status.success(), "{}", stderr(&status));
+    assert!(
+        stdout(&status).contains("not set"),
+        "nothing was stored: {}",
+        stdout(&status)
+    );
+    let _ = std::fs::remove_file(&path);
+}

@@ -327,7 +327,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
     );
     eventually("the App's status has its url", || async {
         let status = env.status("shop").await;
-        status.url.as_deref() == Some("https://shop.example.com")
+        status.url.as_deref() == Some("http://shop.example.com")
             && status.observed_generation == app.metadata.generation
             && status.reason.is_some()
     })

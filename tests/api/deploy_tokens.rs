@@ -114,6 +114,31 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
     .send()
     .await
     .assert_forbidden_saying("limited to deploy");
+    // A pipeline deploys and never destroys: deleting an app needs
+    // `env-write`, which its ceiling excludes (issue 45).
+    app.request(
+        Method::DELETE,
+        &format!("{base}/environments/staging/apps/web"),
+    )
+    .bearer(&token)
+    .send()
+    .await
+    .assert_forbidden_saying("env-write");
+    // Prod is as if it did not exist: not listed, not counted (issue 45).
+    let listed = app
+        .get(&format!("{base}/environments"))
+        .bearer(&token)
+        .send()
+        .await
+        .json();
+    let names: Vec<_> = (listed.as_array().unwrap().iter())
+        .map(|e| e["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("staging")]);
+    let counted = app.get(&base).bearer(&token).send().await.json();
+    assert_eq!(counted["environments"], 1);
+    let everything = app.get(&base).by(&app.owner).send().await.json();
+    assert_eq!(everything["environments"], 2);
     // No person's operations: no tokens, no password, no members.
     for (method, path) in [
         (Method::GET, "/api/v1/tokens"),
@@ -140,6 +165,7 @@ async fn a_deploy_token_deploys_to_its_environment_as_itself() {
         .map(|p| p["name"].clone())
         .collect();
     assert_eq!(names, [json!(project)]);
+    assert_eq!(listed[0]["environments"], 1, "prod is not counted");
 
     // Listed without its secret, revoked at once.
     let tokens = app

@@ -266,8 +266,15 @@ async fn not_found_names_what_is_missing() {
         ),
         (
             Method::DELETE,
+            "/api/v1/members/nosuchmember0000".into(),
+            "member `nosuchmember0000` not found".into(),
+        ),
+        // A value that cannot be an id is repeated nowhere (issue 45).
+        (
+            Method::DELETE,
             "/api/v1/members/nosuchmember".into(),
-            "member `nosuchmember` not found".into(),
+            "no such resource: the path's {member} is not a user's id (from the list of members)"
+                .into(),
         ),
         (
             Method::GET,

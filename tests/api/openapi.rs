@@ -365,3 +365,21 @@ fn a_quotas_storage_says_its_notation() {
         format!("^{}$", berth_domain::size::QUANTITY_NOTATION)
     );
 }
+
+/// What the server always sends is required in the description, `null`
+/// included: a certificate's `not_after` is `null` until one is issued,
+/// never absent (issue 45), so a generated client may read it unchecked.
+#[test]
+fn a_certificate_checks_fields_are_all_required() {
+    let document = document();
+    let check = &document["components"]["schemas"]["CertificateCheck"];
+    let mut properties: Vec<&str> = (check["properties"].as_object().unwrap().keys())
+        .map(String::as_str)
+        .collect();
+    let mut required: Vec<&str> = (check["required"].as_array().unwrap().iter())
+        .filter_map(Value::as_str)
+        .collect();
+    properties.sort_unstable();
+    required.sort_unstable();
+    assert_eq!(required, properties);
+}

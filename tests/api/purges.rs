@@ -195,10 +195,13 @@ impl Kept {
 
     async fn hook_stored(&self, app: &TestApp) -> bool {
         match self.hook_id() {
-            Some(id) => berth_store::hooks::find(&app.state.store, id)
-                .await
-                .expect("reading the hook")
-                .is_some(),
+            Some(id) => berth_store::hooks::find(
+                &app.state.store,
+                berth_domain::ids::RecordId::parse(id).ok().as_ref(),
+            )
+            .await
+            .expect("reading the hook")
+            .is_some(),
             None => false,
         }
     }

@@ -1203,3 +1203,141 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// A live secret of every kind — a session, a personal token, a deploy
+/// token, a registry password, a webhook's secret — sent as every path
+/// parameter of every operation (each call with one parameter replaced,
+/// the others naming what exists) is repeated nowhere: not in any answer,
+/// not in the audit log (the project's events are the organization's), not
+/// in the logs (issue 45). Every path parameter is parsed as the id or name
+/// it must be before anything reads it (`ObjectPath`, `scope::AuditName`).
+#[tokio::test]
+async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
+    crate::support::logs::capture();
+    let setup = Setup::start("berth-registry-path-secrets", |dir| {
+        let key = signing_key(dir, "current");
+        let bundle = bundle(dir, "bundle.pem", &[&key]);
+        (key, bundle)
+    })
+    .await;
+    let app = &setup.app;
+    let owner = &app.owner;
+    let acme = Tenant::new(&setup, owner).await;
+    let base = format!("/api/v1/projects/{}", acme.project);
+    let app_path = format!("{base}/environments/prod/apps/{}", acme.app);
+
+    let session = app.sign_in(&owner.email, crate::support::PASSWORD).await;
+    let personal = app
+        .post("/api/v1/tokens")
+        .by(owner)
+        .json(json!({ "name": "ci" }))
+        .send()
+        .await;
+    personal.assert_status(201);
+    let deploy = app
+        .deploy_token(&acme.project, json!({ "name": "ci" }))
+        .await;
+    let hook = app
+        .post(&format!("{app_path}/webhook"))
+        .by(owner)
+        .send()
+        .await;
+    hook.assert_status(201);
+    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
+    let registry_password = config["auths"][setup.registry.host()]["password"]
+        .as_str()
+        .expect("a registry password")
+        .to_owned();
+    let secrets = [
+        session,
+        owner.token.clone(),
+        personal.json()["token"].as_str().unwrap().to_owned(),
+        deploy.token.clone(),
+        registry_password,
+        hook.json()["secret"].as_str().unwrap().to_owned(),
+    ];
+    let hook_id = hook.json()["url"]
+        .as_str()
+        .and_then(|url| url.rsplit('/').next())
+        .unwrap()
+        .to_owned();
+    app.request(Method::PUT, &format!("{base}/environments/prod/secrets/db"))
+        .by(owner)
+        .json(json!({ "data": { "password": "kept" } }))
+        .send()
+        .await
+        .assert_status(201);
+    // What each parameter names when it is not the one replaced.
+    let existing = |param: &str| -> String {
+        match param {
+            "project" => acme.project.clone(),
+            "environment" => "prod".into(),
+            "app" => acme.app.clone(),
+            "secret" => "db".into(),
+            "template" => "nginx".into(),
+            "member" => owner.id.clone(),
+            "token" => deploy.id.clone(),
+            "build" => "1".into(),
+            "hook" => hook_id.clone(),
+            other => panic!("a path parameter this test does not know: {other}"),
+        }
+    };
+
+    let document: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut calls = 0;
+    for (template, item) in document["paths"].as_object().unwrap() {
+        let params: Vec<&str> = template
+            .split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split('}').next())
+            .collect();
+        for (method, _) in item.as_object().unwrap() {
+            let method: Method = method.to_uppercase().parse().unwrap();
+            for replaced in &params {
+                for secret in &secrets {
+                    let path = params.iter().fold(template.clone(), |path, param| {
+                        let value = if param == replaced {
+                            secret.clone()
+                        } else {
+                            existing(param)
+                        };
+                        path.replace(&format!("{{{param}}}"), &value)
+                    });
+                    let answer = app
+                        .request(method.clone(), &path)
+                        .by(owner)
+                        .json(json!({}))
+                        .send()
+                        .await;
+                    let text = format!("{:?} {}", answer.headers, answer.text());
+                    for secret in &secrets {
+                        assert!(
+                            !text.contains(secret.as_str()),
+                            "{method} {template} with a secret as {{{replaced}}} repeats it: {text}"
+                        );
+                    }
+                    calls += 1;
+                }
+            }
+        }
+    }
+    assert!(calls > 300, "every operation was called: {calls} calls");
+    let audit = format!(
+        "{:?}{:?}",
+        app.audit_events(&owner.org).await,
+        app.audit_events(berth_store::keys::SYSTEM_ORG).await
+    );
+    let logged = crate::support::logs::captured();
+    for secret in &secrets {
+        assert!(
+            !audit.contains(secret.as_str()),
+            "the audit log holds a secret"
+        );
+        assert!(!logged.contains(secret.as_str()), "the log holds a secret");
+    }
+}

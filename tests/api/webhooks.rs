@@ -372,9 +372,12 @@ async fn deleting_the_app_deletes_its_hook() {
         .assert_status(204);
     assert_unauthenticated(&hook.push(&app, "refs/heads/main", COMMIT).await);
     let hook_id = hook.url.rsplit('/').next().expect("an id");
-    let stored = berth_store::hooks::find(&app.state.store, hook_id)
-        .await
-        .expect("reading the hook");
+    let stored = berth_store::hooks::find(
+        &app.state.store,
+        berth_domain::ids::RecordId::parse(hook_id).ok().as_ref(),
+    )
+    .await
+    .expect("reading the hook");
     assert!(stored.is_none(), "the hook's item outlived its app");
 
     // An app made again under the name has no hook.

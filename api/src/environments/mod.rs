@@ -55,15 +55,19 @@ fn record(environment: &Environment) -> EnvironmentRecord {
     }
 }
 
+/// The project's environments the caller reaches (one out of a scoped
+/// token's reach is as if it did not exist).
 pub async fn list(
     client: &kube::Client,
-    org: &OrgName,
+    caller: &Principal,
     project: &ProjectName,
 ) -> Result<Vec<EnvironmentRecord>, ApiError> {
+    let org = &caller.user.org;
     cluster_projects::get_visible(client, org, project).await?;
     let mut records: Vec<_> = cluster_environments::list(client, org, project)
         .await?
         .iter()
+        .filter(|environment| caller.reaches_environment(project.as_str(), &environment.spec.name))
         .map(record)
         .collect();
     records.sort_by(|a, b| a.name.cmp(&b.name));

@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 
 use berth_domain::error::Missing;
-use berth_domain::names::OBJECT_NAME;
+use berth_domain::ids::{RecordId, UserId};
+use berth_domain::names::{AppName, EnvironmentName, ProjectName, SecretName, TemplateName};
 use berth_domain::scope::Reach;
 use berth_domain::{ApiError, Operation};
 use berth_records::object;
@@ -82,10 +83,14 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for Que
     }
 }
 
-/// Path parameters that name objects of the cluster (projects, environments,
-/// apps, templates). A value that cannot be such a name (a DNS label) names
-/// nothing: `404`, before the cluster is asked, which would refuse it as a
-/// URL or a label selector.
+/// A path's parameters, each parsed as what it must be (a name, an id, a
+/// number: `berth_domain::paths`), the one way a handler reads its path.
+/// A value that does not parse names nothing: `404` before anything is
+/// asked (the cluster would refuse it as a URL or a label selector; the
+/// table would make it a key), or `422` for the name of a secret `PUT`
+/// would make. A value that does not parse is repeated nowhere — not in
+/// the answer, a log line or the audit log — since it may be anything, a
+/// token's secret put where its id belongs among them.
 #[derive(Debug)]
 pub struct ObjectPath<T>(pub T);
 
@@ -97,66 +102,72 @@ where
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = RawPathParams::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::NotFound(Missing::Route))?;
-        // A secret's name is the rules of `secrets`' own: a new one that
-        // breaks them is 422, one to delete 404. Members and tokens are
-        // named by ids, which their handlers look up.
-        let possible = raw.iter().all(|(name, value)| {
-            matches!(name, "secret" | "member" | "token") || OBJECT_NAME.holds(value)
-        });
-        if !possible {
-            return Err(ApiError::NotFound(missing_named_by(&raw)));
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(value)) => Ok(Self(value)),
+            Err(_) => {
+                let raw = RawPathParams::from_request_parts(parts, state)
+                    .await
+                    .map_err(|_| ApiError::NotFound(Missing::Route))?;
+                Err(refusal(&raw, &parts.method))
+            }
         }
-        let Path(value) = Path::<T>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::NotFound(missing_named_by(&raw)))?;
-        Ok(Self(value))
     }
 }
 
-/// What a path that names no object names, in the words every other 404 uses.
-fn missing_named_by(raw: &RawPathParams) -> Missing {
-    let param = |wanted: &str| {
-        raw.iter()
-            .find(|(name, _)| *name == wanted)
-            .map(|(_, value)| value.to_owned())
+/// What a path that does not parse is answered: the first parameter that
+/// does not parse, by its name only; a secret's name that `PUT` would make
+/// breaks the rule of new names (`422`, as a body's field would).
+fn refusal(raw: &RawPathParams, method: &axum::http::Method) -> ApiError {
+    let rule = |name: &str, value: &str| -> Option<Result<(), berth_domain::Invalid>> {
+        Some(match name {
+            "project" => ProjectName::parse(value).map(drop),
+            "environment" => EnvironmentName::parse(value).map(drop),
+            "app" => AppName::parse(value).map(drop),
+            "secret" => SecretName::parse(value).map(drop),
+            "template" => TemplateName::parse(value).map(drop),
+            "member" => UserId::parse(value).map(drop),
+            "token" => RecordId::parse(value).map(drop),
+            "build" => match value.parse::<i64>() {
+                Ok(1..) => Ok(()),
+                _ => Err(berth_domain::Invalid::new("must be a build's number")),
+            },
+            _ => return None,
+        })
     };
-    match (
-        param("project"),
-        param("environment"),
-        param("app"),
-        param("secret"),
-        param("template"),
-    ) {
-        // A build's id is its number: anything else names none of them.
-        (Some(project), Some(environment), Some(app), _, _) if param("build").is_some() => {
-            Missing::Build {
-                project,
-                environment,
-                app,
-                build: param("build").unwrap_or_default(),
-            }
+    let unparsed = raw
+        .iter()
+        .find_map(|(name, value)| match rule(name, value) {
+            Some(Ok(())) => None,
+            Some(Err(invalid)) => Some((name, invalid)),
+            None => Some((name, berth_domain::Invalid::new(""))),
+        });
+    match unparsed {
+        // The rule says what a name must be, never what was sent.
+        Some(("secret", invalid)) if method == axum::http::Method::PUT => {
+            ApiError::ValidationFailed(format!("secret (the path's name) {invalid}"))
         }
-        (Some(project), Some(environment), Some(app), _, _) => Missing::App {
-            project,
-            environment,
-            app,
-        },
-        (Some(project), Some(environment), None, Some(secret), _) => Missing::Secret {
-            project,
-            environment,
-            secret,
-        },
-        (Some(project), Some(environment), None, None, _) => {
-            Missing::environment(&project, &environment)
-        }
-        (Some(project), None, ..) => Missing::project(&project),
-        (None, _, _, _, Some(template)) => Missing::Template { template },
-        _ => Missing::Route,
+        Some((name, _)) => ApiError::NotFound(Missing::Unparsed {
+            param: PATH_PARAMS
+                .iter()
+                .find(|param| **param == name)
+                .copied()
+                .unwrap_or("path"),
+        }),
+        None => ApiError::NotFound(Missing::Route),
     }
 }
+
+/// Every path parameter of the API, by name.
+const PATH_PARAMS: [&str; 8] = [
+    "project",
+    "environment",
+    "app",
+    "secret",
+    "template",
+    "member",
+    "token",
+    "build",
+];
 
 /// An optional JSON body: nothing sent is `None`, with or without a content
 /// type (as curl and generated clients send a body-less request); anything
@@ -404,13 +415,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 };
                 let needs = operation.and_then(Operation::minimum_permission);
                 let caller = match param("project") {
-                    Some(project) => {
-                        let place = Place {
-                            project,
-                            environment: param("environment"),
-                        };
-                        in_project(parts, principal, &place, needs).await?
-                    }
+                    Some(project) => match Place::parse(&project, param("environment")) {
+                        Ok(place) => in_project(parts, principal, &place, needs).await?,
+                        // Names nothing: the handler's `ObjectPath` says so to
+                        // every caller; a limited one is told here, before its
+                        // reach is looked at, in the same words.
+                        Err(param) if principal.limited_to_projects() => {
+                            return Err(ApiError::NotFound(Missing::Unparsed { param }));
+                        }
+                        Err(_) => principal,
+                    },
                     None if principal.limited_to_projects() => {
                         outside_projects(&principal, operation)?;
                         return Ok(Caller(principal));
@@ -432,8 +446,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// Where a request acts, by its path.
 struct Place {
-    project: String,
-    environment: Option<String>,
+    project: ProjectName,
+    environment: Option<EnvironmentName>,
+}
+
+impl Place {
+    /// The place a path names; the parameter that does not parse, if one
+    /// does not.
+    fn parse(project: &str, environment: Option<String>) -> Result<Self, &'static str> {
+        Ok(Self {
+            project: ProjectName::parse(project).map_err(|_| "project")?,
+            environment: environment
+                .map(|environment| EnvironmentName::parse(&environment))
+                .transpose()
+                .map_err(|_| "environment")?,
+        })
+    }
 }
 
 /// The operations a caller limited to projects (a scoped token, a member
@@ -483,11 +511,7 @@ async fn in_project(
     place: &Place,
     needs: Option<berth_domain::Permission>,
 ) -> Result<Arc<Principal>, ApiError> {
-    let missing = || {
-        ApiError::NotFound(Missing::Project {
-            project: place.project.clone(),
-        })
-    };
+    let missing = || ApiError::NotFound(Missing::project(place.project.as_str()));
     if let Some(scope) = &principal.scope {
         let limited_to = || {
             format!(
@@ -497,14 +521,16 @@ async fn in_project(
         };
         match berth_domain::scope::reach(
             &scope.entries,
-            &place.project,
-            place.environment.as_deref(),
+            place.project.as_str(),
+            place.environment.as_ref().map(EnvironmentName::as_str),
         ) {
             Reach::OutsideProject => return Err(missing()),
             Reach::OutsideEnvironment => {
                 return Err(ApiError::NotFound(Missing::Environment {
-                    project: place.project.clone(),
-                    environment: place.environment.clone().unwrap_or_default(),
+                    project: place.project.to_string(),
+                    environment: (place.environment.as_ref())
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
                 }));
             }
             Reach::ProjectOfLimitedEntry if needs != Some(berth_domain::Permission::Read) => {
@@ -516,7 +542,7 @@ async fn in_project(
             Reach::ProjectOfLimitedEntry | Reach::Inside => {}
         }
     }
-    let grant = principal.grant_named(&place.project).cloned();
+    let grant = principal.grant_named(place.project.as_str()).cloned();
     let member_only = principal.user.role == berth_domain::Role::Member;
     if grant.is_none() && member_only {
         return Err(missing());
@@ -524,7 +550,7 @@ async fn in_project(
     if grant.is_none() && principal.scope.is_none() {
         return Ok(principal);
     }
-    let Some(project) = read_project(parts, &principal, &place.project).await? else {
+    let Some(project) = read_project(parts, &principal, place.project.as_str()).await? else {
         // Its handler says it is missing, in its own words; a member
         // without an organization role learns no more.
         return if member_only {

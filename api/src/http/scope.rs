@@ -7,7 +7,14 @@ use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 use berth_domain::Operation;
-use berth_domain::names::OrgName;
+use berth_domain::ids::{RecordId, UserId};
+use berth_domain::names::{
+    AppName, DeployTokenName, OrgName, ProjectName, SecretName, TemplateName,
+};
+use berth_domain::paths::{BuildPath, EnvironmentPath};
+use berth_domain::registry::RegistryUser;
+use berth_records::members::MemberRecord;
+use berth_records::tokens::TokenRecord;
 use berth_store::identity::User;
 
 tokio::task_local! {
@@ -89,9 +96,80 @@ pub fn note_operation(operation: Operation) {
     with_notes(|notes| notes.operation = Some(operation));
 }
 
+/// What an audit event may name as a call's target: a value parsed as what
+/// it must be (a name, an id, a path), or a record Berth made — never a
+/// string as a caller sent it, which could be anything (a token's secret
+/// put where its id belongs). The compiler holds every call to it.
+pub trait AuditName {
+    fn audit_name(&self) -> String;
+}
+
+/// Values whose text is their audit name.
+macro_rules! audited_as_text {
+    ($($name:ty),+) => {$(
+        impl AuditName for $name {
+            fn audit_name(&self) -> String {
+                self.to_string()
+            }
+        }
+    )+};
+}
+
+audited_as_text!(
+    ProjectName,
+    AppName,
+    SecretName,
+    TemplateName,
+    DeployTokenName,
+    UserId,
+    RecordId
+);
+
+/// An environment: its namespace (`{project}-{environment}`).
+impl AuditName for EnvironmentPath {
+    fn audit_name(&self) -> String {
+        self.namespace()
+    }
+}
+
+/// A build: `{app}/{build}`.
+impl AuditName for BuildPath {
+    fn audit_name(&self) -> String {
+        format!("{}/{}", self.app, self.build)
+    }
+}
+
+/// A registry credential: its user name.
+impl AuditName for RegistryUser {
+    fn audit_name(&self) -> String {
+        self.username()
+    }
+}
+
+/// A token Berth made: its id.
+impl AuditName for TokenRecord {
+    fn audit_name(&self) -> String {
+        self.id.clone()
+    }
+}
+
+/// A member Berth made: its id.
+impl AuditName for MemberRecord {
+    fn audit_name(&self) -> String {
+        self.id.clone()
+    }
+}
+
+/// An account: its id, as the table holds it.
+impl AuditName for User {
+    fn audit_name(&self) -> String {
+        self.id.clone()
+    }
+}
+
 /// Names what the call acts on, for its audit event.
-pub fn audit_target(kind: &str, name: impl Into<String>) {
-    let name = name.into();
+pub fn audit_target(kind: &str, name: &impl AuditName) {
+    let name = name.audit_name();
     with_notes(|notes| notes.target = Some((kind.to_owned(), name)));
 }
 

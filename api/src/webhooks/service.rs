@@ -15,6 +15,7 @@ use berth_cluster::apps::{self as cluster_apps, history_of};
 use berth_cluster::build_queue::{self, Asked, Pushed};
 use berth_cluster::crd::App;
 use berth_domain::git::GitRef;
+use berth_domain::ids::RecordId;
 use berth_domain::names::{AppName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::paths::AppPath;
 use berth_domain::{ApiError, Missing};
@@ -155,7 +156,7 @@ async fn gone(store: &Store, client: &kube::Client, app: &App, hook_id: &str) {
 /// hook's in the system partition, as every call without an organization).
 pub async fn receive(
     state: &AppState,
-    hook_id: &str,
+    hook_id: Option<&RecordId>,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Received, ApiError> {
@@ -181,7 +182,7 @@ pub async fn receive(
         .map_err(|e| ApiError::Internal(format!("a stored hook's organization: {e}")))?;
     scope::audit_org(org.clone());
     scope::audit_project(path.project.as_str());
-    scope::audit_target("app", path.app.to_string());
+    scope::audit_target("app", &path.app);
     let (true, Some(delivery)) = (signed, delivery) else {
         return Err(ApiError::Unauthenticated);
     };

@@ -127,7 +127,8 @@ pub struct Rendered {
     pub ingress: Option<Ingress>,
     /// Not owned by the App: a volume's data outlives the app.
     pub claims: Vec<PersistentVolumeClaim>,
-    /// `https://` and the app's first host, when it has one.
+    /// The app's first host, when it has one: `https://` once its
+    /// certificate serves it, `http://` before and without one.
     pub url: Option<String>,
 }
 
@@ -196,12 +197,21 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
 
     let hosts = served_hosts(context, domains, settings);
     rendered.ingress = ingress(context, settings, &hosts, certificates);
-    // Only where the Ingress sends requests somewhere; a wildcard is no address.
+    // Only where the Ingress sends requests somewhere; a wildcard is no
+    // address. `https` only once the host has its certificate: before, or
+    // with none to have, it is served over plain HTTP.
     rendered.url = rendered
         .ingress
         .as_ref()
         .and_then(|_| hosts.iter().find(|served| !served.host.starts_with('*')))
-        .map(|served| format!("https://{}", served.host));
+        .map(|served| {
+            let scheme = if served.certified(certificates) {
+                "https"
+            } else {
+                "http"
+            };
+            format!("{scheme}://{}", served.host)
+        });
     rendered
 }
 
@@ -1064,9 +1074,10 @@ mod tests {
         let backend = path.backend.service.as_ref().unwrap();
         assert_eq!(backend.name, "shop-web");
         assert_eq!(backend.port.as_ref().unwrap().number, Some(8080));
+        // No certificate: served over plain HTTP (issue 45).
         assert_eq!(
             rendered.url.as_deref(),
-            Some("https://shop--prod--store.apps.example.net")
+            Some("http://shop--prod--store.apps.example.net")
         );
     }
 
@@ -1335,7 +1346,7 @@ mod tests {
                 "shop--prod--store.apps.example.net"
             ]
         );
-        assert_eq!(rendered.url.as_deref(), Some("https://shop.example.com"));
+        assert_eq!(rendered.url.as_deref(), Some("http://shop.example.com"));
     }
 
     #[test]
@@ -1350,7 +1361,13 @@ mod tests {
             ..settings()
         };
         let ingress_of = |rendered: Rendered| rendered.ingress.unwrap();
-        let ingress = ingress_of(render(&app, &settings).unwrap());
+        let pending = render(&app, &settings).unwrap();
+        assert_eq!(
+            pending.url.as_deref(),
+            Some("http://shop.example.com"),
+            "plain HTTP while its certificate is pending (issue 45)"
+        );
+        let ingress = ingress_of(pending);
         let annotations = ingress.metadata.annotations.clone().unwrap();
         assert_eq!(annotations[tls::CLUSTER_ISSUER_ANNOTATION], "letsencrypt");
         assert_eq!(annotations[tls::NGINX_SSL_REDIRECT], "false");
@@ -1394,7 +1411,9 @@ mod tests {
         };
         let found = [issued("shop.example.com"), issued("www.example.com")];
         let checked = CheckedApp::of(&app).unwrap().with_certificates(&found);
-        let ingress = ingress_of(super::render(&checked, &settings));
+        let rendered = super::render(&checked, &settings);
+        assert_eq!(rendered.url.as_deref(), Some("https://shop.example.com"));
+        let ingress = ingress_of(rendered);
         assert_eq!(
             ingress.metadata.annotations.unwrap()[tls::NGINX_SSL_REDIRECT],
             "true"

@@ -222,7 +222,7 @@ impl ServedHost {
 
     /// Whether the host has its certificate: the operator's always do; one
     /// from the issuer once the controller found it issued.
-    fn certified(&self, findings: &[CertificateFinding]) -> bool {
+    pub fn certified(&self, findings: &[CertificateFinding]) -> bool {
         match &self.certificate {
             HostCertificate::NotServed | HostCertificate::None => false,
             HostCertificate::IngressDefault | HostCertificate::Operator { .. } => true,

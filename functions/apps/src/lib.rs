@@ -87,7 +87,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 
 /// The path of one app, noted as the call's audit target.
 fn app_path(path: AppPath) -> AppPath {
-    scope::audit_target("app", path.app.to_string());
+    scope::audit_target("app", &path.app);
     path
 }
 
@@ -105,7 +105,7 @@ async fn list_apps(
     caller: Caller,
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<AppRecord>>, ApiError> {
-    scope::audit_target("environment", environment.namespace());
+    scope::audit_target("environment", &environment);
     let client = state.cluster.client().await?;
     Ok(Json(service::list(&client, &caller, &environment).await?))
 }
@@ -139,7 +139,7 @@ async fn create_app(
     ApiError,
 > {
     if let Ok(name) = AppName::parse(&body.name) {
-        scope::audit_target("app", name.into_inner());
+        scope::audit_target("app", &name);
     }
     let client = state.cluster.client().await?;
     let created = service::create(

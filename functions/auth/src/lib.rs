@@ -67,7 +67,7 @@ async fn login(
     let attempt =
         login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
     if let Some(account) = &attempt.account {
-        scope::audit_target("user", account.id.clone());
+        scope::audit_target("user", account);
     }
     scope::audit_login(attempt.account, attempt.outcome.is_ok());
     let (user, session) = attempt.outcome?;
@@ -90,7 +90,7 @@ async fn logout(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<impl IntoResponse, ApiError> {
-    scope::audit_target("user", caller.user.id.clone());
+    scope::audit_target("user", &caller.user);
     if let Credential::Session { digest } = &caller.credential {
         sessions::delete(&state.store, &caller.user.id, digest).await?;
     }
@@ -127,7 +127,7 @@ async fn change_password(
     caller: Caller,
     JsonBody(body): JsonBody<PasswordChange>,
 ) -> Result<Json<PasswordChanged>, ApiError> {
-    scope::audit_target("user", caller.user.id.clone());
+    scope::audit_target("user", &caller.user);
     caller.require_owners_rights("change the password")?;
     login::change_password(
         &state.store,

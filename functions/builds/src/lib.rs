@@ -82,14 +82,14 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 
 /// The path of one app, noted as the call's audit target.
 fn app_path(path: AppPath) -> AppPath {
-    scope::audit_target("app", path.app.to_string());
+    scope::audit_target("app", &path.app);
     path
 }
 
 /// The path of one build, noted as the call's audit target
 /// (`{app}/{build}`).
 fn build_path(path: BuildPath) -> BuildPath {
-    scope::audit_target("build", format!("{}/{}", path.app, path.build));
+    scope::audit_target("build", &path);
     path
 }
 
@@ -131,7 +131,15 @@ async fn create_build(
         .transpose()?;
     let client = state.cluster.client().await?;
     let build = service::create(&client, &caller, &path, requested_ref).await?;
-    scope::audit_target("build", format!("{}/{}", path.app, build.id));
+    scope::audit_target(
+        "build",
+        &BuildPath {
+            project: path.project.clone(),
+            environment: path.environment.clone(),
+            app: path.app.clone(),
+            build: build.id,
+        },
+    );
     let location = format!(
         "/api/v1/projects/{}/environments/{}/apps/{}/builds/{}",
         path.project, path.environment, path.app, build.id

@@ -14,6 +14,7 @@ use berth_api::http::{Caller, ObjectPath};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::{self, Received};
 use berth_domain::ApiError;
+use berth_domain::ids::RecordId;
 use berth_domain::paths::AppPath;
 use berth_records::builds::BuildRecord;
 use berth_records::webhooks::{CreatedWebhook, IgnoredDelivery, WebhookRecord};
@@ -26,7 +27,7 @@ use super::app_path;
 #[allow(dead_code)]
 struct HookPath {
     /// The hook's id, from its `url`.
-    hook: String,
+    hook: RecordId,
 }
 
 /// What the receiver can answer besides its successes: `401` for every
@@ -150,9 +151,13 @@ pub async fn receive_webhook(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    // Parsed here, and answered as an unknown hook when it does not parse
+    // (the same `401`, after the same work): `ObjectPath`'s `404` would
+    // tell ids apart.
+    let hook = RecordId::parse(&hook).ok();
     let body = body.map_err(|error| berth_api::http::extract::bytes_rejection(&error))?;
     Ok(
-        match service::receive(&state, &hook, &headers, &body).await? {
+        match service::receive(&state, hook.as_ref(), &headers, &body).await? {
             Received::Ignored(ignored) => {
                 (StatusCode::OK, Json(IgnoredDelivery { ignored })).into_response()
             }

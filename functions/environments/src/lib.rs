@@ -57,11 +57,9 @@ async fn list_environments(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
-    Ok(Json(
-        environments::list(&client, &caller.user.org, &project).await?,
-    ))
+    Ok(Json(environments::list(&client, &caller, &project).await?))
 }
 
 /// Create an environment
@@ -189,5 +187,5 @@ async fn restore_environment(
 
 /// Environments are audited by their cluster name, `{project}-{environment}`.
 fn audit_environment(path: &EnvironmentPath) {
-    scope::audit_target("environment", path.namespace());
+    scope::audit_target("environment", path);
 }

@@ -1,11 +1,12 @@
 //! The `members` function: the caller's organization and its roles.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, scope};
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_domain::paths::MemberPath;
 use berth_domain::{ApiError, Operation, Role};
 use berth_records::members::{Invitation, RoleChange};
 use berth_records::members::{MemberRecord, NewMember};
@@ -34,15 +35,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::RemoveMember => vec![conflict],
         _ => Vec::new(),
     }
-}
-
-/// `/api/v1/members/{member}`.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Path)]
-#[allow(dead_code)]
-struct MemberPath {
-    /// The member's user id.
-    member: String,
 }
 
 fn parse_role(role: &str) -> Result<Role, ApiError> {
@@ -88,7 +80,7 @@ async fn invite_member(
     let role = parse_role(&body.role)?;
     let invited =
         members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
-    scope::audit_target("member", invited.member.id.clone());
+    scope::audit_target("member", &invited.member);
     Ok((StatusCode::CREATED, Json(invited)))
 }
 
@@ -105,13 +97,13 @@ async fn invite_member(
 async fn update_member(
     State(state): State<AppState>,
     caller: Caller,
-    Path(member_id): Path<String>,
+    ObjectPath(MemberPath { member }): ObjectPath<MemberPath>,
     JsonBody(body): JsonBody<RoleChange>,
 ) -> Result<Json<MemberRecord>, ApiError> {
-    audit_member(&member_id);
+    scope::audit_target("member", &member);
     let role = parse_role(&body.role)?;
     Ok(Json(
-        members::change_role(&state.store, &caller, &member_id, role).await?,
+        members::change_role(&state.store, &caller, &member, role).await?,
     ))
 }
 
@@ -127,16 +119,9 @@ async fn update_member(
 async fn remove_member(
     State(state): State<AppState>,
     caller: Caller,
-    Path(member_id): Path<String>,
+    ObjectPath(MemberPath { member }): ObjectPath<MemberPath>,
 ) -> Result<StatusCode, ApiError> {
-    audit_member(&member_id);
-    members::remove(&state.store, &caller, &member_id).await?;
+    scope::audit_target("member", &member);
+    members::remove(&state.store, &caller, &member).await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Members are audited by their id, when the path holds one.
-fn audit_member(member_id: &str) {
-    if berth_domain::credentials::valid_user_id(member_id) {
-        scope::audit_target("member", member_id.to_owned());
-    }
 }

@@ -29,7 +29,7 @@ pub async fn list_project_audit_events(
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let (limit, before) = query.checked()?;
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;

@@ -27,7 +27,7 @@ pub async fn list_deploy_tokens(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<DeployTokenRecord>>, ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;
     let tokens = deploy_tokens::list(&state.store, &project.uid).await?;
@@ -56,7 +56,7 @@ pub async fn create_deploy_token(
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<NewDeployToken>,
 ) -> Result<(StatusCode, Json<CreatedDeployToken>), ApiError> {
-    scope::audit_target("deploy-token", body.name.to_string());
+    scope::audit_target("deploy-token", &body.name);
     refuse_deploy_tokens(&caller)?;
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;
@@ -78,7 +78,7 @@ pub async fn delete_deploy_token(
     caller: Caller,
     ObjectPath(path): ObjectPath<DeployTokenPath>,
 ) -> Result<StatusCode, ApiError> {
-    scope::audit_target("deploy-token", path.token.clone());
+    scope::audit_target("deploy-token", &path.token);
     refuse_deploy_tokens(&caller)?;
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &path.project).await?;

@@ -72,7 +72,7 @@ async fn list_projects(
     caller: Caller,
 ) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
     let client = state.cluster.client().await?;
-    let mut records = projects::list(&client, &caller.user.org).await?;
+    let mut records = projects::list(&client, &caller).await?;
     records.retain(|record| {
         caller.sees_project(
             &record.name,
@@ -105,8 +105,8 @@ async fn create_project(
     ),
     ApiError,
 > {
-    if ProjectName::parse(&body.name).is_ok() {
-        scope::audit_target("project", body.name.clone());
+    if let Ok(name) = ProjectName::parse(&body.name) {
+        scope::audit_target("project", &name);
     }
     let new = NewProject {
         name: body.name,
@@ -139,11 +139,9 @@ async fn get_project(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<ProjectRecord>, ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
-    Ok(Json(
-        projects::get(&client, &caller.user.org, &project).await?,
-    ))
+    Ok(Json(projects::get(&client, &caller, &project).await?))
 }
 
 /// Delete a project
@@ -161,7 +159,7 @@ async fn delete_project(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
     let identity = projects::identify(&client, &caller.user.org, &project).await?;
     let deleted = projects::delete(&client, &caller.user.org, &project).await?;

@@ -30,7 +30,7 @@ pub async fn list_project_members(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
 ) -> Result<Json<Vec<ProjectMemberRecord>>, ApiError> {
-    scope::audit_target("project", project.to_string());
+    scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;
     Ok(Json(
@@ -58,7 +58,7 @@ pub async fn set_project_member(
     ObjectPath(path): ObjectPath<ProjectMemberPath>,
     JsonBody(body): JsonBody<ProjectRoleChange>,
 ) -> Result<Json<ProjectMemberRecord>, ApiError> {
-    scope::audit_target("member", path.member.clone());
+    scope::audit_target("member", &path.member);
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &path.project).await?;
     Ok(Json(
@@ -87,7 +87,7 @@ pub async fn remove_project_member(
     caller: Caller,
     ObjectPath(path): ObjectPath<ProjectMemberPath>,
 ) -> Result<StatusCode, ApiError> {
-    scope::audit_target("member", path.member.clone());
+    scope::audit_target("member", &path.member);
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &path.project).await?;
     project_roles::revoke(&state.store, &caller, &path.member, project.granted()).await?;

@@ -336,7 +336,7 @@ async fn issue(
     {
         audit::audit_org(org);
     }
-    audit::audit_target("registry_credential", user.username());
+    audit::audit_target("registry_credential", &user);
     let Some(reach) = checked.reach else {
         tracing::info!(registry_user = %user.username(), org = ?checked.org, outcome = "denied",
             "registry token");

@@ -12,7 +12,6 @@ use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome};
-use berth_domain::names::SecretName;
 use berth_domain::paths::{EnvironmentPath, SecretPath};
 use berth_domain::{ApiError, Operation};
 use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
@@ -53,9 +52,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
 
 /// The path of one secret, noted as the call's audit target.
 fn secret_path(path: SecretPath) -> SecretPath {
-    if let Ok(name) = SecretName::parse(&path.secret) {
-        scope::audit_target("secret", name.into_inner());
-    }
+    scope::audit_target("secret", &path.secret);
     path
 }
 
@@ -73,7 +70,7 @@ async fn list_secrets(
     caller: Caller,
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
 ) -> Result<Json<Vec<SecretSummary>>, ApiError> {
-    scope::audit_target("environment", environment.namespace());
+    scope::audit_target("environment", &environment);
     let client = state.cluster.client().await?;
     Ok(Json(secrets::list(&client, &caller, &environment).await?))
 }

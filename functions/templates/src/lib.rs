@@ -90,7 +90,7 @@ async fn deploy_template(
     ObjectPath(path): ObjectPath<TemplatePath>,
     body: Option<JsonBody<DeployBody>>,
 ) -> Result<(StatusCode, Json<Deployed>), ApiError> {
-    scope::audit_target("template", path.template.clone());
+    scope::audit_target("template", &path.template);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let client = state.cluster.client().await?;
     let deployed = templates::deploy(

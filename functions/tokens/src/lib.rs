@@ -1,11 +1,12 @@
 //! The `tokens` function: the caller's personal API tokens.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, scope};
+use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_domain::paths::TokenPath;
 use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 use berth_store::identity::{Credential, tokens};
@@ -21,15 +22,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::CreateToken => vec![ApiError::ValidationFailed(String::new())],
         _ => Vec::new(),
     }
-}
-
-/// `/api/v1/tokens/{token}`.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Path)]
-#[allow(dead_code)]
-struct TokenPath {
-    /// The token's id.
-    token: String,
 }
 
 /// List API tokens
@@ -90,7 +82,7 @@ async fn create_token(
         body.scope,
     )
     .await?;
-    scope::audit_target("token", created.record.id.clone());
+    scope::audit_target("token", &created.record);
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -106,14 +98,11 @@ async fn create_token(
 async fn delete_token(
     State(state): State<AppState>,
     caller: Caller,
-    Path(token_id): Path<String>,
+    ObjectPath(TokenPath { token: token_id }): ObjectPath<TokenPath>,
 ) -> Result<StatusCode, ApiError> {
-    // Only an id is recorded: a token put in its place is a secret.
-    if berth_domain::credentials::valid_record_id(&token_id) {
-        scope::audit_target("token", token_id.clone());
-    }
+    scope::audit_target("token", &token_id);
     // A limited token may revoke itself (a leaked CI token), no other.
-    let itself = matches!(&caller.credential, Credential::Token { id } if *id == token_id);
+    let itself = matches!(&caller.credential, Credential::Token { id } if id == token_id.as_str());
     if !itself {
         caller.require_owners_rights("revoke other tokens")?;
     }

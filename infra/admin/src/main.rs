@@ -340,6 +340,7 @@ async fn set_registry(
         .map(|settings| settings.shared)
         .unwrap_or_default();
     let client = administrator(kubeconfig, context.as_deref(), state).await?;
+    registry::check_namespaces(&client).await?;
     let accepted = match &given {
         Some((push, pull)) => {
             let digest = |credential: &Credential, push: bool| SharedCredential {

@@ -186,7 +186,9 @@ pub struct DomainCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CertificateCheck {
     pub state: CertificateState,
-    /// When the certificate ends (RFC 3339), once one is issued.
+    /// When the certificate ends (RFC 3339), once one is issued; always
+    /// sent (`null` until then).
+    #[schema(required = true)]
     pub not_after: Option<String>,
     pub message: String,
 }

@@ -16,6 +16,7 @@ use super::project_roles::GrantedProject;
 use super::{Credential, Principal, ProjectGrant, TokenScope, User, tokens};
 use crate as store;
 use crate::{Item, Store, keys};
+use berth_domain::ids::RecordId;
 use berth_domain::names::{DeployTokenName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::scope::ScopeEntry;
 use berth_domain::{ApiError, Ceiling, Missing, ProjectRole, Role, clock, credentials};
@@ -224,18 +225,18 @@ pub async fn list(store: &Store, project_uid: &str) -> Result<Vec<DeployTokenIte
 pub async fn revoke(
     store: &Store,
     project: GrantedProject<'_>,
-    token_id: &str,
+    token_id: &RecordId,
 ) -> Result<(), ApiError> {
     let missing = || {
         ApiError::NotFound(Missing::DeployToken {
             project: project.name.to_string(),
-            token: token_id.to_owned(),
+            token: token_id.clone(),
         })
     };
     let token = list(store, project.uid)
         .await?
         .into_iter()
-        .find(|token| token.id == token_id)
+        .find(|token| token.id == token_id.as_str())
         .ok_or_else(missing)?;
     let table = store.table();
     let writes = vec![

@@ -9,6 +9,7 @@ use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
 use super::{Principal, ProjectGrant, normalize_email, password, validate_email};
 use crate as store;
 use crate::{Item, Store, keys};
+use berth_domain::ids::UserId;
 use berth_domain::names::OrgName;
 use berth_domain::roles::Permission;
 use berth_domain::{ApiError, Role, clock, credentials};
@@ -202,7 +203,7 @@ async fn create_account(
 pub async fn change_role(
     store: &Store,
     caller: &Principal,
-    member_id: &str,
+    member_id: &UserId,
     role: Role,
 ) -> Result<MemberRecord, ApiError> {
     let mut target = profile::get_member(store, &caller.user.org, member_id).await?;
@@ -213,7 +214,10 @@ pub async fn change_role(
     let mut writes = vec![store::tx_update(
         Update::builder()
             .table_name(store.table())
-            .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+            .set_key(Some(store::key(
+                keys::user(member_id.as_str()),
+                keys::PROFILE_SK,
+            )))
             .update_expression("SET #role = :new")
             .condition_expression("#role = :old AND org = :org")
             .expression_attribute_names("#role", "role")
@@ -234,14 +238,17 @@ pub async fn change_role(
 
 /// Removes a member: the account, its sessions and its tokens. The account is
 /// deleted first, in one transaction, so every credential stops working at once.
-pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Result<(), ApiError> {
+pub async fn remove(store: &Store, caller: &Principal, member_id: &UserId) -> Result<(), ApiError> {
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
     require_owner_rights(caller, &[target.role])?;
     let mut writes = vec![
         store::tx_delete(
             Delete::builder()
                 .table_name(store.table())
-                .set_key(Some(store::key(keys::user(member_id), keys::PROFILE_SK)))
+                .set_key(Some(store::key(
+                    keys::user(member_id.as_str()),
+                    keys::PROFILE_SK,
+                )))
                 .condition_expression("#role = :role AND org = :org")
                 .expression_attribute_names("#role", "role")
                 .expression_attribute_values(":role", store::s(target.role.as_str()))
@@ -260,7 +267,7 @@ pub async fn remove(store: &Store, caller: &Principal, member_id: &str) -> Resul
         .transact(writes)
         .await
         .map_err(member_change_failure)?;
-    if let Err(error) = delete_credentials(store, member_id).await {
+    if let Err(error) = delete_credentials(store, member_id.as_str()).await {
         tracing::warn!(error = %error, "tidying up a removed member's credentials failed; they are already invalid");
     }
     Ok(())

@@ -199,6 +199,16 @@ impl Principal {
         }))
     }
 
+    /// Whether the caller's scope reaches that environment of the project
+    /// (a caller without a scope reaches all of them): what its lists and
+    /// counts show, since an environment out of its reach is as if it did
+    /// not exist.
+    pub fn reaches_environment(&self, project: &str, environment: &str) -> bool {
+        self.scope.as_ref().is_none_or(|scope| {
+            scope::reach(&scope.entries, project, Some(environment)) == scope::Reach::Inside
+        })
+    }
+
     /// `forbidden` unless the caller's scope reaches that environment of
     /// the project: for an environment a body names (a promotion's
     /// target), which the path's check cannot see.
@@ -207,16 +217,15 @@ impl Principal {
         project: &str,
         environment: &str,
     ) -> Result<(), berth_domain::ApiError> {
-        let Some(scope) = &self.scope else {
-            return Ok(());
-        };
-        if scope::reach(&scope.entries, project, Some(environment)) == scope::Reach::Inside {
-            return Ok(());
+        match &self.scope {
+            Some(scope) if !self.reaches_environment(project, environment) => {
+                Err(berth_domain::ApiError::Forbidden(format!(
+                    "this token is limited to {}: it cannot act in environment {environment}",
+                    scope::describe(&scope.entries)
+                )))
+            }
+            _ => Ok(()),
         }
-        Err(berth_domain::ApiError::Forbidden(format!(
-            "this token is limited to {}: it cannot act in environment {environment}",
-            scope::describe(&scope.entries)
-        )))
     }
 
     /// `forbidden` for a token with a ceiling or a scope: what only the

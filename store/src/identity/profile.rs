@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{ProjectGrant, User};
 use crate as store;
 use crate::{Store, keys};
+use berth_domain::ids::UserId;
 use berth_domain::names::OrgName;
 use berth_domain::{ApiError, Role};
 
@@ -115,20 +116,13 @@ pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileI
 pub async fn get_member(
     store: &Store,
     org: &OrgName,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<ProfileItem, ApiError> {
-    // A member id from the path is held to the id format before it becomes a key.
-    let missing = || {
-        ApiError::NotFound(berth_domain::Missing::Member {
-            member: user_id.to_owned(),
-        })
-    };
-    if !berth_domain::credentials::valid_user_id(user_id) {
-        return Err(missing());
-    }
-    match get_profile(store, user_id).await? {
+    match get_profile(store, user_id.as_str()).await? {
         Some(profile) if &profile.org == org => Ok(profile),
-        _ => Err(missing()),
+        _ => Err(ApiError::NotFound(berth_domain::Missing::Member {
+            member: user_id.clone(),
+        })),
     }
 }
 

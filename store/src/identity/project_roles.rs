@@ -9,6 +9,7 @@ use super::profile::{self, ProfileItem};
 use super::{Principal, ProjectGrant};
 use crate as store;
 use crate::{Store, keys};
+use berth_domain::ids::UserId;
 use berth_domain::names::{OrgName, ProjectName};
 use berth_domain::{ApiError, Missing, ProjectRole};
 use berth_records::members::ProjectMemberRecord;
@@ -58,7 +59,7 @@ pub async fn list(
 pub async fn grant(
     store: &Store,
     caller: &Principal,
-    member_id: &str,
+    member_id: &UserId,
     project: GrantedProject<'_>,
     role: ProjectRole,
 ) -> Result<ProjectMemberRecord, ApiError> {
@@ -85,7 +86,7 @@ pub async fn grant(
 pub async fn revoke(
     store: &Store,
     caller: &Principal,
-    member_id: &str,
+    member_id: &UserId,
     project: GrantedProject<'_>,
 ) -> Result<(), ApiError> {
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
@@ -93,7 +94,7 @@ pub async fn revoke(
     if !target.projects.iter().any(|grant| project.holds(grant)) {
         return Err(ApiError::NotFound(Missing::ProjectMember {
             project: project.name.to_string(),
-            member: member_id.to_owned(),
+            member: member_id.clone(),
         }));
     }
     let grants: Vec<ProjectGrant> = target

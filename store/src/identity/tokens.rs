@@ -7,6 +7,7 @@ use crate as store;
 use crate::{Store, keys};
 use berth_domain::clock;
 use berth_domain::credentials;
+use berth_domain::ids::RecordId;
 use berth_domain::scope::ScopeEntry;
 use berth_domain::{ApiError, Ceiling};
 use berth_records::tokens::{CreatedToken, TokenRecord};
@@ -126,16 +127,16 @@ pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiErr
 }
 
 /// Revokes one of the user's tokens; someone else's token id is not found.
-pub async fn revoke(store: &Store, user_id: &str, token_id: &str) -> Result<(), ApiError> {
+pub async fn revoke(store: &Store, user_id: &str, token_id: &RecordId) -> Result<(), ApiError> {
     let missing = || {
         ApiError::NotFound(berth_domain::Missing::Token {
-            token: token_id.to_owned(),
+            token: token_id.clone(),
         })
     };
     let token = list(store, user_id)
         .await?
         .into_iter()
-        .find(|token| token.id == token_id)
+        .find(|token| token.id == token_id.as_str())
         .ok_or_else(missing)?;
     let deleted = store
         .client()
