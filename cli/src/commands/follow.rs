@@ -1,9 +1,13 @@
 //! `--follow`: the API answers a log, never a stream (a Lambda behind API
 //! Gateway cannot stream), so a follower asks again every 2 seconds with
 //! `since`, the whole second of the newest line it has of the quietest
-//! source, and drops what it has already printed, by each line's timestamp
-//! and text. When a container restarts (its `restarts` grows), the last
-//! lines of its previous instance are asked for once with `previous`.
+//! source, and drops what it has already printed: after a source's first
+//! answer, every line older than the newest it printed of that source (so
+//! the lines a `--tail` left out never come after it), and of that newest
+//! instant the lines it printed, known by their text and count. When a
+//! container restarts (its `restarts` grows), the last lines of its
+//! previous instance (newer than what was printed of it) are asked for
+//! once with `previous`.
 //!
 //! No line is lost or repeated as long as, between two polls, no source
 //! writes more than the API returns of it (2000 lines, 512 KiB) and the app
@@ -114,9 +118,17 @@ impl Follower {
                     POLL.as_secs()
                 );
             }
+            // After a source's first answer, a line older than its newest
+            // printed line is never printed: it was printed, or a tail left
+            // it out (printing it now would put it after newer ones). Lines
+            // of that newest instant are told apart by their count.
+            let newest = seen.newest.clone();
             let mut here: HashMap<(String, String), usize> = HashMap::new();
             for (index, line) in entry.lines.iter().enumerate() {
                 let timestamp = entry.timestamps.get(index).cloned().unwrap_or_default();
+                if !timestamp.is_empty() && timestamp < newest {
+                    continue;
+                }
                 let key = (timestamp.clone(), line.clone());
                 let count = here.entry(key.clone()).or_default();
                 *count += 1;
@@ -260,17 +272,45 @@ mod tests {
         let first = follower.take(&[entry("a", 0, &[(T0, "x"), (T0, "x"), (T1, "y")])], true);
         assert_eq!(texts(first), ["x", "x", "y"]);
         assert_eq!(follower.since(), second(T0));
-        // The same second again, with a third "x" and a new line.
+        // The same second again: a third "x" older than the newest line
+        // printed ("y") is not printed after it; a second "y" of that
+        // newest instant is (written after the last answer), and a new line.
         let next = follower.take(
             &[entry(
                 "a",
                 0,
-                &[(T0, "x"), (T0, "x"), (T0, "x"), (T1, "y"), (T2, "z")],
+                &[
+                    (T0, "x"),
+                    (T0, "x"),
+                    (T0, "x"),
+                    (T1, "y"),
+                    (T1, "y"),
+                    (T2, "z"),
+                ],
             )],
             true,
         );
-        assert_eq!(texts(next), ["x", "z"]);
+        assert_eq!(texts(next), ["y", "z"]);
         assert_eq!(follower.since(), second(T2));
+    }
+
+    #[test]
+    fn the_lines_a_tail_left_out_are_never_printed_after_it() {
+        let at = |tenth: u32| format!("2026-05-01T12:00:00.{tenth}00000000Z");
+        let lines: Vec<(String, String)> = (1..=6).map(|n| (at(n), format!("line {n}"))).collect();
+        let of = |n: usize| -> Vec<(&str, &str)> {
+            lines[..n]
+                .iter()
+                .map(|(at, line)| (at.as_str(), line.as_str()))
+                .collect()
+        };
+        let mut follower = Follower::default();
+        // `--tail 1` of five lines of one second.
+        let first = follower.take(&[entry("a", 0, &of(5)[4..])], true);
+        assert_eq!(texts(first), ["line 5"]);
+        // The next poll asks from that second: all five, and a new one.
+        let next = follower.take(&[entry("a", 0, &of(6))], true);
+        assert_eq!(texts(next), ["line 6"]);
     }
 
     #[test]
