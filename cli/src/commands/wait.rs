@@ -6,6 +6,11 @@
 //! success; `failed` (its release command or rollout failed),
 //! `rolled_back` (its rollout failed and the controller rolled it back) and
 //! `superseded` (a newer revision replaced it first) are failures.
+//!
+//! What a wait reports of the end comes from a read made after the end was
+//! seen: a revision's wait reads the release history, then the app (so the
+//! app shown is at least as new as the status that ended the wait); a
+//! build's and a restart's wait decide and report from one read.
 
 use std::time::{Duration, Instant};
 
@@ -62,7 +67,7 @@ fn state(detail: &AppDetail) -> String {
 }
 
 /// Waits until `revision` of the app is available; answers the app as last
-/// read (the API's `getApp` answer).
+/// read (the `app` of the API's `getApp` answer).
 pub fn revision(
     session: &Session,
     app: &AppPath,
@@ -70,25 +75,45 @@ pub fn revision(
     deadline: Deadline,
 ) -> Result<Answer> {
     let mut progress = Progress::start();
+    let answer = until_released(
+        revision,
+        || session.api.get(&app.path(&["releases"]))?.record(),
+        || session.api.get(&app.path(&[])),
+        |state| progress.show(state),
+        |what| deadline.check(|| what),
+    )?;
+    progress.note(&format!("revision {revision} of {} is available", app.app));
+    Ok(answer)
+}
+
+/// The polling of [`revision`], over its two reads: each round reads the
+/// release history first and the app after it, so that when the history
+/// shows the end, what is reported of the app was read after the end was
+/// seen (never a state older than it). `show` shows each round's state;
+/// `pause` waits before the next round, or gives up with its text.
+fn until_released(
+    revision: i64,
+    mut releases: impl FnMut() -> Result<Vec<ReleaseRecord>>,
+    mut read_app: impl FnMut() -> Result<Answer>,
+    mut show: impl FnMut(String),
+    mut pause: impl FnMut(String) -> Result<()>,
+) -> Result<Answer> {
     loop {
-        let answer = session.api.get(&app.path(&[]))?;
+        let releases = releases()?;
+        let answer = read_app()?;
         let detail: AppDetail = answer.record()?;
-        let releases: Vec<ReleaseRecord> = session.api.get(&app.path(&["releases"]))?.record()?;
         let state = state(&detail);
-        progress.show(format!("revision {revision}: {state}"));
+        show(format!("revision {revision}: {state}"));
         let reason = || or_dash(detail.app.reason.as_deref());
         let message = || detail.app.message.clone().unwrap_or_default();
         let Some(release) = releases.iter().find(|r| r.revision == revision) else {
             return Err(Failure::failed(format!(
                 "revision {revision} is not in the history of {}",
-                app.app
+                detail.app.name
             )));
         };
         match release.status.as_str() {
-            "released" => {
-                progress.note(&format!("revision {revision} of {} is available", app.app));
-                return Ok(Answer(answer.0["app"].clone()));
-            }
+            "released" => return Ok(Answer(answer.0["app"].clone())),
             "failed" => {
                 let output = if detail.app.reason.as_deref() == Some("ReleaseFailed") {
                     format!("; its output: berth logs --release {revision}")
@@ -122,7 +147,7 @@ pub fn revision(
             }
             _ => {}
         }
-        deadline.check(|| format!("revision {revision} is not available yet: {state}"))?;
+        pause(format!("revision {revision} is not available yet: {state}"))?;
     }
 }
 
@@ -188,5 +213,94 @@ pub fn restart(
             return Ok(Answer(answer.0["app"].clone()));
         }
         deadline.check(|| format!("the restart is not done: {state}"))?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use berth_records::apps::record::AppRecord;
+    use serde_json::json;
+
+    use super::*;
+
+    fn release(revision: i64, status: &str) -> ReleaseRecord {
+        serde_json::from_value(json!({
+            "revision": revision, "image": "nginx:1.28", "reason": "update", "note": null,
+            "actor": "ci@example.org", "created_at": 0, "current": true, "running": true,
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn app(revision: i64, reason: &str, ready: bool) -> Answer {
+        let app = json!({
+            "name": "shop", "project": "p", "environment": "staging", "namespace": "p-staging",
+            "image": "nginx:1.28", "git_repo": null, "git_ref": null, "build": null,
+            "git_secret": null, "url": null, "ready": ready, "reason": reason, "message": null,
+            "processes": [], "env": [], "domains": [], "volumes": [], "health_check_path": null,
+            "fs_group": null, "release_command": [], "auto_rollback": true,
+            "revision": revision, "running_revision": revision, "created_at": null,
+        });
+        Answer(json!({"app": app, "pods": []}))
+    }
+
+    /// The app and its history as a wait reads them, in a world that moves
+    /// on at every read: revision 2 becomes released, and the app
+    /// available, with the second read, whichever read that is. A wait
+    /// that read the app, then the history, would see the end with the
+    /// app's older state.
+    #[test]
+    fn the_end_is_reported_from_a_read_made_after_it_was_seen() {
+        let reads = Cell::new(0);
+        let done = || {
+            let now = reads.get();
+            reads.set(now + 1);
+            now >= 1
+        };
+        let mut shown = Vec::new();
+        let mut pauses = 0;
+        let answer = until_released(
+            2,
+            || {
+                Ok(vec![release(
+                    2,
+                    if done() { "released" } else { "pending" },
+                )])
+            },
+            || {
+                Ok(if done() {
+                    app(2, "Available", true)
+                } else {
+                    app(2, "Progressing", false)
+                })
+            },
+            |state| shown.push(state),
+            |_| {
+                pauses += 1;
+                Ok(())
+            },
+        )
+        .unwrap();
+        let record: AppRecord = answer.record().unwrap();
+        assert_eq!(record.reason.as_deref(), Some("Available"));
+        assert_eq!((record.revision, pauses, reads.get()), (2, 1, 4));
+    }
+
+    #[test]
+    fn a_wait_that_cannot_end_gives_up_with_the_state_last_seen() {
+        let failure = until_released(
+            2,
+            || Ok(vec![release(2, "pending")]),
+            || Ok(app(2, "Progressing", false)),
+            |_| {},
+            |what| Err(Failure::failed(what)),
+        )
+        .unwrap_err();
+        assert_eq!(
+            failure.to_string(),
+            "revision 2 is not available yet: Progressing, 0/0 pods ready"
+        );
     }
 }
