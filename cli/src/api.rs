@@ -1,13 +1,18 @@
 //! The API over HTTP, as any client reaches it: a bearer token (or, while
 //! signing in, the session cookie), JSON bodies, Problem Details errors.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::Url;
 use reqwest::blocking::{Client, RequestBuilder, Response};
 use serde::Serialize;
-use serde::de::DeserializeOwned;
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
+    Visitor,
+};
 use serde_json::Value;
 
 use berth_domain::error::Problem;
@@ -31,18 +36,143 @@ pub struct Api {
     credential: Credential,
 }
 
-/// An answer's body, as the API sent it: printed as is with `-o json`,
-/// read as the API's record type otherwise.
+/// An answer's body, as the API sent it: printed with `-o json` in the
+/// API's own key order (its bytes transcoded, never read into a map, which
+/// would sort the keys), read as the API's record type otherwise. `part`
+/// narrows it to one member (the `app` of `getApp`'s answer).
 #[derive(Debug, Clone)]
-pub struct Answer(pub Value);
+pub struct Answer {
+    body: Arc<[u8]>,
+    part: Vec<&'static str>,
+}
 
 impl Answer {
+    /// A JSON body (an empty one is `null`).
+    pub fn new(body: impl Into<Arc<[u8]>>) -> Self {
+        let body = body.into();
+        Self {
+            body: if body.is_empty() {
+                Arc::from(&b"null"[..])
+            } else {
+                body
+            },
+            part: Vec::new(),
+        }
+    }
+
+    /// The member `key` of this answer's object (`null` when it has none).
+    pub fn part(&self, key: &'static str) -> Self {
+        let mut part = self.clone();
+        part.part.push(key);
+        part
+    }
+
     pub fn record<T: DeserializeOwned>(&self) -> Result<T> {
-        serde_json::from_value(self.0.clone()).map_err(|e| {
+        let unexpected = |e: serde_json::Error| {
             Failure::Transport(format!(
                 "the API's answer is not what this CLI expects ({e}); see `berth version`"
             ))
-        })
+        };
+        if self.part.is_empty() {
+            return serde_json::from_slice(&self.body).map_err(unexpected);
+        }
+        let mut value: Value = serde_json::from_slice(&self.body).map_err(unexpected)?;
+        for key in &self.part {
+            value = value.get_mut(*key).map(Value::take).unwrap_or(Value::Null);
+        }
+        serde_json::from_value(value).map_err(unexpected)
+    }
+
+    /// The answer pretty-printed, its keys in the order the API wrote them.
+    pub fn pretty(&self) -> Result<String> {
+        let failed = |e: serde_json::Error| Failure::failed(format!("printing the answer: {e}"));
+        let mut out = Vec::new();
+        let mut body = serde_json::Deserializer::from_slice(&self.body);
+        let found = Select {
+            path: &self.part,
+            out: &mut out,
+        }
+        .deserialize(&mut body)
+        .map_err(failed)?;
+        body.end().map_err(failed)?;
+        if !found {
+            out = b"null".to_vec();
+        }
+        String::from_utf8(out).map_err(|e| Failure::failed(format!("printing the answer: {e}")))
+    }
+}
+
+/// Transcodes the member at `path` of a JSON document into `out`, pretty,
+/// keeping its keys' order; skips everything else. Answers whether the
+/// member was there.
+struct Select<'a> {
+    path: &'a [&'static str],
+    out: &'a mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for Select<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        if self.path.is_empty() {
+            let mut pretty = serde_json::Serializer::pretty(self.out);
+            serde_transcode::transcode(deserializer, &mut pretty).map_err(de::Error::custom)?;
+            return Ok(true);
+        }
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Select<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let Select { path, out } = self;
+        let mut found = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if !found && path.first() == Some(&key.as_str()) {
+                found = map.next_value_seed(Select {
+                    path: &path[1..],
+                    out: &mut *out,
+                })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
     }
 }
 
@@ -167,12 +297,11 @@ fn answer(response: Response) -> Result<Answer> {
         .bytes()
         .map_err(|e| Failure::Transport(format!("reading the API's answer: {e}")))?;
     if status.is_success() {
-        if body.is_empty() {
-            return Ok(Answer(Value::Null));
+        if !body.is_empty() {
+            serde_json::from_slice::<IgnoredAny>(&body)
+                .map_err(|e| Failure::Transport(format!("the API's answer is not JSON: {e}")))?;
         }
-        return serde_json::from_slice(&body)
-            .map(Answer)
-            .map_err(|e| Failure::Transport(format!("the API's answer is not JSON: {e}")));
+        return Ok(Answer::new(&body[..]));
     }
     Err(match serde_json::from_slice::<Problem>(&body) {
         Ok(problem) => Failure::Api(problem),
@@ -213,5 +342,34 @@ mod tests {
                 .as_str(),
             "https://berth.example/prod/api/v1/projects/a%2F..%2Fb/environments/x%3Fy"
         );
+    }
+
+    #[test]
+    fn an_answer_prints_in_the_apis_key_order() {
+        let body = br#"{"zeta":1,"app":{"name":"shop","env":[{"name":"A","value":"1"}],"b":[]},"alpha":{}}"#;
+        let answer = Answer::new(&body[..]);
+        assert_eq!(
+            answer.pretty().unwrap(),
+            "{\n  \"zeta\": 1,\n  \"app\": {\n    \"name\": \"shop\",\n    \"env\": [\n      {\n        \
+             \"name\": \"A\",\n        \"value\": \"1\"\n      }\n    ],\n    \"b\": []\n  },\n  \
+             \"alpha\": {}\n}"
+        );
+        assert_eq!(
+            answer.part("app").part("env").pretty().unwrap(),
+            "[\n  {\n    \"name\": \"A\",\n    \"value\": \"1\"\n  }\n]"
+        );
+        let names: Vec<String> = answer
+            .part("app")
+            .part("env")
+            .record::<Vec<Value>>()
+            .unwrap()
+            .iter()
+            .map(|entry| entry["name"].to_string())
+            .collect();
+        assert_eq!(names, ["\"A\""]);
+        // What is not there is null, as an empty body is.
+        assert_eq!(answer.part("nope").pretty().unwrap(), "null");
+        assert_eq!(answer.part("zeta").part("x").pretty().unwrap(), "null");
+        assert_eq!(Answer::new(Vec::new()).pretty().unwrap(), "null");
     }
 }

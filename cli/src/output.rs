@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::api::Answer;
 use crate::args::Format;
-use crate::failure::{Failure, Result};
+use crate::failure::Result;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -31,12 +31,11 @@ impl Output {
         self.format == Format::Json
     }
 
-    /// The API's answer as it came, with `-o json`; else `show`.
+    /// The API's answer as it came (pretty, its keys in the API's order),
+    /// with `-o json`; else `show`.
     pub fn answer(&self, answer: &Answer, show: impl FnOnce() -> Result<()>) -> Result<()> {
         if self.json() {
-            let text = serde_json::to_string_pretty(&answer.0)
-                .map_err(|e| Failure::failed(format!("printing the answer: {e}")))?;
-            println!("{text}");
+            println!("{}", answer.pretty()?);
             Ok(())
         } else {
             show()

@@ -45,11 +45,13 @@ pub fn judge(api: &str) -> Option<String> {
 
 /// The API's version, as its description states it.
 pub fn of_api(api: &Api) -> Result<String> {
-    let document = api.get(&["openapi.json"])?;
-    Ok(document.0["info"]["version"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_owned())
+    let version: Option<String> = api
+        .get(&["openapi.json"])?
+        .part("info")
+        .part("version")
+        .record()
+        .unwrap_or_default();
+    Ok(version.unwrap_or_else(|| "unknown".to_owned()))
 }
 
 /// Warns on standard error when the API's version is one this CLI cannot

@@ -146,6 +146,33 @@ async fn api_json(app: &TestApp, user: &TestUser, path: &str) -> Value {
     answer.json()
 }
 
+/// The keys of a JSON text, in the order they are written (parsing it
+/// into a `Value` would sort them).
+fn keys_in_order(json: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut chars = json.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '"' {
+            continue;
+        }
+        let mut text = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => text.extend(chars.next()),
+                '"' => break,
+                c => text.push(c),
+            }
+        }
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.peek() == Some(&':') {
+            keys.push(text);
+        }
+    }
+    keys
+}
+
 #[tokio::test]
 async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
     let app = TestApp::new().await;
@@ -331,7 +358,9 @@ async fn link_json_secrets_env_and_exit_codes() {
     };
     std::fs::create_dir_all(&below.dir).unwrap();
 
-    // -o json is the API's answer as it is.
+    // -o json is the API's answer as it is: its values, and its keys in
+    // the order the API wrote them (pretty-printed).
+    let mut unsorted = false;
     for (args, path) in [
         (
             vec!["releases", "-o", "json"],
@@ -352,7 +381,9 @@ async fn link_json_secrets_env_and_exit_codes() {
     ] {
         let ran = below.run(&args).await;
         ran.ok();
-        let (mut printed, mut answered) = (ran.json(), api_json(&app, &app.owner, &path).await);
+        let answer = app.get(&path).by(&app.owner).send().await;
+        answer.assert_status(200);
+        let (mut printed, mut answered) = (ran.json(), answer.json());
         // The controller moves the release (`status`, `running`) on its own
         // time, which may fall between the two reads; nothing else of a
         // release can change here.
@@ -368,7 +399,16 @@ async fn link_json_secrets_env_and_exit_codes() {
             }
         }
         assert_eq!(printed, answered, "{args:?}");
+        let keys = keys_in_order(&answer.text());
+        assert_eq!(keys_in_order(&ran.stdout), keys, "{args:?}");
+        // What printing it read into a `Value` would show.
+        let sorted = keys_in_order(&serde_json::to_string_pretty(&answer.json()).unwrap());
+        unsorted |= !keys.is_empty() && keys != sorted;
+        if !keys.is_empty() {
+            assert!(ran.stdout.starts_with("[\n  {\n    \""), "pretty: {ran:?}");
+        }
     }
+    assert!(unsorted, "an answer whose keys are not in sorted order");
     // Plain text off a terminal: columns, no borders or colours.
     let apps = machine.run(&["apps"]).await;
     apps.ok();

@@ -178,14 +178,20 @@ pub fn version(out: Output) -> Result<()> {
         None => "unknown (not signed in)".to_owned(),
     };
     if out.json() {
-        println!(
-            "{}",
-            serde_json::json!({
-                "cli": env!("CARGO_PKG_VERSION"),
-                "speaks_api": version::SPOKEN,
-                "api": shown,
-            })
-        );
+        /// Pretty, as every answer `-o json` prints.
+        #[derive(serde::Serialize)]
+        struct Versions<'a> {
+            cli: &'a str,
+            speaks_api: &'a str,
+            api: &'a str,
+        }
+        let text = serde_json::to_string_pretty(&Versions {
+            cli: env!("CARGO_PKG_VERSION"),
+            speaks_api: version::SPOKEN,
+            api: &shown,
+        })
+        .map_err(|e| Failure::failed(format!("printing the versions: {e}")))?;
+        println!("{text}");
     } else {
         out.fields(&[
             ("berth", env!("CARGO_PKG_VERSION").to_owned()),

@@ -40,8 +40,9 @@ struct Seen {
     printed: HashMap<(String, String), usize>,
 }
 
-/// A line to print.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A line to print (with `-o json`, as this object: its fields in this
+/// order).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct NewLine {
     pub timestamp: String,
     pub pod: String,

@@ -50,16 +50,10 @@ pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
 /// A followed line: `SOURCE | line`, or with `-o json` one JSON object.
 fn print_line(session: &Session, line: &NewLine, source: &str) {
     if session.out.json() {
-        println!(
-            "{}",
-            serde_json::json!({
-                "timestamp": line.timestamp,
-                "pod": line.pod,
-                "container": line.container,
-                "process": line.process,
-                "line": line.line,
-            })
-        );
+        match serde_json::to_string(line) {
+            Ok(object) => println!("{object}"),
+            Err(e) => eprintln!("printing a line: {e}"),
+        }
     } else {
         println!("{source} | {}", line.line);
     }

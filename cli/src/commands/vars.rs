@@ -8,7 +8,6 @@ use berth_records::apps::record::{AppDetail, AppRecord, EnvRecord};
 use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 use super::Session;
-use crate::api::Answer;
 use crate::args::{EnvCommand, SecretsCommand};
 use crate::config::{AppPath, Context};
 use crate::failure::{Failure, Result};
@@ -20,7 +19,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
     let current = detail.app.env;
     let list = match command {
         EnvCommand::List => {
-            let env = Answer(answer.0["app"]["env"].clone());
+            let env = answer.part("app").part("env");
             return session.out.answer(&env, || show_env(session, &current));
         }
         EnvCommand::Set { pairs } => {

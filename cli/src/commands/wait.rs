@@ -113,7 +113,7 @@ fn until_released(
             )));
         };
         match release.status.as_str() {
-            "released" => return Ok(Answer(answer.0["app"].clone())),
+            "released" => return Ok(answer.part("app")),
             "failed" => {
                 let output = if detail.app.reason.as_deref() == Some("ReleaseFailed") {
                     format!("; its output: berth logs --release {revision}")
@@ -210,7 +210,7 @@ pub fn restart(
             && detail.pods.iter().all(|pod| pod.ready);
         if replaced && serving {
             progress.note(&format!("{} restarted", app.app));
-            return Ok(Answer(answer.0["app"].clone()));
+            return Ok(answer.part("app"));
         }
         deadline.check(|| format!("the restart is not done: {state}"))?;
     }
@@ -243,7 +243,7 @@ mod tests {
             "fs_group": null, "release_command": [], "auto_rollback": true,
             "revision": revision, "running_revision": revision, "created_at": null,
         });
-        Answer(json!({"app": app, "pods": []}))
+        Answer::new(json!({"app": app, "pods": []}).to_string().into_bytes())
     }
 
     /// The app and its history as a wait reads them, in a world that moves
@@ -286,6 +286,13 @@ mod tests {
         let record: AppRecord = answer.record().unwrap();
         assert_eq!(record.reason.as_deref(), Some("Available"));
         assert_eq!((record.revision, pauses, reads.get()), (2, 1, 4));
+        // `-o json` prints that same read's app.
+        assert!(
+            answer
+                .pretty()
+                .unwrap()
+                .contains("\"reason\": \"Available\"")
+        );
     }
 
     #[test]
