@@ -8,7 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 done, 1 failed (the API refused, a deploy failed, a wait
 /// timed out), 2 usage, 3 not signed in (no credentials, or the API
-/// answered 401), 4 not found (404).
+/// answered 401), 4 not found (404), 141 standard output closed early
+/// (`| head`).
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, propagate_version = true)]
 pub struct Cli {

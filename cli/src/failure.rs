@@ -22,6 +22,9 @@ pub enum Failure {
     Usage(String),
     /// Anything else: a deploy that failed, a wait that timed out, a file.
     Failed(String),
+    /// Standard output's reader went away (`berth … | head`): the command
+    /// ends quietly, as Unix tools do.
+    ClosedPipe,
 }
 
 pub type Result<T, E = Failure> = std::result::Result<T, E>;
@@ -31,6 +34,8 @@ impl Failure {
     pub const USAGE: u8 = 2;
     pub const NOT_SIGNED_IN: u8 = 3;
     pub const NOT_FOUND: u8 = 4;
+    /// 128 + SIGPIPE: what a shell reports of a tool a closed pipe ended.
+    pub const CLOSED_PIPE: u8 = 141;
 
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(match self {
@@ -43,6 +48,7 @@ impl Failure {
             Failure::Http { status: 404, .. } => Self::NOT_FOUND,
             Failure::Usage(_) => Self::USAGE,
             Failure::Http { .. } | Failure::Transport(_) | Failure::Failed(_) => Self::FAILED,
+            Failure::ClosedPipe => Self::CLOSED_PIPE,
         })
     }
 
@@ -66,6 +72,7 @@ impl fmt::Display for Failure {
                 }
                 text
             }
+            Failure::ClosedPipe => "standard output was closed".to_owned(),
             Failure::Http { status, body } => format!("the API answered {status}: {body}"),
             Failure::Transport(message)
             | Failure::NotSignedIn(message)
@@ -111,5 +118,10 @@ mod tests {
             ExitCode::from(1)
         );
         assert_eq!(Failure::Usage("x".into()).exit_code(), ExitCode::from(2));
+    }
+
+    #[test]
+    fn a_closed_pipe_ends_with_141() {
+        assert_eq!(Failure::ClosedPipe.exit_code(), ExitCode::from(141));
     }
 }

@@ -25,7 +25,7 @@ use clap::{CommandFactory as _, Parser as _};
 
 use crate::args::{Cli, Command};
 use crate::commands::Session;
-use crate::failure::Result;
+use crate::failure::{Failure, Result};
 use crate::output::Output;
 
 fn main() -> ExitCode {
@@ -33,6 +33,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of standard output went away (`| head`): nothing to
+        // say, and no one to say it to.
+        Err(failure @ Failure::ClosedPipe) => failure.exit_code(),
         Err(failure) => {
             eprintln!("error: {failure}");
             failure.exit_code()
@@ -83,8 +86,11 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Logs(logs) => commands::logs::logs(&session()?, &context()?.app()?, logs),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "berth", &mut std::io::stdout());
-            Ok(())
+            // Written whole, then printed: clap_complete panics on a
+            // failed write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "berth", &mut script);
+            output::write(&script)
         }
     }
 }

@@ -1,8 +1,12 @@
 //! How answers are shown: the API's JSON as it came (`-o json`), a table
 //! with borders on a terminal, aligned plain columns otherwise; progress as
 //! a spinner on a terminal, as lines on standard error otherwise.
+//!
+//! Standard output is written with [`print`], never `println!` (which
+//! panics when the reader of a pipe has gone): a closed pipe ends the
+//! command quietly ([`Failure::ClosedPipe`]).
 
-use std::io::IsTerminal as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
 use comfy_table::{Table, presets};
@@ -10,7 +14,7 @@ use serde::Serialize;
 
 use crate::api::Answer;
 use crate::args::Format;
-use crate::failure::Result;
+use crate::failure::{Failure, Result};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Output {
@@ -35,15 +39,14 @@ impl Output {
     /// with `-o json`; else `show`.
     pub fn answer(&self, answer: &Answer, show: impl FnOnce() -> Result<()>) -> Result<()> {
         if self.json() {
-            println!("{}", answer.pretty()?);
-            Ok(())
+            print(&answer.pretty()?)
         } else {
             show()
         }
     }
 
     /// A list of records as a table of `header`'s columns.
-    pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) {
+    pub fn table(&self, header: &[&str], rows: Vec<Vec<String>>) -> Result<()> {
         let mut table = Table::new();
         match self.format {
             Format::Table => {
@@ -65,28 +68,50 @@ impl Output {
             }
         }
         let text = table.to_string();
-        for line in text.lines() {
-            println!("{}", line.trim_end());
-        }
+        let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+        print(&lines.join("\n"))
     }
 
     /// One record as `field: value` lines.
-    pub fn fields(&self, fields: &[(&str, String)]) {
+    pub fn fields(&self, fields: &[(&str, String)]) -> Result<()> {
         let width = fields.iter().map(|(name, _)| name.len()).max().unwrap_or(0);
-        for (name, value) in fields {
-            println!("{:width$}  {value}", format!("{name}:"), width = width + 1);
-        }
+        let lines: Vec<String> = fields
+            .iter()
+            .map(|(name, value)| {
+                format!("{:width$}  {value}", format!("{name}:"), width = width + 1)
+            })
+            .collect();
+        print(&lines.join("\n"))
     }
 
     /// A line for people (not with `-o json`, whose standard output is the
     /// answer alone).
-    pub fn say(&self, text: &str) {
+    pub fn say(&self, text: &str) -> Result<()> {
         if self.json() {
             eprintln!("{text}");
+            Ok(())
         } else {
-            println!("{text}");
+            print(text)
         }
     }
+}
+
+/// `text` and a newline on standard output.
+pub fn print(text: &str) -> Result<()> {
+    write(format!("{text}\n").as_bytes())
+}
+
+/// `bytes` on standard output, as they are. A reader that closed the pipe
+/// is [`Failure::ClosedPipe`]: the command stops there, quietly.
+pub fn write(bytes: &[u8]) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => Failure::ClosedPipe,
+            _ => Failure::failed(format!("writing standard output: {e}")),
+        })
 }
 
 /// A field that may be absent, as a table shows it.

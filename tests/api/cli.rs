@@ -284,6 +284,62 @@ async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
     );
 }
 
+/// A reader that closes the pipe before the output ends (`| head -1`) ends
+/// `berth` quietly with 141, as a shell reports a tool SIGPIPE ended: no
+/// panic. Each output is longer than the pipe and the line reader hold
+/// together, so `berth` is still writing when the reader goes.
+#[tokio::test]
+async fn a_reader_closing_the_pipe_ends_berth_quietly() {
+    let app = TestApp::new().await;
+    let served = app.serve().await;
+    // Events enough for a page of 200.
+    for _ in 0..200 {
+        app.get("/api/v1/me")
+            .by(&app.owner)
+            .send()
+            .await
+            .assert_status(200);
+    }
+    let machine = Machine::ci(&served, &app.owner);
+    for args in [
+        &["completions", "bash"][..],
+        &["audit", "--limit", "200", "-o", "json"],
+    ] {
+        let whole = machine.run(args).await;
+        whole.ok();
+        // A pipe holds 64 KiB, the reader's buffer 8 KiB.
+        assert!(
+            whole.stdout.len() > 80 * 1024,
+            "{args:?}: {} bytes",
+            whole.stdout.len()
+        );
+        let mut command = machine.std_command(args);
+        let (status, stderr) = tokio::task::spawn_blocking(move || {
+            use std::io::BufRead as _;
+            let mut child = command
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("berth runs");
+            let mut reader = std::io::BufReader::new(child.stdout.take().expect("its output"));
+            let mut first = String::new();
+            reader.read_line(&mut first).expect("a first line");
+            assert!(!first.is_empty());
+            drop(reader);
+            let output = child.wait_with_output().expect("berth ends");
+            (
+                output.status,
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        })
+        .await
+        .expect("the run");
+        assert_eq!(status.code(), Some(141), "{args:?}: {status:?} {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
 /// The whole API with a cluster, served, and an app `shop` in a ready
 /// environment `staging` of a new project, which a CI machine (the owner's
 /// `BERTH_URL` and `BERTH_TOKEN`) has linked.

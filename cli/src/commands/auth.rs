@@ -8,7 +8,7 @@ use crate::api::{Api, Credential, parse_url};
 use crate::args::{Login, TokensCommand};
 use crate::config::{self, Credentials};
 use crate::failure::{Failure, Result};
-use crate::output::{Output, or_dash};
+use crate::output::{Output, or_dash, print};
 use crate::prompt::Prompt;
 use crate::version;
 
@@ -59,8 +59,7 @@ pub fn login(out: Output, login: Login) -> Result<()> {
         created.record.id,
         or_dash(created.record.expires_at.as_deref()),
         path.display()
-    ));
-    Ok(())
+    ))
 }
 
 /// What login does with the session: replaces a temporary password, then
@@ -142,8 +141,7 @@ pub fn logout(session: &Session) -> Result<()> {
     session.out.say(&format!(
         "Signed out of {}: token {id} revoked",
         session.sign_in.url
-    ));
-    Ok(())
+    ))
 }
 
 pub fn whoami(session: &Session) -> Result<()> {
@@ -157,8 +155,7 @@ pub fn whoami(session: &Session) -> Result<()> {
             ("name", or_dash(me.display_name)),
             ("via", me.via),
             ("api", session.sign_in.url.clone()),
-        ]);
-        Ok(())
+        ])
     })
 }
 
@@ -191,13 +188,13 @@ pub fn version(out: Output) -> Result<()> {
             api: &shown,
         })
         .map_err(|e| Failure::failed(format!("printing the versions: {e}")))?;
-        println!("{text}");
+        print(&text)?;
     } else {
         out.fields(&[
             ("berth", env!("CARGO_PKG_VERSION").to_owned()),
             ("speaks API", version::SPOKEN.to_owned()),
             ("API", shown),
-        ]);
+        ])?;
     }
     if let Some(warning) = warning {
         eprintln!("warning: {warning}");
@@ -253,14 +250,12 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
                         "SCOPE",
                     ],
                     rows,
-                );
-                Ok(())
+                )
             })
         }
         TokensCommand::Revoke { id } => {
             session.api.delete(&["tokens", &id])?;
-            session.out.say(&format!("Token {id} revoked"));
-            Ok(())
+            session.out.say(&format!("Token {id} revoked"))
         }
     }
 }

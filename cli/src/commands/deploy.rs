@@ -41,8 +41,7 @@ pub fn deploy(session: &Session, app: &AppPath, deploy: Deploy) -> Result<()> {
                 app.app,
                 build.git_ref.as_deref().unwrap_or("the default branch"),
                 build.id
-            ));
-            Ok(())
+            ))
         });
     }
     let revision = wait::build(session, app, &build, deadline)?;
@@ -76,8 +75,7 @@ fn show_app(session: &Session, answer: &Answer, done: &str) -> Result<()> {
             app.revision,
             or_dash(app.reason.as_deref()),
             app.url.map(|url| format!(", {url}")).unwrap_or_default()
-        ));
-        Ok(())
+        ))
     })
 }
 
@@ -117,7 +115,6 @@ pub fn run(session: &Session, app: &AppPath, process: Option<String>) -> Result<
         .post(&app.path(&["run"]), &RunBody { process })?;
     session.out.answer(&answer, || {
         let run: RunAnswer = answer.record()?;
-        session.out.say(&format!("Started job {}", run.job));
-        Ok(())
+        session.out.say(&format!("Started job {}", run.job))
     })
 }

@@ -198,11 +198,11 @@ pub fn follow(
     interval: Duration,
     mut poll: impl FnMut(Option<i64>, bool) -> Result<Vec<LogEntry>>,
     mut done: impl FnMut() -> Result<bool>,
-    mut print: impl FnMut(&NewLine),
+    mut print: impl FnMut(&NewLine) -> Result<()>,
 ) -> Result<()> {
     let mut follower = Follower::default();
     for line in follower.take(&first, true) {
-        print(&line);
+        print(&line)?;
     }
     loop {
         let finished = done()?;
@@ -229,11 +229,11 @@ pub fn follow(
                 })
                 .collect();
             for line in follower.take(&previous, false) {
-                print(&line);
+                print(&line)?;
             }
         }
         for line in follower.take(&entries, true) {
-            print(&line);
+            print(&line)?;
         }
         if finished {
             return Ok(());
@@ -379,7 +379,10 @@ mod tests {
                 rounds += 1;
                 Ok(rounds > 2)
             },
-            |line| printed.push(line.line.clone()),
+            |line| {
+                printed.push(line.line.clone());
+                Ok(())
+            },
         )
         .unwrap();
         assert_eq!(printed, ["one", "two"]);

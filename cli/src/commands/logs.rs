@@ -8,7 +8,7 @@ use super::follow::{self, MAX_TAIL, NewLine, POLL};
 use crate::args::{BuildsCommand, Logs};
 use crate::config::AppPath;
 use crate::failure::{Failure, Result};
-use crate::output::{millis, or_dash};
+use crate::output::{millis, or_dash, print};
 
 pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
     let mut query = Vec::new();
@@ -42,26 +42,24 @@ pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
     session.out.answer(&answer, || {
         print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
             entry.pod.clone()
-        });
-        Ok(())
+        })
     })
 }
 
 /// A followed line: `SOURCE | line`, or with `-o json` one JSON object.
-fn print_line(session: &Session, line: &NewLine, source: &str) {
+fn print_line(session: &Session, line: &NewLine, source: &str) -> Result<()> {
     if session.out.json() {
-        match serde_json::to_string(line) {
-            Ok(object) => println!("{object}"),
-            Err(e) => eprintln!("printing a line: {e}"),
-        }
+        let object = serde_json::to_string(line)
+            .map_err(|e| Failure::failed(format!("printing a line: {e}")))?;
+        print(&object)
     } else {
-        println!("{source} | {}", line.line);
+        print(&format!("{source} | {}", line.line))
     }
 }
 
 /// Each entry's lines, prefixed with whose they are; a pod whose log could
 /// not be read says why on standard error.
-fn print_entries(entries: &[LogEntry], source: impl Fn(&LogEntry) -> String) {
+fn print_entries(entries: &[LogEntry], source: impl Fn(&LogEntry) -> String) -> Result<()> {
     for entry in entries {
         let source = source(entry);
         if let Some(error) = &entry.error {
@@ -71,9 +69,10 @@ fn print_entries(entries: &[LogEntry], source: impl Fn(&LogEntry) -> String) {
             eprintln!("{source}: older lines left out (the log is longer than one answer holds)");
         }
         for line in &entry.lines {
-            println!("{source} | {line}");
+            print(&format!("{source} | {line}"))?;
         }
     }
+    Ok(())
 }
 
 pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Result<()> {
@@ -104,8 +103,7 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                         "MESSAGE",
                     ],
                     rows,
-                );
-                Ok(())
+                )
             })
         }
         BuildsCommand::Logs {
@@ -145,7 +143,7 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                     },
                     |line| {
                         let step = line.container.as_deref().unwrap_or(&line.pod);
-                        print_line(session, line, step);
+                        print_line(session, line, step)
                     },
                 )?;
                 return match status.as_str() {
@@ -156,8 +154,7 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
             session.out.answer(&answer, || {
                 print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
                     entry.container.clone().unwrap_or_else(|| entry.pod.clone())
-                });
-                Ok(())
+                })
             })
         }
     }

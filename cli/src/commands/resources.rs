@@ -10,7 +10,7 @@ use berth_records::projects::ProjectRecord;
 use super::Session;
 use crate::config::{self, AppPath, Context, Link};
 use crate::failure::{Failure, Result};
-use crate::output::{Output, label, millis, or_dash};
+use crate::output::{Output, label, millis, or_dash, print};
 
 pub fn link(out: Output, project: String, environment: String, app: Option<String>) -> Result<()> {
     let here = std::env::current_dir()
@@ -27,8 +27,7 @@ pub fn link(out: Output, project: String, environment: String, app: Option<Strin
             app,
         },
     )?;
-    out.say(&format!("Linked {} to {what}", path.display()));
-    Ok(())
+    out.say(&format!("Linked {} to {what}", path.display()))
 }
 
 pub fn projects(session: &Session) -> Result<()> {
@@ -49,8 +48,7 @@ pub fn projects(session: &Session) -> Result<()> {
             .collect();
         session
             .out
-            .table(&["NAME", "DISPLAY NAME", "ENVS", "READY", "CREATED"], rows);
-        Ok(())
+            .table(&["NAME", "DISPLAY NAME", "ENVS", "READY", "CREATED"], rows)
     })
 }
 
@@ -71,8 +69,7 @@ pub fn environments(session: &Session, context: &Context) -> Result<()> {
             .collect();
         session
             .out
-            .table(&["NAME", "TYPE", "PHASE", "NAMESPACE", "MESSAGE"], rows);
-        Ok(())
+            .table(&["NAME", "TYPE", "PHASE", "NAMESPACE", "MESSAGE"], rows)
     })
 }
 
@@ -98,8 +95,7 @@ pub fn apps(session: &Session, context: &Context) -> Result<()> {
         session.out.table(
             &["NAME", "IMAGE / SOURCE", "STATUS", "REVISION", "URL"],
             rows,
-        );
-        Ok(())
+        )
     })
 }
 
@@ -136,8 +132,8 @@ pub fn ps(session: &Session, app: &AppPath) -> Result<()> {
                 ),
             ),
             ("url", or_dash(record.url.as_deref())),
-        ]);
-        println!();
+        ])?;
+        print("")?;
         let processes = record
             .processes
             .iter()
@@ -163,8 +159,8 @@ pub fn ps(session: &Session, app: &AppPath) -> Result<()> {
         session.out.table(
             &["PROCESS", "COMMAND", "PORT", "SIZE", "REPLICAS", "SCHEDULE"],
             processes,
-        );
-        println!();
+        )?;
+        print("")?;
         let pods = detail
             .pods
             .into_iter()
@@ -185,8 +181,7 @@ pub fn ps(session: &Session, app: &AppPath) -> Result<()> {
                 "POD", "PROCESS", "PHASE", "READY", "RESTARTS", "REASON", "STARTED",
             ],
             pods,
-        );
-        Ok(())
+        )
     })
 }
 
@@ -221,8 +216,7 @@ pub fn releases(session: &Session, app: &AppPath) -> Result<()> {
                 "REV", "STATUS", "NOW", "REASON", "IMAGE", "BY", "AT", "NOTE",
             ],
             rows,
-        );
-        Ok(())
+        )
     })
 }
 
@@ -244,8 +238,7 @@ pub fn domains(session: &Session, app: &AppPath) -> Result<()> {
             .collect();
         session
             .out
-            .table(&["HOSTNAME", "OK", "DNS", "CERTIFICATE", "UNTIL"], rows);
-        Ok(())
+            .table(&["HOSTNAME", "OK", "DNS", "CERTIFICATE", "UNTIL"], rows)
     })
 }
 
@@ -278,7 +271,7 @@ pub fn audit(session: &Session, limit: u32, before: Option<u64>) -> Result<()> {
         session.out.table(
             &["AT", "ACTOR", "ACTION", "TARGET", "OUTCOME", "STATUS"],
             rows,
-        );
+        )?;
         if let Some(next) = page.next_before {
             eprintln!("older: berth audit --before {next}");
         }
@@ -305,8 +298,7 @@ pub fn members(session: &Session) -> Result<()> {
         session.out.table(
             &["EMAIL", "ROLE", "ACTIVE", "TEMPORARY PASSWORD", "ID"],
             rows,
-        );
-        Ok(())
+        )
     })
 }
 

@@ -71,8 +71,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
         session.out.say(&format!(
             "Environment of {} changed: revision {}",
             record.name, record.revision
-        ));
-        Ok(())
+        ))
     })
 }
 
@@ -99,8 +98,7 @@ fn show_env(session: &Session, env: &[EnvRecord]) -> Result<()> {
             vec![entry.name.clone(), value]
         })
         .collect();
-    session.out.table(&["NAME", "VALUE"], rows);
-    Ok(())
+    session.out.table(&["NAME", "VALUE"], rows)
 }
 
 pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) -> Result<()> {
@@ -122,8 +120,7 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
                     .into_iter()
                     .map(|s| vec![s.name, s.keys.join(", "), or_dash(s.created_at)])
                     .collect();
-                session.out.table(&["NAME", "KEYS", "CREATED"], rows);
-                Ok(())
+                session.out.table(&["NAME", "KEYS", "CREATED"], rows)
             })
         }
         SecretsCommand::Set {
@@ -154,14 +151,12 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
                     "Secret {} set: keys {}{restarted}",
                     put.secret.name,
                     put.secret.keys.join(", ")
-                ));
-                Ok(())
+                ))
             })
         }
         SecretsCommand::Rm { name } => {
             session.api.delete(&segments(&secret(&name)))?;
-            session.out.say(&format!("Secret {name} deleted"));
-            Ok(())
+            session.out.say(&format!("Secret {name} deleted"))
         }
     }
 }
