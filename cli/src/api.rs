@@ -34,6 +34,9 @@ pub struct Api {
     http: Client,
     base: Url,
     credential: Credential,
+    /// What a 401 means for where the credential came from, said after
+    /// the API's reason (`BERTH_TOKEN`'s token, or the stored one).
+    refused: Option<&'static str>,
 }
 
 /// An answer's body, as the API sent it: printed with `-o json` in the
@@ -204,11 +207,17 @@ impl Api {
             http,
             base,
             credential,
+            refused: None,
         })
     }
 
     pub fn with_credential(&mut self, credential: Credential) {
         self.credential = credential;
+    }
+
+    /// What to say when the API refuses the credential (401).
+    pub fn when_refused(&mut self, hint: &'static str) {
+        self.refused = Some(hint);
     }
 
     /// `/api/v1/` and `segments`, each percent-encoded: a name never
@@ -237,28 +246,28 @@ impl Api {
     }
 
     pub fn get_with(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Answer> {
-        answer(self.send(self.request(Method::GET, segments).query(query))?)
+        self.answer(self.send(self.request(Method::GET, segments).query(query))?)
     }
 
     pub fn post<B: Serialize + ?Sized>(&self, segments: &[&str], body: &B) -> Result<Answer> {
-        answer(self.send(self.request(Method::POST, segments).json(body))?)
+        self.answer(self.send(self.request(Method::POST, segments).json(body))?)
     }
 
     /// A POST that takes no body (restart, createBuild without a ref…).
     pub fn post_empty(&self, segments: &[&str]) -> Result<Answer> {
-        answer(self.send(self.request(Method::POST, segments))?)
+        self.answer(self.send(self.request(Method::POST, segments))?)
     }
 
     pub fn patch<B: Serialize + ?Sized>(&self, segments: &[&str], body: &B) -> Result<Answer> {
-        answer(self.send(self.request(Method::PATCH, segments).json(body))?)
+        self.answer(self.send(self.request(Method::PATCH, segments).json(body))?)
     }
 
     pub fn put<B: Serialize + ?Sized>(&self, segments: &[&str], body: &B) -> Result<Answer> {
-        answer(self.send(self.request(Method::PUT, segments).json(body))?)
+        self.answer(self.send(self.request(Method::PUT, segments).json(body))?)
     }
 
     pub fn delete(&self, segments: &[&str]) -> Result<Answer> {
-        answer(self.send(self.request(Method::DELETE, segments))?)
+        self.answer(self.send(self.request(Method::DELETE, segments))?)
     }
 
     /// `login`: its answer and the session cookie it set.
@@ -274,7 +283,7 @@ impl Api {
                 let (name, value) = pair.split_once('=')?;
                 (name.trim() == SESSION_COOKIE && !value.is_empty()).then(|| value.to_owned())
             });
-        let answer = answer(response)?;
+        let answer = self.answer(response)?;
         let cookie = cookie.ok_or_else(|| {
             Failure::Transport("the API signed in but set no session cookie".into())
         })?;
@@ -289,27 +298,35 @@ impl Api {
             Failure::Transport(format!("cannot reach {}: {e}{cause}", self.base))
         })
     }
-}
 
-fn answer(response: Response) -> Result<Answer> {
-    let status = response.status();
-    let body = response
-        .bytes()
-        .map_err(|e| Failure::Transport(format!("reading the API's answer: {e}")))?;
-    if status.is_success() {
-        if !body.is_empty() {
-            serde_json::from_slice::<IgnoredAny>(&body)
-                .map_err(|e| Failure::Transport(format!("the API's answer is not JSON: {e}")))?;
+    fn answer(&self, response: Response) -> Result<Answer> {
+        let status = response.status();
+        let body = response
+            .bytes()
+            .map_err(|e| Failure::Transport(format!("reading the API's answer: {e}")))?;
+        if status.is_success() {
+            if !body.is_empty() {
+                serde_json::from_slice::<IgnoredAny>(&body).map_err(|e| {
+                    Failure::Transport(format!("the API's answer is not JSON: {e}"))
+                })?;
+            }
+            return Ok(Answer::new(&body[..]));
         }
-        return Ok(Answer::new(&body[..]));
+        let failure = match serde_json::from_slice::<Problem>(&body) {
+            Ok(problem) => Failure::Api(problem),
+            Err(_) => Failure::Http {
+                status: status.as_u16(),
+                body: String::from_utf8_lossy(&body).chars().take(200).collect(),
+            },
+        };
+        Err(match self.refused {
+            Some(hint) if status.as_u16() == 401 => Failure::Refused {
+                failure: Box::new(failure),
+                hint,
+            },
+            _ => failure,
+        })
     }
-    Err(match serde_json::from_slice::<Problem>(&body) {
-        Ok(problem) => Failure::Api(problem),
-        Err(_) => Failure::Http {
-            status: status.as_u16(),
-            body: String::from_utf8_lossy(&body).chars().take(200).collect(),
-        },
-    })
 }
 
 #[cfg(test)]

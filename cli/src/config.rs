@@ -16,7 +16,8 @@ use crate::failure::{Failure, Result};
 pub struct Credentials {
     pub url: String,
     pub token: String,
-    /// The token's id, which `berth logout` revokes.
+    /// The token's id, which `berth logout` revokes, and the next `berth
+    /// login` of the same user to the same API.
     pub token_id: Option<String>,
     pub email: Option<String>,
 }
@@ -29,6 +30,8 @@ pub struct SignIn {
     pub token: String,
     /// The stored token's id; none when the token came from the environment.
     pub token_id: Option<String>,
+    /// Whether the token is `BERTH_TOKEN`'s (else the stored one).
+    pub from_environment: bool,
 }
 
 const CREDENTIALS: &str = "credentials.toml";
@@ -127,6 +130,7 @@ pub fn sign_in() -> Result<SignIn> {
             url,
             token,
             token_id: None,
+            from_environment: true,
         });
     }
     let Some(stored) = stored else {
@@ -148,6 +152,7 @@ pub fn sign_in() -> Result<SignIn> {
         url: stored.url,
         token: stored.token,
         token_id: stored.token_id,
+        from_environment: false,
     })
 }
 

@@ -22,6 +22,12 @@ pub enum Failure {
     Usage(String),
     /// Anything else: a deploy that failed, a wait that timed out, a file.
     Failed(String),
+    /// The API refused the credentials (401): `failure`, and what that
+    /// means for where they came from (`BERTH_TOKEN`, the stored sign-in).
+    Refused {
+        failure: Box<Failure>,
+        hint: &'static str,
+    },
     /// Standard output's reader went away (`berth … | head`): the command
     /// ends quietly, as Unix tools do.
     ClosedPipe,
@@ -44,12 +50,24 @@ impl Failure {
                 404 => Self::NOT_FOUND,
                 _ => Self::FAILED,
             },
-            Failure::Http { status: 401, .. } | Failure::NotSignedIn(_) => Self::NOT_SIGNED_IN,
+            Failure::Http { status: 401, .. }
+            | Failure::NotSignedIn(_)
+            | Failure::Refused { .. } => Self::NOT_SIGNED_IN,
             Failure::Http { status: 404, .. } => Self::NOT_FOUND,
             Failure::Usage(_) => Self::USAGE,
             Failure::Http { .. } | Failure::Transport(_) | Failure::Failed(_) => Self::FAILED,
             Failure::ClosedPipe => Self::CLOSED_PIPE,
         })
+    }
+
+    /// The HTTP status the API answered, if it answered an error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Failure::Api(problem) => Some(problem.status),
+            Failure::Http { status, .. } => Some(*status),
+            Failure::Refused { failure, .. } => failure.status(),
+            _ => None,
+        }
     }
 
     pub fn failed(message: impl Into<String>) -> Self {
@@ -67,11 +85,9 @@ impl fmt::Display for Failure {
                     text.push_str(detail);
                 }
                 text.push_str(&format!(" ({})", problem.code));
-                if problem.code == "unauthenticated" {
-                    text.push_str("; sign in with `berth login`");
-                }
                 text
             }
+            Failure::Refused { failure, hint } => format!("{failure}; {hint}"),
             Failure::ClosedPipe => "standard output was closed".to_owned(),
             Failure::Http { status, body } => format!("the API answered {status}: {body}"),
             Failure::Transport(message)
@@ -121,7 +137,17 @@ mod tests {
     }
 
     #[test]
-    fn a_closed_pipe_ends_with_141() {
+    fn a_refused_credential_says_where_it_came_from() {
+        let refused = Failure::Refused {
+            failure: Box::new(problem(401, "unauthenticated", Some("no such token"))),
+            hint: "the token in BERTH_TOKEN was refused",
+        };
+        assert_eq!(
+            refused.to_string(),
+            "Not found: no such token (unauthenticated); the token in BERTH_TOKEN was refused"
+        );
+        assert_eq!(refused.exit_code(), ExitCode::from(3));
+        assert_eq!(refused.status(), Some(401));
         assert_eq!(Failure::ClosedPipe.exit_code(), ExitCode::from(141));
     }
 }

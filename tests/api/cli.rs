@@ -173,6 +173,18 @@ fn keys_in_order(json: &str) -> Vec<String> {
     keys
 }
 
+/// A field of the sign-in `berth login` stored on `machine`.
+fn stored(machine: &Machine, name: &str) -> String {
+    let file = machine.config.join("credentials.toml");
+    let stored = std::fs::read_to_string(&file).expect("a stored sign-in");
+    stored
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} = \"")))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .unwrap_or_else(|| panic!("{name} in {stored}"))
+        .to_owned()
+}
+
 #[tokio::test]
 async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
     let app = TestApp::new().await;
@@ -234,16 +246,7 @@ async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
         assert_eq!(mode(&file), 0o600);
         assert_eq!(mode(&machine.config), 0o700);
     }
-    let stored = std::fs::read_to_string(&file).unwrap();
-    let field = |name: &str| {
-        stored
-            .lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} = \"")))
-            .and_then(|rest| rest.strip_suffix('"'))
-            .unwrap_or_else(|| panic!("{name} in {stored}"))
-            .to_owned()
-    };
-    let (token, token_id) = (field("token"), field("token_id"));
+    let (token, token_id) = (stored(&machine, "token"), stored(&machine, "token_id"));
     // The password changed: the new one signs in, the temporary one not.
     app.sign_in(&email, new_password).await;
     app.post("/api/v1/auth/login")
@@ -282,6 +285,105 @@ async fn login_replaces_a_temporary_password_and_logout_revokes_the_token() {
         signed_out.error_line().contains("not signed in"),
         "{signed_out:?}"
     );
+}
+
+/// A second `berth login` of the same user to the same API revokes the
+/// first's token, and only it (not a token made with it for CI); one
+/// already gone is passed over in silence, another user's is kept. A
+/// stored token the API refuses says so, and `logout` says it was already
+/// revoked.
+#[tokio::test]
+async fn a_second_login_revokes_the_first_sign_in_only() {
+    use crate::support::PASSWORD;
+
+    let app = TestApp::new().await;
+    let served = app.serve().await;
+    let user = app.user(berth_domain::Role::Developer).await;
+    let machine = Machine::new();
+    let login = |email: String| {
+        let machine = &machine;
+        let url = served.url.clone();
+        async move {
+            let ran = machine
+                .run_with(
+                    &["login", "--url", &url, "--email", &email],
+                    &format!("{PASSWORD}\n"),
+                )
+                .await;
+            ran.ok();
+            assert!(!ran.stderr.contains("warning"), "{ran:?}");
+            ran
+        }
+    };
+    let me = |token: String| {
+        let app = &app;
+        async move { app.get("/api/v1/me").bearer(&token).send().await }
+    };
+
+    login(user.email.clone()).await;
+    let (first, first_id) = (stored(&machine, "token"), stored(&machine, "token_id"));
+    let made = app
+        .post("/api/v1/tokens")
+        .bearer(&first)
+        .json(json!({"name": "ci"}))
+        .send()
+        .await;
+    made.assert_status(201);
+    let ci = made.json()["token"].as_str().expect("a token").to_owned();
+
+    let again = login(user.email.clone()).await;
+    assert!(
+        again
+            .stdout
+            .contains(&format!("Revoked this CLI's earlier token {first_id}")),
+        "{again:?}"
+    );
+    let (second, second_id) = (stored(&machine, "token"), stored(&machine, "token_id"));
+    assert_ne!(second_id, first_id);
+    me(first).await.assert_problem(401, "unauthenticated");
+    me(ci.clone()).await.assert_status(200);
+    me(second.clone()).await.assert_status(200);
+
+    // The stored token revoked elsewhere: the CLI says its sign-in is no
+    // longer valid; a login then has nothing to revoke, and says nothing.
+    app.request(Method::DELETE, &format!("/api/v1/tokens/{second_id}"))
+        .bearer(&second)
+        .send()
+        .await
+        .assert_status(204);
+    let refused = machine.run(&["whoami"]).await;
+    assert_eq!(refused.code, 3, "{refused:?}");
+    let line = refused.error_line();
+    assert!(
+        line.contains("the stored sign-in is no longer valid") && !line.contains("BERTH_TOKEN"),
+        "{refused:?}"
+    );
+    let third = login(user.email.clone()).await;
+    assert!(!third.stdout.contains("Revoked"), "{third:?}");
+    let third_token = stored(&machine, "token");
+
+    // Another user signing in on the same machine keeps the first's token.
+    let other = login(app.owner.email.clone()).await;
+    assert!(!other.stdout.contains("Revoked"), "{other:?}");
+    me(third_token).await.assert_status(200);
+
+    // logout of a token already revoked: said so, and forgotten.
+    let (owners, owners_id) = (stored(&machine, "token"), stored(&machine, "token_id"));
+    app.request(Method::DELETE, &format!("/api/v1/tokens/{owners_id}"))
+        .bearer(&owners)
+        .send()
+        .await
+        .assert_status(204);
+    let logout = machine.run(&["logout"]).await;
+    logout.ok();
+    assert!(
+        logout
+            .stdout
+            .contains(&format!("token {owners_id} was already revoked")),
+        "{logout:?}"
+    );
+    assert!(!machine.config.join("credentials.toml").exists());
+    me(ci).await.assert_status(200);
 }
 
 /// A reader that closes the pipe before the output ends (`| head -1`) ends
@@ -512,10 +614,12 @@ async fn link_json_secrets_env_and_exit_codes() {
     };
     let refused = forged.run(&["projects"]).await;
     assert_eq!(refused.code, 3, "{refused:?}");
+    let line = refused.error_line();
     assert!(
-        refused.error_line().contains("(unauthenticated)"),
+        line.contains("(unauthenticated); the token in BERTH_TOKEN was refused"),
         "{refused:?}"
     );
+    assert!(!line.contains("berth login"), "{refused:?}");
 
     // A secret's values come from standard input: the process's arguments
     // never hold them (its /proc/PID/cmdline, while it reads them).

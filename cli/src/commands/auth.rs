@@ -46,12 +46,26 @@ pub fn login(out: Output, login: Login) -> Result<()> {
     // The session has done its work (or failed): end it either way.
     let _ = api.post_empty(&["auth", "logout"]);
     let (identity, created) = token?;
+    // The sign-in this one replaces: the same user's, at the same API.
+    let earlier = config::stored()
+        .ok()
+        .flatten()
+        .filter(|earlier| {
+            parse_url(&earlier.url).is_ok_and(|earlier| earlier == url)
+                && earlier
+                    .email
+                    .as_deref()
+                    .is_some_and(|email| email.eq_ignore_ascii_case(&identity.email))
+        })
+        .and_then(|earlier| earlier.token_id)
+        .filter(|id| *id != created.record.id);
     let path = config::store(&Credentials {
         url: url.to_string(),
-        token: created.token,
+        token: created.token.clone(),
         token_id: Some(created.record.id.clone()),
         email: Some(identity.email.clone()),
     })?;
+    let revoked = earlier.and_then(|id| revoke_earlier(&url, &created.token, id));
     out.say(&format!(
         "Signed in to {url} as {}; token {} ({}) expires {}, stored in {}",
         identity.email,
@@ -59,7 +73,31 @@ pub fn login(out: Output, login: Login) -> Result<()> {
         created.record.id,
         or_dash(created.record.expires_at.as_deref()),
         path.display()
-    ))
+    ))?;
+    match revoked {
+        Some(id) => out.say(&format!("Revoked this CLI's earlier token {id}")),
+        None => Ok(()),
+    }
+}
+
+/// Revokes the token of this CLI's earlier sign-in (`DELETE
+/// /api/v1/tokens/{id}`, with the new token): that one only, never a token
+/// made with it. Answers its id once revoked; one already gone (404) needs
+/// no word, and one that cannot be revoked a warning, not a failed login.
+fn revoke_earlier(url: &reqwest::Url, token: &str, id: String) -> Option<String> {
+    let revoked = Api::new(url.clone(), Credential::Token(token.to_owned()))
+        .and_then(|api| api.delete(&["tokens", &id]));
+    match revoked {
+        Ok(_) => Some(id),
+        Err(failure) if failure.status() == Some(404) => None,
+        Err(failure) => {
+            eprintln!(
+                "warning: the earlier sign-in's token {id} was not revoked ({failure}); \
+                 revoke it with `berth tokens revoke {id}`"
+            );
+            None
+        }
+    }
 }
 
 /// What login does with the session: replaces a temporary password, then
@@ -122,26 +160,30 @@ fn warn_if_cleartext(url: &reqwest::Url) {
     }
 }
 
-/// Revokes the stored token and forgets it.
+/// Revokes the stored token and forgets it. A token the API no longer
+/// takes (401: revoked or expired) or knows (404) is forgotten all the
+/// same, and said to have been so.
 pub fn logout(session: &Session) -> Result<()> {
     let Some(id) = session.sign_in.token_id.as_deref() else {
         return Err(Failure::Usage(
             "the token comes from BERTH_TOKEN: revoke it with `berth tokens revoke ID`".into(),
         ));
     };
-    match session.api.delete(&["tokens", id]) {
-        // Already revoked or expired: it is gone either way.
-        Ok(_)
-        | Err(Failure::Api(berth_domain::error::Problem {
-            status: 401 | 404, ..
-        })) => {}
+    let revoked = match session.api.delete(&["tokens", id]) {
+        Ok(_) => true,
+        Err(failure) if matches!(failure.status(), Some(401 | 404)) => false,
         Err(failure) => return Err(failure),
-    }
+    };
     config::forget()?;
-    session.out.say(&format!(
-        "Signed out of {}: token {id} revoked",
-        session.sign_in.url
-    ))
+    let url = &session.sign_in.url;
+    session.out.say(&if revoked {
+        format!("Signed out of {url}: token {id} revoked")
+    } else {
+        format!(
+            "Signed out of {url}: token {id} was already revoked or no longer valid; \
+             the stored sign-in is removed"
+        )
+    })
 }
 
 pub fn whoami(session: &Session) -> Result<()> {

@@ -23,10 +23,16 @@ pub struct Session {
 impl Session {
     pub fn open(out: Output) -> Result<Self> {
         let sign_in = config::sign_in()?;
-        let api = Api::new(
+        let mut api = Api::new(
             parse_url(&sign_in.url)?,
             Credential::Token(sign_in.token.clone()),
         )?;
+        api.when_refused(if sign_in.from_environment {
+            "the token in BERTH_TOKEN was refused (revoked, expired or mistyped)"
+        } else {
+            "the stored sign-in is no longer valid (its token was revoked or has expired): \
+             `berth login` again"
+        });
         Ok(Self { api, out, sign_in })
     }
 }
