@@ -129,7 +129,8 @@ pub enum Command {
     /// Whether each of the app's hostnames points at the gateway, and its
     /// certificate.
     Domains,
-    /// The organization's audit log, newest first.
+    /// The audit log, newest first: the project's (`--project`, else the
+    /// linked one), else the organization's.
     Audit {
         /// Events per page (1 to 200).
         #[arg(long, default_value_t = 50)]
@@ -137,6 +138,9 @@ pub enum Command {
         /// Events older than this (a page's `next_before`).
         #[arg(long)]
         before: Option<u64>,
+        /// The organization's log, even where a project is linked.
+        #[arg(long, conflicts_with = "project")]
+        org: bool,
     },
     /// Your API tokens.
     Tokens {

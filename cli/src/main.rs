@@ -64,7 +64,12 @@ fn run(cli: Cli) -> Result<()> {
         Command::Ps => commands::resources::ps(&session()?, &context()?.app()?),
         Command::Releases => commands::resources::releases(&session()?, &context()?.app()?),
         Command::Domains => commands::resources::domains(&session()?, &context()?.app()?),
-        Command::Audit { limit, before } => commands::resources::audit(&session()?, limit, before),
+        Command::Audit { limit, before, org } => {
+            // The project's log (`--project`, else the linked one), unless
+            // `--org` asks for the organization's.
+            let project = if org { None } else { context()?.project };
+            commands::resources::audit(&session()?, project.as_deref(), limit, before)
+        }
         Command::Members => commands::resources::members(&session()?),
         Command::Deploy(deploy) => {
             commands::deploy::deploy(&session()?, &context()?.app()?, deploy)

@@ -1101,3 +1101,78 @@ async fn promote_and_restart_wait_too() {
         );
     }
 }
+
+/// `berth audit` reads the project's log (`listProjectAuditEvents`) with
+/// `--project` or in a linked directory, the organization's with `--org`
+/// or where nothing is linked.
+#[tokio::test]
+async fn audit_reads_the_projects_log_or_the_organizations() {
+    let Linked {
+        app: _app,
+        machine,
+        project,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
+    )
+    .await;
+    // A call concerning no project, in the organization's log at once.
+    let other_call = || machine.run(&["projects"]);
+    other_call().await.ok();
+    let events = |ran: &Ran| -> Vec<Value> {
+        ran.ok();
+        ran.json()["events"].as_array().cloned().unwrap_or_default()
+    };
+    let of_project = |events: &[Value]| events.iter().all(|e| e["project"] == project.as_str());
+
+    // A project's events show once settled (about eight seconds).
+    eventually("the project's log shows createApp", || async {
+        let linked = events(
+            &machine
+                .run(&["audit", "--limit", "200", "-o", "json"])
+                .await,
+        );
+        assert!(of_project(&linked), "only the project's events: {linked:?}");
+        linked.iter().any(|e| e["action"] == "createApp")
+    })
+    .await;
+    let unlinked = Machine {
+        env: machine.env.clone(),
+        ..Machine::new()
+    };
+    let flagged = events(
+        &unlinked
+            .run(&["audit", "-p", &project, "--limit", "200", "-o", "json"])
+            .await,
+    );
+    assert!(
+        of_project(&flagged) && flagged.iter().any(|e| e["action"] == "createApp"),
+        "{flagged:?}"
+    );
+    other_call().await.ok();
+    for organization in [
+        machine.run(&["audit", "--org", "-o", "json"]).await,
+        unlinked.run(&["audit", "-o", "json"]).await,
+    ] {
+        let events = events(&organization);
+        assert!(
+            events
+                .iter()
+                .any(|e| e["action"] == "listProjects" && e["project"].is_null()),
+            "{events:?}"
+        );
+    }
+    // The next page's command names the log.
+    let paged = unlinked
+        .run(&["audit", "-p", &project, "--limit", "1"])
+        .await;
+    paged.ok();
+    assert!(
+        paged
+            .stderr
+            .contains(&format!("older: berth audit --project {project} --before ")),
+        "{paged:?}"
+    );
+}

@@ -242,12 +242,23 @@ pub fn domains(session: &Session, app: &AppPath) -> Result<()> {
     })
 }
 
-pub fn audit(session: &Session, limit: u32, before: Option<u64>) -> Result<()> {
+/// The project's audit log (`listProjectAuditEvents`), or without one the
+/// organization's (`listAuditEvents`): the same pages.
+pub fn audit(
+    session: &Session,
+    project: Option<&str>,
+    limit: u32,
+    before: Option<u64>,
+) -> Result<()> {
     let mut query = vec![("limit", limit.to_string())];
     if let Some(before) = before {
         query.push(("before", before.to_string()));
     }
-    let answer = session.api.get_with(&["audit"], &query)?;
+    let path = match project {
+        Some(project) => vec!["projects", project, "audit"],
+        None => vec!["audit"],
+    };
+    let answer = session.api.get_with(&path, &query)?;
     session.out.answer(&answer, || {
         let page: AuditPage = answer.record()?;
         let rows = page
@@ -273,7 +284,11 @@ pub fn audit(session: &Session, limit: u32, before: Option<u64>) -> Result<()> {
             rows,
         )?;
         if let Some(next) = page.next_before {
-            eprintln!("older: berth audit --before {next}");
+            let which = match project {
+                Some(project) => format!("--project {project}"),
+                None => "--org".to_owned(),
+            };
+            eprintln!("older: berth audit {which} --before {next}");
         }
         Ok(())
     })
