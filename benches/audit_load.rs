@@ -90,10 +90,14 @@ async fn main() {
     let owner = members::bootstrap(&state.store, "load", "owner@load.example")
         .await
         .unwrap();
-    let token = tokens::create(&state.store, &owner.member.id, "load", None, None, None)
-        .await
-        .unwrap()
-        .token;
+    let token = tokens::create(
+        &state.store,
+        &owner.member.id,
+        tokens::NewToken::unlimited("load"),
+    )
+    .await
+    .unwrap()
+    .token;
     // Warm up: the token's first use, the connection pool.
     drive(&berth, &token, 10, 50).await;
 

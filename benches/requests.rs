@@ -108,10 +108,7 @@ async fn main() {
     let bootstrap_token = berth_store::identity::tokens::create(
         &state.store,
         &owner.member.id,
-        "bench",
-        None,
-        None,
-        None,
+        berth_store::identity::tokens::NewToken::unlimited("bench"),
     )
     .await
     .unwrap()

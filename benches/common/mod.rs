@@ -51,10 +51,7 @@ impl Call {
         let token = berth_store::identity::tokens::create(
             store,
             &owner.member.id,
-            "bench",
-            None,
-            None,
-            None,
+            berth_store::identity::tokens::NewToken::unlimited("bench"),
         )
         .await
         .unwrap()

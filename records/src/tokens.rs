@@ -46,6 +46,11 @@ pub struct TokenRecord {
     pub ceiling: Option<Ceiling>,
     /// `null`: every project of its owner's.
     pub scope: Option<Vec<ScopeEntry>>,
+    /// The id of the limited token (one with a ceiling or a scope) that
+    /// made it: it expires no later than that one and is revoked with it.
+    /// `null`: made by a session or an unlimited token.
+    #[schema(required = true)]
+    pub made_by: Option<String>,
 }
 
 /// A created token: its record, and the secret shown this once.

@@ -446,3 +446,137 @@ async fn a_scope_holds_a_token_to_its_projects() {
     let listed = app.get("/api/v1/projects").by(&early).send().await.json();
     assert_eq!(listed, json!([]));
 }
+
+/// A token made by a limited token (issue 46, part 3) cannot outlive or
+/// outreach its maker: it expires no later than it (an omitted expiry
+/// takes the maker's), keeps its scope's start (a project made again
+/// under a scoped name is outside it too), records its maker, and is
+/// revoked with it, its own tokens too. A token made by a session or by an
+/// unlimited token (the CLI's sign-in) is its own.
+#[tokio::test]
+async fn a_limited_tokens_tokens_go_with_it() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("lineage").await;
+    let made = |by: String, body: serde_json::Value| {
+        let app = &app;
+        async move {
+            let created = app
+                .post("/api/v1/tokens")
+                .bearer(&by)
+                .json(body)
+                .send()
+                .await;
+            created.assert_status(201);
+            created.json()
+        }
+    };
+    let secret = |record: &serde_json::Value| record["token"].as_str().unwrap().to_owned();
+    let stolen = made(
+        app.owner.token.clone(),
+        json!({ "name": "ci", "ceiling": "deploy", "expires_in_days": 10,
+                "scope": [{ "project": project }] }),
+    )
+    .await;
+    assert_eq!(stolen["made_by"], serde_json::Value::Null);
+    let scope = json!([{ "project": project }]);
+    let child = made(
+        secret(&stolen),
+        json!({ "name": "child", "ceiling": "read", "scope": scope }),
+    )
+    .await;
+    assert_eq!(child["made_by"], stolen["id"]);
+    assert_eq!(child["expires_at"], stolen["expires_at"], "the maker's end");
+    let longer = made(
+        secret(&stolen),
+        json!({ "name": "longer", "ceiling": "read", "scope": scope, "expires_in_days": 300 }),
+    )
+    .await;
+    assert_eq!(
+        longer["expires_at"], stolen["expires_at"],
+        "no later than it"
+    );
+    let grandchild = made(
+        secret(&child),
+        json!({ "name": "grandchild", "ceiling": "read", "scope": scope }),
+    )
+    .await;
+    assert_eq!(grandchild["made_by"], child["id"]);
+
+    // The project deleted and made again: outside the stolen token, and
+    // outside a token it makes after.
+    app.request(http::Method::DELETE, &format!("/api/v1/projects/{project}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(202);
+    // Times are whole seconds: the project made again in a later one than
+    // the stolen token, as it would be in any real theft.
+    let stolen_at = stolen["created_at"]
+        .as_str()
+        .and_then(berth_domain::clock::parse_rfc3339)
+        .unwrap();
+    crate::support::eventually("a second has passed since the token", || async {
+        berth_domain::clock::unix_seconds() > stolen_at
+    })
+    .await;
+    crate::support::eventually("the project is made again", || async {
+        app.post("/api/v1/projects")
+            .by(&app.owner)
+            .json(json!({ "name": project, "display_name": "again" }))
+            .send()
+            .await
+            .status
+            .as_u16()
+            == 201
+    })
+    .await;
+    let after = made(
+        secret(&stolen),
+        json!({ "name": "after", "ceiling": "read", "scope": scope }),
+    )
+    .await;
+    for token in [&stolen, &after] {
+        app.get(&format!("/api/v1/projects/{project}"))
+            .bearer(&secret(token))
+            .send()
+            .await
+            .assert_problem(404, "not_found");
+    }
+    app.get(&format!("/api/v1/projects/{project}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(200);
+
+    // Revoked (it may revoke itself): every token it made goes too.
+    let id = stolen["id"].as_str().unwrap();
+    app.request(http::Method::DELETE, &format!("/api/v1/tokens/{id}"))
+        .bearer(&secret(&stolen))
+        .send()
+        .await
+        .assert_status(204);
+    for token in [&stolen, &child, &longer, &grandchild, &after] {
+        app.get("/api/v1/me")
+            .bearer(&secret(token))
+            .send()
+            .await
+            .assert_problem(401, "unauthenticated");
+    }
+
+    // An unlimited token's token is its own: signing in again with the CLI
+    // (which revokes its earlier sign-in token) ends no pipeline's token.
+    let sign_in = made(app.owner.token.clone(), json!({ "name": "berth CLI" })).await;
+    let pipeline = made(secret(&sign_in), json!({ "name": "pipeline" })).await;
+    assert_eq!(pipeline["made_by"], serde_json::Value::Null);
+    let id = sign_in["id"].as_str().unwrap();
+    app.request(http::Method::DELETE, &format!("/api/v1/tokens/{id}"))
+        .by(&app.owner)
+        .send()
+        .await
+        .assert_status(204);
+    app.get("/api/v1/me")
+        .bearer(&secret(&pipeline))
+        .send()
+        .await
+        .assert_status(200);
+}

@@ -436,7 +436,10 @@ mod tests {
             code(Method::HEAD, "/x", &[foreign, cross], false, session()),
             None
         );
-        let token = Credential::Token { id: "t".into() };
+        let token = Credential::Token {
+            id: "t".into(),
+            expires_at: None,
+        };
         assert_eq!(
             code(Method::POST, "/x", &[foreign, cross], true, token),
             None

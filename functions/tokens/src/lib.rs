@@ -73,13 +73,27 @@ async fn create_token(
             berth_domain::scope::describe(&own.entries)
         )));
     }
+    // A limited token's token lives no longer than it, and goes with it;
+    // a session's or an unlimited token's (the CLI's sign-in) may outlive
+    // its maker, so that signing in again ends no pipeline's token.
+    let maker = match (&caller.credential, caller.limits()) {
+        (Credential::Token { id, expires_at }, Some(_)) => Some(tokens::Maker {
+            id,
+            expires_at: *expires_at,
+            scope_since: caller.scope.as_ref().map(|scope| scope.since),
+        }),
+        _ => None,
+    };
     let created = tokens::create(
         &state.store,
         &caller.user.id,
-        &body.name,
-        body.expires_in_days,
-        body.ceiling,
-        body.scope,
+        tokens::NewToken {
+            name: &body.name,
+            expires_in_days: body.expires_in_days,
+            ceiling: body.ceiling,
+            scope: body.scope,
+            maker,
+        },
     )
     .await?;
     scope::audit_target("token", &created.record);
@@ -102,7 +116,8 @@ async fn delete_token(
 ) -> Result<StatusCode, ApiError> {
     scope::audit_target("token", &token_id);
     // A limited token may revoke itself (a leaked CI token), no other.
-    let itself = matches!(&caller.credential, Credential::Token { id } if id == token_id.as_str());
+    let itself =
+        matches!(&caller.credential, Credential::Token { id, .. } if id == token_id.as_str());
     if !itself {
         caller.require_owners_rights("revoke other tokens")?;
     }

@@ -90,11 +90,12 @@ async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Princ
         let key = store::key(keys::user(user_id), &credential_sk);
         tokens::touch(store, key, token.last_used_at).await;
         ceiling = token.ceiling;
-        scope = token.scope.map(|entries| TokenScope {
-            entries,
-            since: token.created_at,
-        });
-        Credential::Token { id: token.id }
+        let since = token.scope_since();
+        scope = token.scope.map(|entries| TokenScope { entries, since });
+        Credential::Token {
+            id: token.id,
+            expires_at: token.expires_at,
+        }
     } else {
         let session: SessionItem = store::from_item(credential)?;
         if session.expires_at <= now || session.epoch != profile.session_epoch {

@@ -67,6 +67,9 @@ pub enum Credential {
     },
     Token {
         id: String,
+        /// When it expires (Unix seconds; none: never): what a token it
+        /// makes while limited may live until at most.
+        expires_at: Option<i64>,
     },
     /// A project's deploy token: a machine's, not a person's.
     DeployToken {

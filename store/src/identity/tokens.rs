@@ -33,13 +33,38 @@ pub struct TokenItem {
     /// None: every project of the owner's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Vec<ScopeEntry>>,
+    /// The limited token that made it (none: a session or an unlimited
+    /// token did): it goes when that one is revoked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub made_by: Option<String>,
+    /// Since when its scope reaches projects (Unix seconds): its maker's,
+    /// for a token a limited token made; none, since it was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_since: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttl: Option<i64>,
+}
+
+/// The limited token (a ceiling, or a scope) a new token is made with: the
+/// new one expires no later than it, keeps its scope's start, and is
+/// revoked with it, so that a stolen limited token cannot outlive its
+/// revocation through one it made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maker<'a> {
+    pub id: &'a str,
+    pub expires_at: Option<i64>,
+    /// Its scope's start, if it has a scope.
+    pub scope_since: Option<i64>,
 }
 
 impl TokenItem {
     pub fn expired(&self, now: i64) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    /// Since when its scope reaches projects (Unix seconds).
+    pub fn scope_since(&self) -> i64 {
+        self.scope_since.unwrap_or(self.created_at)
     }
 
     pub fn record(&self) -> TokenRecord {
@@ -52,6 +77,7 @@ impl TokenItem {
             last_used_at: self.last_used_at.map(clock::rfc3339),
             ceiling: self.ceiling,
             scope: self.scope.clone(),
+            made_by: self.made_by.clone(),
         }
     }
 }
@@ -73,21 +99,55 @@ pub fn expiry(expires_in_days: Option<u32>, now: i64) -> Result<Option<i64>, Api
     Ok(expires_in_days.map(|days| now + i64::from(days) * 86_400))
 }
 
+/// What a new token is: its name, lifetime and limits.
+pub struct NewToken<'a> {
+    pub name: &'a str,
+    pub expires_in_days: Option<u32>,
+    pub ceiling: Option<Ceiling>,
+    pub scope: Option<Vec<ScopeEntry>>,
+    /// The limited token it is made with, if it is.
+    pub maker: Option<Maker<'a>>,
+}
+
+impl<'a> NewToken<'a> {
+    /// A token with its owner's rights, which never expires.
+    pub fn unlimited(name: &'a str) -> Self {
+        Self {
+            name,
+            expires_in_days: None,
+            ceiling: None,
+            scope: None,
+            maker: None,
+        }
+    }
+}
+
 pub async fn create(
     store: &Store,
     user_id: &str,
-    name: &str,
-    expires_in_days: Option<u32>,
-    ceiling: Option<Ceiling>,
-    scope: Option<Vec<ScopeEntry>>,
+    new: NewToken<'_>,
 ) -> Result<CreatedToken, ApiError> {
+    let NewToken {
+        name,
+        expires_in_days,
+        ceiling,
+        scope,
+        maker,
+    } = new;
     validate(name, expires_in_days)?;
     if let Some(scope) = &scope {
         berth_domain::scope::validate(scope)?;
     }
     let token = credentials::new_api_token(user_id);
     let now = clock::unix_seconds();
-    let expires_at = expiry(expires_in_days, now)?;
+    // No later than its maker's end: an omitted expiry takes it.
+    let expires_at = match (
+        expiry(expires_in_days, now)?,
+        maker.and_then(|m| m.expires_at),
+    ) {
+        (Some(asked), Some(maker)) => Some(asked.min(maker)),
+        (asked, maker) => asked.or(maker),
+    };
     let item = TokenItem {
         pk: keys::user(user_id),
         sk: keys::token_sk(&credentials::digest(&token)),
@@ -99,6 +159,8 @@ pub async fn create(
         last_used_at: None,
         ceiling,
         scope,
+        made_by: maker.map(|maker| maker.id.to_owned()),
+        scope_since: maker.and_then(|maker| maker.scope_since),
         ttl: expires_at,
     };
     store.put_new(store::to_item(&item)?).await?;
@@ -126,23 +188,35 @@ pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiErr
     Ok(tokens)
 }
 
-/// Revokes one of the user's tokens; someone else's token id is not found.
+/// Revokes one of the user's tokens, and the tokens it made (and they
+/// made); someone else's token id is not found. The tokens it made go
+/// first: a failure leaves it alive, to be revoked again, never a token
+/// it made alive without it.
 pub async fn revoke(store: &Store, user_id: &str, token_id: &RecordId) -> Result<(), ApiError> {
     let missing = || {
         ApiError::NotFound(berth_domain::Missing::Token {
             token: token_id.clone(),
         })
     };
-    let token = list(store, user_id)
-        .await?
-        .into_iter()
+    let tokens = list(store, user_id).await?;
+    let token = tokens
+        .iter()
         .find(|token| token.id == token_id.as_str())
         .ok_or_else(missing)?;
+    for made in made_by(&tokens, &token.id) {
+        store
+            .client()
+            .delete_item()
+            .table_name(store.table())
+            .set_key(Some(store::key(made.pk.clone(), &made.sk)))
+            .send()
+            .await?;
+    }
     let deleted = store
         .client()
         .delete_item()
         .table_name(store.table())
-        .set_key(Some(store::key(token.pk, &token.sk)))
+        .set_key(Some(store::key(token.pk.clone(), &token.sk)))
         .condition_expression("attribute_exists(pk)")
         .send()
         .await;
@@ -151,6 +225,21 @@ pub async fn revoke(store: &Store, user_id: &str, token_id: &RecordId) -> Result
         Err(e) if store::is_condition_failure(&e) => Err(missing()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The tokens `maker` made, and those they made, in any order.
+fn made_by<'a>(tokens: &'a [TokenItem], maker: &str) -> Vec<&'a TokenItem> {
+    let mut makers = vec![maker];
+    let mut made: Vec<&TokenItem> = Vec::new();
+    while let Some(maker) = makers.pop() {
+        for token in tokens {
+            if token.made_by.as_deref() == Some(maker) && !made.iter().any(|m| m.id == token.id) {
+                made.push(token);
+                makers.push(&token.id);
+            }
+        }
+    }
+    made
 }
 
 /// Records a use of the token whose item is at `key` (a personal or a

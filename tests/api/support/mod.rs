@@ -119,6 +119,7 @@ impl TestUser {
             },
             credential: Credential::Token {
                 id: "fixture".into(),
+                expires_at: None,
             },
             ceiling: None,
             scope: None,
@@ -576,7 +577,7 @@ async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role
         .send()
         .await
         .expect("activating a test account");
-    let token = tokens::create(&state.store, id, "fixture", None, None, None)
+    let token = tokens::create(&state.store, id, tokens::NewToken::unlimited("fixture"))
         .await
         .expect("creating a token")
         .token;
