@@ -139,6 +139,22 @@ async fn reconcile_inner(environment: &Environment, context: &Context) -> Result
         set_status(environment, context, pending).await?;
     }
     let namespace = environment.name_any();
+    // The namespace every environment admits traffic from is never a
+    // tenant's: the API refuses the name, and an Environment made past it
+    // (written to the cluster directly) gets no namespace (issue 46).
+    if namespace == context.settings.ingress_namespace {
+        let degraded = EnvironmentStatus {
+            phase: Some("Degraded".into()),
+            ready: false,
+            message: Some(format!(
+                "namespace {namespace} is the ingress controller's (BERTH_INGRESS_NAMESPACE): \
+                 no environment may have it"
+            )),
+            ..current_status(environment)
+        };
+        set_status(environment, context, degraded).await?;
+        return Ok(Action::await_change());
+    }
     // A namespace whose deletion begins while it is provisioned refuses the
     // writes still to come: the same wait as for one seen being deleted.
     let provisioned = match provision(environment, context).await {

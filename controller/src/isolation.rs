@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicySpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
 
 use berth_cluster::crd::{LABEL_MANAGED_BY, MANAGER};
 use berth_cluster::quota::{DEFAULT_STORAGE, DEFAULT_VOLUMES, MAX_STORAGE, MAX_VOLUMES};
@@ -61,7 +63,9 @@ pub fn policy_metadata(name: &str, namespace: &str) -> ObjectMeta {
 /// The namespace's NetworkPolicy: every pod of it (`podSelector: {}`) admits
 /// only traffic from pods of the same namespace (a peer with only a
 /// `podSelector`) and from any pod of the namespace named
-/// `ingress_namespace`.
+/// `ingress_namespace` — one Berth does not manage: were a tenant's
+/// environment ever given that name (the ingress controller installed
+/// later, or moved), its pods would not be let in.
 pub fn network_policy(namespace: &str, ingress_namespace: &str) -> NetworkPolicy {
     NetworkPolicy {
         metadata: policy_metadata(NETWORK_POLICY_NAME, namespace),
@@ -80,7 +84,11 @@ pub fn network_policy(namespace: &str, ingress_namespace: &str) -> NetworkPolicy
                                 NAMESPACE_NAME_LABEL.to_owned(),
                                 ingress_namespace.to_owned(),
                             )])),
-                            match_expressions: None,
+                            match_expressions: Some(vec![LabelSelectorRequirement {
+                                key: LABEL_MANAGED_BY.to_owned(),
+                                operator: "NotIn".to_owned(),
+                                values: Some(vec![MANAGER.to_owned()]),
+                            }]),
                         }),
                         ..NetworkPolicyPeer::default()
                     },
@@ -214,9 +222,14 @@ mod tests {
                     "policyTypes": ["Ingress"],
                     "ingress": [{ "from": [
                         { "podSelector": {} },
-                        { "namespaceSelector": { "matchLabels": {
-                            "kubernetes.io/metadata.name": "ingress-nginx"
-                        } } }
+                        { "namespaceSelector": {
+                            "matchLabels": { "kubernetes.io/metadata.name": "ingress-nginx" },
+                            "matchExpressions": [{
+                                "key": "app.kubernetes.io/managed-by",
+                                "operator": "NotIn",
+                                "values": ["berth"]
+                            }]
+                        } }
                     ] }]
                 }
             })

@@ -156,7 +156,10 @@ impl Config {
             reserved_namespaces: ReservedNamespaces::with_configured(
                 &lookup("BERTH_RESERVED_NAMESPACES").unwrap_or_default(),
             )
-            .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?,
+            .map_err(|e| ConfigError(format!("BERTH_RESERVED_NAMESPACES: {e}")))?
+            .with_ingress(
+                &lookup("BERTH_INGRESS_NAMESPACE").unwrap_or_else(|| "ingress-nginx".into()),
+            ),
             gateway_hostname: hostname_setting(
                 "BERTH_GATEWAY_HOSTNAME",
                 lookup("BERTH_GATEWAY_HOSTNAME"),
@@ -303,7 +306,10 @@ mod tests {
         assert_eq!(config.production_grace, Duration::from_secs(72 * 3600));
         assert_eq!(config.cluster_timeout, Duration::from_secs(10));
         assert_eq!(config.request_deadline, Duration::from_secs(20));
-        assert_eq!(config.reserved_namespaces, ReservedNamespaces::default());
+        assert_eq!(
+            config.reserved_namespaces,
+            ReservedNamespaces::default().with_ingress("ingress-nginx")
+        );
         assert_eq!(config.gateway_hostname, None);
         assert!(config.gateway_addresses.is_empty());
         assert!(config.dns_servers.is_empty());

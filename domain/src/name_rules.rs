@@ -22,20 +22,82 @@ pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
 
 /// Namespaces no environment may be given (its namespace is
 /// `{project}-{environment}`): `default`, every `kube-*` and `berth-*`
-/// (Kubernetes' own and Berth's), and those of `BERTH_RESERVED_NAMESPACES`,
-/// where `name` reserves one namespace and `prefix*` every one it starts.
+/// (Kubernetes' own and Berth's), the well-known namespaces of the tools a
+/// cluster runs beside Berth ([`WELL_KNOWN_NAMESPACES`]: a tenant's
+/// environment named like the ingress controller's, made before it is
+/// installed, would be let in by every environment's NetworkPolicy), the
+/// ingress controller's (`BERTH_INGRESS_NAMESPACE`), and those of
+/// `BERTH_RESERVED_NAMESPACES`, where `name` reserves one namespace and
+/// `prefix*` every one it starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservedNamespaces {
     exact: Vec<String>,
     prefixes: Vec<String>,
 }
 
+/// The namespaces of tools a cluster commonly runs, which Berth reserves
+/// whether or not they are installed yet: ingress controllers, cert-manager,
+/// service meshes, policy engines, GitOps, monitoring, networking and
+/// storage add-ons. `prefix*` reserves every namespace it starts.
+pub const WELL_KNOWN_NAMESPACES: &[&str] = &[
+    "ingress-nginx",
+    "nginx-ingress",
+    "ingress",
+    "traefik",
+    "haproxy-controller",
+    "contour",
+    "projectcontour",
+    "envoy-gateway-system",
+    "gateway-system",
+    "cert-manager",
+    "external-dns",
+    "istio-*",
+    "linkerd",
+    "linkerd-*",
+    "cilium-secrets",
+    "calico-*",
+    "tigera-operator",
+    "metallb-system",
+    "kyverno",
+    "gatekeeper-system",
+    "flux-system",
+    "argocd",
+    "argo-*",
+    "monitoring",
+    "prometheus",
+    "grafana",
+    "loki",
+    "logging",
+    "observability",
+    "opentelemetry-operator-system",
+    "velero",
+    "longhorn-system",
+    "rook-ceph",
+    "local-path-storage",
+    "openebs",
+    "vault",
+    "external-secrets",
+    "sealed-secrets",
+    "keda",
+    "knative-*",
+    "tekton-*",
+    "amazon-cloudwatch",
+    "aws-observability",
+    "gke-*",
+    "gmp-*",
+    "azure-*",
+];
+
 impl Default for ReservedNamespaces {
     fn default() -> Self {
-        Self {
+        let mut reserved = Self {
             exact: vec!["default".into()],
             prefixes: vec!["kube-".into(), "berth-".into()],
+        };
+        for entry in WELL_KNOWN_NAMESPACES {
+            reserved.add(entry);
         }
+        reserved
     }
 }
 
@@ -45,10 +107,7 @@ impl ReservedNamespaces {
     pub fn with_configured(list: &str) -> Result<Self, String> {
         let mut reserved = Self::default();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (name, is_prefix) = match entry.strip_suffix('*') {
-                Some(prefix) => (prefix, true),
-                None => (entry, false),
-            };
+            let name = entry.strip_suffix('*').unwrap_or(entry);
             let valid = !name.is_empty()
                 && name.len() <= 63
                 && name
@@ -59,13 +118,24 @@ impl ReservedNamespaces {
                     "{entry:?} is not a namespace name or a prefix of one followed by *"
                 ));
             }
-            if is_prefix {
-                reserved.prefixes.push(name.to_owned());
-            } else {
-                reserved.exact.push(name.to_owned());
-            }
+            reserved.add(entry);
         }
         Ok(reserved)
+    }
+
+    /// Reserves one more: `name`, or with `*` every name it starts.
+    fn add(&mut self, entry: &str) {
+        match entry.strip_suffix('*') {
+            Some(prefix) => self.prefixes.push(prefix.to_owned()),
+            None => self.exact.push(entry.to_owned()),
+        }
+    }
+
+    /// These, and the ingress controller's namespace
+    /// (`BERTH_INGRESS_NAMESPACE`), which every environment admits.
+    pub fn with_ingress(mut self, ingress_namespace: &str) -> Self {
+        self.add(ingress_namespace);
+        self
     }
 
     pub fn is_reserved(&self, namespace: &str) -> bool {
@@ -149,6 +219,30 @@ mod tests {
             ReservedNamespaces::with_configured("").unwrap(),
             ReservedNamespaces::default()
         );
+    }
+
+    /// The namespaces of tools installed later are reserved before they
+    /// are there (issue 46, part 4): a tenant's project `ingress` and
+    /// environment `nginx` would otherwise be the namespace every
+    /// environment admits traffic from.
+    #[test]
+    fn well_known_and_the_ingress_controllers_namespaces_are_reserved() {
+        let reserved = ReservedNamespaces::default().with_ingress("edge-gateway");
+        for name in [
+            "ingress-nginx",
+            "cert-manager",
+            "istio-system",
+            "linkerd-viz",
+            "argo-rollouts",
+            "gke-managed-system",
+            "edge-gateway",
+        ] {
+            assert!(reserved.is_reserved(name), "{name}");
+        }
+        for name in ["shop-dev", "linkerdemo-dev", "edge-prod", "monitor-dev"] {
+            assert!(!reserved.is_reserved(name), "{name}");
+        }
+        assert!(reserved.reserves_project("istio"));
     }
 
     #[test]

@@ -44,7 +44,8 @@ async fn quota_hard(client: &kube::Client, namespace: &str) -> BTreeMap<String, 
 }
 
 /// The policy as the controller writes it: every pod of the namespace admits
-/// only its own namespace's pods and the ingress controller's namespace.
+/// only its own namespace's pods and the ingress controller's namespace,
+/// never one Berth manages (a tenant's environment of that name).
 fn assert_isolating(policy: &NetworkPolicy) {
     let spec = serde_json::to_value(policy.spec.as_ref().expect("a spec")).unwrap();
     assert_eq!(
@@ -54,9 +55,14 @@ fn assert_isolating(policy: &NetworkPolicy) {
             "policyTypes": ["Ingress"],
             "ingress": [{ "from": [
                 { "podSelector": {} },
-                { "namespaceSelector": { "matchLabels": {
-                    "kubernetes.io/metadata.name": INGRESS_NAMESPACE
-                } } }
+                { "namespaceSelector": {
+                    "matchLabels": { "kubernetes.io/metadata.name": INGRESS_NAMESPACE },
+                    "matchExpressions": [{
+                        "key": "app.kubernetes.io/managed-by",
+                        "operator": "NotIn",
+                        "values": ["berth"]
+                    }]
+                } }
             ] }]
         })
     );
@@ -550,4 +556,57 @@ async fn limits_a_tenant_cannot_exceed() {
     assert_eq!(after.len(), 50);
     assert_eq!(after[0]["revision"], 53);
     assert_eq!(after[49]["revision"], 4);
+}
+
+/// The namespace every environment admits traffic from is never a
+/// tenant's (issue 46, part 4): the API refuses an environment whose
+/// namespace is a well-known tool's (`ingress` + `nginx`) or the ingress
+/// controller's, and the controller gives an Environment written past the
+/// API no namespace, saying why.
+#[tokio::test]
+async fn no_environment_takes_the_ingress_controllers_namespace() {
+    let app = TestApp::with_cluster().await;
+    // `istio-…`: every namespace of such a project would be a mesh's.
+    let refused = app
+        .post("/api/v1/projects")
+        .by(&app.owner)
+        .json(json!({ "name": crate::support::unique("istio"), "display_name": "mesh" }))
+        .send()
+        .await;
+    refused.assert_problem(422, "validation_failed");
+    assert!(refused.text().contains("reserved"), "{}", refused.text());
+    // Written to the cluster directly, named as the tests' ingress
+    // controller's namespace (`berth-tests-ingress`), which the API would
+    // refuse.
+    let (owner, rest) = INGRESS_NAMESPACE.split_once('-').unwrap();
+    let resource = app.create_environment_resource(owner, rest, None).await;
+    let environments: Api<berth_cluster::crd::Environment> = Api::all(app.cluster().client.clone());
+    eventually("the environment is refused its namespace", || async {
+        let status = environments
+            .get(&resource.name_any())
+            .await
+            .expect("the Environment")
+            .status
+            .unwrap_or_default();
+        status.phase.as_deref() == Some("Degraded")
+            && status
+                .message
+                .is_some_and(|message| message.contains("the ingress controller's"))
+    })
+    .await;
+    let namespace = Api::<Namespace>::all(app.cluster().client.clone())
+        .get_opt(INGRESS_NAMESPACE)
+        .await
+        .expect("reading the namespace");
+    assert!(
+        namespace.is_none_or(|namespace| namespace
+            .labels()
+            .get(berth_cluster::crd::LABEL_MANAGED_BY)
+            .is_none_or(|manager| manager != berth_cluster::crd::MANAGER)),
+        "Berth made no namespace of that name"
+    );
+    environments
+        .delete(&resource.name_any(), &DeleteParams::default())
+        .await
+        .expect("deleting the Environment");
 }
