@@ -416,6 +416,21 @@ fn rendered_volumes(
         .collect()
 }
 
+/// When the node pulls an app's image: every time it starts a container,
+/// unless the image is pinned by digest (whose content cannot change).
+/// Nodes are shared by organizations; with `IfNotPresent` (Kubernetes'
+/// default for a tag) a pod of another organization that knows a private
+/// image's name would run it from the node's cache without any credential.
+/// `Always` makes the node ask the registry with the pod's own pull
+/// credential, which only reaches its own organization's images; a digest
+/// is checked against the cache by content, as the registry would.
+pub fn pull_policy(image: &str) -> &'static str {
+    let pinned = berth_domain::image::ImageRef::parse(image)
+        .ok()
+        .is_some_and(|image| image.digest().is_some());
+    if pinned { "IfNotPresent" } else { "Always" }
+}
+
 /// The process's one container: image, command, env, resources, port,
 /// probes and mounts.
 fn container(
@@ -444,6 +459,7 @@ fn container(
     Container {
         name: process.spec.name.clone(),
         image: Some(image.to_owned()),
+        image_pull_policy: Some(pull_policy(image).to_owned()),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
         env: (!config.env.is_empty()).then(|| env(config)),
         ports: port.map(|port| {
@@ -1423,6 +1439,30 @@ mod tests {
         app.spec.config.domains.pop();
         let ingress = ingress_of(render(&app, &settings).unwrap());
         assert_eq!(ingress.spec.unwrap().tls.unwrap().len(), 1);
+    }
+
+    /// A node shared by organizations pulls an app's image every time,
+    /// with the pod's own credential, unless a digest pins it (issue 46,
+    /// part 5): another organization knowing a private image's tag runs
+    /// nothing from the node's cache.
+    #[test]
+    fn an_image_is_pulled_every_time_unless_pinned_by_digest() {
+        let digest = format!("registry.example.com/acme/shop@sha256:{}", "a".repeat(64));
+        for (image, policy) in [
+            ("nginx:1.27", "Always"),
+            ("registry.example.com/acme/shop", "Always"),
+            (digest.as_str(), "IfNotPresent"),
+        ] {
+            let mut app = web_app();
+            app.spec.config.image = Some(image.to_owned());
+            let rendered = render(&app, &settings()).unwrap();
+            let container = only_container(pod_spec(&rendered.deployments[0]));
+            assert_eq!(
+                container.image_pull_policy.as_deref(),
+                Some(policy),
+                "{image}"
+            );
+        }
     }
 
     #[test]
