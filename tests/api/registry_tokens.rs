@@ -736,6 +736,18 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
         .send()
         .await
         .assert_problem(400, "invalid_request");
+    // A malformed scope is judged after the credential too: every failed
+    // credential gets the one 401 (issue 46, part 6).
+    for credential in [
+        basic(&username, "not-the-password"),
+        basic("environment/nobody-here", &password),
+    ] {
+        app.get(&format!("{REALM_PATH}?service={service}&scope=repository"))
+            .header("authorization", &credential)
+            .send()
+            .await
+            .assert_problem(401, "unauthenticated");
+    }
 
     // The organization's log: the hour's first grant once, every denial.
     grant().await;
@@ -762,7 +774,7 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
         "the same hour's grant"
     );
     // The wrong passwords (the unknown user's environment is no one's).
-    assert_eq!(of("getRegistryToken", Outcome::Denied), 2);
+    assert_eq!(of("getRegistryToken", Outcome::Denied), 3);
     let granted = events
         .iter()
         .find(|e| e.action == "getRegistryToken" && e.outcome == Outcome::Success)

@@ -316,7 +316,6 @@ async fn issue(
         return Err(ApiError::Unauthenticated);
     };
     audit::audit_registry_user(user.username());
-    let requested = scope::parse(scopes).map_err(ApiError::InvalidRequest)?;
     let settings = settings(state).await?;
     let issuer = state.config.public_url.clone().ok_or_else(|| {
         ApiError::RegistryNotConfigured(
@@ -343,7 +342,8 @@ async fn issue(
         return Err(ApiError::Unauthenticated);
     };
     // Judged once the credential holds: to anyone else, whatever the
-    // service, the answer is the scheme's 401.
+    // service or the scope, the answer is the scheme's 401.
+    let requested = scope::parse(scopes).map_err(ApiError::InvalidRequest)?;
     let service = match service {
         Some(service) if service != settings.server => {
             return Err(ApiError::InvalidRequest(format!(
