@@ -191,8 +191,12 @@ fi
 # A replica name of its own (the Lease's holder): a restarted make dev leads
 # again at once. Its Lease in `default`, which every cluster has
 # (`berth-system` is infra/k8s's). Its endpoint on loopback, never on every
-# interface.
+# interface. No egress range of the cluster's own is closed unless given:
+# the stand-in has no network (`none` is that choice, said out loud, so
+# that the controller does not warn); with a real KUBECONFIG, give
+# BERTH_EGRESS_DENIED_CIDRS its node, pod and Service ranges.
 KUBECONFIG=$kubeconfig BERTH_REPLICA=${BERTH_REPLICA:-make-dev} \
+  BERTH_EGRESS_DENIED_CIDRS=${BERTH_EGRESS_DENIED_CIDRS:-none} \
   BERTH_LEASE_NAMESPACE=${BERTH_LEASE_NAMESPACE:-default} \
   BERTH_CONTROLLER_ADDR=127.0.0.1:$BERTH_CONTROLLER_PORT \
   "$bin/berth-controller" >"$state/controller.log" 2>&1 &

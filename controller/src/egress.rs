@@ -86,8 +86,12 @@ pub struct EgressSettings {
     /// The apiserver's Service address, as pods dial it (the controller's
     /// own `KUBERNETES_SERVICE_HOST` when it runs in a pod).
     pub apiserver: Option<IpAddr>,
-    /// Whether app pods get the policy too (`BERTH_APP_EGRESS=restricted`).
+    /// Whether app pods get the policy too (`BERTH_APP_EGRESS`,
+    /// `restricted` unless set to `open`).
     pub apps: bool,
+    /// Whether the operator chose to name no denied range
+    /// (`BERTH_EGRESS_DENIED_CIDRS=none`): then nothing is said of it.
+    pub denied_none_by_choice: bool,
 }
 
 impl Default for EgressSettings {
@@ -99,7 +103,8 @@ impl Default for EgressSettings {
             dns_namespace: DEFAULT_DNS_NAMESPACE.to_owned(),
             dns_pod_labels: parse_labels(DEFAULT_DNS_POD_LABELS).unwrap_or_default(),
             apiserver: None,
-            apps: false,
+            apps: true,
+            denied_none_by_choice: false,
         }
     }
 }
@@ -153,6 +158,20 @@ pub fn name_servers(resolv_conf: &str) -> Vec<IpNet> {
 }
 
 impl EgressSettings {
+    /// What the operator must hear while no range of the cluster's own is
+    /// closed and they did not choose so: the controller says it at its
+    /// start and every 5 minutes in its log, in a metric and in `/readyz`'s
+    /// body, and runs on (it never crash-loops over it).
+    pub fn warning(&self) -> Option<String> {
+        (self.denied.is_empty() && !self.denied_none_by_choice).then(|| {
+            "BERTH_EGRESS_DENIED_CIDRS is not set: build pods (and app pods, with \
+             BERTH_APP_EGRESS=restricted) may reach this cluster's nodes (the kubelet), pods \
+             and Services; set it to the cluster's node, pod and Service ranges \
+             (docs/configuration.md), or to `none` to accept that"
+                .to_owned()
+        })
+    }
+
     /// Every range closed: the fixed ones, the apiserver's address and the
     /// operator's, each once, sorted.
     pub fn closed(&self) -> Vec<IpNet> {

@@ -206,12 +206,19 @@ fn egress_settings() -> Result<EgressSettings, String> {
         }
     };
     let apps = match setting("BERTH_APP_EGRESS").as_deref() {
-        None | Some("open") => false,
-        Some("restricted") => true,
+        Some("open") => false,
+        None | Some("restricted") => true,
         Some(_) => return Err("BERTH_APP_EGRESS must be open or restricted".to_owned()),
     };
+    // `none`: the operator's choice to close no range of the cluster's own.
+    let denied_none_by_choice = setting("BERTH_EGRESS_DENIED_CIDRS").as_deref() == Some("none");
+    let denied = match denied_none_by_choice {
+        true => Vec::new(),
+        false => cidrs("BERTH_EGRESS_DENIED_CIDRS")?.unwrap_or_default(),
+    };
     Ok(EgressSettings {
-        denied: cidrs("BERTH_EGRESS_DENIED_CIDRS")?.unwrap_or_default(),
+        denied,
+        denied_none_by_choice,
         allowed: cidrs("BERTH_EGRESS_ALLOWED_CIDRS")?.unwrap_or_default(),
         dns,
         dns_namespace: setting("BERTH_DNS_NAMESPACE").unwrap_or(defaults.dns_namespace),

@@ -10,6 +10,7 @@
 //! | `apps` | gauge | `reason` of the App's status (Available, Progressing, RolloutFailed, Scheduled, none) |
 //! | `leader` | gauge | none: 1 while this replica holds the lease and reconciles |
 //! | `builds_total` | counter | `outcome` (started, succeeded, failed, cancelled, removed) |
+//! | `egress_unguarded` | gauge | none: 1 while `BERTH_EGRESS_DENIED_CIDRS` is unset and not opted out of (tenant pods may reach the cluster's own ranges) |
 //!
 //! `apps` is counted from the leader's cache of App resources at each scrape,
 //! so it is exact and only the leader reports it (a standby has no cache).
@@ -63,6 +64,7 @@ pub struct Metrics {
     applied: Family<KindLabels, Counter>,
     apps: Family<ReasonLabels, Gauge>,
     leader: Gauge,
+    egress_unguarded: Gauge,
     builds: Family<OutcomeLabels, Counter>,
     /// Serializes scrapes: `apps` is rebuilt at each.
     scrape: Mutex<()>,
@@ -80,6 +82,7 @@ impl Default for Metrics {
         let applied = Family::<KindLabels, Counter>::default();
         let apps = Family::<ReasonLabels, Gauge>::default();
         let leader = Gauge::default();
+        let egress_unguarded = Gauge::default();
         let builds = Family::<OutcomeLabels, Counter>::default();
         registry.register(
             "builds",
@@ -116,6 +119,12 @@ impl Default for Metrics {
             "1 while this replica holds the lease and reconciles",
             leader.clone(),
         );
+        registry.register(
+            "egress_unguarded",
+            "1 while BERTH_EGRESS_DENIED_CIDRS is unset and not opted out of: tenant pods may \
+             reach the cluster's node, pod and Service ranges",
+            egress_unguarded.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -124,6 +133,7 @@ impl Default for Metrics {
             applied,
             apps,
             leader,
+            egress_unguarded,
             builds,
             scrape: Mutex::new(()),
         }
@@ -178,6 +188,10 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    pub fn set_egress_unguarded(&self, unguarded: bool) {
+        self.egress_unguarded.set(i64::from(unguarded));
+    }
+
     /// The text of a scrape, with `apps` counted from `reasons` (each App's
     /// status reason; `None` before its first status).
     pub fn encode<'a>(&self, reasons: impl IntoIterator<Item = Option<&'a str>>) -> String {
@@ -215,6 +229,7 @@ mod tests {
         );
         metrics.applied("Deployment");
         metrics.set_leader(true);
+        metrics.set_egress_unguarded(true);
         let text = metrics.encode([Some("Available"), Some("Available"), None]);
         for line in [
             "berth_controller_reconciles_total{kind=\"App\",result=\"ok\"} 1",
@@ -225,6 +240,7 @@ mod tests {
             "berth_controller_apps{reason=\"Available\"} 2",
             "berth_controller_apps{reason=\"none\"} 1",
             "berth_controller_leader 1",
+            "berth_controller_egress_unguarded 1",
         ] {
             assert!(text.contains(line), "{line} in:\n{text}");
         }

@@ -122,6 +122,9 @@ struct Shared {
     healthy: AtomicBool,
     /// The leader's cache of Apps (for the `apps` gauge).
     apps: Mutex<Option<Store<App>>>,
+    /// What the operator must hear about the settings (the egress's),
+    /// which `/readyz`'s body names.
+    warning: Option<String>,
 }
 
 impl Shared {
@@ -177,16 +180,20 @@ impl Replica {
         addr: SocketAddr,
     ) -> std::io::Result<Self> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
+        let metrics = Arc::new(Metrics::default());
+        let warning = settings.egress.warning();
+        metrics.set_egress_unguarded(warning.is_some());
         Ok(Self {
             listener,
             client,
             settings,
             replica,
             shared: Arc::new(Shared {
-                metrics: Arc::new(Metrics::default()),
+                metrics,
                 role: AtomicU8::new(Role::Starting as u8),
                 healthy: AtomicBool::new(true),
                 apps: Mutex::new(None),
+                warning,
             }),
         })
     }
@@ -206,6 +213,16 @@ impl Replica {
             replica,
             shared,
         } = self;
+        // Said at the start and every 5 minutes, as long as it holds.
+        let _warning = shared.warning.clone().map(|warning| {
+            AbortOnDrop(tokio::spawn(async move {
+                let mut every = tokio::time::interval(WARNING_INTERVAL);
+                loop {
+                    every.tick().await;
+                    tracing::warn!(warning = %warning, "unsafe settings");
+                }
+            }))
+        });
         let (stopping_tx, stopping) = watch::channel(false);
         let endpoint = axum::serve(listener, router(shared.clone())).with_graceful_shutdown({
             let mut stopping = stopping.clone();
@@ -369,8 +386,14 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str
     }
 }
 
-async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str) {
-    match shared.role() {
+async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, String) {
+    readiness(shared.role(), shared.warning.as_deref())
+}
+
+/// `/readyz`'s answer: the role, and the settings' warning after it (the
+/// status is the role's alone: a warning never takes a replica out).
+fn readiness(role: Role, warning: Option<&str>) -> (StatusCode, String) {
+    let (status, said) = match role {
         Role::LeaderReady => (StatusCode::OK, "leader"),
         Role::Standby => (StatusCode::OK, "standby"),
         Role::Leading => (
@@ -379,15 +402,57 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> (StatusCode, &'static str)
         ),
         Role::Starting => (StatusCode::SERVICE_UNAVAILABLE, "starting"),
         Role::Stopping => (StatusCode::SERVICE_UNAVAILABLE, "stopping"),
+    };
+    match warning {
+        Some(warning) => (status, format!("{said}; warning: {warning}")),
+        None => (status, said.to_owned()),
     }
 }
+
+/// How often a warning about the settings is logged again.
+const WARNING_INTERVAL: Duration = Duration::from_secs(300);
 
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;
     use std::io;
 
-    use super::replica_identity;
+    use super::{Role, StatusCode, readiness, replica_identity};
+    use crate::egress::EgressSettings;
+
+    /// With no denied range and no choice made, the controller says so in
+    /// `/readyz`'s body, and stays ready (issue 46, part 5); `none` or a
+    /// range says nothing.
+    #[test]
+    fn unguarded_egress_is_named_by_readyz_and_never_stops_the_replica() {
+        let unset = EgressSettings::default();
+        let warning = unset.warning().expect("a warning");
+        assert!(warning.contains("BERTH_EGRESS_DENIED_CIDRS"), "{warning}");
+        let (status, body) = readiness(Role::LeaderReady, Some(&warning));
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            body.starts_with("leader; warning: BERTH_EGRESS_DENIED_CIDRS"),
+            "{body}"
+        );
+        let chosen = EgressSettings {
+            denied_none_by_choice: true,
+            ..EgressSettings::default()
+        };
+        assert_eq!(chosen.warning(), None);
+        let ranged = EgressSettings {
+            denied: crate::egress::parse_cidrs("10.0.0.0/8").unwrap(),
+            ..EgressSettings::default()
+        };
+        assert_eq!(ranged.warning(), None);
+        assert_eq!(
+            readiness(Role::Standby, None),
+            (StatusCode::OK, "standby".to_owned())
+        );
+        assert!(
+            EgressSettings::default().apps,
+            "app pods are restricted by default"
+        );
+    }
 
     fn host(name: &'static str) -> impl FnOnce() -> io::Result<OsString> {
         move || Ok(OsString::from(name))
