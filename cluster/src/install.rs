@@ -78,20 +78,27 @@ pub async fn require_admission_policies(client: &kube::Client) -> Result<(), Api
     })
 }
 
+/// Where [`require_confinement`] probes: a namespace every cluster has, that
+/// Berth does not own, and that clusters do not protect by themselves
+/// (some managed clusters refuse writes to `kube-system` whoever asks,
+/// which would pass the check whether Berth's policy is in force or not).
+pub const CONFINEMENT_PROBE_NAMESPACE: &str = "default";
+
 /// Proves that `client`'s identity is held to what Berth owns, by trying as
 /// it, in dry runs, the two writes the admission policy
-/// `berth-owned-namespaces` exists to refuse: marking `kube-system` as an
-/// environment's namespace (what the controller's role would otherwise
-/// allow) and asking for a run in it (the API's). Each must be refused
-/// (403: by RBAC, or by the policy); one let through means the policy is
-/// not in force (not installed, not bound, or the cluster does not enforce
-/// it), and the caller refuses to go on.
+/// `berth-owned-namespaces` exists to refuse: marking
+/// [`CONFINEMENT_PROBE_NAMESPACE`] as an environment's namespace (what the
+/// controller's role would otherwise allow) and asking for a run in it (the
+/// API's). Each must be refused (403: by RBAC, or by the policy); one let
+/// through means the policy is not in force (not installed, not bound, or
+/// the cluster does not enforce it), and the caller refuses to go on. The
+/// controller asks again every few minutes: a policy deleted later stops it.
 pub async fn require_confinement(client: &kube::Client) -> Result<(), ApiError> {
     use k8s_openapi::api::core::v1::Namespace;
     use kube::api::PostParams;
     let label = Api::<Namespace>::all(client.clone())
         .patch(
-            "kube-system",
+            CONFINEMENT_PROBE_NAMESPACE,
             &PatchParams {
                 dry_run: true,
                 ..PatchParams::default()
@@ -111,7 +118,7 @@ pub async fn require_confinement(client: &kube::Client) -> Result<(), ApiError> 
             process: "none".into(),
         },
     );
-    let run = Api::<crd::Run>::namespaced(client.clone(), "kube-system")
+    let run = Api::<crd::Run>::namespaced(client.clone(), CONFINEMENT_PROBE_NAMESPACE)
         .create(
             &PostParams {
                 dry_run: true,
@@ -122,8 +129,8 @@ pub async fn require_confinement(client: &kube::Client) -> Result<(), ApiError> 
         .await
         .map(|_| ());
     for (what, outcome) in [
-        ("label the namespace kube-system", label),
-        ("ask for a run in kube-system", run),
+        ("label the namespace default", label),
+        ("ask for a run in default", run),
     ] {
         match outcome {
             Err(error) if super::status_of(&error) == Some(403) => {}

@@ -56,12 +56,15 @@
 //!
 //! In the cluster (its ServiceAccount's in-cluster config, no `KUBECONFIG`),
 //! it first proves that it is held to what Berth owns: the admission policy
-//! `berth-owned-namespaces` must refuse it a dry-run label on `kube-system`
+//! `berth-owned-namespaces` must refuse it a dry-run label on `default`, a
+//! namespace clusters do not protect by themselves
 //! (`berth_cluster::install::require_confinement`). If the policy is
 //! not in force (a cluster without ValidatingAdmissionPolicy, or the policy
 //! not installed), it says what the cluster needs and exits: it does not run
-//! with more than Berth's grants allow. With `KUBECONFIG` (a developer's
-//! `make dev`, as its administrator) it does not check.
+//! with more than Berth's grants allow. It asks again every 5 minutes, and
+//! stops cleanly (exit 1) once the policy is no longer in force. With
+//! `KUBECONFIG` (a developer's `make dev`, as its administrator) it does not
+//! check.
 //!
 //! `berth-controller --version` prints its name and version and exits (the
 //! image's test runs it that way).
@@ -85,6 +88,9 @@ use berth_controller::{
 use berth_domain::names::NamespaceName;
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8080";
+/// How often the controller asks again whether it is held to what Berth
+/// owns (`berth_cluster::install::require_confinement`).
+const CONFINEMENT_RECHECK: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// An environment variable, unset when empty.
 fn setting(name: &str) -> Option<String> {
@@ -358,10 +364,53 @@ async fn main() -> ExitCode {
         %addr,
         "berth-controller started"
     );
-    let shutdown = shutdown_signal();
+    // Asked again every few minutes: a policy deleted (or unbound) later
+    // stops the controller as one missing at its start does; a failure to
+    // ask is only logged, and asked again.
+    let (unconfined_tx, unconfined) = tokio::sync::oneshot::channel::<()>();
+    if in_cluster {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(CONFINEMENT_RECHECK);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                match berth_cluster::install::require_confinement(&client).await {
+                    Ok(()) => {}
+                    Err(berth_domain::ApiError::ClusterMisconfigured { detail, .. }) => {
+                        tracing::error!(detail = %detail, "no longer confined: stopping");
+                        let _ = unconfined_tx.send(());
+                        return;
+                    }
+                    Err(error) => {
+                        tracing::warn!(error = %error, "the confinement check could not ask");
+                    }
+                }
+            }
+        });
+    }
+    let stopped_by_policy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let shutdown = {
+        let stopped_by_policy = stopped_by_policy.clone();
+        async move {
+            tokio::select! {
+                () = shutdown_signal() => {}
+                Ok(()) = unconfined => {
+                    stopped_by_policy.store(true, std::sync::atomic::Ordering::Release);
+                }
+            }
+        }
+    };
     match Replica::bind(client, settings, replica, addr).await {
         Ok(replica) => {
             replica.run(shutdown).await;
+            if stopped_by_policy.load(std::sync::atomic::Ordering::Acquire) {
+                eprintln!(
+                    "berth-controller: stopped: the admission policy berth-owned-namespaces is \
+                     no longer in force (infra/k8s/admission.yaml)"
+                );
+                return ExitCode::FAILURE;
+            }
             ExitCode::SUCCESS
         }
         Err(error) => {

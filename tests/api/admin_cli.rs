@@ -823,3 +823,74 @@ async fn registry_set_names_what_infra_k8s_makes_and_writes_nothing_without_it()
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// The confinement check is not fooled by a cluster that protects
+/// `kube-system` by itself (some managed clusters refuse every write there,
+/// whoever asks; issue 46, part 5): with Berth's policy gone and such a
+/// platform policy in force, the check still fails, since it probes
+/// `default`, which clusters leave to their users.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "deletes the admission policy, which every other test relies on"
+)]
+async fn the_confinement_check_probes_a_namespace_no_cluster_protects() {
+    use crate::support::identities::{ADMISSION_POLICY, admission_api};
+
+    let cluster = support::TestCluster::start().await;
+    let platform = "platform-protects-kube-system";
+    let policy: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": { "name": platform },
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": { "resourceRules": [{
+                "apiGroups": ["", "berth.dev"],
+                "apiVersions": ["*"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["namespaces", "runs"]
+            }] },
+            "validations": [{
+                "expression": "(!has(request.name) || request.name != 'kube-system') && \
+                               (!has(request.namespace) || request.namespace != 'kube-system')",
+                "message": "kube-system is the platform's",
+                "reason": "Forbidden"
+            }]
+        }
+    }))
+    .unwrap();
+    let binding: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": { "name": platform },
+        "spec": { "policyName": platform, "validationActions": ["Deny"] }
+    }))
+    .unwrap();
+    let post = kube::api::PostParams::default();
+    admission_api(&cluster.client, false)
+        .create(&post, &policy)
+        .await
+        .unwrap();
+    admission_api(&cluster.client, true)
+        .create(&post, &binding)
+        .await
+        .unwrap();
+    admission_api(&cluster.client, false)
+        .delete(ADMISSION_POLICY, &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    for kubeconfig in [&cluster.kubeconfig, &cluster.controller_kubeconfig] {
+        let client = berth_api::access::client_from_kubeconfig(
+            kubeconfig,
+            None,
+            std::time::Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        let error = berth_cluster::install::require_confinement(&client)
+            .await
+            .expect_err("not confined without Berth's policy, whatever guards kube-system");
+        assert_eq!(error.code(), "cluster_unavailable", "{error:?}");
+    }
+}
