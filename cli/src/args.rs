@@ -233,6 +233,10 @@ pub enum BuildsCommand {
         /// succeeded.
         #[arg(short = 'f', long)]
         follow: bool,
+        /// Print control characters as they came (escape sequences reach
+        /// the terminal); by default they are shown as `less` shows them.
+        #[arg(long)]
+        raw: bool,
     },
 }
 
@@ -254,6 +258,10 @@ pub struct Logs {
     /// restarts and new pods; with `-o json`, one JSON object per line.
     #[arg(short = 'f', long, conflicts_with = "previous")]
     pub follow: bool,
+    /// Print control characters as they came (escape sequences reach the
+    /// terminal); by default they are shown as `less` shows them.
+    #[arg(long)]
+    pub raw: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -37,7 +37,7 @@ fn main() -> ExitCode {
         // say, and no one to say it to.
         Err(failure @ Failure::ClosedPipe) => failure.exit_code(),
         Err(failure) => {
-            eprintln!("error: {failure}");
+            eprintln!("error: {}", output::visible(&failure.to_string()));
             failure.exit_code()
         }
     }

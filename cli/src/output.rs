@@ -5,7 +5,12 @@
 //! Standard output is written with [`print`], never `println!` (which
 //! panics when the reader of a pipe has gone): a closed pipe ends the
 //! command quietly ([`Failure::ClosedPipe`]).
+//!
+//! What people read is shown [`visible`]: a control character a tenant
+//! wrote (in an app's log, a build's output, git's message, a status
+//! message) is printed as `less` shows it, never sent to the terminal.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal as _, Write as _};
 use std::time::Duration;
 
@@ -60,7 +65,7 @@ impl Output {
         }
         table.set_header(header.iter().copied());
         for row in rows {
-            table.add_row(row);
+            table.add_row(row.iter().map(|cell| visible(cell).into_owned()));
         }
         if self.format != Format::Table {
             for column in table.column_iter_mut() {
@@ -78,6 +83,7 @@ impl Output {
         let lines: Vec<String> = fields
             .iter()
             .map(|(name, value)| {
+                let value = visible(value);
                 format!("{:width$}  {value}", format!("{name}:"), width = width + 1)
             })
             .collect();
@@ -87,11 +93,12 @@ impl Output {
     /// A line for people (not with `-o json`, whose standard output is the
     /// answer alone).
     pub fn say(&self, text: &str) -> Result<()> {
+        let text = visible(text);
         if self.json() {
             eprintln!("{text}");
             Ok(())
         } else {
-            print(text)
+            print(&text)
         }
     }
 }
@@ -112,6 +119,32 @@ pub fn write(bytes: &[u8]) -> Result<()> {
             std::io::ErrorKind::BrokenPipe => Failure::ClosedPipe,
             _ => Failure::failed(format!("writing standard output: {e}")),
         })
+}
+
+/// `text` with its control characters made visible, as `less` shows them:
+/// `^[` for escape, `^M` for a carriage return, `^?` for delete, `<9B>` for
+/// a C1 control; tabs and the text around them as they are. An escape
+/// sequence in a tenant's log line (or a build's output, git's message)
+/// could otherwise move the reader's cursor, retitle the terminal, rewrite
+/// what was printed before it or, in some terminals, answer for the reader.
+pub fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => shown.push(c),
+            '\u{7f}' => shown.push_str("^?"),
+            c if u32::from(c) < 0x20 => {
+                shown.push('^');
+                shown.push(char::from(b'@' + u8::try_from(u32::from(c)).unwrap_or(0)));
+            }
+            c if c.is_control() => shown.push_str(&format!("<{:02X}>", u32::from(c))),
+            c => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
 }
 
 /// A field that may be absent, as a table shows it.
@@ -156,6 +189,7 @@ impl Progress {
     }
 
     pub fn show(&mut self, state: String) {
+        let state = visible(&state).into_owned();
         if state == self.last {
             return;
         }
@@ -168,6 +202,7 @@ impl Progress {
 
     /// A line that stays (a finished step).
     pub fn note(&self, text: &str) {
+        let text = visible(text);
         match &self.spinner {
             Some(spinner) => spinner.println(text),
             None => eprintln!("{text}"),
@@ -180,5 +215,22 @@ impl Drop for Progress {
         if let Some(spinner) = &self.spinner {
             spinner.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::visible;
+
+    #[test]
+    fn control_characters_are_shown_as_less_shows_them() {
+        assert_eq!(
+            visible("ok\u{1b}]0;owned\u{7}\u{1b}[2J\r\tgone\u{7f}\u{9b}31m\u{0}"),
+            "ok^[]0;owned^G^[[2J^M\tgone^?<9B>31m^@"
+        );
+        assert!(matches!(
+            visible("plain text, é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

@@ -1176,3 +1176,56 @@ async fn audit_reads_the_projects_log_or_the_organizations() {
         "{paged:?}"
     );
 }
+
+/// What a tenant's code writes cannot drive a reader's terminal (issue 46,
+/// part 7): `logs` shows its escape sequences and other control characters
+/// as `less` does; `--raw` prints them as they came, and `-o json` keeps
+/// them (escaped by JSON).
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "writes pods' logs with the stand-in's knobs"
+)]
+async fn logs_show_control_characters_visibly_unless_raw() {
+    use berth_kube_standin::LogKey;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::PostParams;
+
+    let Linked {
+        app,
+        machine,
+        namespace,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
+        false,
+    )
+    .await;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(app.cluster().client.clone(), &namespace);
+    let pod = "shop-web-1-ccccc";
+    pods.create(&PostParams::default(), &web_pod(pod, &app.owner.org))
+        .await
+        .expect("the pod");
+    let hostile = "ok\u{1b}]0;owned\u{7}\u{1b}[2J\rgone\u{9b}31m";
+    app.standin()
+        .set_pod_logs(LogKey::new(&namespace, pod, "web"), [hostile]);
+
+    let shown = machine.run(&["logs"]).await;
+    shown.ok();
+    assert!(
+        shown.stdout.contains("ok^[]0;owned^G^[[2J^Mgone<9B>31m"),
+        "{shown:?}"
+    );
+    assert!(
+        !shown.stdout.contains('\u{1b}') && !shown.stdout.contains('\r'),
+        "{shown:?}"
+    );
+    let raw = machine.run(&["logs", "--raw"]).await;
+    raw.ok();
+    assert!(raw.stdout.contains(hostile), "{raw:?}");
+    let json = machine.run(&["logs", "-o", "json"]).await;
+    json.ok();
+    let entries: Value = serde_json::from_str(&json.stdout).expect("JSON");
+    assert_eq!(entries[0]["lines"][0], hostile);
+}

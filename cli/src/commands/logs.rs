@@ -1,5 +1,7 @@
 //! An app's logs, and its builds and their logs.
 
+use std::borrow::Cow;
+
 use berth_records::apps::record::LogEntry;
 use berth_records::builds::{BuildPage, BuildRecord};
 
@@ -8,7 +10,7 @@ use super::follow::{self, MAX_TAIL, NewLine, POLL};
 use crate::args::{BuildsCommand, Logs};
 use crate::config::AppPath;
 use crate::failure::{Failure, Result};
-use crate::output::{millis, or_dash, print};
+use crate::output::{millis, or_dash, print, visible};
 
 pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
     let mut query = Vec::new();
@@ -36,40 +38,56 @@ pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
             POLL,
             |since, previous| ask(MAX_TAIL, since, previous)?.record(),
             || Ok(false),
-            |line| print_line(session, line, &line.pod),
+            |line| print_line(session, line, &line.pod, logs.raw),
         );
     }
     session.out.answer(&answer, || {
-        print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
-            entry.pod.clone()
-        })
+        print_entries(
+            &answer.record::<Vec<LogEntry>>()?,
+            |entry| entry.pod.clone(),
+            logs.raw,
+        )
     })
 }
 
+/// A log line as the reader's terminal gets it: its control characters
+/// made visible, unless `raw`.
+fn shown(line: &str, raw: bool) -> Cow<'_, str> {
+    if raw {
+        Cow::Borrowed(line)
+    } else {
+        visible(line)
+    }
+}
+
 /// A followed line: `SOURCE | line`, or with `-o json` one JSON object.
-fn print_line(session: &Session, line: &NewLine, source: &str) -> Result<()> {
+fn print_line(session: &Session, line: &NewLine, source: &str, raw: bool) -> Result<()> {
     if session.out.json() {
         let object = serde_json::to_string(line)
             .map_err(|e| Failure::failed(format!("printing a line: {e}")))?;
         print(&object)
     } else {
-        print(&format!("{source} | {}", line.line))
+        print(&format!("{source} | {}", shown(&line.line, raw)))
     }
 }
 
 /// Each entry's lines, prefixed with whose they are; a pod whose log could
 /// not be read says why on standard error.
-fn print_entries(entries: &[LogEntry], source: impl Fn(&LogEntry) -> String) -> Result<()> {
+fn print_entries(
+    entries: &[LogEntry],
+    source: impl Fn(&LogEntry) -> String,
+    raw: bool,
+) -> Result<()> {
     for entry in entries {
         let source = source(entry);
         if let Some(error) = &entry.error {
-            eprintln!("{source}: no log: {error}");
+            eprintln!("{source}: no log: {}", visible(error));
         }
         if entry.truncated {
             eprintln!("{source}: older lines left out (the log is longer than one answer holds)");
         }
         for line in &entry.lines {
-            print(&format!("{source} | {line}"))?;
+            print(&format!("{source} | {}", shown(line, raw)))?;
         }
     }
     Ok(())
@@ -110,6 +128,7 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
             build,
             tail,
             follow,
+            raw,
         } => {
             let id = match build {
                 Some(id) => id,
@@ -143,7 +162,7 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                     },
                     |line| {
                         let step = line.container.as_deref().unwrap_or(&line.pod);
-                        print_line(session, line, step)
+                        print_line(session, line, step, raw)
                     },
                 )?;
                 return match status.as_str() {
@@ -152,9 +171,11 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                 };
             }
             session.out.answer(&answer, || {
-                print_entries(&answer.record::<Vec<LogEntry>>()?, |entry| {
-                    entry.container.clone().unwrap_or_else(|| entry.pod.clone())
-                })
+                print_entries(
+                    &answer.record::<Vec<LogEntry>>()?,
+                    |entry| entry.container.clone().unwrap_or_else(|| entry.pod.clone()),
+                    raw,
+                )
             })
         }
     }
