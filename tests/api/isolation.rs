@@ -610,3 +610,44 @@ async fn no_environment_takes_the_ingress_controllers_namespace() {
         .await
         .expect("deleting the Environment");
 }
+
+/// `berth-system` runs the controller's pods only, under Pod Security
+/// `restricted` (issue 46, part 5), which the controller's own pod
+/// template meets; a privileged pod there is refused whoever asks.
+#[tokio::test]
+async fn berth_system_admits_the_controllers_pod_and_nothing_privileged() {
+    let app = TestApp::with_cluster().await;
+    let deployment = crate::support::identities::documents("controller.yaml")
+        .into_iter()
+        .find(|doc| doc["kind"].as_str() == Some("Deployment"))
+        .expect("the controller's Deployment");
+    let template = serde_json::to_value(&deployment["spec"]["template"]).unwrap();
+    let pod = |spec: Value| -> k8s_openapi::api::core::v1::Pod {
+        serde_json::from_value(json!({
+            "metadata": { "name": crate::support::unique("probe") },
+            "spec": spec,
+        }))
+        .expect("a Pod")
+    };
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(app.cluster().client.clone(), "berth-system");
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    pods.create(&dry_run, &pod(template["spec"].clone()))
+        .await
+        .expect("the controller's pod meets restricted");
+    let privileged = json!({ "containers": [{
+        "name": "c", "image": "busybox",
+        "securityContext": { "privileged": true }
+    }] });
+    let refused = pods
+        .create(&dry_run, &pod(privileged))
+        .await
+        .expect_err("a privileged pod is refused");
+    assert!(
+        matches!(&refused, kube::Error::Api(status) if status.code == 403),
+        "{refused:?}"
+    );
+}

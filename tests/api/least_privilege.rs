@@ -245,6 +245,33 @@ fn the_table(identity: &str) -> Vec<(&'static str, Refusal, Attempt)> {
             }),
         ),
         (
+            "create a token Secret of berth-api in berth-system",
+            writes,
+            attempt(|client| async move {
+                let token: Secret = serde_json::from_value(json!({
+                    "metadata": {
+                        "name": crate::support::unique("stolen"),
+                        "annotations": {"kubernetes.io/service-account.name": "berth-api"},
+                    },
+                    "type": "kubernetes.io/service-account-token",
+                }))
+                .expect("a Secret");
+                Api::<Secret>::namespaced(client, "berth-system")
+                    .create(&dry_run(), &token)
+                    .await
+            }),
+        ),
+        (
+            "create a Job in berth-system",
+            writes,
+            attempt(|client| async move {
+                let job = job(&crate::support::unique("refused"));
+                Api::<Job>::namespaced(client, "berth-system")
+                    .create(&dry_run(), &job)
+                    .await
+            }),
+        ),
+        (
             "get Secrets in kube-system",
             Refusal::Rbac,
             attempt(|client| async move {
