@@ -530,21 +530,37 @@ fn solver_pod() -> k8s_openapi::api::core::v1::Pod {
     .expect("a Pod")
 }
 
-/// Whether a selector with only `matchLabels` (as Berth's policies have)
-/// selects `labels`.
+/// Whether a selector (its `matchLabels`, and the `In`, `NotIn`, `Exists`
+/// and `DoesNotExist` expressions Kubernetes defines) selects `labels`.
 fn selects(
     selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     labels: &BTreeMap<String, String>,
 ) -> bool {
-    assert!(
-        selector.match_expressions.is_none(),
-        "only matchLabels are read here"
-    );
-    selector
+    let matched = selector
         .match_labels
         .iter()
         .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value))
+        .all(|(key, value)| labels.get(key) == Some(value));
+    matched
+        && selector
+            .match_expressions
+            .iter()
+            .flatten()
+            .all(|requirement| {
+                let value = labels.get(&requirement.key);
+                let listed = || {
+                    value.is_some_and(|value| {
+                        requirement.values.iter().flatten().any(|v| v == value)
+                    })
+                };
+                match requirement.operator.as_str() {
+                    "In" => listed(),
+                    "NotIn" => !listed(),
+                    "Exists" => value.is_some(),
+                    "DoesNotExist" => value.is_none(),
+                    other => panic!("no such selector operator: {other}"),
+                }
+            })
 }
 
 #[tokio::test]

@@ -244,8 +244,13 @@ async fn the_images_controller_leads_and_stops_cleanly_at_sigterm() {
     let wait = crate::support::wait_bound();
     // The stopped controller's Lease expires first (it did not release it).
     held_by(admin, DEFAULT_LEASE_NAME, &identity, wait).await;
+    // Ready, and saying, as an installation that has not set it yet is
+    // told, that no range of the cluster's own is closed to tenant pods.
+    let warning = berth_controller::egress::EgressSettings::default()
+        .warning()
+        .expect("unset egress ranges are warned about");
     eventually("it leads with its caches filled", || async {
-        http_get(addr, "/readyz").await == (200, "leader".to_owned())
+        http_get(addr, "/readyz").await == (200, format!("leader; warning: {warning}"))
     })
     .await;
     app.ready_environment("image", "dev").await;
