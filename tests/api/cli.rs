@@ -457,6 +457,16 @@ struct Linked {
 }
 
 impl Linked {
+    /// A web app with no replica: the test makes its pods, as a
+    /// ReplicaSet and a kubelet would, and writes their logs.
+    async fn without_pods() -> Self {
+        Self::new(
+            json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
+            false,
+        )
+        .await
+    }
+
     /// `body` makes the app; `registry`: builds have a registry to push to.
     async fn new(body: Value, registry: bool) -> Self {
         let app = TestApp::with_cluster().await;
@@ -876,11 +886,7 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
         namespace,
         _served,
         ..
-    } = Linked::new(
-        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
-        false,
-    )
-    .await;
+    } = Linked::without_pods().await;
     let client = app.cluster().client.clone();
     let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
     let standin = app.standin();
@@ -1197,11 +1203,7 @@ async fn logs_show_control_characters_visibly_unless_raw() {
         namespace,
         _served,
         ..
-    } = Linked::new(
-        json!({"name": "shop", "image": "nginx:1.27", "port": 80, "replicas": 0}),
-        false,
-    )
-    .await;
+    } = Linked::without_pods().await;
     let pods: kube::Api<Pod> = kube::Api::namespaced(app.cluster().client.clone(), &namespace);
     let pod = "shop-web-1-ccccc";
     pods.create(&PostParams::default(), &web_pod(pod, &app.owner.org))
