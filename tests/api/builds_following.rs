@@ -24,6 +24,7 @@ use berth_store as store;
 use berth_store::keys;
 
 use crate::builds_running::{PREFIX, set_registry, token_secret};
+use crate::support::cluster::hold_registry_settings_for_the_test;
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, TestUser, eventually, unique};
 use crate::webhooks::{Hook, source_app};
@@ -658,6 +659,7 @@ async fn a_secret_in_the_way_of_a_registry_credential_fails_the_build() {
     let shop = Shop::new(&test, &test.owner).await;
     let client = test.cluster().client.clone();
     let settings = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
+    hold_registry_settings_for_the_test(&format!("scoped {PREFIX}")).await;
     registry::set(&client, &settings, registry::Credentials::Scoped)
         .await
         .expect("scoped credentials");
@@ -854,6 +856,9 @@ async fn the_receiver_builds_nothing_in_an_environment_being_deleted() {
 #[tokio::test]
 async fn a_build_waits_for_the_quotas_room_without_a_job() {
     let test = TestApp::with_cluster().await;
+    // It fills the builds' room, which on a real cluster every test's
+    // builds share.
+    test.cluster().alone().await;
     let quota = crate::support::identities::documents("builds.yaml")
         .into_iter()
         .filter(|doc| doc["kind"] == "ResourceQuota")

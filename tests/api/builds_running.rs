@@ -20,6 +20,7 @@ use berth_cluster::crd::{
 use berth_cluster::registry::{self, Credential, Registry};
 use berth_domain::app::{AppConfig, AppProcess, AppSource, BuildSettings, BuildStrategy};
 
+use crate::support::cluster::hold_registry_settings_for_the_test;
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::{TestApp, eventually};
 
@@ -40,6 +41,7 @@ pub(crate) async fn set_registry(client: &kube::Client) {
 /// The shared credentials of `input` (two or four lines), as `berth-admin
 /// registry set --shared` reads them.
 async fn set_shared(client: &kube::Client, input: &str) {
+    hold_registry_settings_for_the_test(&format!("shared {PREFIX} {input}")).await;
     let registry = Registry::parse(PREFIX, "registry.berth.test").expect("well formed");
     let (push, pull) = Credential::parse_input(input).expect("two or four lines");
     registry::set(

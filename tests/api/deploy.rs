@@ -18,7 +18,8 @@ use kube::Api;
 
 use crate::controller_image::{archive, target_dir};
 use crate::guide::{run_steps, steps_from};
-use crate::support::cluster::bare_cluster;
+use crate::support::cluster::{bare_cluster, hold_registry_settings};
+use crate::support::identities;
 use crate::support::kubelet::keep_pods_running;
 use crate::support::{TestApp, dynamodb_endpoint, eventually, stdout_of, unique};
 
@@ -189,6 +190,21 @@ async fn every_command_of_the_clusters_deploy_works() {
         ("INSTALLATION", installation.clone()),
     ];
     let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The section sets the registry: on a real cluster the run's other
+    // tests wait meanwhile with theirs; a shared push credential one of them
+    // left there is not this installation's.
+    let _registry_settings = hold_registry_settings(&format!("127.0.0.1:{}", registry.port)).await;
+    let push_secrets =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds");
+    let version_of = |secret: Option<k8s_openapi::api::core::v1::Secret>| {
+        secret.and_then(|secret| secret.metadata.resource_version)
+    };
+    let shared_before = version_of(
+        push_secrets
+            .get_opt("berth-registry-push")
+            .await
+            .expect("reading berth-builds"),
+    );
     let printed = run_steps(
         "docs/deploy.md, The cluster",
         &steps,
@@ -199,6 +215,9 @@ async fn every_command_of_the_clusters_deploy_works() {
         DEADLINE,
     )
     .await;
+    let kustomization =
+        std::fs::read_to_string(clone.join(&installation).join("kustomization.yaml"))
+            .expect("the installation's kustomization");
     let _ = std::fs::remove_dir_all(clone.join(&installation));
 
     // The image in the registry is the one built.
@@ -251,6 +270,22 @@ async fn every_command_of_the_clusters_deploy_works() {
         "the rollout completed: both replicas (one leads, one stands by)"
     );
 
+    // The admission policy, at the version the cluster serves it: the
+    // component `admission-v1beta1` was added where only `v1beta1` is
+    // (Kubernetes 1.28, 1.29), as the section says.
+    let version = identities::admission_version(&admin).await;
+    for binding in [false, true] {
+        identities::admission_api_at(&admin, version, binding)
+            .get(identities::ADMISSION_POLICY)
+            .await
+            .unwrap_or_else(|e| panic!("the policy (binding: {binding}) at {version}: {e}"));
+    }
+    assert_eq!(
+        kustomization.contains("../infra/k8s/admission-v1beta1"),
+        version == "v1beta1",
+        "the component is added where the cluster serves the policy only at v1beta1:\n{kustomization}"
+    );
+
     // The registry builds push to, as `berth-admin registry set` wrote it.
     let registry_settings = Api::<ConfigMap>::namespaced(admin.clone(), "berth-system")
         .get("berth-registry")
@@ -263,14 +298,18 @@ async fn every_command_of_the_clusters_deploy_works() {
         registry_settings["server"],
         format!("127.0.0.1:{}", registry.port)
     );
-    // Berth mints every credential: none is shared.
+    // Berth mints every credential: none is shared (on a fresh cluster
+    // there is none; on a real cluster's run, one an earlier test left is
+    // as it was).
     assert_eq!(registry_settings["credentials"], "scoped");
-    assert!(
-        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(admin.clone(), "berth-builds")
-            .get_opt("berth-registry-push")
-            .await
-            .expect("reading berth-builds")
-            .is_none(),
+    assert_eq!(
+        version_of(
+            push_secrets
+                .get_opt("berth-registry-push")
+                .await
+                .expect("reading berth-builds")
+        ),
+        shared_before,
         "no shared push credential"
     );
     // And the token service's settings, in the table.

@@ -218,11 +218,42 @@ fn controller_main_reads(variable: &str) -> bool {
     include_str!("../../controller/src/main.rs").contains(&format!("\"{variable}\""))
 }
 
-/// What `kubectl apply -k infra/k8s` installs, a cluster accepts.
+/// What `kubectl apply -k` of an installation installs, a cluster accepts:
+/// `infra/k8s`, with the component `admission-v1beta1` where the cluster
+/// serves the admission policy only at `v1beta1` (Kubernetes 1.28, 1.29).
 #[tokio::test]
 async fn the_rendered_installation_applies() {
     let cluster = TestCluster::start().await;
-    identities::apply(&cluster.client, &rendered()).await;
+    identities::apply(
+        &cluster.client,
+        &identities::installation_for(&cluster.client).await,
+    )
+    .await;
+}
+
+/// The component for Kubernetes 1.28 and 1.29 changes only the admission
+/// policy's and its binding's version.
+#[test]
+fn the_v1beta1_component_changes_only_the_policys_version() {
+    let plain = rendered();
+    let with = identities::kustomize(&[identities::ADMISSION_V1BETA1_COMPONENT]);
+    assert_eq!(plain.len(), with.len());
+    let mut changed = 0;
+    for (plain, with) in plain.iter().zip(&with) {
+        if plain["apiVersion"].as_str() == Some("admissionregistration.k8s.io/v1") {
+            changed += 1;
+            assert_eq!(
+                with["apiVersion"].as_str(),
+                Some("admissionregistration.k8s.io/v1beta1")
+            );
+            let mut with = with.clone();
+            with["apiVersion"] = plain["apiVersion"].clone();
+            assert_eq!(plain, &with);
+        } else {
+            assert_eq!(plain, with);
+        }
+    }
+    assert_eq!(changed, 2, "the policy and its binding");
 }
 
 /// What each identity does in the cluster, as (API group, resource, verb).

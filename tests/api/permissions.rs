@@ -6,7 +6,9 @@
 use http::Method;
 use serde_json::{Value, json};
 
+use crate::support::kubelet::{BuildEnd, KubeletLoop, keep_ending_build_pods};
 use crate::support::{PASSWORD, TestApp, TestUser, unique};
+use berth_cluster::crd::{BUILDS_NAMESPACE, LABEL_PROJECT};
 use berth_domain::Role;
 
 /// Who calls, in the order of the expectations below.
@@ -799,6 +801,24 @@ async fn make_target(app: &TestApp, target: Target, project: &str, shared: &str)
     }
 }
 
+/// Plays the kubelet for `project`'s builds: each build pod fails at its
+/// `source` step (`git.example.com` cannot be reached), so that every build
+/// finishes as on the stand-in, where builds fail before they have a pod
+/// (no registry is set there): on a real cluster, whose registry settings
+/// another test may have written, a build's pod would stay `Pending`.
+fn builds_end(app: &TestApp, project: &str) -> KubeletLoop {
+    keep_ending_build_pods(
+        app.cluster().client.clone(),
+        BUILDS_NAMESPACE.to_owned(),
+        format!("{LABEL_PROJECT}={project}"),
+        BuildEnd::Failed {
+            step: "source",
+            message: "fatal: unable to access 'https://git.example.com/acme/shop.git/': \
+                      Could not resolve host: git.example.com",
+        },
+    )
+}
+
 /// The callers of [`CALLERS`], in its order (`None`: no credentials).
 /// Every kind of caller; the scoped tokens' scope is `shared_project` or
 /// another.
@@ -862,6 +882,7 @@ fn the_matrix_walks_every_operation() {
 async fn every_operation_for_every_kind_of_caller() {
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("matrix", "shared").await;
+    let _kubelet = builds_end(&app, &project);
     let callers = callers(&app, &project).await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 
@@ -943,6 +964,7 @@ async fn every_body_less_change_with_the_session_cookie() {
     use Target::*;
     let app = TestApp::with_cluster().await;
     let project = app.ready_environment("cookie", "shared").await;
+    let _kubelet = builds_end(&app, &project);
     let callers = callers(&app, &project).await;
     let shared = format!("/api/v1/projects/{project}/environments/shared");
 

@@ -27,6 +27,7 @@ use berth_cluster::crd::{
 use berth_cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
 use berth_records::audit::{ActorKind, Outcome};
 
+use crate::support::cluster::hold_registry_settings_for_the_test;
 use crate::support::kubelet::{BuildEnd, end_build_pods};
 use crate::support::registry::{Access, Registry as TestRegistry, free_port, oci_image, said};
 use crate::support::{TestApp, TestUser, eventually, stdout_of, unique};
@@ -162,6 +163,7 @@ struct Setup {
 /// credentials, as `berth-admin registry set` writes it: for the token
 /// service in the table, for the controller in the cluster.
 async fn scoped_registry(app: &TestApp, host: &str) {
+    hold_registry_settings_for_the_test(host).await;
     let settings = Registry::parse(&format!("{host}/berth"), host).expect("well formed");
     RegistrySettings {
         prefix: settings.prefix.clone(),
@@ -873,6 +875,9 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
         &Access::Password("pusher", "push-s3cret"),
     );
     let prefix = format!("{host}/berth");
+    // The registry's settings are this test's until it ends (on a real
+    // cluster the run's tests share them), shared or scoped.
+    hold_registry_settings_for_the_test(&host).await;
     let set = |extra: &[&str], input: &str| {
         let mut args = vec![
             "registry",
@@ -975,16 +980,38 @@ async fn an_installation_moves_from_shared_to_scoped_credentials_and_keeps_pulli
         &["registry", "status", "--kubeconfig", &kubeconfig],
         "",
     );
+    let status = said(&status);
     assert!(
-        said(&status).contains("1 of 1 have their own pull credential"),
-        "{}",
-        said(&status)
+        status.contains(&format!("{prefix} ({host}), credentials scoped")),
+        "{status}"
+    );
+    // The cluster's every environment: on a real cluster the run's other
+    // tests' too, which this one does not wait for.
+    if app.cluster().standin.is_some() {
+        assert!(
+            status.contains("1 of 1 have their own pull credential"),
+            "{status}"
+        );
+    }
+    assert!(
+        !status.contains(&format!("waiting:    {namespace}")),
+        "the environment has its own pull credential: {status}"
     );
 
     // 4. The shared credential is forgotten: refused, and gone from the
     //    cluster; the environment's own pulls on.
     set(&["--forget-shared"], "");
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The token service reads the settings again within a second.
+    eventually(
+        "the token service forgets the shared credential",
+        || async {
+            !registry
+                .inspect(&repository, "v1", &shared)
+                .status
+                .success()
+        },
+    )
+    .await;
     refused(
         &registry.inspect(&repository, "v1", &shared),
         "the forgotten shared credential pulls",

@@ -27,9 +27,10 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{DeleteParams, ListParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::{Api, CustomResourceExt, Resource, ResourceExt};
 
 use berth_cluster::crd::{
     App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, LABEL_PROJECT, MANAGER, Project,
@@ -171,8 +172,21 @@ fn older<K: Resource>(object: &K, cutoff: &Time) -> bool {
 /// that none takes a build slot from this run. The Builds and their Jobs
 /// first; then Apps, Environments (their namespaces go with them) and
 /// Projects (this run's controller releases them); the earlier runs'
-/// controller Leases (`berth-tests-…`).
+/// controller Leases (`berth-tests-…`). On a cluster where no run installed
+/// Berth's CRDs yet there is nothing to sweep (their resources are not
+/// even served).
 pub async fn sweep_earlier_runs(client: &kube::Client, cutoff: &Time) -> Result<(), kube::Error> {
+    let definitions: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for kind in [
+        Build::crd_name(),
+        App::crd_name(),
+        Environment::crd_name(),
+        Project::crd_name(),
+    ] {
+        if definitions.get_opt(kind).await?.is_none() {
+            return Ok(());
+        }
+    }
     let all = ListParams::default();
     let managed = ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER}"));
     let builds: Api<Build> = Api::namespaced(client.clone(), BUILDS_NAMESPACE);

@@ -147,8 +147,114 @@ impl Running {
     }
 }
 
+/// The registry's settings (the ConfigMap `berth-system/berth-registry`,
+/// and with shared credentials their Secrets) are one per cluster, and
+/// every build and environment the controller serves mints or copies its
+/// credentials from them. On a stand-in each test has its own; on a real
+/// cluster the run's tests share one, so a test that sets them holds them
+/// until it ends: others that set the same settings share them, others
+/// wait. Without it, a test's build started between two writes of another
+/// test's got a credential for that test's registry.
+struct RegistryHolders {
+    settings: Option<String>,
+    count: usize,
+}
+
+static REGISTRY_HOLDERS: std::sync::Mutex<RegistryHolders> =
+    std::sync::Mutex::new(RegistryHolders {
+        settings: None,
+        count: 0,
+    });
+static REGISTRY_RELEASED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+thread_local! {
+    /// The hold of this thread's test (see [`hold_registry_settings`]).
+    static REGISTRY_HELD: std::cell::RefCell<Option<RegistryHold>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A hold of the cluster's registry settings; let go when dropped.
+pub struct RegistryHold(Option<String>);
+
+impl Drop for RegistryHold {
+    fn drop(&mut self) {
+        if self.0.is_none() {
+            return;
+        }
+        if let Ok(mut holders) = REGISTRY_HOLDERS.lock() {
+            holders.count -= 1;
+            if holders.count == 0 {
+                holders.settings = None;
+            }
+        }
+        REGISTRY_RELEASED.notify_waiters();
+    }
+}
+
+/// Holds the cluster's registry settings as `settings` (any text that
+/// tells them apart: the mode, prefix, server and shared credentials) for
+/// as long as the answer lives, once no other test holds others: what a
+/// test does before it writes them. Nothing to wait for on the stand-in.
+pub async fn hold_registry_settings(settings: &str) -> RegistryHold {
+    if std::env::var_os(REAL_CLUSTER_ENV).is_none() {
+        return RegistryHold(None);
+    }
+    loop {
+        let released = REGISTRY_RELEASED.notified();
+        {
+            let mut holders = REGISTRY_HOLDERS.lock().expect("the registry's holders");
+            if holders.count == 0 || holders.settings.as_deref() == Some(settings) {
+                holders.settings = Some(settings.to_owned());
+                holders.count += 1;
+                return RegistryHold(Some(settings.to_owned()));
+            }
+        }
+        released.await;
+    }
+}
+
+/// [`hold_registry_settings`] for the rest of the test: let go when its
+/// cluster goes. A test that changes them lets go of what it held first.
+pub async fn hold_registry_settings_for_the_test(settings: &str) {
+    let held = REGISTRY_HELD.with(|held| held.borrow_mut().take());
+    if let Some(hold) = held {
+        if hold.0.as_deref() == Some(settings) {
+            REGISTRY_HELD.with(|held| *held.borrow_mut() = Some(hold));
+            return;
+        }
+        drop(hold);
+    }
+    let hold = hold_registry_settings(settings).await;
+    REGISTRY_HELD.with(|held| *held.borrow_mut() = Some(hold));
+}
+
+/// What the run's tests share of a real cluster, each test holding its
+/// part from its cluster's start to its end: most share it; a test that
+/// fills what the cluster has one of (the builds namespace's room, its
+/// ResourceQuota of 8 pods) has it alone ([`TestCluster::alone`]), so that
+/// its builds and another test's never wait for each other's room. The
+/// lock is fair: once a test waits to be alone, the tests that start after
+/// it wait for it.
+static CLUSTER_SHARE: std::sync::LazyLock<std::sync::Arc<tokio::sync::RwLock<()>>> =
+    std::sync::LazyLock::new(Default::default);
+
+enum ClusterHold {
+    Shared(#[allow(dead_code)] tokio::sync::OwnedRwLockReadGuard<()>),
+    Alone(#[allow(dead_code)] tokio::sync::OwnedRwLockWriteGuard<()>),
+}
+
+thread_local! {
+    /// This thread's test's part of the real cluster.
+    static CLUSTER_HELD: std::cell::RefCell<Option<ClusterHold>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 impl Drop for TestCluster {
     fn drop(&mut self) {
+        // The test is over: its registry settings and its part of the
+        // cluster are free.
+        drop(REGISTRY_HELD.with(|held| held.borrow_mut().take()));
+        drop(CLUSTER_HELD.with(|held| held.borrow_mut().take()));
         if let Controller::Own { running, .. } = &self.controller
             && let Ok(running) = running.lock()
         {
@@ -229,6 +335,12 @@ async fn earlier_runs_swept(admin_kubeconfig: &str) {
 
 impl TestCluster {
     pub async fn start() -> Self {
+        if std::env::var_os(REAL_CLUSTER_ENV).is_some()
+            && CLUSTER_HELD.with(|held| held.borrow().is_none())
+        {
+            let shared = CLUSTER_SHARE.clone().read_owned().await;
+            CLUSTER_HELD.with(|held| *held.borrow_mut() = Some(ClusterHold::Shared(shared)));
+        }
         let (standin, admin_kubeconfig) = bare_cluster().await;
         let client = access::client_from_kubeconfig(&admin_kubeconfig, None, CLIENT_TIMEOUT)
             .await
@@ -236,7 +348,7 @@ impl TestCluster {
         install::install_crds(&client)
             .await
             .expect("installing the CRDs");
-        identities::apply(&client, &identities::rbac_objects()).await;
+        identities::apply(&client, &identities::rbac_objects_for(&client).await).await;
         let kubeconfig =
             identities::kubeconfig_of(&admin_kubeconfig, &identities::api_account()).await;
         let controller_kubeconfig =
@@ -274,6 +386,20 @@ impl TestCluster {
             controller_kubeconfig,
             controller,
         }
+    }
+
+    /// On a real cluster, waits until the run's other tests are done with
+    /// it and keeps the tests that start later waiting until this one
+    /// ends: for a test that fills what the cluster has one of (the builds'
+    /// room). Called first thing, before the test holds anything else (its
+    /// registry settings). Nothing to wait for on the stand-in.
+    pub async fn alone(&self) {
+        if self.standin.is_some() {
+            return;
+        }
+        drop(CLUSTER_HELD.with(|held| held.borrow_mut().take()));
+        let alone = CLUSTER_SHARE.clone().write_owned().await;
+        CLUSTER_HELD.with(|held| *held.borrow_mut() = Some(ClusterHold::Alone(alone)));
     }
 
     /// Stops the controller (until `restart_controller`): nothing provisions

@@ -78,6 +78,109 @@ pub fn rbac_objects() -> Vec<serde_yaml::Value> {
         .collect()
 }
 
+/// The component of `infra/k8s` an installation adds where the cluster
+/// serves ValidatingAdmissionPolicy only at `admissionregistration.k8s.io/v1beta1`
+/// (Kubernetes 1.28 and 1.29: docs/deploy.md, "Supported Kubernetes versions").
+pub const ADMISSION_V1BETA1_COMPONENT: &str = "admission-v1beta1";
+
+/// The version of `admissionregistration.k8s.io` at which the cluster serves
+/// ValidatingAdmissionPolicy, as discovery says: `v1` (Kubernetes 1.30 or
+/// later, and the stand-in), else `v1beta1` (1.28 and 1.29 with the feature
+/// on). A cluster serving neither is not one Berth installs on.
+pub async fn admission_version(client: &kube::Client) -> &'static str {
+    for version in ["v1", "v1beta1"] {
+        let served = match client
+            .list_api_group_resources(&format!("admissionregistration.k8s.io/{version}"))
+            .await
+        {
+            Ok(list) => list
+                .resources
+                .iter()
+                .any(|resource| resource.name == "validatingadmissionpolicies"),
+            Err(kube::Error::Api(status)) if status.code == 404 => false,
+            Err(error) => panic!("discovery of admissionregistration.k8s.io/{version}: {error}"),
+        };
+        if served {
+            return version;
+        }
+    }
+    panic!("{}", berth_cluster::install::ADMISSION_POLICY_NEEDED)
+}
+
+/// `kubectl kustomize` of an installation over `infra/k8s` with the given
+/// components of it (`components: - ../infra/k8s/NAME`): what `kubectl
+/// apply -k` sends for it.
+pub fn kustomize(components: &[&str]) -> Vec<serde_yaml::Value> {
+    // kustomize takes an installation's resources and components by relative
+    // path only (as docs/deploy.md's `../infra/k8s`).
+    let dir = std::env::temp_dir().join(format!(
+        "berth-installation-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).expect("a directory for the installation");
+    let dir = dir.canonicalize().expect("the installation's directory");
+    let up = "../".repeat(dir.components().count() - 1);
+    let k8s = k8s_dir().canonicalize().expect("infra/k8s");
+    let relative = |path: &Path| {
+        format!(
+            "{up}{}",
+            path.strip_prefix("/").expect("absolute").display()
+        )
+    };
+    let mut kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\n",
+        relative(&k8s)
+    );
+    if !components.is_empty() {
+        kustomization.push_str("components:\n");
+        for component in components {
+            kustomization.push_str(&format!("  - {}\n", relative(&k8s.join(component))));
+        }
+    }
+    std::fs::write(dir.join("kustomization.yaml"), kustomization).expect("the kustomization");
+    // kubectl 1.14 or later has kustomize built in (components: 1.21).
+    let output = crate::support::stdout_of(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&dir),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    serde_yaml::Deserializer::from_str(&output)
+        .map(|doc| serde_yaml::Value::deserialize(doc).expect("a YAML document"))
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+/// The installation as an operator of this cluster renders it
+/// (docs/deploy.md): `infra/k8s`, with the component `admission-v1beta1`
+/// where the cluster serves ValidatingAdmissionPolicy only at `v1beta1`.
+pub async fn installation_for(client: &kube::Client) -> Vec<serde_yaml::Value> {
+    match admission_version(client).await {
+        "v1" => kustomize(&[]),
+        _ => kustomize(&[ADMISSION_V1BETA1_COMPONENT]),
+    }
+}
+
+/// The RBAC objects and admission policy of the installation as an operator
+/// of this cluster installs them: the kustomization's files
+/// (`rbac_objects`) where the cluster serves the policy at `v1`; where it
+/// serves it only at `v1beta1`, as kustomize renders them with the
+/// component `admission-v1beta1` (rendered once a process).
+pub async fn rbac_objects_for(client: &kube::Client) -> Vec<serde_yaml::Value> {
+    static WITH_V1BETA1: std::sync::OnceLock<Vec<serde_yaml::Value>> = std::sync::OnceLock::new();
+    match admission_version(client).await {
+        "v1" => rbac_objects(),
+        _ => WITH_V1BETA1
+            .get_or_init(|| {
+                kustomize(&[ADMISSION_V1BETA1_COMPONENT])
+                    .into_iter()
+                    .filter(|doc| RBAC_KINDS.contains(&doc["kind"].as_str().unwrap_or_default()))
+                    .collect()
+            })
+            .clone(),
+    }
+}
+
 /// Applies objects (server-side apply, so every test may do it again).
 pub async fn apply(client: &kube::Client, objects: &[serde_yaml::Value]) {
     let params = PatchParams::apply("berth-tests").force();
@@ -151,8 +254,15 @@ pub fn record_uses(standin: &berth_kube_standin::StandIn) {
 pub const ADMISSION_POLICY: &str = "berth-owned-namespaces";
 
 /// The ValidatingAdmissionPolicies (`binding: false`) or their bindings, as
-/// the administrator reaches them.
+/// the administrator reaches them at `admissionregistration.k8s.io/v1` (the
+/// stand-in's; `admission_api_at` with `admission_version` for any cluster).
 pub fn admission_api(client: &kube::Client, binding: bool) -> Api<DynamicObject> {
+    admission_api_at(client, "v1", binding)
+}
+
+/// The ValidatingAdmissionPolicies (`binding: false`) or their bindings at
+/// `admissionregistration.k8s.io/{version}`.
+pub fn admission_api_at(client: &kube::Client, version: &str, binding: bool) -> Api<DynamicObject> {
     let (kind, plural) = if binding {
         (
             "ValidatingAdmissionPolicyBinding",
@@ -161,7 +271,7 @@ pub fn admission_api(client: &kube::Client, binding: bool) -> Api<DynamicObject>
     } else {
         ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")
     };
-    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind);
+    let gvk = GroupVersionKind::gvk("admissionregistration.k8s.io", version, kind);
     Api::all_with(
         client.clone(),
         &kube::api::ApiResource::from_gvk_with_plural(&gvk, plural),

@@ -31,6 +31,25 @@ pub fn keep_pods_running(client: kube::Client, namespaces: Vec<String>) -> Kubel
     }))
 }
 
+/// Ends every build pod in `namespace` matching `label_selector` as `end`
+/// says ([`end_build_pods`]) until dropped: a kubelet that runs each build
+/// to that end, so that a test's builds finish on a cluster without nodes
+/// whatever they are (the stand-in's, without registry settings, fail
+/// before they have a pod).
+pub fn keep_ending_build_pods(
+    client: kube::Client,
+    namespace: String,
+    label_selector: String,
+    end: BuildEnd<'static>,
+) -> KubeletLoop {
+    KubeletLoop(tokio::spawn(async move {
+        loop {
+            end_build_pods(&client, &namespace, &label_selector, &end).await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }))
+}
+
 /// The kubelet played by [`keep_pods_running`]; it stops when dropped.
 pub struct KubeletLoop(tokio::task::JoinHandle<()>);
 
