@@ -98,6 +98,11 @@ async fn watcher_sees_added_modified_deleted() {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "streaming lists need the WatchList feature gate, off by default before Kubernetes \
+              1.32 (a real 1.28 refuses sendInitialEvents with 422); Berth does not use them"
+)]
 async fn watcher_with_streaming_lists() {
     let env = TestEnv::new().await;
     let cms: Api<ConfigMap> = env.api();
