@@ -269,6 +269,8 @@ pub struct BuildSpec {
     pub decision: Option<i64>,
     /// For a webhook's push: the branch the pushed commit (`source.gitRef`)
     /// must be on, or the build fails.
+    // `HEAD` (`berth_domain::git::REPOSITORY_HEAD`): the repository's
+    // default branch, as the repository says when the build fetches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
     /// The webhook that started it (its id): deleting the hook cancels it.

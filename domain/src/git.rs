@@ -27,6 +27,14 @@
 use super::Invalid;
 use super::names::string_newtype;
 
+/// What a webhook's build of an app following its repository's default
+/// branch holds the pushed commit to (`BuildSpec::branch`): the
+/// repository's `HEAD`, resolved by the build's `source` step from the
+/// repository itself. Never a branch's name: git refuses `HEAD` as one
+/// (`git check-ref-format --branch HEAD`), and a payload's word for the
+/// default branch is its signer's to choose.
+pub const REPOSITORY_HEAD: &str = "HEAD";
+
 /// An `https://` URL of a git repository, kept as given.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GitRepo(String);

@@ -6,7 +6,7 @@
 //! to its hook from its release history's partition (see `crate::keys`),
 //! so that removing the app's history finds the hook with it.
 
-use aws_sdk_dynamodb::types::{Delete, Put};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Update};
 use serde::{Deserialize, Serialize};
 
 use crate::{Item, Store, keys};
@@ -183,16 +183,24 @@ pub async fn find(store: &Store, hook_id: Option<&RecordId>) -> Result<Option<Ho
 /// The items that mark a delivery as seen: its id (when it has one) and
 /// its body's digest. GitHub signs the body only, so a captured delivery
 /// sent again under a new id is still known by its body; a legitimate new
-/// push always has a body of its own.
-fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> Vec<Item> {
+/// push always has a body of its own. The id's item holds the body's
+/// digest ([`PAYLOAD`]): an id stays bound to the one body it came with.
+fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> (Vec<Item>, String) {
     let payload = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(body));
-    delivery_id
+    let keys = delivery_id
         .map(keys::delivery_sk)
         .into_iter()
         .chain([keys::payload_sk(&payload)])
         .map(|sk| crate::key(keys::hook(hook_id), &sk))
-        .collect()
+        .collect();
+    (keys, payload)
 }
+
+/// The body's digest, on a delivery id's item.
+const PAYLOAD: &str = "payload";
+/// Set on a delivery's items when its build could not be started: the
+/// same delivery (its id with its body) may come again.
+const START_FAILED: &str = "start_failed";
 
 /// Records a delivery of the hook, in one transaction; `false` if its id or
 /// its body was recorded before (a replay). Remembered for as long as the
@@ -200,21 +208,41 @@ fn delivery_keys(hook_id: &str, delivery_id: Option<&str>, body: &[u8]) -> Vec<I
 /// delivery captured years ago still verifies against the hook's secret,
 /// and only its record refuses it. A record written with an expiry (before
 /// records were kept) still counts until DynamoDB removes it.
+///
+/// A delivery whose build could not be started ([`delivery_start_failed`])
+/// is taken again as it was: its body under its id, or its body without
+/// one (a redelivery by hand); its id with another body — another commit —
+/// is a replay like any other (issue 46, part 6). Recording it again
+/// clears the mark, so it starts at most one build.
 pub async fn record_delivery(
     store: &Store,
     hook_id: &str,
     delivery_id: Option<&str>,
     body: &[u8],
 ) -> Result<bool, ApiError> {
-    let writes = delivery_keys(hook_id, delivery_id, body)
+    let (keys, payload) = delivery_keys(hook_id, delivery_id, body);
+    let writes = keys
         .into_iter()
-        .map(|item| {
-            crate::tx_put(
-                Put::builder()
-                    .table_name(store.table())
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk)"),
-            )
+        .map(|mut item| {
+            let is_id = crate::sort_key(&item).starts_with(keys::DELIVERY_SK_PREFIX);
+            let condition = if is_id {
+                item.insert(PAYLOAD.into(), crate::s(&payload));
+                "attribute_not_exists(pk) OR (#failed = :yes AND #payload = :payload)"
+            } else {
+                "attribute_not_exists(pk) OR #failed = :yes"
+            };
+            let mut put = Put::builder()
+                .table_name(store.table())
+                .set_item(Some(item))
+                .condition_expression(condition)
+                .expression_attribute_names("#failed", START_FAILED)
+                .expression_attribute_values(":yes", AttributeValue::Bool(true));
+            if is_id {
+                put = put
+                    .expression_attribute_names("#payload", PAYLOAD)
+                    .expression_attribute_values(":payload", crate::s(&payload));
+            }
+            crate::tx_put(put)
         })
         .collect::<Result<Vec<_>, _>>()?;
     match store.transact(writes).await {
@@ -226,28 +254,41 @@ pub async fn record_delivery(
     }
 }
 
-/// Forgets a delivery whose build could not be started, so that the
-/// sender's retry (or a redelivery by hand) is not taken for a replay.
-pub async fn forget_delivery(store: &Store, hook_id: &str, delivery_id: Option<&str>, body: &[u8]) {
-    let deletes = delivery_keys(hook_id, delivery_id, body)
+/// Marks a delivery whose build could not be started, so that the
+/// sender's retry (or a redelivery by hand) is not taken for a replay —
+/// while its id stays bound to its body: the records are kept, not
+/// deleted, so the id cannot come back with another commit.
+pub async fn delivery_start_failed(
+    store: &Store,
+    hook_id: &str,
+    delivery_id: Option<&str>,
+    body: &[u8],
+) {
+    let (keys, _) = delivery_keys(hook_id, delivery_id, body);
+    let marks = keys
         .into_iter()
         .map(|key| {
-            crate::tx_delete(
-                Delete::builder()
+            crate::tx_update(
+                Update::builder()
                     .table_name(store.table())
-                    .set_key(Some(key)),
+                    .set_key(Some(key))
+                    .update_expression("SET #failed = :yes")
+                    .condition_expression("attribute_exists(pk)")
+                    .expression_attribute_names("#failed", START_FAILED)
+                    .expression_attribute_values(":yes", AttributeValue::Bool(true)),
             )
         })
         .collect::<Result<Vec<_>, _>>();
-    let outcome = match deletes {
-        Ok(deletes) => store
-            .transact(deletes)
+    let outcome = match marks {
+        Ok(marks) => store
+            .transact(marks)
             .await
             .map_err(crate::transaction_failure),
         Err(error) => Err(error),
     };
     if let Err(error) = outcome {
-        tracing::warn!(error = %error.cause(), "forgetting a webhook delivery whose build failed");
+        tracing::warn!(error = %error.cause(),
+            "marking a webhook delivery whose build failed to start (its retry will be ignored)");
     }
 }
 

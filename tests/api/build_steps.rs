@@ -466,6 +466,47 @@ async fn a_pushed_commit_builds_only_if_it_is_on_the_apps_branch() {
     );
 }
 
+/// Issue 46, part 6: a push to an app following its repository's default
+/// branch is held to the branch the repository's HEAD names (`HEAD`), not
+/// to one the payload calls the default: a commit only another branch has
+/// fails, whatever that branch is called.
+#[tokio::test]
+async fn a_pushed_commit_for_the_default_branch_must_be_on_the_repositorys_head() {
+    let dir = scratch("berth-git-head");
+    let repo = repository(&dir);
+    let server = GitHttp::repositories("127.0.0.1", &repo.root, None).await;
+    let push = |commit: &str| {
+        SourceRun::new(&server.origin(), Some(commit))
+            .set("GIT_BRANCH", berth_domain::git::REPOSITORY_HEAD)
+    };
+    for commit in [&repo.main, &repo.first] {
+        let step = push(commit);
+        let output = step.run().await;
+        assert!(output.status.success(), "{commit}: {}", said(&output));
+        assert_eq!(&step.fact("commit"), commit);
+    }
+    let output = push(&repo.feature).run().await;
+    assert!(!output.status.success());
+    assert!(
+        said(&output).contains(&format!(
+            "commit {} is not on the default branch",
+            repo.feature
+        )),
+        "{}",
+        said(&output)
+    );
+    // The repository names another default: its commits build, main's
+    // newest does not.
+    git(
+        &repo.root.join("shop.git"),
+        &["symbolic-ref", "HEAD", "refs/heads/feature"],
+    );
+    let output = push(&repo.feature).run().await;
+    assert!(output.status.success(), "{}", said(&output));
+    let output = push(&repo.main).run().await;
+    assert!(!output.status.success(), "main's head is not on feature");
+}
+
 /// Issue 29: the repository's host is resolved by the step, and every
 /// address must be public unless the operator allows the host a private
 /// network; git is then held to the addresses checked. Whatever fails on

@@ -330,6 +330,85 @@ async fn other_branches_tags_pings_and_replays_are_ignored() {
     assert_eq!(builds_of(&app, &source).await.len(), before + 1);
 }
 
+/// Issue 46, part 6: the payload's signer may call any branch the
+/// default, so a push to an app following its repository's default branch
+/// is held to the repository's HEAD (`HEAD`, which the build's `source`
+/// step resolves from the repository), never to the branch the payload
+/// names.
+#[tokio::test]
+async fn a_push_for_the_default_branch_is_held_to_the_repositorys_head() {
+    let app = TestApp::with_cluster().await;
+    let source = source_app(&app, None).await;
+    let hook = Hook::make(&app, &source).await;
+    let renamed = json!({
+        "ref": "refs/heads/evil", "after": COMMIT, "deleted": false,
+        "repository": { "full_name": "acme/shop", "default_branch": "evil" },
+    });
+    let answer = hook
+        .github(&app, "push", &unique("d"), renamed.to_string().into_bytes())
+        .await;
+    answer.assert_status(202);
+    let builds = builds_of(&app, &source).await;
+    let newest = builds.last().expect("a build");
+    assert_eq!(newest.spec.source.git_ref.as_deref(), Some(COMMIT));
+    assert_eq!(
+        newest.spec.branch.as_deref(),
+        Some(berth_domain::git::REPOSITORY_HEAD),
+        "held to the repository's HEAD, not to the payload's word"
+    );
+}
+
+/// Issue 46, part 6: a delivery whose build could not be started may come
+/// again as it was (the sender's retry), but its id does not come back
+/// with another body: another commit under it is a replay, and the retry
+/// builds once.
+#[tokio::test]
+#[cfg_attr(berth_real_cluster, ignore = "needs the stand-in's fault knobs")]
+async fn a_delivery_whose_build_failed_to_start_is_retried_only_as_it_was() {
+    use berth_kube_standin::{Fault, FaultKind};
+    let app = TestApp::with_cluster().await;
+    let source = source_app(&app, Some("main")).await;
+    let hook = Hook::make(&app, &source).await;
+    let before = builds_of(&app, &source).await.len();
+    let delivery = unique("d");
+    let main = |after| push("refs/heads/main", after);
+
+    app.standin().add_fault(
+        Fault::new(FaultKind::Forbidden, 1)
+            .method("POST")
+            .path_contains("/builds"),
+    );
+    let failed = hook.github(&app, "push", &delivery, main(COMMIT)).await;
+    assert!(
+        !failed.status.is_success(),
+        "the build could not start: {}",
+        failed.status
+    );
+    assert_eq!(builds_of(&app, &source).await.len(), before);
+
+    // Its id with another commit: a replay.
+    assert_ignored(
+        &hook
+            .github(&app, "push", &delivery, main(OTHER_COMMIT))
+            .await,
+        "received before",
+    );
+    // The same delivery again: built, once.
+    hook.github(&app, "push", &delivery, main(COMMIT))
+        .await
+        .assert_status(202);
+    assert_ignored(
+        &hook.github(&app, "push", &delivery, main(COMMIT)).await,
+        "received before",
+    );
+    let builds = builds_of(&app, &source).await;
+    assert_eq!(builds.len(), before + 1);
+    assert_eq!(
+        builds.last().and_then(|b| b.spec.source.git_ref.as_deref()),
+        Some(COMMIT)
+    );
+}
+
 #[tokio::test]
 async fn the_secret_is_shown_once_and_a_replacement_invalidates_the_old_hook() {
     let app = TestApp::with_cluster().await;

@@ -3,17 +3,27 @@
 //! payload is read only as far as that needs (GitHub's and GitLab's push
 //! payloads share the fields used here: `ref`, `after`, and the default
 //! branch under `repository` or `project`).
+//!
+//! The payload is whatever its signer wrote (GitLab sends the hook's
+//! secret in clear), so the branch a build holds its commit to never comes
+//! from it: it is the app's `git_ref`, or, for an app following its
+//! repository's default branch, the repository's own `HEAD`
+//! ([`REPOSITORY_HEAD`]), which the build's `source` step resolves. The
+//! payload's `default_branch` only spares a build of what is plainly
+//! another branch's push (issue 46, part 6).
 
 use serde::Deserialize;
 
 use super::delivery::{Delivery, Provider};
 use berth_domain::ApiError;
+use berth_domain::git::REPOSITORY_HEAD;
 
 /// What to do with a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
     /// Build this commit (40 or 64 lowercase hex digits), if it is on this
-    /// branch (the app's).
+    /// branch: the app's, or [`REPOSITORY_HEAD`] (the repository's default
+    /// branch, as the repository says, never as the payload does).
     Build { commit: String, branch: String },
     /// Nothing: why, for the answer.
     Ignore(String),
@@ -74,14 +84,19 @@ pub fn decide(body: &[u8], app_ref: Option<&str>) -> Result<Decision, ApiError> 
     if payload.deleted || (!after.is_empty() && after.bytes().all(|b| b == b'0')) {
         return ignore(format!("the branch {branch:?} was deleted"));
     }
+    // Only a filter: a signer may name any branch its default, so the
+    // build is held to the repository's HEAD instead (module docs).
     let default_branch = payload
         .repository
         .or(payload.project)
         .and_then(|repository| repository.default_branch);
-    let wanted = match app_ref {
-        Some(app_ref) => app_ref.strip_prefix(BRANCH_PREFIX).unwrap_or(app_ref),
+    let (wanted, held_to) = match app_ref {
+        Some(app_ref) => {
+            let app_branch = app_ref.strip_prefix(BRANCH_PREFIX).unwrap_or(app_ref);
+            (app_branch, app_branch)
+        }
         None => match default_branch.as_deref() {
-            Some(default) => default,
+            Some(default) => (default, REPOSITORY_HEAD),
             None => {
                 return ignore(
                     "the app follows the default branch and the payload does not name it".into(),
@@ -101,7 +116,7 @@ pub fn decide(body: &[u8], app_ref: Option<&str>) -> Result<Decision, ApiError> 
     }
     Ok(Decision::Build {
         commit: after.to_ascii_lowercase(),
-        branch: wanted.to_owned(),
+        branch: held_to.to_owned(),
     })
 }
 
@@ -181,9 +196,20 @@ mod tests {
 
     #[test]
     fn without_a_ref_the_app_follows_the_default_branch() {
+        // Held to the repository's HEAD, not to the branch the payload
+        // calls the default (issue 46, part 6).
         assert_eq!(
             decide(&github_push("refs/heads/main", SHA, false), None).ok(),
-            Some(build(SHA, "main"))
+            Some(build(SHA, REPOSITORY_HEAD))
+        );
+        let renamed = serde_json::json!({
+            "ref": "refs/heads/evil", "after": SHA,
+            "repository": {"default_branch": "evil"},
+        })
+        .to_string();
+        assert_eq!(
+            decide(renamed.as_bytes(), None).ok(),
+            Some(build(SHA, REPOSITORY_HEAD))
         );
         assert!(ignored(decide(
             &github_push("refs/heads/dev", SHA, false),
@@ -245,7 +271,10 @@ mod tests {
             "checkout_sha": SHA, "project": {"default_branch": "main"},
         })
         .to_string();
-        assert_eq!(decide(body.as_bytes(), None).ok(), Some(build(SHA, "main")));
+        assert_eq!(
+            decide(body.as_bytes(), None).ok(),
+            Some(build(SHA, REPOSITORY_HEAD))
+        );
         let deleted = serde_json::json!({
             "object_kind": "push", "ref": "refs/heads/main", "after": "0".repeat(40),
             "checkout_sha": null, "project": {"default_branch": "main"},

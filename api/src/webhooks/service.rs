@@ -237,7 +237,7 @@ pub async fn receive(
     match build_queue::start(&client, &app, asked).await {
         Ok(build) => Ok(Received::Started(Box::new(build_record(&build)))),
         Err(error) => {
-            hooks::forget_delivery(&state.store, &hook.id, delivery_id, body).await;
+            hooks::delivery_start_failed(&state.store, &hook.id, delivery_id, body).await;
             Err(error)
         }
     }

@@ -24,7 +24,10 @@
 #   only when git asks for exactly that protocol and host.
 # - A push's commit (GIT_REF, with GIT_BRANCH the app's branch) is built
 #   only if it is on that branch: its head, or an ancestor of it (the
-#   branch's history is fetched without file contents to tell).
+#   branch's history is fetched without file contents to tell). GIT_BRANCH
+#   `HEAD` is the repository's default branch, as the repository says (its
+#   HEAD; no branch can be named HEAD): a push payload's word for it is
+#   its signer's to choose.
 # - A ref is fetched by name (a branch, a tag, or a full commit id where
 #   the server serves commits by id, as GitHub and GitLab do). What no
 #   server resolves, a commit id of 4 to 40 hex digits, is looked up
@@ -123,15 +126,20 @@ resolved=
 if [ -n "${GIT_BRANCH:-}" ]; then
   # A push: the commit must be on the app's branch (a fork's, or one
   # pushed elsewhere, is not built).
-  branch="+refs/heads/$GIT_BRANCH:refs/remotes/origin/$GIT_BRANCH"
+  if [ "$GIT_BRANCH" = HEAD ]; then
+    remote=HEAD named="the default branch"
+  else
+    remote="refs/heads/$GIT_BRANCH" named="the branch $GIT_BRANCH"
+  fi
+  branch="+$remote:refs/remotes/origin/pushed-to"
   git fetch --quiet --depth 1 origin "$branch" 2>"$errors" \
-    || { cat "$errors" >&2; fail "no branch $GIT_BRANCH in $GIT_REPO"; }
-  if [ "$(git rev-parse --verify "refs/remotes/origin/$GIT_BRANCH^{commit}")" != "$GIT_REF" ]; then
+    || { cat "$errors" >&2; fail "no ${named#the } in $GIT_REPO"; }
+  if [ "$(git rev-parse --verify "refs/remotes/origin/pushed-to^{commit}")" != "$GIT_REF" ]; then
     # Not its head (the branch moved on since): its history, without file
     # contents, says whether the commit is in it.
     git fetch --quiet --unshallow --filter=blob:none origin "$branch"
-    git merge-base --is-ancestor "$GIT_REF" "refs/remotes/origin/$GIT_BRANCH" 2>/dev/null \
-      || fail "commit $GIT_REF is not on the branch $GIT_BRANCH of $GIT_REPO: a push builds only the commits of the app's branch"
+    git merge-base --is-ancestor "$GIT_REF" refs/remotes/origin/pushed-to 2>/dev/null \
+      || fail "commit $GIT_REF is not on $named of $GIT_REPO: a push builds only the commits of the app's branch"
   fi
   resolved=$GIT_REF
 elif [ -z "${GIT_REF:-}" ]; then
