@@ -787,13 +787,14 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
     let text = serde_json::to_string(&events).unwrap();
     assert!(!text.contains(&password) && !text.contains(token));
 
-    // What a token costs a warm instance, past the hour's first grant: no
-    // DynamoDB round trip (the settings are kept a minute, the hour's first
+    // What a token costs a warm instance, past the hour's first grant: one
+    // DynamoDB round trip (the throttle's read of the source's and the
+    // name's failures; the settings are kept a minute, the hour's first
     // grant is known, no audit event is written) and one cluster request
     // (the Environment holding the digest). Then how long one takes here.
     let (trips, asked) = (app.round_trips.get(), app.cluster_requests.get());
     grant().await;
-    assert_eq!(app.round_trips.get() - trips, 0, "DynamoDB round trips");
+    assert_eq!(app.round_trips.get() - trips, 1, "DynamoDB round trips");
     if app.cluster().standin.is_some() {
         assert_eq!(app.cluster_requests.get() - asked, 1, "cluster requests");
     }
@@ -1379,4 +1380,178 @@ async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
         );
         assert!(!logged.contains(secret.as_str()), "the log holds a secret");
     }
+}
+
+/// `Authorization: Basic` of a user name and password.
+fn basic(user: &str, password: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
+/// Issue 46, part 6: the token service under a flood of wrong passwords.
+/// A user name (guessable: `environment/{namespace}`) is never locked — past
+/// its budget of failures its correct password still works, and its further
+/// failures leave its organization's log alone (one event each in the
+/// system partition); a source address past its budget is `429` with
+/// `Retry-After`, one event, answered without reading the cluster, a
+/// correct credential too, while another address is served; and a missing
+/// user costs what a wrong password does. Counts, never clocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_wrong_passwords_is_throttled_by_source_and_never_locks_a_name() {
+    use berth_store::identity::throttle::Subject;
+    use berth_store::keys::SYSTEM_ORG;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    let setup = Setup::start("berth-registry-flood", |dir| {
+        let key = signing_key(dir, "current");
+        let bundle = bundle(dir, "bundle.pem", &[&key]);
+        (key, bundle)
+    })
+    .await;
+    let app = &setup.app;
+    let acme = Tenant::new(&setup, &app.owner).await;
+    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
+    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
+    let entry = &config["auths"][setup.registry.host()];
+    let (username, password) = (
+        entry["username"].as_str().unwrap().to_owned(),
+        entry["password"].as_str().unwrap().to_owned(),
+    );
+    let service = setup.registry.host();
+    let query = format!(
+        "{REALM_PATH}?service={service}&scope=repository:{}:pull",
+        acme.repository()
+    );
+    let from = |ip: IpAddr, authorization: &str| {
+        app.get(&query)
+            .client_ip(ip)
+            .header("authorization", authorization)
+    };
+    let address = |n: u8| IpAddr::V4(Ipv4Addr::new(198, 51, 100, n));
+
+    // A missing user costs what a wrong password does: the same cluster
+    // requests and DynamoDB round trips, the same answer; for each kind of
+    // user name Berth mints.
+    let stand_in = app.cluster().standin.is_some();
+    // Warm: the registry's settings and the kubeconfig are read once an
+    // instance, and not by what is measured.
+    from(address(9), &basic(&username, &password))
+        .send()
+        .await
+        .assert_status(200);
+    let cost = |authorization: String, ip: IpAddr| async move {
+        let (trips, asked) = (app.round_trips.get(), app.cluster_requests.get());
+        let answer = from(ip, &authorization).send().await;
+        answer.assert_problem(401, "unauthenticated");
+        (
+            app.round_trips.get() - trips,
+            app.cluster_requests.get() - asked,
+            answer.json(),
+        )
+    };
+    for (n, (existing, missing)) in [
+        (username.clone(), "environment/nobody-here".to_owned()),
+        (
+            format!("build/{}/pull", acme.build),
+            "build/nobody-here-1/pull".to_owned(),
+        ),
+        (
+            format!("build/{}/push", acme.build),
+            "build/nobody-here-1/push".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ip = address(10 + u8::try_from(n).unwrap());
+        let wrong = cost(basic(&existing, "not-the-password"), ip).await;
+        let unknown = cost(basic(&missing, "not-the-password"), ip).await;
+        if stand_in {
+            assert_eq!(wrong.1, 1, "{existing}: one cluster read");
+        }
+        assert_eq!(
+            wrong, unknown,
+            "{existing} and {missing}: the same work and answer"
+        );
+    }
+
+    // A name past its budget: every failure still one event, the first
+    // ones in its organization's log and the rest in the system
+    // partition's; its correct password still works.
+    let name_limit = Subject::RegistryUser.limit();
+    let guesser = address(1);
+    for _ in 0..name_limit + 3 {
+        from(guesser, &basic(&username, "a-guess"))
+            .send()
+            .await
+            .assert_problem(401, "unauthenticated");
+    }
+    from(guesser, &basic(&username, &password))
+        .send()
+        .await
+        .assert_status(200);
+    let denied_from = |events: &[berth_records::audit::AuditEvent], ip: IpAddr| {
+        events
+            .iter()
+            .filter(|e| {
+                e.outcome == Outcome::Denied
+                    && e.ip.as_deref() == Some(ip.to_string().as_str())
+                    && e.actor.as_deref() == Some(username.as_str())
+            })
+            .count()
+    };
+    // The cost check's wrong password counts against the name as well.
+    let org_log = app.audit_events(&acme.org).await;
+    let system_log = app.audit_events(SYSTEM_ORG).await;
+    assert_eq!(
+        denied_from(&org_log, guesser) + denied_from(&org_log, address(10)),
+        name_limit,
+        "the organization's log: the name's budget"
+    );
+    assert_eq!(
+        denied_from(&system_log, guesser),
+        4,
+        "the rest, one event each, in the system partition"
+    );
+
+    // A source past its budget: 429 with Retry-After, without reading the
+    // cluster, one event, even for a correct password; another address is
+    // served.
+    let flooder = address(2);
+    for n in 0..Subject::RegistrySource.limit() {
+        from(flooder, &basic(&format!("environment/guess-{n}"), "x"))
+            .send()
+            .await
+            .assert_problem(401, "unauthenticated");
+    }
+    let asked = app.cluster_requests.get();
+    let throttled = from(flooder, &basic(&username, &password)).send().await;
+    throttled.assert_problem(429, "too_many_requests");
+    let retry_after: u64 = throttled.headers[http::header::RETRY_AFTER]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry_after > 0 && retry_after <= 15 * 60, "{retry_after}");
+    if stand_in {
+        assert_eq!(app.cluster_requests.get(), asked, "no cluster read");
+    }
+    let throttled_events: Vec<_> = app
+        .audit_events(SYSTEM_ORG)
+        .await
+        .into_iter()
+        .filter(|e| e.outcome == Outcome::Throttled)
+        .collect();
+    assert_eq!(throttled_events.len(), 1, "one event");
+    assert_eq!(throttled_events[0].status, Some(429));
+    assert_eq!(
+        throttled_events[0].actor.as_deref(),
+        Some(username.as_str())
+    );
+    from(address(3), &basic(&username, &password))
+        .send()
+        .await
+        .assert_status(200);
 }

@@ -26,6 +26,7 @@ pub mod scope;
 pub mod signing;
 
 mod grants;
+mod throttle;
 mod verify;
 
 use std::collections::HashMap;
@@ -34,13 +35,14 @@ use std::time::Instant;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{RawQuery, State};
+use axum::extract::{Extension, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use berth_api::AppState;
+use berth_api::http::pipeline::ClientIp;
 use berth_api::http::scope as audit;
 use berth_api::openapi::cluster_failures;
 use berth_api::registry::RegistrySettings;
@@ -64,6 +66,9 @@ fn failures(_operation: Operation) -> Vec<ApiError> {
         ApiError::InvalidRequest(String::new()),
         ApiError::RegistryNotConfigured(String::new()),
         ApiError::StorageUnavailable(String::new()),
+        ApiError::TooManyRequests {
+            retry_after_secs: 0,
+        },
     ]);
     failures
 }
@@ -158,6 +163,7 @@ pub struct PasswordGrant {
 )]
 async fn get_registry_token(
     State(state): State<AppState>,
+    Extension(ClientIp(source)): Extension<ClientIp>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
@@ -182,7 +188,7 @@ async fn get_registry_token(
         .collect();
     let credential = basic_credential(&headers);
     answer(
-        issue(&state, credential, value("service"), &scopes).await,
+        issue(&state, &source, credential, value("service"), &scopes).await,
         false,
     )
 }
@@ -207,6 +213,7 @@ async fn get_registry_token(
 )]
 async fn request_registry_token(
     State(state): State<AppState>,
+    Extension(ClientIp(source)): Extension<ClientIp>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -221,7 +228,7 @@ async fn request_registry_token(
         });
     // No body is no credential: the scheme's 401.
     if body.is_empty() {
-        return answer(issue(&state, None, None, &[]).await, true);
+        return answer(issue(&state, &source, None, None, &[]).await, true);
     }
     if !form_type {
         return ApiError::UnsupportedMediaType(
@@ -245,7 +252,7 @@ async fn request_registry_token(
     let credential = grant.username.zip(grant.password);
     let scopes: Vec<String> = grant.scope.into_iter().collect();
     answer(
-        issue(&state, credential, grant.service, &scopes).await,
+        issue(&state, &source, credential, grant.service, &scopes).await,
         true,
     )
 }
@@ -297,8 +304,16 @@ fn basic_credential(headers: &HeaderMap) -> Option<(String, String)> {
 
 /// Checks the credential and signs a token for what it may have of
 /// `scopes`, noting the call for its audit event and logging one line.
+///
+/// A credential's failures are counted per source address and per user
+/// name ([`throttle`]): a source over its budget is answered `429` before
+/// anything reads the cluster; a user name over its budget is still
+/// checked (a correct password always works from a source within its
+/// budget), but its failures' events go to the system partition instead of
+/// its organization's log.
 async fn issue(
     state: &AppState,
+    source: &str,
     credential: Option<(String, String)>,
     service: Option<String>,
     scopes: &[String],
@@ -316,6 +331,7 @@ async fn issue(
         return Err(ApiError::Unauthenticated);
     };
     audit::audit_registry_user(user.username());
+    audit::audit_target("registry_credential", &user);
     let settings = settings(state).await?;
     let issuer = state.config.public_url.clone().ok_or_else(|| {
         ApiError::RegistryNotConfigured(
@@ -326,21 +342,33 @@ async fn issue(
     let key = state.config.registry_signing_key.clone().ok_or_else(|| {
         ApiError::RegistryNotConfigured("BERTH_REGISTRY_SIGNING_KEY is not set".into())
     })?;
+    let failures = throttle::Failures::read(&state.store, source, &user).await;
+    if let Some(retry_after_secs) = failures.source_blocked_for() {
+        tracing::info!(registry_user = %user.username(), outcome = "throttled",
+            "registry token");
+        return Err(ApiError::TooManyRequests { retry_after_secs });
+    }
     let client = state.cluster.client().await?;
     let checked = verify::check(&client, &settings, &user, &password).await?;
-    if let Some(org) = checked
+    let org = checked
         .org
         .as_deref()
-        .and_then(|org| OrgName::parse(org).ok())
-    {
-        audit::audit_org(org);
-    }
-    audit::audit_target("registry_credential", &user);
+        .and_then(|org| OrgName::parse(org).ok());
     let Some(reach) = checked.reach else {
+        // Its organization's log has the name's failures up to its budget;
+        // past it, the system partition's has them (one event each still).
+        if failures.count(&state.store).await
+            && let Some(org) = org
+        {
+            audit::audit_org(org);
+        }
         tracing::info!(registry_user = %user.username(), org = ?checked.org, outcome = "denied",
             "registry token");
         return Err(ApiError::Unauthenticated);
     };
+    if let Some(org) = org {
+        audit::audit_org(org);
+    }
     // Judged once the credential holds: to anyone else, whatever the
     // service or the scope, the answer is the scheme's 401.
     let requested = scope::parse(scopes).map_err(ApiError::InvalidRequest)?;

@@ -3,6 +3,15 @@
 //! answers 429 until its oldest counted attempt leaves the window, even with
 //! the right password.
 //!
+//! The registry's token service counts its failures the same way, under
+//! subjects of its own (issue 46, part 6): per source address
+//! ([`Subject::RegistrySource`], 100; over it, 429 without a cluster read)
+//! and per registry user name ([`Subject::RegistryUser`], 10; over it, a
+//! failure's audit event goes to the system partition instead of the
+//! organization's, and a correct password still works). It checks first
+//! and counts a failure after ([`count_failure`]): a grant, the hot path of
+//! every pod start, then costs one read ([`read_many`]) and no write.
+//!
 //! An attempt is counted *before* its password is verified, by one
 //! conditional write that refuses once the limit is reached: however many
 //! guesses arrive at once, at most `limit` of them are verified per window.
@@ -32,6 +41,11 @@ pub const WINDOW_SECS: i64 = 15 * 60;
 pub enum Subject {
     Email,
     Ip,
+    /// A source address (its network, [`caller_network`]) asking the
+    /// registry's token service.
+    RegistrySource,
+    /// A registry credential's user name (`environment/{namespace}`, …).
+    RegistryUser,
 }
 
 impl Subject {
@@ -39,6 +53,12 @@ impl Subject {
         match self {
             Subject::Email => 5,
             Subject::Ip => 50,
+            // A NAT in front of a cluster's nodes is one address for every
+            // kubelet's pulls: room for many tenants' stale credentials.
+            Subject::RegistrySource => 100,
+            // Never refuses (a name is guessable): only how many of its
+            // failures reach its organization's log per window.
+            Subject::RegistryUser => 10,
         }
     }
 
@@ -46,6 +66,8 @@ impl Subject {
         match self {
             Subject::Email => "EMAIL",
             Subject::Ip => "IP",
+            Subject::RegistrySource => "REGISTRY-IP",
+            Subject::RegistryUser => "REGISTRY-USER",
         }
     }
 
@@ -205,6 +227,53 @@ async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, 
     ))
 }
 
+/// The attempts of several subjects, in one round trip (a consistent
+/// read), in the order asked.
+pub async fn read_many(
+    store: &Store,
+    subjects: &[(Subject, &str)],
+) -> Result<Vec<Attempts>, ApiError> {
+    let items = store
+        .get_many(
+            subjects
+                .iter()
+                .map(|(subject, value)| key(*subject, value))
+                .collect(),
+        )
+        .await?;
+    Ok(subjects
+        .iter()
+        .map(|(subject, value)| {
+            let pk = subject.pk(value);
+            items
+                .iter()
+                .find(|item| item.get(keys::PK).and_then(|v| v.as_s().ok()) == Some(&pk))
+                .map_or_else(
+                    || Attempts::none(*subject),
+                    |item| Attempts::from_item(*subject, item),
+                )
+        })
+        .collect())
+}
+
+/// Counts a failure that has happened (the registry's: checked first,
+/// counted after, so that a grant writes nothing). `false` when the
+/// subject was at its limit already: the failure is not counted, and the
+/// caller knows the subject is over.
+pub async fn count_failure(
+    store: &Store,
+    subject: Subject,
+    value: &str,
+    seen: Attempts,
+) -> Result<bool, ApiError> {
+    match reserve(store, subject, value, seen).await {
+        // Kept: a failure stays counted until it leaves the window.
+        Ok(_counted) => Ok(true),
+        Err(ApiError::TooManyRequests { .. }) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
 impl Reserved {
     /// Gives the slot back: the attempt was not a failure of this subject.
     /// A slot already emptied or taken again is left as it is.
@@ -258,6 +327,11 @@ mod tests {
         // The IP limit is higher.
         let five = attempts(Subject::Ip, &[1_000; 5]);
         assert_eq!(five.blocked_for(1_000), None);
+        // The registry's: a source's 100, a user name's 10.
+        let ten = attempts(Subject::RegistryUser, &[1_000; 10]);
+        assert_eq!(ten.blocked_for(1_000), Some(900));
+        let source = attempts(Subject::RegistrySource, &[1_000; 10]);
+        assert_eq!(source.blocked_for(1_000), None);
     }
 
     #[test]
