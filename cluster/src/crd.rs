@@ -335,7 +335,7 @@ pub struct BuildStatus {
 pub struct BuildRegistryCredentials {
     /// Push and pull on the app's own repository; the `push` step's.
     pub push_digest: String,
-    /// Pull of the organization's images; the steps that pull bases.
+    /// Pull of the project's images; the steps that pull bases.
     pub pull_digest: String,
     pub expires_at: i64,
 }

@@ -15,6 +15,7 @@ use std::sync::{Arc, RwLock};
 use axum::Router;
 use base64::Engine;
 use http::Method;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -25,6 +26,7 @@ use berth_cluster::crd::{
     BUILD_SUCCEEDED, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names,
 };
 use berth_cluster::registry::{self, Credentials, DOCKER_CONFIG_KEY, PULL_SECRET, Registry};
+use berth_domain::Role;
 use berth_records::audit::{ActorKind, Outcome};
 
 use crate::support::cluster::hold_registry_settings_for_the_test;
@@ -315,8 +317,7 @@ fn refused(output: &std::process::Output, what: &str) {
 // Multi-threaded: skopeo blocks its thread while the realm, served by this
 // runtime, answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls_its_organizations()
-{
+async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls_its_projects() {
     let setup = Setup::start("berth-registry-tokens", |dir| {
         let key = signing_key(dir, "current");
         let bundle = bundle(dir, "bundle.pem", &[&key]);
@@ -367,7 +368,7 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         "globex's build pushes to its app's repository",
     );
 
-    // An environment's pull credential pulls its organization's images only.
+    // An environment's pull credential pulls its project's images only.
     let acme_pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
     let globex_pull = setup.credential_file(&globex.namespace, PULL_SECRET).await;
     accepted(
@@ -386,7 +387,7 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         &registry.inspect(&acme.repository(), "v1", &globex_pull),
         "globex's environment pulls acme's image",
     );
-    // A build's pull credential (private bases) reaches its organization's.
+    // A build's pull credential (private bases) reaches its project's.
     accepted(
         &registry.inspect(&acme.repository(), "v1", &acme_build_pull),
         "acme's build pulls acme's image",
@@ -395,6 +396,10 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
         &registry.inspect(&globex.repository(), "v1", &acme_build_pull),
         "acme's build pulls globex's image",
     );
+
+    // A sibling project of acme's (issue 46, part 2): its credentials get
+    // from acme's project the answers another organization's get.
+    sibling_projects_reach_no_more_than_other_organizations(&setup, &acme, &globex, &image).await;
 
     // Past its expiry (the build's deadline), a build's credential is
     // refused although the build still runs: time moved on, as the status
@@ -516,6 +521,126 @@ async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls
     assert!(
         status.contains(&digest),
         "the Build holds its push credential's digest"
+    );
+}
+
+/// A sibling project P2 of `acme`'s project P1, in the same organization:
+/// a member whose only role is in P2 is answered `404` for P1, and the API
+/// takes an app of P2 naming P1's image (an `image` is any reference; what
+/// Berth's registry holds is the token service's to give), but P2's
+/// credentials get from P1's repository what `globex`'s get: nothing. P2's
+/// environment credential (its pods') pulls nothing of P1's, its build's
+/// pull credential (a Dockerfile's `FROM`) neither, and its build's push
+/// credential pushes nothing there; each is refused exactly where
+/// `globex`'s is, and works on P2's own repository. The pods of the app
+/// naming P1's image are given no pull credential for it.
+async fn sibling_projects_reach_no_more_than_other_organizations(
+    setup: &Setup,
+    acme: &Tenant,
+    globex: &Tenant,
+    image: &Path,
+) {
+    let app = &setup.app;
+    let registry = &setup.registry;
+    let sibling = Tenant::new(setup, &app.owner).await;
+    assert_eq!(sibling.org, acme.org, "a project of the same organization");
+    let sibling_push = setup
+        .credential_file(BUILDS_NAMESPACE, &sibling.build_secret("push"))
+        .await;
+    let sibling_build_pull = setup
+        .credential_file(BUILDS_NAMESPACE, &sibling.build_secret("pull"))
+        .await;
+    let sibling_pull = setup.credential_file(&sibling.namespace, PULL_SECRET).await;
+    let globex_push = setup
+        .credential_file(BUILDS_NAMESPACE, &globex.build_secret("push"))
+        .await;
+    let globex_build_pull = setup
+        .credential_file(BUILDS_NAMESPACE, &globex.build_secret("pull"))
+        .await;
+    let globex_pull = setup.credential_file(&globex.namespace, PULL_SECRET).await;
+
+    // Its own repository: pushed and pulled.
+    accepted(
+        &registry.push(image, &sibling.repository(), "v1", &sibling_push),
+        "the sibling's build pushes to its app's repository",
+    );
+    accepted(
+        &registry.inspect(&sibling.repository(), "v1", &sibling_pull),
+        "the sibling's environment pulls its own image",
+    );
+    accepted(
+        &registry.inspect(&sibling.repository(), "v1", &sibling_build_pull),
+        "the sibling's build pulls its own image",
+    );
+
+    // A member of the sibling alone: acme's project is not found, yet an
+    // app naming its image is taken (the API governs no image's source).
+    let member = app
+        .project_member(Role::Member, &sibling.project, "developer")
+        .await;
+    app.get(&format!("/api/v1/projects/{}", acme.project))
+        .by(&member)
+        .send()
+        .await
+        .assert_status(404);
+    let acme_image = format!("{}/{}:v1", registry.host(), acme.repository());
+    app.post(&format!(
+        "/api/v1/projects/{}/environments/prod/apps",
+        sibling.project
+    ))
+    .by(&member)
+    .json(json!({"name": "copy", "image": acme_image, "port": 8080}))
+    .send()
+    .await
+    .assert_status(201);
+
+    // What the registry answers, acme's repository asked for with the
+    // sibling's credentials and with globex's: refused alike.
+    for (what, sibling_file, globex_file) in [
+        ("environment's pull", &sibling_pull, &globex_pull),
+        (
+            "build's pull (FROM)",
+            &sibling_build_pull,
+            &globex_build_pull,
+        ),
+    ] {
+        refused(
+            &registry.inspect(&acme.repository(), "v1", sibling_file),
+            &format!("the sibling's {what} credential pulls acme's image"),
+        );
+        refused(
+            &registry.inspect(&acme.repository(), "v1", globex_file),
+            &format!("globex's {what} credential pulls acme's image"),
+        );
+    }
+    for (who, file) in [("the sibling", &sibling_push), ("globex", &globex_push)] {
+        refused(
+            &registry.push(image, &acme.repository(), "v9", file),
+            &format!("{who}'s build pushes to acme's repository"),
+        );
+    }
+
+    // The pods of the app naming acme's image name no pull credential (the
+    // shared credential of before, copied there, would pull it).
+    let deployments: Api<Deployment> =
+        Api::namespaced(app.cluster().client.clone(), &sibling.namespace);
+    eventually("the copy's Deployment exists", || async {
+        deployments
+            .get_opt("copy-web")
+            .await
+            .expect("reading a Deployment")
+            .is_some()
+    })
+    .await;
+    let rendered = deployments.get("copy-web").await.expect("the Deployment");
+    let pod = rendered
+        .spec
+        .and_then(|spec| spec.template.spec)
+        .expect("a pod template");
+    assert_eq!(
+        pod.image_pull_secrets, None,
+        "{:?}",
+        pod.containers[0].image
     );
 }
 

@@ -15,10 +15,10 @@
 //!    alone; no redirect is followed.
 //! 2. `run-image` (the push tool's image, Berth's own step, buildpacks
 //!    only): copies the run image into the OCI layout the lifecycle reads,
-//!    with the build's pull credential (its organization's images only).
+//!    with the build's pull credential (its project's images only).
 //! 3. `dockerfile` (rootless BuildKit, dockerfile only): builds into an OCI
 //!    layout (`type=oci,tar=false`), pulling bases with the build's pull
-//!    credential (its organization's images only). Runs the tenant's code.
+//!    credential (its project's images only). Runs the tenant's code.
 //! 4. `buildpacks` (the builder image, buildpacks only): the lifecycle's
 //!    phases, exporting into an OCI layout; no credential at all. Runs the
 //!    tenant's code.

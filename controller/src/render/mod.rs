@@ -45,6 +45,7 @@ use berth_domain::app::AppConfig;
 use berth_domain::certificate::CertificateFinding;
 use berth_domain::names::Hostname;
 use berth_domain::protocol::Protocol;
+use berth_domain::registry::ProjectRepository;
 use berth_domain::schedule::DEFAULT_TIME_ZONE;
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
@@ -145,7 +146,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
     } = checked;
     let config = &app.spec.config;
     let volumes = rendered_volumes(context, volumes);
-    let image_pull_secrets = pull_secrets(image, context.org, settings);
+    let image_pull_secrets = pull_secrets(image, context, settings);
 
     let mut rendered = Rendered::default();
     for process in processes {
@@ -233,21 +234,20 @@ pub fn hosts_of(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Vec<Serv
 }
 
 /// The registry's pull credential, for an image Berth built for the App's
-/// own organization (under `{prefix}/{org}/`); none for any other image.
-/// The credential pulls every organization's images, so an App naming
-/// another organization's image gets no credential for it, and its pull
-/// fails.
+/// own project (under `{prefix}/{org}/{project}/`); none for any other
+/// image. With scoped credentials the token service refuses any other
+/// project's images to it anyway; the shared credential of before pulls
+/// every organization's, so an App naming another project's image (a
+/// sibling's of its organization, or another organization's) gets no
+/// credential for it, and its pull fails.
 fn pull_secrets(
     image: &str,
-    org: &str,
+    context: &AppContext<'_>,
     settings: &RenderSettings,
 ) -> Option<Vec<LocalObjectReference>> {
     let prefix = settings.registry_prefix.as_deref()?;
-    image
-        .strip_prefix(prefix)
-        .and_then(|rest| rest.strip_prefix('/'))
-        .and_then(|rest| rest.strip_prefix(org))
-        .is_some_and(|rest| rest.starts_with('/'))
+    ProjectRepository::of_image(prefix, image)
+        .is_some_and(|found| found.is_of(context.org, context.project))
         .then(|| {
             vec![LocalObjectReference {
                 name: PULL_SECRET.to_owned(),
@@ -422,7 +422,7 @@ fn rendered_volumes(
 /// default for a tag) a pod of another organization that knows a private
 /// image's name would run it from the node's cache without any credential.
 /// `Always` makes the node ask the registry with the pod's own pull
-/// credential, which only reaches its own organization's images; a digest
+/// credential, which only reaches its own project's images; a digest
 /// is checked against the cache by content, as the registry would.
 pub fn pull_policy(image: &str) -> &'static str {
     let pinned = berth_domain::image::ImageRef::parse(image)
@@ -675,7 +675,7 @@ pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Optio
     let pod_spec = PodSpec {
         containers: vec![container],
         automount_service_account_token: Some(false),
-        image_pull_secrets: pull_secrets(image, context.org, settings),
+        image_pull_secrets: pull_secrets(image, context, settings),
         security_context: Some(pod_security(None)),
         restart_policy: Some("Never".to_owned()),
         ..Default::default()
@@ -1643,6 +1643,21 @@ mod tests {
             None
         );
         assert_eq!(pull_secrets("registry.example.com/berthx/shop:1"), None);
+        // A sibling project's build (issue 46, part 2): none either, as for
+        // another organization's, so the shared credential of before does
+        // not pull it.
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/acme/billing/shop@sha256:ab"),
+            None
+        );
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/acme/storex/shop:1"),
+            None
+        );
+        assert_eq!(
+            pull_secrets("registry.example.com/berth/acme/store/shop:v1").as_deref(),
+            Some(PULL_SECRET)
+        );
         // An App with no image is never rendered.
         let mut awaiting = shop.clone();
         awaiting.spec.config.image = None;

@@ -147,7 +147,7 @@ pub struct PasswordGrant {
 /// the Secret Berth made for it — as HTTP Basic, with the registry's
 /// `service` and the `scope`s its challenge names. The token grants what
 /// was asked that the credential may have (its own repository, or pulls of
-/// its organization's images) and nothing else, which is not an error:
+/// its project's images) and nothing else, which is not an error:
 /// the registry refuses what the token does not cover. A credential that
 /// is missing, does not hold, or no longer works (its build ended) is
 /// `401` with a `WWW-Authenticate: Basic` challenge. The answer is never

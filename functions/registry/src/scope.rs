@@ -277,15 +277,13 @@ mod tests {
     }
 
     #[test]
-    fn a_pull_credential_gets_pull_of_its_organizations_repositories_only() {
-        let reach = Reach::Under {
-            path: "berth/acme".into(),
-            push: false,
-        };
+    fn a_pull_credential_gets_pull_of_its_projects_repositories_only() {
+        let reach = Reach::project("registry.example.com/berth", "acme", "shop").expect("names");
         let granted = narrow(
             &scopes(&[
                 "repository:berth/acme/shop/web:pull,push",
-                "repository:berth/acme/billing/api:push",
+                "repository:berth/acme/billing/api:pull",
+                "repository:berth/acme/shop/api:push",
                 "repository:berth/acmecorp/shop/web:pull",
                 "repository:berth/other/shop/web:pull",
                 "repository:elsewhere/acme/shop/web:pull",

@@ -3,7 +3,9 @@
 //! controller keeps it — the Build (one `get` in the builds namespace) or
 //! the Environment (one `get`) — or, for a shared credential of before, in
 //! the registry's settings. A build's credentials hold only while it runs
-//! and before their expiry; an environment's while it exists.
+//! and before their expiry; an environment's while it exists. A build's or
+//! an environment's pull reaches its own project; only a shared credential
+//! of before reaches beyond.
 //!
 //! The same work is done whatever the outcome: one read, one digest and a
 //! constant-time comparison (with a digest nobody's password has when the
@@ -17,7 +19,7 @@ use berth_cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
 use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials::{digest, same_secret};
-use berth_domain::registry::{Reach, RegistryUser, org_path, prefix_path, repository_name};
+use berth_domain::registry::{Reach, RegistryUser, prefix_path, repository_name};
 
 /// What a token request's credential turned out to be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,21 +73,23 @@ pub async fn check(
             });
             let live = build.phase() == BUILD_RUNNING
                 && credentials.is_some_and(|c| clock::unix_seconds() < c.expires_at);
-            let reach = (holds(stored) && live).then(|| {
-                if push {
-                    Reach::Repository(repository_name(
-                        &settings.prefix,
-                        &spec.org,
-                        &spec.project,
-                        &spec.app,
-                    ))
-                } else {
-                    Reach::Under {
-                        path: org_path(&settings.prefix, &spec.org),
-                        push: false,
+            // The pull credential (a Dockerfile's `FROM`, the run image)
+            // reaches the build's project, not its organization: a sibling
+            // project's images are no more its than another organization's.
+            let reach = (holds(stored) && live)
+                .then(|| {
+                    if push {
+                        Some(Reach::Repository(repository_name(
+                            &settings.prefix,
+                            &spec.org,
+                            &spec.project,
+                            &spec.app,
+                        )))
+                    } else {
+                        Reach::project(&settings.prefix, &spec.org, &spec.project)
                     }
-                }
-            });
+                })
+                .flatten();
             Ok(Checked {
                 org: Some(spec.org.clone()),
                 reach,
@@ -102,10 +106,13 @@ pub async fn check(
                 .status
                 .as_ref()
                 .and_then(|s| s.registry_pull_digest.as_deref());
-            let reach = holds(stored).then(|| Reach::Under {
-                path: org_path(&settings.prefix, &environment.spec.org),
-                push: false,
-            });
+            // Its pods pull their own project's images only: an app's
+            // `image` naming a sibling project's is refused as another
+            // organization's is.
+            let spec = &environment.spec;
+            let reach = holds(stored)
+                .then(|| Reach::project(&settings.prefix, &spec.org, &spec.project))
+                .flatten();
             Ok(Checked {
                 org: Some(environment.spec.org.clone()),
                 reach,
