@@ -8,7 +8,7 @@
 //! [`LOOKUP_TIMEOUT`]. What was found is then judged by [`judge`], a pure
 //! function of the gateway and the answers.
 //!
-//! Only the apps function enables this module (feature `dns`), and the
+//! Only the apps and cleanup functions enable this module (feature `dns`), and the
 //! resolver is built on the first check, not at start, so cold starts of the
 //! other operations do not pay for it.
 
@@ -28,7 +28,7 @@ use tokio::time::{Instant, timeout_at};
 
 use berth_domain::ApiError;
 use berth_domain::config::Config;
-use berth_records::apps::record::{CertificateCheck, DomainCheck};
+use berth_records::apps::record::{CertificateCheck, DomainCheck, DomainVerification};
 
 /// The bound on everything one hostname's check waits for.
 pub const LOOKUP_TIMEOUT: Duration = Duration::from_secs(2);
@@ -171,11 +171,13 @@ impl DomainChecker {
     }
 
     /// One entry per hostname, in the given order, each with its
-    /// certificate's standing (`certificate_of`).
+    /// certificate's standing (`certificate_of`) and its proof's
+    /// (`verification_of`).
     pub async fn check(
         &self,
         hostnames: &[String],
         certificate_of: impl Fn(&str) -> CertificateCheck,
+        verification_of: impl Fn(&str) -> DomainVerification,
     ) -> Result<Vec<DomainCheck>, ApiError> {
         if hostnames.is_empty() {
             return Ok(Vec::new());
@@ -195,9 +197,44 @@ impl DomainChecker {
                 expected: expected.clone(),
                 message,
                 certificate: certificate_of(hostname),
+                verification: verification_of(hostname),
             }
         });
         Ok(futures::future::join_all(checks).await)
+    }
+
+    /// Whether `name` has a TXT record holding exactly `value` (a record's
+    /// strings joined, as RFC 7208 reads a long one), within [`LOOKUP_TIMEOUT`].
+    pub async fn txt_holds(&self, name: &str, value: &str) -> Result<TxtFinding, ApiError> {
+        let resolver = self
+            .resolver
+            .get_or_try_init(|| async { self.build() })
+            .await?;
+        let Ok(name) = Name::from_ascii(format!("{name}.")) else {
+            return Ok(TxtFinding::Missing);
+        };
+        let deadline = Instant::now() + LOOKUP_TIMEOUT;
+        Ok(
+            match lookup(resolver, name, RecordType::TXT, deadline).await {
+                Answer::Records(records) => {
+                    let holds = records.iter().any(|record| match record {
+                        RData::TXT(txt) => {
+                            let joined: Vec<u8> = txt.txt_data.iter().flatten().copied().collect();
+                            joined == value.as_bytes()
+                        }
+                        _ => false,
+                    });
+                    if holds {
+                        TxtFinding::Found
+                    } else {
+                        TxtFinding::Missing
+                    }
+                }
+                Answer::NxDomain | Answer::NoData => TxtFinding::Missing,
+                Answer::TimedOut => TxtFinding::Unknown("the DNS lookup timed out".to_owned()),
+                Answer::Failed(why) => TxtFinding::Unknown(format!("the DNS lookup failed: {why}")),
+            },
+        )
     }
 
     fn build(&self) -> Result<TokioResolver, ApiError> {
@@ -242,6 +279,17 @@ impl DomainChecker {
             .build()
             .map_err(|e| ApiError::Internal(format!("building the DNS resolver: {e}")))
     }
+}
+
+/// What a lookup of a domain's proof found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxtFinding {
+    /// The record holds the value.
+    Found,
+    /// The name server answered, without the value.
+    Missing,
+    /// No answer to go by (why, in words): nothing is concluded.
+    Unknown(String),
 }
 
 /// What one lookup said.

@@ -20,6 +20,59 @@ use berth_domain::{ApiError, Missing};
 /// `apps::releases`); chosen when the app is created, kept for its life.
 pub const ANNOTATION_HISTORY: &str = "berth.dev/release-history";
 
+/// The hostnames of the App's domains that its organization has proven it
+/// controls, as the API last found them (comma-separated, in the App's
+/// order): the controller serves only those. An App without it was written
+/// before domains were proven, and is served as it was
+/// (docs/api-notes.md, "Domain ownership").
+pub const ANNOTATION_VERIFIED: &str = "berth.dev/verified-domains";
+
+/// The hostnames the App's [`ANNOTATION_VERIFIED`] lists; None without it.
+pub fn verified_domains(app: &App) -> Option<Vec<&str>> {
+    app.annotations()
+        .get(ANNOTATION_VERIFIED)
+        .map(|listed| listed.split(',').filter(|host| !host.is_empty()).collect())
+}
+
+/// Sets the App's [`ANNOTATION_VERIFIED`] (before it is written).
+pub fn set_verified_domains(app: &mut App, hostnames: &[String]) {
+    app.annotations_mut()
+        .insert(ANNOTATION_VERIFIED.to_owned(), hostnames.join(","));
+}
+
+/// Writes the App's [`ANNOTATION_VERIFIED`] alone (a merge patch: nothing
+/// a concurrent change set is lost, and no revision).
+pub async fn patch_verified_domains(
+    client: &kube::Client,
+    app: &App,
+    hostnames: &[String],
+) -> Result<(), ApiError> {
+    let patch = serde_json::json!({
+        "metadata": { "annotations": { ANNOTATION_VERIFIED: hostnames.join(",") } }
+    });
+    merge_patch(client, app, &patch).await.map(drop)
+}
+
+/// A merge patch of the App: only what `patch` names changes.
+async fn merge_patch(
+    client: &kube::Client,
+    app: &App,
+    patch: &serde_json::Value,
+) -> Result<App, ApiError> {
+    match api(client, &app.namespace().unwrap_or_default())
+        .patch(
+            &app.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(patch),
+        )
+        .await
+    {
+        Ok(patched) => Ok(patched),
+        Err(error) if is_not_found(&error) => Err(gone(app)),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The release history id of an App Berth's API made (every one has it).
 pub fn history_of(app: &App) -> Result<String, ApiError> {
     app.annotations()
@@ -90,18 +143,7 @@ pub async fn get_visible(
 /// release revision, and nothing a concurrent change set is lost).
 pub async fn stamp_restart(client: &kube::Client, app: &App, stamp: &str) -> Result<App, ApiError> {
     let patch = serde_json::json!({ "spec": { "restartedAt": stamp } });
-    match api(client, &app.namespace().unwrap_or_default())
-        .patch(
-            &app.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(patched) => Ok(patched),
-        Err(error) if is_not_found(&error) => Err(gone(app)),
-        Err(error) => Err(error.into()),
-    }
+    merge_patch(client, app, &patch).await
 }
 
 /// The App as it is now (after a write was refused as stale).

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+use berth_cluster::apps::ANNOTATION_VERIFIED;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -112,9 +113,11 @@ where
 }
 
 /// The objects of `api` as they change, cached in `writer`'s store, each
-/// passed on only when its `metadata.generation` or its finalizers moved: a
-/// change of its spec, a finalizer added or removed,
-/// or its deletion (the API server bumps the generation when it sets
+/// passed on only when its `metadata.generation`, its finalizers or its
+/// verified domains (an App's `berth.dev/verified-domains`, which the API
+/// writes as an organization's proof of a domain comes or goes) moved: a
+/// change of its spec, a finalizer added or removed, a domain to serve or
+/// to stop serving, or its deletion (the API server bumps the generation when it sets
 /// `deletionTimestamp` on an object its finalizers hold). A status write
 /// (the controller's own report) wakes no reconcile, nor does the list
 /// after a watch restarts; the owned and watched objects still do.
@@ -134,9 +137,24 @@ where
         // Finalizers too: kube-runtime's `finalizer` adds its own and waits
         // for that change to come back before it reconciles further.
         .predicate_filter(
-            predicates::generation.combine(predicates::finalizers),
+            predicates::generation
+                .combine(predicates::finalizers)
+                .combine(verified_domains::<K>),
             Default::default(),
         )
+}
+
+/// A hash of the object's `berth.dev/verified-domains`, if it has one.
+fn verified_domains<K: Resource>(object: &K) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    let listed = object
+        .meta()
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_VERIFIED)?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    listed.hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 /// A controller of `api`'s objects woken by their [`spec_changes`].

@@ -47,6 +47,9 @@ pub struct Config {
     /// controller reads the same variable); no custom domain may be it or
     /// fall under it.
     pub apps_domain: Option<Hostname>,
+    /// `BERTH_RESERVED_DOMAINS`: the operator's own names (comma-separated);
+    /// no custom domain may be one or fall under one.
+    pub reserved_domains: Vec<Hostname>,
     /// `BERTH_PUBLIC_URL`: where the API is reached from outside
     /// (`https://api.example.com`, no trailing slash): the registry's token
     /// service is `{it}/api/v1/registry/token` (the registry's `realm`),
@@ -174,6 +177,10 @@ impl Config {
             })?,
             dns_servers: parse_list("BERTH_DNS_SERVERS", &lookup, parse_dns_server)?,
             apps_domain: apps_domain(lookup("BERTH_APPS_DOMAIN"))?,
+            reserved_domains: parse_list("BERTH_RESERVED_DOMAINS", &lookup, |item| {
+                Hostname::parse(item)
+                    .map_err(|e| ConfigError(format!("BERTH_RESERVED_DOMAINS: {e}")))
+            })?,
             public_url: public_url(lookup("BERTH_PUBLIC_URL"))?,
             registry_signing_key: signing_key(lookup("BERTH_REGISTRY_SIGNING_KEY"))?,
         })
@@ -194,6 +201,7 @@ impl Config {
             gateway_addresses: Vec::new(),
             dns_servers: Vec::new(),
             apps_domain: None,
+            reserved_domains: Vec::new(),
             public_url: None,
             registry_signing_key: None,
         }
@@ -329,6 +337,28 @@ mod tests {
         assert_eq!(roots(Some("platform")).unwrap(), AwsTrustRoots::Platform);
         let refused = roots(Some("system")).unwrap_err().to_string();
         assert!(refused.contains("BERTH_AWS_TRUST_ROOTS"), "{refused}");
+    }
+
+    #[test]
+    fn reads_the_reserved_domains_in_their_normal_form() {
+        let config = Config::from_lookup(|name| {
+            (name == "BERTH_RESERVED_DOMAINS").then(|| "Example.NET., status.example.org".into())
+        })
+        .unwrap();
+        let reserved: Vec<&str> = config
+            .reserved_domains
+            .iter()
+            .map(Hostname::as_str)
+            .collect();
+        assert_eq!(reserved, ["example.net", "status.example.org"]);
+        let err = Config::from_lookup(|name| {
+            (name == "BERTH_RESERVED_DOMAINS").then(|| "example.net,*.example.org".into())
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("BERTH_RESERVED_DOMAINS: "),
+            "{err}"
+        );
     }
 
     #[test]

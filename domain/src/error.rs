@@ -47,6 +47,11 @@ pub enum ApiError {
     /// which the caller sent, is said: never who holds it.
     #[error("hostname {hostname} is taken")]
     DomainTaken { hostname: String },
+    /// A hostname another organization has proven it controls
+    /// (`apps::hosts`): exclusive from then on. Same code as
+    /// [`Self::DomainTaken`]; its own detail.
+    #[error("hostname {hostname} is verified by another organization")]
+    DomainVerifiedElsewhere { hostname: String },
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("{0}")]
@@ -313,7 +318,8 @@ impl ApiError {
             | Self::SecretNotManaged
             | Self::NamespaceTaken(_)
             | Self::EnvironmentNotReady(_)
-            | Self::DomainTaken { .. } => StatusCode::CONFLICT,
+            | Self::DomainTaken { .. }
+            | Self::DomainVerifiedElsewhere { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -343,7 +349,7 @@ impl ApiError {
             Self::SecretNotManaged => "secret_not_managed",
             Self::NamespaceTaken(_) => "namespace_taken",
             Self::EnvironmentNotReady(_) => "environment_not_ready",
-            Self::DomainTaken { .. } => "domain_taken",
+            Self::DomainTaken { .. } | Self::DomainVerifiedElsewhere { .. } => "domain_taken",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType(_) => "unsupported_media_type",
             Self::TooManyRequests { .. } => "too_many_requests",
@@ -374,7 +380,7 @@ impl ApiError {
             Self::SecretNotManaged => "Secret not managed by Berth",
             Self::NamespaceTaken(_) => "Namespace taken",
             Self::EnvironmentNotReady(_) => "Environment not ready",
-            Self::DomainTaken { .. } => "Domain taken",
+            Self::DomainTaken { .. } | Self::DomainVerifiedElsewhere { .. } => "Domain taken",
             Self::PayloadTooLarge => "Payload too large",
             Self::UnsupportedMediaType(_) => "Unsupported media type",
             Self::TooManyRequests { .. } => "Too many requests",
@@ -414,8 +420,14 @@ impl ApiError {
                 Some("a secret of that name exists and was not created by Berth".into())
             }
             Self::DomainTaken { hostname } => Some(format!(
-                "the hostname {hostname} belongs to another app; a hostname serves one app at a \
-                 time, so it can be added here only once that app has dropped it"
+                "the hostname {hostname} belongs to another app of this organization; a hostname \
+                 serves one app at a time, so it can be added here only once that app has \
+                 dropped it"
+            )),
+            Self::DomainVerifiedElsewhere { hostname } => Some(format!(
+                "the hostname {hostname} is verified by another organization, which has proven \
+                 it controls its DNS; remove it from domains (docs/api-notes.md, \"Domain \
+                 ownership\")"
             )),
             Self::PayloadTooLarge => Some(
                 "the request body is larger than this operation accepts (256 KiB; 768 KiB for \
@@ -663,6 +675,13 @@ mod tests {
             ),
             (
                 ApiError::DomainTaken {
+                    hostname: "x.example.com".into(),
+                },
+                409,
+                "domain_taken",
+            ),
+            (
+                ApiError::DomainVerifiedElsewhere {
                     hostname: "x.example.com".into(),
                 },
                 409,

@@ -17,6 +17,9 @@ pub enum ActorKind {
     /// credential it named (`build/…/push`, `environment/…`), whether or
     /// not its password held.
     Registry,
+    /// The platform's operator, through `berth-admin` (the actor names the
+    /// command).
+    Operator,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -39,6 +42,7 @@ impl ActorKind {
             Self::Anonymous => "anonymous",
             Self::Webhook => "webhook",
             Self::Registry => "registry",
+            Self::Operator => "operator",
         }
     }
 }

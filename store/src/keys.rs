@@ -12,9 +12,10 @@
 //! | login throttle | `THROTTLE#{EMAIL or IP}#{subject}` | `THROTTLE` (TTL) |
 //! | audit counter | `AUDIT#{org}` | `COUNTER` |
 //! | audit event | `AUDIT#{org}` | `SEQ#{seq, 20 digits}` (index `gsi1`, of an event concerning a project: `AUDIT#{org}#PROJECT#{project}` / its sk) |
+//! | a done upgrade | `UPGRADES` | its name (`LEGACY_CLAIMS`) |
 //! | stored kubeconfig | `CLUSTER` | `KUBECONFIG` |
 //! | app release | `RELEASES#{app uid}` | `REV#{revision, 12 digits}` |
-//! | hostname claim | `HOST#{hostname}` | `HOST` |
+//! | hostname: each organization's claim and challenge, its verified owner | `HOST#{hostname}` | `HOST` (index `gsi1`: `DOMAINS` / hostname) |
 //! | app's webhook (pointer to its hook) | `RELEASES#{app uid}` | `WEBHOOK` |
 //! | webhook (with its secret) | `HOOK#{hook id}` | `HOOK` |
 //! | webhook delivery seen | `HOOK#{hook id}` | `DELIVERY#{delivery id}` (while the hook exists) |
@@ -115,14 +116,24 @@ pub fn release_sk(revision: i64) -> String {
     format!("{RELEASE_SK_PREFIX}{revision:012}")
 }
 
-/// The claim of a hostname (in its normal form, see
-/// `domain::names::Hostname`) by the one app that may serve it
+/// The item of a hostname (in its normal form, see
+/// `domain::names::Hostname`): who claims it, who proved it is theirs
 /// (`apps::hosts`).
 pub fn host(hostname: &str) -> String {
     format!("HOST#{hostname}")
 }
 
 pub const HOST_SK: &str = "HOST";
+
+/// Done upgrades: one item each, written when its work is over.
+pub const UPGRADES_PK: &str = "UPGRADES";
+/// The hostname claims of before domains were proven are adopted
+/// (`berth_api::apps::proofs`).
+pub const LEGACY_CLAIMS_SK: &str = "LEGACY_CLAIMS";
+
+/// The partition of index `gsi1` holding every claimed hostname's item:
+/// what the scheduled check of domain proofs goes through.
+pub const DOMAINS_INDEX: &str = "DOMAINS";
 
 /// The pointer from an app to its webhook lives in the app's release
 /// history partition, so that deleting the history (when the app is

@@ -85,6 +85,17 @@ pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item).map_err(|e| ApiError::Internal(format!("decoding an item: {e}")))
 }
 
+/// One value of an item (a map attribute, for a struct).
+pub fn to_attribute<T: Serialize>(value: &T) -> Result<AttributeValue, ApiError> {
+    serde_dynamo::to_attribute_value(value)
+        .map_err(|e| ApiError::Internal(format!("encoding an attribute: {e}")))
+}
+
+pub fn from_attribute<T: DeserializeOwned>(value: AttributeValue) -> Result<T, ApiError> {
+    serde_dynamo::from_attribute_value(value)
+        .map_err(|e| ApiError::Internal(format!("decoding an attribute: {e}")))
+}
+
 pub fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
@@ -172,6 +183,21 @@ pub fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiEr
 }
 
 /// Every item a query finds, following its pages.
+/// Every item of partition `gsi1pk` of index `gsi1` (eventually consistent,
+/// as an index is).
+pub async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, ApiError> {
+    query_all(
+        store
+            .client()
+            .query()
+            .table_name(store.table())
+            .index_name(keys::GSI1)
+            .key_condition_expression("gsi1pk = :partition")
+            .expression_attribute_values(":partition", s(gsi1pk)),
+    )
+    .await
+}
+
 pub async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
     let mut items = Vec::new();
     let mut start = None;

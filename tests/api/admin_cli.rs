@@ -888,3 +888,65 @@ async fn neither_identity_is_confined(cluster: &support::TestCluster) {
         assert_eq!(error.code(), "cluster_unavailable", "{error:?}");
     }
 }
+
+/// `berth-admin domains verify`: the operator's word that an organization
+/// controls a hostname, recorded in its audit log; refused for an
+/// organization that does not exist, and while another has verified it.
+#[tokio::test]
+async fn the_operator_verifies_a_domain_for_an_organization() {
+    let app = TestApp::new().await;
+    let globex = app.other_org("globex").await;
+    let table = app.state.store.table().to_owned();
+    let hostname = format!("{}.example.test", support::unique("operator"));
+
+    let verified = admin(
+        &table,
+        &[
+            "domains",
+            "verify",
+            &hostname.to_uppercase(),
+            "--org",
+            &app.owner.org,
+        ],
+    );
+    assert!(verified.status.success(), "{}", stderr(&verified));
+    assert_eq!(
+        stdout(&verified).trim(),
+        format!("{hostname} is verified for {}", app.owner.org)
+    );
+    let events = app.audit_events(&app.owner.org).await;
+    let event = events.last().expect("an event");
+    assert_eq!(
+        (
+            event.action.as_str(),
+            event.actor_kind.as_str(),
+            event.target.as_deref()
+        ),
+        ("verifyDomain", "operator", Some(hostname.as_str()))
+    );
+
+    // Another organization: refused, and nothing changes.
+    let refused = admin(
+        &table,
+        &["domains", "verify", &hostname, "--org", &globex.org],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        stderr(&refused).contains("verified by another organization"),
+        "{}",
+        stderr(&refused)
+    );
+    let missing = admin(&table, &["domains", "verify", &hostname, "--org", "nobody"]);
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains("no organization nobody"),
+        "{}",
+        stderr(&missing)
+    );
+    assert!(
+        app.audit_events(&globex.org)
+            .await
+            .iter()
+            .all(|e| e.action != "verifyDomain")
+    );
+}

@@ -158,6 +158,7 @@ async fn every_domain_has_a_tls_entry_of_its_own_and_a_removed_one_goes() {
     let (app, apps, namespace) = environment(&dns).await;
     let shop = format!("{}.example.test", crate::support::unique("shop"));
     let www = format!("{}.example.test", crate::support::unique("www"));
+    app.verify_domains(&app.owner, &[&shop, &www]).await;
     app.create_app(
         &apps,
         json!({ "name": "web", "image": "nginx:1.27", "port": 80, "domains": [shop, www] }),
@@ -256,6 +257,7 @@ async fn the_domain_check_says_where_each_certificate_stands() {
     }
     let hostnames = [&valid, &expiring, &expired, &garbage, &foreign, &pending];
     let listed: Vec<&str> = hostnames.iter().map(|host| host.as_str()).collect();
+    app.verify_domains(&app.owner, &listed).await;
     app.create_app(
         &apps,
         json!({ "name": "shop", "image": "nginx:1.27", "port": 80, "domains": hostnames }),
@@ -449,6 +451,7 @@ async fn while_no_certificate_is_issued_cert_managers_reason_is_shown() {
         .await
         .expect("its status");
 
+    app.verify_domains(&app.owner, &[&host]).await;
     app.create_app(
         &apps,
         json!({ "name": "shop", "image": "nginx:1.27", "port": 80, "domains": [host] }),
@@ -671,6 +674,7 @@ async fn without_an_issuer_custom_domains_stay_plain_http() {
     let running = tokio::spawn(replica.run(std::future::pending()));
 
     let shop = format!("{}.example.test", crate::support::unique("plain"));
+    app.verify_domains(&app.owner, &[&shop]).await;
     app.create_app(
         &apps,
         json!({ "name": "web", "image": "nginx:1.27", "port": 80, "domains": [shop] }),

@@ -1,8 +1,9 @@
-//! A hostname belongs to one app on the whole platform:
-//! claimed at every write that sets an app's domains, whichever organization
-//! asks, released when the app drops it or is deleted, never lost or doubled
-//! under concurrent writes; custom domains stay out of the apps domain, and
-//! default hosts name one app.
+//! A hostname belongs to one app of its organization: claimed at every
+//! write that sets an app's domains, whichever project asks, released when
+//! the app drops it or is deleted, never lost or doubled under concurrent
+//! writes; custom domains stay out of the apps domain, and default hosts
+//! name one app. (Across organizations, the proof of control decides:
+//! `domain_proofs`.)
 //!
 //! Every hostname and project here is unique per run (`unique`): claims are
 //! platform-wide, and a real cluster keeps earlier runs' objects.
@@ -29,20 +30,25 @@ fn hostname(prefix: &str) -> String {
 }
 
 /// A provisioned environment of `owner`'s organization.
-struct Place {
-    owner: TestUser,
-    project: String,
-    environment: String,
+pub(crate) struct Place {
+    pub owner: TestUser,
+    pub project: String,
+    pub environment: String,
 }
 
 impl Place {
     /// A new project of `owner` with a provisioned environment `environment`.
-    async fn new(app: &TestApp, owner: &TestUser, environment: &str) -> Self {
+    pub(crate) async fn new(app: &TestApp, owner: &TestUser, environment: &str) -> Self {
         Self::named(app, owner, unique("hosts"), environment).await
     }
 
     /// Project `project` of `owner` with a provisioned environment `environment`.
-    async fn named(app: &TestApp, owner: &TestUser, project: String, environment: &str) -> Self {
+    pub(crate) async fn named(
+        app: &TestApp,
+        owner: &TestUser,
+        project: String,
+        environment: &str,
+    ) -> Self {
         app.post("/api/v1/projects")
             .by(owner)
             .json(json!({ "name": project, "display_name": project }))
@@ -58,7 +64,7 @@ impl Place {
         place
     }
 
-    async fn add_environment(&self, app: &TestApp, environment: &str) {
+    pub(crate) async fn add_environment(&self, app: &TestApp, environment: &str) {
         let path = format!("/api/v1/projects/{}/environments", self.project);
         app.post(&path)
             .by(&self.owner)
@@ -73,20 +79,20 @@ impl Place {
         .await;
     }
 
-    fn apps(&self) -> String {
+    pub(crate) fn apps(&self) -> String {
         format!(
             "/api/v1/projects/{}/environments/{}/apps",
             self.project, self.environment
         )
     }
 
-    fn app(&self, name: &str) -> String {
+    pub(crate) fn app(&self, name: &str) -> String {
         format!("{}/{name}", self.apps())
     }
 
     /// Creates app `name` (no replicas, so it settles at once); the request
     /// is made at once, so many can be sent together.
-    fn create<'a>(
+    pub(crate) fn create<'a>(
         &self,
         app: &'a TestApp,
         name: &str,
@@ -99,7 +105,7 @@ impl Place {
             .send()
     }
 
-    fn set_domains<'a>(
+    pub(crate) fn set_domains<'a>(
         &self,
         app: &'a TestApp,
         name: &str,
@@ -112,7 +118,7 @@ impl Place {
     }
 
     /// The app's record (its `domains`, `revision`), or None once it is gone.
-    async fn read(&self, app: &TestApp, name: &str) -> Option<Value> {
+    pub(crate) async fn read(&self, app: &TestApp, name: &str) -> Option<Value> {
         let answer = app.get(&self.app(name)).by(&self.owner).send().await;
         match answer.status.as_u16() {
             200 => Some(answer.json()["app"].clone()),
@@ -122,7 +128,7 @@ impl Place {
     }
 
     /// The App resource, as an administrator reads it.
-    async fn resource(&self, app: &TestApp, name: &str) -> Option<App> {
+    pub(crate) async fn resource(&self, app: &TestApp, name: &str) -> Option<App> {
         Api::<App>::namespaced(
             app.cluster().client.clone(),
             &format!("{}-{}", self.project, self.environment),
@@ -134,19 +140,20 @@ impl Place {
 }
 
 /// The API with the cluster (`adjust` applied to its configuration), and an
-/// environment in each of two organizations: the owner's and globex's.
-async fn two_organizations(adjust: impl FnOnce(&mut Config)) -> (TestApp, Place, Place) {
+/// environment in each of two projects of the owner's organization (where
+/// claims are exclusive; across organizations, the proof of control decides:
+/// `domain_proofs`).
+async fn two_projects(adjust: impl FnOnce(&mut Config)) -> (TestApp, Place, Place) {
     let app = TestApp::with_cluster_config(adjust).await;
-    let globex = app.other_org("globex").await;
     let (acme, other) = tokio::join!(
         Place::new(&app, &app.owner, "dev"),
-        Place::new(&app, &globex, "dev")
+        Place::new(&app, &app.owner, "dev")
     );
     (app, acme, other)
 }
 
 /// Who holds the claim of `hostname` in the store: (organization, project,
-/// environment, app, history id).
+/// environment, app, history id) of the one organization's claim there is.
 async fn holder(app: &TestApp, hostname: &str) -> Option<[String; 5]> {
     let item = app
         .state
@@ -154,8 +161,15 @@ async fn holder(app: &TestApp, hostname: &str) -> Option<[String; 5]> {
         .get(store::key(keys::host(hostname), keys::HOST_SK))
         .await
         .expect("reading a claim")?;
+    let claims: Vec<_> = (item.iter())
+        .filter(|(name, _)| name.starts_with("claim:"))
+        .filter_map(|(_, claim)| claim.as_m().ok())
+        .collect();
+    assert!(claims.len() <= 1, "{hostname}: one organization claims it");
+    let claim = claims.first()?;
     let text = |name: &str| {
-        item.get(name)
+        claim
+            .get(name)
             .and_then(|value| value.as_s().ok())
             .cloned()
             .unwrap_or_default()
@@ -205,8 +219,8 @@ fn assert_taken(answer: &TestResponse, hostname: &str, holder: &Place, holder_ap
 }
 
 #[tokio::test]
-async fn a_hostname_serves_one_app_whichever_organization_asks() {
-    let (app, acme, other) = two_organizations(|_| {}).await;
+async fn a_hostname_serves_one_app_of_its_organization() {
+    let (app, acme, other) = two_projects(|_| {}).await;
     let shop = hostname("shop");
     // Given in any case, with the root's dot: one hostname, kept in its normal form.
     let created = acme
@@ -216,7 +230,7 @@ async fn a_hostname_serves_one_app_whichever_organization_asks() {
     assert_eq!(created.json()["domains"], json!([shop]));
     assert_held_by(&app, &shop, &acme, "shop").await;
 
-    // Another organization: taken, in every spelling, and nothing is made.
+    // Another project's app: taken, in every spelling, and nothing is made.
     for spelling in [shop.clone(), shop.to_uppercase(), format!("{shop}.")] {
         let refused = other.create(&app, "web", &[&spelling]).await;
         assert_taken(&refused, &shop, &acme, "shop");
@@ -247,7 +261,7 @@ async fn a_hostname_serves_one_app_whichever_organization_asks() {
 
 #[tokio::test]
 async fn a_dropped_or_deleted_hostname_is_free_for_another_app() {
-    let (app, acme, other) = two_organizations(|_| {}).await;
+    let (app, acme, other) = two_projects(|_| {}).await;
     let (old, new) = (hostname("old"), hostname("new"));
     acme.create(&app, "shop", &[&old]).await.assert_status(201);
     other.create(&app, "web", &[]).await.assert_status(201);
@@ -290,7 +304,7 @@ async fn a_dropped_or_deleted_hostname_is_free_for_another_app() {
 
 #[tokio::test]
 async fn a_rollback_to_a_hostname_taken_since_changes_nothing() {
-    let (app, acme, other) = two_organizations(|_| {}).await;
+    let (app, acme, other) = two_projects(|_| {}).await;
     let shop = hostname("shop");
     acme.create(&app, "shop", &[&shop]).await.assert_status(201);
     acme.set_domains(&app, "shop", &[]).await.assert_status(200);
@@ -332,7 +346,7 @@ async fn a_rollback_to_a_hostname_taken_since_changes_nothing() {
 
 #[tokio::test]
 async fn promote_claims_the_targets_hostnames() {
-    let (app, dev, other) = two_organizations(|_| {}).await;
+    let (app, dev, other) = two_projects(|_| {}).await;
     dev.add_environment(&app, "prod").await;
     let prod = Place {
         owner: dev.owner.clone(),
@@ -379,7 +393,7 @@ async fn promote_claims_the_targets_hostnames() {
 /// running: the request deadline plus one cluster call (8 s + 2 s here).
 #[tokio::test]
 async fn stale_claims_are_taken_over_once_their_writes_are_over() {
-    let (app, acme, other) = two_organizations(|config| {
+    let (app, acme, other) = two_projects(|config| {
         config.request_deadline = Duration::from_secs(8);
     })
     .await;
@@ -475,9 +489,8 @@ async fn stale_claims_are_taken_over_once_their_writes_are_over() {
 #[tokio::test]
 async fn parallel_claims_of_one_hostname_have_one_winner() {
     let app = TestApp::with_cluster().await;
-    let (globex, initech) = tokio::join!(app.other_org("globex"), app.other_org("initech"));
     let places = join_all(
-        [&app.owner, &globex, &initech]
+        [&app.owner, &app.owner, &app.owner]
             .into_iter()
             .map(|owner| Place::new(&app, owner, "dev")),
     )
@@ -561,7 +574,7 @@ fn one_winner(answers: &[TestResponse], status: u16) -> usize {
 /// lists it and holds it.
 #[tokio::test]
 async fn racing_swaps_lose_and_double_nothing() {
-    let (app, acme, other) = two_organizations(|_| {}).await;
+    let (app, acme, other) = two_projects(|_| {}).await;
     let (one, two, three) = (hostname("one"), hostname("two"), hostname("three"));
     acme.create(&app, "a", &[&one]).await.assert_status(201);
     other.create(&app, "b", &[&two]).await.assert_status(201);

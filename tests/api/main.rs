@@ -21,6 +21,7 @@ mod controller_image;
 mod controller_ops;
 mod deploy;
 mod deploy_tokens;
+mod domain_proofs;
 mod domains;
 mod environments;
 mod errors;

@@ -190,7 +190,10 @@ impl Kept {
             .get(store::key(keys::host(&self.hostname), keys::HOST_SK))
             .await
             .expect("reading the claim")
-            .and_then(|claim| claim.get("history")?.as_s().ok().cloned())
+            .and_then(|item| {
+                let (_, claim) = item.iter().find(|(name, _)| name.starts_with("claim:"))?;
+                claim.as_m().ok()?.get("history")?.as_s().ok().cloned()
+            })
     }
 
     async fn hook_stored(&self, app: &TestApp) -> bool {

@@ -181,6 +181,16 @@ async fn scoped_registry(app: &TestApp, host: &str) {
 }
 
 impl Setup {
+    /// Berth signing with one key, which the registry trusts.
+    async fn with_one_key(name: &str) -> Self {
+        Self::start(name, |dir| {
+            let key = signing_key(dir, "current");
+            let bundle = bundle(dir, "bundle.pem", &[&key]);
+            (key, bundle)
+        })
+        .await
+    }
+
     async fn start(name: &str, key: impl FnOnce(&Path) -> (SigningKey, PathBuf)) -> Self {
         let dir = scratch(name);
         let (key, bundle) = key(&dir);
@@ -221,6 +231,17 @@ impl Setup {
         let path = self.dir.join(unique(&format!("{name}-auth")));
         std::fs::write(&path, config).expect("the credential's file");
         path
+    }
+
+    /// The user name and password of the environment's pull credential.
+    async fn environment_login(&self, namespace: &str) -> (String, String) {
+        let pull = self.credential_file(namespace, PULL_SECRET).await;
+        let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
+        let entry = &config["auths"][self.registry.host()];
+        (
+            entry["username"].as_str().unwrap().to_owned(),
+            entry["password"].as_str().unwrap().to_owned(),
+        )
     }
 }
 
@@ -318,12 +339,7 @@ fn refused(output: &std::process::Output, what: &str) {
 // runtime, answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_builds_credential_pushes_its_own_repository_and_an_environments_pulls_its_projects() {
-    let setup = Setup::start("berth-registry-tokens", |dir| {
-        let key = signing_key(dir, "current");
-        let bundle = bundle(dir, "bundle.pem", &[&key]);
-        (key, bundle)
-    })
-    .await;
+    let setup = Setup::with_one_key("berth-registry-tokens").await;
     let acme = Tenant::new(&setup, &setup.app.owner).await;
     let globex_owner = setup.app.other_org(&unique("globex")).await;
     let globex = Tenant::new(&setup, &globex_owner).await;
@@ -740,21 +756,10 @@ impl Setup {
 /// and hour, denials each time.
 #[tokio::test]
 async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drowning() {
-    let setup = Setup::start("berth-registry-answers", |dir| {
-        let key = signing_key(dir, "current");
-        let bundle = bundle(dir, "bundle.pem", &[&key]);
-        (key, bundle)
-    })
-    .await;
+    let setup = Setup::with_one_key("berth-registry-answers").await;
     let app = &setup.app;
     let acme = Tenant::new(&setup, &app.owner).await;
-    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
-    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
-    let entry = &config["auths"][setup.registry.host()];
-    let (username, password) = (
-        entry["username"].as_str().unwrap().to_owned(),
-        entry["password"].as_str().unwrap().to_owned(),
-    );
+    let (username, password) = setup.environment_login(&acme.namespace).await;
     assert_eq!(username, format!("environment/{}", acme.namespace));
     let basic = |user: &str, password: &str| {
         format!(
@@ -1379,12 +1384,7 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
 #[tokio::test]
 async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
     crate::support::logs::capture();
-    let setup = Setup::start("berth-registry-path-secrets", |dir| {
-        let key = signing_key(dir, "current");
-        let bundle = bundle(dir, "bundle.pem", &[&key]);
-        (key, bundle)
-    })
-    .await;
+    let setup = Setup::with_one_key("berth-registry-path-secrets").await;
     let app = &setup.app;
     let owner = &app.owner;
     let acme = Tenant::new(&setup, owner).await;
@@ -1408,12 +1408,7 @@ async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
         .send()
         .await;
     hook.assert_status(201);
-    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
-    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
-    let registry_password = config["auths"][setup.registry.host()]["password"]
-        .as_str()
-        .expect("a registry password")
-        .to_owned();
+    let (_, registry_password) = setup.environment_login(&acme.namespace).await;
     let secrets = [
         session,
         owner.token.clone(),
@@ -1529,21 +1524,10 @@ async fn a_flood_of_wrong_passwords_is_throttled_by_source_and_never_locks_a_nam
     use berth_store::keys::SYSTEM_ORG;
     use std::net::{IpAddr, Ipv4Addr};
 
-    let setup = Setup::start("berth-registry-flood", |dir| {
-        let key = signing_key(dir, "current");
-        let bundle = bundle(dir, "bundle.pem", &[&key]);
-        (key, bundle)
-    })
-    .await;
+    let setup = Setup::with_one_key("berth-registry-flood").await;
     let app = &setup.app;
     let acme = Tenant::new(&setup, &app.owner).await;
-    let pull = setup.credential_file(&acme.namespace, PULL_SECRET).await;
-    let config: Value = serde_json::from_slice(&std::fs::read(&pull).unwrap()).unwrap();
-    let entry = &config["auths"][setup.registry.host()];
-    let (username, password) = (
-        entry["username"].as_str().unwrap().to_owned(),
-        entry["password"].as_str().unwrap().to_owned(),
-    );
+    let (username, password) = setup.environment_login(&acme.namespace).await;
     let service = setup.registry.host();
     let query = format!(
         "{REALM_PATH}?service={service}&scope=repository:{}:pull",

@@ -5,6 +5,8 @@
 //! next start (the rollout of its new version) — every environment gets its
 //! RoleBindings, every app reconciles, and the old grants are gone.
 
+use std::time::Duration;
+
 use http::Method;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
@@ -185,4 +187,145 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
         "{refused:?}"
     );
     let _ = std::fs::remove_file(&kubeconfig);
+}
+
+/// Hostnames claimed before domains were proven (docs/api-notes.md,
+/// "Domain ownership", upgrades): each claim of before is adopted — by the
+/// scheduled sweep, or by the first write that meets it — as its
+/// organization's, verified by the upgrade; its app, written before, keeps
+/// serving it, and so does every later write; its owner has thirty days to
+/// publish the proof (the domain check says so), and another organization's
+/// claim is refused from the adoption on.
+#[tokio::test]
+async fn domains_claimed_before_stay_served_and_are_to_be_proven() {
+    use berth_cluster::apps::ANNOTATION_VERIFIED;
+    use berth_store as store;
+    use berth_store::keys;
+    use k8s_openapi::api::networking::v1::Ingress;
+
+    use crate::support::dns::TestDns;
+
+    let dns = TestDns::start().await;
+    let (app, acme, other) = crate::domain_proofs::two_organizations(&dns).await;
+    let swept = format!("{}.example.test", unique("swept"));
+    let met = format!("{}.example.test", unique("met"));
+    acme.create(&app, "shop", &[&swept, &met])
+        .await
+        .assert_status(201);
+
+    // As before: one claim per hostname in top-level fields, and the App
+    // without the annotation of verified domains.
+    let resource = acme.resource(&app, "shop").await.expect("the App");
+    let history = resource.metadata.annotations.clone().unwrap()
+        [berth_cluster::apps::ANNOTATION_HISTORY]
+        .clone();
+    for hostname in [&swept, &met] {
+        let key = store::key(keys::host(hostname), keys::HOST_SK);
+        app.state
+            .store
+            .delete(key)
+            .await
+            .expect("the new item goes");
+        let mut item = store::key(keys::host(hostname), keys::HOST_SK);
+        for (name, value) in [
+            ("org", acme.owner.org.as_str()),
+            ("project", acme.project.as_str()),
+            ("environment", "dev"),
+            ("app", "shop"),
+            ("history", history.as_str()),
+            ("claim", "claim-of-before"),
+        ] {
+            item.insert(name.to_owned(), store::s(value));
+        }
+        item.insert("revision".to_owned(), store::n(1));
+        item.insert("claimed_at".to_owned(), store::n(1));
+        app.state.store.put(item).await.expect("a claim of before");
+    }
+    let namespace = format!("{}-dev", acme.project);
+    let apps = Api::<berth_cluster::crd::App>::namespaced(app.cluster().client.clone(), &namespace);
+    apps.patch(
+        "shop",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({ "metadata": { "annotations": { ANNOTATION_VERIFIED: null } } }),
+        ),
+    )
+    .await
+    .expect("the App as it was");
+    let ingresses = Api::<Ingress>::namespaced(app.cluster().client.clone(), &namespace);
+    let served = || async {
+        let ingress = ingresses
+            .get_opt("shop")
+            .await
+            .expect("reading the Ingress");
+        let rules = (ingress.and_then(|i| i.spec).and_then(|s| s.rules)).unwrap_or_default();
+        rules
+            .into_iter()
+            .filter_map(|rule| rule.host)
+            .filter(|host| *host == swept || *host == met)
+            .count()
+    };
+    eventually("an App of before serves its domains", || async {
+        served().await == 2
+    })
+    .await;
+
+    // The first write that meets a claim of before adopts it: another
+    // organization's is refused.
+    let refused = other.create(&app, "web", &[&met]).await;
+    refused.assert_problem(409, "domain_taken");
+    assert!(other.read(&app, "web").await.is_none());
+    // The sweep adopts the rest, once.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let run = berth_fn_cleanup::run(app.state.clone(), deadline)
+        .await
+        .expect("a sweep");
+    assert_eq!(run.domains.expect("the domains' sweep").adopted, 1);
+    other
+        .create(&app, "web", &[&swept])
+        .await
+        .assert_problem(409, "domain_taken");
+
+    // Served still, and by every later write; the check says what to
+    // publish, and by when.
+    let answer = app
+        .get(&format!("{}/domains", acme.app("shop")))
+        .by(&acme.owner)
+        .send()
+        .await;
+    answer.assert_status(200);
+    for entry in answer.json().as_array().unwrap() {
+        let proof = &entry["verification"];
+        assert_eq!(proof["state"], "lapsing", "{entry}");
+        let ends: jiff::Timestamp = proof["lapses_at"].as_str().unwrap().parse().unwrap();
+        let left = ends.duration_since(jiff::Timestamp::now());
+        let day = jiff::SignedDuration::from_hours(24);
+        assert!(left > day * 29 && left <= day * 30, "thirty days: {entry}");
+    }
+    app.request(Method::PATCH, &acme.app("shop"))
+        .by(&acme.owner)
+        .json(json!({ "env": [{ "name": "AFTER", "value": "upgrade" }] }))
+        .send()
+        .await
+        .assert_status(200);
+    let resource = acme.resource(&app, "shop").await.expect("the App");
+    let verified = resource.metadata.annotations.unwrap()[ANNOTATION_VERIFIED].clone();
+    assert_eq!(verified, format!("{swept},{met}"));
+    assert_eq!(served().await, 2);
+
+    // Its proof published: verified for good.
+    let value = answer.json()[0]["verification"]["record_value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    dns.publish_txt(&format!("_berth-challenge.{swept}"), &value)
+        .await;
+    let answer = app
+        .get(&format!("{}/domains", acme.app("shop")))
+        .by(&acme.owner)
+        .send()
+        .await;
+    let proof = &answer.json()[0]["verification"];
+    assert_eq!(proof["state"], "verified", "{proof}");
+    assert_eq!(proof["lapses_at"], serde_json::Value::Null);
 }

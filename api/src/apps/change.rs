@@ -31,7 +31,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
-use super::hosts::{self, Claims, HostRules};
+use super::hosts::{self, Claims, HostRules, VerifiedDomains};
 use super::leftovers;
 use super::record::record_of;
 use super::releases::{self, NotPrepared, StoredRelease};
@@ -195,9 +195,12 @@ impl Checked {
         let next = next_app(&change, writer.caller);
         let current = change.current.as_ref();
         record_revision(writer, &next, current).await?;
+        // Once its claims stand: a hostname verified for another
+        // organization refused them.
+        let verified = VerifiedDomains::of(writer.store, current, &next).await?;
         let written = match current {
-            None => create(writer, &change.path, &next).await?,
-            Some(current) => replace(writer, current, next).await?,
+            None => create(writer, &change.path, next, &verified).await?,
+            Some(current) => replace(writer, current, next, &verified).await?,
         };
         if current.is_none() {
             queue_first_build(writer, &change.path, &written).await;
@@ -289,7 +292,7 @@ async fn record_revision(
             Err(NotPrepared::Refused(refused)) => {
                 let (client, rules) = (writer.client, writer.rules);
                 claims
-                    .take_over_stale(store, client, rules, refused)
+                    .take_over_stale(store, client, rules, next, refused)
                     .await?;
             }
         }
@@ -321,13 +324,27 @@ async fn back_off(attempt: u32) {
 /// Creates the new App. Should that fail, its revision was never reached:
 /// nothing refers to it, and what the failure leaves its entry leads the
 /// environment's purge to.
-async fn create(writer: &Writer<'_>, path: &AppPath, next: &App) -> Result<App, ApiError> {
-    let error = match cluster_apps::create(writer.client, next).await {
+async fn create(
+    writer: &Writer<'_>,
+    path: &AppPath,
+    mut next: App,
+    verified: &VerifiedDomains,
+) -> Result<App, ApiError> {
+    let listed = verified.listed(None, &next);
+    cluster_apps::set_verified_domains(&mut next, &listed);
+    let error = match cluster_apps::create(writer.client, &next).await {
         Ok(created) => return Ok(created),
         Err(error) => error,
     };
-    let history = history_of(next)?;
-    if let Err(cleanup) = leftovers::remove(writer.store, &path.namespace(), &history).await {
+    let history = history_of(&next)?;
+    if let Err(cleanup) = leftovers::remove(
+        writer.store,
+        writer.caller.user.org.as_str(),
+        &path.namespace(),
+        &history,
+    )
+    .await
+    {
         tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
     }
     Err(error)
@@ -335,7 +352,12 @@ async fn create(writer: &Writer<'_>, path: &AppPath, next: &App) -> Result<App, 
 
 /// Replaces `current` with `next`, conditioned on the version that was
 /// read; then releases the hostnames it dropped.
-async fn replace(writer: &Writer<'_>, current: &App, mut next: App) -> Result<App, ApiError> {
+async fn replace(
+    writer: &Writer<'_>,
+    current: &App,
+    mut next: App,
+    verified: &VerifiedDomains,
+) -> Result<App, ApiError> {
     let client = writer.client;
     let history = history_of(current)?;
     let mut read = current.clone();
@@ -344,6 +366,8 @@ async fn replace(writer: &Writer<'_>, current: &App, mut next: App) -> Result<Ap
     // concurrent change that wins.
     for _ in 0..REPLACES {
         next.metadata = read.metadata.clone();
+        let listed = verified.listed(Some(&read), &next);
+        cluster_apps::set_verified_domains(&mut next, &listed);
         match cluster_apps::replace(client, &next).await {
             Err(ApiError::Conflict(_)) => {
                 let again = cluster_apps::reread(client, current).await?;
@@ -355,7 +379,8 @@ async fn replace(writer: &Writer<'_>, current: &App, mut next: App) -> Result<Ap
                 read = again;
             }
             Ok(replaced) => {
-                release_dropped(writer.store, &history, current, &next).await;
+                let org = writer.caller.user.org.as_str();
+                release_dropped(writer.store, org, &history, current, &next).await;
                 return Ok(replaced);
             }
             Err(error) => return Err(error),
@@ -366,13 +391,20 @@ async fn replace(writer: &Writer<'_>, current: &App, mut next: App) -> Result<Ap
 
 /// Releases the hostnames `current` had and `next` (committed) dropped:
 /// only now, as until the commit the app still served them.
-async fn release_dropped(store: &Store, history: &str, current: &App, next: &App) {
+async fn release_dropped(store: &Store, org: &str, history: &str, current: &App, next: &App) {
     let kept: Vec<&Hostname> = next.spec.config.hostnames().collect();
     let dropped: Vec<String> = (current.spec.config.hostnames())
         .filter(|host| !kept.contains(host))
         .map(|host| host.as_str().to_owned())
         .collect();
-    hosts::release(store, history, Some(next.spec.release.revision), &dropped).await;
+    hosts::release(
+        store,
+        org,
+        history,
+        Some(next.spec.release.revision),
+        &dropped,
+    )
+    .await;
 }
 
 /// Queues the first build of a new app from source (one without an

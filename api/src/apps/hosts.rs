@@ -1,27 +1,42 @@
-//! Hostnames: a custom domain serves at most one app on
-//! the whole platform, whichever organization asks.
+//! Hostnames: a custom domain serves at most one app of the organization
+//! that has proven it controls the name (`super::proofs`).
 //!
-//! A hostname, in its one normal form ([`Hostname`]: lowercase, no trailing
-//! dot), is claimed by one item, `HOST#{hostname}`, that names the app
-//! (organization, project, environment, name), its release history id (the
-//! App's `berth.dev/release-history` annotation: unique per incarnation of
-//! the app, so a deleted and recreated app is another holder), the revision
-//! whose write claimed it, when, and a random claim id.
+//! Everything about a hostname, in its one normal form ([`Hostname`]:
+//! lowercase, no trailing dot), is one item, `HOST#{hostname}`:
+//!
+//! - `claim:{org}`: the organization's claim, naming its one app that lists
+//!   the hostname (project, environment, name), its release history id (the
+//!   App's `berth.dev/release-history` annotation: unique per incarnation of
+//!   the app, so a deleted and recreated app is another holder), the
+//!   revision whose write claimed it, when, and a random claim id;
+//! - `challenge:{org}`: the value the organization's TXT record must hold,
+//!   made at its first claim and kept (a record once published stays good);
+//! - `owner`: the organization that proved control, once one has.
+//!
+//! Claims of several organizations may stand side by side (pending: served
+//! by none); a verified hostname belongs to its owner, and another
+//! organization's claim is refused from then on (`409 domain_taken`). Only
+//! the owner's app serves it: the API writes the App's
+//! [`ANNOTATION_VERIFIED`] with the hostnames verified for its organization,
+//! and the controller renders only those.
 //!
 //! - **Claiming.** Every write of an app's configuration (create, update,
 //!   rollback, promote, template deploy) claims every hostname of the
 //!   resulting configuration in the transaction that writes its revisions
 //!   (`super::change`: the claim writes are [`Claims`]), each claim
-//!   conditioned on being absent or already this history's (so an app made
-//!   before claims existed claims its hostnames at its next write). The change and its claims are written
-//!   together or not at all: no extra round trip, and a hostname held by
-//!   another app is `409 domain_taken` with nothing written.
+//!   conditioned on the hostname not being another organization's and on the
+//!   organization's claim being absent or already this history's (so an app
+//!   made before claims existed claims its hostnames at its next write). The
+//!   change and its claims are written together or not at all: no extra
+//!   round trip, and a hostname held by another app is `409 domain_taken`
+//!   with nothing written.
 //! - **Releasing.** The hostnames an app drops are released only once its
 //!   App was replaced (before that the change may still fail, and the app
 //!   still serves them), each conditioned on this history and on a claiming
 //!   revision no later than the one committed (a later write of the same app
 //!   may have claimed it again); deleting an app releases all of its claims.
-//!   One transaction, after success, best effort.
+//!   One transaction, after success, best effort. The owner stays: a
+//!   verified hostname stays the organization's while its proof holds.
 //! - **Stale claims.** A failed release, a replace that failed after its
 //!   claims were written, a purged environment or a function that died
 //!   midway leave a claim whose app does not serve the hostname. When a
@@ -31,17 +46,20 @@
 //!   claim is taken over in the next attempt, conditioned on its claim id:
 //!   of two takers only one wins, and a holder that claimed it again
 //!   meanwhile keeps it.
+//! - **Claims from before.** An item written before domains were proven
+//!   holds one claim in top-level fields. It is adopted
+//!   ([`adopt_legacy`]: its organization's claim, verified by the upgrade,
+//!   with a deadline to publish the proof) by the scheduled sweep, or by the
+//!   first write that meets it.
 //!
 //! Default hosts (`berth_controller::render::default_host_label`) are never claimed:
 //! they name one app by construction, and no custom domain may fall under
-//! the apps domain.
+//! the apps domain, nor under a name the operator reserved.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    Delete, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
@@ -55,11 +73,19 @@ use berth_domain::{ApiError, clock};
 use berth_store as store;
 use berth_store::{Store, keys};
 
+/// The annotation of an App listing the hostnames verified for its
+/// organization when the API last wrote it: the controller serves only
+/// those of its domains (an App without it was written before domains were
+/// proven, and is served as it was).
+pub use berth_cluster::apps::ANNOTATION_VERIFIED;
+
 /// What the hostname rules take from the configuration.
 #[derive(Debug, Clone)]
 pub struct HostRules {
     /// `BERTH_APPS_DOMAIN`: the default hosts' domain, closed to custom domains.
     apps_domain: Option<Hostname>,
+    /// `BERTH_RESERVED_DOMAINS`: the operator's own names, closed as well.
+    reserved: Vec<Hostname>,
     /// How long after its claim a write may still create or replace its App:
     /// the request deadline (which cancels the request) plus one cluster
     /// call sent just before it. A younger claim is never taken over.
@@ -70,24 +96,28 @@ impl HostRules {
     pub fn new(config: &Config) -> Self {
         Self {
             apps_domain: config.apps_domain.clone(),
+            reserved: config.reserved_domains.clone(),
             in_flight: config.write_in_flight(),
         }
     }
 
-    /// Refuses a custom domain that is the apps domain or lies under it:
-    /// there every name is an app's default host.
+    /// Refuses a custom domain that is the apps domain or a reserved name,
+    /// or lies under one: there every name is the platform's.
     pub fn check(&self, domains: &[Stored<Hostname>]) -> Result<(), ApiError> {
-        let Some(apps_domain) = &self.apps_domain else {
-            return Ok(());
-        };
         for (i, domain) in domains.iter().enumerate() {
-            if domain
-                .parsed()
-                .is_ok_and(|host| host.is_within(apps_domain))
-            {
+            let Ok(host) = domain.parsed() else {
+                continue;
+            };
+            if let Some(apps_domain) = self.apps_domain.as_ref().filter(|d| host.is_within(d)) {
                 return Err(ApiError::ValidationFailed(format!(
                     "domains[{i}]: {domain} is under {apps_domain}, the platform's domain of \
                      default hosts; use a domain of your own"
+                )));
+            }
+            if let Some(reserved) = self.reserved.iter().find(|d| host.is_within(d)) {
+                return Err(ApiError::ValidationFailed(format!(
+                    "domains[{i}]: {domain} is under {reserved}, a name the platform's operator \
+                     reserved; use a domain of your own"
                 )));
             }
         }
@@ -95,34 +125,28 @@ impl HostRules {
     }
 }
 
-/// The stored claim of a hostname.
+/// One organization's claim of a hostname (`claim:{org}` of its item).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Claim {
-    pk: String,
-    sk: String,
-    hostname: String,
-    org: String,
-    project: String,
-    environment: String,
-    app: String,
-    history: String,
+pub struct Claim {
+    pub org: String,
+    pub project: String,
+    pub environment: String,
+    pub app: String,
+    pub history: String,
     /// The revision whose write made the claim.
-    revision: i64,
+    pub revision: i64,
     /// Unix milliseconds.
-    claimed_at: i64,
+    pub claimed_at: i64,
     /// Random, new at every write: what a takeover is conditioned on.
-    claim: String,
+    pub claim: String,
 }
 
 impl Claim {
-    /// The claim of `hostname` by `app` (labelled and annotated as it will
-    /// be written) at its release's revision.
-    fn by(app: &App, hostname: &str) -> Result<Self, ApiError> {
+    /// The claim of `app` (labelled and annotated as it will be written)
+    /// at its release's revision.
+    fn by(app: &App) -> Result<Self, ApiError> {
         let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
         Ok(Self {
-            pk: keys::host(hostname),
-            sk: keys::HOST_SK.to_owned(),
-            hostname: hostname.to_owned(),
             org: label(LABEL_ORG),
             project: label(LABEL_PROJECT),
             environment: label(LABEL_ENVIRONMENT),
@@ -136,7 +160,7 @@ impl Claim {
 
     /// Where the app holding the claim is: none when the names stored
     /// cannot be an app's (no App can hold the claim then).
-    fn holder(&self) -> Option<AppPath> {
+    pub fn holder(&self) -> Option<AppPath> {
         Some(AppPath {
             project: ProjectName::parse(&self.project).ok()?,
             environment: EnvironmentName::parse(&self.environment).ok()?,
@@ -145,31 +169,258 @@ impl Claim {
     }
 }
 
-/// The claim write of `hostname` for `app`: where it is free or already
-/// the app's, or, for a takeover, where it is still the stale claim `seen`.
+/// How an organization came to own a hostname.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifiedBy {
+    /// Its TXT record was found.
+    Dns,
+    /// The platform's operator said so (`berth-admin domains verify`).
+    Operator,
+    /// It held the hostname's claim before domains were proven.
+    Upgrade,
+}
+
+/// The organization that proved control of a hostname (`owner`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Owner {
+    pub org: String,
+    pub by: VerifiedBy,
+    /// Unix milliseconds.
+    pub verified_at: i64,
+    /// When its proof was last looked for (Unix milliseconds).
+    #[serde(default)]
+    pub checked_at: Option<i64>,
+    /// Set while its proof is missing: when it stops being the owner's
+    /// (Unix milliseconds).
+    #[serde(default)]
+    pub lapses_at: Option<i64>,
+    /// Its holder's App may not list it yet (the owner was written and the
+    /// App's annotation not, or not yet): settled at the next look.
+    #[serde(default)]
+    pub unsynced: bool,
+}
+
+/// The item of one hostname, as read.
+#[derive(Debug, Clone, Default)]
+pub struct HostItem {
+    pub hostname: String,
+    pub owner: Option<Owner>,
+    /// By organization.
+    pub claims: BTreeMap<String, Claim>,
+    /// By organization.
+    pub challenges: BTreeMap<String, String>,
+    /// The one claim of an item from before domains were proven.
+    pub legacy: Option<Claim>,
+}
+
+const CLAIM_PREFIX: &str = "claim:";
+const CHALLENGE_PREFIX: &str = "challenge:";
+/// A top-level field only an item from before has.
+const LEGACY_FIELD: &str = "history";
+
+fn claim_attribute(org: &str) -> String {
+    format!("{CLAIM_PREFIX}{org}")
+}
+
+fn challenge_attribute(org: &str) -> String {
+    format!("{CHALLENGE_PREFIX}{org}")
+}
+
+impl HostItem {
+    pub fn parse(item: store::Item) -> Result<Self, ApiError> {
+        let hostname = (item.get("hostname").and_then(|v| v.as_s().ok()))
+            .cloned()
+            .unwrap_or_else(|| {
+                let pk = item.get(keys::PK).and_then(|v| v.as_s().ok());
+                pk.and_then(|pk| pk.strip_prefix("HOST#"))
+                    .unwrap_or_default()
+                    .to_owned()
+            });
+        let legacy = if item.contains_key(LEGACY_FIELD) {
+            Some(store::from_item::<Claim>(item.clone())?)
+        } else {
+            None
+        };
+        let mut parsed = Self {
+            hostname,
+            legacy,
+            ..Self::default()
+        };
+        for (name, value) in item {
+            if name == "owner" {
+                parsed.owner = Some(store::from_attribute(value)?);
+            } else if let Some(org) = name.strip_prefix(CLAIM_PREFIX) {
+                parsed
+                    .claims
+                    .insert(org.to_owned(), store::from_attribute(value)?);
+            } else if let Some(org) = name.strip_prefix(CHALLENGE_PREFIX)
+                && let Ok(challenge) = value.as_s()
+            {
+                parsed.challenges.insert(org.to_owned(), challenge.clone());
+            }
+        }
+        Ok(parsed)
+    }
+
+    /// Whether `org` owns it.
+    pub fn is_verified_for(&self, org: &str) -> bool {
+        self.owner.as_ref().is_some_and(|owner| owner.org == org)
+    }
+}
+
+/// The items of `hostnames` (those that exist).
+pub async fn read_items(
+    store: &Store,
+    hostnames: impl IntoIterator<Item = &str>,
+) -> Result<Vec<HostItem>, ApiError> {
+    let keys: Vec<store::Item> = hostnames
+        .into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|hostname| store::key(keys::host(hostname), keys::HOST_SK))
+        .collect();
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut items = Vec::new();
+    // A batch read takes at most 100 keys.
+    for chunk in keys.chunks(100) {
+        for item in store.get_many(chunk.to_vec()).await? {
+            items.push(HostItem::parse(item)?);
+        }
+    }
+    Ok(items)
+}
+
+/// Of `app`'s hostnames, those verified for its organization, in its order:
+/// what its [`ANNOTATION_VERIFIED`] says.
+pub async fn verified_of(store: &Store, app: &App) -> Result<Vec<String>, ApiError> {
+    let org = app.labels().get(LABEL_ORG).cloned().unwrap_or_default();
+    let hostnames: Vec<&str> = app.spec.config.hostnames().map(Hostname::as_str).collect();
+    let items = read_items(store, hostnames.iter().copied()).await?;
+    Ok(hostnames
+        .into_iter()
+        .filter(|hostname| {
+            items
+                .iter()
+                .any(|item| item.hostname == *hostname && item.is_verified_for(&org))
+        })
+        .map(str::to_owned)
+        .collect())
+}
+
+/// Which hostnames an app's write lists in its App's [`ANNOTATION_VERIFIED`],
+/// at no round trip for a write that adds no hostname (most deploys): those
+/// the app already had keep the word of the App as read (which
+/// `super::proofs` keeps up to date as owners change); only hostnames new to
+/// the app — all of them for a new app, or for an App written before the
+/// annotation — are looked up, in one batch read, once its claims stand.
+pub struct VerifiedDomains {
+    /// The hostnames looked up.
+    fresh: BTreeSet<String>,
+    /// Of those, the ones verified for the app's organization.
+    verified: BTreeSet<String>,
+}
+
+impl VerifiedDomains {
+    pub async fn of(store: &Store, current: Option<&App>, next: &App) -> Result<Self, ApiError> {
+        let org = next.labels().get(LABEL_ORG).cloned().unwrap_or_default();
+        let known: BTreeSet<&str> = current
+            .filter(|current| cluster_apps::verified_domains(current).is_some())
+            .map(|current| {
+                current
+                    .spec
+                    .config
+                    .hostnames()
+                    .map(Hostname::as_str)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let fresh: BTreeSet<String> = (next.spec.config.hostnames())
+            .map(Hostname::as_str)
+            .filter(|hostname| !known.contains(hostname))
+            .map(str::to_owned)
+            .collect();
+        let items = read_items(store, fresh.iter().map(String::as_str)).await?;
+        let verified = (items.into_iter())
+            .filter(|item| item.is_verified_for(&org))
+            .map(|item| item.hostname)
+            .collect();
+        Ok(Self { fresh, verified })
+    }
+
+    /// The list for `next`, written over `read` (the App as last read;
+    /// None for a new app), in the app's order.
+    pub fn listed(&self, read: Option<&App>, next: &App) -> Vec<String> {
+        let said = read
+            .and_then(cluster_apps::verified_domains)
+            .unwrap_or_default();
+        (next.spec.config.hostnames())
+            .map(Hostname::as_str)
+            .filter(|hostname| {
+                if self.fresh.contains(*hostname) {
+                    self.verified.contains(*hostname)
+                } else {
+                    said.contains(hostname)
+                }
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A new challenge: random, so no organization can foresee another's.
+pub fn new_challenge() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The claim write of `hostname` for `app`: where the hostname is not
+/// another organization's and the organization's claim is free or already
+/// the app's, or, for a takeover, still the stale claim `seen`. It makes
+/// the organization's challenge if it has none.
 fn claim_write(
     store: &Store,
     app: &App,
     hostname: &str,
     seen: Option<&str>,
 ) -> Result<TransactWriteItem, ApiError> {
-    let claim = Claim::by(app, hostname)?;
-    let put = Put::builder()
+    let claim = Claim::by(app)?;
+    let update = Update::builder()
         .table_name(store.table())
-        .set_item(Some(store::to_item(&claim)?))
-        // The refusal carries the holder's claim: no read to find it.
+        .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
+        .update_expression(
+            "SET #claim = :claim, #challenge = if_not_exists(#challenge, :challenge), \
+             #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname",
+        )
+        .expression_attribute_names("#claim", claim_attribute(&claim.org))
+        .expression_attribute_names("#challenge", challenge_attribute(&claim.org))
+        .expression_attribute_names("#hostname", "hostname")
+        .expression_attribute_names("#legacy", LEGACY_FIELD)
+        .expression_attribute_names("#owner", "owner")
+        .expression_attribute_names("#org", "org")
+        .expression_attribute_values(":claim", store::to_attribute(&claim)?)
+        .expression_attribute_values(":challenge", store::s(new_challenge()))
+        .expression_attribute_values(":hostname", store::s(hostname))
+        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
+        .expression_attribute_values(":org", store::s(&claim.org))
+        // The refusal carries the item: no read to find who holds it.
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    let put = match seen {
-        None => put
-            .condition_expression("attribute_not_exists(pk) OR #history = :history")
+    let open =
+        "attribute_not_exists(#legacy) AND (attribute_not_exists(#owner) OR #owner.#org = :org)";
+    let update = match seen {
+        None => update
+            .condition_expression(format!(
+                "{open} AND (attribute_not_exists(#claim) OR #claim.#history = :history)"
+            ))
             .expression_attribute_names("#history", "history")
             .expression_attribute_values(":history", store::s(claim.history)),
-        Some(seen) => put
-            .condition_expression("#claim = :seen")
-            .expression_attribute_names("#claim", "claim")
+        Some(seen) => update
+            .condition_expression(format!("{open} AND #claim.#id = :seen"))
+            .expression_attribute_names("#id", "claim")
             .expression_attribute_values(":seen", store::s(seen)),
     };
-    store::tx_put(put)
+    store::tx_update(update)
 }
 
 /// The claims of the hostnames of `next` (the App about to be created or
@@ -183,7 +434,8 @@ pub struct Claims {
 }
 
 impl Claims {
-    /// The claims `next` makes; a hostname under the apps domain is refused.
+    /// The claims `next` makes; a hostname under the apps domain or a
+    /// reserved name is refused.
     pub fn of(rules: &HostRules, next: &App) -> Result<Self, ApiError> {
         let domains = &next.spec.config.domains;
         rules.check(domains)?;
@@ -210,55 +462,73 @@ impl Claims {
             .collect()
     }
 
-    /// After the writes at `refused` (positions, each with the holder's
-    /// claim when the refusal had it) were refused: takes over in the next
-    /// attempt those that are stale; `domain_taken` for the first that is not.
+    /// After the writes at `refused` (positions, each with the item when
+    /// the refusal had it) were refused: adopts claims from before, takes
+    /// over in the next attempt those that are stale; `domain_taken` for
+    /// the first that is another's.
     pub async fn take_over_stale(
         &mut self,
         store: &Store,
         client: &kube::Client,
         rules: &HostRules,
+        next: &App,
         refused: Vec<(usize, Option<store::Item>)>,
     ) -> Result<(), ApiError> {
+        let org = next.labels().get(LABEL_ORG).cloned().unwrap_or_default();
         let refused = refused.into_iter().filter_map(|(at, found)| {
             self.hostnames
                 .get(at)
                 .map(|hostname| (hostname.as_str(), found))
         });
-        let stale = stale_claims(store, client, rules, refused).await?;
+        let stale = stale_claims(store, client, rules, &org, refused).await?;
         self.takeovers.extend(stale);
         Ok(())
     }
 }
 
-/// For each refused claim (with the holder's claim when the refusal had
+/// For each refused claim of `org` (with the item when the refusal had
 /// it): the claim id to take it over with, if it is stale; `domain_taken`
-/// for the first that is not.
+/// for the first that is another app's or another organization's.
 async fn stale_claims(
     store: &Store,
     client: &kube::Client,
     rules: &HostRules,
+    org: &str,
     refused: impl Iterator<Item = (&str, Option<store::Item>)>,
 ) -> Result<Vec<(String, String)>, ApiError> {
     let checks = refused.map(|(hostname, found)| async move {
-        let claim = match found {
-            Some(item) => Some(store::from_item::<Claim>(item)?),
+        let found = match found {
+            Some(item) => Some(item),
             None => {
                 store
-                    .get_as::<Claim>(store::key(keys::host(hostname), keys::HOST_SK))
+                    .get(store::key(keys::host(hostname), keys::HOST_SK))
                     .await?
             }
         };
-        // Released meanwhile: the next attempt claims it as free.
-        let Some(claim) = claim else {
+        // Gone meanwhile: the next attempt claims it as free.
+        let Some(item) = found.map(HostItem::parse).transpose()? else {
             return Ok(None);
         };
-        if holds(client, rules, &claim).await? {
+        if item.owner.as_ref().is_some_and(|owner| owner.org != org) {
+            return Err(ApiError::DomainVerifiedElsewhere {
+                hostname: hostname.to_owned(),
+            });
+        }
+        if item.legacy.is_some() {
+            // Adopted now; the next attempt meets the claim it became.
+            adopt_legacy(store, hostname, clock::unix_millis()).await?;
+            return Ok(None);
+        }
+        // Released meanwhile: the next attempt claims it as free.
+        let Some(claim) = item.claims.get(org) else {
+            return Ok(None);
+        };
+        if holds(client, rules, hostname, claim).await? {
             Err(ApiError::DomainTaken {
                 hostname: hostname.to_owned(),
             })
         } else {
-            Ok(Some((claim.hostname, claim.claim)))
+            Ok(Some((hostname.to_owned(), claim.claim.clone())))
         }
     });
     futures::future::join_all(checks)
@@ -269,7 +539,12 @@ async fn stale_claims(
 }
 
 /// Whether the claim's app (still) serves its hostname, or may be about to.
-async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Result<bool, ApiError> {
+async fn holds(
+    client: &kube::Client,
+    rules: &HostRules,
+    hostname: &str,
+    claim: &Claim,
+) -> Result<bool, ApiError> {
     let age = clock::unix_millis().saturating_sub(claim.claimed_at);
     if u128::try_from(age).map_or(true, |age| age < rules.in_flight.as_millis()) {
         // Its write may still be creating or replacing the App.
@@ -281,26 +556,103 @@ async fn holds(client: &kube::Client, rules: &HostRules, claim: &Claim) -> Resul
     let app = cluster_apps::find(client, &holder).await?;
     Ok(app.is_some_and(|app| {
         app.annotations().get(ANNOTATION_HISTORY) == Some(&claim.history)
-            && (app.spec.config.hostnames()).any(|host| host.as_str() == claim.hostname)
+            && (app.spec.config.hostnames()).any(|host| host.as_str() == hostname)
     }))
+}
+
+/// How long an organization whose claim was adopted at the upgrade has to
+/// publish its proof before the hostname stops being served.
+pub const UPGRADE_GRACE: Duration = Duration::from_secs(30 * 86_400);
+
+/// Adopts the claim of an item from before (if it still is one): its
+/// organization's claim, verified by the upgrade until `now` plus
+/// [`UPGRADE_GRACE`] unless its proof is published (`super::proofs`).
+/// Whether it adopted one.
+pub async fn adopt_legacy(store: &Store, hostname: &str, now: i64) -> Result<bool, ApiError> {
+    let key = store::key(keys::host(hostname), keys::HOST_SK);
+    let Some(item) = store.get(key.clone()).await? else {
+        return Ok(false);
+    };
+    let Some(claim) = HostItem::parse(item)?.legacy else {
+        return Ok(false);
+    };
+    let grace = i64::try_from(UPGRADE_GRACE.as_millis()).unwrap_or(i64::MAX);
+    let owner = Owner {
+        org: claim.org.clone(),
+        by: VerifiedBy::Upgrade,
+        verified_at: now,
+        checked_at: None,
+        lapses_at: Some(now.saturating_add(grace)),
+        // The App of before is served as it was; its next write lists it.
+        unsynced: false,
+    };
+    let mut update = store
+        .client()
+        .update_item()
+        .table_name(store.table())
+        .set_key(Some(key))
+        .update_expression(
+            "SET #claim = :claim, #challenge = if_not_exists(#challenge, :challenge), \
+             #owner = :owner, #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname \
+             REMOVE #f0, #f1, #f2, #f3, #f4, #f5, #f6, #legacy",
+        )
+        .condition_expression("#legacy = :history AND #f6 = :seen")
+        .expression_attribute_names("#claim", claim_attribute(&claim.org))
+        .expression_attribute_names("#challenge", challenge_attribute(&claim.org))
+        .expression_attribute_names("#owner", "owner")
+        .expression_attribute_names("#hostname", "hostname")
+        .expression_attribute_names("#legacy", LEGACY_FIELD)
+        .expression_attribute_values(":claim", store::to_attribute(&claim)?)
+        .expression_attribute_values(":challenge", store::s(new_challenge()))
+        .expression_attribute_values(":owner", store::to_attribute(&owner)?)
+        .expression_attribute_values(":hostname", store::s(hostname))
+        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
+        .expression_attribute_values(":history", store::s(&claim.history))
+        .expression_attribute_values(":seen", store::s(&claim.claim));
+    // The claim's fields of before, but `history` (`#legacy`), last `claim`.
+    let fields = [
+        "org",
+        "project",
+        "environment",
+        "app",
+        "revision",
+        "claimed_at",
+        "claim",
+    ];
+    for (i, field) in fields.into_iter().enumerate() {
+        update = update.expression_attribute_names(format!("#f{i}"), field);
+    }
+    match update.send().await {
+        Ok(_) => Ok(true),
+        // Adopted (or changed) by another meanwhile.
+        Err(error) if store::is_condition_failure(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Releases claims of `history` on `hostnames`, after the change that
 /// dropped them was committed as revision `committed` (None: the app is
 /// gone, every claim of its history goes). Best effort: a claim left behind
 /// is stale, and taken over when someone claims its hostname.
-pub async fn release(store: &Store, history: &str, committed: Option<i64>, hostnames: &[String]) {
-    if let Err(error) = release_claims(store, history, committed, hostnames).await {
+pub async fn release(
+    store: &Store,
+    org: &str,
+    history: &str,
+    committed: Option<i64>,
+    hostnames: &[String],
+) {
+    if let Err(error) = release_claims(store, org, history, committed, hostnames).await {
         tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
     }
 }
 
-/// Deletes the claims of `history` on `hostnames` (those claimed no later
-/// than `committed`, when given), a transaction per hundred; a claim that
-/// is no longer this history's (or was claimed again since) is left as it
-/// is. An error when the store failed: then some may be left.
+/// Removes `org`'s claims of `history` on `hostnames` (those claimed no
+/// later than `committed`, when given), a transaction per hundred; a claim
+/// that is no longer this history's (or was claimed again since) is left
+/// as it is. An error when the store failed: then some may be left.
 pub async fn release_claims(
     store: &Store,
+    org: &str,
     history: &str,
     committed: Option<i64>,
     hostnames: &[String],
@@ -318,24 +670,28 @@ pub async fn release_claims(
             if left.is_empty() {
                 break;
             }
-            let deletes = left
+            let removals = left
                 .iter()
                 .map(|hostname| {
-                    let delete = Delete::builder()
+                    let update = Update::builder()
                         .table_name(store.table())
                         .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
+                        .update_expression("REMOVE #claim")
+                        .expression_attribute_names("#claim", claim_attribute(org))
                         .expression_attribute_names("#history", "history")
                         .expression_attribute_values(":history", store::s(history));
-                    store::tx_delete(match committed {
-                        None => delete.condition_expression("#history = :history"),
-                        Some(revision) => delete
-                            .condition_expression("#history = :history AND #revision <= :revision")
+                    store::tx_update(match committed {
+                        None => update.condition_expression("#claim.#history = :history"),
+                        Some(revision) => update
+                            .condition_expression(
+                                "#claim.#history = :history AND #claim.#revision <= :revision",
+                            )
                             .expression_attribute_names("#revision", "revision")
                             .expression_attribute_values(":revision", store::n(revision)),
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            match store.transact(deletes).await {
+            match store.transact(removals).await {
                 Ok(()) => break,
                 Err(error) => match store::cancelled_conditions(&error) {
                     Some(failed) if failed.contains(&true) => {
@@ -388,6 +744,24 @@ mod tests {
                 .check(&[Stored::read("x.apps.example.net")])
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn custom_domains_may_not_be_or_fall_under_a_reserved_name() {
+        let mut config = Config::for_table("test");
+        config.reserved_domains = vec![
+            Hostname::parse("example.net").unwrap(),
+            Hostname::parse("status.example.org").unwrap(),
+        ];
+        let rules = HostRules::new(&config);
+        for reserved in ["example.net", "api.example.net", "status.example.org"] {
+            let err = rules.check(&[Stored::read(reserved)]).unwrap_err();
+            assert_eq!(err.code(), "validation_failed");
+            assert!(err.to_string().contains("reserved"), "{err}");
+        }
+        for free in ["example.org", "www.example.org", "myexample.net"] {
+            assert!(rules.check(&[Stored::read(free)]).is_ok(), "{free}");
+        }
     }
 
     #[test]

@@ -105,7 +105,12 @@ struct Hostnames {
 /// Removes what the app of release history `history` in `namespace` left
 /// in the table (see the module docs for the order). Only for an app that
 /// is gone: its App deleted, or never created.
-pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(), ApiError> {
+pub async fn remove(
+    store: &Store,
+    org: &str,
+    namespace: &str,
+    history: &str,
+) -> Result<(), ApiError> {
     let items = store::query_all(
         store
             .client()
@@ -132,7 +137,7 @@ pub async fn remove(store: &Store, namespace: &str, history: &str) -> Result<(),
             }
         }
     }
-    hosts::release_claims(store, history, None, &hostnames).await?;
+    hosts::release_claims(store, org, history, None, &hostnames).await?;
 
     let hook = items
         .iter()

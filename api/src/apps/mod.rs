@@ -22,6 +22,7 @@ pub(crate) mod change;
 pub mod hosts;
 pub mod leftovers;
 pub mod operate;
+pub mod proofs;
 pub mod record;
 pub mod releases;
 pub mod service;

@@ -5,7 +5,7 @@
 
 use super::body;
 use super::change::{Change, Writer};
-use super::hosts::HostRules;
+use super::hosts::{self, HostRules};
 use super::leftovers;
 use super::record::{self, record_of};
 use super::releases::{self, StoredRelease};
@@ -113,32 +113,75 @@ pub async fn get(
     })
 }
 
-/// Whether each of the app's hostnames resolves to the gateway, and where
-/// its certificate stands (as the controller last found it, in the App's
-/// status: the API never reads a certificate's Secret): one entry per
-/// hostname, in the app's order; an app without domains has none.
+/// Whether each of the app's hostnames resolves to the gateway, where its
+/// certificate stands (as the controller last found it, in the App's
+/// status: the API never reads a certificate's Secret), and where the
+/// organization's proof that it controls the name stands — looked for now,
+/// so a pending hostname whose proof is published is verified by this check
+/// (`super::proofs`): one entry per hostname, in the app's order; an
+/// app without domains has none.
 #[cfg(feature = "dns")]
 pub async fn check_domains(
+    store: &Store,
     client: &kube::Client,
     checker: &crate::domain_check::DomainChecker,
     caller: &Principal,
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
+    use super::proofs;
     use berth_domain::certificate::{CertificateFinding, CertificateStanding};
+    let org = caller.user.org.as_str();
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
     let hostnames: Vec<String> = (app.spec.config.hostnames())
         .map(|host| host.as_str().to_owned())
         .collect();
+    let mut items = hosts::read_items(store, hostnames.iter().map(String::as_str)).await?;
+    for hostname in &hostnames {
+        if !items.iter().any(|item| item.hostname == *hostname) {
+            items.push(hosts::HostItem {
+                hostname: hostname.clone(),
+                ..hosts::HostItem::default()
+            });
+        }
+    }
+    // The proofs and the gateway are looked up at once: each is bounded by
+    // the lookup timeout, and so is the whole check.
+    let proofs = items
+        .into_iter()
+        .map(|item| proofs::check(store, client, checker, item, org));
     let now = jiff::Timestamp::now();
-    checker
-        .check(&hostnames, |hostname| {
-            CertificateFinding::for_host(app.certificates(), hostname)
-                .map_or_else(CertificateStanding::not_looked_at, |finding| {
-                    finding.at(now)
-                })
-                .into()
-        })
-        .await
+    let unchecked = |hostname: &str| {
+        let item = hosts::HostItem {
+            hostname: hostname.to_owned(),
+            ..hosts::HostItem::default()
+        };
+        proofs::standing(&item, org, "", &proofs::Finding::Missing)
+    };
+    let (proofs, checks) = tokio::join!(
+        futures::future::try_join_all(proofs),
+        checker.check(
+            &hostnames,
+            |hostname| {
+                CertificateFinding::for_host(app.certificates(), hostname)
+                    .map_or_else(CertificateStanding::not_looked_at, |finding| {
+                        finding.at(now)
+                    })
+                    .into()
+            },
+            unchecked,
+        )
+    );
+    let mut checks = checks?;
+    for (item, challenge, finding) in proofs? {
+        let standing = proofs::standing(&item, org, &challenge, &finding);
+        for check in checks
+            .iter_mut()
+            .filter(|check| check.hostname == item.hostname)
+        {
+            check.verification = standing.clone();
+        }
+    }
+    Ok(checks)
 }
 
 pub async fn create(
@@ -413,7 +456,9 @@ pub async fn delete(
         // app's entry in its environment's list still leads to: the
         // environment's purge removes it (`leftovers`); its hostnames are
         // stale meanwhile, taken over when claimed.
-        if let Err(error) = leftovers::remove(store, &path.namespace(), &history).await {
+        if let Err(error) =
+            leftovers::remove(store, org.as_str(), &path.namespace(), &history).await
+        {
             tracing::warn!(app = %path.target(), error = %error.cause(), "an app's leftovers were left behind");
         }
     }

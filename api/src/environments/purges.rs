@@ -232,7 +232,7 @@ async fn sweep_one(
             tracing::info!(?swept, "the sweep's time is up; the next one goes on");
             return Ok(Turn::OutOfTime);
         }
-        leftovers::remove(store, &record.namespace, &entry.history).await?;
+        leftovers::remove(store, &entry.org, &record.namespace, &entry.history).await?;
         swept.apps += 1;
         tracing::info!(
             environment = %record.namespace,

@@ -224,6 +224,20 @@ pub fn domains(session: &Session, app: &AppPath) -> Result<()> {
     let answer = session.api.get(&app.path(&["domains"]))?;
     session.out.answer(&answer, || {
         let checks: Vec<DomainCheck> = answer.record()?;
+        // What each hostname still needs proven, said under the table.
+        let proofs: Vec<String> = (checks.iter())
+            .filter(|check| {
+                use berth_records::apps::record::VerificationState::{Lapsing, Pending};
+                matches!(check.verification.state, Pending | Lapsing)
+            })
+            .map(|check| {
+                let proof = &check.verification;
+                format!(
+                    "{}: create a TXT record {} holding {}",
+                    check.hostname, proof.record_name, proof.record_value
+                )
+            })
+            .collect();
         let rows = checks
             .into_iter()
             .map(|check| {
@@ -231,14 +245,20 @@ pub fn domains(session: &Session, app: &AppPath) -> Result<()> {
                     check.hostname,
                     yes(check.ok),
                     check.message,
+                    label(&check.verification.state),
                     label(&check.certificate.state),
                     or_dash(check.certificate.not_after),
                 ]
             })
             .collect();
-        session
-            .out
-            .table(&["HOSTNAME", "OK", "DNS", "CERTIFICATE", "UNTIL"], rows)
+        session.out.table(
+            &["HOSTNAME", "OK", "DNS", "PROOF", "CERTIFICATE", "UNTIL"],
+            rows,
+        )?;
+        for proof in proofs {
+            session.out.say(&proof)?;
+        }
+        Ok(())
     })
 }
 

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
+use berth_cluster::apps::verified_domains;
 use berth_cluster::crd::{
     App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROCESS,
     LABEL_PROJECT, MANAGER, object_names,
@@ -58,7 +59,8 @@ pub struct CheckedApp<'a> {
     pub(super) context: AppContext<'a>,
     pub(super) processes: Vec<CheckedProcess<'a>>,
     pub(super) volumes: Vec<CheckedVolume<'a>>,
-    /// Its domains, each once, in order.
+    /// Its domains its organization has proven, each once, in order: those
+    /// it serves.
     pub(super) domains: Vec<&'a Hostname>,
     /// What the controller found of its hosts' certificates: the App's
     /// status, unless [`CheckedApp::with_certificates`] says newer.
@@ -88,7 +90,7 @@ impl<'a> CheckedApp<'a> {
             check_container(config, &process)?;
             processes.push(process);
         }
-        let domains = domains(config)?;
+        let domains = domains(app)?;
         // The release Job's name is a label of its pods (`job-name`).
         if !config.release_command.is_empty()
             && !DNS1035_LABEL.holds(&object_names::release_job(
@@ -195,12 +197,19 @@ fn parsed<T: TextForm>(value: &Stored<T>, field: String) -> Result<&T, RenderErr
         .map_err(|invalid| RenderError::new(field, invalid.0.clone()))
 }
 
-/// The app's domains: Ingress hosts, each once.
-fn domains(config: &AppConfig) -> Result<Vec<&Hostname>, RenderError> {
+/// The app's domains its organization has proven (all of them for an App
+/// written before domains were proven, see [`verified_domains`]): Ingress
+/// hosts, each once. A domain not yet proven is served by nothing, and gets
+/// no certificate.
+fn domains(app: &App) -> Result<Vec<&Hostname>, RenderError> {
+    let verified = verified_domains(app);
     let mut domains = Vec::new();
-    for (index, domain) in config.domains.iter().enumerate() {
+    for (index, domain) in app.spec.config.domains.iter().enumerate() {
         let domain = parsed(domain, format!("spec.domains[{index}]"))?;
-        if !domains.contains(&domain) {
+        let proven = verified
+            .as_ref()
+            .is_none_or(|verified| verified.contains(&domain.as_str()));
+        if proven && !domains.contains(&domain) {
             domains.push(domain);
         }
     }

@@ -1366,6 +1366,56 @@ mod tests {
     }
 
     #[test]
+    fn only_domains_their_organization_proved_are_served() {
+        let mut app = web_app();
+        app.spec.config.domains = vec![
+            Stored::read("shop.example.com"),
+            Stored::read("www.example.com"),
+        ];
+        berth_cluster::apps::set_verified_domains(&mut app, &["www.example.com".to_owned()]);
+        let with_tls = RenderSettings {
+            tls: TlsSettings::parse(Some("letsencrypt"), None, None, None).unwrap(),
+            ..settings()
+        };
+        let ingress = render(&app, &with_tls)
+            .unwrap()
+            .ingress
+            .unwrap()
+            .spec
+            .unwrap();
+        let hosts: Vec<_> = (ingress.rules.unwrap().into_iter())
+            .map(|rule| rule.host.unwrap())
+            .collect();
+        assert_eq!(
+            hosts,
+            ["www.example.com", "shop--prod--store.apps.example.net"]
+        );
+        // Nor is a certificate asked for the one not proven.
+        let certified: Vec<String> = (ingress.tls.unwrap_or_default().into_iter())
+            .flat_map(|tls| tls.hosts.unwrap_or_default())
+            .collect();
+        assert!(
+            !certified.iter().any(|host| host == "shop.example.com"),
+            "{certified:?}"
+        );
+
+        // None proven: only the default host.
+        berth_cluster::apps::set_verified_domains(&mut app, &[]);
+        let rendered = render(&app, &settings()).unwrap();
+        let hosts: Vec<_> = (rendered
+            .ingress
+            .unwrap()
+            .spec
+            .unwrap()
+            .rules
+            .unwrap()
+            .into_iter())
+        .map(|rule| rule.host.unwrap())
+        .collect();
+        assert_eq!(hosts, ["shop--prod--store.apps.example.net"]);
+    }
+
+    #[test]
     fn with_an_issuer_each_domain_has_a_tls_entry_and_the_redirect_waits() {
         let mut app = web_app();
         app.spec.config.domains = vec![

@@ -455,6 +455,6 @@ async fn check_app_domains(
     let path = app_path(path);
     let client = state.cluster.client().await?;
     Ok(Json(
-        service::check_domains(&client, &state.domain_check, &caller, &path).await?,
+        service::check_domains(&state.store, &client, &state.domain_check, &caller, &path).await?,
     ))
 }

@@ -20,7 +20,7 @@ const REPOSITORY = join(__dirname, '..', '..', '..');
 /** The DynamoDB actions a function may take on the table: each only what it uses. */
 type TableAction =
   | 'GetItem' | 'BatchGetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem'
-  | 'ConditionCheckItem' | 'Query' | 'BatchWriteItem';
+  | 'ConditionCheckItem' | 'Query' | 'Scan' | 'BatchWriteItem';
 
 /** What nearly every function does: read and write single items, and read several at once. */
 const ITEM_ACCESS: readonly TableAction[] = ['GetItem', 'BatchGetItem', 'PutItem', 'UpdateItem'];
@@ -123,9 +123,12 @@ const FUNCTIONS: readonly BerthFunction[] = [
   },
   {
     binary: 'cleanup',
-    description: 'Removes what purged environments left in the table',
-    // The stored kubeconfig; the records and entries it sweeps; what it removes.
-    tableActions: ['GetItem', 'Query', 'DeleteItem', 'BatchWriteItem'],
+    description: "Removes what purged environments left in the table, checks domains' proofs",
+    // The stored kubeconfig; the records and entries it sweeps; what it
+    // removes; the hostnames' items (index gsi1) it checks and writes, and
+    // the claims of before it adopts once (a scan).
+    tableActions: [...ITEM_ACCESS, 'Query', 'Scan', 'DeleteItem', 'BatchWriteItem'],
+    readsIndex: true,
     // A sweep stops starting work 15 s before this; the next goes on.
     timeoutSeconds: 120,
     schedule: { name: 'Sweep', minutes: 5 },
@@ -171,6 +174,13 @@ export class BerthStack extends Stack {
       default: '',
       description:
         "The domain of the apps' default hosts, as the controller's BERTH_APPS_DOMAIN; no custom domain may be it or fall under it. Empty if there is none.",
+    });
+
+    const reservedDomains = new CfnParameter(this, 'ReservedDomains', {
+      type: 'String',
+      default: '',
+      description:
+        "The operator's own hostnames, comma-separated, BERTH_RESERVED_DOMAINS: no custom domain may be one or fall under one. Empty if there are none.",
     });
 
     // The one table (store/src/schema.rs defines the same shape for local use).
@@ -231,6 +241,7 @@ export class BerthStack extends Stack {
                 BERTH_GATEWAY_HOSTNAME: gatewayHostname.valueAsString,
                 BERTH_GATEWAY_ADDRESSES: gatewayAddresses.valueAsString,
                 BERTH_APPS_DOMAIN: appsDomain.valueAsString,
+                BERTH_RESERVED_DOMAINS: reservedDomains.valueAsString,
               }
             : {}),
           ...(spec.signsRegistryTokens

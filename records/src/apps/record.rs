@@ -178,6 +178,44 @@ pub struct DomainCheck {
     pub message: String,
     /// Where the hostname's TLS certificate stands.
     pub certificate: CertificateCheck,
+    /// Whether the organization has proven it controls the hostname, and
+    /// what proves it: only a verified hostname is served.
+    pub verification: DomainVerification,
+}
+
+/// Where the proof that the organization controls a hostname stands
+/// (docs/api-notes.md, "Domain ownership").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DomainVerification {
+    pub state: VerificationState,
+    /// The name of the TXT record to create: `_berth-challenge.{hostname}`.
+    pub record_name: String,
+    /// Always `TXT`.
+    pub record_type: String,
+    /// What the TXT record must hold: the organization's value for this
+    /// hostname, which no other organization has.
+    pub record_value: String,
+    /// When it was verified (RFC 3339), while it is.
+    #[schema(required = true)]
+    pub verified_at: Option<String>,
+    /// While its proof is missing: when it stops being served (RFC 3339).
+    #[schema(required = true)]
+    pub lapses_at: Option<String>,
+    /// Where it stands, in words, and what to do.
+    pub message: String,
+}
+
+/// `pending`: not proven, not served (several organizations may hold one
+/// pending); `verified`: proven, served; `lapsing`: verified, but its proof
+/// is missing, served until `lapses_at`; `taken`: verified by another
+/// organization, never served here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum VerificationState {
+    Pending,
+    Verified,
+    Lapsing,
+    Taken,
 }
 
 /// Where a hostname's TLS certificate stands, as the controller last found

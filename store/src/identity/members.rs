@@ -42,16 +42,7 @@ pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, Api
 
 /// The profiles of an organization's members, by email.
 pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<ProfileItem>, ApiError> {
-    let items = store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .index_name(keys::GSI1)
-            .key_condition_expression("gsi1pk = :members")
-            .expression_attribute_values(":members", store::s(keys::members_of(org.as_str()))),
-    )
-    .await?;
+    let items = store::index_partition(store, keys::members_of(org.as_str())).await?;
     items
         .into_iter()
         .map(store::from_item::<ProfileItem>)

@@ -23,7 +23,7 @@ use std::time::Duration;
 use hickory_server::Server;
 use hickory_server::net::runtime::{Time, TokioRuntimeProvider};
 use hickory_server::proto::rr::rdata::{A, AAAA, CNAME, SOA, TXT};
-use hickory_server::proto::rr::{LowerName, Name, RData, Record};
+use hickory_server::proto::rr::{LowerName, Name, RData, Record, RecordType, RrKey};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::store::in_memory::InMemoryZoneHandler;
 use hickory_server::zone_handler::{AxfrPolicy, Catalog, ZoneType};
@@ -38,6 +38,7 @@ const HANG: &str = "hang.example.test.";
 pub struct TestDns {
     /// Where it answers, over UDP and TCP.
     pub address: SocketAddr,
+    zone: Arc<InMemoryZoneHandler<TokioRuntimeProvider>>,
     _server: Server<Handler>,
 }
 
@@ -124,11 +125,31 @@ fn zone() -> InMemoryZoneHandler<TokioRuntimeProvider> {
 }
 
 impl TestDns {
+    /// Publishes a TXT record at `owner` (a name under `example.test`,
+    /// without the root's dot) holding `value`, answered from the next query.
+    pub async fn publish_txt(&self, owner: &str, value: &str) {
+        let record = record(
+            &format!("{owner}."),
+            RData::TXT(TXT::new(vec![value.to_owned()])),
+        );
+        assert!(
+            self.zone.upsert(record, 1).await,
+            "{owner}: a TXT record is accepted"
+        );
+    }
+
+    /// Withdraws every TXT record at `owner`.
+    pub async fn withdraw_txt(&self, owner: &str) {
+        let key = RrKey::new(LowerName::from(name(&format!("{owner}."))), RecordType::TXT);
+        self.zone.records_mut().await.remove(&key);
+    }
+
     pub async fn start() -> Self {
+        let zone = Arc::new(zone());
         let handler = Handler {
             catalog: {
                 let mut catalog = Catalog::new();
-                catalog.upsert(LowerName::from(name(ZONE)), vec![Arc::new(zone())]);
+                catalog.upsert(LowerName::from(name(ZONE)), vec![zone.clone()]);
                 catalog
             },
         };
@@ -146,6 +167,7 @@ impl TestDns {
             server.register_listener(tcp, Duration::from_secs(5), 64);
             return Self {
                 address,
+                zone,
                 _server: server,
             };
         }

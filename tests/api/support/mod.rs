@@ -442,6 +442,22 @@ impl TestApp {
         }
     }
 
+    /// Marks `hostnames` verified for `user`'s organization, as the
+    /// operator's `berth-admin domains verify` does: its apps serve them
+    /// from their next write (docs/api-notes.md, "Domain ownership").
+    pub async fn verify_domains(&self, user: &TestUser, hostnames: &[&str]) {
+        for hostname in hostnames {
+            berth_api::apps::proofs::verify_by_operator(
+                &self.state.store,
+                None,
+                &user.org,
+                hostname,
+            )
+            .await
+            .expect("the operator verifies a domain");
+        }
+    }
+
     pub async fn other_org(&self, org: &str) -> TestUser {
         bootstrap_org(&self.state, org).await
     }
