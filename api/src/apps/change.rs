@@ -330,8 +330,7 @@ async fn create(
     mut next: App,
     verified: &VerifiedDomains,
 ) -> Result<App, ApiError> {
-    let listed = verified.listed(None, &next);
-    cluster_apps::set_verified_domains(&mut next, &listed);
+    verified.write_on(None, &mut next);
     let error = match cluster_apps::create(writer.client, &next).await {
         Ok(created) => return Ok(created),
         Err(error) => error,
@@ -366,8 +365,7 @@ async fn replace(
     // concurrent change that wins.
     for _ in 0..REPLACES {
         next.metadata = read.metadata.clone();
-        let listed = verified.listed(Some(&read), &next);
-        cluster_apps::set_verified_domains(&mut next, &listed);
+        verified.write_on(Some(&read), &mut next);
         match cluster_apps::replace(client, &next).await {
             Err(ApiError::Conflict(_)) => {
                 let again = cluster_apps::reread(client, current).await?;

@@ -188,9 +188,6 @@ pub struct Owner {
     pub by: VerifiedBy,
     /// Unix milliseconds.
     pub verified_at: i64,
-    /// When its proof was last looked for (Unix milliseconds).
-    #[serde(default)]
-    pub checked_at: Option<i64>,
     /// Set while its proof is missing: when it stops being the owner's
     /// (Unix milliseconds).
     #[serde(default)]
@@ -350,9 +347,15 @@ impl VerifiedDomains {
         Ok(Self { fresh, verified })
     }
 
-    /// The list for `next`, written over `read` (the App as last read;
-    /// None for a new app), in the app's order.
-    pub fn listed(&self, read: Option<&App>, next: &App) -> Vec<String> {
+    /// Sets `next`'s annotation, for its write over `read` (the App as
+    /// last read; None for a new app).
+    pub fn write_on(&self, read: Option<&App>, next: &mut App) {
+        let listed = self.listed(read, next);
+        cluster_apps::set_verified_domains(next, &listed);
+    }
+
+    /// The list for `next`, written over `read`, in the app's order.
+    fn listed(&self, read: Option<&App>, next: &App) -> Vec<String> {
         let said = read
             .and_then(cluster_apps::verified_domains)
             .unwrap_or_default();
@@ -581,7 +584,6 @@ pub async fn adopt_legacy(store: &Store, hostname: &str, now: i64) -> Result<boo
         org: claim.org.clone(),
         by: VerifiedBy::Upgrade,
         verified_at: now,
-        checked_at: None,
         lapses_at: Some(now.saturating_add(grace)),
         // The App of before is served as it was; its next write lists it.
         unsynced: false,

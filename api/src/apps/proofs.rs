@@ -200,7 +200,6 @@ pub async fn apply(
                 org: org.to_owned(),
                 by: VerifiedBy::Dns,
                 verified_at: now,
-                checked_at: Some(now),
                 lapses_at: None,
                 unsynced: true,
             };
@@ -221,7 +220,6 @@ pub async fn apply(
             } else if let Step::Missing { lapses_at } = step {
                 owner.lapses_at = Some(lapses_at);
             }
-            owner.checked_at = Some(now);
             let update = update
                 .update_expression("SET #owner = :owner")
                 .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
@@ -380,7 +378,6 @@ pub async fn verify_by_operator(
         org: org.to_owned(),
         by: VerifiedBy::Operator,
         verified_at: clock::unix_millis(),
-        checked_at: None,
         lapses_at: None,
         unsynced: true,
     };
@@ -453,6 +450,8 @@ pub async fn challenge_of(store: &Store, item: &HostItem, org: &str) -> Result<S
 
 #[cfg(feature = "dns")]
 mod checked {
+    use futures::StreamExt;
+
     use super::*;
     use crate::domain_check::{DomainChecker, TxtFinding};
 
@@ -509,29 +508,52 @@ mod checked {
             ..Checked::default()
         };
         let items = store::index_partition(store, keys::DOMAINS_INDEX.to_owned()).await?;
-        for item in items {
-            if tokio::time::Instant::now() >= deadline {
-                break;
+        // Hostnames side by side (each lookup may wait its whole bound);
+        // one hostname's organizations in turn, each seeing the last's step.
+        let mut hostnames = futures::stream::iter(items)
+            .map(|item| sweep_one(store, client, checker, item, deadline))
+            .buffer_unordered(SWEPT_AT_ONCE);
+        while let Some(swept) = hostnames.next().await {
+            let swept = swept?;
+            done.looked_up += swept.looked_up;
+            done.verified += swept.verified;
+            done.lapsed += swept.lapsed;
+        }
+        Ok(done)
+    }
+
+    /// How many hostnames the sweep looks at at once.
+    const SWEPT_AT_ONCE: usize = 16;
+
+    /// Every organization's proof of one hostname.
+    async fn sweep_one(
+        store: &Store,
+        client: &kube::Client,
+        checker: &DomainChecker,
+        item: store::Item,
+        deadline: tokio::time::Instant,
+    ) -> Result<Checked, ApiError> {
+        let mut done = Checked::default();
+        if tokio::time::Instant::now() >= deadline {
+            return Ok(done);
+        }
+        let mut item = HostItem::parse(item)?;
+        let mut orgs: Vec<String> = item.claims.keys().cloned().collect();
+        if let Some(owner) = &item.owner
+            && !orgs.contains(&owner.org)
+        {
+            orgs.push(owner.org.clone());
+        }
+        for org in orgs {
+            let had = item.is_verified_for(&org);
+            let (now, _, _) = check(store, client, checker, item, &org).await?;
+            done.looked_up += 1;
+            match (had, now.is_verified_for(&org)) {
+                (false, true) => done.verified += 1,
+                (true, false) => done.lapsed += 1,
+                _ => {}
             }
-            let item = HostItem::parse(item)?;
-            let mut orgs: Vec<String> = item.claims.keys().cloned().collect();
-            if let Some(owner) = &item.owner
-                && !orgs.contains(&owner.org)
-            {
-                orgs.push(owner.org.clone());
-            }
-            let mut item = item;
-            for org in orgs {
-                let had = item.is_verified_for(&org);
-                let (now, _, _) = check(store, client, checker, item, &org).await?;
-                done.looked_up += 1;
-                match (had, now.is_verified_for(&org)) {
-                    (false, true) => done.verified += 1,
-                    (true, false) => done.lapsed += 1,
-                    _ => {}
-                }
-                item = now;
-            }
+            item = now;
         }
         Ok(done)
     }
@@ -550,6 +572,8 @@ mod checked {
                 .client()
                 .scan()
                 .table_name(store.table())
+                // Consistent: the marker written after it must not hide a claim.
+                .consistent_read(true)
                 .filter_expression("sk = :host AND attribute_exists(#legacy)")
                 .expression_attribute_names("#legacy", "history")
                 .expression_attribute_values(":host", store::s(keys::HOST_SK))
@@ -592,7 +616,6 @@ mod tests {
                 org: org.into(),
                 by,
                 verified_at: 0,
-                checked_at: None,
                 lapses_at,
                 unsynced: false,
             }),

@@ -1336,6 +1336,14 @@ mod tests {
         assert_eq!(annotations[RESTARTED_AT_ANNOTATION], "2025-05-01T10:00:00Z");
     }
 
+    /// The hosts of the rules of a rendered Ingress, in order.
+    fn rule_hosts(ingress: &Ingress) -> Vec<String> {
+        (ingress.spec.iter())
+            .flat_map(|spec| spec.rules.iter().flatten())
+            .filter_map(|rule| rule.host.clone())
+            .collect()
+    }
+
     #[test]
     fn domains_come_before_the_default_host() {
         let mut app = web_app();
@@ -1344,16 +1352,7 @@ mod tests {
             Stored::read("www.example.com"),
         ];
         let rendered = render(&app, &settings()).unwrap();
-        let hosts: Vec<_> = rendered
-            .ingress
-            .unwrap()
-            .spec
-            .unwrap()
-            .rules
-            .unwrap()
-            .into_iter()
-            .map(|rule| rule.host.unwrap())
-            .collect();
+        let hosts = rule_hosts(rendered.ingress.as_ref().unwrap());
         assert_eq!(
             hosts,
             [
@@ -1377,21 +1376,13 @@ mod tests {
             tls: TlsSettings::parse(Some("letsencrypt"), None, None, None).unwrap(),
             ..settings()
         };
-        let ingress = render(&app, &with_tls)
-            .unwrap()
-            .ingress
-            .unwrap()
-            .spec
-            .unwrap();
-        let hosts: Vec<_> = (ingress.rules.unwrap().into_iter())
-            .map(|rule| rule.host.unwrap())
-            .collect();
+        let ingress = render(&app, &with_tls).unwrap().ingress.unwrap();
         assert_eq!(
-            hosts,
+            rule_hosts(&ingress),
             ["www.example.com", "shop--prod--store.apps.example.net"]
         );
         // Nor is a certificate asked for the one not proven.
-        let certified: Vec<String> = (ingress.tls.unwrap_or_default().into_iter())
+        let certified: Vec<String> = (ingress.spec.unwrap().tls.unwrap_or_default().into_iter())
             .flat_map(|tls| tls.hosts.unwrap_or_default())
             .collect();
         assert!(
@@ -1402,17 +1393,10 @@ mod tests {
         // None proven: only the default host.
         berth_cluster::apps::set_verified_domains(&mut app, &[]);
         let rendered = render(&app, &settings()).unwrap();
-        let hosts: Vec<_> = (rendered
-            .ingress
-            .unwrap()
-            .spec
-            .unwrap()
-            .rules
-            .unwrap()
-            .into_iter())
-        .map(|rule| rule.host.unwrap())
-        .collect();
-        assert_eq!(hosts, ["shop--prod--store.apps.example.net"]);
+        assert_eq!(
+            rule_hosts(rendered.ingress.as_ref().unwrap()),
+            ["shop--prod--store.apps.example.net"]
+        );
     }
 
     #[test]
