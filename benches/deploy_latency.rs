@@ -448,6 +448,7 @@ async fn start_controller(kubeconfig: &str) {
             lease_namespace: berth_controller::DEFAULT_LEASE_NAMESPACE.to_owned(),
             lease_name: format!("bench-{}", uuid::Uuid::new_v4().simple()),
             lease_duration_seconds: 15,
+            pod_uid: None,
         },
         std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
     )

@@ -1,6 +1,6 @@
 //! Where pods may connect to: the egress NetworkPolicy of the builds'
-//! namespace, and optionally (`BERTH_APP_EGRESS=restricted`) of every
-//! environment's namespace. Builds fetch from git hosts and push to the
+//! namespace, and of every environment's namespace unless the operator
+//! opens them (`BERTH_APP_EGRESS=open`). Builds fetch from git hosts and push to the
 //! registry, so the internet stays open; what is closed is what a
 //! tenant's code must never reach from inside the cluster: link-local
 //! addresses (the cloud's metadata service at 169.254.169.254, fd00:ec2::254
@@ -160,13 +160,12 @@ pub fn name_servers(resolv_conf: &str) -> Vec<IpNet> {
 impl EgressSettings {
     /// What the operator must hear while no range of the cluster's own is
     /// closed and they did not choose so: the controller says it at its
-    /// start and every 5 minutes in its log, in a metric and in `/readyz`'s
-    /// body, and runs on (it never crash-loops over it).
+    /// start and every 5 minutes in its log and an Event, in a metric and in
+    /// `/readyz`'s body, and runs on (it never crash-loops over it).
     pub fn warning(&self) -> Option<String> {
         (self.denied.is_empty() && !self.denied_none_by_choice).then(|| {
-            "BERTH_EGRESS_DENIED_CIDRS is not set: build pods (and app pods, with \
-             BERTH_APP_EGRESS=restricted) may reach this cluster's nodes (the kubelet), pods \
-             and Services; set it to the cluster's node, pod and Service ranges \
+            "BERTH_EGRESS_DENIED_CIDRS is not set: build pods and app pods may reach this \
+             cluster's nodes (the kubelet), pods and Services; set it to the cluster's node, pod and Service ranges \
              (docs/configuration.md), or to `none` to accept that"
                 .to_owned()
         })

@@ -108,7 +108,17 @@ impl Events {
         why: Reason,
         note: impl Into<String>,
     ) {
-        let regarding = reference(object);
+        self.publish_regarding(reference(object), why, note).await;
+    }
+
+    /// Publishes an Event on the object `regarding` names, one the
+    /// controller knows only by name (its own pod); a failure is only logged.
+    pub async fn publish_regarding(
+        &self,
+        regarding: ObjectReference,
+        why: Reason,
+        note: impl Into<String>,
+    ) {
         let namespace = regarding
             .namespace
             .clone()

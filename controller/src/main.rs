@@ -37,8 +37,9 @@
 //! even inside those), `BERTH_DNS_CIDRS` (the DNS addresses, port 53; the
 //! name servers of `/etc/resolv.conf` by default), `BERTH_DNS_NAMESPACE`
 //! and `BERTH_DNS_POD_LABELS` (the DNS pods; `kube-system`,
-//! `k8s-app=kube-dns`), `BERTH_APP_EGRESS` (`restricted`: app pods get the
-//! same policy, and their namespace; `open` by default).
+//! `k8s-app=kube-dns`), `BERTH_APP_EGRESS` (`restricted`, the default: app
+//! pods get the same policy, and their namespace; `open` leaves them
+//! unguarded).
 //!
 //! Running as one of several replicas: `BERTH_CONTROLLER_ADDR` (where
 //! `/metrics`, `/healthz` and `/readyz` are served; `0.0.0.0:8080` by
@@ -49,7 +50,9 @@
 //! otherwise, else the machine's host name, see `replica_identity`),
 //! `BERTH_LEASE_NAMESPACE` (the namespace of the Lease
 //! `berth-controller`: the pod's own, which the Deployment passes;
-//! `berth-system` otherwise).
+//! `berth-system` otherwise), `BERTH_REPLICA_UID` (the pod's uid, which the
+//! Deployment passes: the Events about the replica, such as an unsafe
+//! setting's, name it).
 //!
 //! SIGTERM or SIGINT stops it cleanly: reconciles in flight finish and the
 //! Lease is released; a second signal exits at once.
@@ -260,6 +263,7 @@ fn replica_settings() -> Result<(ReplicaSettings, SocketAddr), String> {
             lease_namespace,
             lease_name: DEFAULT_LEASE_NAME.to_owned(),
             lease_duration_seconds,
+            pod_uid: setting("BERTH_REPLICA_UID"),
         },
         addr,
     ))

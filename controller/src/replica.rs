@@ -33,6 +33,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::reflector::Store;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
@@ -41,6 +42,7 @@ use tokio::sync::watch;
 use berth_cluster::crd::App;
 
 use crate::context::{Context, Settings};
+use crate::events::{Events, Reason};
 use crate::metrics::Metrics;
 use crate::wiring::controllers;
 
@@ -57,8 +59,15 @@ pub struct ReplicaSettings {
     /// This replica's name among the others (the pod's name): the Lease's
     /// holder while it leads, and the `reportingInstance` of its Events.
     pub identity: String,
+    /// The namespace of the Lease, and of this replica's pod (the
+    /// Deployment passes its own).
     pub lease_namespace: String,
     pub lease_name: String,
+    /// This replica's pod's uid, which the Deployment passes
+    /// (`BERTH_REPLICA_UID`): with it `kubectl describe pod` shows the
+    /// Events about the replica; without it they are still listed in its
+    /// namespace.
+    pub pod_uid: Option<String>,
     /// How long the Lease holds without renewal: how long the others wait
     /// after the leader died before one takes over.
     pub lease_duration_seconds: u64,
@@ -95,6 +104,18 @@ pub fn replica_identity(
 }
 
 impl ReplicaSettings {
+    /// This replica's pod, as an Event names what it regards.
+    fn pod(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Pod".to_owned()),
+            name: Some(self.identity.clone()),
+            namespace: Some(self.lease_namespace.clone()),
+            uid: self.pod_uid.clone(),
+            ..ObjectReference::default()
+        }
+    }
+
     /// How long before its expiry the holder renews the Lease: a third of
     /// the duration (5 s of 15 s), at least 1 s.
     pub fn grace_seconds(&self) -> u64 {
@@ -213,13 +234,20 @@ impl Replica {
             replica,
             shared,
         } = self;
-        // Said at the start and every 5 minutes, as long as it holds.
+        // Said at the start and every 5 minutes, as long as it holds: in the
+        // log and as an Event on the replica's pod (one series while the
+        // repeats come within its window).
         let _warning = shared.warning.clone().map(|warning| {
+            let events = Events::new(client.clone(), &replica.identity);
+            let pod = replica.pod();
             AbortOnDrop(tokio::spawn(async move {
                 let mut every = tokio::time::interval(WARNING_INTERVAL);
                 loop {
                     every.tick().await;
                     tracing::warn!(warning = %warning, "unsafe settings");
+                    events
+                        .publish_regarding(pod.clone(), UNSAFE_SETTINGS, warning.as_str())
+                        .await;
                 }
             }))
         });
@@ -409,7 +437,10 @@ fn readiness(role: Role, warning: Option<&str>) -> (StatusCode, String) {
     }
 }
 
-/// How often a warning about the settings is logged again.
+/// The Event of a warning about the settings (its note is the warning).
+pub const UNSAFE_SETTINGS: Reason = Reason::warning("UnsafeSettings", "Start");
+
+/// How often a warning about the settings is said again.
 const WARNING_INTERVAL: Duration = Duration::from_secs(300);
 
 #[cfg(test)]

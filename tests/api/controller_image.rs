@@ -226,11 +226,13 @@ async fn the_images_controller_leads_and_stops_cleanly_at_sigterm() {
         .and_then(|listener| listener.local_addr())
         .expect("a free port");
     let identity = crate::support::unique("berth-controller-pod");
+    let pod_uid = uuid::Uuid::new_v4().to_string();
     cluster.stop_controller().await;
     let child = Command::new(unpacked.root().join(BINARY))
         .env_clear()
         .env("KUBECONFIG", &kubeconfig)
         .env("BERTH_REPLICA", &identity)
+        .env("BERTH_REPLICA_UID", &pod_uid)
         .env("BERTH_CONTROLLER_ADDR", addr.to_string())
         .env(
             "BERTH_LEASE_DURATION_SECONDS",
@@ -253,6 +255,35 @@ async fn the_images_controller_leads_and_stops_cleanly_at_sigterm() {
         http_get(addr, "/readyz").await == (200, format!("leader; warning: {warning}"))
     })
     .await;
+    // ...and as a Warning Event on its pod, which `kubectl describe pod`
+    // finds by the pod's name, namespace, kind and uid.
+    let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+        kube::Api::namespaced(admin.clone(), berth_controller::DEFAULT_LEASE_NAMESPACE);
+    let unsafe_settings = || async {
+        events
+            .list(&Default::default())
+            .await
+            .expect("listing berth-system's Events")
+            .items
+            .into_iter()
+            .find(|event| {
+                event.reason.as_deref() == Some("UnsafeSettings")
+                    && event.reporting_instance.as_deref() == Some(identity.as_str())
+            })
+    };
+    eventually("an UnsafeSettings Event on the replica's pod", || async {
+        unsafe_settings().await.is_some()
+    })
+    .await;
+    let said = unsafe_settings().await.expect("the Event");
+    let regarding = said.regarding.expect("what the Event regards");
+    assert_eq!(
+        (regarding.kind.as_deref(), regarding.name.as_deref()),
+        (Some("Pod"), Some(identity.as_str()))
+    );
+    assert_eq!(regarding.uid.as_deref(), Some(pod_uid.as_str()));
+    assert_eq!(said.type_.as_deref(), Some("Warning"));
+    assert_eq!(said.note.as_deref(), Some(warning.as_str()));
     app.ready_environment("image", "dev").await;
 
     let terminated = Command::new("kill")

@@ -766,3 +766,186 @@ async fn the_controllers_identity_is_refused_what_its_role_does_not_grant() {
     ]);
     refused_as("berth-controller", &controller, &cluster.client, attempts).await;
 }
+
+/// A build's Job as the controller makes it (`build_engine::job`, for this
+/// cluster's version), as JSON to loosen.
+async fn build_job(cluster: &TestCluster) -> serde_json::Value {
+    use berth_cluster::crd::{BUILDS_NAMESPACE, Build, BuildSpec, object_names};
+    use berth_controller::build_engine::{self, AppArmor, BuilderSettings, Target};
+    use berth_domain::app::{AppSource, BuildSettings, BuildStrategy};
+    use kube::Resource;
+
+    let app = "shop";
+    let mut build = Build::new(
+        &object_names::build("store-prod", app, 1),
+        BuildSpec {
+            org: "acme".to_owned(),
+            project: "store".to_owned(),
+            environment: "prod".to_owned(),
+            namespace: "store-prod".to_owned(),
+            app: app.to_owned(),
+            app_uid: "app-uid".to_owned(),
+            number: 1,
+            source: AppSource {
+                git_repo: "https://git.example.com/acme/shop.git".to_owned(),
+                git_ref: Some("main".to_owned()),
+                build: BuildSettings {
+                    strategy: BuildStrategy::Auto,
+                    context_dir: None,
+                    dockerfile: None,
+                },
+                git_secret: Some("git".to_owned()),
+            },
+            actor: None,
+            created_at: 1,
+            decision: None,
+            branch: None,
+            hook: None,
+            cancel: None,
+        },
+    );
+    build.metadata.namespace = Some(BUILDS_NAMESPACE.to_owned());
+    build.metadata.uid = Some(uuid::Uuid::new_v4().to_string());
+    let registry = berth_cluster::registry::Registry::parse(
+        "registry.example.com/berth",
+        "registry.example.com",
+    )
+    .expect("a registry");
+    let credentials = berth_controller::registry::build_credentials(&build, &registry);
+    let version = cluster
+        .client
+        .apiserver_version()
+        .await
+        .expect("the cluster's version");
+    let target = Target {
+        registry: &registry,
+        credentials: &credentials,
+        apparmor: AppArmor::for_minor(&version.minor),
+    };
+    let job = build_engine::job(
+        &build,
+        build.controller_owner_ref(&()).expect("an owner"),
+        &BuilderSettings::default(),
+        &target,
+        Some("git-copy"),
+    )
+    .expect("a build's Job");
+    serde_json::to_value(job).expect("the Job as JSON")
+}
+
+/// berth-builds is Pod Security `privileged` (rootless BuildKit), so the
+/// admission policy holds the controller there to a build's Job (issue 46,
+/// part 5): the Job it makes is admitted; loosened in any way that would
+/// reach the node, a token or root, or as another kind of workload, it is
+/// refused — to a stolen controller token as to the controller.
+#[tokio::test]
+async fn in_berth_builds_the_controller_makes_only_a_builds_job() {
+    let cluster = TestCluster::start().await;
+    let controller = controller_client(&cluster).await;
+    let job = build_job(&cluster).await;
+    let jobs = |client: kube::Client| Api::<Job>::namespaced(client, "berth-builds");
+    let as_job =
+        |value: serde_json::Value| -> Job { serde_json::from_value(value).expect("a Job") };
+    jobs(controller.clone())
+        .create(&dry_run(), &as_job(job.clone()))
+        .await
+        .expect("a build's own Job is admitted");
+
+    type Loosen = fn(&mut serde_json::Value);
+    let loosened: Vec<(&'static str, Loosen)> = vec![
+        // (A real apiserver finds a privileged container that may not
+        // escalate invalid, and one adding CAP_SYS_ADMIN too.)
+        ("a privileged container", |pod| {
+            let security = &mut pod["containers"][0]["securityContext"];
+            security["privileged"] = json!(true);
+            if let Some(security) = security.as_object_mut() {
+                security.remove("allowPrivilegeEscalation");
+            }
+        }),
+        ("an added capability", |pod| {
+            pod["initContainers"][0]["securityContext"]["capabilities"] =
+                json!({"add": ["NET_ADMIN"]})
+        }),
+        ("the host's network", |pod| pod["hostNetwork"] = json!(true)),
+        ("the host's processes", |pod| pod["hostPID"] = json!(true)),
+        ("a host path", |pod| {
+            pod["volumes"]
+                .as_array_mut()
+                .expect("volumes")
+                .push(json!({"name": "host", "hostPath": {"path": "/"}}))
+        }),
+        ("a service account token", |pod| {
+            pod["automountServiceAccountToken"] = json!(true)
+        }),
+        ("a projected token volume", |pod| {
+            pod["volumes"].as_array_mut().expect("volumes").push(json!({
+                "name": "token",
+                "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]},
+            }))
+        }),
+        ("another service account", |pod| {
+            pod["serviceAccountName"] = json!("berth-controller")
+        }),
+        ("a host port", |pod| {
+            pod["containers"][0]["ports"] = json!([{"containerPort": 80, "hostPort": 80}])
+        }),
+        ("an unconfined step running as root", |pod| {
+            for step in pod["initContainers"].as_array_mut().expect("steps") {
+                let security = &mut step["securityContext"];
+                if security["seccompProfile"]["type"] == json!("Unconfined") {
+                    security["runAsUser"] = json!(0);
+                    security["runAsNonRoot"] = json!(false);
+                }
+            }
+        }),
+        ("a step escalating privileges", |pod| {
+            pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = json!(true)
+        }),
+        ("a step without a security context", |pod| {
+            pod["containers"][0]
+                .as_object_mut()
+                .expect("a container")
+                .remove("securityContext");
+        }),
+        ("a sysctl", |pod| {
+            pod["securityContext"]["sysctls"] =
+                json!([{"name": "net.core.somaxconn", "value": "1024"}])
+        }),
+    ];
+    let mut attempts: Vec<(&str, Refusal, Attempt)> = Vec::new();
+    for (what, loosen) in loosened {
+        let mut loose = job.clone();
+        loosen(&mut loose["spec"]["template"]["spec"]);
+        loose["metadata"]["name"] = json!(crate::support::unique("loose"));
+        let loose = as_job(loose);
+        attempts.push((
+            what,
+            Refusal::Admission,
+            attempt(move |client| {
+                let loose = loose.clone();
+                async move { jobs(client).create(&dry_run(), &loose).await }
+            }),
+        ));
+    }
+    let mut template = job["spec"]["template"].clone();
+    template["metadata"]["labels"] = json!({"app": "build"});
+    template["spec"]["restartPolicy"] = json!("Always");
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": crate::support::unique("refused")},
+        "spec": {"selector": {"matchLabels": {"app": "build"}}, "template": template},
+    }))
+    .expect("a Deployment");
+    attempts.push((
+        "a Deployment of a build's pod",
+        Refusal::Admission,
+        attempt(move |client| {
+            let deployment = deployment.clone();
+            async move {
+                Api::<Deployment>::namespaced(client, "berth-builds")
+                    .create(&dry_run(), &deployment)
+                    .await
+            }
+        }),
+    ));
+    refused_as("berth-controller", &controller, &cluster.client, attempts).await;
+}

@@ -160,11 +160,18 @@ fn the_kustomization_renders_one_installation() {
     }
     let downward: Vec<&str> = container["env"]
         .as_sequence()
-        .expect("the pod's name and namespace")
+        .expect("the pod's name, namespace and uid")
         .iter()
         .filter_map(|variable| variable["name"].as_str())
         .collect();
-    assert_eq!(downward, ["BERTH_REPLICA", "BERTH_LEASE_NAMESPACE"]);
+    assert_eq!(
+        downward,
+        [
+            "BERTH_REPLICA",
+            "BERTH_LEASE_NAMESPACE",
+            "BERTH_REPLICA_UID"
+        ]
+    );
     for variable in &downward {
         assert!(
             controller_main_reads(variable),

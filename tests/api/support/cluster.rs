@@ -511,6 +511,7 @@ pub fn replica_settings(identity: String, lease: &str) -> ReplicaSettings {
         lease_namespace: berth_controller::DEFAULT_LEASE_NAMESPACE.to_owned(),
         lease_name: lease.to_owned(),
         lease_duration_seconds: LEASE_DURATION_SECONDS,
+        pod_uid: None,
     }
 }
 
