@@ -267,7 +267,11 @@ impl Api {
     }
 
     pub fn delete(&self, segments: &[&str]) -> Result<Answer> {
-        self.answer(self.send(self.request(Method::DELETE, segments))?)
+        self.delete_with(segments, &[])
+    }
+
+    pub fn delete_with(&self, segments: &[&str], query: &[(&str, String)]) -> Result<Answer> {
+        self.answer(self.send(self.request(Method::DELETE, segments).query(query))?)
     }
 
     /// `login`: its answer and the session cookie it set.

@@ -27,14 +27,16 @@ pub struct Global {
     /// records as it answered them).
     #[arg(short = 'o', long, global = true, value_enum)]
     pub output: Option<Format>,
-    /// The project; by default the one `berth link` wrote here.
-    #[arg(short = 'p', long, global = true)]
+    /// The project; by default `BERTH_PROJECT`, else the one `berth link`
+    /// wrote here.
+    #[arg(short = 'p', long, global = true, env = "BERTH_PROJECT")]
     pub project: Option<String>,
-    /// The environment's short name; by default the linked one.
-    #[arg(short = 'e', long = "env", global = true)]
+    /// The environment's short name; by default `BERTH_ENVIRONMENT`, else
+    /// the linked one.
+    #[arg(short = 'e', long = "env", global = true, env = "BERTH_ENVIRONMENT")]
     pub environment: Option<String>,
-    /// The app; by default the linked one.
-    #[arg(short = 'a', long, global = true)]
+    /// The app; by default `BERTH_APP`, else the linked one.
+    #[arg(short = 'a', long, global = true, env = "BERTH_APP")]
     pub app: Option<String>,
 }
 
@@ -71,17 +73,44 @@ pub enum Command {
     Version,
     /// Write `.berth.toml` here: later commands in this directory (and
     /// below) use its project, environment and app unless told otherwise.
+    /// What it links must exist; `--show` prints the link in force.
+    #[command(after_help = "Examples:\n  berth link shop staging web\n  berth link --show")]
     Link {
-        project: String,
-        environment: String,
+        #[arg(required_unless_present = "show")]
+        project: Option<String>,
+        #[arg(required_unless_present = "show")]
+        environment: Option<String>,
         app: Option<String>,
+        /// Print the link in force here (and where it is written), change
+        /// nothing.
+        #[arg(long, conflicts_with_all = ["project", "environment", "app"])]
+        show: bool,
     },
-    /// The projects you can see.
-    Projects,
-    /// The environments of the project.
-    Envs,
-    /// The apps of the environment.
-    Apps,
+    /// Remove this directory's `.berth.toml`.
+    Unlink,
+    /// Make an app in the project's environment (`--project`, `--env` or
+    /// the link) and link this directory to it, in one step.
+    #[command(
+        after_help = "Examples:\n  berth init web --image nginx:1.27 --port 80 -p shop -e staging\n  berth init api --git-repo https://github.com/acme/api.git"
+    )]
+    Init(NewApp),
+    /// The projects you can see (`list`, the default); make or remove one.
+    Projects {
+        #[command(subcommand)]
+        command: Option<ProjectsCommand>,
+    },
+    /// The environments of the project (`list`, the default); make, remove
+    /// or restore one.
+    Envs {
+        #[command(subcommand)]
+        command: Option<EnvsCommand>,
+    },
+    /// The apps of the environment (`list`, the default); make or remove
+    /// one.
+    Apps {
+        #[command(subcommand)]
+        command: Option<AppsCommand>,
+    },
     /// The app's processes and pods.
     Ps,
     /// Deploy a new image, or build the app's source at a ref.
@@ -268,6 +297,144 @@ pub struct Logs {
 pub enum TokensCommand {
     /// Your tokens (the default).
     List,
+    /// Make a token; its secret is printed this once.
+    #[command(
+        after_help = "Examples:\n  berth tokens create ci --ceiling deploy --expires-in-days 30\n  BERTH_TOKEN=$(berth tokens create ci -o plain) …"
+    )]
+    Create {
+        /// The name it is listed under.
+        name: String,
+        /// Days until it expires (1 to 365); never, if omitted.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        /// The most it may do (`read` or `deploy`); your own rights if
+        /// omitted.
+        #[arg(long, value_enum)]
+        ceiling: Option<TokenCeiling>,
+    },
     /// Revoke one of your tokens, by id.
     Revoke { id: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TokenCeiling {
+    Read,
+    Deploy,
+}
+
+/// Removing is for good (a production environment's after its grace):
+/// asked on a terminal, `--yes` in scripts.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct Confirm {
+    /// Do not ask: remove it.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectsCommand {
+    /// The projects you can see (the default).
+    List,
+    /// Make a project.
+    #[command(after_help = "Example:\n  berth projects create shop --display-name \"The shop\"")]
+    Create {
+        /// A DNS label (letters, digits, `-`), at most 40 characters.
+        name: String,
+        /// How it is shown; its name if omitted.
+        #[arg(long)]
+        display_name: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Remove an empty project.
+    Rm {
+        name: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EnvironmentType {
+    Standard,
+    Production,
+    Preview,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvsCommand {
+    /// The environments of the project (the default).
+    List,
+    /// Make an environment of the project.
+    #[command(
+        after_help = "Examples:\n  berth envs create staging\n  berth envs create prod --type production --cpu 8 --memory 16Gi --pods 50"
+    )]
+    Create {
+        /// A DNS label (letters, digits, `-`).
+        name: String,
+        /// `production` environments are purged only after a grace
+        /// period, during which `berth envs restore` brings them back.
+        #[arg(long = "type", value_enum, default_value = "standard")]
+        env_type: EnvironmentType,
+        /// The CPU all its pods may request together, e.g. `4` or `500m`.
+        #[arg(long)]
+        cpu: Option<String>,
+        /// The memory all its pods may request together, e.g. `8Gi`.
+        #[arg(long)]
+        memory: Option<String>,
+        /// How many pods it may run.
+        #[arg(long)]
+        pods: Option<i32>,
+    },
+    /// Remove an environment and everything in it (a production one after
+    /// its grace period).
+    Rm {
+        name: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+    /// Bring back a production environment removed within its grace period.
+    Restore { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AppsCommand {
+    /// The apps of the environment (the default).
+    List,
+    /// Make an app in the environment.
+    #[command(
+        after_help = "Examples:\n  berth apps create web --image nginx:1.27 --port 80\n  berth apps create api --git-repo https://github.com/acme/api.git --ref main"
+    )]
+    Create(NewApp),
+    /// Remove an app and everything it owns (its volumes only with
+    /// `--delete-volumes`).
+    Rm {
+        name: String,
+        /// Remove its volumes too (kept otherwise).
+        #[arg(long)]
+        delete_volumes: bool,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+/// An app to make: from an image, or from a repository built at a ref.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).multiple(true).args(["image", "git_repo"])))]
+pub struct NewApp {
+    /// A DNS label (letters, digits, `-`), starting with a letter.
+    pub name: String,
+    /// The container image to run, e.g. `nginx:1.27`.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// An `https://` git repository to build the image from.
+    #[arg(long)]
+    pub git_repo: Option<String>,
+    /// The branch, tag or commit to build; the repository's default branch
+    /// if omitted.
+    #[arg(long = "ref", value_name = "REF", requires = "git_repo")]
+    pub git_ref: Option<String>,
+    /// The port it listens on (an HTTP process: it gets a URL).
+    #[arg(long)]
+    pub port: Option<i64>,
 }

@@ -180,22 +180,43 @@ pub fn write_link(dir: &Path, link: &Link) -> Result<PathBuf> {
 
 /// The nearest `.berth.toml`, in this directory or one above it.
 pub fn find_link() -> Result<Option<Link>> {
+    Ok(find_link_file()?.map(|(_, link)| link))
+}
+
+/// The nearest `.berth.toml` and where it is.
+pub fn find_link_file() -> Result<Option<(PathBuf, Link)>> {
     let Ok(here) = std::env::current_dir() else {
         return Ok(None);
     };
     for dir in here.ancestors() {
-        let path = dir.join(LINK_FILE);
-        match fs::read_to_string(&path) {
-            Ok(text) => {
-                return toml::from_str(&text).map(Some).map_err(|e| {
-                    Failure::Usage(format!("{} is not a link ({e})", path.display()))
-                });
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Failure::failed(format!("reading {}: {e}", path.display()))),
+        if let Some(link) = read_link(dir)? {
+            return Ok(Some((dir.join(LINK_FILE), link)));
         }
     }
     Ok(None)
+}
+
+/// The link written in `dir` itself, if any.
+pub fn read_link(dir: &Path) -> Result<Option<Link>> {
+    let path = dir.join(LINK_FILE);
+    match fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text)
+            .map(Some)
+            .map_err(|e| Failure::Usage(format!("{} is not a link ({e})", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Failure::failed(format!("reading {}: {e}", path.display()))),
+    }
+}
+
+/// Removes the link written in `dir`; the link it was, if there was one.
+pub fn remove_link(dir: &Path) -> Result<Option<Link>> {
+    let Some(link) = read_link(dir)? else {
+        return Ok(None);
+    };
+    let path = dir.join(LINK_FILE);
+    fs::remove_file(&path)
+        .map_err(|e| Failure::failed(format!("removing {}: {e}", path.display())))?;
+    Ok(Some(link))
 }
 
 /// Where a command acts: its flags, else the link.
@@ -209,8 +230,12 @@ pub struct Context {
 impl Context {
     pub fn resolve(global: &Global) -> Result<Self> {
         let link = find_link()?.unwrap_or_default();
+        // A flag, or its variable (`BERTH_PROJECT`…, which clap reads),
+        // set empty counts as not given.
         let or_link = |flag: &Option<String>, linked: Option<String>| {
-            flag.clone().or(linked.filter(|value| !value.is_empty()))
+            flag.clone()
+                .filter(|value| !value.is_empty())
+                .or(linked.filter(|value| !value.is_empty()))
         };
         Ok(Self {
             project: or_link(&global.project, Some(link.project)),

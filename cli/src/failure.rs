@@ -28,6 +28,9 @@ pub enum Failure {
         failure: Box<Failure>,
         hint: &'static str,
     },
+    /// `failure`, and what to do about it (its exit code is the
+    /// failure's).
+    Hinted { failure: Box<Failure>, hint: String },
     /// Standard output's reader went away (`berth … | head`): the command
     /// ends quietly, as Unix tools do.
     ClosedPipe,
@@ -44,6 +47,9 @@ impl Failure {
     pub const CLOSED_PIPE: u8 = 141;
 
     pub fn exit_code(&self) -> ExitCode {
+        if let Failure::Hinted { failure, .. } = self {
+            return failure.exit_code();
+        }
         ExitCode::from(match self {
             Failure::Api(problem) => match problem.status {
                 401 => Self::NOT_SIGNED_IN,
@@ -57,6 +63,7 @@ impl Failure {
             Failure::Usage(_) => Self::USAGE,
             Failure::Http { .. } | Failure::Transport(_) | Failure::Failed(_) => Self::FAILED,
             Failure::ClosedPipe => Self::CLOSED_PIPE,
+            Failure::Hinted { .. } => Self::FAILED,
         })
     }
 
@@ -65,13 +72,21 @@ impl Failure {
         match self {
             Failure::Api(problem) => Some(problem.status),
             Failure::Http { status, .. } => Some(*status),
-            Failure::Refused { failure, .. } => failure.status(),
+            Failure::Refused { failure, .. } | Failure::Hinted { failure, .. } => failure.status(),
             _ => None,
         }
     }
 
     pub fn failed(message: impl Into<String>) -> Self {
         Failure::Failed(message.into())
+    }
+
+    /// This failure, with what to do about it after it.
+    pub fn hinted(self, hint: impl Into<String>) -> Self {
+        Failure::Hinted {
+            failure: Box::new(self),
+            hint: hint.into(),
+        }
     }
 }
 
@@ -88,6 +103,7 @@ impl fmt::Display for Failure {
                 text
             }
             Failure::Refused { failure, hint } => format!("{failure}; {hint}"),
+            Failure::Hinted { failure, hint } => format!("{failure}; {hint}"),
             Failure::ClosedPipe => "standard output was closed".to_owned(),
             Failure::Http { status, body } => format!("the API answered {status}: {body}"),
             Failure::Transport(message)

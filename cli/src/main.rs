@@ -53,14 +53,31 @@ fn run(cli: Cli) -> Result<()> {
         Command::Whoami => commands::auth::whoami(&session()?),
         Command::Version => commands::auth::version(out),
         Command::Tokens { command } => commands::auth::tokens(&session()?, command),
+        Command::Link { show: true, .. } => commands::manage::show_link(out),
         Command::Link {
             project,
             environment,
             app,
-        } => commands::resources::link(out, project, environment, app),
-        Command::Projects => commands::resources::projects(&session()?),
-        Command::Envs => commands::resources::environments(&session()?, &context()?),
-        Command::Apps => commands::resources::apps(&session()?, &context()?),
+            show: false,
+        } => {
+            // clap requires both unless `--show`.
+            let (Some(project), Some(environment)) = (project, environment) else {
+                return Err(Failure::Usage("berth link PROJECT ENV [APP]".into()));
+            };
+            let link = config::Link {
+                project,
+                environment,
+                app,
+            };
+            commands::manage::link(&session()?, link)
+        }
+        Command::Unlink => commands::manage::unlink(out),
+        Command::Init(new) => commands::manage::init(&session()?, &context()?, new),
+        Command::Projects { command } => commands::manage::projects(&session()?, command),
+        Command::Envs { command } => {
+            commands::manage::environments(&session()?, &context()?, command)
+        }
+        Command::Apps { command } => commands::manage::apps(&session()?, &context()?, command),
         Command::Ps => commands::resources::ps(&session()?, &context()?.app()?),
         Command::Releases => commands::resources::releases(&session()?, &context()?.app()?),
         Command::Domains => commands::resources::domains(&session()?, &context()?.app()?),

@@ -23,7 +23,7 @@ pub struct EnvironmentRecord {
     pub created_at: Option<String>,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = CreateEnvironmentBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
@@ -35,7 +35,11 @@ pub struct CreateBody {
     #[serde(default = "standard")]
     #[schema(pattern = "^(standard|production|preview)$", default = "standard")]
     pub env_type: String,
-    #[serde(default, deserialize_with = "object::optional")]
+    #[serde(
+        default,
+        deserialize_with = "object::optional",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub quota: Option<Quota>,
 }
 

@@ -18,7 +18,7 @@ pub struct ProjectRecord {
     pub created_at: Option<String>,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = CreateProjectBody)]
 #[serde(deny_unknown_fields)]
 pub struct CreateBody {
@@ -34,5 +34,6 @@ pub struct CreateBody {
     )]
     pub display_name: String,
     #[schema(max_length = 1000)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }

@@ -115,6 +115,9 @@ impl Machine {
             .current_dir(&self.dir)
             .env_remove("BERTH_URL")
             .env_remove("BERTH_TOKEN")
+            .env_remove("BERTH_PROJECT")
+            .env_remove("BERTH_ENVIRONMENT")
+            .env_remove("BERTH_APP")
             .env("BERTH_CONFIG_DIR", &self.config)
             .envs(self.env.iter().map(|(k, v)| (*k, v.as_str())));
         command
@@ -1230,4 +1233,169 @@ async fn logs_show_control_characters_visibly_unless_raw() {
     json.ok();
     let entries: Value = serde_json::from_str(&json.stdout).expect("JSON");
     assert_eq!(entries[0]["lines"][0], hostile);
+}
+
+/// A newcomer's start without `curl` (issue 48): a project, environments
+/// and an app made and removed from the CLI, `init` linking the directory,
+/// the link checked, shown and removed, the context from `BERTH_*`
+/// variables, a deploy to a missing app saying how to make it, removals
+/// that ask (or want `--yes`), a production environment restored, and a
+/// token shown once.
+#[tokio::test]
+async fn a_newcomer_makes_what_they_deploy_to_and_removes_it() {
+    let app = TestApp::with_cluster().await;
+    let served = app.serve().await;
+    let machine = Machine::ci(&served, &app.owner);
+    let project = unique("mk");
+
+    machine
+        .run(&["projects", "create", &project, "--display-name", "The shop"])
+        .await
+        .ok();
+    let listed = machine.run(&["projects", "-o", "json"]).await;
+    let shown = listed.ok().json();
+    let made = shown
+        .as_array()
+        .and_then(|projects| projects.iter().find(|p| p["name"] == project.as_str()))
+        .expect("the new project is listed");
+    assert_eq!(made["display_name"], "The shop");
+
+    let created = machine
+        .run(&["envs", "create", "staging", "-p", &project])
+        .await;
+    assert!(
+        created.ok().stdout.contains("berth apps create"),
+        "{created:?}"
+    );
+    eventually("the environment becomes ready", || async {
+        let listed = machine.run(&["envs", "-p", &project, "-o", "json"]).await;
+        listed.ok().json()[0]["ready"] == true
+    })
+    .await;
+
+    // `link` checks what it names: nothing is written for a missing one.
+    let missing = machine.run(&["link", &project, "nope"]).await;
+    assert_eq!(missing.code, 4, "{missing:?}");
+    assert!(!machine.dir.join(".berth.toml").exists());
+
+    // `init`: the app made and this directory linked to it.
+    let init = machine
+        .run(&[
+            "init",
+            "web",
+            "--image",
+            "nginx:1.27",
+            "--port",
+            "80",
+            "-p",
+            &project,
+            "-e",
+            "staging",
+        ])
+        .await;
+    assert!(
+        init.ok().stdout.contains("linked this directory"),
+        "{init:?}"
+    );
+    let shown = machine.run(&["link", "--show"]).await;
+    assert!(
+        shown
+            .ok()
+            .stdout
+            .starts_with(&format!("app web in {project}/staging (")),
+        "{shown:?}"
+    );
+    machine.run(&["deploy", "--image", "nginx:1.28"]).await.ok();
+    // Linking again says what it replaced.
+    let relinked = machine.run(&["link", &project, "staging"]).await;
+    assert!(
+        relinked
+            .ok()
+            .stdout
+            .contains(&format!("(it was linked to app web in {project}/staging)")),
+        "{relinked:?}"
+    );
+
+    // A deploy to an app that is not there says how to make it.
+    let nowhere = machine
+        .run(&["deploy", "-a", "nope", "--image", "nginx:1.27"])
+        .await;
+    assert_eq!(nowhere.code, 4, "{nowhere:?}");
+    assert!(
+        nowhere.error_line().contains(&format!(
+            "berth apps create nope --image nginx:1.27 -p {project}"
+        )),
+        "{nowhere:?}"
+    );
+
+    // The context from the environment, as CI sets it, with no link.
+    let mut ci = Machine::ci(&served, &app.owner);
+    ci.env.extend([
+        ("BERTH_PROJECT", project.clone()),
+        ("BERTH_ENVIRONMENT", "staging".to_owned()),
+        ("BERTH_APP", "web".to_owned()),
+    ]);
+    let ps = ci.run(&["ps", "-o", "json"]).await;
+    assert_eq!(ps.ok().json()["app"]["image"], "nginx:1.28");
+    // A flag still wins over the variable.
+    let other = ci.run(&["ps", "-a", "nope"]).await;
+    assert_eq!(other.code, 4, "{other:?}");
+
+    // Removing asks; a script without --yes is told to add it.
+    let unasked = ci.run(&["apps", "rm", "web"]).await;
+    assert_eq!(unasked.code, 2, "{unasked:?}");
+    assert!(unasked.error_line().contains("--yes"), "{unasked:?}");
+    ci.run(&["apps", "rm", "web", "--yes"]).await.ok();
+    let gone = ci.run(&["ps"]).await;
+    assert_eq!(gone.code, 4, "{gone:?}");
+
+    // A production environment comes back within its grace.
+    ci.run(&[
+        "envs",
+        "create",
+        "prod",
+        "--type",
+        "production",
+        "--pods",
+        "10",
+    ])
+    .await
+    .ok();
+    let removed = ci.run(&["envs", "rm", "prod", "--yes"]).await;
+    assert!(
+        removed.ok().stdout.contains("berth envs restore prod"),
+        "{removed:?}"
+    );
+    ci.run(&["envs", "restore", "prod"]).await.ok();
+
+    // A token, shown once: alone on standard output, so `$(…)` takes it.
+    let token = machine
+        .run(&["tokens", "create", "ci", "--ceiling", "read", "-o", "plain"])
+        .await;
+    let secret = token.ok().stdout.trim().to_owned();
+    assert!(secret.starts_with("brt_"), "{token:?}");
+    assert!(token.stderr.contains("shown this once"), "{token:?}");
+    let reader = Machine::ci(
+        &served,
+        &TestUser {
+            token: secret,
+            ..app.owner.clone()
+        },
+    );
+    reader.run(&["projects"]).await.ok();
+    let refused = reader.run(&["projects", "create", &unique("mk")]).await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+
+    // `unlink`, then nothing to show.
+    machine.run(&["unlink"]).await.ok();
+    let unlinked = machine.run(&["link", "--show"]).await;
+    assert_eq!(unlinked.code, 2, "{unlinked:?}");
+
+    // A standard environment goes at once; an empty project too.
+    ci.run(&["envs", "rm", "staging", "--yes"]).await.ok();
+    let empty = unique("mk");
+    machine.run(&["projects", "create", &empty]).await.ok();
+    let unasked = machine.run(&["projects", "rm", &empty]).await;
+    assert_eq!(unasked.code, 2, "{unasked:?}");
+    machine.run(&["projects", "rm", &empty, "--yes"]).await.ok();
 }

@@ -1,11 +1,12 @@
 //! Signing in and out, who you are, your tokens, the versions.
 
+use berth_domain::Ceiling;
 use berth_records::auth::{Identity, LoginBody, PasswordChange};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 
 use super::Session;
 use crate::api::{Api, Credential, parse_url};
-use crate::args::{Login, TokensCommand};
+use crate::args::{Login, TokenCeiling, TokensCommand};
 use crate::config::{self, Credentials};
 use crate::failure::{Failure, Result};
 use crate::output::{Output, or_dash, print};
@@ -294,6 +295,35 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
                     rows,
                 )
             })
+        }
+        TokensCommand::Create {
+            name,
+            expires_in_days,
+            ceiling,
+        } => {
+            let answer = session.api.post(
+                &["tokens"],
+                &NewToken {
+                    name,
+                    expires_in_days,
+                    ceiling: ceiling.map(|ceiling| match ceiling {
+                        TokenCeiling::Read => Ceiling::Read,
+                        TokenCeiling::Deploy => Ceiling::Deploy,
+                    }),
+                    scope: None,
+                },
+            )?;
+            let created: CreatedToken = answer.record()?;
+            eprintln!(
+                "Token {} ({}) made: its secret is shown this once, below; keep it where your CI keeps secrets",
+                created.record.id, created.record.name
+            );
+            if session.out.json() {
+                print(&answer.pretty()?)
+            } else {
+                // The secret alone on standard output: `$(berth tokens create …)`.
+                print(&created.token)
+            }
         }
         TokensCommand::Revoke { id } => {
             session.api.delete(&["tokens", &id])?;

@@ -11,27 +11,33 @@ use super::wait::{self, Deadline};
 use crate::api::Answer;
 use crate::args::{Deploy, Wait};
 use crate::config::AppPath;
-use crate::failure::Result;
+use crate::failure::{Failure, Result};
 use crate::output::or_dash;
 
 pub fn deploy(session: &Session, app: &AppPath, deploy: Deploy) -> Result<()> {
     let deadline = Deadline::after(deploy.wait.timeout);
     if let Some(image) = deploy.image {
-        let answer = session.api.patch(
-            &app.path(&[]),
-            &UpdateBody {
-                image: Some(image),
-                ..UpdateBody::default()
-            },
-        )?;
+        let answer = session
+            .api
+            .patch(
+                &app.path(&[]),
+                &UpdateBody {
+                    image: Some(image.clone()),
+                    ..UpdateBody::default()
+                },
+            )
+            .map_err(|failure| missing_app(failure, app, &format!("--image {image}")))?;
         return changed(session, app, answer, deploy.wait, deadline);
     }
-    let answer = session.api.post(
-        &app.path(&["builds"]),
-        &CreateBuildBody {
-            git_ref: deploy.git_ref,
-        },
-    )?;
+    let answer = session
+        .api
+        .post(
+            &app.path(&["builds"]),
+            &CreateBuildBody {
+                git_ref: deploy.git_ref,
+            },
+        )
+        .map_err(|failure| missing_app(failure, app, "--git-repo URL"))?;
     let build: BuildRecord = answer.record()?;
     if !deploy.wait.wait {
         return session.out.answer(&answer, || {
@@ -47,6 +53,19 @@ pub fn deploy(session: &Session, app: &AppPath, deploy: Deploy) -> Result<()> {
     let revision = wait::build(session, app, &build, deadline)?;
     let last = wait::revision(session, app, revision, deadline)?;
     show_app(session, &last, "Deployed")
+}
+
+/// A deploy to an app (or environment) that is not there says how to make
+/// it.
+fn missing_app(failure: Failure, app: &AppPath, source: &str) -> Failure {
+    if failure.status() != Some(404) {
+        return failure;
+    }
+    failure.hinted(format!(
+        "to make the app: berth apps create {} {source} -p {} -e {} (or `berth init`); \
+         `berth envs` lists the project's environments",
+        app.app, app.project, app.environment
+    ))
 }
 
 /// What a change answered (the app, at its new revision): shown, or waited

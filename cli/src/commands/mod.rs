@@ -4,6 +4,7 @@ pub mod auth;
 pub mod deploy;
 pub mod follow;
 pub mod logs;
+pub mod manage;
 pub mod resources;
 pub mod vars;
 pub mod wait;

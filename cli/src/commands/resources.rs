@@ -8,27 +8,9 @@ use berth_records::members::MemberRecord;
 use berth_records::projects::ProjectRecord;
 
 use super::Session;
-use crate::config::{self, AppPath, Context, Link};
-use crate::failure::{Failure, Result};
-use crate::output::{Output, label, millis, or_dash, print};
-
-pub fn link(out: Output, project: String, environment: String, app: Option<String>) -> Result<()> {
-    let here = std::env::current_dir()
-        .map_err(|e| Failure::failed(format!("the current directory: {e}")))?;
-    let what = match &app {
-        Some(app) => format!("app {app} in {project}/{environment}"),
-        None => format!("{project}/{environment}"),
-    };
-    let path = config::write_link(
-        &here,
-        &Link {
-            project,
-            environment,
-            app,
-        },
-    )?;
-    out.say(&format!("Linked {} to {what}", path.display()))
-}
+use crate::config::{AppPath, Context};
+use crate::failure::Result;
+use crate::output::{label, millis, or_dash, print};
 
 pub fn projects(session: &Session) -> Result<()> {
     let answer = session.api.get(&["projects"])?;

@@ -101,7 +101,7 @@ macro_rules! bodies {
 
         /// `POST ENV/apps`: the spec's flat fields, or `processes` for an app
         /// of several processes (never both).
-        #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
+        #[derive(Debug, Default, Clone, Serialize, Deserialize, utoipa::ToSchema)]
         #[schema(as = CreateAppBody)]
         #[serde(deny_unknown_fields)]
         pub struct CreateBody {
