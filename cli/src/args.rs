@@ -113,11 +113,29 @@ pub enum Command {
     },
     /// The app's processes and pods.
     Ps,
+    /// The app at a glance: its state, revision, pods ready and URL.
+    Status,
+    /// Open the app's URL in a browser (`BROWSER`, else the system's
+    /// opener); `--print` only prints it.
+    Open {
+        #[arg(long)]
+        print: bool,
+    },
+    /// Set processes' replicas and size: `PROCESS=N`, `PROCESS=MIN-MAX`
+    /// (scaling on CPU between them), each with an optional `:SIZE`.
+    #[command(after_help = "Examples:\n  berth scale web=3\n  berth scale web=2-6:medium worker=1")]
+    Scale {
+        #[arg(required = true, value_name = "PROCESS=N[:SIZE]")]
+        processes: Vec<String>,
+        #[command(flatten)]
+        wait: Wait,
+    },
     /// Deploy a new image, or build the app's source at a ref.
     Deploy(Deploy),
-    /// Roll the app back to an earlier revision (a new revision).
+    /// Roll the app back to an earlier revision (a new revision); without
+    /// one, to the revision before the current one.
     Rollback {
-        revision: i64,
+        revision: Option<i64>,
         #[command(flatten)]
         wait: Wait,
     },
@@ -143,10 +161,17 @@ pub enum Command {
         process: Option<String>,
     },
     /// The app's release history, newest first.
-    Releases,
-    /// The app's environment variables.
-    #[command(subcommand)]
-    Env(EnvCommand),
+    Releases {
+        /// Only the newest N.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// The app's environment variables (`list`, the default; `get`, `set`,
+    /// `unset`).
+    Env {
+        #[command(subcommand)]
+        command: Option<EnvCommand>,
+    },
     /// The environment's secrets (values are never shown).
     #[command(subcommand)]
     Secrets(SecretsCommand),
@@ -155,9 +180,18 @@ pub enum Command {
     Builds(BuildsCommand),
     /// The app's logs.
     Logs(Logs),
-    /// Whether each of the app's hostnames points at the gateway, and its
-    /// certificate.
-    Domains,
+    /// Whether each of the app's hostnames points at the gateway, is
+    /// proven yours, and its certificate (`check`, the default); `add` and
+    /// `rm` change the app's hostnames.
+    Domains {
+        #[command(subcommand)]
+        command: Option<DomainsCommand>,
+    },
+    /// The template catalogue (`list`, the default), and deploying one.
+    Templates {
+        #[command(subcommand)]
+        command: Option<TemplatesCommand>,
+    },
     /// The audit log, newest first: the project's (`--project`, else the
     /// linked one), else the organization's.
     Audit {
@@ -176,8 +210,18 @@ pub enum Command {
         #[command(subcommand)]
         command: Option<TokensCommand>,
     },
-    /// The members of your organization.
-    Members,
+    /// The members of your organization (`list`, the default), or with
+    /// `--project` the project's; invite, change roles, remove.
+    Members {
+        #[command(subcommand)]
+        command: Option<MembersCommand>,
+    },
+    /// The project's deploy tokens (`list`, the default): made by the
+    /// project, outliving who made them.
+    DeployTokens {
+        #[command(subcommand)]
+        command: Option<DeployTokensCommand>,
+    },
     /// A completion script for your shell, on standard output.
     Completions { shell: clap_complete::Shell },
 }
@@ -214,11 +258,20 @@ pub struct Deploy {
 pub enum EnvCommand {
     /// The variables (values only if you may read them).
     List,
+    /// One variable's value (or the secret key it comes from).
+    Get { name: String },
     /// Set variables: `NAME=VALUE …` (a new revision; secrets belong in
-    /// `berth secrets`).
+    /// `berth secrets`), or `NAME --secret SECRET/KEY`: the variable takes
+    /// its value from a key of one of the environment's secrets.
+    #[command(
+        after_help = "Examples:\n  berth env set WELCOME=hello LOG_LEVEL=debug\n  berth secrets set db < db.env && berth env set DATABASE_URL --secret db/url"
+    )]
     Set {
         #[arg(required = true, value_name = "NAME=VALUE")]
         pairs: Vec<String>,
+        /// The secret and key the one variable named takes its value from.
+        #[arg(long, value_name = "SECRET/KEY")]
+        secret: Option<String>,
     },
     /// Remove variables.
     Unset {
@@ -251,6 +304,11 @@ pub enum SecretsCommand {
 pub enum BuildsCommand {
     /// The app's builds, newest first.
     List,
+    /// Cancel a queued or running build.
+    Cancel {
+        /// The build's number; the newest by default.
+        build: Option<i64>,
+    },
     /// A build's logs, one section per step.
     Logs {
         /// The build's number; the newest by default.
@@ -320,6 +378,15 @@ pub enum TokensCommand {
 pub enum TokenCeiling {
     Read,
     Deploy,
+}
+
+impl From<TokenCeiling> for berth_domain::Ceiling {
+    fn from(ceiling: TokenCeiling) -> Self {
+        match ceiling {
+            TokenCeiling::Read => Self::Read,
+            TokenCeiling::Deploy => Self::Deploy,
+        }
+    }
 }
 
 /// Removing is for good (a production environment's after its grace):
@@ -437,4 +504,91 @@ pub struct NewApp {
     /// The port it listens on (an HTTP process: it gets a URL).
     #[arg(long)]
     pub port: Option<i64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DomainsCommand {
+    /// Each hostname's DNS, proof of ownership and certificate (the
+    /// default).
+    Check,
+    /// Add a hostname to the app (then prove it: `berth domains` shows the
+    /// TXT record).
+    Add { hostname: String },
+    /// Remove a hostname from the app.
+    Rm { hostname: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// The catalogue (the default).
+    List,
+    /// Deploy a template into the environment as an app.
+    #[command(
+        after_help = "Example:\n  berth templates deploy postgres --name db --set POSTGRES_DB=shop"
+    )]
+    Deploy {
+        template: String,
+        /// The app's name; the template's by default.
+        #[arg(long)]
+        name: Option<String>,
+        /// A value for one of the template's variables, `NAME=VALUE`.
+        #[arg(long = "set", value_name = "NAME=VALUE")]
+        values: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MembersCommand {
+    /// The members (the default): the organization's, or the project's
+    /// with `--project`.
+    List,
+    /// Invite someone to the organization; a new account's temporary
+    /// password is printed this once.
+    #[command(
+        after_help = "Examples:\n  berth members invite ana@example.com --role member\n  berth members role ana@example.com developer --project shop"
+    )]
+    Invite {
+        email: String,
+        /// `owner`, `admin`, `developer`, `viewer` or `member` (nothing
+        /// beyond project roles).
+        #[arg(long, default_value = "member")]
+        role: String,
+        #[arg(long)]
+        display_name: Option<String>,
+    },
+    /// Change a member's role: the organization's, or with `--project`
+    /// the role in that project (`viewer`, `operator`, `developer`,
+    /// `admin`).
+    Role {
+        /// The member's email or id.
+        member: String,
+        role: String,
+    },
+    /// Remove a member from the organization, or with `--project` only
+    /// their role in that project.
+    Rm {
+        /// The member's email or id.
+        member: String,
+        #[command(flatten)]
+        confirm: Confirm,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeployTokensCommand {
+    /// The project's deploy tokens (the default).
+    List,
+    /// Make one; its secret is printed this once, alone on standard output.
+    Create {
+        name: String,
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        #[arg(long, value_enum)]
+        ceiling: Option<TokenCeiling>,
+        /// Only these environments (repeat it); all by default.
+        #[arg(long = "environment", value_name = "ENV")]
+        environments: Vec<String>,
+    },
+    /// Revoke one, by id.
+    Rm { id: String },
 }

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser as _};
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, DomainsCommand, EnvCommand};
 use crate::commands::Session;
 use crate::failure::{Failure, Result};
 use crate::output::Output;
@@ -79,15 +79,39 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Apps { command } => commands::manage::apps(&session()?, &context()?, command),
         Command::Ps => commands::resources::ps(&session()?, &context()?.app()?),
-        Command::Releases => commands::resources::releases(&session()?, &context()?.app()?),
-        Command::Domains => commands::resources::domains(&session()?, &context()?.app()?),
+        Command::Status => commands::resources::status(&session()?, &context()?.app()?),
+        Command::Open { print } => {
+            commands::resources::open(&session()?, &context()?.app()?, print)
+        }
+        Command::Scale { processes, wait } => {
+            commands::deploy::scale(&session()?, &context()?.app()?, processes, wait)
+        }
+        Command::Releases { limit } => {
+            commands::resources::releases(&session()?, &context()?.app()?, limit)
+        }
+        Command::Domains { command } => commands::resources::change_domains(
+            &session()?,
+            &context()?.app()?,
+            command.unwrap_or(DomainsCommand::Check),
+        ),
+        Command::Templates { command } => {
+            commands::manage::templates(&session()?, &context()?, command)
+        }
         Command::Audit { limit, before, org } => {
             // The project's log (`--project`, else the linked one), unless
             // `--org` asks for the organization's.
             let project = if org { None } else { context()?.project };
             commands::resources::audit(&session()?, project.as_deref(), limit, before)
         }
-        Command::Members => commands::resources::members(&session()?),
+        // The project's members only when asked (`--project`,
+        // `BERTH_PROJECT`), not from the link: `members` is the
+        // organization's first.
+        Command::Members { command } => {
+            commands::team::members(&session()?, cli.global.project.as_deref(), command)
+        }
+        Command::DeployTokens { command } => {
+            commands::team::deploy_tokens(&session()?, context()?.project()?, command)
+        }
         Command::Deploy(deploy) => {
             commands::deploy::deploy(&session()?, &context()?.app()?, deploy)
         }
@@ -101,7 +125,11 @@ fn run(cli: Cli) -> Result<()> {
             commands::deploy::restart(&session()?, &context()?.app()?, wait, timeout)
         }
         Command::Run { process } => commands::deploy::run(&session()?, &context()?.app()?, process),
-        Command::Env(command) => commands::vars::env(&session()?, &context()?.app()?, command),
+        Command::Env { command } => commands::vars::env(
+            &session()?,
+            &context()?.app()?,
+            command.unwrap_or(EnvCommand::List),
+        ),
         Command::Secrets(command) => commands::vars::secrets(&session()?, &context()?, command),
         Command::Builds(command) => {
             commands::logs::builds(&session()?, &context()?.app()?, command)

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use berth_domain::names::ProjectName;
 use berth_domain::{ProjectRole, Role};
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Invitation {
     #[schema(format = Email)]
@@ -22,7 +22,7 @@ pub struct Invitation {
     pub display_name: Option<String>,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RoleChange {
     #[schema(value_type = Role)]
@@ -51,7 +51,7 @@ pub struct ProjectGrantRecord {
 }
 
 /// The body that gives a member a role in a project, or changes it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectRoleChange {
     pub role: ProjectRole,

@@ -45,7 +45,7 @@ pub struct Deployed {
 
 /// The optional body of `deployTemplate`: another app name, and values for
 /// the template's variables.
-#[derive(Debug, Default, Clone, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeployBody {
     /// The app's name (a DNS-1035 label without `--`); the template's name

@@ -63,7 +63,7 @@ pub struct CreatedToken {
 }
 
 /// The body that makes a project's deploy token.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewDeployToken {
     /// Unique in the project; the token's calls are made as

@@ -1399,3 +1399,192 @@ async fn a_newcomer_makes_what_they_deploy_to_and_removes_it() {
     assert_eq!(unasked.code, 2, "{unasked:?}");
     machine.run(&["projects", "rm", &empty, "--yes"]).await.ok();
 }
+
+/// The everyday commands of a linked directory (issue 48): `status`,
+/// `open`, `scale`, `releases --limit`, `rollback` to the revision before,
+/// `domains add|rm`, `env get` and a secret into the env in one step,
+/// `templates`, members and project roles, deploy tokens.
+#[tokio::test]
+async fn everyday_commands_of_a_linked_app() {
+    let Linked {
+        app,
+        machine,
+        project,
+        shop_path,
+        _served,
+        ..
+    } = Linked::new(
+        json!({"name": "shop", "image": "nginx:1.27", "port": 80}),
+        false,
+    )
+    .await;
+    let api_app = || async { api_json(&app, &app.owner, &shop_path).await["app"].clone() };
+
+    let status = machine.run(&["status"]).await;
+    let said = &status.ok().stdout;
+    assert!(
+        said.contains(&format!("shop ({project}/staging)")),
+        "{said}"
+    );
+    assert!(said.contains("ready"), "{said}");
+    let url = api_app().await["url"].clone();
+    let opened = machine.run(&["open", "--print"]).await;
+    match url.as_str() {
+        Some(url) => assert_eq!(opened.ok().stdout.trim(), url),
+        None => assert!(opened.error_line().contains("has no URL"), "{opened:?}"),
+    }
+
+    // Scale: replicas, a range that autoscales, a size; a wrong process.
+    machine.run(&["scale", "web=2"]).await.ok();
+    assert_eq!(api_app().await["processes"][0]["min_replicas"], 2);
+    machine.run(&["scale", "web=1-3:small"]).await.ok();
+    let web = api_app().await["processes"][0].clone();
+    assert_eq!(
+        (&web["min_replicas"], &web["max_replicas"], &web["size"]),
+        (&json!(1), &json!(3), &json!("small"))
+    );
+    let wrong = machine.run(&["scale", "nope=1"]).await;
+    assert_eq!(wrong.code, 2, "{wrong:?}");
+    assert!(wrong.error_line().contains("it has web"), "{wrong:?}");
+
+    // Releases, newest first, as many as asked; rollback goes back one.
+    let newest = machine
+        .run(&["releases", "--limit", "1", "-o", "json"])
+        .await;
+    let newest = newest.ok().json();
+    assert_eq!(newest.as_array().map(Vec::len), Some(1), "{newest}");
+    let current = newest[0]["revision"].as_i64().expect("a revision");
+    machine.run(&["rollback"]).await.ok();
+    let releases = machine.run(&["releases", "-o", "json"]).await.ok().json();
+    assert_eq!(releases[0]["reason"], "rollback", "{releases}");
+    assert_eq!(releases[0]["revision"], current + 1, "{releases}");
+
+    // Domains, one at a time.
+    machine
+        .run(&["domains", "add", "shop.example.com"])
+        .await
+        .ok();
+    assert_eq!(api_app().await["domains"], json!(["shop.example.com"]));
+    machine
+        .run(&["domains", "rm", "shop.example.com"])
+        .await
+        .ok();
+    assert_eq!(api_app().await["domains"], json!([]));
+    let absent = machine.run(&["domains", "rm", "shop.example.com"]).await;
+    assert_eq!(absent.code, 1, "{absent:?}");
+
+    // A variable's value; a secret's key into the env in one step.
+    machine.run(&["env", "set", "WELCOME=hi"]).await.ok();
+    assert_eq!(
+        machine.run(&["env", "get", "WELCOME"]).await.ok().stdout,
+        "hi\n"
+    );
+    machine
+        .run_with(&["secrets", "set", "db"], "url=postgres://db/shop\n")
+        .await
+        .ok();
+    machine
+        .run(&["env", "set", "DATABASE_URL", "--secret", "db/url"])
+        .await
+        .ok();
+    let entry = api_app().await["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "DATABASE_URL").cloned())
+        .expect("the variable");
+    assert_eq!(entry["secret"], json!({"name": "db", "key": "url"}));
+    let listed = machine.run(&["env"]).await;
+    assert!(
+        listed.ok().stdout.contains("(secret db key url)"),
+        "{listed:?}"
+    );
+    let both = machine
+        .run(&["env", "set", "A=1", "--secret", "db/url"])
+        .await;
+    assert_eq!(both.code, 2, "{both:?}");
+
+    // The catalogue, and one template deployed.
+    let catalogue = machine.run(&["templates", "-o", "json"]).await.ok().json();
+    let template = catalogue[0]["name"]
+        .as_str()
+        .expect("a template")
+        .to_owned();
+    machine
+        .run(&["templates", "deploy", &template, "--name", "fromtpl"])
+        .await
+        .ok();
+    api_json(
+        &app,
+        &app.owner,
+        &format!("/api/v1/projects/{project}/environments/staging/apps/fromtpl"),
+    )
+    .await;
+
+    // Members: invited (the temporary password alone on stdout), given a
+    // project role, listed there, removed from it and from the organization.
+    let email = format!("{}@example.com", unique("ana"));
+    let invited = machine
+        .run(&["members", "invite", &email, "--role", "member"])
+        .await;
+    assert!(!invited.ok().stdout.trim().is_empty(), "{invited:?}");
+    machine
+        .run(&[
+            "members",
+            "role",
+            &email,
+            "developer",
+            "--project",
+            &project,
+        ])
+        .await
+        .ok();
+    let in_project = machine
+        .run(&["members", "--project", &project, "-o", "json"])
+        .await
+        .ok()
+        .json();
+    let member = in_project
+        .as_array()
+        .and_then(|members| {
+            members
+                .iter()
+                .find(|m| m["email"] == email.as_str())
+                .cloned()
+        })
+        .expect("the project's member");
+    assert_eq!(member["role"], "developer");
+    machine
+        .run(&["members", "rm", &email, "--project", &project, "--yes"])
+        .await
+        .ok();
+    machine.run(&["members", "rm", &email, "--yes"]).await.ok();
+    let members = machine.run(&["members", "-o", "json"]).await.ok().json();
+    assert!(
+        !members
+            .as_array()
+            .is_some_and(|members| members.iter().any(|m| m["email"] == email.as_str())),
+        "{members}"
+    );
+
+    // Deploy tokens: made (shown once), listed, revoked.
+    let made = machine
+        .run(&["deploy-tokens", "create", "ci", "--ceiling", "deploy"])
+        .await;
+    assert!(made.ok().stdout.starts_with("brd_"), "{made:?}");
+    let tokens = machine
+        .run(&["deploy-tokens", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    let id = tokens[0]["id"].as_str().expect("the token's id").to_owned();
+    machine.run(&["deploy-tokens", "rm", &id]).await.ok();
+    let none = machine
+        .run(&["deploy-tokens", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(none, json!([]));
+
+    // An app without builds has none to cancel.
+    let cancel = machine.run(&["builds", "cancel"]).await;
+    assert!(cancel.error_line().contains("has no builds"), "{cancel:?}");
+}

@@ -6,7 +6,7 @@ use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 
 use super::Session;
 use crate::api::{Api, Credential, parse_url};
-use crate::args::{Login, TokenCeiling, TokensCommand};
+use crate::args::{Login, TokensCommand};
 use crate::config::{self, Credentials};
 use crate::failure::{Failure, Result};
 use crate::output::{Output, or_dash, print};
@@ -306,10 +306,7 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
                 &NewToken {
                     name,
                     expires_in_days,
-                    ceiling: ceiling.map(|ceiling| match ceiling {
-                        TokenCeiling::Read => Ceiling::Read,
-                        TokenCeiling::Deploy => Ceiling::Deploy,
-                    }),
+                    ceiling: ceiling.map(Ceiling::from),
                     scope: None,
                 },
             )?;

@@ -2,8 +2,8 @@
 //! rollback, promote, restart, run.
 
 use berth_records::apps::actions::{PromoteBody, RollbackBody, RunAnswer, RunBody};
-use berth_records::apps::body::UpdateBody;
-use berth_records::apps::record::{AppDetail, AppRecord};
+use berth_records::apps::body::{ProcessBody, UpdateBody};
+use berth_records::apps::record::{AppDetail, AppRecord, ReleaseRecord};
 use berth_records::builds::{BuildRecord, CreateBuildBody};
 
 use super::Session;
@@ -98,12 +98,113 @@ fn show_app(session: &Session, answer: &Answer, done: &str) -> Result<()> {
     })
 }
 
-pub fn rollback(session: &Session, app: &AppPath, revision: i64, wait: Wait) -> Result<()> {
+pub fn rollback(session: &Session, app: &AppPath, revision: Option<i64>, wait: Wait) -> Result<()> {
     let deadline = Deadline::after(wait.timeout);
+    let revision = match revision {
+        Some(revision) => revision,
+        None => previous_revision(session, app)?,
+    };
     let answer = session
         .api
         .post(&app.path(&["rollback"]), &RollbackBody { revision })?;
     changed(session, app, answer, wait, deadline)
+}
+
+/// The revision before the current one: what `rollback` without a number
+/// goes back to.
+fn previous_revision(session: &Session, app: &AppPath) -> Result<i64> {
+    let releases: Vec<ReleaseRecord> = session.api.get(&app.path(&["releases"]))?.record()?;
+    let current = releases
+        .iter()
+        .find(|release| release.current)
+        .map(|release| release.revision);
+    current
+        .and_then(|current| {
+            releases
+                .iter()
+                .map(|release| release.revision)
+                .find(|revision| *revision < current)
+        })
+        .ok_or_else(|| {
+            Failure::failed(format!(
+                "{} has no revision before the current one to go back to",
+                app.app
+            ))
+        })
+}
+
+/// `berth scale web=3 worker=1-4:small`: each named process's replicas (and
+/// size); every other process listed by name alone, which keeps it as it
+/// is (docs/api-notes.md, "Apps").
+pub fn scale(session: &Session, app: &AppPath, asked: Vec<String>, wait: Wait) -> Result<()> {
+    let deadline = Deadline::after(wait.timeout);
+    let detail: AppDetail = session.api.get(&app.path(&[]))?.record()?;
+    let mut processes: Vec<ProcessBody> = detail
+        .app
+        .processes
+        .iter()
+        .map(|process| ProcessBody {
+            name: Some(process.name.clone()),
+            ..ProcessBody::default()
+        })
+        .collect();
+    for request in &asked {
+        let (name, replicas, max_replicas, size) = parse_scale(request)?;
+        let Some(process) = processes
+            .iter_mut()
+            .find(|process| process.name.as_deref() == Some(name))
+        else {
+            let known: Vec<&str> = detail
+                .app
+                .processes
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            return Err(Failure::Usage(format!(
+                "{} has no process {name} (it has {})",
+                app.app,
+                known.join(", ")
+            )));
+        };
+        process.replicas = Some(replicas);
+        process.max_replicas = Some(max_replicas);
+        process.size = size;
+    }
+    let answer = session.api.patch(
+        &app.path(&[]),
+        &UpdateBody {
+            processes: Some(processes),
+            ..UpdateBody::default()
+        },
+    )?;
+    changed(session, app, answer, wait, deadline)
+}
+
+/// `PROCESS=N`, `PROCESS=MIN-MAX`, either with `:SIZE`.
+fn parse_scale(request: &str) -> Result<(&str, i64, i64, Option<String>)> {
+    let usage = || {
+        Failure::Usage(format!(
+            "`{request}` is not PROCESS=N, PROCESS=MIN-MAX, with an optional :SIZE (e.g. web=3, web=2-6:medium)"
+        ))
+    };
+    let (name, rest) = request.split_once('=').ok_or_else(usage)?;
+    let (count, size) = match rest.split_once(':') {
+        Some((count, size)) if !size.is_empty() => (count, Some(size.to_owned())),
+        Some(_) => return Err(usage()),
+        None => (rest, None),
+    };
+    let number = |text: &str| text.parse::<i64>().map_err(|_| usage());
+    let (min, max) = match count.split_once('-') {
+        Some((min, max)) => (number(min)?, number(max)?),
+        None => {
+            let replicas = number(count)?;
+            (replicas, replicas)
+        }
+    };
+    if name.is_empty() {
+        return Err(usage());
+    }
+    Ok((name, min, max, size))
 }
 
 pub fn promote(session: &Session, app: &AppPath, to: &str, wait: Wait) -> Result<()> {

@@ -124,6 +124,19 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                 )
             })
         }
+        BuildsCommand::Cancel { build } => {
+            let id = match build {
+                Some(id) => id,
+                None => newest_build(session, app)?,
+            }
+            .to_string();
+            let answer = session
+                .api
+                .post_empty(&app.path(&["builds", &id, "cancel"]))?;
+            session.out.answer(&answer, || {
+                session.out.say(&format!("Build {id} cancelled"))
+            })
+        }
         BuildsCommand::Logs {
             build,
             tail,

@@ -6,9 +6,12 @@ use berth_records::apps::body::CreateBody as CreateAppBody;
 use berth_records::apps::record::AppRecord;
 use berth_records::environments::{CreateBody as CreateEnvironmentBody, EnvironmentRecord};
 use berth_records::projects::{CreateBody as CreateProjectBody, ProjectRecord};
+use berth_records::templates::{DeployBody as TemplateDeployBody, Deployed, TemplateRecord};
 
 use super::Session;
-use crate::args::{AppsCommand, Confirm, EnvironmentType, EnvsCommand, NewApp, ProjectsCommand};
+use crate::args::{
+    AppsCommand, Confirm, EnvironmentType, EnvsCommand, NewApp, ProjectsCommand, TemplatesCommand,
+};
 use crate::config::{self, Context, Link};
 use crate::failure::{Failure, Result};
 use crate::output::{Output, or_dash};
@@ -39,7 +42,7 @@ pub fn projects(session: &Session, command: Option<ProjectsCommand>) -> Result<(
             })
         }
         ProjectsCommand::Rm { name, confirm } => {
-            confirmed(confirm, "project", &name)?;
+            confirmed(confirm, &format!("project {name}"), &name)?;
             let answer = session.api.delete(&["projects", &name])?;
             session.out.answer(&answer, || {
                 session.out.say(&format!("Removed project {name}"))
@@ -91,7 +94,7 @@ pub fn environments(
         }
         EnvsCommand::Rm { name, confirm } => {
             let project = context.project()?;
-            confirmed(confirm, "environment", &name)?;
+            confirmed(confirm, &format!("environment {project}/{name}"), &name)?;
             let answer = session
                 .api
                 .delete(&["projects", project, "environments", &name])?;
@@ -137,7 +140,11 @@ pub fn apps(session: &Session, context: &Context, command: Option<AppsCommand>) 
             confirm,
         } => {
             let (project, environment) = context.environment()?;
-            confirmed(confirm, "app", &name)?;
+            confirmed(
+                confirm,
+                &format!("app {name} of {project}/{environment}"),
+                &name,
+            )?;
             let path = [
                 "projects",
                 project,
@@ -276,22 +283,85 @@ fn environment_type(env_type: EnvironmentType) -> &'static str {
     }
 }
 
-/// Removal goes ahead with `--yes`, or once its name is typed on a
-/// terminal; a script without `--yes` is told to add it.
-fn confirmed(confirm: Confirm, kind: &str, name: &str) -> Result<()> {
+/// Removal goes ahead with `--yes`, or once `name` is typed on a
+/// terminal; a script without `--yes` is told to add it. `what`: what is
+/// removed, in words ("project shop").
+pub(super) fn confirmed(confirm: Confirm, what: &str, name: &str) -> Result<()> {
     if confirm.yes {
         return Ok(());
     }
     let prompt = Prompt::new();
     if !prompt.terminal() {
         return Err(Failure::Usage(format!(
-            "removing {kind} {name} cannot be undone: add --yes to go ahead"
+            "removing {what} cannot be undone: add --yes to go ahead"
         )));
     }
-    let typed = prompt.line(&format!("Type {name} to remove {kind} {name}"))?;
+    let typed = prompt.line(&format!("Type {name} to remove {what}"))?;
     if typed.trim() == name {
         Ok(())
     } else {
-        Err(Failure::failed(format!("{kind} {name} was not removed")))
+        Err(Failure::failed(format!("{what} was not removed")))
+    }
+}
+
+/// `berth templates`: the catalogue, or one deployed as an app of the
+/// environment.
+pub fn templates(
+    session: &Session,
+    context: &Context,
+    command: Option<TemplatesCommand>,
+) -> Result<()> {
+    match command.unwrap_or(TemplatesCommand::List) {
+        TemplatesCommand::List => {
+            let answer = session.api.get(&["templates"])?;
+            session.out.answer(&answer, || {
+                let templates: Vec<TemplateRecord> = answer.record()?;
+                let rows = templates
+                    .into_iter()
+                    .map(|t| {
+                        let variables: Vec<String> = t.env.into_iter().map(|e| e.name).collect();
+                        vec![t.name, t.image, t.description, variables.join(" ")]
+                    })
+                    .collect();
+                session
+                    .out
+                    .table(&["NAME", "IMAGE", "DESCRIPTION", "VARIABLES"], rows)
+            })
+        }
+        TemplatesCommand::Deploy {
+            template,
+            name,
+            values,
+        } => {
+            let (project, environment) = context.environment()?;
+            let env = values
+                .iter()
+                .map(|pair| {
+                    pair.split_once('=')
+                        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+                        .ok_or_else(|| Failure::Usage(format!("--set `{pair}` is not NAME=VALUE")))
+                })
+                .collect::<Result<_>>()?;
+            let answer = session.api.post(
+                &[
+                    "projects",
+                    project,
+                    "environments",
+                    environment,
+                    "templates",
+                    &template,
+                ],
+                &TemplateDeployBody { name, env },
+            )?;
+            session.out.answer(&answer, || {
+                let deployed: Deployed = answer.record()?;
+                let apps: Vec<String> = deployed.apps.into_iter().map(|app| app.name).collect();
+                session.out.say(&format!(
+                    "Deployed {} into {project}/{environment}: {}",
+                    deployed.template,
+                    apps.join(", ")
+                ))
+            })
+        }
     }
 }

@@ -6,6 +6,7 @@ pub mod follow;
 pub mod logs;
 pub mod manage;
 pub mod resources;
+pub mod team;
 pub mod vars;
 pub mod wait;
 

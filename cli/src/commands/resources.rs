@@ -1,6 +1,7 @@
 //! What is there: the link, projects, environments, apps and their
 //! processes, releases and domains, the audit log, members.
 
+use berth_records::apps::body::UpdateBody;
 use berth_records::apps::record::{AppDetail, AppRecord, DomainCheck, ReleaseRecord};
 use berth_records::audit::AuditPage;
 use berth_records::environments::EnvironmentRecord;
@@ -8,8 +9,9 @@ use berth_records::members::MemberRecord;
 use berth_records::projects::ProjectRecord;
 
 use super::Session;
+use crate::args::DomainsCommand;
 use crate::config::{AppPath, Context};
-use crate::failure::Result;
+use crate::failure::{Failure, Result};
 use crate::output::{label, millis, or_dash, print};
 
 pub fn projects(session: &Session) -> Result<()> {
@@ -167,10 +169,19 @@ pub fn ps(session: &Session, app: &AppPath) -> Result<()> {
     })
 }
 
-pub fn releases(session: &Session, app: &AppPath) -> Result<()> {
+pub fn releases(session: &Session, app: &AppPath, limit: Option<usize>) -> Result<()> {
     let answer = session.api.get(&app.path(&["releases"]))?;
+    let mut releases: Vec<ReleaseRecord> = answer.record()?;
+    if let Some(limit) = limit {
+        releases.truncate(limit);
+        if session.out.json() {
+            // The API's record type, so its keys in the API's order.
+            let shown = serde_json::to_string_pretty(&releases)
+                .map_err(|e| Failure::failed(format!("printing the answer: {e}")))?;
+            return print(&shown);
+        }
+    }
     session.out.answer(&answer, || {
-        let releases: Vec<ReleaseRecord> = answer.record()?;
         let rows = releases
             .into_iter()
             .map(|r| {
@@ -321,4 +332,121 @@ pub fn members(session: &Session) -> Result<()> {
 
 pub fn yes(value: bool) -> String {
     if value { "yes" } else { "no" }.to_owned()
+}
+
+/// `berth status`: the app at a glance.
+pub fn status(session: &Session, app: &AppPath) -> Result<()> {
+    let answer = session.api.get(&app.path(&[]))?;
+    session.out.answer(&answer, || {
+        let detail: AppDetail = answer.record()?;
+        let record = &detail.app;
+        let ready = detail.pods.iter().filter(|pod| pod.ready).count();
+        let state = match (&record.reason, &record.message) {
+            (Some(reason), Some(message)) => format!("{reason}: {message}"),
+            (reason, _) => or_dash(reason.as_deref()),
+        };
+        session.out.fields(&[
+            (
+                "app",
+                format!("{} ({}/{})", record.name, app.project, app.environment),
+            ),
+            ("state", state),
+            (
+                "revision",
+                match record.running_revision {
+                    Some(running) if running != record.revision => {
+                        format!("{} (running {running})", record.revision)
+                    }
+                    _ => record.revision.to_string(),
+                },
+            ),
+            ("source", source(record)),
+            ("pods", format!("{ready}/{} ready", detail.pods.len())),
+            ("url", or_dash(record.url.as_deref())),
+        ])
+    })
+}
+
+/// `berth open`: the app's URL, in a browser unless `print`.
+pub fn open(session: &Session, app: &AppPath, print_only: bool) -> Result<()> {
+    let record: AppDetail = session.api.get(&app.path(&[]))?.record()?;
+    let Some(url) = record.app.url else {
+        return Err(Failure::failed(format!(
+            "{} has no URL: only a process with a port gets one",
+            app.app
+        )));
+    };
+    if print_only {
+        return print(&url);
+    }
+    let opener = std::env::var("BROWSER")
+        .ok()
+        .filter(|browser| !browser.is_empty())
+        .unwrap_or_else(|| {
+            if cfg!(target_os = "macos") {
+                "open".to_owned()
+            } else {
+                "xdg-open".to_owned()
+            }
+        });
+    session.out.say(&format!("Opening {url}"))?;
+    match std::process::Command::new(&opener).arg(&url).status() {
+        Ok(status) if status.success() => Ok(()),
+        Ok(status) => Err(Failure::failed(format!(
+            "{opener} {url} ended with {status}: open it yourself"
+        ))),
+        Err(e) => Err(Failure::failed(format!(
+            "{opener} could not be run ({e}): open {url} yourself, or set BROWSER"
+        ))),
+    }
+}
+
+/// `berth domains [check|add|rm]`.
+pub fn change_domains(session: &Session, app: &AppPath, command: DomainsCommand) -> Result<()> {
+    match command {
+        DomainsCommand::Check => domains(session, app),
+        DomainsCommand::Add { hostname } => patch_domains(session, app, |hostnames| {
+            if hostnames.iter().any(|d| d.eq_ignore_ascii_case(&hostname)) {
+                return Err(Failure::failed(format!(
+                    "{} already has {hostname}",
+                    app.app
+                )));
+            }
+            hostnames.push(hostname.clone());
+            Ok(format!(
+                "Added {hostname}; prove it is yours and see its certificate: berth domains"
+            ))
+        }),
+        DomainsCommand::Rm { hostname } => patch_domains(session, app, |hostnames| {
+            let before = hostnames.len();
+            hostnames.retain(|d| !d.eq_ignore_ascii_case(&hostname));
+            if hostnames.len() == before {
+                return Err(Failure::failed(format!(
+                    "{} has no domain {hostname}",
+                    app.app
+                )));
+            }
+            Ok(format!("Removed {hostname}"))
+        }),
+    }
+}
+
+/// The app's hostnames changed by `change` (which says what it did), sent
+/// back whole, as the API replaces the list.
+fn patch_domains(
+    session: &Session,
+    app: &AppPath,
+    change: impl FnOnce(&mut Vec<String>) -> Result<String>,
+) -> Result<()> {
+    let record: AppDetail = session.api.get(&app.path(&[]))?.record()?;
+    let mut hostnames = record.app.domains;
+    let said = change(&mut hostnames)?;
+    let answer = session.api.patch(
+        &app.path(&[]),
+        &UpdateBody {
+            domains: Some(hostnames),
+            ..UpdateBody::default()
+        },
+    )?;
+    session.out.answer(&answer, || session.out.say(&said))
 }

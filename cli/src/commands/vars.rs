@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Read as _};
 
-use berth_records::apps::body::{EnvBody, UpdateBody};
+use berth_records::apps::body::{EnvBody, SecretRefBody, UpdateBody};
 use berth_records::apps::record::{AppDetail, AppRecord, EnvRecord};
 use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
@@ -22,24 +22,47 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             let env = answer.part("app").part("env");
             return session.out.answer(&env, || show_env(session, &current));
         }
-        EnvCommand::Set { pairs } => {
-            let mut set = Vec::new();
-            for pair in pairs {
-                let Some((name, value)) = pair.split_once('=') else {
-                    return Err(Failure::Usage(format!("`{pair}` is not NAME=VALUE")));
-                };
-                set.push((name.to_owned(), value.to_owned()));
-            }
+        EnvCommand::Get { name } => {
+            let Some(entry) = current.iter().find(|entry| entry.name == name) else {
+                return Err(Failure::failed(format!(
+                    "{} has no variable {name}",
+                    app.app
+                )));
+            };
+            return match (&entry.value, &entry.secret) {
+                (Some(value), _) => crate::output::print(value),
+                (None, Some(secret)) => session.out.say(&format!(
+                    "(from secret {} key {}: `berth secrets` never shows values)",
+                    secret.name, secret.key
+                )),
+                (None, None) => Err(Failure::failed(format!(
+                    "the value of {name} is hidden: reading it needs secret-read"
+                ))),
+            };
+        }
+        EnvCommand::Set { pairs, secret } => {
+            let set = match secret {
+                Some(reference) => vec![from_secret(&pairs, &reference)?],
+                None => pairs
+                    .iter()
+                    .map(|pair| match pair.split_once('=') {
+                        Some((name, value)) => Ok(EnvBody {
+                            name: name.to_owned(),
+                            value: Some(value.to_owned()),
+                            secret: None,
+                        }),
+                        None => Err(Failure::Usage(format!(
+                            "`{pair}` is not NAME=VALUE (or give --secret SECRET/KEY)"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            };
             let mut list: Vec<EnvBody> = current
                 .iter()
-                .filter(|entry| !set.iter().any(|(name, _)| *name == entry.name))
+                .filter(|entry| !set.iter().any(|new| new.name == entry.name))
                 .map(kept)
                 .collect();
-            list.extend(set.into_iter().map(|(name, value)| EnvBody {
-                name,
-                value: Some(value),
-                secret: None,
-            }));
+            list.extend(set);
             list
         }
         EnvCommand::Unset { names } => {
@@ -72,6 +95,33 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             "Environment of {} changed: revision {}",
             record.name, record.revision
         ))
+    })
+}
+
+/// `NAME --secret SECRET/KEY`: one variable, its value a secret's key.
+fn from_secret(pairs: &[String], reference: &str) -> Result<EnvBody> {
+    let [name] = pairs else {
+        return Err(Failure::Usage(
+            "--secret sets one variable: berth env set NAME --secret SECRET/KEY".into(),
+        ));
+    };
+    if name.contains('=') {
+        return Err(Failure::Usage(format!(
+            "`{name}`: with --secret give the variable's name alone, not a value"
+        )));
+    }
+    let Some((secret, key)) = reference.split_once('/') else {
+        return Err(Failure::Usage(format!(
+            "--secret {reference}: give SECRET/KEY, e.g. db/url"
+        )));
+    };
+    Ok(EnvBody {
+        name: name.clone(),
+        value: None,
+        secret: Some(SecretRefBody {
+            name: secret.to_owned(),
+            key: key.to_owned(),
+        }),
     })
 }
 
