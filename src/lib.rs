@@ -52,6 +52,11 @@ functions! {
 /// [`CLEANUP_INTERVAL`].
 pub const SCHEDULED: &[&str] = &["cleanup"];
 
+/// The function that serves the web console's built assets
+/// (`functions/console`): no API operation, so no routes here; `berth-local`
+/// serves the same files itself.
+pub const CONSOLE: &str = "console";
+
 /// How often `berth-local` runs the `cleanup` function's sweep (every five
 /// minutes on AWS): sooner, so that what a purge left goes while one
 /// watches.

@@ -63,6 +63,7 @@ async fn every_template_route_reaches_its_functions_operation() {
     let mut routed = BTreeSet::new();
     let mut functions = BTreeSet::new();
     let mut default_routes = Vec::new();
+    let mut unknown_api_routes = Vec::new();
     for (name, resource) in template["Resources"].as_mapping().unwrap() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
@@ -95,6 +96,36 @@ async fn every_template_route_reaches_its_functions_operation() {
             }
             continue;
         }
+        if binary == berth_local::CONSOLE {
+            // The console's pages and assets: GET and HEAD of every path the
+            // API's routes leave, never one under /api/.
+            let mut routes: Vec<(String, String)> = Vec::new();
+            for (_, event) in resource["Properties"]["Events"].as_mapping().unwrap() {
+                assert_eq!(event["Type"].as_str(), Some("HttpApi"));
+                let method = event["Properties"]["Method"].as_str().unwrap().to_owned();
+                let path = event["Properties"]["Path"].as_str().unwrap().to_owned();
+                assert!(
+                    berth_console_serve::is_console_request(
+                        &method.parse().unwrap(),
+                        &path.replace("{proxy+}", "projects")
+                    ),
+                    "{method} {path} is the console's"
+                );
+                routes.push((method, path));
+            }
+            routes.sort();
+            assert_eq!(
+                routes,
+                [
+                    ("GET", "/"),
+                    ("GET", "/{proxy+}"),
+                    ("HEAD", "/"),
+                    ("HEAD", "/{proxy+}")
+                ]
+                .map(|(m, p)| (m.to_owned(), p.to_owned()))
+            );
+            continue;
+        }
         let routes = berth_local::function(&binary)
             .unwrap_or_else(|| panic!("the template packages an unknown function {binary}"))(
         );
@@ -105,6 +136,28 @@ async fn every_template_route_reaches_its_functions_operation() {
             if event["Properties"]["Path"].as_str() == Some("$default") {
                 assert_eq!(method, "ANY", "the default route takes every method");
                 default_routes.push(binary.clone());
+                continue;
+            }
+            // Unknown paths under /api/, which the console's `/{proxy+}`
+            // would take: the API's unknownRoute too.
+            if event["Properties"]["Path"].as_str() == Some("/api/{proxy+}") {
+                let request = http::Request::builder()
+                    .method(method)
+                    .uri("/api/v1/no-such-route")
+                    .body(axum::body::Body::empty())
+                    .unwrap();
+                let response = router.clone().oneshot(request).await.unwrap();
+                assert_eq!(
+                    response.status(),
+                    404,
+                    "{method} /api/{{proxy+}} of {binary}"
+                );
+                assert_eq!(
+                    response.extensions().get::<Operation>().copied(),
+                    None,
+                    "{method} /api/{{proxy+}} of {binary} is no operation: unknownRoute"
+                );
+                unknown_api_routes.push(format!("{binary} {method}"));
                 continue;
             }
             let path = event["Properties"]["Path"]
@@ -131,9 +184,16 @@ async fn every_template_route_reaches_its_functions_operation() {
             .iter()
             .map(|function| function.name)
             .chain(berth_local::SCHEDULED.iter().copied())
+            .chain([berth_local::CONSOLE])
             .map(str::to_owned)
             .collect::<BTreeSet<_>>(),
         "the template packages every function"
+    );
+    unknown_api_routes.sort();
+    assert_eq!(
+        unknown_api_routes,
+        ["health GET", "health HEAD"],
+        "the health function answers unknown GETs and HEADs under /api/, before the console's routes"
     );
     assert_eq!(
         default_routes,
@@ -222,4 +282,23 @@ fn functions_link_only_what_they_use() {
             "{function}: only apps (the domain check) and cleanup (domains' proofs) link the DNS resolver"
         );
     }
+    // The console's function serves files from its own binary: nothing of
+    // the API, the table or the cluster.
+    let console = linked_packages(berth_local::CONSOLE);
+    for package in [
+        "berth-api ",
+        "aws-config ",
+        "aws-sdk-dynamodb ",
+        "kube-client ",
+    ] {
+        assert!(
+            !console.iter().any(|line| line.starts_with(package)),
+            "the console's function links {package}"
+        );
+    }
+    assert!(
+        console
+            .iter()
+            .any(|line| line.starts_with("berth-console-serve "))
+    );
 }

@@ -44,6 +44,8 @@ interface BerthFunction {
   readonly signsRegistryTokens?: boolean;
   /** Seconds it may run; by default 29, under API Gateway's 30. */
   readonly timeoutSeconds?: number;
+  /** Its memory in MB; by default 256. */
+  readonly memorySize?: number;
   /**
    * For a scheduled function (which serves no route): the EventBridge rule
    * that invokes it, named `<logical id><name>` as SAM names a `Schedule`
@@ -132,6 +134,14 @@ const FUNCTIONS: readonly BerthFunction[] = [
     // A sweep stops starting work 15 s before this; the next goes on.
     timeoutSeconds: 120,
     schedule: { name: 'Sweep', minutes: 5 },
+  },
+  {
+    binary: 'console',
+    description: "The web console's pages and assets",
+    // Its files are in its binary: no table, no operation.
+    tableActions: [],
+    memorySize: 128,
+    timeoutSeconds: 10,
   },
 ];
 
@@ -227,7 +237,7 @@ export class BerthStack extends Stack {
         runtime: 'provided.al2023',
         architecture: Architecture.ARM_64,
         description: `Berth: ${spec.description}`,
-        memorySize: 256,
+        memorySize: spec.memorySize ?? 256,
         // Above the request deadline (BERTH_REQUEST_DEADLINE_SECONDS, default
         // 20 s), so a request cut off by it is still answered and audited;
         // below API Gateway's own 30 s.
@@ -253,12 +263,14 @@ export class BerthStack extends Stack {
         },
       });
       (fn.node.defaultChild as CfnFunction).overrideLogicalId(logicalId);
-      fn.addToRolePolicy(
-        new PolicyStatement({
-          actions: spec.tableActions.map((action) => `dynamodb:${action}`),
-          resources: spec.readsIndex ? [table.tableArn, `${table.tableArn}/index/${INDEX}`] : [table.tableArn],
-        }),
-      );
+      if (spec.tableActions.length > 0) {
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: spec.tableActions.map((action) => `dynamodb:${action}`),
+            resources: spec.readsIndex ? [table.tableArn, `${table.tableArn}/index/${INDEX}`] : [table.tableArn],
+          }),
+        );
+      }
       if (spec.signsRegistryTokens) {
         fn.addToRolePolicy(
           new PolicyStatement({
