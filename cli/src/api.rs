@@ -294,12 +294,22 @@ impl Api {
         Ok((answer, cookie))
     }
 
+    /// Sends `request`; one that gets no answer says why in the words of
+    /// its deepest cause ("Connection refused (os error 111)", a name that
+    /// does not resolve, a certificate refused), not only reqwest's
+    /// "error sending request".
     fn send(&self, request: RequestBuilder) -> Result<Response> {
         request.send().map_err(|e| {
-            let cause = std::error::Error::source(&e)
-                .map(|source| format!(": {source}"))
-                .unwrap_or_default();
-            Failure::Transport(format!("cannot reach {}: {e}{cause}", self.base))
+            let mut root: &dyn std::error::Error = &e;
+            while let Some(source) = root.source() {
+                root = source;
+            }
+            let why = if std::ptr::addr_eq(root, &e as &dyn std::error::Error) {
+                e.to_string()
+            } else {
+                format!("{root} ({e})")
+            };
+            Failure::Transport(format!("cannot reach {}: {why}", self.base))
         })
     }
 

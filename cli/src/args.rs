@@ -32,8 +32,15 @@ pub struct Global {
     #[arg(short = 'p', long, global = true, env = "BERTH_PROJECT")]
     pub project: Option<String>,
     /// The environment's short name; by default `BERTH_ENVIRONMENT`, else
-    /// the linked one.
-    #[arg(short = 'e', long = "env", global = true, env = "BERTH_ENVIRONMENT")]
+    /// the linked one. (`--env`, its name before, is kept as an alias for
+    /// one release: `berth env` is the app's variables.)
+    #[arg(
+        short = 'e',
+        long = "environment",
+        alias = "env",
+        global = true,
+        env = "BERTH_ENVIRONMENT"
+    )]
     pub environment: Option<String>,
     /// The app; by default `BERTH_APP`, else the linked one.
     #[arg(short = 'a', long, global = true, env = "BERTH_APP")]
@@ -88,7 +95,7 @@ pub enum Command {
     },
     /// Remove this directory's `.berth.toml`.
     Unlink,
-    /// Make an app in the project's environment (`--project`, `--env` or
+    /// Make an app in the project's environment (`--project`, `--environment` or
     /// the link) and link this directory to it, in one step.
     #[command(
         after_help = "Examples:\n  berth init web --image nginx:1.27 --port 80 -p shop -e staging\n  berth init api --git-repo https://github.com/acme/api.git"
@@ -585,10 +592,23 @@ pub enum DeployTokensCommand {
         expires_in_days: Option<u32>,
         #[arg(long, value_enum)]
         ceiling: Option<TokenCeiling>,
-        /// Only these environments (repeat it); all by default.
-        #[arg(long = "environment", value_name = "ENV")]
+        /// Only these environments of the project (repeat it); all by
+        /// default.
+        #[arg(long = "only", value_name = "ENV")]
         environments: Vec<String>,
     },
     /// Revoke one, by id.
     Rm { id: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// clap's own checks of the whole command line (unique flags, valid
+    /// defaults), which otherwise only fail when a command is run.
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -253,7 +253,10 @@ impl Context {
     pub fn environment(&self) -> Result<(&str, &str)> {
         let project = self.project()?;
         let environment = self.environment.as_deref().ok_or_else(|| {
-            Failure::Usage("which environment? give --env, or `berth link PROJECT ENV` here".into())
+            Failure::Usage(
+                "which environment? give --environment (-e), or `berth link PROJECT ENV` here"
+                    .into(),
+            )
         })?;
         Ok((project, environment))
     }

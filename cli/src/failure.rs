@@ -20,8 +20,10 @@ pub enum Failure {
     NotSignedIn(String),
     /// The command line lacks something clap cannot know (no project linked).
     Usage(String),
-    /// Anything else: a deploy that failed, a wait that timed out, a file.
+    /// Anything else: a deploy that failed, a file.
     Failed(String),
+    /// A wait that gave up: what was waited for goes on.
+    GaveUp(String),
     /// The API refused the credentials (401): `failure`, and what that
     /// means for where they came from (`BERTH_TOKEN`, the stored sign-in).
     Refused {
@@ -61,7 +63,10 @@ impl Failure {
             | Failure::Refused { .. } => Self::NOT_SIGNED_IN,
             Failure::Http { status: 404, .. } => Self::NOT_FOUND,
             Failure::Usage(_) => Self::USAGE,
-            Failure::Http { .. } | Failure::Transport(_) | Failure::Failed(_) => Self::FAILED,
+            Failure::Http { .. }
+            | Failure::Transport(_)
+            | Failure::Failed(_)
+            | Failure::GaveUp(_) => Self::FAILED,
             Failure::ClosedPipe => Self::CLOSED_PIPE,
             Failure::Hinted { .. } => Self::FAILED,
         })
@@ -109,7 +114,8 @@ impl fmt::Display for Failure {
             Failure::Transport(message)
             | Failure::NotSignedIn(message)
             | Failure::Usage(message)
-            | Failure::Failed(message) => message.clone(),
+            | Failure::Failed(message)
+            | Failure::GaveUp(message) => message.clone(),
         };
         // One line, whatever a detail holds.
         write!(

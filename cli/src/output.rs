@@ -77,6 +77,15 @@ impl Output {
         print(&lines.join("\n"))
     }
 
+    /// A list of records as [`Output::table`] shows them; with none, `empty`
+    /// (what to do to have some) instead of a bare header.
+    pub fn list(&self, header: &[&str], rows: Vec<Vec<String>>, empty: &str) -> Result<()> {
+        if rows.is_empty() {
+            return self.say(empty);
+        }
+        self.table(header, rows)
+    }
+
     /// One record as `field: value` lines.
     pub fn fields(&self, fields: &[(&str, String)]) -> Result<()> {
         let width = fields.iter().map(|(name, _)| name.len()).max().unwrap_or(0);

@@ -715,6 +715,7 @@ async fn deploy_waits_until_available_or_says_why_not() {
         app,
         machine,
         namespace,
+        project,
         shop_path,
         _served,
         ..
@@ -731,9 +732,15 @@ async fn deploy_waits_until_available_or_says_why_not() {
         .await;
     deployed.ok();
     assert!(
-        deployed
-            .stdout
-            .starts_with("Deployed shop at revision 2: Available"),
+        deployed.stdout.starts_with(&format!(
+            "Deployed shop in {project}/staging at revision 2: Available"
+        )),
+        "{deployed:?}"
+    );
+    assert!(
+        deployed.stderr.starts_with(&format!(
+            "Deploying revision 2 of shop to {project}/staging (nginx:1.28)"
+        )),
         "{deployed:?}"
     );
     assert!(
@@ -973,6 +980,7 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
         app,
         machine,
         namespace,
+        project,
         shop_path,
         _served,
         ..
@@ -1018,9 +1026,9 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
     built.ok();
     assert!(built.stderr.contains("build 1: succeeded"), "{built:?}");
     assert!(
-        built
-            .stdout
-            .starts_with("Deployed shop at revision 2: Available"),
+        built.stdout.starts_with(&format!(
+            "Deployed shop in {project}/staging at revision 2: Available"
+        )),
         "{built:?}"
     );
     let listed = machine.run(&["builds", "list", "-o", "json"]).await;
@@ -1074,9 +1082,9 @@ async fn promote_and_restart_wait_too() {
         .await;
     promoted.ok();
     assert!(
-        promoted
-            .stdout
-            .starts_with("Deployed shop at revision 1: Available"),
+        promoted.stdout.starts_with(&format!(
+            "Deployed shop in {project}/production at revision 1: Available"
+        )),
         "{promoted:?}"
     );
     let production = format!("/api/v1/projects/{project}/environments/production/apps/shop");
@@ -1272,6 +1280,26 @@ async fn a_newcomer_makes_what_they_deploy_to_and_removes_it() {
         listed.ok().json()[0]["ready"] == true
     })
     .await;
+
+    // An empty list says what to do.
+    let none = machine
+        .run(&["apps", "-p", &project, "-e", "staging"])
+        .await;
+    assert!(
+        none.ok()
+            .stdout
+            .starts_with("No apps here yet: make one with"),
+        "{none:?}"
+    );
+    // An API that is not there: the reason, in the system's words.
+    let mut nowhere = Machine::ci(&served, &app.owner);
+    nowhere.env[0].1 = "http://127.0.0.1:1".to_owned();
+    let refused = nowhere.run(&["projects"]).await;
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.error_line().contains("Connection refused"),
+        "{refused:?}"
+    );
 
     // `link` checks what it names: nothing is written for a missing one.
     let missing = machine.run(&["link", &project, "nope"]).await;

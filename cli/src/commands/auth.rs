@@ -281,7 +281,7 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
                         ]
                     })
                     .collect();
-                session.out.table(
+                session.out.list(
                     &[
                         "ID",
                         "NAME",
@@ -293,6 +293,7 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
                         "SCOPE",
                     ],
                     rows,
+                    "No tokens: make one with `berth tokens create NAME`",
                 )
             })
         }

@@ -81,16 +81,43 @@ fn changed(
     if !wait.wait {
         return show_app(session, &answer, "Changed");
     }
-    let last = wait::revision(session, app, record.revision, deadline)?;
+    // Said before the wait, on standard error (standard output is the
+    // result's): what is deployed where, and that stopping the wait stops
+    // nothing else.
+    eprintln!(
+        "Deploying revision {} of {} to {}/{} ({}); waiting up to {} s (Ctrl-C stops the wait, not the deploy)",
+        record.revision,
+        record.name,
+        record.project,
+        record.environment,
+        record.image.as_deref().unwrap_or("its source"),
+        wait.timeout
+    );
+    let last = wait::revision(session, app, record.revision, deadline)
+        .map_err(|failure| still_deploying(failure, app))?;
     show_app(session, &last, "Deployed")
+}
+
+/// A wait that gave up, or lost the API, says the deploy goes on, and how
+/// to look again; a revision that failed says only that.
+fn still_deploying(failure: Failure, app: &AppPath) -> Failure {
+    if !matches!(failure, Failure::GaveUp(_) | Failure::Transport(_)) {
+        return failure;
+    }
+    failure.hinted(format!(
+        "the deploy goes on; watch it again: berth status -a {} -p {} -e {}",
+        app.app, app.project, app.environment
+    ))
 }
 
 fn show_app(session: &Session, answer: &Answer, done: &str) -> Result<()> {
     session.out.answer(answer, || {
         let app: AppRecord = answer.record()?;
         session.out.say(&format!(
-            "{done} {} at revision {}: {}{}",
+            "{done} {} in {}/{} at revision {}: {}{}",
             app.name,
+            app.project,
+            app.environment,
             app.revision,
             or_dash(app.reason.as_deref()),
             app.url.map(|url| format!(", {url}")).unwrap_or_default()
@@ -237,4 +264,39 @@ pub fn run(session: &Session, app: &AppPath, process: Option<String>) -> Result<
         let run: RunAnswer = answer.record()?;
         session.out.say(&format!("Started job {}", run.job))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_domain::error::Problem;
+
+    #[test]
+    fn a_wait_given_up_says_the_deploy_goes_on() {
+        let app = AppPath {
+            project: "shop".into(),
+            environment: "staging".into(),
+            app: "web".into(),
+        };
+        let gave_up = still_deploying(
+            Failure::GaveUp("gave up after 600 s: rolling out".into()),
+            &app,
+        );
+        let failed = still_deploying(Failure::failed("revision 6 failed: ReleaseFailed"), &app);
+        assert_eq!(failed.to_string(), "revision 6 failed: ReleaseFailed");
+        assert_eq!(
+            gave_up.to_string(),
+            "gave up after 600 s: rolling out; the deploy goes on; watch it again: berth status -a web -p shop -e staging"
+        );
+        let refused = Failure::Api(Problem {
+            code: "forbidden".into(),
+            title: "Forbidden".into(),
+            status: 403,
+            detail: None,
+        });
+        assert_eq!(
+            still_deploying(refused, &app).to_string(),
+            "Forbidden (forbidden)"
+        );
+    }
 }

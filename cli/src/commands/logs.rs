@@ -115,12 +115,13 @@ pub fn builds(session: &Session, app: &AppPath, command: BuildsCommand) -> Resul
                         ]
                     })
                     .collect();
-                session.out.table(
+                session.out.list(
                     &[
                         "ID", "REF", "COMMIT", "STATUS", "STRATEGY", "REVISION", "CREATED",
                         "MESSAGE",
                     ],
                     rows,
+                    "No builds: `berth deploy --ref REF` builds the app's source",
                 )
             })
         }

@@ -323,9 +323,11 @@ pub fn templates(
                         vec![t.name, t.image, t.description, variables.join(" ")]
                     })
                     .collect();
-                session
-                    .out
-                    .table(&["NAME", "IMAGE", "DESCRIPTION", "VARIABLES"], rows)
+                session.out.list(
+                    &["NAME", "IMAGE", "DESCRIPTION", "VARIABLES"],
+                    rows,
+                    "The template catalogue is empty",
+                )
             })
         }
         TemplatesCommand::Deploy {

@@ -30,9 +30,11 @@ pub fn projects(session: &Session) -> Result<()> {
                 ]
             })
             .collect();
-        session
-            .out
-            .table(&["NAME", "DISPLAY NAME", "ENVS", "READY", "CREATED"], rows)
+        session.out.list(
+            &["NAME", "DISPLAY NAME", "ENVS", "READY", "CREATED"],
+            rows,
+            "No projects yet: make one with `berth projects create NAME`",
+        )
     })
 }
 
@@ -51,9 +53,11 @@ pub fn environments(session: &Session, context: &Context) -> Result<()> {
                 vec![e.name, e.env_type, phase, e.namespace, or_dash(e.message)]
             })
             .collect();
-        session
-            .out
-            .table(&["NAME", "TYPE", "PHASE", "NAMESPACE", "MESSAGE"], rows)
+        session.out.list(
+            &["NAME", "TYPE", "PHASE", "NAMESPACE", "MESSAGE"],
+            rows,
+            "No environments yet: make one with `berth envs create NAME`",
+        )
     })
 }
 
@@ -76,9 +80,10 @@ pub fn apps(session: &Session, context: &Context) -> Result<()> {
                 ]
             })
             .collect();
-        session.out.table(
+        session.out.list(
             &["NAME", "IMAGE / SOURCE", "STATUS", "REVISION", "URL"],
             rows,
+        "No apps here yet: make one with `berth apps create NAME --image IMAGE` (or `berth init`)",
         )
     })
 }
@@ -244,9 +249,10 @@ pub fn domains(session: &Session, app: &AppPath) -> Result<()> {
                 ]
             })
             .collect();
-        session.out.table(
+        session.out.list(
             &["HOSTNAME", "OK", "DNS", "PROOF", "CERTIFICATE", "UNTIL"],
             rows,
+            "No custom domains: add one with `berth domains add HOSTNAME`",
         )?;
         for proof in proofs {
             session.out.say(&proof)?;
@@ -292,9 +298,10 @@ pub fn audit(
                 ]
             })
             .collect();
-        session.out.table(
+        session.out.list(
             &["AT", "ACTOR", "ACTION", "TARGET", "OUTCOME", "STATUS"],
             rows,
+            "No events in this page",
         )?;
         if let Some(next) = page.next_before {
             let which = match project {

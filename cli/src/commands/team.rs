@@ -114,9 +114,11 @@ fn project_members(session: &Session, project: &str) -> Result<()> {
                 ]
             })
             .collect();
-        session
-            .out
-            .table(&["EMAIL", "PROJECT ROLE", "ORGANIZATION ROLE", "ID"], rows)
+        session.out.list(
+            &["EMAIL", "PROJECT ROLE", "ORGANIZATION ROLE", "ID"],
+            rows,
+            "No one has a role in this project: `berth members role EMAIL ROLE --project PROJECT`",
+        )
     })
 }
 
@@ -164,7 +166,7 @@ pub fn deploy_tokens(
                         ]
                     })
                     .collect();
-                session.out.table(
+                session.out.list(
                     &[
                         "ID",
                         "NAME",
@@ -175,6 +177,7 @@ pub fn deploy_tokens(
                         "LAST USED",
                     ],
                     rows,
+                    "No deploy tokens: make one with `berth deploy-tokens create NAME`",
                 )
             })
         }

@@ -148,7 +148,11 @@ fn show_env(session: &Session, env: &[EnvRecord]) -> Result<()> {
             vec![entry.name.clone(), value]
         })
         .collect();
-    session.out.table(&["NAME", "VALUE"], rows)
+    session.out.list(
+        &["NAME", "VALUE"],
+        rows,
+        "No variables: set one with `berth env set NAME=VALUE`",
+    )
 }
 
 pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) -> Result<()> {
@@ -170,7 +174,11 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
                     .into_iter()
                     .map(|s| vec![s.name, s.keys.join(", "), or_dash(s.created_at)])
                     .collect();
-                session.out.table(&["NAME", "KEYS", "CREATED"], rows)
+                session.out.list(
+                    &["NAME", "KEYS", "CREATED"],
+                    rows,
+                    "No secrets: make one with `berth secrets set NAME < file`",
+                )
             })
         }
         SecretsCommand::Set {

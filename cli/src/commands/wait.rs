@@ -43,7 +43,7 @@ impl Deadline {
 
     fn check(&self, what: impl FnOnce() -> String) -> Result<()> {
         if self.started.elapsed() >= self.limit {
-            return Err(Failure::failed(format!(
+            return Err(Failure::GaveUp(format!(
                 "gave up after {} s: {}",
                 self.limit.as_secs(),
                 what()
