@@ -42,6 +42,11 @@ pub struct Global {
         env = "BERTH_ENVIRONMENT"
     )]
     pub environment: Option<String>,
+    /// The sign-in to use (`berth contexts` lists them); by default
+    /// `BERTH_CONTEXT`, else the current one. With `login`, the name the
+    /// new sign-in is kept under.
+    #[arg(long, global = true, env = "BERTH_CONTEXT")]
+    pub context: Option<String>,
     /// The app; by default `BERTH_APP`, else the linked one.
     #[arg(short = 'a', long, global = true, env = "BERTH_APP")]
     pub app: Option<String>,
@@ -74,6 +79,15 @@ pub enum Command {
     Login(Login),
     /// Revoke the stored token and remove it.
     Logout,
+    /// Your sign-ins, one per Berth (or per user of one): `list` (the
+    /// default), `use NAME` to make one the current one.
+    #[command(
+        after_help = "Examples:\n  berth login --context work --url https://berth.example.com\n  berth contexts use work\n  berth --context home apps"
+    )]
+    Contexts {
+        #[command(subcommand)]
+        command: Option<ContextsCommand>,
+    },
     /// Who the credentials belong to.
     Whoami,
     /// This CLI's version, the API version it speaks, and the API's.
@@ -611,4 +625,12 @@ mod tests {
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
     }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ContextsCommand {
+    /// The sign-ins, the current one marked (the default).
+    List,
+    /// Make NAME the current sign-in.
+    Use { name: String },
 }

@@ -58,24 +58,102 @@ pub fn credentials_path() -> Result<PathBuf> {
     Ok(config_dir()?.join(CREDENTIALS))
 }
 
-pub fn stored() -> Result<Option<Credentials>> {
+/// Every sign-in kept, by context name (kubectl's word: one per Berth, or
+/// per user of one), and the one commands use unless told otherwise
+/// (`--context`, `BERTH_CONTEXT`). No `Debug`: it holds tokens.
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub struct SignIns {
+    pub current: String,
+    #[serde(default)]
+    pub contexts: std::collections::BTreeMap<String, Credentials>,
+}
+
+/// The context of a sign-in made without `--context`, and of the one
+/// sign-in stored before contexts.
+pub const DEFAULT_CONTEXT: &str = "default";
+
+/// What `credentials.toml` holds: its sign-ins, or one sign-in alone as
+/// written before contexts (read as the context `default`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Stored {
+    Contexts(SignIns),
+    One(Credentials),
+}
+
+/// Every stored sign-in (none when nothing is stored).
+pub fn sign_ins() -> Result<SignIns> {
     let path = credentials_path()?;
     let text = match fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SignIns::default()),
         Err(e) => return Err(Failure::failed(format!("reading {}: {e}", path.display()))),
     };
-    toml::from_str(&text).map(Some).map_err(|e| {
+    let stored: Stored = toml::from_str(&text).map_err(|e| {
         Failure::failed(format!(
             "{} is not a sign-in ({e}); `berth login` again",
             path.display()
         ))
+    })?;
+    Ok(match stored {
+        Stored::Contexts(sign_ins) => sign_ins,
+        Stored::One(credentials) => SignIns {
+            current: DEFAULT_CONTEXT.to_owned(),
+            contexts: [(DEFAULT_CONTEXT.to_owned(), credentials)].into(),
+        },
     })
 }
 
-/// Writes the sign-in readable by its owner alone: a new file of mode 0600
-/// renamed over the old one, in a directory of mode 0700.
-pub fn store(credentials: &Credentials) -> Result<PathBuf> {
+impl SignIns {
+    /// The context `named`, else the current one.
+    pub fn chosen<'a>(&'a self, named: Option<&'a str>) -> &'a str {
+        named.unwrap_or(&self.current)
+    }
+}
+
+/// The sign-in of context `named` (else the current one), if stored. A
+/// context named but not stored is an error: a typo must not fall back.
+pub fn stored(named: Option<&str>) -> Result<Option<Credentials>> {
+    let sign_ins = sign_ins()?;
+    let chosen = sign_ins.chosen(named);
+    match sign_ins.contexts.get(chosen) {
+        Some(credentials) => Ok(Some(credentials.clone())),
+        None if named.is_some() => Err(Failure::NotSignedIn(format!(
+            "no sign-in named {chosen}: `berth contexts` lists them, `berth login --context {chosen}` makes it"
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Stores `credentials` as context `named` (else the current one, else
+/// `default`) and makes it the current one.
+pub fn store(named: Option<&str>, credentials: &Credentials) -> Result<PathBuf> {
+    let mut sign_ins = sign_ins()?;
+    let name = match named {
+        Some(name) => name.to_owned(),
+        None if sign_ins.current.is_empty() => DEFAULT_CONTEXT.to_owned(),
+        None => sign_ins.current.clone(),
+    };
+    sign_ins.contexts.insert(name.clone(), credentials.clone());
+    sign_ins.current = name;
+    write_sign_ins(&sign_ins)
+}
+
+/// Makes context `name` the current one.
+pub fn use_context(name: &str) -> Result<()> {
+    let mut sign_ins = sign_ins()?;
+    if !sign_ins.contexts.contains_key(name) {
+        return Err(Failure::NotSignedIn(format!(
+            "no sign-in named {name}: `berth login --context {name}` makes it"
+        )));
+    }
+    sign_ins.current = name.to_owned();
+    write_sign_ins(&sign_ins).map(|_| ())
+}
+
+/// Writes the sign-ins readable by their owner alone: a new file of mode
+/// 0600 renamed over the old one, in a directory of mode 0700.
+fn write_sign_ins(sign_ins: &SignIns) -> Result<PathBuf> {
     let dir = config_dir()?;
     let failed = |what: &str, e: std::io::Error| Failure::failed(format!("{what}: {e}"));
     let mut builder = fs::DirBuilder::new();
@@ -87,7 +165,7 @@ pub fn store(credentials: &Credentials) -> Result<PathBuf> {
         .map_err(|e| failed(&format!("creating {}", dir.display()), e))?;
     let path = dir.join(CREDENTIALS);
     let temporary = dir.join(format!(".{CREDENTIALS}.{}", std::process::id()));
-    let text = toml::to_string(credentials)
+    let text = toml::to_string(sign_ins)
         .map_err(|e| Failure::failed(format!("writing the sign-in: {e}")))?;
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
@@ -107,21 +185,41 @@ pub fn store(credentials: &Credentials) -> Result<PathBuf> {
     Ok(path)
 }
 
-pub fn forget() -> Result<()> {
-    let path = credentials_path()?;
-    match fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Failure::failed(format!("removing {}: {e}", path.display()))),
+/// Forgets context `named` (else the current one); the current one then
+/// is the first left, and with none left the file goes.
+pub fn forget(named: Option<&str>) -> Result<()> {
+    let mut sign_ins = sign_ins()?;
+    let name = sign_ins.chosen(named).to_owned();
+    sign_ins.contexts.remove(&name);
+    if sign_ins.contexts.is_empty() {
+        let path = credentials_path()?;
+        return match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Failure::failed(format!("removing {}: {e}", path.display()))),
+        };
     }
+    if sign_ins.current == name {
+        sign_ins.current = sign_ins.contexts.keys().next().cloned().unwrap_or_default();
+    }
+    write_sign_ins(&sign_ins).map(|_| ())
 }
 
 /// The credentials of this command. A stored token is only ever sent to
 /// the URL it was made for: `BERTH_URL` naming another API needs
 /// `BERTH_TOKEN` too.
-pub fn sign_in() -> Result<SignIn> {
+pub fn sign_in(context: Option<&str>) -> Result<SignIn> {
     let (url, token) = (env("BERTH_URL"), env("BERTH_TOKEN"));
-    let stored = stored()?;
+    if let (Some(url), Some(token)) = (&url, &token) {
+        // CI: nothing stored is read.
+        return Ok(SignIn {
+            url: url.clone(),
+            token: token.clone(),
+            token_id: None,
+            from_environment: true,
+        });
+    }
+    let stored = stored(context)?;
     if let Some(token) = token {
         let url = url.or_else(|| stored.map(|s| s.url)).ok_or_else(|| {
             Failure::NotSignedIn("BERTH_TOKEN is set but BERTH_URL is not".into())

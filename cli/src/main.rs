@@ -46,9 +46,10 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     let out = Output::new(cli.global.output);
     let context = || config::Context::resolve(&cli.global);
-    let session = || Session::open(out);
+    let session = || Session::open(out, cli.global.context.clone());
     match cli.command {
-        Command::Login(login) => commands::auth::login(out, login),
+        Command::Login(login) => commands::auth::login(out, cli.global.context.as_deref(), login),
+        Command::Contexts { command } => commands::auth::contexts(out, command),
         Command::Logout => commands::auth::logout(&session()?),
         Command::Whoami => commands::auth::whoami(&session()?),
         Command::Version => commands::auth::version(out),

@@ -1616,3 +1616,100 @@ async fn everyday_commands_of_a_linked_app() {
     let cancel = machine.run(&["builds", "cancel"]).await;
     assert!(cancel.error_line().contains("has no builds"), "{cancel:?}");
 }
+
+/// Several sign-ins (issue 48): `login --context` keeps each under its
+/// name, `contexts` lists them with the current one marked, `--context`
+/// and `BERTH_CONTEXT` choose one per command, `contexts use` changes the
+/// current one, `logout` forgets only the one it signs out of, a context
+/// that is not there is no fallback, and a sign-in stored before contexts
+/// is still read.
+#[tokio::test]
+async fn several_sign_ins_side_by_side() {
+    use crate::support::PASSWORD;
+
+    let app = TestApp::new().await;
+    let served = app.serve().await;
+    let (dev, viewer) = (
+        app.user(berth_domain::Role::Developer).await,
+        app.user(berth_domain::Role::Viewer).await,
+    );
+    let machine = Machine::new();
+    for (context, user) in [("dev", &dev), ("view", &viewer)] {
+        machine
+            .run_with(
+                &[
+                    "login",
+                    "--context",
+                    context,
+                    "--url",
+                    &served.url,
+                    "--email",
+                    &user.email,
+                ],
+                &format!("{PASSWORD}\n"),
+            )
+            .await
+            .ok();
+    }
+    let whoami = |args: Vec<&'static str>| {
+        let machine = &machine;
+        async move {
+            let mut args = args;
+            args.extend(["whoami", "-o", "json"]);
+            machine.run(&args).await.ok().json()["email"].clone()
+        }
+    };
+    // The last sign-in is the current one; another is a flag away.
+    assert_eq!(whoami(vec![]).await, viewer.email.as_str());
+    assert_eq!(whoami(vec!["--context", "dev"]).await, dev.email.as_str());
+    let listed = machine.run(&["contexts"]).await;
+    let lines: Vec<&str> = listed.ok().stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("*") && l.contains("view")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| !l.starts_with("*") && l.contains("dev")),
+        "{lines:?}"
+    );
+
+    machine.run(&["contexts", "use", "dev"]).await.ok();
+    assert_eq!(whoami(vec![]).await, dev.email.as_str());
+    let mut chosen = Machine {
+        config: machine.config.clone(),
+        dir: machine.dir.clone(),
+        env: vec![("BERTH_CONTEXT", "view".to_owned())],
+    };
+    let by_variable = chosen.run(&["whoami", "-o", "json"]).await;
+    assert_eq!(by_variable.ok().json()["email"], viewer.email.as_str());
+    chosen.env = vec![("BERTH_CONTEXT", "typo".to_owned())];
+    let typo = chosen.run(&["whoami"]).await;
+    assert_eq!(typo.code, 3, "{typo:?}");
+    assert!(
+        typo.error_line().contains("no sign-in named typo"),
+        "{typo:?}"
+    );
+
+    // Signing out of one keeps the other.
+    machine.run(&["--context", "view", "logout"]).await.ok();
+    assert_eq!(whoami(vec![]).await, dev.email.as_str());
+    let gone = machine.run(&["--context", "view", "whoami"]).await;
+    assert_eq!(gone.code, 3, "{gone:?}");
+
+    // A sign-in stored before contexts: one flat sign-in, read as `default`.
+    let old = Machine::new();
+    std::fs::create_dir_all(&old.config).unwrap();
+    std::fs::write(
+        old.config.join("credentials.toml"),
+        format!("url = \"{}\"\ntoken = \"{}\"\n", served.url, dev.token),
+    )
+    .unwrap();
+    let read = old.run(&["whoami", "-o", "json"]).await;
+    assert_eq!(read.ok().json()["email"], dev.email.as_str());
+    let contexts = old.run(&["contexts"]).await;
+    assert!(contexts.ok().stdout.contains("default"), "{contexts:?}");
+}

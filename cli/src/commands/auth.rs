@@ -6,7 +6,7 @@ use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 
 use super::Session;
 use crate::api::{Api, Credential, parse_url};
-use crate::args::{Login, TokensCommand};
+use crate::args::{ContextsCommand, Login, TokensCommand};
 use crate::config::{self, Credentials};
 use crate::failure::{Failure, Result};
 use crate::output::{Output, or_dash, print};
@@ -15,7 +15,7 @@ use crate::version;
 
 /// Signs in with the password (replacing a temporary one), makes an API
 /// token with the session, ends the session and stores the token.
-pub fn login(out: Output, login: Login) -> Result<()> {
+pub fn login(out: Output, context: Option<&str>, login: Login) -> Result<()> {
     let prompt = Prompt::new();
     let asked = |given: Option<String>, question: &str| match given {
         Some(value) => Ok(value),
@@ -48,7 +48,7 @@ pub fn login(out: Output, login: Login) -> Result<()> {
     let _ = api.post_empty(&["auth", "logout"]);
     let (identity, created) = token?;
     // The sign-in this one replaces: the same user's, at the same API.
-    let earlier = config::stored()
+    let earlier = config::stored(context)
         .ok()
         .flatten()
         .filter(|earlier| {
@@ -60,12 +60,15 @@ pub fn login(out: Output, login: Login) -> Result<()> {
         })
         .and_then(|earlier| earlier.token_id)
         .filter(|id| *id != created.record.id);
-    let path = config::store(&Credentials {
-        url: url.to_string(),
-        token: created.token.clone(),
-        token_id: Some(created.record.id.clone()),
-        email: Some(identity.email.clone()),
-    })?;
+    let path = config::store(
+        context,
+        &Credentials {
+            url: url.to_string(),
+            token: created.token.clone(),
+            token_id: Some(created.record.id.clone()),
+            email: Some(identity.email.clone()),
+        },
+    )?;
     let revoked = earlier.and_then(|id| revoke_earlier(&url, &created.token, id));
     out.say(&format!(
         "Signed in to {url} as {}; token {} ({}) expires {}, stored in {}",
@@ -175,7 +178,7 @@ pub fn logout(session: &Session) -> Result<()> {
         Err(failure) if matches!(failure.status(), Some(401 | 404)) => false,
         Err(failure) => return Err(failure),
     };
-    config::forget()?;
+    config::forget(session.context.as_deref())?;
     let url = &session.sign_in.url;
     session.out.say(&if revoked {
         format!("Signed out of {url}: token {id} revoked")
@@ -203,7 +206,7 @@ pub fn whoami(session: &Session) -> Result<()> {
 }
 
 pub fn version(out: Output) -> Result<()> {
-    let api_version = config::sign_in()
+    let api_version = config::sign_in(None)
         .ok()
         .and_then(|sign_in| parse_url(&sign_in.url).ok())
         .and_then(|url| Api::new(url, Credential::None).ok())
@@ -326,6 +329,36 @@ pub fn tokens(session: &Session, command: Option<TokensCommand>) -> Result<()> {
         TokensCommand::Revoke { id } => {
             session.api.delete(&["tokens", &id])?;
             session.out.say(&format!("Token {id} revoked"))
+        }
+    }
+}
+
+/// `berth contexts`: the stored sign-ins, or another made the current one.
+pub fn contexts(out: Output, command: Option<ContextsCommand>) -> Result<()> {
+    match command.unwrap_or(ContextsCommand::List) {
+        ContextsCommand::List => {
+            let sign_ins = config::sign_ins()?;
+            let rows = sign_ins
+                .contexts
+                .iter()
+                .map(|(name, credentials)| {
+                    vec![
+                        if *name == sign_ins.current { "*" } else { "" }.to_owned(),
+                        name.clone(),
+                        credentials.url.clone(),
+                        or_dash(credentials.email.as_deref()),
+                    ]
+                })
+                .collect();
+            out.list(
+                &["CURRENT", "NAME", "API", "EMAIL"],
+                rows,
+                "No sign-ins: `berth login` (with `--context NAME` for more than one)",
+            )
+        }
+        ContextsCommand::Use { name } => {
+            config::use_context(&name)?;
+            out.say(&format!("Commands now use the sign-in {name}"))
         }
     }
 }

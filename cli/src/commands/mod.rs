@@ -20,11 +20,14 @@ pub struct Session {
     pub api: Api,
     pub out: Output,
     pub sign_in: SignIn,
+    /// The sign-in's context when the command names one (`--context`,
+    /// `BERTH_CONTEXT`); the current one otherwise.
+    pub context: Option<String>,
 }
 
 impl Session {
-    pub fn open(out: Output) -> Result<Self> {
-        let sign_in = config::sign_in()?;
+    pub fn open(out: Output, context: Option<String>) -> Result<Self> {
+        let sign_in = config::sign_in(context.as_deref())?;
         let mut api = Api::new(
             parse_url(&sign_in.url)?,
             Credential::Token(sign_in.token.clone()),
@@ -35,6 +38,11 @@ impl Session {
             "the stored sign-in is no longer valid (its token was revoked or has expired): \
              `berth login` again"
         });
-        Ok(Self { api, out, sign_in })
+        Ok(Self {
+            api,
+            out,
+            sign_in,
+            context,
+        })
     }
 }
