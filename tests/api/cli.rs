@@ -1465,6 +1465,16 @@ async fn everyday_commands_of_a_linked_app() {
     // Scale: replicas, a range that autoscales, a size; a wrong process.
     machine.run(&["scale", "web=2"]).await.ok();
     assert_eq!(api_app().await["processes"][0]["min_replicas"], 2);
+    let note = || async {
+        machine
+            .run(&["releases", "--limit", "1", "-o", "json"])
+            .await
+            .ok()
+            .json()[0]["note"]
+            .clone()
+    };
+    // A configuration's release says what changed, as Heroku's do.
+    assert_eq!(note().await, "scale web to 2");
     machine.run(&["scale", "web=1-3:small"]).await.ok();
     let web = api_app().await["processes"][0].clone();
     assert_eq!(
@@ -1493,6 +1503,7 @@ async fn everyday_commands_of_a_linked_app() {
         .await
         .ok();
     assert_eq!(api_app().await["domains"], json!(["shop.example.com"]));
+    assert_eq!(note().await, "add domain shop.example.com");
     machine
         .run(&["domains", "rm", "shop.example.com"])
         .await
@@ -1503,6 +1514,7 @@ async fn everyday_commands_of_a_linked_app() {
 
     // A variable's value; a secret's key into the env in one step.
     machine.run(&["env", "set", "WELCOME=hi"]).await.ok();
+    assert_eq!(note().await, "set WELCOME");
     assert_eq!(
         machine.run(&["env", "get", "WELCOME"]).await.ok().stdout,
         "hi\n"

@@ -21,6 +21,7 @@ pub mod body;
 pub(crate) mod change;
 pub mod hosts;
 pub mod leftovers;
+mod notes;
 pub mod operate;
 pub mod proofs;
 pub mod record;

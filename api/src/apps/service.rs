@@ -235,14 +235,22 @@ pub async fn update(
         ReleaseReason::Deploy
     };
     let decision = decision_of(&current.spec.config, &config);
+    // A configuration's release says what changed (names, never values).
+    let note = (reason == ReleaseReason::Config)
+        .then(|| super::notes::config_note(&current.spec.config, &config))
+        .flatten();
     let writer = Writer {
         store,
         client,
         rules,
         caller,
     };
-    Change::revise(path.clone(), current, config, reason)
-        .deciding(decision)
+    let change = Change::revise(path.clone(), current, config, reason).deciding(decision);
+    let change = match note {
+        Some(note) => change.noted(note),
+        None => change,
+    };
+    change
         .check(client, &neighbours)
         .await?
         .commit(&writer)
