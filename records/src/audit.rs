@@ -220,9 +220,10 @@ impl AuditFilter {
             .action
             .as_ref()
             .is_none_or(|action| event.action == action.0)
-            && self.target.as_ref().is_none_or(|target| {
-                event.target.as_deref().is_some_and(|t| target.matches(t))
-            })
+            && self
+                .target
+                .as_ref()
+                .is_none_or(|target| event.target.as_deref().is_some_and(|t| target.matches(t)))
             && self
                 .target_kind
                 .as_ref()

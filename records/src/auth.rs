@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
-use berth_domain::{Ceiling, ProjectRole, Role};
+use berth_domain::{Ceiling, Permission, ProjectRole, Role};
 
 /// No `Debug`: it holds a password.
 #[derive(Serialize, Deserialize, utoipa::ToSchema)]
@@ -66,16 +66,15 @@ pub struct Access {
     pub role: Role,
     /// The token's ceiling; `null` for a session or a token with its
     /// owner's rights.
+    #[schema(required = true)]
     pub ceiling: Option<Ceiling>,
     /// On the organization itself: calls naming no project (members, the
     /// organization's audit log, creating a project).
-    #[schema(value_type = Vec<String>)]
-    pub permissions: Vec<String>,
+    pub permissions: Vec<Permission>,
     /// In every project of the organization that `projects` does not list
     /// (empty for a caller limited to some projects: a `member`, a scoped
     /// token, a deploy token).
-    #[schema(value_type = Vec<String>)]
-    pub project_permissions: Vec<String>,
+    pub project_permissions: Vec<Permission>,
     /// The projects where the caller's rights are its own: those it holds a
     /// role in, or its token's scope; by name, at most 500.
     pub projects: Vec<ProjectAccess>,
@@ -88,14 +87,15 @@ pub struct Access {
 pub struct ProjectAccess {
     pub project: ProjectName,
     /// The caller's role in the project, if it holds one.
+    #[schema(required = true)]
     pub role: Option<ProjectRole>,
     /// In the project: its own operations and, unless `environments` is
     /// given, in every environment of it.
-    #[schema(value_type = Vec<String>)]
-    pub permissions: Vec<String>,
+    pub permissions: Vec<Permission>,
     /// `null`: every environment of the project. Otherwise the only
     /// environments the caller's token reaches, each with what it may do
     /// there; `permissions` then holds for the project itself only.
+    #[schema(required = true)]
     pub environments: Option<Vec<EnvironmentAccess>>,
 }
 
@@ -103,6 +103,5 @@ pub struct ProjectAccess {
 #[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct EnvironmentAccess {
     pub environment: EnvironmentName,
-    #[schema(value_type = Vec<String>)]
-    pub permissions: Vec<String>,
+    pub permissions: Vec<Permission>,
 }

@@ -392,7 +392,9 @@ impl AuditLog {
         let mut read = 0;
         'reading: loop {
             let batch = if filter.is_set() {
-                FILTER_READ_BUDGET.saturating_sub(read).clamp(1, FILTER_BATCH)
+                FILTER_READ_BUDGET
+                    .saturating_sub(read)
+                    .clamp(1, FILTER_BATCH)
             } else {
                 limit + 1
             };

@@ -222,5 +222,8 @@ async fn a_password_to_change_leaves_no_permission() {
         .await
         .assert_status(200);
     let me = app.get("/api/v1/me").session(&session).send().await.json();
-    assert_eq!(me["access"]["permissions"].as_array().map(Vec::len), Some(11));
+    assert_eq!(
+        me["access"]["permissions"].as_array().map(Vec::len),
+        Some(11)
+    );
 }

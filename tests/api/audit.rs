@@ -668,7 +668,8 @@ async fn filters_pick_events_and_page_with_them() {
     let expect = |wanted: &dyn Fn(&berth_records::audit::AuditEvent) -> bool| -> Vec<u64> {
         all.iter().filter(|e| wanted(e)).map(|e| e.seq).collect()
     };
-    let by_viewer = |e: &berth_records::audit::AuditEvent| e.actor.as_deref() == Some(viewer.email.as_str());
+    let by_viewer =
+        |e: &berth_records::audit::AuditEvent| e.actor.as_deref() == Some(viewer.email.as_str());
     let prefix: String = viewer.id.chars().take(6).collect();
     let cases: Vec<(String, Vec<u64>)> = vec![
         (
@@ -680,7 +681,10 @@ async fn filters_pick_events_and_page_with_them() {
             format!("actor={}&action=listTokens", viewer.email),
             expect(&|e| by_viewer(e) && e.action == "listTokens"),
         ),
-        ("action=getCurrentUser".into(), expect(&|e| e.action == "getCurrentUser")),
+        (
+            "action=getCurrentUser".into(),
+            expect(&|e| e.action == "getCurrentUser"),
+        ),
         (
             format!("target={}", viewer.id),
             expect(&|e| e.target.as_deref() == Some(viewer.id.as_str())),
@@ -707,9 +711,14 @@ async fn filters_pick_events_and_page_with_them() {
         assert_eq!(pages, want.len().div_ceil(2), "{filter}: full pages of 2");
     }
     assert_eq!(
-        page_through(&app, "/api/v1/audit?action=login&actor=nobody@example.org", 50, None)
-            .await
-            .0,
+        page_through(
+            &app,
+            "/api/v1/audit?action=login&actor=nobody@example.org",
+            50,
+            None
+        )
+        .await
+        .0,
         Vec::<serde_json::Value>::new()
     );
 
@@ -757,7 +766,11 @@ async fn a_filtered_page_waits_for_a_missing_seq_too() {
     }
     let filtered = "/api/v1/audit?actor=someone@acme.example";
     let page = app.get(filtered).by(&app.owner).send().await.json();
-    assert_eq!(seqs_of(&page), (vec![], None), "nothing above the missing seq");
+    assert_eq!(
+        seqs_of(&page),
+        (vec![], None),
+        "nothing above the missing seq"
+    );
     app.state.audit.replay(&line).await.unwrap();
     let page = app.get(filtered).by(&app.owner).send().await.json();
     assert_eq!(seqs_of(&page).0.len(), 4);
@@ -791,8 +804,7 @@ async fn a_filter_matching_little_pages_on_from_where_it_stopped() {
     }
     // Once settled, a read stops at its budget (before, it reads on until
     // no missing seq can still arrive).
-    tokio::time::sleep(berth_store::audit::SETTLED_AFTER + std::time::Duration::from_secs(1))
-        .await;
+    tokio::time::sleep(berth_store::audit::SETTLED_AFTER + std::time::Duration::from_secs(1)).await;
 
     let first = app
         .get("/api/v1/audit?actor=needle@acme.example&limit=10")
@@ -801,11 +813,15 @@ async fn a_filter_matching_little_pages_on_from_where_it_stopped() {
         .await;
     first.assert_status(200);
     let (seqs, next) = seqs_of(&first.json());
-    assert!(seqs.is_empty(), "the needle lies beyond the budget: {seqs:?}");
+    assert!(
+        seqs.is_empty(),
+        "the needle lies beyond the budget: {seqs:?}"
+    );
     let next = next.expect("a cut page says where to go on");
     assert!(next > 1, "{next}");
 
-    let (events, pages) = page_through(&app, "/api/v1/audit?actor=needle@acme.example", 10, None).await;
+    let (events, pages) =
+        page_through(&app, "/api/v1/audit?actor=needle@acme.example", 10, None).await;
     assert_eq!(pages, 2, "one cut page, then the rest of the log");
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, vec![1]);
@@ -838,11 +854,17 @@ async fn a_projects_log_takes_the_filters_too() {
     let targets: Vec<&str> = events.iter().filter_map(|e| e["target"].as_str()).collect();
     assert_eq!(targets, ["webhooks", "web"], "newest first, by prefix");
     assert_eq!(pages, 2);
-    assert!(events.iter().all(|e| e["action"] == "createApp" && e["project"] == project.as_str()));
+    assert!(
+        events
+            .iter()
+            .all(|e| e["action"] == "createApp" && e["project"] == project.as_str())
+    );
 
-    app.get(&format!("/api/v1/projects/{project}/audit?action=deployEverything"))
-        .by(&app.owner)
-        .send()
-        .await
-        .assert_problem(400, "invalid_request");
+    app.get(&format!(
+        "/api/v1/projects/{project}/audit?action=deployEverything"
+    ))
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_problem(400, "invalid_request");
 }

@@ -40,9 +40,8 @@ impl Principal {
             ceiling: self.ceiling,
             // The `Caller` extractor lets a caller limited to projects make
             // no call naming none that needs a permission.
-            permissions: self.names_of(|permission| {
-                !self.limited_to_projects() && self.can(permission)
-            }),
+            permissions: self
+                .names_of(|permission| !self.limited_to_projects() && self.can(permission)),
             // A project nobody's grant or scope names: the caller's rights
             // there are its organization role's, if it reaches it at all.
             project_permissions: self.names_of(|permission| {
@@ -103,8 +102,7 @@ impl Principal {
         let there = self.in_project(role);
         let in_place = |environment: Option<&EnvironmentName>| {
             self.names_of(|permission| {
-                self.admits(project, environment, Some(permission)).is_ok()
-                    && there.can(permission)
+                self.admits(project, environment, Some(permission)).is_ok() && there.can(permission)
             })
         };
         self.admits(project, None, Some(Permission::Read)).ok()?;
@@ -124,16 +122,15 @@ impl Principal {
         })
     }
 
-    /// The names of the permissions `holds` says the caller has, in the
+    /// The permissions `holds` says the caller has, in the
     /// table's order; none while its password must change.
-    fn names_of(&self, holds: impl Fn(Permission) -> bool) -> Vec<String> {
+    fn names_of(&self, holds: impl Fn(Permission) -> bool) -> Vec<Permission> {
         if self.held_to_password_change(None) {
             return Vec::new();
         }
         Permission::ALL
             .into_iter()
             .filter(|permission| holds(*permission))
-            .map(|permission| permission.as_str().to_owned())
             .collect()
     }
 }
