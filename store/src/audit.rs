@@ -508,9 +508,12 @@ impl<'f> PageBuilder<'f> {
     /// batches still (few of those read may match), within the budget.
     fn wanted(&self) -> usize {
         if self.filter.is_set() {
-            return FILTER_READ_BUDGET
-                .saturating_sub(self.read)
-                .clamp(1, FILTER_BATCH);
+            // Past the budget a read goes on only until settled: in full
+            // batches still.
+            return match FILTER_READ_BUDGET.saturating_sub(self.read) {
+                0 => FILTER_BATCH,
+                left => left.min(FILTER_BATCH),
+            };
         }
         let missing = (self.limit + 1).saturating_sub(self.events.len());
         if self.settled {
