@@ -115,6 +115,18 @@ operations! {
     UnknownRoute => "unknownRoute", Public;
 }
 
+/// What the platform's operator does through `berth-admin` that the
+/// organization's audit log records (beside the API's operations).
+pub const OPERATOR_ACTIONS: &[&str] = &[VERIFY_DOMAIN];
+/// `berth-admin domains verify`.
+pub const VERIFY_DOMAIN: &str = "verifyDomain";
+
+/// Every `action` an audit event can hold: the operation ids, and the
+/// operator's actions.
+pub fn audited_actions() -> impl Iterator<Item = &'static str> {
+    (Operation::ALL.iter().map(|operation| operation.id())).chain(OPERATOR_ACTIONS.iter().copied())
+}
+
 impl Operation {
     /// The operation a handler serves: the one it is named after
     /// (`list_secrets` serves `listSecrets`).

@@ -17,7 +17,10 @@ pub enum Role {
     Owner,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A permission of the table of roles, named as the guide, the errors and
+/// `getCurrentUser`'s `access` name it (`app-deploy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
 pub enum Permission {
     Read,
     AppOperate,
@@ -242,6 +245,13 @@ mod tests {
             );
         }
         assert_eq!(ManageOwners.as_str(), "manage-owners");
+        for permission in Permission::ALL {
+            assert_eq!(
+                serde_json::to_value(permission).ok(),
+                Some(serde_json::Value::from(permission.as_str())),
+                "serialized as named"
+            );
+        }
     }
 
     /// A project role gives its organization role's permissions, but never

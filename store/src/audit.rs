@@ -21,9 +21,18 @@ use serde::{Deserialize, Serialize};
 use crate as store;
 use crate::{Store, keys};
 use berth_domain::{ApiError, clock};
-use berth_records::audit::{ActorKind, AuditEvent, AuditPage, Outcome};
+use berth_records::audit::{ActorKind, AuditEvent, AuditFilter, AuditPage, Outcome, PageRequest};
 
 pub use berth_records::audit::{DEFAULT_PAGE, MAX_PAGE};
+
+/// The most events a filtered page reads (matched or not) before it
+/// answers with what it found and a `next_before` to go on from: about
+/// 300 bytes each, some 600 KB, 150 read units (strongly consistent), in
+/// a few queries of at most [`FILTER_BATCH`]. It bounds the time and cost
+/// of a filter that matches little of a long log; the caller pages on.
+pub const FILTER_READ_BUDGET: usize = 2000;
+/// The events one query of a filtered page asks for.
+const FILTER_BATCH: usize = 500;
 
 /// What storing one event costs: take the `seq`, store the event.
 pub const ROUND_TRIPS_PER_EVENT: usize = 2;
@@ -267,15 +276,36 @@ impl AuditLog {
     }
 
     /// A page of an organization's events, newest first, older than `before`.
-    ///
-    /// Events above a `seq` that is taken but not yet stored are held back
-    /// until it is stored or settled, so that a reader paging down from here
-    /// cannot pass it by.
     pub async fn page(
         &self,
         org: &str,
         limit: u32,
         before: Option<u64>,
+    ) -> Result<AuditPage, ApiError> {
+        self.filtered_page(org, limit, before, &AuditFilter::default())
+            .await
+    }
+
+    /// A page of an organization's events that `filter` matches, newest
+    /// first, older than `before`.
+    ///
+    /// Events above a `seq` that is taken but not yet stored are held back
+    /// until it is stored or settled, so that a reader paging down from here
+    /// cannot pass it by.
+    ///
+    /// A filter is applied to the events as they are read, not by DynamoDB:
+    /// a filter expression would cost the same (DynamoDB bills the items a
+    /// query reads, before filtering) and would hide the gaps in `seq` that
+    /// the holding back above needs to see. Reading stops at
+    /// [`FILTER_READ_BUDGET`] events; a page cut there may hold fewer than
+    /// `limit` events (or none) with `next_before` set to below the last
+    /// event read, so paging on goes on from there, skipping nothing.
+    pub async fn filtered_page(
+        &self,
+        org: &str,
+        limit: u32,
+        before: Option<u64>,
+        filter: &AuditFilter,
     ) -> Result<AuditPage, ApiError> {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let query = self
@@ -291,7 +321,7 @@ impl AuditLog {
         };
         let settled_before =
             clock::unix_millis() - i64::try_from(SETTLED_AFTER.as_millis()).unwrap_or(i64::MAX);
-        let mut shown = PageBuilder::new(limit, settled_before);
+        let mut shown = PageBuilder::new(limit, settled_before, filter);
         let mut start = None;
         loop {
             let page = query
@@ -311,6 +341,10 @@ impl AuditLog {
             if shown.is_complete() {
                 break;
             }
+            if shown.spent_its_budget() {
+                shown.cut_at_the_last_read();
+                break;
+            }
         }
         Ok(shown.finish())
     }
@@ -325,14 +359,17 @@ impl AuditLog {
     /// organization's page holds back what is above one), so events are
     /// shown once they can no longer be passed by: [`SETTLED_AFTER`] and
     /// [`INDEX_LAG`] after they happened.
+    ///
+    /// `filter` is applied as the organization's page applies it (see
+    /// [`AuditLog::filtered_page`]), with the same read budget.
     pub async fn project_page(
         &self,
         org: &str,
         project: &str,
         since: i64,
-        limit: u32,
-        before: Option<u64>,
+        request: &PageRequest,
     ) -> Result<AuditPage, ApiError> {
+        let (limit, before, filter) = (request.limit, request.before, &request.filter);
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let query = self
             .store
@@ -350,10 +387,20 @@ impl AuditLog {
             clock::unix_millis() - i64::try_from(settled.as_millis()).unwrap_or(i64::MAX);
         let mut events = Vec::with_capacity(limit + 1);
         let mut start = None;
+        // With a filter: the `seq` below which reading stopped, its budget spent.
+        let mut cut_at = None;
+        let mut read = 0;
         'reading: loop {
+            let batch = if filter.is_set() {
+                FILTER_READ_BUDGET
+                    .saturating_sub(read)
+                    .clamp(1, FILTER_BATCH)
+            } else {
+                limit + 1
+            };
             let page = query
                 .clone()
-                .limit(i32::try_from(limit + 1).unwrap_or(i32::MAX))
+                .limit(i32::try_from(batch).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start)
                 .send()
                 .await?;
@@ -362,10 +409,16 @@ impl AuditLog {
                 if event.at < since {
                     break 'reading;
                 }
-                if event.at < settled_before {
+                read += 1;
+                let seq = event.seq;
+                if event.at < settled_before && filter.matches(&event) {
                     events.push(event);
                 }
                 if events.len() > limit {
+                    break 'reading;
+                }
+                if filter.is_set() && read >= FILTER_READ_BUDGET {
+                    cut_at = Some(seq);
                     break 'reading;
                 }
             }
@@ -374,7 +427,13 @@ impl AuditLog {
                 break;
             }
         }
-        let next_before = (events.len() > limit).then(|| events[limit - 1].seq);
+        let next_before = if events.len() > limit {
+            Some(events[limit - 1].seq)
+        } else {
+            // Below the last event read: no older event is passed by. At
+            // `seq` 1 there is nothing older.
+            cut_at.filter(|seq| *seq > 1)
+        };
         events.truncate(limit);
         Ok(AuditPage {
             events,
@@ -409,31 +468,53 @@ fn older_than(
     }
 }
 
-/// Collects a page from events read newest first, dropping those above a
-/// missing `seq` that may still be stored.
-struct PageBuilder {
+/// Collects a page from events read newest first, keeping those its filter
+/// matches and dropping those above a missing `seq` that may still be stored.
+struct PageBuilder<'f> {
     limit: usize,
     settled_before: i64,
+    filter: &'f AuditFilter,
     events: Vec<AuditEvent>,
+    /// The `seq` and time of the last event read, matched or not: gaps are
+    /// in the log, not in the page.
+    last_read: Option<(u64, i64)>,
+    /// How many events were read.
+    read: usize,
+    /// Where reading stopped, its budget spent, short of a full page: the
+    /// next page starts below this `seq`.
+    cut_at: Option<u64>,
     /// Whether an event old enough that no missing `seq` below it can still
     /// arrive has been read.
     settled: bool,
 }
 
-impl PageBuilder {
-    fn new(limit: usize, settled_before: i64) -> Self {
+impl<'f> PageBuilder<'f> {
+    fn new(limit: usize, settled_before: i64, filter: &'f AuditFilter) -> Self {
         Self {
             limit,
             settled_before,
+            filter,
             events: Vec::with_capacity(limit + 1),
+            last_read: None,
+            read: 0,
+            cut_at: None,
             settled: false,
         }
     }
 
     /// How many events the next read should ask for: one more than the page
     /// tells whether an older page exists; while recent events are read, a
-    /// larger batch finds the settled ones sooner.
+    /// larger batch finds the settled ones sooner. With a filter, larger
+    /// batches still (few of those read may match), within the budget.
     fn wanted(&self) -> usize {
+        if self.filter.is_set() {
+            // Past the budget a read goes on only until settled: in full
+            // batches still.
+            return match FILTER_READ_BUDGET.saturating_sub(self.read) {
+                0 => FILTER_BATCH,
+                left => left.min(FILTER_BATCH),
+            };
+        }
         let missing = (self.limit + 1).saturating_sub(self.events.len());
         if self.settled {
             missing.max(1)
@@ -443,15 +524,19 @@ impl PageBuilder {
     }
 
     fn push(&mut self, event: AuditEvent) {
-        if let Some(newer) = self.events.last()
-            && newer.seq > event.seq + 1
+        if let Some((newer_seq, newer_at)) = self.last_read
+            && newer_seq > event.seq + 1
         {
-            self.skip_to_a_gap(newer.at);
+            self.skip_to_a_gap(newer_at);
         }
         if event.at < self.settled_before {
             self.settled = true;
         }
-        self.events.push(event);
+        self.read += 1;
+        self.last_read = Some((event.seq, event.at));
+        if self.filter.matches(&event) {
+            self.events.push(event);
+        }
     }
 
     /// Between the last event read and the next one, `seq`s are missing. If
@@ -464,10 +549,9 @@ impl PageBuilder {
     }
 
     fn reached_the_oldest(&mut self) {
-        if let Some(oldest) = self.events.last()
-            && oldest.seq > 1
+        if let Some((oldest_seq, oldest_at)) = self.last_read
+            && oldest_seq > 1
         {
-            let oldest_at = oldest.at;
             self.skip_to_a_gap(oldest_at);
         }
     }
@@ -476,8 +560,24 @@ impl PageBuilder {
         self.settled && self.events.len() > self.limit
     }
 
+    /// Whether a filtered read has read what it may. Only once settled:
+    /// what is above an unsettled gap must not be shown, so reading goes on
+    /// until it is (as an unfiltered read does).
+    fn spent_its_budget(&self) -> bool {
+        self.filter.is_set() && self.settled && self.read >= FILTER_READ_BUDGET
+    }
+
+    /// Ends the page at the last event read: the next one starts below it.
+    fn cut_at_the_last_read(&mut self) {
+        self.cut_at = self.last_read.map(|(seq, _)| seq).filter(|seq| *seq > 1);
+    }
+
     fn finish(mut self) -> AuditPage {
-        let next_before = (self.events.len() > self.limit).then(|| self.events[self.limit - 1].seq);
+        let next_before = if self.events.len() > self.limit {
+            Some(self.events[self.limit - 1].seq)
+        } else {
+            self.cut_at
+        };
         self.events.truncate(self.limit);
         AuditPage {
             events: self.events,

@@ -604,3 +604,267 @@ async fn newer_events_wait_for_a_missing_seq() {
         (1..=shown.len() as u64).collect::<Vec<_>>()
     );
 }
+
+/// The seqs of a page's events, and its `next_before`.
+fn seqs_of(page: &serde_json::Value) -> (Vec<u64>, Option<u64>) {
+    let seqs = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["seq"].as_u64().expect("a seq"))
+        .collect();
+    (seqs, page["next_before"].as_u64())
+}
+
+/// Every event of `path` (with its filters) older than `before`, read
+/// page by page, `limit` a page, newest first; and how many pages it took.
+async fn page_through(
+    app: &TestApp,
+    path: &str,
+    limit: u32,
+    mut before: Option<u64>,
+) -> (Vec<serde_json::Value>, usize) {
+    let (mut events, mut pages) = (Vec::new(), 0);
+    loop {
+        let mut url = format!("{path}&limit={limit}");
+        if let Some(before) = before {
+            url.push_str(&format!("&before={before}"));
+        }
+        let page = app.get(&url).by(&app.owner).send().await;
+        page.assert_status(200);
+        let page = page.json();
+        pages += 1;
+        events.extend(page["events"].as_array().cloned().unwrap_or_default());
+        match page["next_before"].as_u64() {
+            Some(next) => before = Some(next),
+            None => return (events, pages),
+        }
+        assert!(pages < 100, "paging ends");
+    }
+}
+
+/// Issue 47: the log filtered by actor, action and target (exact, or a
+/// prefix ending in `*`), each alone or together, paged as the whole log
+/// is: every matching event once, newest first, none other.
+#[tokio::test]
+async fn filters_pick_events_and_page_with_them() {
+    let app = TestApp::new().await;
+    let viewer = app.user(Role::Viewer).await;
+    for _ in 0..5 {
+        app.get("/api/v1/me").by(&app.owner).send().await;
+    }
+    for _ in 0..4 {
+        app.get("/api/v1/me").by(&viewer).send().await;
+    }
+    for _ in 0..3 {
+        app.get("/api/v1/tokens").by(&viewer).send().await;
+    }
+    for _ in 0..2 {
+        app.sign_in(&viewer.email, PASSWORD).await;
+    }
+    let all = app.audit_events("acme").await;
+
+    // The events a filter must give, from the whole log as it stood.
+    let expect = |wanted: &dyn Fn(&berth_records::audit::AuditEvent) -> bool| -> Vec<u64> {
+        all.iter().filter(|e| wanted(e)).map(|e| e.seq).collect()
+    };
+    let by_viewer =
+        |e: &berth_records::audit::AuditEvent| e.actor.as_deref() == Some(viewer.email.as_str());
+    let prefix: String = viewer.id.chars().take(6).collect();
+    let cases: Vec<(String, Vec<u64>)> = vec![
+        (
+            // Compared ignoring ASCII case.
+            format!("actor={}", viewer.email.to_uppercase()),
+            expect(&by_viewer),
+        ),
+        (
+            format!("actor={}&action=listTokens", viewer.email),
+            expect(&|e| by_viewer(e) && e.action == "listTokens"),
+        ),
+        (
+            "action=getCurrentUser".into(),
+            expect(&|e| e.action == "getCurrentUser"),
+        ),
+        (
+            format!("target={}", viewer.id),
+            expect(&|e| e.target.as_deref() == Some(viewer.id.as_str())),
+        ),
+        (
+            format!("target={prefix}*&target_kind=user&action=login"),
+            expect(&|e| {
+                e.target.as_deref().is_some_and(|t| t.starts_with(&prefix))
+                    && e.target_kind.as_deref() == Some("user")
+                    && e.action == "login"
+            }),
+        ),
+    ];
+    for (filter, mut want) in cases {
+        want.reverse();
+        assert!(!want.is_empty(), "{filter} matches something");
+        // Newer events (these listings) come in above: only those older
+        // than the log as it stood are compared.
+        let top = all.last().map_or(0, |e| e.seq) + 1;
+        let (events, pages) =
+            page_through(&app, &format!("/api/v1/audit?{filter}"), 2, Some(top)).await;
+        let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+        assert_eq!(seqs, want, "{filter}");
+        assert_eq!(pages, want.len().div_ceil(2), "{filter}: full pages of 2");
+    }
+    assert_eq!(
+        page_through(
+            &app,
+            "/api/v1/audit?action=login&actor=nobody@example.org",
+            50,
+            None
+        )
+        .await
+        .0,
+        Vec::<serde_json::Value>::new()
+    );
+
+    for bad in [
+        "action=nope",
+        "action=createapp",
+        "action=",
+        "actor=",
+        "target=*",
+        "target=a*b",
+        "target=ab**",
+        "target_kind=App",
+        "target_kind=a%20b",
+        "actor=a%07b",
+        "outcome=denied",
+    ] {
+        app.get(&format!("/api/v1/audit?{bad}"))
+            .by(&app.owner)
+            .send()
+            .await
+            .assert_problem(400, "invalid_request");
+    }
+}
+
+/// A filter holds back what is above a missing `seq`, as the whole log
+/// does: the gap is in the log, whichever events match.
+#[tokio::test]
+async fn a_filtered_page_waits_for_a_missing_seq_too() {
+    let app = TestApp::new().await;
+    app.store_faults.fail_next("PutItem", 10_000);
+    let Recorded::LoggedForReplay(line) = app
+        .state
+        .audit
+        .record("acme", &call_of("getCurrentUser"))
+        .await
+    else {
+        panic!("the write was refused");
+    };
+    app.store_faults.heal();
+    for _ in 0..3 {
+        app.state
+            .audit
+            .record("acme", &call_of("listProjects"))
+            .await;
+    }
+    let filtered = "/api/v1/audit?actor=someone@acme.example";
+    let page = app.get(filtered).by(&app.owner).send().await.json();
+    assert_eq!(
+        seqs_of(&page),
+        (vec![], None),
+        "nothing above the missing seq"
+    );
+    app.state.audit.replay(&line).await.unwrap();
+    let page = app.get(filtered).by(&app.owner).send().await.json();
+    assert_eq!(seqs_of(&page).0.len(), 4);
+}
+
+/// A filter that matches little of a long log: a page reads at most
+/// `FILTER_READ_BUDGET` events, then answers with what it found — here
+/// nothing — and a `next_before` below the last event it read, so the
+/// next page goes on from there and the one match deep down is found,
+/// once.
+#[tokio::test]
+async fn a_filter_matching_little_pages_on_from_where_it_stopped() {
+    use berth_store::audit::FILTER_READ_BUDGET;
+    let app = TestApp::new().await;
+    let needle = Call {
+        actor: Some("needle@acme.example".into()),
+        ..call_of("getCurrentUser")
+    };
+    app.state.audit.record("acme", &needle).await;
+    let mut writers = tokio::task::JoinSet::new();
+    for writer in 0..16 {
+        let audit = app.state.audit.clone();
+        writers.spawn(async move {
+            for _ in (writer..FILTER_READ_BUDGET + 100).step_by(16) {
+                audit.record("acme", &call_of("listProjects")).await;
+            }
+        });
+    }
+    while let Some(done) = writers.join_next().await {
+        done.expect("a writer");
+    }
+    // Once settled, a read stops at its budget (before, it reads on until
+    // no missing seq can still arrive).
+    tokio::time::sleep(berth_store::audit::SETTLED_AFTER + std::time::Duration::from_secs(1)).await;
+
+    let first = app
+        .get("/api/v1/audit?actor=needle@acme.example&limit=10")
+        .by(&app.owner)
+        .send()
+        .await;
+    first.assert_status(200);
+    let (seqs, next) = seqs_of(&first.json());
+    assert!(
+        seqs.is_empty(),
+        "the needle lies beyond the budget: {seqs:?}"
+    );
+    let next = next.expect("a cut page says where to go on");
+    assert!(next > 1, "{next}");
+
+    let (events, pages) =
+        page_through(&app, "/api/v1/audit?actor=needle@acme.example", 10, None).await;
+    assert_eq!(pages, 2, "one cut page, then the rest of the log");
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, vec![1]);
+}
+
+/// A project's log takes the same filters, paged the same way.
+#[tokio::test]
+async fn a_projects_log_takes_the_filters_too() {
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("filtered", "staging").await;
+    let apps = format!("/api/v1/projects/{project}/environments/staging/apps");
+    for name in ["web", "worker", "webhooks"] {
+        app.post(&apps)
+            .by(&app.owner)
+            .json(json!({ "name": name, "image": "nginx:1.27" }))
+            .send()
+            .await
+            .assert_status(201);
+    }
+    let log = format!("/api/v1/projects/{project}/audit?action=createApp&target=web*");
+    // Events show once settled (about eight seconds after their call).
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (events, pages) = loop {
+        let (events, pages) = page_through(&app, &log, 1, None).await;
+        if events.len() == 2 || tokio::time::Instant::now() > deadline {
+            break (events, pages);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    let targets: Vec<&str> = events.iter().filter_map(|e| e["target"].as_str()).collect();
+    assert_eq!(targets, ["webhooks", "web"], "newest first, by prefix");
+    assert_eq!(pages, 2);
+    assert!(
+        events
+            .iter()
+            .all(|e| e["action"] == "createApp" && e["project"] == project.as_str())
+    );
+
+    app.get(&format!(
+        "/api/v1/projects/{project}/audit?action=deployEverything"
+    ))
+    .by(&app.owner)
+    .send()
+    .await
+    .assert_problem(400, "invalid_request");
+}

@@ -1,5 +1,6 @@
 //! Black-box tests of the whole API: one binary, one module per area.
 
+mod access;
 mod admin_cli;
 mod app_rendering;
 mod apps;

@@ -1074,3 +1074,110 @@ async fn every_body_less_change_with_the_session_cookie() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Issue 47: what `GET /api/v1/me` tells each caller it may do agrees with
+/// the matrix above, which the test before checks against the API: where
+/// the caller is told it lacks an operation's permission, the operation
+/// is refused (`403`/`404`), and where it is told it holds it, the
+/// operation gets past authorization — but for the cases that need more
+/// than their operation's least permission, named here.
+#[tokio::test]
+async fn the_permissions_each_caller_is_told_agree_with_the_matrix() {
+    use Target::*;
+    let app = TestApp::with_cluster().await;
+    let project = app.ready_environment("told", "shared").await;
+    let callers = callers(&app, &project).await;
+
+    let mut failures = Vec::new();
+    for (index, caller) in callers.iter().enumerate() {
+        // No credentials; another organization's owner, whose report is of
+        // its own organization.
+        let Some(user) = caller.as_ref().filter(|_| !matches!(index, 5 | 6)) else {
+            continue;
+        };
+        let me = app.get("/api/v1/me").by(user).send().await;
+        me.assert_status(200);
+        let access = me.json()["access"].clone();
+        let listed = access["projects"]
+            .as_array()
+            .and_then(|projects| projects.iter().find(|p| p["project"] == project.as_str()))
+            .cloned();
+        let holds = |list: &Value, permission: &str| {
+            list.as_array()
+                .is_some_and(|list| list.iter().any(|p| p == permission))
+        };
+        for case in cases() {
+            let Some(operation) = berth_domain::Operation::ALL
+                .iter()
+                .find(|operation| operation.id() == case.operation)
+            else {
+                continue;
+            };
+            let Some(least) = operation.minimum_permission() else {
+                continue; // any signed-in caller's, or a registry credential's
+            };
+            // What the case needs: more than its operation's least for
+            // some (a production environment's deletion, an app's fields
+            // by what they change).
+            let body = case.body.map(|body| body());
+            let changes = |field: &str| body.as_ref().is_some_and(|body| body.get(field).is_some());
+            let needs = match (case.operation, case.target) {
+                ("deleteEnvironment", ProductionEnvironment) => "env-delete-protected",
+                ("updateApp", _) if changes("image") || changes("env") => "app-deploy",
+                ("updateApp", _) if changes("domains") => "app-write",
+                _ => least.as_str(),
+            };
+            let told = match case.target {
+                // Open to every caller, cut to what it reaches.
+                Nothing if matches!(case.operation, "listProjects" | "listTemplates") => continue,
+                Nothing | Member => holds(&access["permissions"], needs),
+                // Another project than the one the callers' roles name.
+                EmptyProject => continue,
+                _ => match &listed {
+                    None => holds(&access["project_permissions"], needs),
+                    Some(listed) if listed["environments"].is_null() => {
+                        holds(&listed["permissions"], needs)
+                    }
+                    // No caller here is limited to some environments.
+                    Some(listed) => panic!("unexpected environments: {listed}"),
+                },
+            };
+            let want = case.expected[index];
+            let refused = matches!(want, 403 | 404);
+            if told == refused {
+                failures.push(format!(
+                    "{} on {} as {}: told {} {needs}, the matrix says {want}",
+                    case.operation,
+                    case.target.name(),
+                    CALLERS[index],
+                    if told { "it holds" } else { "it lacks" },
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        use Target::*;
+        match self {
+            Nothing => "nothing",
+            Member => "member",
+            Project => "project",
+            EmptyProject => "empty project",
+            StandardEnvironment => "standard environment",
+            ProductionEnvironment => "production environment",
+            DeletedProductionEnvironment => "deleted production environment",
+            Environment => "environment",
+            App => "app",
+            HookedApp => "hooked app",
+            Secret => "secret",
+            SourceApp => "source app",
+            Build => "build",
+            ProjectMember => "project member",
+            GrantedProjectMember => "granted project member",
+            DeployToken => "deploy token",
+        }
+    }
+}

@@ -12,7 +12,6 @@ use axum::http::request::Parts;
 use berth_domain::error::Missing;
 use berth_domain::ids::{RecordId, UserId};
 use berth_domain::names::{AppName, EnvironmentName, ProjectName, SecretName, TemplateName};
-use berth_domain::scope::Reach;
 use berth_domain::{ApiError, Operation};
 use berth_records::object;
 use berth_store::identity::{Authentication, Principal};
@@ -401,9 +400,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
         match parts.extensions.get::<Authentication>().cloned() {
             Some(Authentication::Authenticated(principal)) => {
                 let operation = parts.extensions.get::<Operation>().copied();
-                if principal.user.must_change_password
-                    && !operation.is_some_and(Operation::allowed_before_password_change)
-                {
+                if principal.held_to_password_change(operation) {
                     return Err(ApiError::PasswordChangeRequired);
                 }
                 let raw = RawPathParams::from_request_parts(parts, state).await.ok();
@@ -512,41 +509,9 @@ async fn in_project(
     needs: Option<berth_domain::Permission>,
 ) -> Result<Arc<Principal>, ApiError> {
     let missing = || ApiError::NotFound(Missing::project(place.project.as_str()));
-    if let Some(scope) = &principal.scope {
-        let limited_to = || {
-            format!(
-                "this token is limited to {}",
-                berth_domain::scope::describe(&scope.entries)
-            )
-        };
-        match berth_domain::scope::reach(
-            &scope.entries,
-            place.project.as_str(),
-            place.environment.as_ref().map(EnvironmentName::as_str),
-        ) {
-            Reach::OutsideProject => return Err(missing()),
-            Reach::OutsideEnvironment => {
-                return Err(ApiError::NotFound(Missing::Environment {
-                    project: place.project.to_string(),
-                    environment: (place.environment.as_ref())
-                        .map(ToString::to_string)
-                        .unwrap_or_default(),
-                }));
-            }
-            Reach::ProjectOfLimitedEntry if needs != Some(berth_domain::Permission::Read) => {
-                return Err(ApiError::Forbidden(format!(
-                    "{}: it cannot change the project itself",
-                    limited_to()
-                )));
-            }
-            Reach::ProjectOfLimitedEntry | Reach::Inside => {}
-        }
-    }
+    principal.admits(&place.project, place.environment.as_ref(), needs)?;
     let grant = principal.grant_named(place.project.as_str()).cloned();
     let member_only = principal.user.role == berth_domain::Role::Member;
-    if grant.is_none() && member_only {
-        return Err(missing());
-    }
     if grant.is_none() && principal.scope.is_none() {
         return Ok(principal);
     }
@@ -570,10 +535,7 @@ async fn in_project(
     if project_role.is_none() && member_only {
         return Err(missing());
     }
-    Ok(Arc::new(Principal {
-        project_role,
-        ..(*principal).clone()
-    }))
+    Ok(Arc::new(principal.in_project(project_role)))
 }
 
 /// What the caller's check needs of a project: its uid and when it was made.

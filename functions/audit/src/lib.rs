@@ -18,7 +18,10 @@ berth_api::operations! {
 
 /// List audit events
 ///
-/// The organization's audit log, newest first, a page at a time.
+/// The organization's audit log, newest first, a page at a time; only the
+/// events of an actor, an action or a target if asked. A filtered page
+/// reads at most 2000 events: it may then hold fewer than `limit` events,
+/// even none, with `next_before` set: page on from there.
 #[utoipa::path(
     get,
     path = "/api/v1/audit",
@@ -30,11 +33,16 @@ async fn list_audit_events(
     caller: Caller,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    let (limit, before) = query.checked()?;
+    let request = query.checked()?;
     Ok(Json(
         state
             .audit
-            .page(caller.user.org.as_str(), limit, before)
+            .filtered_page(
+                caller.user.org.as_str(),
+                request.limit,
+                request.before,
+                &request.filter,
+            )
             .await?,
     ))
 }

@@ -10,7 +10,7 @@ use berth_api::AppState;
 use berth_api::http::pipeline::ClientIp;
 use berth_api::http::{Caller, JsonBody, scope};
 use berth_domain::{ApiError, Operation};
-use berth_records::auth::Identity;
+use berth_records::auth::{CurrentUser, Identity};
 use berth_records::auth::{LoginBody, PasswordChange, PasswordChanged};
 use berth_store::identity::{Credential, login, sessions};
 
@@ -102,14 +102,22 @@ async fn logout(
 
 /// The current user
 ///
-/// Who the credentials belong to, and whether the password must change.
+/// Who the credentials belong to, whether the password must change, and
+/// what the caller may do (`access`): on the organization, in the projects
+/// it holds a role in or its token is limited to, and in every other
+/// project. Computed by the checks that refuse calls, for these
+/// credentials: a limited token sees only what it may do. Read from the
+/// credentials alone, without the cluster.
 #[utoipa::path(
     get,
     path = "/api/v1/me",
-    responses((status = 200, description = "The caller.", body = Identity)),
+    responses((status = 200, description = "The caller.", body = CurrentUser)),
 )]
-async fn get_current_user(caller: Caller) -> Json<Identity> {
-    Json(caller.identity())
+async fn get_current_user(caller: Caller) -> Json<CurrentUser> {
+    Json(CurrentUser {
+        identity: caller.identity(),
+        access: caller.access(),
+    })
 }
 
 /// Change the password

@@ -15,8 +15,8 @@ use berth_records::audit::{AuditPage, PageQuery};
 ///
 /// The events of the calls concerning the project (made on its path, or
 /// creating it) since it was made, newest first, paged as the
-/// organization's log is. An event is shown about eight seconds after its
-/// call, once no earlier one can still arrive.
+/// organization's log is, and filtered as it is. An event is shown about
+/// eight seconds after its call, once no earlier one can still arrive.
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/audit",
@@ -30,7 +30,7 @@ pub async fn list_project_audit_events(
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
     scope::audit_target("project", &project);
-    let (limit, before) = query.checked()?;
+    let request = query.checked()?;
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;
     Ok(Json(
@@ -40,8 +40,7 @@ pub async fn list_project_audit_events(
                 caller.user.org.as_str(),
                 project.name.as_str(),
                 project.created * 1000,
-                limit,
-                before,
+                &request,
             )
             .await?,
     ))

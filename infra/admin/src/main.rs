@@ -479,7 +479,7 @@ async fn run(
             let call = Call {
                 actor_kind: ActorKind::Operator,
                 actor: Some("berth-admin domains verify".to_owned()),
-                action: "verifyDomain",
+                action: berth_domain::operation::VERIFY_DOMAIN,
                 target_kind: Some("domain".to_owned()),
                 target: Some(hostname.to_string()),
                 status: 200,

@@ -2,6 +2,7 @@
 //! login throttling. Handlers call these; the HTTP pipeline calls
 //! [`authenticate::authenticate`] once per request.
 
+pub mod access;
 pub mod authenticate;
 pub mod deploy_tokens;
 pub mod login;
@@ -17,10 +18,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use berth_domain::names::{OrgName, ProjectName};
+use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
 use berth_domain::roles::{Ceiling, Permission};
-use berth_domain::scope::{self, ScopeEntry};
-use berth_domain::{ProjectRole, Role};
+use berth_domain::scope::{self, Reach, ScopeEntry};
+use berth_domain::{ApiError, Missing, Operation, ProjectRole, Role};
 use berth_records::auth::Identity;
 use berth_records::members::ProjectGrantRecord;
 
@@ -200,6 +201,66 @@ impl Principal {
             Some(ceiling) => format!("{needs}, and this token is limited to {}", ceiling.as_str()),
             None => needs,
         }))
+    }
+
+    /// Whether the caller is held to changing its password first: every
+    /// operation but `operation`s allowed before (none: any operation that
+    /// needs a permission) is refused until it does.
+    pub fn held_to_password_change(&self, operation: Option<Operation>) -> bool {
+        self.user.must_change_password
+            && !operation.is_some_and(Operation::allowed_before_password_change)
+    }
+
+    /// What the caller's credentials alone say of a call in `project` (and
+    /// `environment`) that needs `needs`, before the project is read:
+    /// missing (`404`, as another organization's) outside its token's
+    /// scope or, for a `member`, in a project it holds no role in;
+    /// forbidden on the project itself for a token limited to some of its
+    /// environments, but to read it. The `Caller` extractor refuses calls
+    /// with it, and [`Principal::access`] lists permissions with it: one
+    /// rule for both.
+    pub fn admits(
+        &self,
+        project: &ProjectName,
+        environment: Option<&EnvironmentName>,
+        needs: Option<Permission>,
+    ) -> Result<(), ApiError> {
+        let missing = || ApiError::NotFound(Missing::project(project.as_str()));
+        if let Some(scope) = &self.scope {
+            match scope::reach(
+                &scope.entries,
+                project.as_str(),
+                environment.map(EnvironmentName::as_str),
+            ) {
+                Reach::OutsideProject => return Err(missing()),
+                Reach::OutsideEnvironment => {
+                    return Err(ApiError::NotFound(Missing::Environment {
+                        project: project.to_string(),
+                        environment: environment.map(ToString::to_string).unwrap_or_default(),
+                    }));
+                }
+                Reach::ProjectOfLimitedEntry if needs != Some(Permission::Read) => {
+                    return Err(ApiError::Forbidden(format!(
+                        "this token is limited to {}: it cannot change the project itself",
+                        scope::describe(&scope.entries)
+                    )));
+                }
+                Reach::ProjectOfLimitedEntry | Reach::Inside => {}
+            }
+        }
+        if self.user.role == Role::Member && self.grant_named(project.as_str()).is_none() {
+            return Err(missing());
+        }
+        Ok(())
+    }
+
+    /// The caller as it stands in a project where it holds `project_role`
+    /// (none: no role, or a grant of an earlier project of the name).
+    pub fn in_project(&self, project_role: Option<ProjectRole>) -> Principal {
+        Principal {
+            project_role,
+            ..self.clone()
+        }
     }
 
     /// Whether the caller's scope reaches that environment of the project
