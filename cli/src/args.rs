@@ -76,8 +76,12 @@ pub enum Command {
     /// Sign in: asks the API URL, email and password (without echo; read
     /// from standard input when it is not a terminal, a line each), replaces
     /// a temporary password, and stores a new API token (mode 0600).
+    #[command(
+        after_help = "Examples:\n  berth login --url https://berth.example.com\n  berth login --context work --url https://berth.example.com --email you@example.com"
+    )]
     Login(Login),
     /// Revoke the stored token and remove it.
+    #[command(after_help = "Examples:\n  berth logout\n  berth --context work logout")]
     Logout,
     /// Your sign-ins, one per Berth (or per user of one): `list` (the
     /// default), `use NAME` to make one the current one.
@@ -89,8 +93,10 @@ pub enum Command {
         command: Option<ContextsCommand>,
     },
     /// Who the credentials belong to.
+    #[command(after_help = "Examples:\n  berth whoami\n  berth whoami -o json")]
     Whoami,
     /// This CLI's version, the API version it speaks, and the API's.
+    #[command(after_help = "Examples:\n  berth version")]
     Version,
     /// Write `.berth.toml` here: later commands in this directory (and
     /// below) use its project, environment and app unless told otherwise.
@@ -108,6 +114,7 @@ pub enum Command {
         show: bool,
     },
     /// Remove this directory's `.berth.toml`.
+    #[command(after_help = "Examples:\n  berth unlink")]
     Unlink,
     /// Make an app in the project's environment (`--project`, `--environment` or
     /// the link) and link this directory to it, in one step.
@@ -116,28 +123,40 @@ pub enum Command {
     )]
     Init(NewApp),
     /// The projects you can see (`list`, the default); make or remove one.
+    #[command(
+        after_help = "Examples:\n  berth projects\n  berth projects create shop\n  berth projects rm shop --yes"
+    )]
     Projects {
         #[command(subcommand)]
         command: Option<ProjectsCommand>,
     },
     /// The environments of the project (`list`, the default); make, remove
     /// or restore one.
+    #[command(
+        after_help = "Examples:\n  berth envs -p shop\n  berth envs create staging -p shop\n  berth envs create prod --type production -p shop"
+    )]
     Envs {
         #[command(subcommand)]
         command: Option<EnvsCommand>,
     },
     /// The apps of the environment (`list`, the default); make or remove
     /// one.
+    #[command(
+        after_help = "Examples:\n  berth apps\n  berth apps create web --image nginx:1.27 --port 80\n  berth apps rm web --yes"
+    )]
     Apps {
         #[command(subcommand)]
         command: Option<AppsCommand>,
     },
     /// The app's processes and pods.
+    #[command(after_help = "Examples:\n  berth ps\n  berth ps -a worker -o json")]
     Ps,
     /// The app at a glance: its state, revision, pods ready and URL.
+    #[command(after_help = "Examples:\n  berth status\n  berth status -a web -p shop -e staging")]
     Status,
     /// Open the app's URL in a browser (`BROWSER`, else the system's
     /// opener); `--print` only prints it.
+    #[command(after_help = "Examples:\n  berth open\n  berth open --print")]
     Open {
         #[arg(long)]
         print: bool,
@@ -152,15 +171,20 @@ pub enum Command {
         wait: Wait,
     },
     /// Deploy a new image, or build the app's source at a ref.
+    #[command(
+        after_help = "Examples:\n  berth deploy --image registry.example.com/web:1.4 --wait\n  berth deploy --ref main --wait"
+    )]
     Deploy(Deploy),
     /// Roll the app back to an earlier revision (a new revision); without
     /// one, to the revision before the current one.
+    #[command(after_help = "Examples:\n  berth rollback\n  berth rollback 12 --wait")]
     Rollback {
         revision: Option<i64>,
         #[command(flatten)]
         wait: Wait,
     },
     /// Promote the app to another environment of the project.
+    #[command(after_help = "Examples:\n  berth promote --to production --wait")]
     Promote {
         /// The target environment's short name.
         #[arg(long)]
@@ -169,6 +193,7 @@ pub enum Command {
         wait: Wait,
     },
     /// Restart every process of the app (no new revision).
+    #[command(after_help = "Examples:\n  berth restart --wait")]
     Restart {
         /// Wait until every pod has been replaced and the app is available.
         #[arg(long)]
@@ -177,11 +202,13 @@ pub enum Command {
         timeout: u64,
     },
     /// Run a scheduled process now.
+    #[command(after_help = "Examples:\n  berth run nightly")]
     Run {
         /// Which scheduled process; optional when the app has one.
         process: Option<String>,
     },
     /// The app's release history, newest first.
+    #[command(after_help = "Examples:\n  berth releases\n  berth releases --limit 5 -o json")]
     Releases {
         /// Only the newest N.
         #[arg(long, value_name = "N")]
@@ -189,32 +216,51 @@ pub enum Command {
     },
     /// The app's environment variables (`list`, the default; `get`, `set`,
     /// `unset`).
+    #[command(
+        after_help = "Examples:\n  berth env\n  berth env get WELCOME\n  berth env set WELCOME=hello\n  berth env set DATABASE_URL --secret db/url\n  berth env unset WELCOME"
+    )]
     Env {
         #[command(subcommand)]
         command: Option<EnvCommand>,
     },
     /// The environment's secrets (values are never shown).
     #[command(subcommand)]
+    #[command(
+        after_help = "Examples:\n  berth secrets list\n  berth secrets set db < db.env\n  berth secrets set tls --key tls.crt --from-file cert.pem\n  berth secrets rm db"
+    )]
     Secrets(SecretsCommand),
     /// The app's builds from source.
     #[command(subcommand)]
+    #[command(
+        after_help = "Examples:\n  berth builds list\n  berth builds logs --follow\n  berth builds cancel 7"
+    )]
     Builds(BuildsCommand),
     /// The app's logs.
+    #[command(
+        after_help = "Examples:\n  berth logs\n  berth logs -f --process web\n  berth logs --release 12"
+    )]
     Logs(Logs),
     /// Whether each of the app's hostnames points at the gateway, is
     /// proven yours, and its certificate (`check`, the default); `add` and
     /// `rm` change the app's hostnames.
+    #[command(
+        after_help = "Examples:\n  berth domains\n  berth domains add shop.example.com\n  berth domains rm shop.example.com"
+    )]
     Domains {
         #[command(subcommand)]
         command: Option<DomainsCommand>,
     },
     /// The template catalogue (`list`, the default), and deploying one.
+    #[command(
+        after_help = "Examples:\n  berth templates\n  berth templates deploy postgres --name db"
+    )]
     Templates {
         #[command(subcommand)]
         command: Option<TemplatesCommand>,
     },
     /// The audit log, newest first: the project's (`--project`, else the
     /// linked one), else the organization's.
+    #[command(after_help = "Examples:\n  berth audit --limit 20\n  berth audit --org")]
     Audit {
         /// Events per page (1 to 200).
         #[arg(long, default_value_t = 50)]
@@ -227,23 +273,35 @@ pub enum Command {
         org: bool,
     },
     /// Your API tokens.
+    #[command(
+        after_help = "Examples:\n  berth tokens\n  berth tokens create ci --ceiling deploy --expires-in-days 30\n  berth tokens revoke ID"
+    )]
     Tokens {
         #[command(subcommand)]
         command: Option<TokensCommand>,
     },
     /// The members of your organization (`list`, the default), or with
     /// `--project` the project's; invite, change roles, remove.
+    #[command(
+        after_help = "Examples:\n  berth members\n  berth members invite ana@example.com --role member\n  berth members role ana@example.com developer --project shop\n  berth members rm ana@example.com --yes"
+    )]
     Members {
         #[command(subcommand)]
         command: Option<MembersCommand>,
     },
     /// The project's deploy tokens (`list`, the default): made by the
     /// project, outliving who made them.
+    #[command(
+        after_help = "Examples:\n  berth deploy-tokens -p shop\n  berth deploy-tokens create ci --ceiling deploy --only staging\n  berth deploy-tokens rm ID"
+    )]
     DeployTokens {
         #[command(subcommand)]
         command: Option<DeployTokensCommand>,
     },
     /// A completion script for your shell, on standard output.
+    #[command(
+        after_help = "Examples:\n  berth completions bash > ~/.local/share/bash-completion/completions/berth"
+    )]
     Completions { shell: clap_complete::Shell },
 }
 
@@ -624,6 +682,23 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `--help` of every command shows how it is used.
+    #[test]
+    fn every_command_has_examples() {
+        let cli = super::Cli::command();
+        let missing: Vec<&str> = cli
+            .get_subcommands()
+            .filter(|command| command.get_name() != "help")
+            .filter(|command| {
+                !command
+                    .get_after_help()
+                    .is_some_and(|help| help.to_string().starts_with("Example"))
+            })
+            .map(|command| command.get_name())
+            .collect();
+        assert!(missing.is_empty(), "no examples in --help: {missing:?}");
     }
 }
 
