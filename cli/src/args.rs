@@ -351,11 +351,15 @@ pub enum EnvCommand {
         /// The secret and key the one variable named takes its value from.
         #[arg(long, value_name = "SECRET/KEY")]
         secret: Option<String>,
+        #[command(flatten)]
+        wait: Wait,
     },
     /// Remove variables.
     Unset {
         #[arg(required = true, value_name = "NAME")]
         names: Vec<String>,
+        #[command(flatten)]
+        wait: Wait,
     },
 }
 

@@ -809,6 +809,15 @@ async fn deploy_waits_until_available_or_says_why_not() {
         api_json(&app, &app.owner, &shop_path).await["app"]["image"] == "nginx:1.28"
     })
     .await;
+
+    // A change of the environment waits the same way.
+    let set = machine.run(&["env", "set", "WELCOME=hi", "--wait"]).await;
+    let said = &set.ok().stdout;
+    assert!(
+        said.starts_with(&format!("Deployed shop in {project}/staging at revision ")),
+        "{set:?}"
+    );
+    assert!(said.contains(": Available"), "{set:?}");
 }
 
 /// Lines a running `berth` printed so far, read as it prints them.

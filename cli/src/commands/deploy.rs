@@ -70,7 +70,7 @@ fn missing_app(failure: Failure, app: &AppPath, source: &str) -> Failure {
 
 /// What a change answered (the app, at its new revision): shown, or waited
 /// for and then shown.
-fn changed(
+pub(super) fn changed(
     session: &Session,
     app: &AppPath,
     answer: Answer,

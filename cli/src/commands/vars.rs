@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal as _, Read as _};
 
 use berth_records::apps::body::{EnvBody, SecretRefBody, UpdateBody};
-use berth_records::apps::record::{AppDetail, AppRecord, EnvRecord};
+use berth_records::apps::record::{AppDetail, EnvRecord};
 use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 use super::Session;
+use super::wait::Deadline;
 use crate::args::{EnvCommand, SecretsCommand};
 use crate::config::{AppPath, Context};
 use crate::failure::{Failure, Result};
@@ -17,7 +18,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
     let answer = session.api.get(&app.path(&[]))?;
     let detail: AppDetail = answer.record()?;
     let current = detail.app.env;
-    let list = match command {
+    let (list, wait) = match command {
         EnvCommand::List => {
             let env = answer.part("app").part("env");
             return session.out.answer(&env, || show_env(session, &current));
@@ -40,7 +41,11 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
                 ))),
             };
         }
-        EnvCommand::Set { pairs, secret } => {
+        EnvCommand::Set {
+            pairs,
+            secret,
+            wait,
+        } => {
             let set = match secret {
                 Some(reference) => vec![from_secret(&pairs, &reference)?],
                 None => pairs
@@ -63,9 +68,9 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
                 .map(kept)
                 .collect();
             list.extend(set);
-            list
+            (list, wait)
         }
-        EnvCommand::Unset { names } => {
+        EnvCommand::Unset { names, wait } => {
             if let Some(missing) = names
                 .iter()
                 .find(|name| !current.iter().any(|e| &e.name == *name))
@@ -75,13 +80,15 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
                     app.app
                 )));
             }
-            current
+            let list = current
                 .iter()
                 .filter(|entry| !names.contains(&entry.name))
                 .map(kept)
-                .collect()
+                .collect();
+            (list, wait)
         }
     };
+    let deadline = Deadline::after(wait.timeout);
     let answer = session.api.patch(
         &app.path(&[]),
         &UpdateBody {
@@ -89,13 +96,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             ..UpdateBody::default()
         },
     )?;
-    session.out.answer(&answer, || {
-        let record: AppRecord = answer.record()?;
-        session.out.say(&format!(
-            "Environment of {} changed: revision {}",
-            record.name, record.revision
-        ))
-    })
+    super::deploy::changed(session, app, answer, wait, deadline)
 }
 
 /// `NAME --secret SECRET/KEY`: one variable, its value a secret's key.
