@@ -17,11 +17,20 @@ BUDGET=$((200 * 1024))
 
 say() { printf 'console: %s\n' "$*" >&2; }
 
+# One install or build at a time (two make devs, make test's, may start
+# together): they share console/node_modules and console/dist.
+lock() {
+  exec 9>console/.lock
+  flock 9
+}
+unlock() { exec 9>&-; }
+
 hash_of() { # FILE|DIR...: one hash of their contents and names
   find "$@" -type f -not -path '*/node_modules/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 }
 
 install() {
+  lock
   command -v npm >/dev/null 2>&1 || { say "npm (Node 20) is needed for the console"; exit 1; }
   local want
   want=$(sha256sum console/package-lock.json | cut -d' ' -f1)
@@ -30,10 +39,12 @@ install() {
     (cd console && npm ci --loglevel=error >&2)
     echo "$want" >console/node_modules/.berth-lock
   fi
+  unlock
 }
 
 build() {
   install
+  lock
   local want
   want=$(hash_of console/src console/public console/index.html console/vite.config.ts console/tsconfig.json \
     console/package-lock.json console/scripts/compress.mjs)
@@ -42,6 +53,7 @@ build() {
     (cd console && npm run --silent build >&2)
     echo "$want" >console/dist/.inputs
   fi
+  unlock
 }
 
 check() {
