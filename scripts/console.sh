@@ -109,6 +109,10 @@ journeys() { # SCREENSHOT-DIR
   # Each port free now, and different from the others.
   BERTH_PORT=$(free_port) BERTH_DYNAMODB_PORT=$(free_port) BERTH_CONTROLLER_PORT=$(free_port) BERTH_STANDIN_PORT=$(free_port)
   unset BERTH_PUBLIC_URL KUBECONFIG
+  # A rollout that makes no progress fails after 10 s, not 10 min: the
+  # journey that deploys a crashing image (the stand-in's `:crashloop`)
+  # sees it rolled back.
+  export BERTH_PROGRESS_DEADLINE_SECONDS=10
   setsid scripts/dev.sh >"$log" 2>&1 &
   dev_pid=$!
   # shellcheck disable=SC2064

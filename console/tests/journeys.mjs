@@ -201,12 +201,26 @@ journey("make a project, two environments and an app; deploy an image and see it
   s.check();
 });
 
+journey("deploy an image that fails and see the automatic rollback explained", async () => {
+  const s = state.admin;
+  // The stand-in never readies an image tagged crashloop; the stack's
+  // progress deadline is short (scripts/console.sh).
+  await submit(s, "Deploy an image", { Image: "nginx:crashloop" }, "Deploy");
+  const failed = s.page.locator("tr", { hasText: "nginx:crashloop" });
+  await failed.getByText("rolled back").waitFor({ timeout: LONG });
+  await s.page.getByTestId("app-status").getByText("available").waitFor({ timeout: LONG });
+  await s.page.getByTestId("rollout").getByText("rolled back").waitFor({ timeout: LONG });
+  await shot(s, "app-rolled-back");
+  s.check();
+});
+
 journey("roll back by hand; promote", async () => {
   const s = state.admin;
   s.page.once("dialog", (dialog) => dialog.accept());
   await s.page.getByRole("button", { name: "Roll back to 1" }).click();
-  await s.page.getByTestId("release-3").getByText("released").waitFor({ timeout: LONG });
-  await s.page.getByTestId("release-3").getByText("nginx:1.27").waitFor();
+  const current = s.page.locator("tr", { hasText: "(current)" });
+  await current.getByText("nginx:1.27").waitFor({ timeout: LONG });
+  await current.getByText("released").waitFor({ timeout: LONG });
   await submit(s, "Promote", { "Promote this app's image and settings to environment": "production" }, "Promote");
   await s.page.getByRole("navigation", { name: "Breadcrumb" }).getByRole("link", { name: "shop" }).click();
   await s.page.getByRole("link", { name: "production" }).click();

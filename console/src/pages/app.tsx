@@ -5,6 +5,7 @@ import { useMe } from "../session";
 import { ActionButton, ActionForm, Badge, Field, ProblemNote, Show, text, toProblem, useLoad, when } from "../ui";
 import type { ApiProblem } from "../api/client";
 import { Crumbs } from "./project";
+import { Link, seg } from "../router";
 import { appState } from "./environment";
 
 type AppProps = { project: string; environment: string; app: string };
@@ -30,6 +31,7 @@ export function AppPage(props: AppProps) {
   const path = props;
   const detail = useLoad(() => ok(api.GET(APP, { params: { path } })), [project, environment, app], POLL_MS);
   const releases = useLoad(() => ok(api.GET(`${APP}/releases`, { params: { path } })), [project, environment, app], POLL_MS);
+  const [promoted, setPromoted] = useState<Schemas["AppRecord"]>();
   const reload = () => {
     detail.reload();
     releases.reload();
@@ -47,7 +49,7 @@ export function AppPage(props: AppProps) {
                 {appState(a)} at revision <strong>{a.revision}</strong>
                 {a.running_revision !== a.revision && <> (running: {a.running_revision ?? "none"})</>}
               </p>
-              {(a.reason || a.message) && (
+              {(!a.ready || a.message) && (a.reason || a.message) && (
                 <p data-testid="app-reason">
                   {a.reason && <strong>{a.reason}: </strong>}
                   {a.message}
@@ -121,6 +123,8 @@ export function AppPage(props: AppProps) {
         <h2 id="releases">Releases</h2>
         <Show loaded={releases}>
           {(list) => (
+            <>
+            <Rollout releases={list} />
             <table>
               <caption class="sr-only">Releases</caption>
               <thead>
@@ -149,6 +153,7 @@ export function AppPage(props: AppProps) {
                 ))}
               </tbody>
             </table>
+            </>
           )}
         </Show>
         {may(me, "app-deploy", project) && (
@@ -156,14 +161,56 @@ export function AppPage(props: AppProps) {
             label="Promote"
             submit="Promote"
             action={(data) => ok(api.POST(`${APP}/promote`, { params: { path }, body: { environment: text(data, "target") } }))}
+            done={(promoted) => setPromoted(promoted as Schemas["AppRecord"])}
           >
             <Field label="Promote this app's image and settings to environment" name="target" required placeholder="production" />
           </ActionForm>
         )}
       </section>
+      {promoted && (
+        <p role="status" class="rollout rollout-ok">
+          Promoted to{" "}
+          <Link href={`/projects/${seg(promoted.project)}/environments/${seg(promoted.environment)}/apps/${seg(promoted.name)}`}>
+            {promoted.environment}
+          </Link>
+          : revision {promoted.revision} there.
+        </p>
+      )}
       <Builds {...props} />
       <Logs {...props} />
     </>
+  );
+}
+
+/** The latest rollout in words: rolling out, available, failed, or rolled back and why. */
+function Rollout({ releases }: { releases: Schemas["ReleaseRecord"][] }) {
+  const sorted = [...releases].sort((x, y) => y.revision - x.revision);
+  const latest = sorted[0];
+  if (!latest) return null;
+  const running = sorted.find((r) => r.running);
+  const recentBad = sorted.slice(0, 2).find((r) => r.status === "failed" || r.status === "rolled_back");
+  let words: string;
+  let tone: "ok" | "wait" | "bad";
+  if (latest.status === "pending") {
+    words = `Revision ${latest.revision} is rolling out…`;
+    tone = "wait";
+  } else if (recentBad) {
+    const what = `Revision ${recentBad.revision}${recentBad.image ? ` (${recentBad.image})` : ""}`;
+    words =
+      recentBad.status === "rolled_back"
+        ? `${what} did not become available and was rolled back automatically.`
+        : `${what} failed.`;
+    if (recentBad.note) words += ` ${recentBad.note}`;
+    if (running) words += ` Running revision ${running.revision}.`;
+    tone = "bad";
+  } else {
+    words = `Revision ${latest.revision} is ${latest.status === "released" ? "available" : latest.status.replace("_", " ")}.`;
+    tone = latest.status === "released" ? "ok" : "wait";
+  }
+  return (
+    <p class={`rollout rollout-${tone}`} data-testid="rollout" role="status">
+      {words}
+    </p>
   );
 }
 
