@@ -314,6 +314,20 @@ journey("invite a member with a role in one project only; they see only that pro
   await v.page.getByTestId("env-GREETING").getByText("hidden").waitFor();
   if ((await v.page.content()).includes("hello")) throw new Error("a value is shown to a member without secret-read");
   await axe(v, "app, as a viewer");
+  // The actions a viewer's role lacks are not offered, once the API tells
+  // what the caller may do (getCurrentUser's `access`).
+  const access = await v.page.evaluate(async () => (await (await fetch("/api/v1/me")).json()).access);
+  if (access) {
+    for (const action of ["Deploy", "Restart", "Set variable", "Promote"]) {
+      if (await v.page.getByRole("button", { name: action, exact: true }).count()) throw new Error(`a viewer is offered ${action}`);
+    }
+    await v.page.goto(BASE + "/projects/shop/environments/staging");
+    await heading(v, "shop / staging");
+    if (await v.page.getByRole("form", { name: "Set a secret" }).count()) throw new Error("a viewer is offered to set a secret");
+    if (await v.page.getByRole("form", { name: "New app" }).count()) throw new Error("a viewer is offered to create an app");
+  } else {
+    console.log("     (getCurrentUser does not tell the caller's access yet: the viewer's hidden actions are not checked)");
+  }
   v.check();
   await v.context.close();
   s.check();

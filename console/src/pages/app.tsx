@@ -65,8 +65,8 @@ export function AppPage(props: AppProps) {
                 <dd>{a.auto_rollback ? "on" : "off"}</dd>
               </dl>
               <p class="buttons">
-                {may(me, "app-restart", project) && <ActionButton label="Restart" action={() => ok(api.POST(`${APP}/restart`, { params: { path } }))} done={reload} />}
-                {may(me, "app-run", project) && a.processes.some((p) => p.schedule) && (
+                {may(me, "app-operate", project) && <ActionButton label="Restart" action={() => ok(api.POST(`${APP}/restart`, { params: { path } }))} done={reload} />}
+                {may(me, "app-operate", project) && a.processes.some((p) => p.schedule) && (
                   <ActionButton label="Run the scheduled process now" action={() => ok(api.POST(`${APP}/run`, { params: { path }, body: {} }))} done={reload} />
                 )}
               </p>
@@ -276,7 +276,7 @@ function Env(props: AppProps & { app_record: Schemas["AppRecord"]; done: () => v
           </tbody>
         </table>
       )}
-      {may(me, "app-deploy", props.project) && (
+      {may(me, "app-write", props.project) && (
         <ActionForm
           label="Set a variable"
           submit="Set variable"

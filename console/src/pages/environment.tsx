@@ -29,7 +29,7 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
         {(e) => (
           <p>
             {e.env_type} environment, {envState(e)} {e.message && <span class="muted">{e.message}</span>}
-            {e.deleting && e.env_type === "production" && may(me, "environment-delete", project) && (
+            {e.deleting && e.env_type === "production" && may(me, "env-delete-protected", project) && (
               <ActionButton
                 label="Restore this environment"
                 action={() => ok(api.POST("/api/v1/projects/{project}/environments/{environment}/restore", { params: { path } }))}
@@ -65,7 +65,7 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
           )
         }
       </Show>
-      {may(me, "app-create", project) && (
+      {may(me, "app-write", project) && (
         <>
           <h2>New app</h2>
           <ActionForm

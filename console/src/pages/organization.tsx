@@ -40,7 +40,7 @@ export function Overview() {
           )
         }
       </Show>
-      {may(me, "project-create") && (
+      {may(me, "project-write") && (
         <>
           <h2>New project</h2>
           <ActionForm

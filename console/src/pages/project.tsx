@@ -86,7 +86,7 @@ export function ProjectPage({ project }: { project: string }) {
           )
         }
       </Show>
-      {may(me, "environment-create", project) && (
+      {may(me, "env-write", project) && (
         <>
           <h2>New environment</h2>
           <ActionForm
@@ -133,7 +133,7 @@ export function ProjectMembers({ project }: { project: string }) {
                   <td>{m.role}</td>
                   <td>{m.organization_role}</td>
                   <td>
-                    {may(me, "member-manage", project) && (
+                    {may(me, "member-manage") && (
                       <ActionButton
                         label={`Remove ${m.email} from ${project}`}
                         class="danger"
@@ -148,7 +148,7 @@ export function ProjectMembers({ project }: { project: string }) {
           </table>
         )}
       </Show>
-      {may(me, "member-manage", project) && (
+      {may(me, "member-manage") && (
         <>
           <h2>Give a member a role here</h2>
           <ActionForm
@@ -201,7 +201,7 @@ export function ProjectTokens({ project }: { project: string }) {
                     <td>{t.environments?.join(", ") || "all"}</td>
                     <td>{t.expires_at ? when(t.expires_at) : "never"}</td>
                     <td>
-                      {may(me, "deploy-token-manage", project) && (
+                      {may(me, "project-write", project) && (
                         <ActionButton
                           label={`Delete ${t.name}`}
                           class="danger"
@@ -223,7 +223,7 @@ export function ProjectTokens({ project }: { project: string }) {
           Copy it now: it is shown only this once. Its calls are made as {created.actor}.
         </ShownOnce>
       )}
-      {may(me, "deploy-token-manage", project) && (
+      {may(me, "project-write", project) && (
         <>
           <h2>New deploy token</h2>
           <ActionForm
