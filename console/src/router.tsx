@@ -11,6 +11,8 @@ export function navigate(to: string, replace = false) {
   else history.pushState(null, "", to);
   listeners.forEach((listener) => listener());
   window.scrollTo(0, 0);
+  // The new page's content takes the focus, as a page load would start there.
+  setTimeout(() => document.getElementById("main")?.focus({ preventScroll: true }), 0);
 }
 
 export function useLocation(): string {

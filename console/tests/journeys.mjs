@@ -99,6 +99,19 @@ async function heading(s, text) {
   await s.page.getByRole("heading", { level: 1, name: text }).waitFor();
 }
 
+/** Presses Tab until the field labelled LABEL has the focus (at most 20 times). */
+async function tabTo(s, label) {
+  for (let i = 0; i < 20; i++) {
+    await s.page.keyboard.press("Tab");
+    const focused = await s.page.evaluate(() => {
+      const e = document.activeElement;
+      return e?.id ? document.querySelector(`label[for="${e.id}"]`)?.textContent : null;
+    });
+    if (focused === label) return;
+  }
+  throw new Error(`${label} cannot be reached with Tab`);
+}
+
 async function signIn(s, email, password) {
   await s.page.getByLabel("Email").fill(email);
   await s.page.getByLabel("Password", { exact: true }).fill(password);
@@ -159,7 +172,12 @@ journey("sign in with a temporary password and replace it", async () => {
   s.expect("GET", /^\/api\/v1\/me$/, 401);
   await s.page.goto(BASE + "/members");
   await heading(s, "Sign in to Berth");
-  await signIn(s, ADMIN, adminPassword);
+  // With the keyboard alone.
+  await tabTo(s, "Email");
+  await s.page.keyboard.type(ADMIN);
+  await s.page.keyboard.press("Tab");
+  await s.page.keyboard.type(adminPassword);
+  await s.page.keyboard.press("Enter");
   await heading(s, "Members");
   await s.page.reload();
   await heading(s, "Members");
@@ -236,7 +254,16 @@ journey("set a secret and reference it from the app's env", async () => {
   await submit(s, "Set a secret", { "Secret name": "database", "Keys and values, one KEY=value a line": "url=postgres://db.internal/shop\npassword=hunter2-very-secret" }, "Save secret");
   await s.page.locator("tr", { hasText: "database" }).getByText("url").waitFor();
   if ((await s.page.content()).includes("hunter2-very-secret")) throw new Error("a secret's value is on the page");
+  // How soon an app's page shows its status (reported, not a pass mark):
+  // from a link within the console, and from a fresh load of its address.
+  let started = Date.now();
   await s.page.getByRole("link", { name: "web" }).click();
+  await s.page.getByTestId("app-status").waitFor();
+  const byLink = Date.now() - started;
+  started = Date.now();
+  await s.page.goto(BASE + "/projects/shop/environments/staging/apps/web");
+  await s.page.getByTestId("app-status").waitFor();
+  console.log(`     an app's status shown ${byLink} ms after following a link, ${Date.now() - started} ms after loading its address`);
   await heading(s, "web");
   await submit(s, "Set a variable", { Name: "DATABASE_URL", "Or from a secret (secret/key)": "database/url" }, "Set variable");
   await s.page.getByTestId("env-DATABASE_URL").getByText("from secret").waitFor();
@@ -333,7 +360,7 @@ journey("invite a member with a role in one project only; they see only that pro
   s.check();
 });
 
-journey("the audit log and the templates", async () => {
+journey("the audit log; the templates, deploying one", async () => {
   const s = state.admin;
   await s.page.goto(BASE + "/audit");
   await heading(s, "Audit log");
@@ -345,6 +372,11 @@ journey("the audit log and the templates", async () => {
   await s.page.locator(".cards li").first().waitFor();
   await axe(s, "templates");
   await shot(s, "templates");
+  // Deploying one: the app's page, where it becomes available.
+  await s.page.getByRole("button", { name: "Deploy nginx", exact: true }).click();
+  await submit(s, "Deploy nginx", { Project: "shop", Environment: "staging", "App name (empty: nginx)": "site" }, "Deploy");
+  await heading(s, "site");
+  await s.page.getByTestId("app-status").getByText("available").waitFor({ timeout: LONG });
   s.check();
 });
 

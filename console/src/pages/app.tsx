@@ -319,8 +319,21 @@ function Domains(props: AppProps) {
                 <tr>
                   <td>{d.hostname}</td>
                   <td>{d.ok ? <Badge tone="ok">points here</Badge> : <Badge tone="bad">not yet</Badge>} <span class="muted">{d.message}</span></td>
-                  <td>{JSON.stringify(d.verification.state ?? d.verification)}</td>
-                  <td>{JSON.stringify(d.certificate.state ?? d.certificate)}</td>
+                  <td>
+                    <Badge tone={d.verification.state === "verified" ? "ok" : d.verification.state === "taken" ? "bad" : "wait"}>{d.verification.state}</Badge>{" "}
+                    <span class="muted">{d.verification.message}</span>
+                    {d.verification.state !== "verified" && (
+                      <div>
+                        <code>{d.verification.record_name}</code> {d.verification.record_type} <code>{d.verification.record_value}</code>
+                      </div>
+                    )}
+                  </td>
+                  <td>
+                    <Badge tone={d.certificate.state === "issued" || d.certificate.state === "none" ? "ok" : d.certificate.state === "pending" || d.certificate.state === "expiring" ? "wait" : "bad"}>
+                      {d.certificate.state}
+                    </Badge>{" "}
+                    <span class="muted">{d.certificate.message}{d.certificate.not_after ? ` (until ${when(d.certificate.not_after)})` : ""}</span>
+                  </td>
                 </tr>
               ))}
             </tbody>

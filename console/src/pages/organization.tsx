@@ -40,6 +40,7 @@ export function Overview() {
           )
         }
       </Show>
+      <Health />
       {may(me, "project-write") && (
         <>
           <h2>New project</h2>
@@ -216,5 +217,35 @@ export function OrgAudit() {
       <h1>Audit log</h1>
       <AuditLog load={(before) => ok(api.GET("/api/v1/audit", { params: { query: { before, limit: 50 } } }))} />
     </>
+  );
+}
+
+/** Berth's health: each subsystem, up or down, with its latency (503 carries the same report). */
+function Health() {
+  const health = useLoad(async () => {
+    const answer = await api.GET("/api/v1/healthz/details");
+    const report = (answer.data ?? answer.error) as Schemas["HealthReport"] | undefined;
+    if (report && Array.isArray(report.subsystems)) return report;
+    return ok(Promise.resolve(answer));
+  }, [], 10_000);
+  return (
+    <section aria-labelledby="health">
+      <h2 id="health">Health</h2>
+      <Show loaded={health}>
+        {(report) => (
+          <p>
+            <Badge tone={report.status === "ok" ? "ok" : "bad"}>{report.status}</Badge>{" "}
+            {report.subsystems.map((s, i) => (
+              <span>
+                {i > 0 && ", "}
+                {s.name} {s.status === "up" ? "up" : <strong class="down">down{s.detail ? ` (${s.detail})` : ""}</strong>}{" "}
+                <span class="muted">{s.latency_ms} ms</span>
+              </span>
+            ))}{" "}
+            <span class="muted">— version {report.version}</span>
+          </p>
+        )}
+      </Show>
+    </section>
   );
 }
