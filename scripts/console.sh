@@ -4,7 +4,7 @@
 #   console.sh build        install, then build console/dist when its inputs changed (make dev)
 #   console.sh check        the generated API types match openapi/ (fails when regenerating changes them),
 #                           the types check, the build's JS+CSS is at most 200 KB gzipped
-#   console.sh test         check, build, Debian's chromium, then the browser journeys against
+#   console.sh test         check, build, Debian's chromium and firefox-esr, then the browser journeys against
 #                           the stack make dev runs (on free ports, in a directory of its own)
 #   console.sh screenshots  the journeys' main pages, written to docs/console/ (committed)
 # npm's cache lives under ~/.cache/berth/npm (BERTH_CACHE); node_modules in console/.
@@ -81,17 +81,22 @@ check() {
   fi
 }
 
-chromium() {
-  if ! command -v chromium >/dev/null 2>&1; then
+apt_browser() { # COMMAND PACKAGE
+  if ! command -v "$1" >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      say "installing Debian's chromium with apt-get"
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
-        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+      say "installing Debian's $2 with apt-get"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null \
+        || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }
     else
-      say "chromium is missing: install it, e.g. sudo apt-get install chromium"
+      say "$1 is missing: install it, e.g. sudo apt-get install $2"
       exit 1
     fi
   fi
+}
+
+browsers() {
+  apt_browser chromium chromium
+  apt_browser firefox-esr firefox-esr
 }
 
 free_port() {
@@ -133,8 +138,10 @@ journeys() { # SCREENSHOT-DIR
     tail -n 40 "$log" >&2
     return 1
   fi
-  BERTH_URL=http://127.0.0.1:$BERTH_PORT BERTH_ADMIN_EMAIL=admin@localhost BERTH_ADMIN_PASSWORD=$password \
-    BERTH_SCREENSHOTS=$shots node console/tests/journeys.mjs || status=$?
+  export BERTH_URL=http://127.0.0.1:$BERTH_PORT BERTH_ADMIN_EMAIL=admin@localhost BERTH_NEW_PASSWORD="correct horse battery staple"
+  BERTH_ADMIN_PASSWORD=$password BERTH_SCREENSHOTS=$shots node console/tests/journeys.mjs || status=$?
+  # One journey in firefox-esr too (puppeteer-core, WebDriver BiDi), on what they made.
+  if ((status == 0)); then node console/tests/firefox.mjs || status=$?; fi
   if ((status != 0)); then
     say "the last lines of make dev's output ($log):"
     tail -n 20 "$log" >&2
@@ -152,16 +159,16 @@ case "${1:-}" in
   check) check ;;
   test)
     check
-    chromium
+    browsers
     # Screenshots of a test run: under the build directory, never over tracked files.
     shots=${CARGO_TARGET_DIR:-$CACHE/target}/console-screenshots
     mkdir -p "$shots"
-    echo "== console: browser journeys (chromium; screenshots in $shots)"
+    echo "== console: browser journeys (chromium, then one in firefox-esr; screenshots in $shots)"
     journeys "$shots"
     ;;
   screenshots)
     build
-    chromium
+    browsers
     mkdir -p docs/console
     journeys "$PWD/docs/console"
     ;;

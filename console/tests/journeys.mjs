@@ -16,7 +16,7 @@ const BASE = process.env.BERTH_URL;
 const SHOTS = process.env.BERTH_SCREENSHOTS;
 const ADMIN = process.env.BERTH_ADMIN_EMAIL;
 let adminPassword = process.env.BERTH_ADMIN_PASSWORD;
-const NEW_PASSWORD = "correct horse battery staple";
+const NEW_PASSWORD = process.env.BERTH_NEW_PASSWORD ?? "correct horse battery staple";
 // What a rollout may take on a loaded machine: a bound, not a wait.
 const LONG = 120_000;
 if (SHOTS) mkdirSync(SHOTS, { recursive: true });
