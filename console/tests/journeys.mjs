@@ -247,6 +247,18 @@ journey("roll back by hand; promote", async () => {
   s.check();
 });
 
+journey("delete the production environment and restore it during its grace", async () => {
+  const s = state.admin;
+  s.page.once("dialog", (dialog) => dialog.accept());
+  await s.page.getByRole("button", { name: "Delete this environment" }).click();
+  await sees(s, "purged at");
+  await axe(s, "a deleted production environment");
+  await s.page.getByRole("button", { name: "Restore this environment" }).click();
+  await s.page.getByRole("button", { name: "Delete this environment" }).waitFor({ timeout: LONG });
+  await s.page.locator("tr", { hasText: "web" }).getByText("available").waitFor({ timeout: LONG });
+  s.check();
+});
+
 journey("set a secret and reference it from the app's env", async () => {
   const s = state.admin;
   await s.page.goto(BASE + "/projects/shop/environments/staging");

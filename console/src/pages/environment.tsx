@@ -30,11 +30,30 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
           <p>
             {e.env_type} environment, {envState(e)} {e.message && <span class="muted">{e.message}</span>}
             {e.deleting && e.env_type === "production" && may(me, "env-delete-protected", project) && (
-              <ActionButton
-                label="Restore this environment"
-                action={() => ok(api.POST("/api/v1/projects/{project}/environments/{environment}/restore", { params: { path } }))}
-                done={env.reload}
-              />
+              <>
+                {" "}
+                <ActionButton
+                  label="Restore this environment"
+                  action={() => ok(api.POST("/api/v1/projects/{project}/environments/{environment}/restore", { params: { path } }))}
+                  done={env.reload}
+                />
+              </>
+            )}
+            {!e.deleting && may(me, e.env_type === "production" ? "env-delete-protected" : "env-write", project) && (
+              <>
+                {" "}
+                <ActionButton
+                  label="Delete this environment"
+                  class="danger"
+                  confirm={
+                    e.env_type === "production"
+                      ? `Delete ${environment}? A production environment can be restored until its purge.`
+                      : `Delete ${environment} and everything in it, at once?`
+                  }
+                  action={() => ok(api.DELETE("/api/v1/projects/{project}/environments/{environment}", { params: { path } }))}
+                  done={env.reload}
+                />
+              </>
             )}
           </p>
         )}
