@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::response::IntoResponse;
 use berth_api::AppState;
-use berth_console_serve::{Console, is_console_request};
+use berth_console_serve::Console;
 use tower::ServiceExt;
 
 /// What a function crate exposes: its routes, unserved.
@@ -111,15 +111,12 @@ pub fn app_with_console(state: AppState, console: Option<Arc<Console>>) -> Route
         return api;
     };
     Router::new().fallback(move |request: Request| async move {
-        if is_console_request(request.method(), request.uri().path()) {
-            let accept = request.headers().get(http::header::ACCEPT_ENCODING);
-            console
-                .respond(request.method(), request.uri().path(), accept)
-                .map(Body::from)
-                .into_response()
-        } else {
-            let Ok(response) = api.oneshot(request).await;
-            response
+        match console.answer(&request) {
+            Some(page) => page.map(Body::from).into_response(),
+            None => {
+                let Ok(response) = api.oneshot(request).await;
+                response
+            }
         }
     })
 }
