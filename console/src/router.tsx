@@ -15,10 +15,11 @@ export function navigate(to: string, replace = false) {
   setTimeout(() => document.getElementById("main")?.focus({ preventScroll: true }), 0);
 }
 
+/** The current path; the caller renders again on every navigation (the query too). */
 export function useLocation(): string {
-  const [path, setPath] = useState(location.pathname);
+  const [, setTick] = useState(0);
   useEffect(() => {
-    const update = () => setPath(location.pathname);
+    const update = () => setTick((tick) => tick + 1);
     listeners.add(update);
     addEventListener("popstate", update);
     return () => {
@@ -26,7 +27,7 @@ export function useLocation(): string {
       removeEventListener("popstate", update);
     };
   }, []);
-  return path;
+  return location.pathname;
 }
 
 /** Matches PATH against PATTERN (`/projects/:project`): its parameters, or null. */

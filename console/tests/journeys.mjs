@@ -379,6 +379,13 @@ journey("the audit log; the templates, deploying one", async () => {
   await s.page.locator("tbody tr").first().waitFor();
   await axe(s, "audit log");
   await shot(s, "audit");
+  // Filtered by project: its own address, kept by a reload.
+  await s.page.getByLabel("Project", { exact: true }).selectOption("shop");
+  await s.page.waitForURL(/\/audit\?project=shop$/);
+  await s.page.locator("tbody tr").first().waitFor();
+  await s.page.reload();
+  await s.page.locator("tbody tr").first().waitFor();
+  if ((await s.page.getByLabel("Project", { exact: true }).inputValue()) !== "shop") throw new Error("the project filter is lost on reload");
   await s.page.goto(BASE + "/templates");
   await heading(s, "Templates");
   await s.page.locator(".cards li").first().waitFor();

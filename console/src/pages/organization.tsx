@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { api, ok, type Schemas } from "../api/client";
 import { may } from "../permissions";
-import { Link, seg } from "../router";
+import { Link, navigate, seg } from "../router";
 import { useMe } from "../session";
 import { ActionButton, ActionForm, Badge, Field, Select, Show, useLoad, when, text } from "../ui";
 import { AuditLog } from "./audit";
@@ -212,10 +212,35 @@ export function Tokens() {
 }
 
 export function OrgAudit() {
+  const project = new URLSearchParams(location.search).get("project") ?? "";
+  const projects = useLoad(() => ok(api.GET("/api/v1/projects")), []);
   return (
     <>
       <h1>Audit log</h1>
-      <AuditLog load={(before) => ok(api.GET("/api/v1/audit", { params: { query: { before, limit: 50 } } }))} />
+      <div class="field filter">
+        <label for="audit-project">Project</label>
+        <select
+          id="audit-project"
+          value={project}
+          onChange={(event) => {
+            const chosen = event.currentTarget.value;
+            navigate(chosen ? `/audit?project=${seg(chosen)}` : "/audit");
+          }}
+        >
+          <option value="">every project and the organization</option>
+          {(projects.data ?? []).map((p) => (
+            <option value={p.name}>{p.name}</option>
+          ))}
+        </select>
+      </div>
+      <AuditLog
+        key={project}
+        load={(before) =>
+          project
+            ? ok(api.GET("/api/v1/projects/{project}/audit", { params: { path: { project }, query: { before, limit: 50 } } }))
+            : ok(api.GET("/api/v1/audit", { params: { query: { before, limit: 50 } } }))
+        }
+      />
     </>
   );
 }
