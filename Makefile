@@ -11,6 +11,7 @@
 #   make package                     build every function for Lambda (FUNCTIONS=health: one), and the berth CLI
 #   make cdk-synth                   the CDK stack's template, offline (infra/cdk/cdk.out)
 #   make controller-image            the controller's OCI image, no daemon (buildah); prints its digest
+#   make screenshots                 the web console's main pages, into docs/console/ (committed; docs/console.md)
 
 # A CI job or a service may run make without HOME: then the user's home
 # directory, from the password database (the scripts' `~` does the same).
@@ -19,7 +20,7 @@ export HOME
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth/target
 BERTH_CACHE ?= $(HOME)/.cache/berth
 
-.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth controller-image controller-image-context
+.PHONY: dev test bench lint admin reset lambda-watch invoke package cdk-synth controller-image controller-image-context screenshots
 
 dev:
 	@scripts/dev.sh
@@ -32,6 +33,9 @@ admin:
 
 reset:
 	@scripts/reset.sh
+
+screenshots:
+	@scripts/console.sh screenshots
 
 lambda-watch:
 	@scripts/lambda.sh watch
@@ -47,6 +51,8 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 # $(CARGO_TARGET_DIR)/lambda/<function>/bootstrap, each built on its own.
 package:
 	@scripts/install-tools.sh package
+	@# The console function embeds the console's build (functions/console/build.rs).
+	@scripts/console.sh build
 	for function in $(FUNCTIONS); do PATH="$(BERTH_CACHE)/bin:$$PATH" cargo lambda build --release --arm64 --locked -p berth-fn-$$function || exit 1; done
 	@for function in $(FUNCTIONS); do stat -c '%s' "$(CARGO_TARGET_DIR)/lambda/$$function/bootstrap" | awk -v f=$$function '{ printf "%-14s %10d bytes %6.1f MiB\n", f, $$1, $$1 / 1048576 }'; done
 	cargo build --release --locked -p berth-cli

@@ -13,7 +13,8 @@
 #   CRDs applied;
 # - the controller as a local process against that cluster, its endpoint on
 #   127.0.0.1:$BERTH_CONTROLLER_PORT (3001);
-# - the whole API on http://127.0.0.1:$BERTH_PORT (3000).
+# - the whole API on http://127.0.0.1:$BERTH_PORT (3000), and the web console
+#   at / (built by scripts/console.sh when its sources changed).
 # A port that is taken stops it before it starts anything, naming the port.
 # It watches what it started: if any of them exits, it says which, with the
 # last lines of its log, stops the rest and exits non-zero. Ctrl-C stops
@@ -36,6 +37,10 @@ scripts/install-tools.sh
 echo "== building"
 cargo build --locked -p berth-local -p berth-kube-standin -p berth-controller --bins
 bin=${CARGO_TARGET_DIR:-target}/debug
+# The web console (console/, docs/console.md), built when its sources
+# changed; berth-local serves it at / beside the API.
+scripts/console.sh build
+export BERTH_CONSOLE_DIR=$PWD/console/dist
 
 # Every port make dev listens on, by the setting that moves it.
 ports=(BERTH_PORT BERTH_DYNAMODB_PORT BERTH_CONTROLLER_PORT)
@@ -226,6 +231,7 @@ await "the API does not answer on 127.0.0.1:$BERTH_PORT" 30 \
   curl -fsS -m 1 "http://127.0.0.1:$BERTH_PORT/api/v1/healthz"
 echo
 echo "Berth: http://127.0.0.1:$BERTH_PORT/api/v1 (DynamoDB Local on port $BERTH_DYNAMODB_PORT, data in $state/)"
+echo "The console: http://127.0.0.1:$BERTH_PORT/"
 
 while true; do
   if exited=$(first_exited); then stop_because "$exited"; fi

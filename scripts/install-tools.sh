@@ -140,3 +140,9 @@ infra/dynamodb-local/dynamodb-local.sh install
 # (docker-registry), an OCI layout made with umoci.
 apt_tool /usr/bin/git git "the build steps' tests run the source step with Debian's git"
 infra/registry/registry.sh install
+# The web console (docs/console.md): its npm packages (npm ci, exact
+# versions), and Debian's chromium and firefox-esr, which its browser
+# journeys drive.
+scripts/console.sh install
+apt_tool chromium chromium "the web console's browser journeys run in it"
+apt_tool firefox-esr firefox-esr "one of the web console's journeys runs in it"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: installs what is missing, starts DynamoDB Local, runs every
 # test, lints the SAM template, checks the CDK stack against it, runs the
-# generated conformance run, and stops what it started.
+# generated conformance run, runs the web console's journeys in a real
+# browser, and stops what it started.
 # `BERTH_TEST_KUBECONFIG=/path make test` runs the cluster tests against that
 # real cluster instead of the stand-in (see docs/testing.md).
 set -euo pipefail
@@ -54,3 +55,6 @@ fi
 
 echo "== conformance (openapi-spec-validator, schemathesis)"
 scripts/conformance.sh
+
+echo "== the web console (docs/console.md): generated types, size, browser journeys"
+scripts/console.sh test

@@ -4,8 +4,15 @@
 
 pub mod openapi;
 
+use std::sync::Arc;
+
 use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::response::IntoResponse;
 use berth_api::AppState;
+use berth_console_serve::Console;
+use tower::ServiceExt;
 
 /// What a function crate exposes: its routes, unserved.
 pub type Routes = fn() -> Router<AppState>;
@@ -95,4 +102,42 @@ pub fn routes() -> Router<AppState> {
 /// The whole API, ready to serve.
 pub fn app(state: AppState) -> Router {
     berth_api::http::serve(routes(), state)
+}
+
+/// The whole API, and the web console beside it when there is one: a
+/// `GET` or `HEAD` outside `/api/` is the console's (a file of its build,
+/// or its page), never seen by the API's pipeline (no audit event, no
+/// session read); every other request is the API's, as [`app`] answers it.
+/// Which file, with which headers: [`berth_console_serve`], shared with the
+/// console's Lambda.
+pub fn app_with_console(state: AppState, console: Option<Arc<Console>>) -> Router {
+    let api = app(state);
+    let Some(console) = console else {
+        return api;
+    };
+    Router::new().fallback(move |request: Request| async move {
+        match console.answer(&request) {
+            Some(page) => page.map(Body::from).into_response(),
+            None => {
+                let Ok(response) = api.oneshot(request).await;
+                response
+            }
+        }
+    })
+}
+
+/// The console's build, from `BERTH_CONSOLE_DIR` (which `make dev` sets to
+/// the build it made), else `console/dist` when it has been built; none
+/// (the API alone) when neither is there.
+pub fn console_from_env() -> Result<Option<Arc<Console>>, String> {
+    let (dir, required) = match std::env::var_os("BERTH_CONSOLE_DIR") {
+        Some(dir) if !dir.is_empty() => (std::path::PathBuf::from(dir), true),
+        _ => (std::path::PathBuf::from("console/dist"), false),
+    };
+    if !required && !dir.join("index.html").exists() {
+        return Ok(None);
+    }
+    Console::from_dir(&dir)
+        .map(|console| Some(Arc::new(console)))
+        .map_err(|error| format!("the console in {}: {error}", dir.display()))
 }

@@ -23,11 +23,21 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let console = match berth_local::console_from_env() {
+        Ok(console) => console,
+        Err(error) => {
+            eprintln!("berth-local: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if console.is_some() {
+        eprintln!("berth-local: the web console on http://127.0.0.1:{port}/");
+    }
     eprintln!(
         "berth-local: the whole API on http://127.0.0.1:{port} (table {})",
         state.config.table
     );
     // The scheduled `cleanup` function, as its schedule runs it on AWS.
     tokio::spawn(berth_local::sweep_regularly(state.clone()));
-    runtime::serve_local(berth_local::app(state), port).await
+    runtime::serve_local(berth_local::app_with_console(state, console), port).await
 }

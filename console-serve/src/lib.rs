@@ -165,6 +165,15 @@ impl Console {
         with_security_headers(response.body(body).expect("valid headers"))
     }
 
+    /// The console's answer to REQUEST, or None when the request is the
+    /// API's ([`is_console_request`]): what a server in front of the API
+    /// calls first (berth-local; a Lambda function serving the console).
+    pub fn answer<B>(&self, request: &http::Request<B>) -> Option<Response<Bytes>> {
+        let (method, path) = (request.method(), request.uri().path());
+        is_console_request(method, path)
+            .then(|| self.respond(method, path, request.headers().get(header::ACCEPT_ENCODING)))
+    }
+
     /// The paths of the files served (compressed copies aside), sorted.
     pub fn paths(&self) -> Vec<&str> {
         let mut paths: Vec<&str> = self.files.keys().map(String::as_str).collect();
@@ -335,6 +344,17 @@ mod tests {
         let head = console.respond(&Method::HEAD, "/", Some(&HeaderValue::from_static("gzip")));
         assert!(head.body().is_empty());
         assert_eq!(head.headers()[header::CONTENT_LENGTH], "8");
+    }
+
+    #[test]
+    fn answers_only_the_consoles_requests() {
+        let console = console();
+        let page = http::Request::get("/projects/web?x=1").body(()).unwrap();
+        assert_eq!(console.answer(&page).unwrap().status(), 200);
+        let api = http::Request::get("/api/v1/me").body(()).unwrap();
+        assert!(console.answer(&api).is_none());
+        let post = http::Request::post("/").body(()).unwrap();
+        assert!(console.answer(&post).is_none());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! and writes no audit event: no API operation is called.
 
 use bytes::Bytes;
-use http::{HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 
 use berth_console_serve::{Console, is_console_request};
 
@@ -30,31 +30,29 @@ pub fn embedded() -> Option<Console> {
 
 /// The answer to one request: the console's, when it is one of the
 /// console's and there is a console; else a Problem Details error.
-pub fn answer(
-    console: Option<&Console>,
-    method: &Method,
-    path: &str,
-    accept_encoding: Option<&HeaderValue>,
-) -> Response<Bytes> {
-    if !is_console_request(method, path) {
-        // The gateway's routes send none: a misrouted request, said as the
-        // API says an unknown route.
-        return problem(
+pub fn answer<B>(console: Option<&Console>, request: &Request<B>) -> Response<Bytes> {
+    let answered = match console {
+        Some(console) => console.answer(request),
+        None if is_console_request(request.method(), request.uri().path()) => {
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "consoleNotBuilt",
+                "The console is not in this package",
+                "This function was built without the web console: `make package` builds it first (scripts/console.sh build).",
+            );
+        }
+        None => None,
+    };
+    // None: the API's request, which the gateway's routes never send here;
+    // said as the API says an unknown route.
+    answered.unwrap_or_else(|| {
+        problem(
             StatusCode::NOT_FOUND,
             "unknownRoute",
             "Not Found",
             "No such route: the API's paths are under /api/v1.",
-        );
-    }
-    match console {
-        Some(console) => console.respond(method, path, accept_encoding),
-        None => problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "consoleNotBuilt",
-            "The console is not in this package",
-            "This function was built without the web console: `make package` builds it first (scripts/console.sh build).",
-        ),
-    }
+        )
+    })
 }
 
 fn problem(status: StatusCode, code: &str, title: &str, detail: &str) -> Response<Bytes> {
@@ -74,6 +72,15 @@ fn problem(status: StatusCode, code: &str, title: &str, detail: &str) -> Respons
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http::Method;
+
+    fn get(method: Method, path: &str) -> Request<()> {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .body(())
+            .unwrap()
+    }
 
     fn console() -> Console {
         Console::from_files([
@@ -92,21 +99,16 @@ mod tests {
     #[test]
     fn a_page_of_the_console_is_its_index_with_its_policy() {
         let console = console();
-        let page = answer(Some(&console), &Method::GET, "/projects/shop", None);
+        let page = answer(Some(&console), &get(Method::GET, "/projects/shop"));
         assert_eq!(page.status(), StatusCode::OK);
         assert!(page.body().starts_with(b"<!doctype html>"));
         let policy = page.headers()[header::CONTENT_SECURITY_POLICY]
             .to_str()
             .unwrap();
         assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
-        let asset = answer(
-            Some(&console),
-            &Method::GET,
-            "/assets/index-abc123.js",
-            None,
-        );
+        let asset = answer(Some(&console), &get(Method::GET, "/assets/index-abc123.js"));
         assert_eq!(asset.body().as_ref(), b"console.log(1)");
-        let missing = answer(Some(&console), &Method::GET, "/assets/gone.js", None);
+        let missing = answer(Some(&console), &get(Method::GET, "/assets/gone.js"));
         assert_eq!(missing.status(), StatusCode::NOT_FOUND);
     }
 
@@ -116,7 +118,7 @@ mod tests {
     fn what_the_build_embedded_is_served() {
         match embedded() {
             Some(console) => {
-                let page = answer(Some(&console), &Method::GET, "/", None);
+                let page = answer(Some(&console), &get(Method::GET, "/"));
                 assert_eq!(page.status(), StatusCode::OK);
                 assert!(!page.body().is_empty());
             }
@@ -132,16 +134,16 @@ mod tests {
     #[test]
     fn the_apis_paths_and_a_missing_console_are_problems() {
         let console = console();
-        let api = answer(Some(&console), &Method::GET, "/api/v1/nope", None);
+        let api = answer(Some(&console), &get(Method::GET, "/api/v1/nope"));
         assert_eq!(api.status(), StatusCode::NOT_FOUND);
         assert!(
             std::str::from_utf8(api.body())
                 .unwrap()
                 .contains("unknownRoute")
         );
-        let posted = answer(Some(&console), &Method::POST, "/projects", None);
+        let posted = answer(Some(&console), &get(Method::POST, "/projects"));
         assert_eq!(posted.status(), StatusCode::NOT_FOUND);
-        let unbuilt = answer(None, &Method::GET, "/", None);
+        let unbuilt = answer(None, &get(Method::GET, "/"));
         assert_eq!(unbuilt.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(
             unbuilt.headers()[header::CONTENT_TYPE],

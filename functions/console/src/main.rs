@@ -17,12 +17,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     lambda_http::run(service_fn(move |request: Request| {
         let console = console.clone();
         async move {
-            let answer = berth_fn_console::answer(
-                console.as_deref(),
-                request.method(),
-                request.uri().path(),
-                request.headers().get(http::header::ACCEPT_ENCODING),
-            );
+            let answer = berth_fn_console::answer(console.as_deref(), &request);
             let (parts, bytes) = answer.into_parts();
             // Binary: API Gateway passes it base64-encoded, compressed
             // copies included.

@@ -2,7 +2,8 @@
 //! `standin-node` and reported `Running` and `Ready`, with a few log lines per container that
 //! say plainly that nothing runs. Job pods then succeed a second later; a Berth build's pod
 //! (its `result` container) ends with the result message a build writes, naming a digest
-//! derived from the pod's uid, so a local run shows a build completing. For `make dev` only:
+//! derived from the pod's uid, so a local run shows a build completing. An image tagged
+//! `crashloop` never becomes ready (a failed rollout, on its deadline). For `make dev` only:
 //! tests see what a cluster without nodes shows.
 
 use std::collections::HashMap;
@@ -18,6 +19,8 @@ use crate::store::ObjKey;
 use crate::verbs::State;
 
 pub const NODE_NAME: &str = "standin-node";
+/// The image tag whose pods never become ready (see [`Kubelet::start`]).
+pub const CRASHING_TAG: &str = ":crashloop";
 /// How long a pod waits before it "starts", and a Job's pod runs before it "succeeds".
 const STEP: Duration = Duration::from_secs(1);
 
@@ -92,22 +95,43 @@ impl Kubelet {
     fn start(&mut self, state: &mut State, logs: &Logs, key: &ObjKey, pod: &Value, now: &str) {
         self.ips += 1;
         let ip = format!("10.244.{}.{}", (self.ips / 250) % 250, self.ips % 250 + 1);
+        // An image tagged `crashloop` never starts: its pod runs, never ready, its
+        // container waiting in CrashLoopBackOff, so that a rollout to it fails on its
+        // progress deadline (the web console's journeys show the rollback it causes).
+        let crashing = containers(pod).any(|c| {
+            c.get("image")
+                .and_then(Value::as_str)
+                .is_some_and(|image| image.ends_with(CRASHING_TAG))
+        });
         let statuses: Vec<Value> = containers(pod)
             .map(|c| {
+                let state = if crashing {
+                    json!({"waiting": {"reason": "CrashLoopBackOff", "message": "back-off restarting failed container (simulated: the image is tagged crashloop)"}})
+                } else {
+                    json!({"running": {"startedAt": now}})
+                };
                 json!({
                     "name": c.get("name").cloned().unwrap_or(Value::Null),
                     "image": c.get("image").cloned().unwrap_or(Value::Null),
                     "imageID": "",
                     "containerID": format!("standin://{}", uuid::Uuid::new_v4().simple()),
-                    "ready": true,
-                    "started": true,
-                    "restartCount": 0,
-                    "state": {"running": {"startedAt": now}},
+                    "ready": !crashing,
+                    "started": !crashing,
+                    "restartCount": if crashing { 3 } else { 0 },
+                    "state": state,
                     "lastState": {},
                 })
             })
             .collect();
-        let condition = |kind: &str| json!({"type": kind, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+        let ready = if crashing { "False" } else { "True" };
+        let condition = |kind: &str| {
+            let status = if matches!(kind, "Ready" | "ContainersReady") {
+                ready
+            } else {
+                "True"
+            };
+            json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": now})
+        };
         let status = json!({
             "phase": "Running",
             "conditions": [
