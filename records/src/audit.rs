@@ -124,16 +124,24 @@ pub struct PageQuery {
     pub before: Option<u64>,
     /// Only events of this actor (an email, a deploy token's or registry
     /// credential's name, `github`…), compared ignoring ASCII case.
-    #[param(min_length = 1, max_length = 254)]
+    #[param(
+        min_length = 1,
+        max_length = 254,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     pub actor: Option<String>,
     /// Only events of this action: an operation id (`createApp`), or an
     /// operator's action (`verifyDomain`).
-    #[param(min_length = 1, max_length = 64)]
+    #[param(value_type = Option<ActionFilter>, inline)]
     pub action: Option<String>,
     /// Only events whose `target` is this value, or, ending in `*`, starts
     /// with what precedes it (`web-*`: the environments of project `web`,
     /// whose targets are their namespaces `{project}-{environment}`).
-    #[param(min_length = 1, max_length = 254)]
+    #[param(
+        min_length = 1,
+        max_length = 254,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$"
+    )]
     pub target: Option<String>,
     /// Only events whose `target_kind` is this (`app`, `environment`,
     /// `project`, `secret`, `member`, `token`…).
@@ -236,7 +244,8 @@ impl AuditFilter {
 /// cannot match anything is said to be wrong rather than answered with an
 /// empty page.
 fn plain_text(field: &str, value: &str, max: usize) -> Result<(), String> {
-    if value.is_empty() || value.len() > max {
+    // Characters, as the document's maxLength counts them.
+    if value.is_empty() || value.chars().count() > max {
         return Err(format!("{field}: must be 1 to {max} characters"));
     }
     if value.chars().any(char::is_control) {
@@ -270,6 +279,19 @@ impl ActionFilter {
             })
     }
 }
+
+/// The document says which actions there are, so that a client (and a
+/// generated one) knows an action the log cannot hold is refused.
+impl utoipa::PartialSchema for ActionFilter {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(berth_domain::operation::audited_actions()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ActionFilter {}
 
 /// The `target` filter: a target, or a prefix of targets (`web-*`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,8 +30,8 @@ from berth_client.api.templates import deploy_template
 from berth_client.api.tokens import create_token, delete_token
 from berth_client.models import (
     AppRecord, Build, CreateAppBody, CreateEnvironmentBody, CreateProjectBody,
-    CreatedToken, CreatedWebhook, Deployed, EnvironmentRecord, GetCurrentUserResponse401,
-    Identity, LoginBody,
+    CreatedToken, CreatedWebhook, CurrentUser, Deployed, EnvironmentRecord,
+    GetCurrentUserResponse401, Identity, LoginBody,
     NewToken, ProjectRecord, PutAnswer, PutSecretBody, RunAnswer, UpdateAppBody)
 from berth_client.models.deploy_template_template import DeployTemplateTemplate
 
@@ -75,8 +75,11 @@ assert cookie[0] == "berth_session" and cookie[1], "a session cookie"
 # A client of its own, with the session cookie only: nothing else signs in.
 session = Client(base_url=API, cookies={cookie[0]: cookie[1]},
                  raise_on_unexpected_status=True)
-me = call("who am I", get_current_user, 200, Identity, client=session).parsed
+me = call("who am I", get_current_user, 200, CurrentUser, client=session).parsed
 assert me.via == "session", me.via
+# What the caller may do, as the API tells it (an owner: everything).
+assert me.access.organization == "conformance", me.access.organization
+assert len(me.access.permissions) == 12, me.access.permissions
 
 # A POST with a body each: a project, a production environment (deleted
 # and restored below), a scheduled app and an app with a source to build.

@@ -2142,7 +2142,7 @@ export interface operations {
                  * @description Only events of this action: an operation id (`createApp`), or an
                  *     operator's action (`verifyDomain`).
                  */
-                action?: string;
+                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
                 /**
                  * @description Only events whose `target` is this value, or, ending in `*`, starts
                  *     with what precedes it (`web-*`: the environments of project `web`,
@@ -4128,7 +4128,7 @@ export interface operations {
                  * @description Only events of this action: an operation id (`createApp`), or an
                  *     operator's action (`verifyDomain`).
                  */
-                action?: string;
+                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
                 /**
                  * @description Only events whose `target` is this value, or, ending in `*`, starts
                  *     with what precedes it (`web-*`: the environments of project `web`,

@@ -1,21 +1,25 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Schemas } from "../api/client";
+import type { paths } from "../api/schema";
 import { Field, ProblemNote, toProblem, when } from "../ui";
 import type { ApiProblem } from "../api/client";
 import { navigate } from "../router";
 
 /** The filters of listAuditEvents and listProjectAuditEvents, kept in the page's address. */
-export type AuditFilters = { actor?: string; action?: string; target?: string };
+type AuditQuery = NonNullable<paths["/api/v1/audit"]["get"]["parameters"]["query"]>;
+export type AuditFilters = Pick<AuditQuery, "actor" | "action" | "target">;
 const FILTERS = ["actor", "action", "target"] as const;
 
 function filtersOf(search: string): AuditFilters {
   const query = new URLSearchParams(search);
-  const filters: AuditFilters = {};
+  const filters: Record<string, string> = {};
   for (const name of FILTERS) {
     const value = query.get(name);
     if (value) filters[name] = value;
   }
-  return filters;
+  // As typed in the address: the API judges them (an action it does not
+  // know is its 400, shown in its words).
+  return filters as AuditFilters;
 }
 
 /**
