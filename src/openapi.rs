@@ -93,6 +93,13 @@ const BUILD: &[(&str, &str)] = &[
     ("build", "$response.body#/id"),
 ];
 
+const COMMAND: &[(&str, &str)] = &[
+    ("project", "$request.path.project"),
+    ("environment", "$request.path.environment"),
+    ("app", "$request.path.app"),
+    ("command", "$response.body#/name"),
+];
+
 const WEBHOOK: &[(&str, &str)] = &[
     ("project", "$request.path.project"),
     ("environment", "$request.path.environment"),
@@ -152,6 +159,8 @@ fn links() -> Vec<Link> {
             PromoteApp,
             RestartApp,
             RunApp,
+            RunCommand,
+            ListCommands,
             CheckAppDomains,
             CreateBuild,
             ListBuilds,
@@ -168,6 +177,7 @@ fn links() -> Vec<Link> {
         &[GetBuild, GetBuildLogs, CancelBuild],
         BUILD,
     );
+    add(RunCommand, "202", &[GetCommand, GetCommandLogs], COMMAND);
     add(CreateWebhook, "201", &[GetWebhook, DeleteWebhook], WEBHOOK);
     add(
         CreateToken,

@@ -201,11 +201,30 @@ pub enum Command {
         #[arg(long, default_value_t = 600, value_name = "SECONDS")]
         timeout: u64,
     },
-    /// Run a scheduled process now.
-    #[command(after_help = "Examples:\n  berth run nightly")]
+    /// Run a command once in a fresh pod of the app (`berth run -- CMD`),
+    /// printing its output and exiting with its exit status; or, without
+    /// `--`, run a scheduled process now.
+    #[command(after_help = "Examples:\n  berth run -- ./manage.py migrate\n  \
+        berth run --size-of worker --timeout 7200 -- sh -c 'rake reindex'\n  \
+        berth run nightly")]
     Run {
-        /// Which scheduled process; optional when the app has one.
+        /// Which scheduled process to run now; optional when the app has one.
+        #[arg(conflicts_with_all = ["command", "size_of", "timeout"])]
         process: Option<String>,
+        /// The command and its arguments, after `--`: run with the app's
+        /// current image, env and secrets (no shell unless it names one).
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+        /// The process whose size (CPU and memory) the command gets; the
+        /// app's first process by default.
+        #[arg(long, value_name = "PROCESS")]
+        size_of: Option<String>,
+        /// Stop the command after this many seconds (at most 86400).
+        #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+        timeout: u64,
+        /// Print the output's control characters as they are.
+        #[arg(long)]
+        raw: bool,
     },
     /// The app's release history, newest first.
     #[command(after_help = "Examples:\n  berth releases\n  berth releases --limit 5 -o json")]

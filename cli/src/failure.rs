@@ -33,6 +33,9 @@ pub enum Failure {
     /// `failure`, and what to do about it (its exit code is the
     /// failure's).
     Hinted { failure: Box<Failure>, hint: String },
+    /// A one-off command (`berth run -- CMD`) exited with this status,
+    /// which becomes the CLI's (its low 8 bits, as a shell's `$?`).
+    Exited(i32),
     /// Standard output's reader went away (`berth … | head`): the command
     /// ends quietly, as Unix tools do.
     ClosedPipe,
@@ -68,6 +71,10 @@ impl Failure {
             | Failure::Failed(_)
             | Failure::GaveUp(_) => Self::FAILED,
             Failure::ClosedPipe => Self::CLOSED_PIPE,
+            Failure::Exited(code) => match u8::try_from(code & 0xff) {
+                Ok(0) | Err(_) => Self::FAILED,
+                Ok(code) => code,
+            },
             Failure::Hinted { .. } => Self::FAILED,
         })
     }
@@ -110,6 +117,7 @@ impl fmt::Display for Failure {
             Failure::Refused { failure, hint } => format!("{failure}; {hint}"),
             Failure::Hinted { failure, hint } => format!("{failure}; {hint}"),
             Failure::ClosedPipe => "standard output was closed".to_owned(),
+            Failure::Exited(code) => format!("the command exited with status {code}"),
             Failure::Http { status, body } => format!("the API answered {status}: {body}"),
             Failure::Transport(message)
             | Failure::NotSignedIn(message)

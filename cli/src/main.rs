@@ -125,7 +125,25 @@ fn run(cli: Cli) -> Result<()> {
         Command::Restart { wait, timeout } => {
             commands::deploy::restart(&session()?, &context()?.app()?, wait, timeout)
         }
-        Command::Run { process } => commands::deploy::run(&session()?, &context()?.app()?, process),
+        Command::Run {
+            process,
+            command,
+            size_of,
+            timeout,
+            raw,
+        } => {
+            if command.is_empty() {
+                commands::deploy::run(&session()?, &context()?.app()?, process)
+            } else {
+                let one_off = commands::one_off::OneOff {
+                    command,
+                    size_of,
+                    timeout,
+                    raw,
+                };
+                commands::one_off::run(&session()?, &context()?.app()?, one_off)
+            }
+        }
         Command::Env { command } => commands::vars::env(
             &session()?,
             &context()?.app()?,

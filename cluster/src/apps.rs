@@ -8,8 +8,8 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 
 use super::crd::{
-    App, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT,
-    LABEL_RELEASE, MANAGER,
+    App, LABEL_APP, LABEL_APP_UID, LABEL_COMMAND, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
+    LABEL_PROJECT, LABEL_RELEASE, MANAGER,
 };
 use super::{environments, is_conflict, is_not_found};
 use berth_domain::names::OrgName;
@@ -258,19 +258,29 @@ fn app_selector(org: &OrgName, path: &AppPath) -> String {
     format!("{LABEL_ORG}={org},{LABEL_APP}={}", path.app)
 }
 
-/// The pods of an app, newest first: its processes' (`release` None), or
-/// those of a revision's release command.
+/// The pods of an app, newest first (see [`PodsOf`]).
 pub async fn pods(
     client: &kube::Client,
     org: &OrgName,
     path: &AppPath,
-    release: Option<i64>,
+    of: PodsOf<'_>,
 ) -> Result<Vec<Pod>, ApiError> {
-    let selector = match release {
-        None => format!("{},!{LABEL_RELEASE}", app_selector(org, path)),
-        Some(revision) => format!("{},{LABEL_RELEASE}={revision}", app_selector(org, path)),
+    let app = app_selector(org, path);
+    let selector = match of {
+        PodsOf::Processes => format!("{app},!{LABEL_RELEASE},!{LABEL_COMMAND}"),
+        PodsOf::Release(revision) => format!("{app},{LABEL_RELEASE}={revision}"),
+        PodsOf::Command(name) => format!("{app},{LABEL_COMMAND}={name}"),
     };
     super::pods_newest_first(client, &path.namespace(), &selector).await
+}
+
+/// Which of an app's pods: its processes', a revision's release command's,
+/// or a one-off command's.
+#[derive(Debug, Clone, Copy)]
+pub enum PodsOf<'a> {
+    Processes,
+    Release(i64),
+    Command(&'a str),
 }
 
 /// Deletes the claims of the app's volumes: those labelled with its uid,

@@ -419,6 +419,97 @@ pub struct RunSpec {
     pub process: String,
 }
 
+/// A one-off command (`runCommand`, `berth run -- CMD`): the command run
+/// once in a fresh pod of the app's current revision (its image, env and
+/// secrets, a process's size, the environment's limits), in the app's
+/// namespace. The API picks the name (`cmd-` and 12 random characters, so
+/// it answers at once and no other Job of the namespace has it) and owns it
+/// by the App; the controller makes its Job (named as it, owned by it),
+/// records how it goes in its status, and deletes it
+/// [`COMMAND_KEPT_SECONDS`] after it ends, its Job and pod with it.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "berth.dev",
+    version = "v1",
+    kind = "Command",
+    plural = "commands",
+    shortname = "bcmd",
+    namespaced,
+    status = "CommandStatus",
+    printcolumn = r#"{"name":"App","type":"string","jsonPath":".spec.app"}"#,
+    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
+    printcolumn = r#"{"name":"Exit","type":"integer","jsonPath":".status.exitCode"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandSpec {
+    pub app: String,
+    /// The uid of the App: a command never runs with another App's
+    /// configuration of the same name.
+    pub app_uid: String,
+    /// What runs: the container's command, no shell unless it names one.
+    pub command: Vec<String>,
+    /// The process whose size (CPU and memory) the pod gets.
+    pub process: String,
+    /// The Job's `activeDeadlineSeconds`: the command is stopped then.
+    pub timeout_seconds: i64,
+}
+
+/// How a command goes (`pending` also when absent).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CommandPhase {
+    #[default]
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl CommandPhase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed)
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandStatus {
+    #[serde(default)]
+    pub phase: CommandPhase,
+    /// The command's exit status, once its container ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why it waits or failed, as a word: `ImagePullBackOff`,
+    /// `DeadlineExceeded`, `Error`, `NotStarted`…
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The app's revision whose configuration it ran with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// The pod it runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    /// Unix milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<i64>,
+}
+
+/// How long a finished command (its record, Job, pod and log) is kept.
+pub const COMMAND_KEPT_SECONDS: i64 = 60 * 60;
+
 /// Why a revision was made (spec part 2): the API's changes make each of
 /// them, the controller `deploy` (a build's image) and `rollback` (an
 /// automatic one).
@@ -692,6 +783,10 @@ pub const LABEL_APP_UID: &str = "berth.dev/app-uid";
 pub const LABEL_RELEASE: &str = "berth.dev/release";
 /// On a build's Job and its pod: the build's number among its app's.
 pub const LABEL_BUILD: &str = "berth.dev/build";
+/// On a one-off command's Job and its pod: the Command's name.
+pub const LABEL_COMMAND: &str = "berth.dev/command";
+/// The one container of a one-off command's pod.
+pub const COMMAND_CONTAINER: &str = "command";
 
 /// Object names of what an app becomes (one place, so the API, the
 /// controller and the tests agree).
@@ -764,6 +859,7 @@ pub fn definitions()
         App::crd(),
         Build::crd(),
         Run::crd(),
+        Command::crd(),
     ]
 }
 

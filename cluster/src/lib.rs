@@ -9,6 +9,7 @@
 pub mod apps;
 pub mod build_queue;
 pub mod builds;
+pub mod commands;
 pub mod crd;
 pub mod environments;
 pub mod install;

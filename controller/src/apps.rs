@@ -186,7 +186,7 @@ async fn check<'a>(
 
 /// The controller's render settings, and the registry Berth builds images
 /// into: pods of an image Berth built name the registry's pull credential.
-async fn render_settings(context: &Context) -> Result<RenderSettings, Error> {
+pub(crate) async fn render_settings(context: &Context) -> Result<RenderSettings, Error> {
     let mut settings = context.settings.render.clone();
     settings.registry_prefix = registry::read(&context.client)
         .await?
@@ -504,7 +504,7 @@ pub fn awaiting_message(latest: Option<&Build>) -> String {
 }
 
 /// Whether the App's namespace is one Berth renders into.
-enum Namespace {
+pub(crate) enum Namespace {
     /// Owned by Berth's Environment of that name (by uid).
     Berths,
     /// Berth's, but being deleted.
@@ -515,7 +515,7 @@ enum Namespace {
 
 /// Whether the App's namespace is the one its Berth Environment of that name
 /// owns (by uid). Namespace and Environment are read at once.
-async fn namespace_of(app: &App, context: &Context) -> Result<Namespace, Error> {
+pub(crate) async fn namespace_of(app: &App, context: &Context) -> Result<Namespace, Error> {
     let namespace = app.namespace().unwrap_or_default();
     let namespaces = Api::<K8sNamespace>::all(context.client.clone());
     let environments = Api::<Environment>::all(context.client.clone());

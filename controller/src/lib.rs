@@ -22,6 +22,7 @@ pub mod build_engine;
 mod build_secrets;
 pub mod builds;
 pub mod certificates;
+mod commands;
 mod context;
 pub mod egress;
 mod environments;

@@ -19,12 +19,12 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use berth_cluster::crd::{
-    App, BUILDS_NAMESPACE, Build, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
+    App, BUILDS_NAMESPACE, Build, Command, Environment, LABEL_MANAGED_BY, MANAGER, Project, Run,
 };
 
 use crate::context::Context;
 use crate::error::Error;
-use crate::{apps, backoff, builds, environments, projects, runs};
+use crate::{apps, backoff, builds, commands, environments, projects, runs};
 
 /// The one error policy of the three controllers: a write refused because
 /// the namespace is being deleted waits for a change (the namespace's
@@ -173,6 +173,7 @@ pub(crate) struct Stores {
     pub(crate) apps: Store<App>,
     builds: Store<Build>,
     runs: Store<Run>,
+    commands: Store<Command>,
 }
 
 impl Stores {
@@ -183,7 +184,8 @@ impl Stores {
             self.environments.wait_until_ready(),
             self.apps.wait_until_ready(),
             self.builds.wait_until_ready(),
-            self.runs.wait_until_ready()
+            self.runs.wait_until_ready(),
+            self.commands.wait_until_ready()
         );
     }
 }
@@ -272,6 +274,11 @@ pub(crate) fn controllers(
         .graceful_shutdown_on(stopped());
     // Runs: each becomes a Job, then goes.
     let runs = on_spec_changes(Api::<Run>::all(client.clone())).graceful_shutdown_on(stopped());
+    // One-off commands: each becomes a Job it owns, whose changes say how
+    // it goes.
+    let commands = on_spec_changes(Api::<Command>::all(client.clone()))
+        .owns(Api::<Job>::all(client.clone()), managed.clone())
+        .graceful_shutdown_on(stopped());
     // A deleted project waits for its last environment to go: watching
     // environments wakes it the moment that happens, not at its next backoff.
     let projects = on_spec_changes(Api::<Project>::all(client.clone()))
@@ -287,6 +294,7 @@ pub(crate) fn controllers(
         apps: apps.store(),
         builds: builds.store(),
         runs: runs.store(),
+        commands: commands.store(),
     };
     let environments = running(
         environments,
@@ -297,9 +305,10 @@ pub(crate) fn controllers(
     let apps = running(apps, "App", apps::reconcile, context.clone());
     let builds = running(builds, "Build", builds::reconcile, context.clone());
     let runs = running(runs, "Run", runs::reconcile, context.clone());
+    let commands = running(commands, "Command", commands::reconcile, context.clone());
     let projects = running(projects, "Project", projects::reconcile, context);
     let running = async move {
-        tokio::join!(environments, apps, builds, runs, projects);
+        tokio::join!(environments, apps, builds, runs, commands, projects);
     };
     (running, stores)
 }

@@ -126,6 +126,12 @@ pub enum Missing {
         app: String,
         build: String,
     },
+    Command {
+        project: String,
+        environment: String,
+        app: String,
+        command: String,
+    },
     Template {
         template: TemplateName,
     },
@@ -197,6 +203,16 @@ impl std::fmt::Display for Missing {
                 f,
                 "build {build} not found of app `{app}` in environment `{environment}` of \
                  project `{project}`"
+            ),
+            Self::Command {
+                project,
+                environment,
+                app,
+                command,
+            } => write!(
+                f,
+                "command `{command}` not found of app `{app}` in environment `{environment}` of \
+                 project `{project}` (an ended command is kept for an hour)"
             ),
             Self::Template { template } => write!(f, "template `{template}` not found"),
             Self::Token { token } => write!(f, "token `{token}` not found"),

@@ -301,6 +301,53 @@ label_name!(
     TemplateName = OBJECT_NAME
 );
 
+/// A one-off command's name, which the API picks: `cmd-` and 12 of
+/// [`CommandName::ALPHABET`], so it has exactly one `-` and no other Job of
+/// its namespace (a release's has `--`, a scheduled run's two or more
+/// `-`) has it; short enough whatever the app's name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CommandName(String);
+
+impl CommandName {
+    /// Lowercase consonants and digits without look-alikes: no word, no
+    /// `0`/`o` or `1`/`l` to misread.
+    pub const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const PREFIX: &str = "cmd-";
+    const RANDOM_LEN: usize = 12;
+    const PATTERN: &str = "^cmd-[bcdfghjklmnpqrstvwxz2456789]{12}$";
+
+    pub fn parse(value: &str) -> Result<Self, Invalid> {
+        let random = value.strip_prefix(Self::PREFIX).unwrap_or_default();
+        if random.len() == Self::RANDOM_LEN && random.bytes().all(|b| Self::ALPHABET.contains(&b)) {
+            Ok(Self(value.to_owned()))
+        } else {
+            Err(Invalid::new(format!(
+                "must be a command's name: {}",
+                Self::PATTERN
+            )))
+        }
+    }
+
+    /// A new name, each character `pick`ed (an index into the alphabet,
+    /// taken modulo its length).
+    pub fn random(mut pick: impl FnMut() -> usize) -> Self {
+        let random: String = (0..Self::RANDOM_LEN)
+            .map(|_| Self::ALPHABET[pick() % Self::ALPHABET.len()] as char)
+            .collect();
+        Self(format!("{}{random}", Self::PREFIX))
+    }
+}
+parsed_name!(
+    CommandName,
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(CommandName::PATTERN))
+        .description(Some(
+            "A one-off command's name, as `runCommand` answered it."
+        ))
+);
+
 /// A secret's name: a DNS-1123 subdomain of 1 to 253 characters, that is
 /// dot-separated parts of lowercase letters, digits and '-', each starting and
 /// ending with a letter or digit (Kubernetes bounds only the whole length, not
@@ -433,6 +480,7 @@ pub fn schemas() -> Vec<(String, RefOr<Schema>)> {
         entry::<VolumeName>(),
         entry::<NamespaceName>(),
         entry::<SecretName>(),
+        entry::<CommandName>(),
         entry::<TemplateName>(),
         entry::<super::ids::UserId>(),
         entry::<super::ids::RecordId>(),

@@ -82,6 +82,12 @@ operations! {
     PromoteApp => "promoteApp", Needs(AppDeploy);
     RestartApp => "restartApp", Needs(AppOperate);
     RunApp => "runApp", Needs(AppOperate);
+    // Any code, with the app's secrets: as deploying an image.
+    RunCommand => "runCommand", Needs(AppDeploy);
+    ListCommands => "listCommands", Needs(Read);
+    GetCommand => "getCommand", Needs(Read);
+    // A command's output is an app's log, as `getAppLogs`.
+    GetCommandLogs => "getCommandLogs", Needs(Read);
     CheckAppDomains => "checkAppDomains", Needs(Read);
     CreateBuild => "createBuild", Needs(AppDeploy);
     CancelBuild => "cancelBuild", Needs(AppDeploy);

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::ids::{RecordId, UserId};
-use super::names::{AppName, EnvironmentName, ProjectName, SecretName, TemplateName};
+use super::names::{AppName, CommandName, EnvironmentName, ProjectName, SecretName, TemplateName};
 use crate::{ApiError, Missing};
 
 /// What every place inside an environment (its `project` and `environment`)
@@ -162,6 +162,40 @@ impl BuildPath {
             environment: self.environment.clone(),
             app: self.app.clone(),
         }
+    }
+}
+
+/// A one-off command of an app: `…/apps/{app}/commands/{command}`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct CommandPath {
+    /// The project's name.
+    pub project: ProjectName,
+    /// The environment's short name.
+    pub environment: EnvironmentName,
+    /// The app's name.
+    pub app: AppName,
+    /// The command's name, as `runCommand` answered it.
+    pub command: CommandName,
+}
+
+impl CommandPath {
+    /// The app it is a command of.
+    pub fn app_path(&self) -> AppPath {
+        AppPath {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            app: self.app.clone(),
+        }
+    }
+
+    pub fn missing(&self) -> ApiError {
+        ApiError::NotFound(Missing::Command {
+            project: self.project.to_string(),
+            environment: self.environment.to_string(),
+            app: self.app.to_string(),
+            command: self.command.to_string(),
+        })
     }
 }
 

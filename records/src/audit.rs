@@ -89,6 +89,11 @@ pub struct AuditEvent {
     /// events named their project have none).
     #[serde(default)]
     pub project: Option<String>,
+    /// What the call asked for beyond its target, where the log must say
+    /// it: the command a `runCommand` ran (never its output), at most 1024
+    /// characters. None for every other call.
+    #[serde(default)]
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]

@@ -60,6 +60,8 @@ pub struct Call {
     pub request_id: String,
     /// The project the call's path names.
     pub project: Option<String>,
+    /// What the call asked for beyond its target (`AuditEvent::detail`).
+    pub detail: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -601,6 +603,7 @@ fn event_of(call: &Call, seq: u64) -> AuditEvent {
         ip: call.ip.clone(),
         request_id: Some(call.request_id.clone()),
         project: call.project.clone(),
+        detail: call.detail.clone(),
     }
 }
 

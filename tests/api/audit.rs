@@ -466,6 +466,7 @@ fn call_of(action: &'static str) -> Call {
         ip: None,
         request_id: uuid::Uuid::new_v4().to_string(),
         project: None,
+        detail: None,
     }
 }
 

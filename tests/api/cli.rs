@@ -874,6 +874,19 @@ impl Printed {
     }
 }
 
+impl Printed {
+    /// How berth ended, once it has (within the tests' bound).
+    async fn exit_code(&mut self) -> Option<i32> {
+        let mut status = None;
+        eventually("berth ends", || {
+            status = self.child.try_wait().expect("berth's status");
+            std::future::ready(status.is_some())
+        })
+        .await;
+        status.and_then(|status| status.code())
+    }
+}
+
 impl Drop for Printed {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -988,6 +1001,57 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     );
     assert_eq!(of(second), ["new pod starting", "new pod serving"]);
     assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
+}
+
+/// `run -- CMD` starts a one-off command, prints its output as its pod
+/// writes it (the test plays the pod: the Job controller makes it, the test
+/// binds it to a node, runs it and writes its log with the stand-in's knob,
+/// then ends it) and exits with the command's exit status.
+#[tokio::test]
+#[cfg_attr(
+    berth_real_cluster,
+    ignore = "writes pods' logs with the stand-in's knobs"
+)]
+async fn run_prints_a_commands_output_and_exits_with_its_status() {
+    use berth_kube_standin::LogKey;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ListParams;
+
+    use crate::support::kubelet::{end_pods_with, play_kubelet};
+
+    let Linked {
+        app,
+        machine,
+        namespace,
+        _served,
+        ..
+    } = Linked::without_pods().await;
+    let client = app.cluster().client.clone();
+    let standin = app.standin();
+    let mut printed =
+        Printed::start(machine.std_command(&["run", "--", "sh", "-c", "echo migrating; exit 3"]));
+    let pods: kube::Api<Pod> = kube::Api::namespaced(client.clone(), &namespace);
+    let command_pods = || async {
+        pods.list(&ListParams::default().labels("berth.dev/command"))
+            .await
+            .unwrap()
+            .items
+    };
+    eventually("the command's pod is made", || async {
+        !command_pods().await.is_empty()
+    })
+    .await;
+    let pod = command_pods().await[0].metadata.name.clone().unwrap();
+    assert!(standin.bind_pod(&namespace, &pod));
+    play_kubelet(&client, &namespace, "berth.dev/command").await;
+    standin.set_pod_logs(
+        LogKey::new(&namespace, &pod, "command"),
+        ["migrating", "3 tables"],
+    );
+    printed.until_printed("3 tables").await;
+    end_pods_with(&client, &namespace, "berth.dev/command", 3).await;
+    assert_eq!(printed.exit_code().await, Some(3));
+    assert_eq!(printed.lines(), ["migrating", "3 tables"]);
 }
 
 /// `deploy --ref --wait` follows the build (the test plays the build's

@@ -18,6 +18,7 @@ mod cluster_access;
 mod cluster_faults;
 mod cluster_names;
 mod cluster_retries;
+mod commands;
 mod console;
 mod controller_image;
 mod controller_ops;

@@ -41,7 +41,10 @@ fn crds_file_matches_the_code() {
         .iter()
         .map(|d| d["spec"]["names"]["kind"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(kinds, ["Project", "Environment", "App", "Build", "Run"]);
+    assert_eq!(
+        kinds,
+        ["Project", "Environment", "App", "Build", "Run", "Command"]
+    );
     for crd in documents("crds.yaml") {
         let version = &crd["spec"]["versions"][0];
         assert_eq!(crd["spec"]["group"].as_str(), Some("berth.dev"));
@@ -101,6 +104,7 @@ fn the_kustomization_renders_one_installation() {
             "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ConfigMap",
+            "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
@@ -281,6 +285,9 @@ const API_USES: &[(&str, &str, &str)] = &[
     ("berth.dev", "apps", "patch"),
     ("berth.dev", "apps", "delete"),
     ("berth.dev", "runs", "create"),
+    ("berth.dev", "commands", "create"),
+    ("berth.dev", "commands", "get"),
+    ("berth.dev", "commands", "list"),
     ("", "pods", "list"),
     ("", "pods/log", "get"),
     ("", "persistentvolumeclaims", "list"),
@@ -366,6 +373,10 @@ const CONTROLLER_USES: &[(&str, &str, &str)] = &[
     ("berth.dev", "runs", "list"),
     ("berth.dev", "runs", "watch"),
     ("berth.dev", "runs", "delete"),
+    ("berth.dev", "commands", "list"),
+    ("berth.dev", "commands", "watch"),
+    ("berth.dev", "commands", "delete"),
+    ("berth.dev", "commands/status", "patch"),
     ("rbac.authorization.k8s.io", "rolebindings", "create"),
     ("rbac.authorization.k8s.io", "rolebindings", "patch"),
     ("rbac.authorization.k8s.io", "clusterroles", "bind"),

@@ -462,6 +462,48 @@ fn cases() -> Vec<Case> {
                 403, 422, 422, 422, 422, 401, 404, 403, 422, 422, 404, 422, 403, 422, 404, 422,
             ],
         ),
+        // No such process: 422 shows the call got past authorization.
+        case(
+            "runCommand",
+            Method::POST,
+            App,
+            |a| format!("{a}/commands"),
+            Some(|| json!({ "command": ["true"], "process": "nosuch" })),
+            [
+                403, 403, 422, 422, 422, 401, 404, 403, 422, 422, 404, 422, 403, 422, 404, 422,
+            ],
+        ),
+        case(
+            "listCommands",
+            Method::GET,
+            App,
+            |a| format!("{a}/commands"),
+            None,
+            [
+                200, 200, 200, 200, 200, 401, 404, 200, 200, 200, 404, 200, 200, 200, 404, 200,
+            ],
+        ),
+        // No such command: its 404 (`commands` tests a command's own).
+        case(
+            "getCommand",
+            Method::GET,
+            App,
+            |a| format!("{a}/commands/cmd-bbbbbbbbbbbb"),
+            None,
+            [
+                404, 404, 404, 404, 404, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 404,
+            ],
+        ),
+        case(
+            "getCommandLogs",
+            Method::GET,
+            App,
+            |a| format!("{a}/commands/cmd-bbbbbbbbbbbb/logs"),
+            None,
+            [
+                404, 404, 404, 404, 404, 401, 404, 404, 404, 404, 404, 404, 404, 404, 404, 404,
+            ],
+        ),
         case(
             "listTemplates",
             Method::GET,
@@ -1127,6 +1169,11 @@ async fn the_permissions_each_caller_is_told_agree_with_the_matrix() {
                 ("updateApp", _) if changes("domains") => "app-write",
                 _ => least.as_str(),
             };
+            // The matrix's apps have no command: every caller's 404 is
+            // the command's (`commands` tests who reads one).
+            if matches!(case.operation, "getCommand" | "getCommandLogs") {
+                continue;
+            }
             let told = match case.target {
                 // Open to every caller, cut to what it reaches.
                 Nothing if matches!(case.operation, "listProjects" | "listTemplates") => continue,

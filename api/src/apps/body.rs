@@ -432,7 +432,7 @@ fn parse_process(
     })
 }
 
-fn parse_command(command: &[String], field: &str) -> Result<Vec<String>, ApiError> {
+pub(super) fn parse_command(command: &[String], field: &str) -> Result<Vec<String>, ApiError> {
     if command.len() > MAX_COMMAND_ARGS || !command.iter().all(|arg| CommandArg::holds(arg)) {
         return Err(ApiError::ValidationFailed(format!(
             "{field}: at most {MAX_COMMAND_ARGS} arguments of at most {} characters, without NUL",

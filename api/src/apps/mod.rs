@@ -13,12 +13,14 @@
 //!   environment, and its removal once the app is gone;
 //! - [`service`]: the app operations, which decide each change;
 //! - [`operate`]: running it: logs, restart, run a scheduled process now;
+//! - [`commands`]: one-off commands in a fresh pod, their state and output;
 //!
 //! Whether an app's hostnames resolve to the gateway is `crate::domain_check`
 //! (feature `dns`), which the process's state holds.
 
 pub mod body;
 pub(crate) mod change;
+pub mod commands;
 pub mod hosts;
 pub mod leftovers;
 mod notes;

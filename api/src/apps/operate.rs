@@ -117,7 +117,15 @@ pub async fn logs(
     let org = &caller.user.org;
     let (app, pods) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        cluster_apps::pods(client, org, path, query.release)
+        cluster_apps::pods(
+            client,
+            org,
+            path,
+            query.release.map_or(
+                cluster_apps::PodsOf::Processes,
+                cluster_apps::PodsOf::Release
+            )
+        )
     );
     app?;
     let sources: Vec<LogSource> = pods?

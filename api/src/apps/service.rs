@@ -104,7 +104,7 @@ pub async fn get(
     let org = &caller.user.org;
     let (app, pods) = tokio::join!(
         cluster_apps::get_visible(client, org, path),
-        cluster_apps::pods(client, org, path, None)
+        cluster_apps::pods(client, org, path, cluster_apps::PodsOf::Processes)
     );
     let app = app?;
     Ok(AppDetail {

@@ -11,7 +11,9 @@ use axum::http::request::Parts;
 
 use berth_domain::error::Missing;
 use berth_domain::ids::{RecordId, UserId};
-use berth_domain::names::{AppName, EnvironmentName, ProjectName, SecretName, TemplateName};
+use berth_domain::names::{
+    AppName, CommandName, EnvironmentName, ProjectName, SecretName, TemplateName,
+};
 use berth_domain::{ApiError, Operation};
 use berth_records::object;
 use berth_store::identity::{Authentication, Principal};
@@ -124,6 +126,7 @@ fn refusal(raw: &RawPathParams, method: &axum::http::Method) -> ApiError {
             "app" => AppName::parse(value).map(drop),
             "secret" => SecretName::parse(value).map(drop),
             "template" => TemplateName::parse(value).map(drop),
+            "command" => CommandName::parse(value).map(drop),
             "member" => UserId::parse(value).map(drop),
             "token" => RecordId::parse(value).map(drop),
             "build" => match value.parse::<i64>() {

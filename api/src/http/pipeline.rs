@@ -154,6 +154,7 @@ fn describe_call(
         ip,
         request_id: request_id.to_owned(),
         project: notes.project.clone(),
+        detail: notes.detail.clone(),
     }
 }
 

@@ -11,7 +11,7 @@ use berth_domain::ids::{RecordId, UserId};
 use berth_domain::names::{
     AppName, DeployTokenName, OrgName, ProjectName, SecretName, TemplateName,
 };
-use berth_domain::paths::{BuildPath, EnvironmentPath};
+use berth_domain::paths::{BuildPath, CommandPath, EnvironmentPath};
 use berth_domain::registry::RegistryUser;
 use berth_records::members::MemberRecord;
 use berth_records::tokens::TokenRecord;
@@ -29,6 +29,8 @@ pub struct AuditNotes {
     pub target: Option<(String, String)>,
     /// The project the call concerns (its path's, or the one it made).
     pub project: Option<String>,
+    /// What the call asked for beyond its target (see [`audit_detail`]).
+    pub detail: Option<String>,
     /// Whether the call is a login attempt: its event follows the account
     /// the login names, whatever other credentials the request carries.
     pub login_attempted: bool,
@@ -139,6 +141,13 @@ impl AuditName for BuildPath {
     }
 }
 
+/// A one-off command: `{app}/{command}`.
+impl AuditName for CommandPath {
+    fn audit_name(&self) -> String {
+        format!("{}/{}", self.app, self.command)
+    }
+}
+
 /// A registry credential: its user name.
 impl AuditName for RegistryUser {
     fn audit_name(&self) -> String {
@@ -171,6 +180,20 @@ impl AuditName for User {
 pub fn audit_target(kind: &str, name: &impl AuditName) {
     let name = name.audit_name();
     with_notes(|notes| notes.target = Some((kind.to_owned(), name)));
+}
+
+/// The most of a detail an audit event keeps, in characters.
+pub const MAX_AUDIT_DETAIL: usize = 1024;
+
+/// Notes what the call asked for beyond its target, for its audit event
+/// (cut at [`MAX_AUDIT_DETAIL`] characters, with `…`): only what the log
+/// must say, never a secret's value or a command's output.
+pub fn audit_detail(detail: &str) {
+    let detail = match detail.char_indices().nth(MAX_AUDIT_DETAIL) {
+        Some((cut, _)) => format!("{}…", &detail[..cut]),
+        None => detail.to_owned(),
+    };
+    with_notes(|notes| notes.detail = Some(detail));
 }
 
 /// Notes the project the call concerns, for its audit event: what puts

@@ -52,7 +52,7 @@ pub fn logs(session: &Session, app: &AppPath, logs: Logs) -> Result<()> {
 
 /// A log line as the reader's terminal gets it: its control characters
 /// made visible, unless `raw`.
-fn shown(line: &str, raw: bool) -> Cow<'_, str> {
+pub(super) fn shown(line: &str, raw: bool) -> Cow<'_, str> {
     if raw {
         Cow::Borrowed(line)
     } else {

@@ -5,6 +5,7 @@ pub mod deploy;
 pub mod follow;
 pub mod logs;
 pub mod manage;
+pub mod one_off;
 pub mod resources;
 pub mod team;
 pub mod vars;

@@ -551,6 +551,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List commands
+         * @description The app's one-off commands, newest first, those ended within the hour
+         *     included.
+         */
+        get: operations["listCommands"];
+        put?: never;
+        /**
+         * Run a command
+         * @description Runs a command once in a fresh pod of the app's current revision (its
+         *     image, env and secrets, the size of `process`, the environment's limits)
+         *     and answers at once, `pending`; `getCommand` says how it goes and its
+         *     exit status, `getCommandLogs` its output. At most 5 commands of an
+         *     environment run at once and 50 are kept (`409` beyond); an ended one is
+         *     kept an hour. The audit event holds the command, never its output.
+         */
+        post: operations["runCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands/{command}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a command
+         * @description How a one-off command goes: `pending` (and what it waits for),
+         *     `running`, `succeeded` or `failed`, with its exit status once it ended.
+         */
+        get: operations["getCommand"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands/{command}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Command output
+         * @description The log of the command's pod (one entry; none before its pod is made),
+         *     within the bounds of `getAppLogs`.
+         */
+        get: operations["getCommandLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/projects/{project}/environments/{environment}/apps/{app}/domains": {
         parameters: {
             query?: never;
@@ -1132,6 +1204,12 @@ export interface components {
             actor_kind: components["schemas"]["ActorKind"];
             /** Format: int64 */
             at: number;
+            /**
+             * @description What the call asked for beyond its target, where the log must say
+             *     it: the command a `runCommand` ran (never its output), at most 1024
+             *     characters. None for every other call.
+             */
+            detail?: string | null;
             id: string;
             ip?: string | null;
             outcome: components["schemas"]["Outcome"];
@@ -1269,6 +1347,50 @@ export interface components {
         CertificateState: "pending" | "issued" | "expiring" | "expired" | "invalid" | "none";
         /** @description An argument of a command, without NUL. */
         CommandArg: string;
+        /** @description A one-off command's name, as `runCommand` answered it. */
+        CommandName: string;
+        /** @description A one-off command of an app. */
+        CommandRecord: {
+            app: string;
+            command: string[];
+            /** @description RFC 3339. */
+            created_at?: string | null;
+            /**
+             * Format: int32
+             * @description The command's exit status, once it ended in its container.
+             */
+            exit_code?: number | null;
+            /**
+             * @description When Berth forgets it (an hour after it ended): its record, pod and
+             *     log go then.
+             */
+            expires_at?: string | null;
+            finished_at?: string | null;
+            message?: string | null;
+            /**
+             * @description Its id, in its app's paths (`…/commands/{command}`); also the name of
+             *     its Job and the label of its pod.
+             */
+            name: string;
+            /** @description The process whose size its pod has. */
+            process: string;
+            reason?: string | null;
+            /**
+             * Format: int64
+             * @description The app's revision whose image, env and secrets it runs with, once
+             *     its pod is made.
+             */
+            revision?: number | null;
+            started_at?: string | null;
+            state: components["schemas"]["CommandState"];
+            /** Format: int64 */
+            timeout_seconds: number;
+        };
+        /**
+         * @description How a one-off command goes.
+         * @enum {string}
+         */
+        CommandState: "pending" | "running" | "succeeded" | "failed";
         /**
          * @description `POST ENV/apps`: the spec's flat fields, or `processes` for an app
          *     of several processes (never both).
@@ -1939,6 +2061,26 @@ export interface components {
         RunBody: {
             process?: string | null;
         };
+        /** @description The body of `runCommand`. */
+        RunCommandBody: {
+            /**
+             * @description What runs: the container's command and its arguments, as `execve`
+             *     takes them (no shell unless it names one: `["sh", "-c", "…"]`).
+             */
+            command: components["schemas"]["CommandArg"][];
+            /**
+             * @description The process whose size (CPU and memory) the command's pod gets; the
+             *     app's first process when absent.
+             */
+            process?: string | null;
+            /**
+             * Format: int64
+             * @description The command is stopped after this many seconds (and then `failed`,
+             *     `reason` `DeadlineExceeded`).
+             * @default 3600
+             */
+            timeout_seconds: number | null;
+        };
         /**
          * @description One project of a token's scope. Entries add up: a project named twice
          *     reaches what either entry reaches.
@@ -2142,7 +2284,7 @@ export interface operations {
                  * @description Only events of this action: an operation id (`createApp`), or an
                  *     operator's action (`verifyDomain`).
                  */
-                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
+                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "runCommand" | "listCommands" | "getCommand" | "getCommandLogs" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
                 /**
                  * @description Only events whose `target` is this value, or, ending in `*`, starts
                  *     with what precedes it (`web-*`: the environments of project `web`,
@@ -4128,7 +4270,7 @@ export interface operations {
                  * @description Only events of this action: an operation id (`createApp`), or an
                  *     operator's action (`verifyDomain`).
                  */
-                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
+                action?: "login" | "logout" | "getCurrentUser" | "changePassword" | "listProjects" | "createProject" | "getProject" | "deleteProject" | "listProjectMembers" | "setProjectMember" | "removeProjectMember" | "listDeployTokens" | "createDeployToken" | "deleteDeployToken" | "listProjectAuditEvents" | "listEnvironments" | "createEnvironment" | "getEnvironment" | "deleteEnvironment" | "restoreEnvironment" | "listApps" | "createApp" | "getApp" | "updateApp" | "deleteApp" | "getAppLogs" | "listReleases" | "rollbackApp" | "promoteApp" | "restartApp" | "runApp" | "runCommand" | "listCommands" | "getCommand" | "getCommandLogs" | "checkAppDomains" | "createBuild" | "cancelBuild" | "listBuilds" | "getBuild" | "getBuildLogs" | "createWebhook" | "getWebhook" | "deleteWebhook" | "receiveWebhook" | "getRegistryToken" | "requestRegistryToken" | "listSecrets" | "putSecret" | "deleteSecret" | "listTemplates" | "deployTemplate" | "listTokens" | "createToken" | "deleteToken" | "listMembers" | "inviteMember" | "updateMember" | "removeMember" | "listAuditEvents" | "getHealthDetails" | "getHealth" | "getApiDescription" | "unknownRoute" | "verifyDomain";
                 /**
                  * @description Only events whose `target` is this value, or, ending in `*`, starts
                  *     with what precedes it (`web-*`: the environments of project `web`,
@@ -6076,6 +6218,528 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description One entry per step. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogEntry"][];
+                };
+            };
+            /** @description Problem Details. `invalid_request`: Invalid request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                        /** @enum {integer} */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description Problem Details. `unauthenticated`: Not authenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                        /** @enum {integer} */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description Problem Details. `password_change_required`: Password change required; `forbidden`: Forbidden */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "password_change_required" | "forbidden";
+                        /** @enum {integer} */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description Problem Details. `not_found`: Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                        /** @enum {integer} */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description Problem Details. `internal`: Internal error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal";
+                        /** @enum {integer} */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description Problem Details. `deadline_exceeded`: Request took too long; `storage_unavailable`: Storage unavailable; `no_cluster`: No cluster configured; `cluster_unavailable`: Cluster unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "deadline_exceeded" | "storage_unavailable" | "no_cluster" | "cluster_unavailable";
+                        /** @enum {integer} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listCommands: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's name. */
+                project: components["schemas"]["ProjectName"];
+                /** @description The environment's short name. */
+                environment: components["schemas"]["EnvironmentName"];
+                /** @description The app's name. */
+                app: components["schemas"]["AppName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The commands. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandRecord"][];
+                };
+            };
+            /** @description Problem Details. `unauthenticated`: Not authenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                        /** @enum {integer} */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description Problem Details. `password_change_required`: Password change required; `forbidden`: Forbidden */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "password_change_required" | "forbidden";
+                        /** @enum {integer} */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description Problem Details. `not_found`: Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                        /** @enum {integer} */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description Problem Details. `internal`: Internal error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal";
+                        /** @enum {integer} */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description Problem Details. `deadline_exceeded`: Request took too long; `storage_unavailable`: Storage unavailable; `no_cluster`: No cluster configured; `cluster_unavailable`: Cluster unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "deadline_exceeded" | "storage_unavailable" | "no_cluster" | "cluster_unavailable";
+                        /** @enum {integer} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    runCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's name. */
+                project: components["schemas"]["ProjectName"];
+                /** @description The environment's short name. */
+                environment: components["schemas"]["EnvironmentName"];
+                /** @description The app's name. */
+                app: components["schemas"]["AppName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RunCommandBody"];
+            };
+        };
+        responses: {
+            /** @description Started. */
+            202: {
+                headers: {
+                    /** @description The command's URL. */
+                    Location?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandRecord"];
+                };
+            };
+            /** @description Problem Details. `invalid_request`: Invalid request */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "invalid_request";
+                        /** @enum {integer} */
+                        status?: 400;
+                    };
+                };
+            };
+            /** @description Problem Details. `unauthenticated`: Not authenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                        /** @enum {integer} */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description Problem Details. `password_change_required`: Password change required; `forbidden`: Forbidden */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "password_change_required" | "forbidden";
+                        /** @enum {integer} */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description Problem Details. `not_found`: Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                        /** @enum {integer} */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description Problem Details. `conflict`: Conflict; `environment_deleting`: Environment is being deleted; `environment_not_ready`: Environment not ready; `namespace_taken`: Namespace taken */
+            409: {
+                headers: {
+                    /** @description With `environment_not_ready`: seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "conflict" | "environment_deleting" | "environment_not_ready" | "namespace_taken";
+                        /** @enum {integer} */
+                        status?: 409;
+                    };
+                };
+            };
+            /** @description Problem Details. `payload_too_large`: Payload too large */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "payload_too_large";
+                        /** @enum {integer} */
+                        status?: 413;
+                    };
+                };
+            };
+            /** @description Problem Details. `unsupported_media_type`: Unsupported media type */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unsupported_media_type";
+                        /** @enum {integer} */
+                        status?: 415;
+                    };
+                };
+            };
+            /** @description Problem Details. `validation_failed`: Validation failed */
+            422: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "validation_failed";
+                        /** @enum {integer} */
+                        status?: 422;
+                    };
+                };
+            };
+            /** @description Problem Details. `internal`: Internal error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal";
+                        /** @enum {integer} */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description Problem Details. `deadline_exceeded`: Request took too long; `storage_unavailable`: Storage unavailable; `no_cluster`: No cluster configured; `cluster_unavailable`: Cluster unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "deadline_exceeded" | "storage_unavailable" | "no_cluster" | "cluster_unavailable";
+                        /** @enum {integer} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The project's name. */
+                project: components["schemas"]["ProjectName"];
+                /** @description The environment's short name. */
+                environment: components["schemas"]["EnvironmentName"];
+                /** @description The app's name. */
+                app: components["schemas"]["AppName"];
+                /** @description The command's name, as `runCommand` answered it. */
+                command: components["schemas"]["CommandName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandRecord"];
+                };
+            };
+            /** @description Problem Details. `unauthenticated`: Not authenticated */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "unauthenticated";
+                        /** @enum {integer} */
+                        status?: 401;
+                    };
+                };
+            };
+            /** @description Problem Details. `password_change_required`: Password change required; `forbidden`: Forbidden */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "password_change_required" | "forbidden";
+                        /** @enum {integer} */
+                        status?: 403;
+                    };
+                };
+            };
+            /** @description Problem Details. `not_found`: Not found */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "not_found";
+                        /** @enum {integer} */
+                        status?: 404;
+                    };
+                };
+            };
+            /** @description Problem Details. `internal`: Internal error */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "internal";
+                        /** @enum {integer} */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description Problem Details. `deadline_exceeded`: Request took too long; `storage_unavailable`: Storage unavailable; `no_cluster`: No cluster configured; `cluster_unavailable`: Cluster unavailable */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"] & {
+                        /** @enum {string} */
+                        code?: "deadline_exceeded" | "storage_unavailable" | "no_cluster" | "cluster_unavailable";
+                        /** @enum {integer} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getCommandLogs: {
+        parameters: {
+            query?: {
+                /** @description Lines, 1 to 2000; 200 by default. */
+                tail?: number;
+                /**
+                 * @description Only the lines written at or after this time, in Unix seconds, as
+                 *     `getAppLogs` takes it.
+                 */
+                since?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The project's name. */
+                project: components["schemas"]["ProjectName"];
+                /** @description The environment's short name. */
+                environment: components["schemas"]["EnvironmentName"];
+                /** @description The app's name. */
+                app: components["schemas"]["AppName"];
+                /** @description The command's name, as `runCommand` answered it. */
+                command: components["schemas"]["CommandName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The command's pod's log. */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];

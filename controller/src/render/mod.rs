@@ -40,13 +40,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
-use berth_cluster::crd::{App, LABEL_RELEASE, object_names};
+use berth_cluster::crd::{
+    App, COMMAND_CONTAINER, Command, LABEL_COMMAND, LABEL_RELEASE, object_names,
+};
 use berth_domain::app::AppConfig;
 use berth_domain::certificate::CertificateFinding;
 use berth_domain::names::Hostname;
 use berth_domain::protocol::Protocol;
 use berth_domain::registry::ProjectRepository;
 use berth_domain::schedule::DEFAULT_TIME_ZONE;
+use kube::{Resource, ResourceExt};
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
 pub use checked::{CheckedApp, RenderError};
@@ -648,29 +651,97 @@ fn strategy(has_volumes: bool) -> DeploymentStrategy {
 /// every pod), one retry at most and `release_deadline_seconds` in all, with
 /// the confinement of every pod Berth renders. None without a command.
 pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Option<Job> {
+    let config = &checked.app.spec.config;
+    let main = checked.processes.first()?;
+    if config.release_command.is_empty() {
+        return None;
+    }
+    let revision = checked.app.spec.release.revision;
+    let mut labels = checked.context.labels.clone();
+    labels.insert(LABEL_RELEASE.to_owned(), revision.to_string());
+    Some(command_job(
+        checked,
+        settings,
+        CommandJob {
+            name: object_names::release_job(checked.context.name, revision),
+            container: "release",
+            command: config.release_command.clone(),
+            size_of: main,
+            labels,
+            backoff_limit: RELEASE_BACKOFF_LIMIT,
+            deadline_seconds: settings.release_deadline_seconds,
+            kept_seconds: Some(RELEASE_JOB_KEPT_SECONDS),
+        },
+    ))
+}
+
+/// The Job of a one-off command (`Command`): as a release command's, with
+/// the command it names, the size of the process it names (the first when
+/// that is gone), no retry (a command runs once: its exit status is the
+/// answer) and its own deadline. Its Command owns it, so it goes with it.
+/// None when the app has no process to take a size from.
+pub fn one_off_job(
+    checked: &CheckedApp<'_>,
+    settings: &RenderSettings,
+    command: &Command,
+) -> Option<Job> {
+    let size_of = checked
+        .processes
+        .iter()
+        .find(|process| process.spec.name == command.spec.process)
+        .or(checked.processes.first())?;
+    let name = command.name_any();
+    let mut labels = checked.context.labels.clone();
+    labels.insert(LABEL_COMMAND.to_owned(), name.clone());
+    let mut job = command_job(
+        checked,
+        settings,
+        CommandJob {
+            name,
+            container: COMMAND_CONTAINER,
+            command: command.spec.command.clone(),
+            size_of,
+            labels,
+            backoff_limit: 0,
+            deadline_seconds: command.spec.timeout_seconds,
+            kept_seconds: None,
+        },
+    );
+    job.metadata.owner_references = command.controller_owner_ref(&()).map(|owner| vec![owner]);
+    Some(job)
+}
+
+/// What sets one command's Job apart from another's.
+struct CommandJob<'a> {
+    name: String,
+    container: &'static str,
+    command: Vec<String>,
+    /// The process whose size the container gets.
+    size_of: &'a CheckedProcess<'a>,
+    labels: BTreeMap<String, String>,
+    backoff_limit: i32,
+    deadline_seconds: i64,
+    /// `ttlSecondsAfterFinished`; None when its owner's going takes it.
+    kept_seconds: Option<i32>,
+}
+
+/// A Job that runs a command once in the app's image with its env, no
+/// volumes, ports or probes, with the confinement of every pod Berth renders.
+fn command_job(checked: &CheckedApp<'_>, settings: &RenderSettings, job: CommandJob<'_>) -> Job {
     let CheckedApp {
         app,
         image,
         context,
-        processes,
         ..
     } = checked;
-    let config = &app.spec.config;
-    let main = processes.first()?;
-    if config.release_command.is_empty() {
-        return None;
-    }
-    let revision = app.spec.release.revision;
-    let mut labels = context.labels.clone();
-    labels.insert(LABEL_RELEASE.to_owned(), revision.to_string());
     let container = Container {
-        name: "release".to_owned(),
-        command: Some(config.release_command.clone()),
+        name: job.container.to_owned(),
+        command: Some(job.command),
         ports: None,
         readiness_probe: None,
         liveness_probe: None,
         lifecycle: None,
-        ..container(config, image, main, &[])
+        ..container(&app.spec.config, image, job.size_of, &[])
     };
     let pod_spec = PodSpec {
         containers: vec![container],
@@ -681,16 +752,15 @@ pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Optio
         ..Default::default()
     };
     debug_assert_eq!(unconfined(&pod_spec), Vec::<String>::new());
-    let name = object_names::release_job(context.name, revision);
-    Some(Job {
-        metadata: context.metadata(name, labels.clone()),
+    Job {
+        metadata: context.metadata(job.name, job.labels.clone()),
         spec: Some(JobSpec {
-            backoff_limit: Some(RELEASE_BACKOFF_LIMIT),
-            active_deadline_seconds: Some(settings.release_deadline_seconds),
-            ttl_seconds_after_finished: Some(RELEASE_JOB_KEPT_SECONDS),
+            backoff_limit: Some(job.backoff_limit),
+            active_deadline_seconds: Some(job.deadline_seconds),
+            ttl_seconds_after_finished: job.kept_seconds,
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
-                    labels: Some(labels),
+                    labels: Some(job.labels),
                     ..Default::default()
                 }),
                 spec: Some(pod_spec),
@@ -698,7 +768,7 @@ pub fn release_job(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Optio
             ..Default::default()
         }),
         status: None,
-    })
+    }
 }
 
 fn service(context: &AppContext<'_>, process: &CheckedProcess<'_>, port: i32) -> Service {

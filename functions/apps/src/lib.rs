@@ -8,16 +8,18 @@ use axum::http::{StatusCode, header};
 use serde::Deserialize;
 
 use berth_api::AppState;
+use berth_api::apps::commands::{self, NewCommand};
 use berth_api::apps::hosts::HostRules;
 use berth_api::apps::operate::{self, LogQuery, LogWindow};
 use berth_api::apps::service;
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::{AppName, EnvironmentName};
-use berth_domain::paths::{AppPath, EnvironmentPath};
+use berth_domain::paths::{AppPath, CommandPath, EnvironmentPath};
 use berth_domain::{ApiError, Operation};
 use berth_records::apps::actions::{PromoteBody, RollbackBody, RunAnswer, RunBody};
 use berth_records::apps::body::{CreateBody, UpdateBody};
+use berth_records::apps::commands::{CommandRecord, RunBody as CommandBody};
 use berth_records::apps::record::{AppDetail, AppRecord, DomainCheck, LogEntry, ReleaseRecord};
 
 berth_api::operations! {
@@ -36,6 +38,10 @@ berth_api::operations! {
         get_app_logs,
         restart_app,
         run_app,
+        run_command,
+        list_commands,
+        get_command,
+        get_command_logs,
         check_app_domains,
     ],
 }
@@ -52,7 +58,14 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     use Operation::*;
     let changes = !matches!(
         operation,
-        ListApps | GetApp | ListReleases | GetAppLogs | CheckAppDomains
+        ListApps
+            | GetApp
+            | ListReleases
+            | GetAppLogs
+            | CheckAppDomains
+            | ListCommands
+            | GetCommand
+            | GetCommandLogs
     );
     let mut failures = cluster_failures(changes);
     if changes {
@@ -62,13 +75,13 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     // (deleting an app does not).
     if matches!(
         operation,
-        CreateApp | UpdateApp | RollbackApp | PromoteApp | RestartApp | RunApp
+        CreateApp | UpdateApp | RollbackApp | PromoteApp | RestartApp | RunApp | RunCommand
     ) {
         failures.extend(berth_api::openapi::namespace_failures());
     }
     if matches!(
         operation,
-        CreateApp | UpdateApp | RollbackApp | PromoteApp | RunApp
+        CreateApp | UpdateApp | RollbackApp | PromoteApp | RunApp | RunCommand
     ) {
         failures.push(ApiError::ValidationFailed(String::new()));
     }
@@ -435,6 +448,125 @@ async fn run_app(
     let client = state.cluster.client().await?;
     let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
     Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
+}
+
+/// Run a command
+///
+/// Runs a command once in a fresh pod of the app's current revision (its
+/// image, env and secrets, the size of `process`, the environment's limits)
+/// and answers at once, `pending`; `getCommand` says how it goes and its
+/// exit status, `getCommandLogs` its output. At most 5 commands of an
+/// environment run at once and 50 are kept (`409` beyond); an ended one is
+/// kept an hour. The audit event holds the command, never its output.
+#[utoipa::path(
+    post,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands",
+    params(AppPath),
+    request_body = CommandBody,
+    responses((status = 202, description = "Started.", body = CommandRecord,
+        headers(("Location" = String, description = "The command's URL.")))),
+)]
+async fn run_command(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+    JsonBody(body): JsonBody<CommandBody>,
+) -> Result<
+    (
+        StatusCode,
+        [(header::HeaderName, String); 1],
+        Json<CommandRecord>,
+    ),
+    ApiError,
+> {
+    let path = app_path(path);
+    let new = NewCommand::parse(body)?;
+    let client = state.cluster.client().await?;
+    let command = commands::run(&client, &caller, &path, new).await?;
+    let location = format!(
+        "/api/v1/projects/{}/environments/{}/apps/{}/commands/{}",
+        path.project, path.environment, path.app, command.name
+    );
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(command),
+    ))
+}
+
+/// List commands
+///
+/// The app's one-off commands, newest first, those ended within the hour
+/// included.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands",
+    params(AppPath),
+    responses((status = 200, description = "The commands.", body = Vec<CommandRecord>)),
+)]
+async fn list_commands(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<AppPath>,
+) -> Result<Json<Vec<CommandRecord>>, ApiError> {
+    let path = app_path(path);
+    let client = state.cluster.client().await?;
+    Ok(Json(commands::list(&client, &caller, &path).await?))
+}
+
+/// Get a command
+///
+/// How a one-off command goes: `pending` (and what it waits for),
+/// `running`, `succeeded` or `failed`, with its exit status once it ended.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands/{command}",
+    params(CommandPath),
+    responses((status = 200, description = "The command.", body = CommandRecord)),
+)]
+async fn get_command(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<CommandPath>,
+) -> Result<Json<CommandRecord>, ApiError> {
+    scope::audit_target("command", &path);
+    let client = state.cluster.client().await?;
+    Ok(Json(commands::get(&client, &caller, &path).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+struct CommandLogsQuery {
+    /// Lines, 1 to 2000; 200 by default.
+    #[param(minimum = 1, maximum = 2000)]
+    tail: Option<i64>,
+    /// Only the lines written at or after this time, in Unix seconds, as
+    /// `getAppLogs` takes it.
+    #[param(minimum = 0)]
+    since: Option<i64>,
+}
+
+/// Command output
+///
+/// The log of the command's pod (one entry; none before its pod is made),
+/// within the bounds of `getAppLogs`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands/{command}/logs",
+    params(CommandPath, CommandLogsQuery),
+    responses((status = 200, description = "The command's pod's log.", body = Vec<LogEntry>)),
+)]
+async fn get_command_logs(
+    State(state): State<AppState>,
+    caller: Caller,
+    ObjectPath(path): ObjectPath<CommandPath>,
+    QueryParams(query): QueryParams<CommandLogsQuery>,
+) -> Result<Json<Vec<LogEntry>>, ApiError> {
+    scope::audit_target("command", &path);
+    let window = LogWindow::new(query.tail, false, query.since)?;
+    let client = state.cluster.client().await?;
+    Ok(Json(commands::logs(&client, &caller, &path, window).await?))
 }
 
 /// Check domains

@@ -486,6 +486,7 @@ async fn run(
                 ip: None,
                 request_id: uuid::Uuid::new_v4().to_string(),
                 project: None,
+                detail: None,
             };
             state.audit.record(org.as_str(), &call).await;
             println!("{hostname} is verified for {org}");

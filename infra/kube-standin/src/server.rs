@@ -367,6 +367,21 @@ impl StandIn {
         self.app.logs.append(key, lines);
     }
 
+    /// Binds a pod to the stand-in's node, as the scheduler's binding does
+    /// (`spec.nodeName`, which no update may change), so that its log can be
+    /// read; nothing else about it changes. False when there is no such pod.
+    pub fn bind_pod(&self, namespace: &str, name: &str) -> bool {
+        let mut state = self.app.state();
+        let key = crate::store::ObjKey::new("", "pods", namespace, name);
+        let Some(pod) = state.store.get(&key).cloned() else {
+            return false;
+        };
+        let mut bound = (*pod).clone();
+        bound["spec"]["nodeName"] = serde_json::json!(sim::NODE_NAME);
+        state.put_raw(key, bound);
+        true
+    }
+
     /// Restarts a container's log as a kubelet does: what it logged becomes
     /// the `previous` log (timestamps kept), the new instance's is empty. The
     /// pod's `restartCount` is the test's to report, as a kubelet would.

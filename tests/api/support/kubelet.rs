@@ -170,16 +170,33 @@ pub async fn end_pods(
     label_selector: &str,
     succeeded: bool,
 ) -> usize {
+    end_pods_with(
+        client,
+        namespace,
+        label_selector,
+        if succeeded { 0 } else { 1 },
+    )
+    .await
+}
+
+/// [`end_pods`], each container exiting with `exit_code`: `Succeeded` for 0, else `Failed`.
+pub async fn end_pods_with(
+    client: &kube::Client,
+    namespace: &str,
+    label_selector: &str,
+    exit_code: i32,
+) -> usize {
+    let succeeded = exit_code == 0;
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     let list = pods
         .list(&ListParams::default().labels(label_selector))
         .await
         .expect("listing pods");
     let now = now();
-    let (phase, exit_code, reason) = if succeeded {
-        ("Succeeded", 0, "Completed")
+    let (phase, reason) = if succeeded {
+        ("Succeeded", "Completed")
     } else {
-        ("Failed", 1, "Error")
+        ("Failed", "Error")
     };
     let mut ended = 0;
     for pod in list.items {

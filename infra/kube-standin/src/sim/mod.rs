@@ -18,6 +18,7 @@ mod conditions;
 mod deployments;
 mod jobs;
 mod kubelet;
+pub(crate) use kubelet::NODE_NAME;
 mod objects;
 mod replicasets;
 mod scheduler;
