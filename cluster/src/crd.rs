@@ -785,6 +785,10 @@ pub const LABEL_RELEASE: &str = "berth.dev/release";
 pub const LABEL_BUILD: &str = "berth.dev/build";
 /// On a one-off command's Job and its pod: the Command's name.
 pub const LABEL_COMMAND: &str = "berth.dev/command";
+/// On a one-off command's Job: the App's revision whose configuration it
+/// runs (the Job is the record of it: a status written meanwhile may not be
+/// in the controller's cache yet).
+pub const ANNOTATION_REVISION: &str = "berth.dev/revision";
 /// The one container of a one-off command's pod.
 pub const COMMAND_CONTAINER: &str = "command";
 

@@ -23,8 +23,8 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use berth_cluster::crd::{
-    App, COMMAND_CONTAINER, COMMAND_KEPT_SECONDS, Command, CommandPhase, CommandStatus,
-    LABEL_COMMAND,
+    ANNOTATION_REVISION, App, COMMAND_CONTAINER, COMMAND_KEPT_SECONDS, Command, CommandPhase,
+    CommandStatus, LABEL_COMMAND,
 };
 use berth_cluster::{delete_only, is_conflict, is_not_found};
 use berth_domain::clock;
@@ -60,6 +60,9 @@ pub async fn reconcile(command: Arc<Command>, context: Arc<Context>) -> Result<A
         .get_opt(&name)
         .await?;
     let observed = match job {
+        // Not made yet. The Job is read live, so a status the cache has not
+        // caught up with never makes it twice (a create that meets it is
+        // taken as made), and the Job names the revision it runs.
         None if status.revision.is_none() => match start(&command, &app, &context).await? {
             Ok(revision) => CommandStatus {
                 revision: Some(revision),
@@ -153,8 +156,14 @@ fn observe(
     let state = container.and_then(|c| c.state.clone()).unwrap_or_default();
     let pod_name = pod.map(ResourceExt::name_any).or(status.pod.clone());
     let job_failed = job_condition(job, "Failed");
+    let revision = job
+        .annotations()
+        .get(ANNOTATION_REVISION)
+        .and_then(|revision| revision.parse().ok())
+        .or(status.revision);
     let mut next = CommandStatus {
         pod: pod_name,
+        revision,
         ..status.clone()
     };
     match (&state, job_failed) {
@@ -321,9 +330,10 @@ mod tests {
     }
 
     fn job(conditions: Value) -> Job {
-        serde_json::from_value(
-            json!({"metadata": {"name": "cmd-bbbbbbbbbbbb"}, "status": {"conditions": conditions}}),
-        )
+        serde_json::from_value(json!({
+            "metadata": {"name": "cmd-bbbbbbbbbbbb", "annotations": {"berth.dev/revision": "7"}},
+            "status": {"conditions": conditions},
+        }))
         .unwrap()
     }
 
@@ -366,6 +376,11 @@ mod tests {
         );
         assert_eq!(status.phase, CommandPhase::Running);
         assert_eq!(status.started_at, Some(1_795_953_600_000));
+        assert_eq!(
+            status.revision,
+            Some(7),
+            "the Job's, whatever the status said"
+        );
     }
 
     #[test]

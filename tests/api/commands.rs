@@ -392,3 +392,39 @@ async fn an_environment_runs_at_most_five_commands_at_once() {
         refused.json()
     );
 }
+
+/// A Command whose App is not its own (another App of the name, made since
+/// it was asked for) runs nothing: the controller deletes it.
+#[tokio::test]
+async fn a_command_of_another_app_of_the_name_runs_nothing() {
+    use berth_cluster::crd::{Command, CommandSpec};
+    use kube::api::PostParams;
+
+    let shop = shop().await;
+    let client = shop.app.cluster().client.clone();
+    let commands: Api<Command> = Api::namespaced(client.clone(), &shop.namespace);
+    let stale = Command::new(
+        "cmd-bbbbbbbbbbbb",
+        CommandSpec {
+            app: "shop".into(),
+            app_uid: "the-uid-of-an-app-deleted-since".into(),
+            command: vec!["true".into()],
+            process: "web".into(),
+            timeout_seconds: 60,
+        },
+    );
+    commands
+        .create(&PostParams::default(), &stale)
+        .await
+        .expect("the stale command");
+    eventually("the controller deletes the stale command", || async {
+        commands
+            .get_opt("cmd-bbbbbbbbbbbb")
+            .await
+            .unwrap()
+            .is_none()
+    })
+    .await;
+    let jobs: Api<Job> = Api::namespaced(client, &shop.namespace);
+    assert!(jobs.get_opt("cmd-bbbbbbbbbbbb").await.unwrap().is_none());
+}

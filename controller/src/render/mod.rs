@@ -41,7 +41,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
 
 use berth_cluster::crd::{
-    App, COMMAND_CONTAINER, Command, LABEL_COMMAND, LABEL_RELEASE, object_names,
+    ANNOTATION_REVISION, App, COMMAND_CONTAINER, Command, LABEL_COMMAND, LABEL_RELEASE,
+    object_names,
 };
 use berth_domain::app::AppConfig;
 use berth_domain::certificate::CertificateFinding;
@@ -708,6 +709,10 @@ pub fn one_off_job(
         },
     );
     job.metadata.owner_references = command.controller_owner_ref(&()).map(|owner| vec![owner]);
+    job.metadata.annotations = Some(BTreeMap::from([(
+        ANNOTATION_REVISION.to_owned(),
+        checked.app.spec.release.revision.to_string(),
+    )]));
     Some(job)
 }
 
