@@ -3,6 +3,11 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use berth_domain::Invalid;
+use berth_domain::names::{
+    AppName, EnvName, EnvironmentName, Hostname, ProjectName, SecretKey, SecretName,
+};
+
 /// Berth's command line: sign in, link a directory to an environment,
 /// deploy and wait, follow logs, set secrets, roll back.
 ///
@@ -357,7 +362,10 @@ pub enum EnvCommand {
     /// The variables (values only if you may read them).
     List,
     /// One variable's value (or the secret key it comes from).
-    Get { name: String },
+    Get {
+        #[arg(value_parser = parsed::<EnvName>)]
+        name: EnvName,
+    },
     /// Set variables: `NAME=VALUE …` (a new revision; secrets belong in
     /// `berth secrets`), or `NAME --secret SECRET/KEY`: the variable takes
     /// its value from a key of one of the environment's secrets.
@@ -365,18 +373,18 @@ pub enum EnvCommand {
         after_help = "Examples:\n  berth env set WELCOME=hello LOG_LEVEL=debug\n  berth secrets set db < db.env && berth env set DATABASE_URL --secret db/url"
     )]
     Set {
-        #[arg(required = true, value_name = "NAME=VALUE")]
-        pairs: Vec<String>,
+        #[arg(required = true, value_name = "NAME=VALUE", value_parser = Assignment::parse)]
+        pairs: Vec<Assignment>,
         /// The secret and key the one variable named takes its value from.
-        #[arg(long, value_name = "SECRET/KEY")]
-        secret: Option<String>,
+        #[arg(long, value_name = "SECRET/KEY", value_parser = SecretRef::parse)]
+        secret: Option<SecretRef>,
         #[command(flatten)]
         wait: Wait,
     },
     /// Remove variables.
     Unset {
-        #[arg(required = true, value_name = "NAME")]
-        names: Vec<String>,
+        #[arg(required = true, value_name = "NAME", value_parser = parsed::<EnvName>)]
+        names: Vec<EnvName>,
         #[command(flatten)]
         wait: Wait,
     },
@@ -389,17 +397,21 @@ pub enum SecretsCommand {
     /// Create or replace a secret from `KEY=VALUE` lines on standard input
     /// or in a file (never from arguments: they land in shell history).
     Set {
-        name: String,
+        #[arg(value_parser = parsed::<SecretName>)]
+        name: SecretName,
         /// Read from this file instead of standard input.
         #[arg(long, value_name = "PATH")]
         from_file: Option<std::path::PathBuf>,
         /// The whole input is the value of this one key (e.g. a
         /// certificate), not `KEY=VALUE` lines.
-        #[arg(long)]
-        key: Option<String>,
+        #[arg(long, value_parser = parsed::<SecretKey>)]
+        key: Option<SecretKey>,
     },
     /// Delete a secret.
-    Rm { name: String },
+    Rm {
+        #[arg(value_parser = parsed::<SecretName>)]
+        name: SecretName,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -508,7 +520,8 @@ pub enum ProjectsCommand {
     #[command(after_help = "Example:\n  berth projects create shop --display-name \"The shop\"")]
     Create {
         /// A DNS label (letters, digits, `-`), at most 40 characters.
-        name: String,
+        #[arg(value_parser = new_name::<ProjectName>)]
+        name: ProjectName,
         /// How it is shown; its name if omitted.
         #[arg(long)]
         display_name: Option<String>,
@@ -536,11 +549,12 @@ pub enum EnvsCommand {
     List,
     /// Make an environment of the project.
     #[command(
-        after_help = "Examples:\n  berth envs create staging\n  berth envs create prod --type production --cpu 8 --memory 16Gi --pods 50"
+        after_help = "Examples:\n  berth envs create staging --wait\n  berth envs create prod --type production --cpu 8 --memory 16Gi --pods 50"
     )]
     Create {
-        /// A DNS label (letters, digits, `-`).
-        name: String,
+        /// A DNS label (letters, digits, `-`), at most 22 characters.
+        #[arg(value_parser = new_name::<EnvironmentName>)]
+        name: EnvironmentName,
         /// `production` environments are purged only after a grace
         /// period, during which `berth envs restore` brings them back.
         #[arg(long = "type", value_enum, default_value = "standard")]
@@ -554,6 +568,12 @@ pub enum EnvsCommand {
         /// How many pods it may run.
         #[arg(long)]
         pods: Option<i32>,
+        /// Wait until it is ready for apps (its namespace provisioned).
+        #[arg(long)]
+        wait: bool,
+        /// How long `--wait` waits, in seconds, before it gives up (exit 1).
+        #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+        timeout: u64,
     },
     /// Remove an environment and everything in it (a production one after
     /// its grace period).
@@ -561,6 +581,13 @@ pub enum EnvsCommand {
         name: String,
         #[command(flatten)]
         confirm: Confirm,
+        /// Wait until it is gone (not for a production one: it is kept
+        /// through its grace period).
+        #[arg(long)]
+        wait: bool,
+        /// How long `--wait` waits, in seconds, before it gives up (exit 1).
+        #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+        timeout: u64,
     },
     /// Bring back a production environment removed within its grace period.
     Restore { name: String },
@@ -591,8 +618,10 @@ pub enum AppsCommand {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("source").required(true).multiple(true).args(["image", "git_repo"])))]
 pub struct NewApp {
-    /// A DNS label (letters, digits, `-`), starting with a letter.
-    pub name: String,
+    /// A DNS label (letters, digits, `-`), starting with a letter, at most
+    /// 40 characters.
+    #[arg(value_parser = new_name::<AppName>)]
+    pub name: AppName,
     /// The container image to run, e.g. `nginx:1.27`.
     #[arg(long)]
     pub image: Option<String>,
@@ -615,9 +644,15 @@ pub enum DomainsCommand {
     Check,
     /// Add a hostname to the app (then prove it: `berth domains` shows the
     /// TXT record).
-    Add { hostname: String },
+    Add {
+        #[arg(value_parser = parsed::<Hostname>)]
+        hostname: Hostname,
+    },
     /// Remove a hostname from the app.
-    Rm { hostname: String },
+    Rm {
+        #[arg(value_parser = parsed::<Hostname>)]
+        hostname: Hostname,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -707,6 +742,42 @@ mod tests {
         super::Cli::command().debug_assert();
     }
 
+    /// A value the API would refuse is refused as the argument the user
+    /// typed, with the API's rule (never the API's field path).
+    #[test]
+    fn an_invalid_argument_is_named_as_typed() {
+        use clap::Parser as _;
+        let refusal = |args: &[&str]| {
+            super::Cli::try_parse_from(args)
+                .err()
+                .map(|error| error.to_string())
+                .unwrap_or_default()
+        };
+        let bad_name = refusal(&["berth", "env", "set", "A=1", "1BAD=x"]);
+        assert!(
+            bad_name.contains("invalid value '1BAD=x' for '<NAME=VALUE>...': NAME "),
+            "{bad_name}"
+        );
+        assert!(!bad_name.contains("env["), "{bad_name}");
+        let reference = refusal(&["berth", "env", "set", "DB", "--secret", "db"]);
+        assert!(
+            reference.contains("'db' for '--secret <SECRET/KEY>': give SECRET/KEY"),
+            "{reference}"
+        );
+        let key = refusal(&["berth", "env", "set", "DB", "--secret", "db/a b"]);
+        assert!(key.contains("KEY "), "{key}");
+        let environment = refusal(&["berth", "envs", "create", "stag--ing"]);
+        assert!(
+            environment.contains("'stag--ing' for '<NAME>': must not contain '--'"),
+            "{environment}"
+        );
+        let host = refusal(&["berth", "domains", "add", "*.example.com"]);
+        assert!(host.contains("'*.example.com' for '<HOSTNAME>'"), "{host}");
+        assert!(
+            super::Cli::try_parse_from(["berth", "env", "set", "DB", "--secret", "db/url"]).is_ok()
+        );
+    }
+
     /// `--help` of every command shows how it is used.
     #[test]
     fn every_command_has_examples() {
@@ -731,4 +802,84 @@ pub enum ContextsCommand {
     List,
     /// Make NAME the current sign-in.
     Use { name: String },
+}
+
+/// A value of the API's own type, parsed by its parser as clap reads the
+/// argument: a refused one is `invalid value 'X' for '<NAME>': the rule`,
+/// naming the user's argument (never the API's field path).
+trait Parsed: Sized {
+    fn parse(value: &str) -> Result<Self, Invalid>;
+}
+
+/// The name of something about to be made (its parser's `parse_new`: no
+/// `--`).
+trait NewName: Sized {
+    fn parse_new(value: &str) -> Result<Self, Invalid>;
+}
+
+macro_rules! parsed_by {
+    ($($name:ty),+) => {$(
+        impl Parsed for $name {
+            fn parse(value: &str) -> Result<Self, Invalid> {
+                <$name>::parse(value)
+            }
+        }
+    )+};
+}
+parsed_by!(EnvName, SecretName, SecretKey, Hostname);
+
+macro_rules! new_names {
+    ($($name:ty),+) => {$(
+        impl NewName for $name {
+            fn parse_new(value: &str) -> Result<Self, Invalid> {
+                <$name>::parse_new(value)
+            }
+        }
+    )+};
+}
+new_names!(ProjectName, EnvironmentName, AppName);
+
+fn parsed<T: Parsed>(value: &str) -> Result<T, String> {
+    T::parse(value).map_err(|rule| rule.to_string())
+}
+
+fn new_name<T: NewName>(value: &str) -> Result<T, String> {
+    T::parse_new(value).map_err(|rule| rule.to_string())
+}
+
+/// `NAME=VALUE`, or `NAME` alone (with `--secret`).
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    pub name: EnvName,
+    pub value: Option<String>,
+}
+
+impl Assignment {
+    fn parse(argument: &str) -> Result<Self, String> {
+        let (name, value) = match argument.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_owned())),
+            None => (argument, None),
+        };
+        let name = EnvName::parse(name).map_err(|rule| format!("NAME {rule}"))?;
+        Ok(Self { name, value })
+    }
+}
+
+/// `SECRET/KEY`: a key of one of the environment's secrets.
+#[derive(Debug, Clone)]
+pub struct SecretRef {
+    pub secret: SecretName,
+    pub key: SecretKey,
+}
+
+impl SecretRef {
+    fn parse(argument: &str) -> Result<Self, String> {
+        let (secret, key) = argument
+            .split_once('/')
+            .ok_or("give SECRET/KEY, e.g. db/url")?;
+        Ok(Self {
+            secret: SecretName::parse(secret).map_err(|rule| format!("SECRET {rule}"))?,
+            key: SecretKey::parse(key).map_err(|rule| format!("KEY {rule}"))?,
+        })
+    }
 }

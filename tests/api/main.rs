@@ -14,6 +14,7 @@ mod builds_running;
 mod certificates;
 mod cleanup;
 mod cli;
+mod cli_walkthrough;
 mod cluster_access;
 mod cluster_faults;
 mod cluster_names;

@@ -28,8 +28,8 @@ pub fn projects(session: &Session, command: Option<ProjectsCommand>) -> Result<(
             let answer = session.api.post(
                 &["projects"],
                 &CreateProjectBody {
-                    display_name: display_name.unwrap_or_else(|| name.clone()),
-                    name,
+                    display_name: display_name.unwrap_or_else(|| name.to_string()),
+                    name: name.to_string(),
                     description,
                 },
             )?;
@@ -64,8 +64,11 @@ pub fn environments(
             cpu,
             memory,
             pods,
+            wait,
+            timeout,
         } => {
             let project = context.project()?;
+            let deadline = super::wait::Deadline::after(timeout);
             let quota = (cpu.is_some() || memory.is_some() || pods.is_some()).then(|| Quota {
                 cpu,
                 memory,
@@ -75,11 +78,16 @@ pub fn environments(
             let answer = session.api.post(
                 &["projects", project, "environments"],
                 &CreateEnvironmentBody {
-                    name,
+                    name: name.to_string(),
                     env_type: environment_type(env_type).to_owned(),
                     quota,
                 },
             )?;
+            let answer = if wait {
+                super::wait::environment(session, project, name.as_str(), deadline)?
+            } else {
+                answer
+            };
             session.out.answer(&answer, || {
                 let environment: EnvironmentRecord = answer.record()?;
                 session.out.say(&format!(
@@ -92,20 +100,31 @@ pub fn environments(
                 ))
             })
         }
-        EnvsCommand::Rm { name, confirm } => {
+        EnvsCommand::Rm {
+            name,
+            confirm,
+            wait,
+            timeout,
+        } => {
             let project = context.project()?;
             confirmed(confirm, &format!("environment {project}/{name}"), &name)?;
+            let deadline = super::wait::Deadline::after(timeout);
             let answer = session
                 .api
                 .delete(&["projects", project, "environments", &name])?;
-            session.out.answer(&answer, || {
-                let environment: EnvironmentRecord = answer.record()?;
-                match environment.deletion_scheduled_at {
-                    Some(at) => session.out.say(&format!(
-                        "Removing {project}/{name}: purged at {at}; until then `berth envs restore {name}` brings it back"
-                    )),
-                    None => session.out.say(&format!("Removing {project}/{name}")),
-                }
+            let environment: EnvironmentRecord = answer.record()?;
+            // A production environment stays through its grace period:
+            // nothing to wait for but that.
+            let gone = wait && environment.deletion_scheduled_at.is_none();
+            if gone {
+                super::wait::environment_gone(session, project, &name, deadline)?;
+            }
+            session.out.answer(&answer, || match environment.deletion_scheduled_at {
+                Some(at) => session.out.say(&format!(
+                    "Removing {project}/{name}: purged at {at}; until then `berth envs restore {name}` brings it back"
+                )),
+                None if gone => session.out.say(&format!("Removed {project}/{name}")),
+                None => session.out.say(&format!("Removing {project}/{name}")),
             })
         }
         EnvsCommand::Restore { name } => {
@@ -194,7 +213,7 @@ fn create_app(
     new: NewApp,
 ) -> Result<(crate::api::Answer, AppRecord)> {
     let body = CreateAppBody {
-        name: new.name,
+        name: new.name.to_string(),
         image: new.image,
         git_repo: new.git_repo.map(Some),
         git_ref: new.git_ref.map(Some),

@@ -413,20 +413,23 @@ pub fn change_domains(session: &Session, app: &AppPath, command: DomainsCommand)
     match command {
         DomainsCommand::Check => domains(session, app),
         DomainsCommand::Add { hostname } => patch_domains(session, app, |hostnames| {
-            if hostnames.iter().any(|d| d.eq_ignore_ascii_case(&hostname)) {
+            if hostnames
+                .iter()
+                .any(|d| d.eq_ignore_ascii_case(hostname.as_str()))
+            {
                 return Err(Failure::failed(format!(
                     "{} already has {hostname}",
                     app.app
                 )));
             }
-            hostnames.push(hostname.clone());
+            hostnames.push(hostname.to_string());
             Ok(format!(
                 "Added {hostname}; prove it is yours and see its certificate: berth domains"
             ))
         }),
         DomainsCommand::Rm { hostname } => patch_domains(session, app, |hostnames| {
             let before = hostnames.len();
-            hostnames.retain(|d| !d.eq_ignore_ascii_case(&hostname));
+            hostnames.retain(|d| !d.eq_ignore_ascii_case(hostname.as_str()));
             if hostnames.len() == before {
                 return Err(Failure::failed(format!(
                     "{} has no domain {hostname}",

@@ -9,7 +9,7 @@ use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 use super::Session;
 use super::wait::Deadline;
-use crate::args::{EnvCommand, SecretsCommand};
+use crate::args::{Assignment, EnvCommand, SecretRef, SecretsCommand};
 use crate::config::{AppPath, Context};
 use crate::failure::{Failure, Result};
 use crate::output::or_dash;
@@ -24,7 +24,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             return session.out.answer(&env, || show_env(session, &current));
         }
         EnvCommand::Get { name } => {
-            let Some(entry) = current.iter().find(|entry| entry.name == name) else {
+            let Some(entry) = current.iter().find(|entry| entry.name == name.as_str()) else {
                 return Err(Failure::failed(format!(
                     "{} has no variable {name}",
                     app.app
@@ -47,17 +47,18 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             wait,
         } => {
             let set = match secret {
-                Some(reference) => vec![from_secret(&pairs, &reference)?],
+                Some(reference) => vec![from_secret(&pairs, reference)?],
                 None => pairs
-                    .iter()
-                    .map(|pair| match pair.split_once('=') {
-                        Some((name, value)) => Ok(EnvBody {
-                            name: name.to_owned(),
-                            value: Some(value.to_owned()),
+                    .into_iter()
+                    .map(|pair| match pair.value {
+                        Some(value) => Ok(EnvBody {
+                            name: pair.name.to_string(),
+                            value: Some(value),
                             secret: None,
                         }),
                         None => Err(Failure::Usage(format!(
-                            "`{pair}` is not NAME=VALUE (or give --secret SECRET/KEY)"
+                            "`{}` is not NAME=VALUE (or give --secret SECRET/KEY)",
+                            pair.name
                         ))),
                     })
                     .collect::<Result<Vec<_>>>()?,
@@ -73,7 +74,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
         EnvCommand::Unset { names, wait } => {
             if let Some(missing) = names
                 .iter()
-                .find(|name| !current.iter().any(|e| &e.name == *name))
+                .find(|name| !current.iter().any(|e| e.name == name.as_str()))
             {
                 return Err(Failure::failed(format!(
                     "{} has no variable {missing}",
@@ -82,7 +83,7 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             }
             let list = current
                 .iter()
-                .filter(|entry| !names.contains(&entry.name))
+                .filter(|entry| !names.iter().any(|name| name.as_str() == entry.name))
                 .map(kept)
                 .collect();
             (list, wait)
@@ -100,28 +101,23 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
 }
 
 /// `NAME --secret SECRET/KEY`: one variable, its value a secret's key.
-fn from_secret(pairs: &[String], reference: &str) -> Result<EnvBody> {
-    let [name] = pairs else {
+fn from_secret(pairs: &[Assignment], reference: SecretRef) -> Result<EnvBody> {
+    let [Assignment { name, value }] = pairs else {
         return Err(Failure::Usage(
             "--secret sets one variable: berth env set NAME --secret SECRET/KEY".into(),
         ));
     };
-    if name.contains('=') {
+    if value.is_some() {
         return Err(Failure::Usage(format!(
-            "`{name}`: with --secret give the variable's name alone, not a value"
+            "`{name}=…`: with --secret give the variable's name alone, not a value"
         )));
     }
-    let Some((secret, key)) = reference.split_once('/') else {
-        return Err(Failure::Usage(format!(
-            "--secret {reference}: give SECRET/KEY, e.g. db/url"
-        )));
-    };
     Ok(EnvBody {
-        name: name.clone(),
+        name: name.to_string(),
         value: None,
         secret: Some(SecretRefBody {
-            name: secret.to_owned(),
-            key: key.to_owned(),
+            name: reference.secret.to_string(),
+            key: reference.key.to_string(),
         }),
     })
 }
@@ -193,12 +189,12 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
                 None => read_stdin(key.is_some())?,
             };
             let data = match key {
-                Some(key) => BTreeMap::from([(key, input)]),
+                Some(key) => BTreeMap::from([(key.to_string(), input)]),
                 None => key_values(&input)?,
             };
             let answer = session
                 .api
-                .put(&segments(&secret(&name)), &PutBody { data })?;
+                .put(&segments(&secret(name.as_str())), &PutBody { data })?;
             session.out.answer(&answer, || {
                 let put: PutAnswer = answer.record()?;
                 let restarted = if put.restarted_apps.is_empty() {
@@ -214,7 +210,7 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
             })
         }
         SecretsCommand::Rm { name } => {
-            session.api.delete(&segments(&secret(&name)))?;
+            session.api.delete(&segments(&secret(name.as_str())))?;
             session.out.say(&format!("Secret {name} deleted"))
         }
     }
@@ -260,6 +256,10 @@ fn key_values(input: &str) -> Result<BTreeMap<String, String>> {
             )));
         };
         let key = key.trim().trim_start_matches("export ").trim();
+        // Said of the line, not of the API's `data` field.
+        if let Err(rule) = berth_domain::names::SecretKey::parse(key) {
+            return Err(Failure::Usage(format!("line {}: KEY {rule}", number + 1)));
+        }
         if data.insert(key.to_owned(), value.to_owned()).is_some() {
             return Err(Failure::Usage(format!(
                 "line {}: key {key} is given twice",

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use berth_records::apps::record::{AppDetail, ReleaseRecord};
 use berth_records::builds::BuildRecord;
+use berth_records::environments::EnvironmentRecord;
 
 use super::Session;
 use crate::api::Answer;
@@ -184,6 +185,61 @@ pub fn build(
             _ => {}
         }
         deadline.check(|| format!("build {id} is {}", build.status))?;
+    }
+}
+
+/// Waits until a new environment is ready for apps (its namespace, quota
+/// and isolation provisioned); answers it as last read.
+pub fn environment(
+    session: &Session,
+    project: &str,
+    name: &str,
+    deadline: Deadline,
+) -> Result<Answer> {
+    let mut progress = Progress::start();
+    loop {
+        let answer = session
+            .api
+            .get(&["projects", project, "environments", name])?;
+        let environment: EnvironmentRecord = answer.record()?;
+        if environment.ready {
+            progress.note(&format!("{project}/{name} is ready"));
+            return Ok(answer);
+        }
+        let state = format!(
+            "{}{}",
+            or_dash(environment.phase.as_deref()).to_lowercase(),
+            environment
+                .message
+                .map(|message| format!(" ({message})"))
+                .unwrap_or_default()
+        );
+        progress.show(format!("provisioning {project}/{name}: {state}"));
+        deadline.check(|| format!("{project}/{name} is not ready: {state}"))?;
+    }
+}
+
+/// Waits until a deleted environment is gone (its namespace and all in it).
+pub fn environment_gone(
+    session: &Session,
+    project: &str,
+    name: &str,
+    deadline: Deadline,
+) -> Result<()> {
+    let mut progress = Progress::start();
+    loop {
+        match session
+            .api
+            .get(&["projects", project, "environments", name])
+        {
+            Err(failure) if failure.status() == Some(404) => {
+                progress.note(&format!("{project}/{name} is gone"));
+                return Ok(());
+            }
+            Err(failure) => return Err(failure),
+            Ok(_) => progress.show(format!("removing {project}/{name}")),
+        }
+        deadline.check(|| format!("{project}/{name} is not gone yet"))?;
     }
 }
 

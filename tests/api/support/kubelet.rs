@@ -50,6 +50,23 @@ pub fn keep_ending_build_pods(
     }))
 }
 
+/// Ends every pod in `namespace` matching `label_selector` with `exit_code`
+/// ([`end_pods_with`]) until dropped: a kubelet whose containers all exit
+/// so, for a test whose commands say they do.
+pub fn keep_ending_pods(
+    client: kube::Client,
+    namespace: String,
+    label_selector: String,
+    exit_code: i32,
+) -> KubeletLoop {
+    KubeletLoop(tokio::spawn(async move {
+        loop {
+            end_pods_with(&client, &namespace, &label_selector, exit_code).await;
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }))
+}
+
 /// The kubelet played by [`keep_pods_running`]; it stops when dropped.
 pub struct KubeletLoop(tokio::task::JoinHandle<()>);
 
@@ -74,7 +91,7 @@ async fn try_play_kubelet(
         let Some(name) = pod.metadata.name.as_deref() else {
             continue;
         };
-        if pod.metadata.deletion_timestamp.is_some() || running_and_ready(&pod) {
+        if pod.metadata.deletion_timestamp.is_some() || running_and_ready(&pod) || ended(&pod) {
             continue;
         }
         let containers = container_statuses(&pod, json!({"running": {"startedAt": now}}));
@@ -134,6 +151,14 @@ fn container_statuses(pod: &Pod, state: Value) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// A pod whose containers ended (a Job's) is never started again.
+fn ended(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|status| status.phase.as_deref())
+        .is_some_and(|phase| phase == "Succeeded" || phase == "Failed")
 }
 
 /// A kubelet reports changes only: a pod it already runs is left as it is.
