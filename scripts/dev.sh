@@ -193,6 +193,23 @@ else
 fi
 "$bin/berth-admin" cluster set --kubeconfig "$kubeconfig"
 "$bin/berth-admin" cluster install --kubeconfig "$kubeconfig"
+if [ -z "${KUBECONFIG:-}" ]; then
+  # Apps from git build on the stand-in too: its kubelet ends a build's pod
+  # with what a build reports (a commit, an image digest of its own), so a
+  # build succeeds and its image runs as any other. Builds need where they
+  # run (berth-builds, as infra/k8s makes it) and a registry (a name only:
+  # the stand-in pushes and pulls nothing). Without kubectl, createBuild
+  # says the cluster has no berth-builds.
+  if command -v kubectl >/dev/null 2>&1; then
+    kubectl --kubeconfig "$kubeconfig" apply -f infra/k8s/builds.yaml >/dev/null
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: berth-system}\n' |
+      kubectl --kubeconfig "$kubeconfig" apply -f - >/dev/null
+    "$bin/berth-admin" registry set --kubeconfig "$kubeconfig" \
+      --prefix registry.localhost/berth --server registry.localhost
+  else
+    say "kubectl is not installed: apps from git cannot build on the stand-in (its berth-builds namespace is made with kubectl)"
+  fi
+fi
 # A replica name of its own (the Lease's holder): a restarted make dev leads
 # again at once. Its Lease in `default`, which every cluster has
 # (`berth-system` is infra/k8s's). Its endpoint on loopback, never on every

@@ -194,7 +194,12 @@ journey("make a project, two environments and an app; deploy an image and see it
   await heading(s, "shop");
   await submit(s, "New environment", { Name: "staging" }, "Create environment");
   await sees(s, "staging");
-  await submit(s, "New environment", { Name: "production", Type: "production" }, "Create environment");
+  await submit(
+    s,
+    "New environment",
+    { Name: "production", Type: "production", "Quota: CPU (optional)": "8", "Quota: memory (optional)": "16Gi", "Quota: pods (optional)": "50" },
+    "Create environment",
+  );
   await s.page.getByRole("link", { name: "production" }).waitFor();
   await s.page.locator("tr", { hasText: "staging" }).getByText("ready").waitFor({ timeout: LONG });
   await s.page.locator("tr", { hasText: "production" }).getByText("ready").waitFor({ timeout: LONG });
@@ -202,9 +207,12 @@ journey("make a project, two environments and an app; deploy an image and see it
   await shot(s, "project");
   await s.page.getByRole("link", { name: "staging" }).click();
   await heading(s, "shop / staging");
+  await s.page.getByTestId("quota").getByText("No quota set: the platform's defaults apply").waitFor();
   await submit(s, "New app", { Name: "web", Image: "nginx:1.27", "Port (optional)": "8080" }, "Create app");
   await s.page.getByRole("link", { name: "web" }).waitFor();
   await s.page.locator("tr", { hasText: "web" }).getByText("available").waitFor({ timeout: LONG });
+  // Its pods, from the app's own answer (the list has none).
+  await s.page.getByTestId("pods-web").getByText("1/1", { exact: true }).waitFor({ timeout: LONG });
   await axe(s, "environment");
   await shot(s, "environment");
   await s.page.getByRole("link", { name: "web" }).click();
@@ -243,6 +251,7 @@ journey("roll back by hand; promote", async () => {
   await s.page.getByRole("navigation", { name: "Breadcrumb" }).getByRole("link", { name: "shop" }).click();
   await s.page.getByRole("link", { name: "production" }).click();
   await heading(s, "shop / production");
+  await s.page.getByTestId("quota").getByText("Quota: CPU 8, memory 16Gi, pods 50;").waitFor();
   await s.page.locator("tr", { hasText: "web" }).getByText("nginx:1.27").waitFor({ timeout: LONG });
   s.check();
 });
@@ -406,6 +415,88 @@ journey("the audit log; the templates, deploying one", async () => {
   await submit(s, "Deploy nginx", { Project: "shop", Environment: "staging", "App name (empty: nginx)": "site" }, "Deploy");
   await heading(s, "site");
   await s.page.getByTestId("app-status").getByText("available").waitFor({ timeout: LONG });
+  s.check();
+});
+
+journey("an app from a git repository: its build, its state and its logs", async () => {
+  const s = state.admin;
+  await s.page.goto(BASE + "/projects/shop/environments/staging");
+  await heading(s, "shop / staging");
+  // The stand-in runs no build step and fetches nothing: its kubelet ends a
+  // build's pod with what a build reports (a commit and a digest of its
+  // own), so the build succeeds and its image becomes the app's revision.
+  await submit(s, "New app", { Name: "api", "Or a git repository": "https://git.example.com/shop/api.git", "Port (optional)": "8080" }, "Create app");
+  await s.page.getByRole("link", { name: "api", exact: true }).click();
+  await heading(s, "api");
+  const build = s.page.getByRole("table", { name: "Builds" }).locator("tbody tr").first();
+  await build.getByText("succeeded").waitFor({ timeout: LONG });
+  await s.page.getByRole("button", { name: "Show logs of build 1" }).click();
+  // One part per container of the build's pod, each headed by its name.
+  await s.page.getByLabel("Logs of build 1", { exact: true }).filter({ hasText: /^— \S+/ }).waitFor({ timeout: LONG });
+  // Revision 1 is the app made, awaiting its build; the build's image is revision 2.
+  await build.locator("td").nth(3).getByText("2", { exact: true }).waitFor();
+  await s.page.getByTestId("release-2").getByText("released").waitFor({ timeout: LONG });
+  await s.page.getByTestId("app-status").getByText("available").waitFor({ timeout: LONG });
+  await axe(s, "app from git, its build's logs shown");
+  await shot(s, "app-build");
+  await s.page.getByRole("button", { name: "Hide logs of build 1" }).click();
+  s.check();
+});
+
+journey("add a domain and see its DNS, verification and certificate", async () => {
+  const s = state.admin;
+  await s.page.goto(BASE + "/projects/shop/environments/staging/apps/web");
+  await heading(s, "web");
+  await s.page.getByText("None: the app answers at its URL above.").waitFor();
+  await submit(s, "Add a domain", { Hostname: "www.shop-example.com" }, "Add domain");
+  const row = s.page.getByTestId("domain-www.shop-example.com");
+  // No TXT record proves it here: pending, the record to publish shown.
+  await row.getByText("pending").first().waitFor({ timeout: LONG });
+  await row.getByText("_berth-challenge.www.shop-example.com", { exact: true }).waitFor();
+  await row.getByText(/^(points here|not yet)$/).waitFor();
+  const certificate = (await row.locator("td").nth(3).locator(".badge").textContent())?.trim();
+  if (!["pending", "issued", "expiring", "expired", "invalid", "none"].includes(certificate)) throw new Error(`no certificate state: ${certificate}`);
+  await axe(s, "app with a domain");
+  await shot(s, "app-domain");
+  s.page.once("dialog", (dialog) => dialog.accept());
+  await s.page.getByRole("button", { name: "Remove www.shop-example.com" }).click();
+  await s.page.getByText("None: the app answers at its URL above.").waitFor({ timeout: LONG });
+  s.check();
+});
+
+journey("run a scheduled process now and see its job started", async () => {
+  const s = state.admin;
+  // The console makes an app from an image; one with a scheduled process is
+  // made through the API, as the CLI would (the page's session, same origin).
+  const created = await s.page.evaluate(async () => {
+    const answer = await fetch("/api/v1/projects/shop/environments/staging/apps", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({
+        name: "reports",
+        image: "busybox:1.37",
+        processes: [
+          { name: "web", command: ["httpd", "-f", "-p", "8080"], port: 8080 },
+          { name: "nightly", schedule: "0 3 * * *", command: ["sh", "-c", "echo report"] },
+        ],
+      }),
+    });
+    return `${answer.status} ${await answer.text()}`;
+  });
+  if (!created.startsWith("201 ")) throw new Error(`the app was not made: ${created}`);
+  await s.page.goto(BASE + "/projects/shop/environments/staging/apps/reports");
+  await heading(s, "reports");
+  await s.page.locator("tr", { hasText: "nightly" }).getByText("(0 3 * * *)").waitFor();
+  await s.page.getByTestId("app-status").getByText("available").waitFor({ timeout: LONG });
+  await s.page.getByRole("button", { name: "Run nightly now" }).click();
+  const started = s.page.getByTestId("run-started");
+  await started.waitFor();
+  const job = (await started.locator("code").textContent())?.trim();
+  if (!job?.startsWith("reports-nightly")) throw new Error(`not the process's job: ${job}`);
+  // The controller makes the Job; its pod shows among the app's.
+  await s.page.locator("tr", { hasText: job }).first().waitFor({ timeout: LONG });
+  await axe(s, "app with a scheduled process, run");
+  await shot(s, "app-run");
   s.check();
 });
 

@@ -21,6 +21,13 @@ pub struct EnvironmentRecord {
     pub deleting: bool,
     pub deletion_scheduled_at: Option<String>,
     pub created_at: Option<String>,
+    /// Beyond the spec's record: the quota the environment was created with,
+    /// as its create body gave it; `null` when it gave none, and then only
+    /// the platform's defaults hold it (docs/api-notes.md, "Isolation and
+    /// limits": `1Ti` of storage and 20 volumes, no CPU, memory or pod cap).
+    // Default when absent, so that a client reads an older server's record.
+    #[serde(default)]
+    pub quota: Option<Quota>,
 }
 
 #[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]

@@ -82,6 +82,55 @@ async fn hold_namespace(app: &TestApp, namespace: &str, hold: bool) {
         .unwrap();
 }
 
+/// The record says the quota the environment was created with (beyond the
+/// spec's record), in its create answer, when read and when listed; `null`
+/// for one created without, which only the platform's defaults hold.
+#[tokio::test]
+async fn the_record_reports_the_quota_it_was_created_with() {
+    let app = TestApp::with_cluster().await;
+    let project = app.create_project("p").await;
+    let quota =
+        json!({ "cpu": "2", "memory": "4Gi", "pods": 20, "storage": "500Gi", "volumes": 5 });
+    let created = app
+        .create_environment(&project, json!({ "name": "limited", "quota": quota }))
+        .await;
+    assert_eq!(created["quota"], quota, "{created}");
+    let created = app
+        .create_environment(&project, json!({ "name": "open" }))
+        .await;
+    // Present and null, like the record's other fields without a value.
+    assert_eq!(created.get("quota"), Some(&Value::Null), "{created}");
+
+    let environments = format!("/api/v1/projects/{project}/environments");
+    let read = |name: &str| {
+        app.get(&format!("{environments}/{name}"))
+            .by(&app.owner)
+            .send()
+    };
+    let limited = read("limited").await;
+    limited.assert_status(200);
+    assert_eq!(limited.json()["quota"], quota);
+    let open = read("open").await;
+    open.assert_status(200);
+    assert_eq!(open.json().get("quota"), Some(&Value::Null));
+    let listed = app.get(&environments).by(&app.owner).send().await;
+    listed.assert_status(200);
+    let quotas: Vec<(Value, Value)> = listed
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].clone(), e["quota"].clone()))
+        .collect();
+    assert_eq!(
+        quotas,
+        [
+            (json!("limited"), quota.clone()),
+            (json!("open"), Value::Null)
+        ]
+    );
+}
+
 #[tokio::test]
 async fn an_environment_becomes_a_namespace_with_its_quota() {
     let app = TestApp::with_cluster().await;

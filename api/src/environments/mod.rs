@@ -52,6 +52,7 @@ fn record(environment: &Environment) -> EnvironmentRecord {
             .creation_timestamp
             .as_ref()
             .map(timestamp),
+        quota: environment.spec.quota.clone(),
     }
 }
 

@@ -1631,6 +1631,7 @@ export interface components {
             namespace: string;
             phase?: string | null;
             project: string;
+            quota?: null | components["schemas"]["Quota"];
             ready: boolean;
             resource_name: string;
         };

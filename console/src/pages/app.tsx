@@ -32,6 +32,7 @@ export function AppPage(props: AppProps) {
   const detail = useLoad(() => ok(api.GET(APP, { params: { path } })), [project, environment, app], POLL_MS);
   const releases = useLoad(() => ok(api.GET(`${APP}/releases`, { params: { path } })), [project, environment, app], POLL_MS);
   const [promoted, setPromoted] = useState<Schemas["AppRecord"]>();
+  const [started, setStarted] = useState<Schemas["RunAnswer"]>();
   const reload = () => {
     detail.reload();
     releases.reload();
@@ -66,10 +67,22 @@ export function AppPage(props: AppProps) {
               </dl>
               <p class="buttons">
                 {may(me, "app-operate", project) && <ActionButton label="Restart" action={() => ok(api.POST(`${APP}/restart`, { params: { path } }))} done={reload} />}
-                {may(me, "app-operate", project) && a.processes.some((p) => p.schedule) && (
-                  <ActionButton label="Run the scheduled process now" action={() => ok(api.POST(`${APP}/run`, { params: { path }, body: {} }))} done={reload} />
-                )}
+                {may(me, "app-operate", project) &&
+                  a.processes
+                    .filter((p) => p.schedule)
+                    .map((p) => (
+                      <ActionButton
+                        label={`Run ${p.name} now`}
+                        action={async () => setStarted(await ok(api.POST(`${APP}/run`, { params: { path }, body: { process: p.name } })))}
+                        done={reload}
+                      />
+                    ))}
               </p>
+              {started && (
+                <p role="status" data-testid="run-started">
+                  Started the job <code>{started.job}</code>: the controller makes it within moments, and its pod shows under Processes and pods.
+                </p>
+              )}
             </section>
             {may(me, "app-deploy", project) && <Deploy {...props} app_record={a} done={reload} />}
             <section aria-labelledby="processes">
@@ -115,7 +128,7 @@ export function AppPage(props: AppProps) {
               )}
             </section>
             <Env {...props} app_record={a} done={reload} />
-            {a.domains.length > 0 && <Domains {...props} />}
+            {(a.domains.length > 0 || may(me, "app-write", project)) && <Domains {...props} app_record={a} done={reload} />}
           </>
         )}
       </Show>
@@ -302,44 +315,78 @@ function Env(props: AppProps & { app_record: Schemas["AppRecord"]; done: () => v
   );
 }
 
-function Domains(props: AppProps) {
-  const checks = useLoad(() => ok(api.GET(`${APP}/domains`, { params: { path: props } })), [props.project, props.environment, props.app]);
+function Domains(props: AppProps & { app_record: Schemas["AppRecord"]; done: () => void }) {
+  const me = useMe();
+  const a = props.app_record;
+  const path = { project: props.project, environment: props.environment, app: props.app };
+  // Checked again whenever the app's domains change (the app is polled).
+  const checks = useLoad(() => ok(api.GET(`${APP}/domains`, { params: { path } })), [props.project, props.environment, props.app, a.domains.join(",")]);
+  // Lists are replaced whole (updateApp): the app's domains with one added or left out.
+  const setDomains = (domains: string[]) => ok(api.PATCH(APP, { params: { path }, body: { domains } }));
+  const writer = may(me, "app-write", props.project);
   return (
     <section aria-labelledby="domains">
       <h2 id="domains">Domains</h2>
-      <Show loaded={checks}>
-        {(list) => (
-          <table>
-            <caption class="sr-only">Domains</caption>
-            <thead>
-              <tr><th scope="col">Hostname</th><th scope="col">DNS</th><th scope="col">Verified</th><th scope="col">Certificate</th></tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr>
-                  <td>{d.hostname}</td>
-                  <td>{d.ok ? <Badge tone="ok">points here</Badge> : <Badge tone="bad">not yet</Badge>} <span class="muted">{d.message}</span></td>
-                  <td>
-                    <Badge tone={d.verification.state === "verified" ? "ok" : d.verification.state === "taken" ? "bad" : "wait"}>{d.verification.state}</Badge>{" "}
-                    <span class="muted">{d.verification.message}</span>
-                    {d.verification.state !== "verified" && (
-                      <div>
-                        <code>{d.verification.record_name}</code> {d.verification.record_type} <code>{d.verification.record_value}</code>
-                      </div>
+      {a.domains.length === 0 ? (
+        <p>None: the app answers at its URL above.</p>
+      ) : (
+        <Show loaded={checks}>
+          {(list) => (
+            <table>
+              <caption class="sr-only">Domains</caption>
+              <thead>
+                <tr><th scope="col">Hostname</th><th scope="col">DNS</th><th scope="col">Verified</th><th scope="col">Certificate</th>{writer && <th scope="col"><span class="sr-only">Actions</span></th>}</tr>
+              </thead>
+              <tbody>
+                {list.map((d) => (
+                  <tr data-testid={`domain-${d.hostname}`}>
+                    <td>{d.hostname}</td>
+                    <td>{d.ok ? <Badge tone="ok">points here</Badge> : <Badge tone="bad">not yet</Badge>} <span class="muted">{d.message}</span></td>
+                    <td>
+                      <Badge tone={d.verification.state === "verified" ? "ok" : d.verification.state === "taken" ? "bad" : "wait"}>{d.verification.state}</Badge>{" "}
+                      <span class="muted">{d.verification.message}</span>
+                      {d.verification.state !== "verified" && (
+                        <div>
+                          <code>{d.verification.record_name}</code> {d.verification.record_type} <code>{d.verification.record_value}</code>
+                        </div>
+                      )}
+                    </td>
+                    <td>
+                      <Badge tone={d.certificate.state === "issued" || d.certificate.state === "none" ? "ok" : d.certificate.state === "pending" || d.certificate.state === "expiring" ? "wait" : "bad"}>
+                        {d.certificate.state}
+                      </Badge>{" "}
+                      <span class="muted">{d.certificate.message}{d.certificate.not_after ? ` (until ${when(d.certificate.not_after)})` : ""}</span>
+                    </td>
+                    {writer && (
+                      <td>
+                        <ActionButton
+                          label={`Remove ${d.hostname}`}
+                          class="danger"
+                          confirm={`Stop serving ${d.hostname} from this app?`}
+                          action={() => setDomains(a.domains.filter((h) => h !== d.hostname))}
+                          done={props.done}
+                        />
+                      </td>
                     )}
-                  </td>
-                  <td>
-                    <Badge tone={d.certificate.state === "issued" || d.certificate.state === "none" ? "ok" : d.certificate.state === "pending" || d.certificate.state === "expiring" ? "wait" : "bad"}>
-                      {d.certificate.state}
-                    </Badge>{" "}
-                    <span class="muted">{d.certificate.message}{d.certificate.not_after ? ` (until ${when(d.certificate.not_after)})` : ""}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Show>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </Show>
+      )}
+      {a.domains.length > 0 && (
+        <p>
+          <button type="button" class="secondary" onClick={checks.reload}>
+            Check the domains again
+          </button>
+        </p>
+      )}
+      {writer && (
+        <ActionForm label="Add a domain" submit="Add domain" action={(data) => setDomains([...a.domains, text(data, "hostname")])} done={props.done}>
+          <Field label="Hostname" name="hostname" required placeholder="www.example.com" />
+        </ActionForm>
+      )}
     </section>
   );
 }

@@ -7,6 +7,32 @@ import { Crumbs, envState } from "./project";
 
 type EnvProps = { project: string; environment: string };
 
+const APP = "/api/v1/projects/{project}/environments/{environment}/apps/{app}" as const;
+
+// What an environment's quota holds it to when it names no storage or
+// number of volumes (cluster/src/quota.rs, applied by the controller's
+// `berth-quota`): the record carries only what was asked for.
+const DEFAULT_STORAGE = "1Ti";
+const DEFAULT_VOLUMES = 20;
+
+/** The environment's quota in words, with the platform's defaults for what it leaves out. */
+export function quotaWords(quota: Schemas["Quota"] | null | undefined): string {
+  const storage = quota?.storage ?? DEFAULT_STORAGE;
+  const volumes = quota?.volumes ?? DEFAULT_VOLUMES;
+  const defaulted = (value: unknown) => (value === null || value === undefined ? " (default)" : "");
+  const claims = `at most ${volumes} volumes${defaulted(quota?.volumes)} with ${storage} of storage together${defaulted(quota?.storage)}`;
+  if (!quota) return `No quota set: the platform's defaults apply. CPU, memory and pods are not capped; ${claims}.`;
+  const part = (what: string, value: string | number | null | undefined) => (value === null || value === undefined ? `${what} not capped` : `${what} ${value}`);
+  return `Quota: ${part("CPU", quota.cpu)}, ${part("memory", quota.memory)}, ${part("pods", quota.pods)}; ${claims}.`;
+}
+
+/** The app's pods of long-running processes that are ready, of them all, as the app's page counts them. */
+function podsReady(detail: Schemas["AppDetail"]): string {
+  const scheduled = new Set(detail.app.processes.filter((p) => p.schedule).map((p) => p.name));
+  const pods = detail.pods.filter((pod) => !pod.process || !scheduled.has(pod.process));
+  return `${pods.filter((pod) => pod.ready).length}/${pods.length}`;
+}
+
 export function appState(a: Schemas["AppRecord"]) {
   if (a.ready) return <Badge tone="ok">available</Badge>;
   if (a.reason && /fail|error|crash|backoff|deadline/i.test(a.reason)) return <Badge tone="bad">{a.reason}</Badge>;
@@ -18,6 +44,21 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
   const path = { project, environment };
   const env = useLoad(() => ok(api.GET("/api/v1/projects/{project}/environments/{environment}", { params: { path } })), [project, environment], 5000);
   const apps = useLoad(() => ok(api.GET("/api/v1/projects/{project}/environments/{environment}/apps", { params: { path } })), [project, environment], 3000);
+  // The list has no pods: each app's own (getApp, as its page reads them),
+  // asked in parallel at the list's pace. One that fails shows as unknown.
+  const names = (apps.data ?? []).map((a) => a.name).join("\u0000");
+  const pods = useLoad(
+    async () => {
+      const settled = await Promise.allSettled(
+        names ? names.split("\u0000").map((app) => ok(api.GET(APP, { params: { path: { ...path, app } } }))) : [],
+      );
+      const ready = new Map<string, string>();
+      for (const s of settled) if (s.status === "fulfilled") ready.set(s.value.app.name, podsReady(s.value));
+      return ready;
+    },
+    [project, environment, names],
+    3000,
+  );
   const base = `/projects/${seg(project)}/environments/${seg(environment)}`;
   return (
     <>
@@ -27,35 +68,38 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
       </h1>
       <Show loaded={env}>
         {(e) => (
-          <p>
-            {e.env_type} environment, {envState(e)} {e.message && <span class="muted">{e.message}</span>}
-            {e.deleting && e.env_type === "production" && may(me, "env-delete-protected", project) && (
-              <>
-                {" "}
-                <ActionButton
-                  label="Restore this environment"
-                  action={() => ok(api.POST("/api/v1/projects/{project}/environments/{environment}/restore", { params: { path } }))}
-                  done={env.reload}
-                />
-              </>
-            )}
-            {!e.deleting && may(me, e.env_type === "production" ? "env-delete-protected" : "env-write", project) && (
-              <>
-                {" "}
-                <ActionButton
-                  label="Delete this environment"
-                  class="danger"
-                  confirm={
-                    e.env_type === "production"
-                      ? `Delete ${environment}? A production environment can be restored until its purge.`
-                      : `Delete ${environment} and everything in it, at once?`
-                  }
-                  action={() => ok(api.DELETE("/api/v1/projects/{project}/environments/{environment}", { params: { path } }))}
-                  done={env.reload}
-                />
-              </>
-            )}
-          </p>
+          <>
+            <p>
+              {e.env_type} environment, {envState(e)} {e.message && <span class="muted">{e.message}</span>}
+              {e.deleting && e.env_type === "production" && may(me, "env-delete-protected", project) && (
+                <>
+                  {" "}
+                  <ActionButton
+                    label="Restore this environment"
+                    action={() => ok(api.POST("/api/v1/projects/{project}/environments/{environment}/restore", { params: { path } }))}
+                    done={env.reload}
+                  />
+                </>
+              )}
+              {!e.deleting && may(me, e.env_type === "production" ? "env-delete-protected" : "env-write", project) && (
+                <>
+                  {" "}
+                  <ActionButton
+                    label="Delete this environment"
+                    class="danger"
+                    confirm={
+                      e.env_type === "production"
+                        ? `Delete ${environment}? A production environment can be restored until its purge.`
+                        : `Delete ${environment} and everything in it, at once?`
+                    }
+                    action={() => ok(api.DELETE("/api/v1/projects/{project}/environments/{environment}", { params: { path } }))}
+                    done={env.reload}
+                  />
+                </>
+              )}
+            </p>
+            <p data-testid="quota">{quotaWords(e.quota)}</p>
+          </>
         )}
       </Show>
       <h2>Apps</h2>
@@ -67,13 +111,14 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
             <table>
               <caption class="sr-only">Apps</caption>
               <thead>
-                <tr><th scope="col">App</th><th scope="col">Status</th><th scope="col">Revision</th><th scope="col">Image</th><th scope="col">URL</th></tr>
+                <tr><th scope="col">App</th><th scope="col">Status</th><th scope="col">Pods ready</th><th scope="col">Revision</th><th scope="col">Image</th><th scope="col">URL</th></tr>
               </thead>
               <tbody>
                 {list.map((a) => (
                   <tr>
                     <td><Link href={`${base}/apps/${seg(a.name)}`}>{a.name}</Link></td>
                     <td>{appState(a)}</td>
+                    <td data-testid={`pods-${a.name}`}>{pods.data?.get(a.name) ?? "—"}</td>
                     <td>{a.revision}{a.running_revision !== undefined && a.running_revision !== a.revision ? ` (running ${a.running_revision ?? "none"})` : ""}</td>
                     <td><code>{a.image ?? a.git_repo ?? "—"}</code></td>
                     <td>{a.url ? <a href={a.url}>{a.url}</a> : "—"}</td>

@@ -92,18 +92,25 @@ export function ProjectPage({ project }: { project: string }) {
           <ActionForm
             label="New environment"
             submit="Create environment"
-            action={(data) =>
-              ok(
+            action={(data) => {
+              // Only the parts given: the rest are the platform's defaults.
+              const pods = text(data, "pods");
+              const quota = { cpu: text(data, "cpu") || undefined, memory: text(data, "memory") || undefined, pods: pods ? Number(pods) : undefined };
+              const asked = Object.values(quota).some((v) => v !== undefined);
+              return ok(
                 api.POST("/api/v1/projects/{project}/environments", {
                   params: { path: { project } },
-                  body: { name: text(data, "name"), env_type: text(data, "env_type") },
+                  body: { name: text(data, "name"), env_type: text(data, "env_type"), quota: asked ? quota : undefined },
                 }),
-              )
-            }
+              );
+            }}
             done={envs.reload}
           >
             <Field label="Name" name="name" required placeholder="staging" />
             <Select label="Type" name="env_type" options={["standard", "production", "preview"]} />
+            <Field label="Quota: CPU (optional)" name="cpu" placeholder="4" />
+            <Field label="Quota: memory (optional)" name="memory" placeholder="8Gi" />
+            <Field label="Quota: pods (optional)" name="pods" type="number" />
           </ActionForm>
         </>
       )}

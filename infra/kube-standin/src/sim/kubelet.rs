@@ -2,7 +2,8 @@
 //! `standin-node` and reported `Running` and `Ready`, with a few log lines per container that
 //! say plainly that nothing runs. Job pods then succeed a second later; a Berth build's pod
 //! (its `result` container) ends with the result message a build writes, naming a digest
-//! derived from the pod's uid, so a local run shows a build completing. An image tagged
+//! derived from the pod's uid, and its `dockerfile` step with BuildKit's report of that
+//! digest, so a local run shows a build completing. An image tagged
 //! `crashloop` never becomes ready (a failed rollout, on its deadline). For `make dev` only:
 //! tests see what a cluster without nodes shows.
 
@@ -193,23 +194,29 @@ fn finish(state: &mut State, key: &ObjKey, pod: &Value, now: &str) {
             }
         }
     }
-    let result = build_result(pod);
-    if result.is_some() {
-        // Its init containers ran before it, each to its end.
+    let built = build_image(pod);
+    let result = built.as_ref().map(BuiltImage::result);
+    if let Some(built) = &built {
+        // Its init containers ran before it, each to its end; the builder step says
+        // what it built, as BuildKit's `--metadata-file` does.
         let init: Vec<Value> = pod
             .pointer("/spec/initContainers")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .map(|c| {
-                json!({
+                let mut status = json!({
                     "name": c.get("name").cloned().unwrap_or(Value::Null),
                     "image": c.get("image").cloned().unwrap_or(Value::Null),
                     "imageID": "", "ready": false, "started": false, "restartCount": 0,
                     "state": {"terminated": {
                         "exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
                     }},
-                })
+                });
+                if c.get("name").and_then(Value::as_str) == Some(BUILDER) {
+                    status["state"]["terminated"]["message"] = json!(built.builder_report());
+                }
+                status
             })
             .collect();
         status["initContainerStatuses"] = json!(init);
@@ -239,10 +246,33 @@ fn finish(state: &mut State, key: &ObjKey, pod: &Value, now: &str) {
     state.sim_set_status(key, status);
 }
 
-/// The termination message of a Berth build pod's `result` container (a pod labelled
-/// `berth.dev/build` with such a container): a commit and a digest made of the pod uid's
-/// hex digits, so each build "pushes" its own image. None for any other pod.
-fn build_result(pod: &Value) -> Option<String> {
+/// The builder step a simulated build "runs": the controller reads the digest it built
+/// from its report (`berth_controller::build_engine::outcome::built_digest`) and fails a
+/// build whose pushed image is not that one.
+const BUILDER: &str = "dockerfile";
+
+/// What a simulated build "pushes": a commit and a digest made of the pod uid's hex
+/// digits, so each build its own image.
+struct BuiltImage {
+    commit: String,
+    digest: String,
+}
+
+impl BuiltImage {
+    /// The termination message of the `result` container, as the result step writes it.
+    fn result(&self) -> String {
+        json!({"commit": self.commit, "strategy": BUILDER, "digest": self.digest}).to_string()
+    }
+
+    /// The builder step's termination message: BuildKit's metadata of an OCI export.
+    fn builder_report(&self) -> String {
+        json!({"containerimage.digest": self.digest}).to_string()
+    }
+}
+
+/// The image of a Berth build pod (a pod labelled `berth.dev/build` with a `result`
+/// container); None for any other pod.
+fn build_image(pod: &Value) -> Option<BuiltImage> {
     pod.pointer("/metadata/labels/berth.dev~1build")?;
     let has_result =
         containers(pod).any(|c| c.get("name").and_then(Value::as_str) == Some("result"));
@@ -258,10 +288,10 @@ fn build_result(pod: &Value) -> Option<String> {
         return None;
     }
     let digits = |count: usize| hex.chars().cycle().take(count).collect::<String>();
-    Some(
-        json!({"commit": digits(40), "strategy": "dockerfile", "digest": format!("sha256:{}", digits(64))})
-            .to_string(),
-    )
+    Some(BuiltImage {
+        commit: digits(40),
+        digest: format!("sha256:{}", digits(64)),
+    })
 }
 
 /// Gives each container of a running pod its simulated log, unless it has one (after a
@@ -325,6 +355,10 @@ pub fn ensure_node(state: &mut State, now: &str) {
 mod tests {
     use super::*;
 
+    fn build_result(pod: &Value) -> Option<String> {
+        build_image(pod).map(|built| built.result())
+    }
+
     #[test]
     fn a_build_pod_ends_with_a_result_of_its_own() {
         let pod = |uid: &str, build: bool| {
@@ -355,5 +389,20 @@ mod tests {
         let other = build_result(&pod("1111", true)).unwrap();
         assert_ne!(other, message, "each build its own image");
         assert_eq!(build_result(&pod("6f1e", false)), None);
+    }
+
+    /// The controller takes a build's image only when its builder step reports the very
+    /// digest its result names.
+    #[test]
+    fn a_build_pods_builder_step_reports_the_image_it_pushed() {
+        let pod = json!({
+            "metadata": {"uid": "6f1e2d3c-0000-4000-8000-00000000abcd", "labels": {"berth.dev/build": "1"}},
+            "spec": {"containers": [{"name": "result"}]},
+        });
+        let built = build_image(&pod).expect("a build pod");
+        let result: Value = serde_json::from_str(&built.result()).unwrap();
+        let report: Value = serde_json::from_str(&built.builder_report()).unwrap();
+        assert_eq!(report["containerimage.digest"], result["digest"]);
+        assert_eq!(result["strategy"], BUILDER);
     }
 }
