@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::completion;
 use berth_domain::Invalid;
 use berth_domain::names::{
     AppName, EnvName, EnvironmentName, Hostname, ProjectName, SecretKey, SecretName,
@@ -34,7 +35,7 @@ pub struct Global {
     pub output: Option<Format>,
     /// The project; by default `BERTH_PROJECT`, else the one `berth link`
     /// wrote here.
-    #[arg(short = 'p', long, global = true, env = "BERTH_PROJECT")]
+    #[arg(short = 'p', long, global = true, env = "BERTH_PROJECT", add = completion::projects())]
     pub project: Option<String>,
     /// The environment's short name; by default `BERTH_ENVIRONMENT`, else
     /// the linked one. (`--env`, its name before, is kept as an alias for
@@ -44,7 +45,8 @@ pub struct Global {
         long = "environment",
         alias = "env",
         global = true,
-        env = "BERTH_ENVIRONMENT"
+        env = "BERTH_ENVIRONMENT",
+        add = completion::environments()
     )]
     pub environment: Option<String>,
     /// The sign-in to use (`berth contexts` lists them); by default
@@ -53,7 +55,7 @@ pub struct Global {
     #[arg(long, global = true, env = "BERTH_CONTEXT")]
     pub context: Option<String>,
     /// The app; by default `BERTH_APP`, else the linked one.
-    #[arg(short = 'a', long, global = true, env = "BERTH_APP")]
+    #[arg(short = 'a', long, global = true, env = "BERTH_APP", add = completion::apps())]
     pub app: Option<String>,
 }
 

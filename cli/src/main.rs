@@ -13,6 +13,7 @@
 mod api;
 mod args;
 mod commands;
+mod completion;
 mod config;
 mod failure;
 mod output;
@@ -29,6 +30,11 @@ use crate::failure::{Failure, Result};
 use crate::output::Output;
 
 fn main() -> ExitCode {
+    // A shell asking for completions (`COMPLETE=bash berth -- …`) is
+    // answered and the process ends here.
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(completion::VARIABLE)
+        .complete();
     // clap exits with 2 on a usage error, 0 for --help and --version.
     let cli = Cli::parse();
     match run(cli) {
@@ -154,12 +160,6 @@ fn run(cli: Cli) -> Result<()> {
             commands::logs::builds(&session()?, &context()?.app()?, command)
         }
         Command::Logs(logs) => commands::logs::logs(&session()?, &context()?.app()?, logs),
-        Command::Completions { shell } => {
-            // Written whole, then printed: clap_complete panics on a
-            // failed write.
-            let mut script = Vec::new();
-            clap_complete::generate(shell, &mut Cli::command(), "berth", &mut script);
-            output::write(&script)
-        }
+        Command::Completions { shell } => completion::registration(shell),
     }
 }

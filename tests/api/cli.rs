@@ -406,10 +406,7 @@ async fn a_reader_closing_the_pipe_ends_berth_quietly() {
             .assert_status(200);
     }
     let machine = Machine::ci(&served, &app.owner);
-    for args in [
-        &["completions", "bash"][..],
-        &["audit", "--limit", "200", "-o", "json"],
-    ] {
+    for args in [&["audit", "--limit", "200", "-o", "json"][..]] {
         let whole = machine.run(args).await;
         whole.ok();
         // A pipe holds 64 KiB, the reader's buffer 8 KiB.
@@ -1001,6 +998,86 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     );
     assert_eq!(of(second), ["new pod starting", "new pod serving"]);
     assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
+}
+
+/// What bash completes after `words` (the last one being typed), through
+/// the script `berth completions bash` prints, run in `machine`'s
+/// directory with its variables.
+async fn bash_completes(machine: &Machine, words: &[&str]) -> Vec<String> {
+    let berth = binary().display().to_string();
+    let quoted: Vec<String> = words.iter().map(|word| format!("'{word}'")).collect();
+    let script = format!(
+        "source <('{berth}' completions bash)\n\
+         COMP_WORDS=({})\n\
+         COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))\n\
+         COMP_TYPE=9\n\
+         _clap_complete_berth berth \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        quoted.join(" ")
+    );
+    let mut bash = std::process::Command::new("bash");
+    bash.args(["-c", &script])
+        .current_dir(&machine.dir)
+        .env_remove("BERTH_PROJECT")
+        .env_remove("BERTH_ENVIRONMENT")
+        .env_remove("BERTH_APP")
+        .env("BERTH_CONFIG_DIR", &machine.config)
+        .envs(machine.env.iter().map(|(k, v)| (*k, v.as_str())));
+    let output = tokio::task::spawn_blocking(move || bash.output().expect("bash runs"))
+        .await
+        .expect("the run");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Completion knows Berth's names: projects, the environments of the
+/// project given (or linked), the apps of the environment, as the API lists
+/// them for the signed-in caller.
+#[tokio::test]
+async fn completion_completes_project_environment_and_app_names() {
+    let Linked {
+        app,
+        machine,
+        project,
+        _served,
+        ..
+    } = Linked::without_pods().await;
+    let other = app.create_project("other").await;
+    app.create_environment(&other, json!({"name": "qa"})).await;
+
+    let projects = bash_completes(&machine, &["berth", "status", "-p", ""]).await;
+    assert!(
+        projects.contains(&project) && projects.contains(&other),
+        "{projects:?}"
+    );
+    let prefix = &project[..project.len() - 2];
+    let some = bash_completes(&machine, &["berth", "status", "--project", prefix]).await;
+    assert!(some.iter().all(|name| name.starts_with(prefix)), "{some:?}");
+    assert!(some.contains(&project), "{some:?}");
+    // The linked project's environments, or those of the project typed.
+    assert_eq!(
+        bash_completes(&machine, &["berth", "logs", "-e", ""]).await,
+        ["staging"]
+    );
+    assert_eq!(
+        bash_completes(&machine, &["berth", "-p", &other, "apps", "-e", ""]).await,
+        ["qa"]
+    );
+    assert_eq!(
+        bash_completes(&machine, &["berth", "status", "-a", "sh"]).await,
+        ["shop"]
+    );
+    // Signed out, nothing (and no error).
+    let nobody = Machine::new();
+    assert!(
+        bash_completes(&nobody, &["berth", "status", "-p", ""])
+            .await
+            .is_empty()
+    );
 }
 
 /// `run -- CMD` starts a one-off command, prints its output as its pod
