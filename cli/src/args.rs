@@ -398,6 +398,9 @@ pub enum SecretsCommand {
     List,
     /// Create or replace a secret from `KEY=VALUE` lines on standard input
     /// or in a file (never from arguments: they land in shell history).
+    #[command(
+        after_help = "Examples:\n  berth secrets set db < db.env\n  printf 'DATABASE_URL=%s\\n' \"$URL\" | berth secrets set db --to-app --wait"
+    )]
     Set {
         #[arg(value_parser = parsed::<SecretName>)]
         name: SecretName,
@@ -408,6 +411,13 @@ pub enum SecretsCommand {
         /// certificate), not `KEY=VALUE` lines.
         #[arg(long, value_parser = parsed::<SecretKey>)]
         key: Option<SecretKey>,
+        /// Also give the app (linked, or `-a`) a variable per key, named as
+        /// the key, its value from the secret (as `env set KEY --secret
+        /// NAME/KEY` for each): one step, as `fly secrets set` does.
+        #[arg(long)]
+        to_app: bool,
+        #[command(flatten)]
+        wait: Wait,
     },
     /// Delete a secret.
     Rm {

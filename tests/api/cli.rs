@@ -1000,6 +1000,52 @@ async fn logs_follow_a_restart_and_a_rollout_losing_and_repeating_nothing() {
     assert_eq!(printed.lines().len(), 9, "{:#?}", printed.lines());
 }
 
+/// `secrets set NAME --to-app`: the secret, and a variable per key in the
+/// app's env from it, in one step; a key that cannot name a variable is
+/// refused before anything is written.
+#[tokio::test]
+async fn secrets_reach_the_app_in_one_step() {
+    let Linked {
+        app,
+        machine,
+        project,
+        shop_path,
+        _served,
+        ..
+    } = Linked::without_pods().await;
+    let refused = machine
+        .run_with(
+            &["secrets", "set", "db", "--to-app"],
+            "URL=postgres://db/shop\ntls.crt=a certificate\n",
+        )
+        .await;
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.error_line().contains("--to-app: key tls.crt"),
+        "{refused:?}"
+    );
+    let secrets = format!("/api/v1/projects/{project}/environments/staging/secrets");
+    assert_eq!(api_json(&app, &app.owner, &secrets).await, json!([]));
+
+    machine
+        .run_with(
+            &["secrets", "set", "db", "--to-app"],
+            "DATABASE_URL=postgres://db/shop\nREDIS_URL=redis://cache\n",
+        )
+        .await
+        .ok();
+    let env = api_json(&app, &app.owner, &shop_path).await["app"]["env"].clone();
+    for key in ["DATABASE_URL", "REDIS_URL"] {
+        let entry = env
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|entry| entry["name"] == key)
+            .unwrap_or_else(|| panic!("{key} in {env}"));
+        assert_eq!(entry["secret"], json!({"name": "db", "key": key}), "{env}");
+    }
+}
+
 /// What bash completes after `words` (the last one being typed), through
 /// the script `berth completions bash` prints, run in `machine`'s
 /// directory with its variables.

@@ -9,10 +9,11 @@ use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 use super::Session;
 use super::wait::Deadline;
-use crate::args::{Assignment, EnvCommand, SecretRef, SecretsCommand};
+use crate::args::{Assignment, EnvCommand, SecretRef, SecretsCommand, Wait};
 use crate::config::{AppPath, Context};
 use crate::failure::{Failure, Result};
 use crate::output::or_dash;
+use berth_domain::names::{EnvName, SecretName};
 
 pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> {
     let answer = session.api.get(&app.path(&[]))?;
@@ -89,6 +90,12 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
             (list, wait)
         }
     };
+    patch_env(session, app, list, wait)
+}
+
+/// Replaces the app's variables with `list` (a new revision), waiting as
+/// `wait` says.
+fn patch_env(session: &Session, app: &AppPath, list: Vec<EnvBody>, wait: Wait) -> Result<()> {
     let deadline = Deadline::after(wait.timeout);
     let answer = session.api.patch(
         &app.path(&[]),
@@ -98,6 +105,34 @@ pub fn env(session: &Session, app: &AppPath, command: EnvCommand) -> Result<()> 
         },
     )?;
     super::deploy::changed(session, app, answer, wait, deadline)
+}
+
+/// `secrets set NAME --to-app`: a variable per key of the secret, named as
+/// the key, its value the secret's (replacing a variable of that name).
+fn reference_keys(
+    session: &Session,
+    app: &AppPath,
+    secret: &SecretName,
+    keys: &[EnvName],
+    wait: Wait,
+) -> Result<()> {
+    let detail: AppDetail = session.api.get(&app.path(&[]))?.record()?;
+    let mut list: Vec<EnvBody> = detail
+        .app
+        .env
+        .iter()
+        .filter(|entry| !keys.iter().any(|key| key.as_str() == entry.name))
+        .map(kept)
+        .collect();
+    list.extend(keys.iter().map(|key| EnvBody {
+        name: key.to_string(),
+        value: None,
+        secret: Some(SecretRefBody {
+            name: secret.to_string(),
+            key: key.to_string(),
+        }),
+    }));
+    patch_env(session, app, list, wait)
 }
 
 /// `NAME --secret SECRET/KEY`: one variable, its value a secret's key.
@@ -182,7 +217,11 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
             name,
             from_file,
             key,
+            to_app,
+            wait,
         } => {
+            // Where the variables go, known before anything is written.
+            let app = to_app.then(|| context.app()).transpose()?;
             let input = match &from_file {
                 Some(file) => std::fs::read_to_string(file)
                     .map_err(|e| Failure::failed(format!("reading {}: {e}", file.display())))?,
@@ -191,6 +230,20 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
             let data = match key {
                 Some(key) => BTreeMap::from([(key.to_string(), input)]),
                 None => key_values(&input)?,
+            };
+            // Each key names a variable: checked before the secret is put.
+            let variables = match &app {
+                Some(_) => data
+                    .keys()
+                    .map(|key| {
+                        EnvName::parse(key).map_err(|rule| {
+                            Failure::Usage(format!(
+                                "--to-app: key {key} names the app's variable, which {rule}"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+                None => Vec::new(),
             };
             let answer = session
                 .api
@@ -207,7 +260,11 @@ pub fn secrets(session: &Session, context: &Context, command: SecretsCommand) ->
                     put.secret.name,
                     put.secret.keys.join(", ")
                 ))
-            })
+            })?;
+            match &app {
+                Some(app) => reference_keys(session, app, &name, &variables, wait),
+                None => Ok(()),
+            }
         }
         SecretsCommand::Rm { name } => {
             session.api.delete(&segments(&secret(name.as_str())))?;
