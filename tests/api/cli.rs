@@ -1046,6 +1046,79 @@ async fn secrets_reach_the_app_in_one_step() {
     }
 }
 
+/// The commands `berth` has, as its help lists them: each top-level
+/// command, and each of its subcommands (`help` left out).
+fn command_paths() -> Vec<Vec<String>> {
+    let listed = |args: &[&str]| -> Vec<String> {
+        let output = std::process::Command::new(binary())
+            .args(args)
+            .arg("--help")
+            .output()
+            .expect("berth --help");
+        let help = String::from_utf8_lossy(&output.stdout).into_owned();
+        help.split("Commands:\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n\n").next())
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| *name != "help")
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut paths = Vec::new();
+    for command in listed(&[]) {
+        for sub in listed(&[&command]) {
+            paths.push(vec![command.clone(), sub]);
+        }
+        paths.push(vec![command]);
+    }
+    paths
+}
+
+/// Every command is in docs/cli.md and run by a black-box test here or by
+/// the walkthrough (a default subcommand, `list` or `domains check`, is
+/// what its command alone runs, so its command stands for it).
+#[test]
+fn every_command_is_documented_and_tried() {
+    let guide = include_str!("../../docs/cli.md");
+    let walkthrough = guide
+        .split("\n## ")
+        .find(|section| section.starts_with("A first app"))
+        .expect("the walkthrough");
+    let tests: String = [include_str!("cli.rs")]
+        .concat()
+        .split_whitespace()
+        .collect();
+    let paths = command_paths();
+    assert!(paths.len() > 50, "{paths:?}");
+    let mut missing = Vec::new();
+    for path in &paths {
+        let path: Vec<&str> = match path.as_slice() {
+            [command, default] if default == "list" || default == "check" => {
+                vec![command.as_str()]
+            }
+            path => path.iter().map(String::as_str).collect(),
+        };
+        let name = path.join(" ");
+        if !guide.contains(&format!("`{name}")) && !guide.contains(&format!("berth {name}")) {
+            missing.push(format!("{name}: not in docs/cli.md"));
+        }
+        let literal = path
+            .iter()
+            .map(|word| format!("\"{word}\""))
+            .collect::<Vec<_>>()
+            .join(",");
+        let tried = tests.contains(&format!("[{literal},"))
+            || tests.contains(&format!("[{literal}]"))
+            || walkthrough.contains(&format!("berth {name}"));
+        if !tried {
+            missing.push(format!("{name}: no test runs it"));
+        }
+    }
+    assert!(missing.is_empty(), "{missing:#?}");
+}
+
 /// What bash completes after `words` (the last one being typed), through
 /// the script `berth completions bash` prints, run in `machine`'s
 /// directory with its variables.
@@ -1095,6 +1168,13 @@ async fn completion_completes_project_environment_and_app_names() {
     let other = app.create_project("other").await;
     app.create_environment(&other, json!({"name": "qa"})).await;
 
+    let script = machine
+        .run(&["completions", "bash"])
+        .await
+        .ok()
+        .stdout
+        .clone();
+    assert!(script.contains("_clap_complete_berth"), "{script}");
     let projects = bash_completes(&machine, &["berth", "status", "-p", ""]).await;
     assert!(
         projects.contains(&project) && projects.contains(&other),
@@ -1246,6 +1326,16 @@ async fn deploy_of_a_ref_waits_for_its_build_and_its_revision() {
     assert_eq!(
         listed.json(),
         api_json(&app, &app.owner, &format!("{shop_path}/builds")).await
+    );
+    let logs = machine.run(&["builds", "logs", "1", "-o", "json"]).await;
+    assert_eq!(
+        logs.ok().json(),
+        api_json(
+            &app,
+            &app.owner,
+            &format!("{shop_path}/builds/1/logs?tail=200")
+        )
+        .await
     );
 
     let broken = deploy(
@@ -1501,6 +1591,28 @@ async fn a_newcomer_makes_what_they_deploy_to_and_removes_it() {
             .starts_with("No apps here yet: make one with"),
         "{none:?}"
     );
+    // An app made without linking anything.
+    let api = machine
+        .run(&[
+            "apps",
+            "create",
+            "api",
+            "--image",
+            "nginx:1.27",
+            "-p",
+            &project,
+            "-e",
+            "staging",
+        ])
+        .await;
+    assert!(api.ok().stdout.starts_with("Created app api"), "{api:?}");
+    assert!(!machine.dir.join(".berth.toml").exists());
+    machine
+        .run(&[
+            "apps", "rm", "api", "--yes", "-p", &project, "-e", "staging",
+        ])
+        .await
+        .ok();
     // An API that is not there: the reason, in the system's words.
     let mut nowhere = Machine::ci(&served, &app.owner);
     nowhere.env[0].1 = "http://127.0.0.1:1".to_owned();
@@ -1623,6 +1735,20 @@ async fn a_newcomer_makes_what_they_deploy_to_and_removes_it() {
     reader.run(&["projects"]).await.ok();
     let refused = reader.run(&["projects", "create", &unique("mk")]).await;
     assert_eq!(refused.code, 1, "{refused:?}");
+    // Revoked: refused from then on (exit 3).
+    let tokens = machine.run(&["tokens", "-o", "json"]).await.ok().json();
+    let id = tokens
+        .as_array()
+        .and_then(|tokens| tokens.iter().find(|token| token["name"] == "ci"))
+        .and_then(|token| token["id"].as_str())
+        .expect("the token is listed")
+        .to_owned();
+    machine.run(&["tokens", "revoke", &id]).await.ok();
+    assert_eq!(reader.run(&["projects"]).await.code, 3);
+    // This CLI's version and the API's.
+    let version = machine.run(&["version", "-o", "json"]).await.ok().json();
+    let api = version["api"].as_str().unwrap_or_default();
+    assert!(!api.is_empty() && !api.starts_with("unknown"), "{version}");
 
     // `unlink`, then nothing to show.
     machine.run(&["unlink"]).await.ok();
