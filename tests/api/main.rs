@@ -2,6 +2,7 @@
 
 mod access;
 mod admin_cli;
+mod api_notes;
 mod app_rendering;
 mod apps;
 mod apps_running;
