@@ -1440,6 +1440,8 @@ async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
             "token" => deploy.id.clone(),
             "build" => "1".into(),
             "hook" => hook_id.clone(),
+            // A command's name, of none there is: each answers 404.
+            "command" => "cmd-bbbbbbbbbbbb".into(),
             other => panic!("a path parameter this test does not know: {other}"),
         }
     };

@@ -20,6 +20,7 @@ use berth_cluster::commands as cluster_commands;
 use berth_cluster::crd::{
     COMMAND_CONTAINER, COMMAND_KEPT_SECONDS, Command, CommandPhase, CommandSpec,
 };
+use berth_domain::credentials::{DEPLOY_TOKEN_PREFIX, TOKEN_PREFIX};
 use berth_domain::names::CommandName;
 use berth_domain::paths::{AppPath, CommandPath};
 use berth_domain::{ApiError, clock};
@@ -44,10 +45,9 @@ pub struct NewCommand {
 
 impl NewCommand {
     /// The body, checked; its command is noted for the call's audit event
-    /// first (as JSON: every argument as it was sent), so that a refused
-    /// one is on record too.
+    /// first ([`for_audit`]), so that a refused one is on record too.
     pub fn parse(body: RunBody) -> Result<Self, ApiError> {
-        scope::audit_detail(&serde_json::to_string(&body.command).unwrap_or_default());
+        scope::audit_detail(&for_audit(&body.command));
         if body.command.is_empty() {
             return Err(ApiError::ValidationFailed(
                 "command: must name what to run (at least one argument)".into(),
@@ -67,6 +67,52 @@ impl NewCommand {
         })
     }
 }
+
+/// The command as its audit event holds it: the arguments as a JSON array,
+/// but a Berth token in one (`brt_…`, `brd_…`) and the password of a URL
+/// (`scheme://user:PASSWORD@host`) replaced by `[redacted]`, so that a
+/// credential typed into a command does not reach the log.
+pub fn for_audit(command: &[String]) -> String {
+    let redacted: Vec<String> = command.iter().map(|argument| redacted(argument)).collect();
+    serde_json::to_string(&redacted).unwrap_or_default()
+}
+
+fn redacted(argument: &str) -> String {
+    let mut text = argument.to_owned();
+    for prefix in [TOKEN_PREFIX, DEPLOY_TOKEN_PREFIX] {
+        let mut from = 0;
+        while let Some(found) = text[from..].find(prefix) {
+            let start = from + found + prefix.len();
+            let end = text[start..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .map_or(text.len(), |length| start + length);
+            text.replace_range(start..end, REDACTED);
+            from = start + REDACTED.len();
+        }
+    }
+    let mut from = 0;
+    while let Some(found) = text[from..].find("://") {
+        let authority = from + found + 3;
+        let end = text[authority..]
+            .find(|c: char| c == '/' || c.is_whitespace())
+            .map_or(text.len(), |length| authority + length);
+        let next = match text[authority..end].rfind('@') {
+            Some(at) => match text[authority..authority + at].find(':') {
+                Some(colon) => {
+                    let (password, at) = (authority + colon + 1, authority + at);
+                    text.replace_range(password..at, REDACTED);
+                    password + REDACTED.len()
+                }
+                None => end,
+            },
+            None => end,
+        };
+        from = next.min(text.len());
+    }
+    text
+}
+
+const REDACTED: &str = "[redacted]";
 
 /// Starts the command: the controller makes its pod within moments.
 pub async fn run(
@@ -246,5 +292,27 @@ fn record(command: &Command) -> CommandRecord {
         expires_at: at(status
             .finished_at
             .map(|finished| finished + COMMAND_KEPT_SECONDS * 1000)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_credential_in_a_command_does_not_reach_the_audit_log() {
+        let command = [
+            "sh",
+            "-c",
+            "curl -H 'Authorization: Bearer brt_abc-DEF_123' https://api/x; psql postgres://shop:s3cret@db:5432/shop",
+            "brd_xyz",
+            "https://nobody@example.com/",
+        ]
+        .map(String::from);
+        assert_eq!(
+            for_audit(&command),
+            r#"["sh","-c","curl -H 'Authorization: Bearer brt_[redacted]' https://api/x; psql postgres://shop:[redacted]@db:5432/shop","brd_[redacted]","https://nobody@example.com/"]"#
+        );
+        assert_eq!(for_audit(&["true".to_owned()]), r#"["true"]"#);
     }
 }

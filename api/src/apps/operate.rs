@@ -49,6 +49,28 @@ pub struct LogQuery {
     pub release: Option<i64>,
 }
 
+/// The query of a log that is not an app's (a build's steps, a one-off
+/// command's output): how much of it, as `getAppLogs` takes it.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct TailQuery {
+    /// Lines of each log, 1 to 2000; 200 by default.
+    #[param(minimum = 1, maximum = 2000)]
+    pub tail: Option<i64>,
+    /// Only the lines written at or after this time, in Unix seconds, as
+    /// for `getAppLogs`.
+    #[param(minimum = 0)]
+    pub since: Option<i64>,
+}
+
+impl TailQuery {
+    /// The window it asks for, checked (there is no previous instance).
+    pub fn window(&self) -> Result<LogWindow, ApiError> {
+        LogWindow::new(self.tail, false, self.since)
+    }
+}
+
 /// How much of each log is read.
 #[derive(Debug, Clone, Copy)]
 pub struct LogWindow {

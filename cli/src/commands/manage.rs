@@ -113,18 +113,20 @@ pub fn environments(
                 .api
                 .delete(&["projects", project, "environments", &name])?;
             let environment: EnvironmentRecord = answer.record()?;
-            // A production environment stays through its grace period:
-            // nothing to wait for but that.
-            let gone = wait && environment.deletion_scheduled_at.is_none();
-            if gone {
+            // A production environment stays through its grace period
+            // (nothing to wait for but that); any other is purged at once.
+            let kept = environment.env_type == "production";
+            if wait && !kept {
                 super::wait::environment_gone(session, project, &name, deadline)?;
             }
-            session.out.answer(&answer, || match environment.deletion_scheduled_at {
-                Some(at) => session.out.say(&format!(
-                    "Removing {project}/{name}: purged at {at}; until then `berth envs restore {name}` brings it back"
-                )),
-                None if gone => session.out.say(&format!("Removed {project}/{name}")),
-                None => session.out.say(&format!("Removing {project}/{name}")),
+            session.out.answer(&answer, || {
+                match (kept, environment.deletion_scheduled_at.as_deref()) {
+                    (true, Some(at)) => session.out.say(&format!(
+                        "Removing {project}/{name}: purged at {at}; until then `berth envs restore {name}` brings it back"
+                    )),
+                    _ if wait => session.out.say(&format!("Removed {project}/{name}")),
+                    _ => session.out.say(&format!("Removing {project}/{name}")),
+                }
             })
         }
         EnvsCommand::Restore { name } => {

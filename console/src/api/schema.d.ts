@@ -6195,7 +6195,7 @@ export interface operations {
     getBuildLogs: {
         parameters: {
             query?: {
-                /** @description Lines per step, 1 to 2000; 200 by default. */
+                /** @description Lines of each log, 1 to 2000; 200 by default. */
                 tail?: number;
                 /**
                  * @description Only the lines written at or after this time, in Unix seconds, as
@@ -6717,11 +6717,11 @@ export interface operations {
     getCommandLogs: {
         parameters: {
             query?: {
-                /** @description Lines, 1 to 2000; 200 by default. */
+                /** @description Lines of each log, 1 to 2000; 200 by default. */
                 tail?: number;
                 /**
                  * @description Only the lines written at or after this time, in Unix seconds, as
-                 *     `getAppLogs` takes it.
+                 *     for `getAppLogs`.
                  */
                 since?: number;
             };

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use berth_api::AppState;
 use berth_api::apps::commands::{self, NewCommand};
 use berth_api::apps::hosts::HostRules;
-use berth_api::apps::operate::{self, LogQuery, LogWindow};
+use berth_api::apps::operate::{self, LogQuery, LogWindow, TailQuery};
 use berth_api::apps::service;
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
@@ -534,19 +534,6 @@ async fn get_command(
     Ok(Json(commands::get(&client, &caller, &path).await?))
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-struct CommandLogsQuery {
-    /// Lines, 1 to 2000; 200 by default.
-    #[param(minimum = 1, maximum = 2000)]
-    tail: Option<i64>,
-    /// Only the lines written at or after this time, in Unix seconds, as
-    /// `getAppLogs` takes it.
-    #[param(minimum = 0)]
-    since: Option<i64>,
-}
-
 /// Command output
 ///
 /// The log of the command's pod (one entry; none before its pod is made),
@@ -554,17 +541,17 @@ struct CommandLogsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/commands/{command}/logs",
-    params(CommandPath, CommandLogsQuery),
+    params(CommandPath, TailQuery),
     responses((status = 200, description = "The command's pod's log.", body = Vec<LogEntry>)),
 )]
 async fn get_command_logs(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<CommandPath>,
-    QueryParams(query): QueryParams<CommandLogsQuery>,
+    QueryParams(query): QueryParams<TailQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     scope::audit_target("command", &path);
-    let window = LogWindow::new(query.tail, false, query.since)?;
+    let window = query.window()?;
     let client = state.cluster.client().await?;
     Ok(Json(commands::logs(&client, &caller, &path, window).await?))
 }

@@ -12,7 +12,7 @@ use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_api::AppState;
-use berth_api::apps::operate::LogWindow;
+use berth_api::apps::operate::TailQuery;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
 use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
@@ -244,19 +244,6 @@ async fn get_build(
     ))
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-struct BuildLogsQuery {
-    /// Lines per step, 1 to 2000; 200 by default.
-    #[param(minimum = 1, maximum = 2000)]
-    tail: Option<i64>,
-    /// Only the lines written at or after this time, in Unix seconds, as
-    /// for `getAppLogs`.
-    #[param(minimum = 0)]
-    since: Option<i64>,
-}
-
 /// Build logs
 ///
 /// The output of the build's steps (the containers of its pod, in the order
@@ -266,18 +253,18 @@ struct BuildLogsQuery {
 #[utoipa::path(
     get,
     path = "/api/v1/projects/{project}/environments/{environment}/apps/{app}/builds/{build}/logs",
-    params(BuildPath, BuildLogsQuery),
+    params(BuildPath, TailQuery),
     responses((status = 200, description = "One entry per step.", body = Vec<LogEntry>)),
 )]
 async fn get_build_logs(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<BuildPath>,
-    QueryParams(query): QueryParams<BuildLogsQuery>,
+    QueryParams(query): QueryParams<TailQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     let path = build_path(path);
     // getAppLogs' bounds, checked by its query's rules.
-    let window = LogWindow::new(query.tail, false, query.since)?;
+    let window = query.window()?;
     let client = state.cluster.client().await?;
     Ok(Json(
         service::logs(&client, &caller, &path.app_path(), path.build, window).await?,
