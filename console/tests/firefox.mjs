@@ -31,7 +31,14 @@ try {
     }
   });
   await page.goto(`${BASE}/projects/shop/environments/staging/apps/web`);
-  await page.waitForFunction(() => document.querySelector("h1")?.textContent === "Sign in to Berth");
+  // The redirect to /signin done and its content focused (router.tsx), so
+  // that the focus moved to the field below stays there.
+  await page.waitForFunction(
+    () =>
+      location.pathname === "/signin" &&
+      document.querySelector("h1")?.textContent === "Sign in to Berth" &&
+      document.activeElement?.id === "main",
+  );
   await page.focus("input[type=email]");
   await page.keyboard.type(process.env.BERTH_ADMIN_EMAIL);
   await page.keyboard.press("Tab");
