@@ -53,8 +53,10 @@ STATE_RULES = {
     "rollbackApp": [r"revision:"],
     # The target environment: another of the same project.
     "promoteApp": [r"environment:"],
-    # The app's scheduled processes.
+    # The app's scheduled processes; the app's processes, whose size a
+    # one-off command takes.
     "runApp": [r"process:"],
+    "runCommand": [r"process:"],
     # The template's variables, and what its apps need of the environment.
     "deployTemplate": [r"env\.", r"name:"],
     # Whether the app has a source to build.
