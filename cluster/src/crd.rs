@@ -466,15 +466,6 @@ pub enum CommandPhase {
 }
 
 impl CommandPhase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Pending => "pending",
-            Self::Running => "running",
-            Self::Succeeded => "succeeded",
-            Self::Failed => "failed",
-        }
-    }
-
     pub fn is_finished(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed)
     }

@@ -14,7 +14,6 @@ use kube::{Resource, ResourceExt};
 
 use super::operate::{LogSource, LogWindow, read_logs};
 use super::service;
-use crate::http::scope;
 use berth_cluster::apps::{self as cluster_apps, PodsOf};
 use berth_cluster::commands as cluster_commands;
 use berth_cluster::crd::{
@@ -44,10 +43,8 @@ pub struct NewCommand {
 }
 
 impl NewCommand {
-    /// The body, checked; its command is noted for the call's audit event
-    /// first ([`for_audit`]), so that a refused one is on record too.
+    /// The body, checked.
     pub fn parse(body: RunBody) -> Result<Self, ApiError> {
-        scope::audit_detail(&for_audit(&body.command));
         if body.command.is_empty() {
             return Err(ApiError::ValidationFailed(
                 "command: must name what to run (at least one argument)".into(),

@@ -2,9 +2,7 @@
 //! (`runCommand`), its output printed as it comes (followed as `logs
 //! --follow` follows, see [`follow`]) and its exit status made Berth's.
 
-use serde_json::json;
-
-use berth_records::apps::commands::{CommandRecord, CommandState};
+use berth_records::apps::commands::{CommandRecord, CommandState, RunBody};
 
 use super::Session;
 use super::follow::{self, MAX_TAIL, POLL};
@@ -22,10 +20,12 @@ pub struct OneOff {
 }
 
 pub fn run(session: &Session, app: &AppPath, one_off: OneOff) -> Result<()> {
-    let mut body = json!({ "command": one_off.command, "timeout_seconds": one_off.timeout });
-    if let Some(process) = &one_off.size_of {
-        body["process"] = json!(process);
-    }
+    let body = RunBody {
+        command: one_off.command,
+        process: one_off.size_of,
+        // Past i64, still past the bound: the API refuses it, saying which.
+        timeout_seconds: Some(i64::try_from(one_off.timeout).unwrap_or(i64::MAX)),
+    };
     let started: CommandRecord = session
         .api
         .post(&app.path(&["commands"]), &body)?

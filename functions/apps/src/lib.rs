@@ -480,6 +480,9 @@ async fn run_command(
     ApiError,
 > {
     let path = app_path(path);
+    // Noted before the body is checked, so that a refused command is on
+    // record too.
+    scope::audit_detail(&commands::for_audit(&body.command));
     let new = NewCommand::parse(body)?;
     let client = state.cluster.client().await?;
     let command = commands::run(&client, &caller, &path, new).await?;
