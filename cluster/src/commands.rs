@@ -22,7 +22,8 @@ pub async fn in_namespace(
     }
 }
 
-/// The commands of `app`, newest first.
+/// The commands of `app`, newest first (by the request's millisecond;
+/// the name only breaks a tie within one).
 pub fn of_app(commands: Vec<Command>, app: &App) -> Vec<Command> {
     let uid = app.uid().unwrap_or_default();
     let mut mine: Vec<Command> = commands
@@ -30,8 +31,8 @@ pub fn of_app(commands: Vec<Command>, app: &App) -> Vec<Command> {
         .filter(|command| command.spec.app_uid == uid)
         .collect();
     mine.sort_by(|a, b| {
-        b.creation_timestamp()
-            .cmp(&a.creation_timestamp())
+        (b.spec.requested_at, b.creation_timestamp())
+            .cmp(&(a.spec.requested_at, a.creation_timestamp()))
             .then_with(|| b.name_any().cmp(&a.name_any()))
     });
     mine
@@ -65,5 +66,47 @@ pub async fn create(client: &kube::Client, command: &Command) -> Result<Option<C
         Ok(made) => Ok(Some(made)),
         Err(error) if is_conflict(&error) => Ok(None),
         Err(error) => Err(error.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::CommandSpec;
+    use berth_domain::app::AppConfig;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn command(name: &str, requested_at: i64) -> Command {
+        let mut command = Command::new(
+            name,
+            CommandSpec {
+                app: "shop".into(),
+                app_uid: "uid-of-shop".into(),
+                command: vec!["true".into()],
+                process: "web".into(),
+                timeout_seconds: 60,
+                requested_at,
+            },
+        );
+        // Both made in the same second, as the apiserver records it.
+        command.metadata.creation_timestamp =
+            Some(Time("2026-11-29T17:00:00Z".parse().expect("a time")));
+        command
+    }
+
+    /// Two commands started within one second list newest first: the
+    /// apiserver's `creationTimestamp` cannot tell them apart, and their
+    /// random names must not decide.
+    #[test]
+    fn commands_of_one_second_list_newest_first() {
+        let mut app = App::test("shop", AppConfig::test(Vec::new()));
+        app.metadata.uid = Some("uid-of-shop".into());
+        let older = command("cmd-zzzzzzzzzzzz", 1_000);
+        let newer = command("cmd-aaaaaaaaaaaa", 1_400);
+        let names: Vec<String> = of_app(vec![older, newer], &app)
+            .iter()
+            .map(|command| command.name_any())
+            .collect();
+        assert_eq!(names, ["cmd-aaaaaaaaaaaa", "cmd-zzzzzzzzzzzz"]);
     }
 }

@@ -452,6 +452,11 @@ pub struct CommandSpec {
     pub process: String,
     /// The Job's `activeDeadlineSeconds`: the command is stopped then.
     pub timeout_seconds: i64,
+    /// When the API was asked to run it, in Unix milliseconds: the order of
+    /// the app's commands (`creationTimestamp` keeps only seconds, so two
+    /// commands started in one second would tie).
+    #[serde(default)]
+    pub requested_at: i64,
 }
 
 /// How a command goes (`pending` also when absent).

@@ -411,6 +411,7 @@ async fn a_command_of_another_app_of_the_name_runs_nothing() {
             command: vec!["true".into()],
             process: "web".into(),
             timeout_seconds: 60,
+            requested_at: 0,
         },
     );
     commands

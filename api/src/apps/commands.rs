@@ -175,6 +175,7 @@ pub async fn run(
             command: new.command,
             process,
             timeout_seconds: new.timeout_seconds,
+            requested_at: clock::unix_millis(),
         },
         status: None,
     };
