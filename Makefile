@@ -70,14 +70,14 @@ controller-image-context:
 	@scripts/controller-image.sh --context-only
 
 bench:
-	cargo build --release --locked --example bare_lambda --example bare_lambda_dynamodb
+	cargo build --release --locked -p berth-benches --example bare_lambda --example bare_lambda_dynamodb
 	for function in $(FUNCTIONS); do cargo build --release --locked -p berth-fn-$$function || exit 1; done
-	@scripts/with-dynamodb.sh cargo bench --locked --bench cold_start
-	@scripts/with-dynamodb.sh cargo bench --locked --bench requests
-	@scripts/with-dynamodb.sh cargo bench --locked --bench apps
-	@scripts/with-dynamodb.sh cargo bench --locked --bench audit_load
+	@scripts/with-dynamodb.sh cargo bench --locked -p berth-benches --bench cold_start
+	@scripts/with-dynamodb.sh cargo bench --locked -p berth-benches --bench requests
+	@scripts/with-dynamodb.sh cargo bench --locked -p berth-benches --bench apps
+	@scripts/with-dynamodb.sh cargo bench --locked -p berth-benches --bench audit_load
 	cargo build --release --locked -p berth-controller
-	cargo bench --locked --bench controller_scale
+	cargo bench --locked -p berth-benches --bench controller_scale
 
 lint:
 	cargo clippy --workspace --all-targets -- -D warnings

@@ -15,9 +15,9 @@
 //! refuses it (401, or 404 where the function does not serve the route) and
 //! audits the refusal (an `UpdateItem` and a `PutItem`), against DynamoDB
 //! Local over HTTP. Two baselines:
-//! - `bare lambda_http` (`examples/bare_lambda.rs`): one axum route answering
+//! - `bare lambda_http` (`benches/baselines/bare_lambda.rs`): one axum route answering
 //!   `ok`, nothing else; the start figures' ratios are to it.
-//! - `bare + SDK` (`examples/bare_lambda_dynamodb.rs`): lambda_http and the
+//! - `bare + SDK` (`benches/baselines/bare_lambda_dynamodb.rs`): lambda_http and the
 //!   stock AWS SDK client (`aws_config::load_defaults`) built at init, its
 //!   handler making the same three DynamoDB calls; the init + first request
 //!   ratios are to it.

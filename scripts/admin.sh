@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/local-env.sh
-cargo build --quiet --locked --bin berth-admin
+cargo build --quiet --locked -p berth-admin
 exec "${CARGO_TARGET_DIR:-target}/debug/berth-admin" "$@"

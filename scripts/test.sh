@@ -40,7 +40,7 @@ echo "== the binaries make dev starts"
 # conformance run starts the same binaries: built here, with the settings the
 # tests see (BERTH_TEST_KUBECONFIG above), so that their `cargo build` finds
 # them fresh.
-cargo build --locked -p berth-local -p berth-kube-standin -p berth-controller -p berth-cli --bins
+cargo build --locked -p berth-local -p berth-admin -p berth-kube-standin -p berth-controller -p berth-cli --bins
 # The stand-in records what Berth's two identities were let do; after the
 # run, every grant of their roles must have been used (least privilege).
 rbac_uses=$(mktemp -d)

@@ -5,16 +5,19 @@ use std::process::{Command, Output};
 use crate::support::{self, TestApp};
 
 fn admin(table: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args(args)
-        .env("BERTH_TABLE", table)
-        .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env_remove("AWS_PROFILE")
-        .output()
-        .expect("running berth-admin")
+    Command::new(crate::support::workspace_binary(
+        "berth-admin",
+        "berth-admin",
+    ))
+    .args(args)
+    .env("BERTH_TABLE", table)
+    .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
+    .env("AWS_REGION", "us-east-1")
+    .env("AWS_ACCESS_KEY_ID", "local")
+    .env("AWS_SECRET_ACCESS_KEY", "local")
+    .env_remove("AWS_PROFILE")
+    .output()
+    .expect("running berth-admin")
 }
 
 fn stdout(output: &Output) -> String {
@@ -215,13 +218,16 @@ fn admin_alone(vars: &[(&str, &str)], args: &[&str]) -> Output {
         uuid::Uuid::new_v4().simple()
     ));
     std::fs::create_dir_all(&home).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args(args)
-        .env_clear()
-        .env("HOME", &home)
-        .envs(vars.iter().copied())
-        .output()
-        .expect("running berth-admin");
+    let output = Command::new(crate::support::workspace_binary(
+        "berth-admin",
+        "berth-admin",
+    ))
+    .args(args)
+    .env_clear()
+    .env("HOME", &home)
+    .envs(vars.iter().copied())
+    .output()
+    .expect("running berth-admin");
     std::fs::remove_dir_all(&home).ok();
     output
 }
@@ -442,18 +448,21 @@ async fn logs_written_to_a_file_carry_no_colour_codes() {
         .port();
     let log = std::env::temp_dir().join(format!("berth-local-{port}.log"));
     let file = std::fs::File::create(&log).unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_berth-local"))
-        .env("BERTH_PORT", port.to_string())
-        .env("BERTH_TABLE", app.state.store.table())
-        .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env_remove("RUST_LOG")
-        .stdout(file.try_clone().unwrap())
-        .stderr(file)
-        .spawn()
-        .unwrap();
+    let mut server = Command::new(crate::support::workspace_binary(
+        "berth-local",
+        "berth-local",
+    ))
+    .env("BERTH_PORT", port.to_string())
+    .env("BERTH_TABLE", app.state.store.table())
+    .env("AWS_ENDPOINT_URL_DYNAMODB", support::dynamodb_endpoint())
+    .env("AWS_REGION", "us-east-1")
+    .env("AWS_ACCESS_KEY_ID", "local")
+    .env("AWS_SECRET_ACCESS_KEY", "local")
+    .env_remove("RUST_LOG")
+    .stdout(file.try_clone().unwrap())
+    .stderr(file)
+    .spawn()
+    .unwrap();
     support::eventually("berth-local logs a request", || async {
         use std::io::Write;
         if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {

@@ -3,38 +3,22 @@
 //! the test's own (`BERTH_CONFIG_DIR`) and its link in another (the
 //! current directory).
 //!
-//! The binary belongs to the `berth-cli` package, not to this test's, so
-//! cargo does not build it for this test: the first test to need it runs
-//! `cargo build -p berth-cli` on the tests' own target directory (a no-op
-//! under `make test`, which builds it first; see `make_dev.rs` for why a
-//! nested build waits for nobody).
+//! The binary belongs to the `berth-cli` package, not to this test's
+//! (`support::workspace_binary` builds it).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 
 use http::Method;
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
-use crate::controller_image::target_dir;
 use crate::support::kubelet::{end_pods, keep_pods_running};
 use crate::support::{Served, TestApp, TestUser, eventually, unique};
 
 /// The `berth` binary, built once per test run (the guide runs it too).
 pub fn binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let target = target_dir();
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--locked", "-p", "berth-cli", "--bin", "berth"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .env("CARGO_TARGET_DIR", &target)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the berth CLI");
-        target.join("debug").join("berth")
-    })
+    crate::support::workspace_binary("berth-cli", "berth")
 }
 
 /// One user's machine: a config directory and a working directory.

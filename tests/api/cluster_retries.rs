@@ -1,7 +1,7 @@
 //! What a real apiserver answers under load, played by the stand-in: a call
 //! that meets throttling (`429` with `Retry-After`), a busy server, a slow
 //! answer, a broken read or a conflict is carried through where another try
-//! is safe (`cluster/src/retry.rs`, and the read-modify-writes that
+//! is safe (`shared/cluster/src/retry.rs`, and the read-modify-writes that
 //! read again); what still fails at the request's deadline is a `503` within
 //! it, whose log line names the apiserver's reason. A slow namespace deletion
 //! still ends in a purge. These need the stand-in's knobs: built for a real

@@ -158,9 +158,12 @@ async fn every_command_of_the_clusters_deploy_works() {
         .arg(&shim)
         .status()
         .expect("chmod");
-    let admin_bin = Path::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .parent()
-        .expect("berth-admin's directory");
+    let admin_bin = Path::new(crate::support::workspace_binary(
+        "berth-admin",
+        "berth-admin",
+    ))
+    .parent()
+    .expect("berth-admin's directory");
     let target_dir = target_dir();
     let path = format!(
         "{}:{}:{}:{}",
@@ -189,7 +192,7 @@ async fn every_command_of_the_clusters_deploy_works() {
         ("APPS_DOMAIN", "apps.deploy.test".to_owned()),
         ("INSTALLATION", installation.clone()),
     ];
-    let clone = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let clone = Path::new(env!("BERTH_REPO"));
     // The section sets the registry: on a real cluster the run's other
     // tests wait meanwhile with theirs; a shared push credential one of them
     // left there is not this installation's.

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const ROOT: &str = env!("BERTH_REPO");
 
 /// The README's table: each crate (or `prefix-*`) and the crates it may use.
 fn allowed() -> Vec<(String, BTreeSet<String>)> {
@@ -103,7 +103,8 @@ fn every_crate_depends_only_on_the_layers_below_it() {
         let Some((_, uses)) = row_of(&rows, name) else {
             panic!("{name} has no row in the README's table of crates and their layers");
         };
-        if name == "berth-local" {
+        // The whole system in one process, and what runs it from outside.
+        if ["berth-local", "berth-tests", "berth-benches"].contains(&name) {
             continue;
         }
         for dependency in package["dependencies"].as_array().unwrap() {
@@ -176,7 +177,7 @@ fn the_controller_links_neither_dynamodb_nor_the_api_pipeline() {
     assert!(linked.contains("berth-cluster") && linked.contains("kube-client"));
 }
 
-/// The top-level modules of `berth-api` each file of `api/src` imports
+/// The top-level modules of `berth-api` each file of `shared/api/src` imports
 /// (`crate::x`, `use crate::{x, …}`), comments aside.
 fn api_imports() -> BTreeMap<String, BTreeSet<String>> {
     fn files(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
@@ -189,7 +190,7 @@ fn api_imports() -> BTreeMap<String, BTreeSet<String>> {
             }
         }
     }
-    let source = Path::new(ROOT).join("api/src");
+    let source = Path::new(ROOT).join("shared/api/src");
     let mut found = Vec::new();
     files(&source, &mut found);
     // What the crate root re-exports, by the module that defines it.
@@ -337,4 +338,63 @@ fn the_records_link_neither_axum_nor_dynamodb_nor_kube() {
         );
     }
     assert!(linked.contains("berth-domain") && linked.contains("utoipa"));
+}
+
+/// The layout the design names (`Cargo.toml, functions, shared, infra,
+/// template.yaml, tests, events` at the top): the common crates under
+/// `shared/`, one crate per function under `functions/`, no package at the
+/// root, and every crate's targets (its build script included) inside its
+/// own folder.
+#[test]
+fn every_crate_stands_where_the_design_puts_it() {
+    let root = Path::new(ROOT);
+    for entry in [
+        "Cargo.toml",
+        "functions",
+        "shared",
+        "infra",
+        "template.yaml",
+        "tests",
+        "events",
+    ] {
+        assert!(root.join(entry).exists(), "the top level has {entry}");
+    }
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(
+        !manifest.lines().any(|line| line.trim() == "[package]"),
+        "the root manifest is the workspace's alone"
+    );
+    let metadata = metadata(true);
+    let mut misplaced = Vec::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let folder = Path::new(package["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .strip_prefix(root.canonicalize().unwrap())
+            .unwrap()
+            .to_path_buf();
+        let expected = match name {
+            "berth-domain"
+            | "berth-records"
+            | "berth-cluster"
+            | "berth-store"
+            | "berth-api"
+            | "berth-console-serve" => Some("shared"),
+            function if function.starts_with("berth-fn-") => Some("functions"),
+            _ => None,
+        };
+        if let Some(expected) = expected
+            && folder.parent() != Some(Path::new(expected))
+        {
+            misplaced.push(format!("{name} is in {}", folder.display()));
+        }
+        for target in package["targets"].as_array().unwrap() {
+            let source = Path::new(target["src_path"].as_str().unwrap());
+            if !source.starts_with(root.canonicalize().unwrap().join(&folder)) {
+                misplaced.push(format!("{name}'s target {}", source.display()));
+            }
+        }
+    }
+    assert!(misplaced.is_empty(), "{misplaced:?}");
 }

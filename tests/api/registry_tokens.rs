@@ -66,17 +66,20 @@ fn signing_key(dir: &Path, name: &str) -> SigningKey {
     );
     let source = format!("file:{}", key.display());
     let pem = stdout_of(
-        Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-            .args([
-                "registry",
-                "certificate",
-                "--signing-key",
-                &source,
-                "--days",
-                "2",
-            ])
-            .env_clear()
-            .env("HOME", dir),
+        Command::new(crate::support::workspace_binary(
+            "berth-admin",
+            "berth-admin",
+        ))
+        .args([
+            "registry",
+            "certificate",
+            "--signing-key",
+            &source,
+            "--days",
+            "2",
+        ])
+        .env_clear()
+        .env("HOME", dir),
     );
     let certificate = dir.join(format!("{name}.cert.pem"));
     std::fs::write(&certificate, format!("{pem}\n")).expect("the certificate");
@@ -946,22 +949,25 @@ async fn the_token_service_answers_as_the_scheme_says_and_audits_without_drownin
 /// kubeconfig at `kubeconfig` and `input` on standard input.
 fn berth_admin(app: &TestApp, args: &[&str], input: &str) -> std::process::Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args(args)
-        .env("BERTH_TABLE", app.state.store.table())
-        .env(
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            crate::support::dynamodb_endpoint(),
-        )
-        .env("AWS_REGION", "us-east-1")
-        .env("AWS_ACCESS_KEY_ID", "local")
-        .env("AWS_SECRET_ACCESS_KEY", "local")
-        .env_remove("AWS_PROFILE")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("berth-admin runs");
+    let mut child = Command::new(crate::support::workspace_binary(
+        "berth-admin",
+        "berth-admin",
+    ))
+    .args(args)
+    .env("BERTH_TABLE", app.state.store.table())
+    .env(
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        crate::support::dynamodb_endpoint(),
+    )
+    .env("AWS_REGION", "us-east-1")
+    .env("AWS_ACCESS_KEY_ID", "local")
+    .env("AWS_SECRET_ACCESS_KEY", "local")
+    .env_remove("AWS_PROFILE")
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("berth-admin runs");
     child
         .stdin
         .take()
@@ -1251,18 +1257,21 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
     let source = format!("kms:{key_id}");
     let dir = scratch("berth-registry-kms");
     let pem = stdout_of(
-        Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-            .args([
-                "registry",
-                "certificate",
-                "--signing-key",
-                &source,
-                "--days",
-                "2",
-            ])
-            .env_clear()
-            .env("HOME", &dir)
-            .envs(kms.env()),
+        Command::new(crate::support::workspace_binary(
+            "berth-admin",
+            "berth-admin",
+        ))
+        .args([
+            "registry",
+            "certificate",
+            "--signing-key",
+            &source,
+            "--days",
+            "2",
+        ])
+        .env_clear()
+        .env("HOME", &dir)
+        .envs(kms.env()),
     );
     let certificate = dir.join("kms.cert.pem");
     std::fs::write(&certificate, format!("{pem}\n")).expect("the certificate");
@@ -1278,18 +1287,21 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
         .key_metadata
         .expect("its metadata")
         .key_id;
-    let refused_key = Command::new(env!("CARGO_BIN_EXE_berth-admin"))
-        .args([
-            "registry",
-            "certificate",
-            "--signing-key",
-            &format!("kms:{p384}"),
-        ])
-        .env_clear()
-        .env("HOME", &dir)
-        .envs(kms.env())
-        .output()
-        .expect("berth-admin runs");
+    let refused_key = Command::new(crate::support::workspace_binary(
+        "berth-admin",
+        "berth-admin",
+    ))
+    .args([
+        "registry",
+        "certificate",
+        "--signing-key",
+        &format!("kms:{p384}"),
+    ])
+    .env_clear()
+    .env("HOME", &dir)
+    .envs(kms.env())
+    .output()
+    .expect("berth-admin runs");
     assert!(!refused_key.status.success());
     assert!(
         said(&refused_key).contains("its key spec must be ECC_NIST_P256"),
@@ -1301,23 +1313,26 @@ async fn a_kms_key_signs_tokens_the_registry_trusts() {
     let app = TestApp::with_cluster().await;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_berth-local"))
-        .env_clear()
-        .env("HOME", &dir)
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("BERTH_PORT", port.to_string())
-        .env("BERTH_TABLE", app.state.store.table())
-        .env(
-            "AWS_ENDPOINT_URL_DYNAMODB",
-            crate::support::dynamodb_endpoint(),
-        )
-        .env("BERTH_PUBLIC_URL", &url)
-        .env("BERTH_REGISTRY_SIGNING_KEY", &source)
-        .envs(kms.env())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("berth-local starts");
+    let mut server = Command::new(crate::support::workspace_binary(
+        "berth-local",
+        "berth-local",
+    ))
+    .env_clear()
+    .env("HOME", &dir)
+    .env("PATH", std::env::var("PATH").unwrap_or_default())
+    .env("BERTH_PORT", port.to_string())
+    .env("BERTH_TABLE", app.state.store.table())
+    .env(
+        "AWS_ENDPOINT_URL_DYNAMODB",
+        crate::support::dynamodb_endpoint(),
+    )
+    .env("BERTH_PUBLIC_URL", &url)
+    .env("BERTH_REGISTRY_SIGNING_KEY", &source)
+    .envs(kms.env())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .expect("berth-local starts");
     eventually("berth-local answers", || async {
         tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -1447,8 +1462,7 @@ async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
     };
 
     let document: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json"))
-            .unwrap(),
+        &std::fs::read_to_string(concat!(env!("BERTH_REPO"), "/openapi/openapi.json")).unwrap(),
     )
     .unwrap();
     let mut calls = 0;

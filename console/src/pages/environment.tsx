@@ -10,7 +10,7 @@ type EnvProps = { project: string; environment: string };
 const APP = "/api/v1/projects/{project}/environments/{environment}/apps/{app}" as const;
 
 // What an environment's quota holds it to when it names no storage or
-// number of volumes (cluster/src/quota.rs, applied by the controller's
+// number of volumes (shared/cluster/src/quota.rs, applied by the controller's
 // `berth-quota`): the record carries only what was asked for.
 const DEFAULT_STORAGE = "1Ti";
 const DEFAULT_VOLUMES = 20;

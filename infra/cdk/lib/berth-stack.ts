@@ -193,7 +193,7 @@ export class BerthStack extends Stack {
         "The operator's own hostnames, comma-separated, BERTH_RESERVED_DOMAINS: no custom domain may be one or fall under one. Empty if there are none.",
     });
 
-    // The one table (store/src/schema.rs defines the same shape for local use).
+    // The one table (shared/store/src/schema.rs defines the same shape for local use).
     const table = new Table(this, 'Table', {
       tableName: tableName.valueAsString,
       partitionKey: { name: 'pk', type: AttributeType.STRING },

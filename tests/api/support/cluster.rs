@@ -98,7 +98,7 @@ pub const LEASE_DURATION_SECONDS: u64 = 6;
 
 /// Point the cluster tests at a real cluster instead: they must pass there
 /// too. The fault tests, which need the stand-in's knobs, are then built as
-/// ignored (`build.rs` sets `berth_real_cluster`) and reported as such.
+/// ignored (`tests/build.rs` sets `berth_real_cluster`) and reported as such.
 pub const REAL_CLUSTER_ENV: &str = "BERTH_TEST_KUBECONFIG";
 
 /// Bound on connecting and on each request of the tests' clients.

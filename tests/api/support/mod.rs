@@ -12,7 +12,10 @@ pub mod logs;
 pub mod registry;
 pub mod store_faults;
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Mutex;
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use axum::Router;
@@ -238,7 +241,7 @@ impl TestApp {
     }
 
     /// The stand-in's knobs. Only the fault tests use them, and those are
-    /// ignored when built for a real cluster (`build.rs`), so a test that gets
+    /// ignored when built for a real cluster (`tests/build.rs`), so a test that gets
     /// here runs on the stand-in.
     pub fn standin(&self) -> &berth_kube_standin::StandIn {
         self.cluster().standin.as_ref().expect(
@@ -744,4 +747,31 @@ impl TestResponse {
         let value = cookie.strip_prefix("berth_session=")?.split(';').next()?;
         (!value.is_empty()).then(|| value.to_owned())
     }
+}
+
+/// A binary of another package of the workspace (`berth`, `berth-admin`,
+/// `berth-local`), built once per test run. Cargo builds only this
+/// package's targets for its tests, so the first test to need one runs
+/// `cargo build -p PACKAGE --bin BIN` on the tests' own target directory (a
+/// no-op under `make test`, which builds them first; see `make_dev.rs` for
+/// why a nested build waits for nobody).
+pub fn workspace_binary(package: &str, bin: &str) -> &'static Path {
+    static BUILT: Mutex<BTreeMap<String, &'static Path>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(path) = built.get(bin) {
+        return path;
+    }
+    let target = crate::controller_image::target_dir();
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--locked", "-p", package, "--bin", bin])
+        .current_dir(env!("BERTH_REPO"))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building {bin} ({package})");
+    let path: &'static Path = Box::leak(target.join("debug").join(bin).into_boxed_path());
+    built.insert(bin.to_owned(), path);
+    path
 }

@@ -91,7 +91,7 @@ impl TestEnv {
 
     /// For tests of the stand-in's own knobs, which a real cluster does not
     /// have: such tests are marked `#[cfg_attr(berth_real_cluster, ignore =
-    /// "…")]` (see the workspace's `build.rs`), so they are reported skipped
+    /// "…")]` (see this package's `build.rs`), so they are reported skipped
     /// there, never passed.
     pub async fn standin_only() -> TestEnv {
         Self::standin_only_with(StandInConfig::default()).await

@@ -1,5 +1,5 @@
 //! The template catalogue: ready-made apps that ship with the code (one data
-//! file each in `api/templates/`), and deploying one into an environment:
+//! file each in `shared/api/templates/`), and deploying one into an environment:
 //! its generated values into a secret, then the app, all or nothing.
 
 use std::collections::BTreeMap;
