@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use serde::Deserialize;
 
 use berth_api::AppState;
@@ -12,7 +12,7 @@ use berth_api::apps::commands::{self, NewCommand};
 use berth_api::apps::hosts::HostRules;
 use berth_api::apps::operate::{self, LogQuery, LogWindow, TailQuery};
 use berth_api::apps::service;
-use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::{AppName, EnvironmentName};
 use berth_domain::paths::{AppPath, CommandPath, EnvironmentPath};
@@ -143,14 +143,7 @@ async fn create_app(
     caller: Caller,
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
     JsonBody(body): JsonBody<CreateBody>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<AppRecord>,
-    ),
-    ApiError,
-> {
+) -> Result<Created<AppRecord>, ApiError> {
     if let Ok(name) = AppName::parse(&body.name) {
         scope::audit_target("app", &name);
     }
@@ -168,11 +161,7 @@ async fn create_app(
         "/api/v1/projects/{}/environments/{}/apps/{}",
         environment.project, environment.environment, created.name
     );
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(created),
-    ))
+    Ok(Created::at(location, created))
 }
 
 /// Get an app
@@ -416,12 +405,11 @@ async fn restart_app(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<(StatusCode, Json<AppRecord>), ApiError> {
+) -> Result<Accepted<AppRecord>, ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(operate::restart(&client, &caller, &path).await?),
+    Ok(Accepted::new(
+        operate::restart(&client, &caller, &path).await?,
     ))
 }
 
@@ -442,12 +430,12 @@ async fn run_app(
     caller: Caller,
     ObjectPath(path): ObjectPath<AppPath>,
     body: Option<JsonBody<RunBody>>,
-) -> Result<(StatusCode, Json<RunAnswer>), ApiError> {
+) -> Result<Accepted<RunAnswer>, ApiError> {
     let path = app_path(path);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let client = state.cluster.client().await?;
     let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
-    Ok((StatusCode::ACCEPTED, Json(RunAnswer { job })))
+    Ok(Accepted::new(RunAnswer { job }))
 }
 
 /// Run a command
@@ -471,14 +459,7 @@ async fn run_command(
     caller: Caller,
     ObjectPath(path): ObjectPath<AppPath>,
     JsonBody(body): JsonBody<CommandBody>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<CommandRecord>,
-    ),
-    ApiError,
-> {
+) -> Result<Accepted<CommandRecord>, ApiError> {
     let path = app_path(path);
     // Noted before the body is checked, so that a refused command is on
     // record too.
@@ -490,11 +471,7 @@ async fn run_command(
         "/api/v1/projects/{}/environments/{}/apps/{}/commands/{}",
         path.project, path.environment, path.app, command.name
     );
-    Ok((
-        StatusCode::ACCEPTED,
-        [(header::LOCATION, location)],
-        Json(command),
-    ))
+    Ok(Accepted::at(location, command))
 }
 
 /// List commands

@@ -7,14 +7,13 @@ mod webhooks;
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
 use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::apps::operate::TailQuery;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
-use berth_api::http::{Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::http::{Accepted, Caller, JsonBody, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::MAX_DELIVERY_BYTES;
 use berth_domain::git::GitRef;
@@ -114,14 +113,7 @@ async fn create_build(
     caller: Caller,
     ObjectPath(path): ObjectPath<AppPath>,
     body: Option<JsonBody<CreateBuildBody>>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<BuildRecord>,
-    ),
-    ApiError,
-> {
+) -> Result<Accepted<BuildRecord>, ApiError> {
     let path = app_path(path);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let requested_ref = body
@@ -144,11 +136,7 @@ async fn create_build(
         "/api/v1/projects/{}/environments/{}/apps/{}/builds/{}",
         path.project, path.environment, path.app, build.id
     );
-    Ok((
-        StatusCode::ACCEPTED,
-        [(header::LOCATION, location)],
-        Json(build),
-    ))
+    Ok(Accepted::at(location, build))
 }
 
 /// Cancel a build
@@ -170,11 +158,11 @@ async fn cancel_build(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<BuildPath>,
-) -> Result<(StatusCode, Json<BuildRecord>), ApiError> {
+) -> Result<Accepted<BuildRecord>, ApiError> {
     let path = build_path(path);
     let client = state.cluster.client().await?;
     let build = service::cancel(&client, &caller, &path.app_path(), path.build).await?;
-    Ok((StatusCode::ACCEPTED, Json(build)))
+    Ok(Accepted::new(build))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use berth_api::AppState;
-use berth_api::http::{Caller, ObjectPath};
+use berth_api::http::{Accepted, Caller, Created, ObjectPath};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::{self, Received};
 use berth_domain::ApiError;
@@ -64,11 +64,11 @@ pub async fn create_webhook(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<(StatusCode, Json<CreatedWebhook>), ApiError> {
+) -> Result<Created<CreatedWebhook>, ApiError> {
     let path = app_path(path);
     let client = state.cluster.client().await?;
     let created = service::create(&state.store, &client, &caller, &path).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok(Created::new(created))
 }
 
 /// Get an app's webhook
@@ -161,7 +161,7 @@ pub async fn receive_webhook(
             Received::Ignored(ignored) => {
                 (StatusCode::OK, Json(IgnoredDelivery { ignored })).into_response()
             }
-            Received::Started(build) => (StatusCode::ACCEPTED, Json(build)).into_response(),
+            Received::Started(build) => Accepted::new(build).into_response(),
         },
     )
 }

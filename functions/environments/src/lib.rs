@@ -2,11 +2,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
 
 use berth_api::AppState;
 use berth_api::environments::{self, NewEnvironment};
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::EnvironmentName;
 use berth_domain::paths::{EnvironmentPath, ProjectPath};
@@ -81,14 +80,7 @@ async fn create_environment(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<CreateBody>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<EnvironmentRecord>,
-    ),
-    ApiError,
-> {
+) -> Result<Created<EnvironmentRecord>, ApiError> {
     if let Ok(environment) = EnvironmentName::parse(&body.name) {
         audit_environment(&EnvironmentPath {
             project: project.clone(),
@@ -104,11 +96,7 @@ async fn create_environment(
     let client = state.cluster.client().await?;
     let created = environments::create(&client, &caller.user.org, new).await?;
     let location = format!("/api/v1/projects/{project}/environments/{}", created.name);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(created),
-    ))
+    Ok(Created::at(location, created))
 }
 
 /// Get an environment
@@ -149,7 +137,7 @@ async fn delete_environment(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(path): ObjectPath<EnvironmentPath>,
-) -> Result<(StatusCode, Json<EnvironmentRecord>), ApiError> {
+) -> Result<Accepted<EnvironmentRecord>, ApiError> {
     audit_environment(&path);
     let client = state.cluster.client().await?;
     let deleted = environments::delete(
@@ -160,7 +148,7 @@ async fn delete_environment(
         state.config.production_grace,
     )
     .await?;
-    Ok((StatusCode::ACCEPTED, Json(deleted)))
+    Ok(Accepted::new(deleted))
 }
 
 /// Restore a deleted environment

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_domain::paths::MemberPath;
 use berth_domain::{ApiError, Operation, Role};
 use berth_records::members::{Invitation, RoleChange};
@@ -76,12 +76,12 @@ async fn invite_member(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<Invitation>,
-) -> Result<(StatusCode, Json<NewMember>), ApiError> {
+) -> Result<Created<NewMember>, ApiError> {
     let role = parse_role(&body.role)?;
     let invited =
         members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
     scope::audit_target("member", &invited.member);
-    Ok((StatusCode::CREATED, Json(invited)))
+    Ok(Created::new(invited))
 }
 
 /// Change a member's role

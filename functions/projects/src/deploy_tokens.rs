@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::projects;
 use berth_domain::ApiError;
 use berth_domain::paths::{DeployTokenPath, ProjectPath};
@@ -55,13 +55,13 @@ pub async fn create_deploy_token(
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<NewDeployToken>,
-) -> Result<(StatusCode, Json<CreatedDeployToken>), ApiError> {
+) -> Result<Created<CreatedDeployToken>, ApiError> {
     scope::audit_target("deploy-token", &body.name);
     refuse_deploy_tokens(&caller)?;
     let client = state.cluster.client().await?;
     let project = projects::identify(&client, &caller.user.org, &project).await?;
     let created = deploy_tokens::create(&state.store, &caller, project.granted(), body).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok(Created::new(created))
 }
 
 /// Revoke a deploy token

@@ -12,10 +12,9 @@ use members::*;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::projects::{self, NewProject};
 use berth_domain::names::ProjectName;
@@ -97,14 +96,7 @@ async fn create_project(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<CreateBody>,
-) -> Result<
-    (
-        StatusCode,
-        [(header::HeaderName, String); 1],
-        Json<ProjectRecord>,
-    ),
-    ApiError,
-> {
+) -> Result<Created<ProjectRecord>, ApiError> {
     if let Ok(name) = ProjectName::parse(&body.name) {
         scope::audit_target("project", &name);
     }
@@ -118,11 +110,7 @@ async fn create_project(
     let created = projects::create(&client, &caller.user.org, new).await?;
     scope::audit_project(&created.name);
     let location = format!("/api/v1/projects/{}", created.name);
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(created),
-    ))
+    Ok(Created::at(location, created))
 }
 
 /// Get a project
@@ -158,13 +146,13 @@ async fn delete_project(
     State(state): State<AppState>,
     caller: Caller,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
-) -> Result<(StatusCode, Json<ProjectRecord>), ApiError> {
+) -> Result<Accepted<ProjectRecord>, ApiError> {
     scope::audit_target("project", &project);
     let client = state.cluster.client().await?;
     let identity = projects::identify(&client, &caller.user.org, &project).await?;
     let deleted = projects::delete(&client, &caller.user.org, &project).await?;
     forget(&state, &caller, &identity).await;
-    Ok((StatusCode::ACCEPTED, Json(deleted)))
+    Ok(Accepted::new(deleted))
 }
 
 /// Tidies away what named a deleted project: its members' roles and its

@@ -7,18 +7,15 @@
 //! function's log, one line each. Denials are audited one by one.
 //!
 //! Which grant is the hour's first is decided once across all instances by
-//! a conditional put of `REGGRANT#{user}`/`HOUR#{hour}` (with the table's
-//! TTL, two hours); an instance remembers the hours it has seen, so it
-//! writes that item at most once per credential and hour.
+//! the store (`berth_store::registry_grants`, a record the table's TTL
+//! removes after two hours); an instance remembers the hours it has seen, so
+//! it asks at most once per credential and hour.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use aws_sdk_dynamodb::types::AttributeValue;
-
 use berth_domain::clock;
-use berth_store as store;
-use berth_store::{Store, keys};
+use berth_store::Store;
 
 /// Whether this grant is `username`'s first of the current hour (and so
 /// gets an audit event). When the store cannot say, it is treated as the
@@ -36,21 +33,10 @@ pub async fn first_of_the_hour(store: &Store, username: &str) -> bool {
         seen.retain(|(_, h)| *h == hour);
         seen.insert(key);
     }
-    let put = store
-        .client()
-        .put_item()
-        .table_name(store.table())
-        .item(keys::PK, store::s(format!("REGGRANT#{username}")))
-        .item(keys::SK, store::s(format!("HOUR#{hour}")))
-        .item(keys::TTL, AttributeValue::N((now + 7200).to_string()))
-        .condition_expression("attribute_not_exists(pk)")
-        .send()
-        .await;
-    match put {
-        Ok(_) => true,
-        Err(error) if store::is_condition_failure(&error) => false,
+    match berth_store::registry_grants::first_of_hour(store, username, hour, now + 7200).await {
+        Ok(first) => first,
         Err(error) => {
-            tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error),
+            tracing::warn!(error = %error,
                 "could not tell whether a registry grant is its hour's first; auditing it");
             true
         }

@@ -3,13 +3,13 @@
 
 use axum::Json;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde_json::Value;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome};
 use berth_domain::paths::{EnvironmentPath, SecretPath};
@@ -106,12 +106,7 @@ async fn put_secret(
                 "/api/v1/projects/{}/environments/{}/secrets/{}",
                 path.project, path.environment, answer.secret.name
             );
-            (
-                StatusCode::CREATED,
-                [(header::LOCATION, location)],
-                Json(answer),
-            )
-                .into_response()
+            Created::at(location, answer).into_response()
         }
         (PutOutcome::Replaced, answer) => Json(answer).into_response(),
     })

@@ -3,11 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
 
 use berth_api::AppState;
 use berth_api::apps::hosts::HostRules;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::templates;
 use berth_domain::paths::TemplatePath;
@@ -89,7 +88,7 @@ async fn deploy_template(
     caller: Caller,
     ObjectPath(path): ObjectPath<TemplatePath>,
     body: Option<JsonBody<DeployBody>>,
-) -> Result<(StatusCode, Json<Deployed>), ApiError> {
+) -> Result<Created<Deployed>, ApiError> {
     scope::audit_target("template", &path.template);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let client = state.cluster.client().await?;
@@ -102,5 +101,5 @@ async fn deploy_template(
         body,
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(deployed)))
+    Ok(Created::new(deployed))
 }

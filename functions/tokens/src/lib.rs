@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
+use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_domain::paths::TokenPath;
 use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
@@ -55,7 +55,7 @@ async fn create_token(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<NewToken>,
-) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
+) -> Result<Created<CreatedToken>, ApiError> {
     if let Some(own) = caller.ceiling
         && !own.covers(body.ceiling)
     {
@@ -97,7 +97,7 @@ async fn create_token(
     )
     .await?;
     scope::audit_target("token", &created.record);
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok(Created::new(created))
 }
 
 /// Revoke an API token

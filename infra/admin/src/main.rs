@@ -429,230 +429,290 @@ async fn set_registry(
     Ok(())
 }
 
+/// One command, against the table (and the cluster where it needs one):
+/// each is a function of its own below.
 async fn run(
     command: Command,
     state: &AppState,
     registry_input: Option<RegistryInput>,
 ) -> Result<(), CommandError> {
-    let table = state.store.table();
     match command {
-        Command::CreateTable => match schema::create_table(state.store.client(), table).await? {
-            TableCreation::Created => println!("created table {table}"),
-            TableCreation::AlreadyExisted => println!("table {table} already exists"),
-        },
+        Command::CreateTable => create_table(state).await,
         Command::Audit {
             command: AuditCommand::Replay { log },
-        } => {
-            let text = if log.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin())
-            } else {
-                std::fs::read_to_string(&log)
-            }
-            .map_err(|error| unreadable(&log, error))?;
-            let stored = state.audit.replay(&text).await?;
-            println!("stored {stored} audit events");
-        }
+        } => replay_audit(state, &log).await,
         Command::Domains {
             command: DomainsCommand::Verify { hostname, org },
-        } => {
-            let hostname = Hostname::parse(&hostname)
-                .map_err(|error| ApiError::ValidationFailed(format!("hostname: {error}")))?;
-            let org = OrgName::parse(&org)
-                .map_err(|error| ApiError::ValidationFailed(format!("--org: {error}")))?;
-            let exists = state
-                .store
-                .get(berth_store::key(keys::org(org.as_str()), keys::ORG_SK))
-                .await?;
-            if exists.is_none() {
-                return Err(ApiError::ValidationFailed(format!("no organization {org}")).into());
-            }
-            // The App is updated now when the cluster can be reached; else
-            // at the app's next write or the next sweep.
-            let client = state.cluster.client().await.ok();
-            proofs::verify_by_operator(
-                &state.store,
-                client.as_ref(),
-                org.as_str(),
-                hostname.as_str(),
-            )
-            .await?;
-            let call = Call {
-                actor_kind: ActorKind::Operator,
-                actor: Some("berth-admin domains verify".to_owned()),
-                action: berth_domain::operation::VERIFY_DOMAIN,
-                target_kind: Some("domain".to_owned()),
-                target: Some(hostname.to_string()),
-                status: 200,
-                ip: None,
-                request_id: uuid::Uuid::new_v4().to_string(),
-                project: None,
-                detail: None,
-            };
-            state.audit.record(org.as_str(), &call).await;
-            println!("{hostname} is verified for {org}");
-        }
-        Command::Bootstrap { org, email, json } => {
-            let owner = members::bootstrap(&state.store, &org, &email).await?;
-            if json {
-                let shown = serde_json::json!({
-                    "email": owner.member.email,
-                    "temporary_password": owner.temporary_password,
-                });
-                println!("{shown}");
-            } else {
-                println!(
-                    "organization {org} created with owner {}",
-                    owner.member.email
-                );
-                println!(
-                    "temporary password (shown once; change it at first sign-in): {}",
-                    owner.temporary_password
-                );
-            }
-        }
-        Command::Cluster {
-            command:
-                ClusterCommand::Set {
-                    kubeconfig,
-                    context,
-                    service_account,
-                    token_duration,
-                },
-        } => {
-            let yaml = std::fs::read_to_string(&kubeconfig)
-                .map_err(|error| unreadable(&kubeconfig, error))?;
-            let Some(account) = service_account else {
-                let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await?;
-                println!(
-                    "stored kubeconfig: context {}, cluster {} at {}",
-                    summary.context, summary.cluster, summary.server
-                );
-                return Ok(());
-            };
-            let made = service_account::service_account_kubeconfig(
-                &yaml,
-                context.as_deref(),
-                &account,
+        } => verify_domain(state, &hostname, &org).await,
+        Command::Bootstrap { org, email, json } => bootstrap(state, &org, &email, json).await,
+        Command::Cluster { command } => match command {
+            ClusterCommand::Set {
+                kubeconfig,
+                context,
+                service_account,
                 token_duration,
-                state.config.cluster_timeout,
-            )
-            .await?;
-            // Stored only if the account is held to what Berth owns (the
-            // admission policy of infra/k8s is in force).
-            let as_account = berth_api::access::client_from_kubeconfig(
-                &made.yaml,
-                None,
-                state.config.cluster_timeout,
-            )
-            .await?;
-            install::require_confinement(&as_account).await?;
-            let summary = kubeconfig::store_kubeconfig(&state.store, made.yaml, None).await?;
-            println!(
-                "stored kubeconfig of service account {account}: cluster {} at {}",
-                summary.cluster, summary.server
-            );
-            println!(
-                "its token expires at {}: run this command again before then to renew it",
-                made.expires_at
-            );
-        }
-        Command::Cluster {
-            command: ClusterCommand::Show,
-        } => match kubeconfig::load(&state.store).await? {
-            None => println!("no kubeconfig stored"),
-            Some(stored) => {
-                let summary = kubeconfig::summary(&stored)?;
-                println!("context:    {}", summary.context);
-                println!("cluster:    {}", summary.cluster);
-                println!("server:     {}", summary.server);
-                println!("updated at: {}", summary.updated_at);
+            } => set_cluster(state, &kubeconfig, context, service_account, token_duration).await,
+            ClusterCommand::Show => show_cluster(state).await,
+            ClusterCommand::Install {
+                kubeconfig,
+                context,
+            } => install_cluster(state, &kubeconfig, context.as_deref()).await,
+            ClusterCommand::Clear => clear_cluster(state).await,
+        },
+        Command::Registry { command } => match command {
+            RegistryCommand::Set {
+                kubeconfig,
+                context,
+                forget_shared,
+                ..
+            } => {
+                let input = registry_input.ok_or_else(|| {
+                    CommandError::Unreadable("the registry's settings were not read".into())
+                })?;
+                set_registry(state, input, &kubeconfig, context, forget_shared).await
+            }
+            RegistryCommand::Status {
+                kubeconfig,
+                context,
+            } => registry_status(state, &kubeconfig, context.as_deref()).await,
+            RegistryCommand::Certificate { signing_key, days } => {
+                registry_certificate(state, signing_key, days).await
             }
         },
-        Command::Cluster {
-            command:
-                ClusterCommand::Install {
-                    kubeconfig,
-                    context,
-                },
-        } => {
-            let client = administrator(&kubeconfig, context.as_deref(), state).await?;
-            // Nothing without the admission policy's API: Berth's identities
-            // would not be held to what Berth owns.
-            install::require_admission_policies(&client).await?;
-            for name in install::install_crds(&client).await? {
-                println!("installed CRD {name}");
-            }
-        }
-        Command::Registry {
-            command:
-                RegistryCommand::Set {
-                    kubeconfig,
-                    context,
-                    forget_shared,
-                    ..
-                },
-        } => {
-            let input = registry_input.ok_or_else(|| {
-                CommandError::Unreadable("the registry's settings were not read".into())
-            })?;
-            set_registry(state, input, &kubeconfig, context, forget_shared).await?;
-        }
-        Command::Registry {
-            command:
-                RegistryCommand::Status {
-                    kubeconfig,
-                    context,
-                },
-        } => {
-            let client = administrator(&kubeconfig, context.as_deref(), state).await?;
-            let status = registry::status(&client).await?;
-            match &status.registry {
-                Some(registry) => println!(
-                    "registry:     {} ({}), credentials {}",
-                    registry.prefix,
-                    registry.server,
-                    registry.credentials.as_str()
-                ),
-                None => println!("registry:     not set"),
-            }
-            println!(
-                "environments: {} of {} have their own pull credential",
-                status.environments_with_own, status.environments
-            );
-            for name in &status.waiting {
-                println!("  waiting:    {name}");
-            }
-        }
-        Command::Registry {
-            command: RegistryCommand::Certificate { signing_key, days },
-        } => {
-            let source = signing_key
-                .or_else(|| state.config.registry_signing_key.clone())
-                .ok_or_else(|| {
-                    CommandError::Unreadable(
-                        "name the signing key: --signing-key kms:KEY|file:PATH, or BERTH_REGISTRY_SIGNING_KEY"
-                            .into(),
-                    )
-                })?;
-            let source = signing::KeySource::parse(&source).map_err(CommandError::Unreadable)?;
-            let signer = signing::Signer::load(&source)
-                .await
-                .map_err(|error| CommandError::Unreadable(error.to_string()))?;
-            let pem = signing::certificate(&signer, "Berth registry token service", days)
-                .await
-                .map_err(CommandError::Unreadable)?;
-            print!("{pem}");
-            eprintln!("key id (the tokens' kid): {}", signer.key_id());
-        }
-        Command::Cluster {
-            command: ClusterCommand::Clear,
-        } => {
-            if kubeconfig::clear(&state.store).await? {
-                println!("stored kubeconfig removed");
-            } else {
-                println!("no kubeconfig was stored");
-            }
+    }
+}
+
+/// `create-table`.
+async fn create_table(state: &AppState) -> Result<(), CommandError> {
+    let table = state.store.table();
+    match schema::create_table(state.store.client(), table).await? {
+        TableCreation::Created => println!("created table {table}"),
+        TableCreation::AlreadyExisted => println!("table {table} already exists"),
+    }
+    Ok(())
+}
+
+/// `audit replay LOG`: the events a fallback log holds, into the table.
+async fn replay_audit(state: &AppState, log: &std::path::Path) -> Result<(), CommandError> {
+    let text = if log.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin())
+    } else {
+        std::fs::read_to_string(log)
+    }
+    .map_err(|error| unreadable(log, error))?;
+    let stored = state.audit.replay(&text).await?;
+    println!("stored {stored} audit events");
+    Ok(())
+}
+
+/// `domains verify HOSTNAME --org ORG`: an operator vouches for a domain's
+/// ownership; audited in that organization's log.
+async fn verify_domain(state: &AppState, hostname: &str, org: &str) -> Result<(), CommandError> {
+    let hostname = Hostname::parse(hostname)
+        .map_err(|error| ApiError::ValidationFailed(format!("hostname: {error}")))?;
+    let org = OrgName::parse(org)
+        .map_err(|error| ApiError::ValidationFailed(format!("--org: {error}")))?;
+    let exists = state
+        .store
+        .get(berth_store::key(keys::org(org.as_str()), keys::ORG_SK))
+        .await?;
+    if exists.is_none() {
+        return Err(ApiError::ValidationFailed(format!("no organization {org}")).into());
+    }
+    // The App is updated now when the cluster can be reached; else
+    // at the app's next write or the next sweep.
+    let client = state.cluster.client().await.ok();
+    proofs::verify_by_operator(
+        &state.store,
+        client.as_ref(),
+        org.as_str(),
+        hostname.as_str(),
+    )
+    .await?;
+    let call = Call {
+        actor_kind: ActorKind::Operator,
+        actor: Some("berth-admin domains verify".to_owned()),
+        action: berth_domain::operation::VERIFY_DOMAIN,
+        target_kind: Some("domain".to_owned()),
+        target: Some(hostname.to_string()),
+        status: 200,
+        ip: None,
+        request_id: uuid::Uuid::new_v4().to_string(),
+        project: None,
+        detail: None,
+    };
+    state.audit.record(org.as_str(), &call).await;
+    println!("{hostname} is verified for {org}");
+    Ok(())
+}
+
+/// `bootstrap --org ORG --email EMAIL`: an organization and its first
+/// owner, whose temporary password is shown once.
+async fn bootstrap(
+    state: &AppState,
+    org: &str,
+    email: &str,
+    json: bool,
+) -> Result<(), CommandError> {
+    let owner = members::bootstrap(&state.store, org, email).await?;
+    if json {
+        let shown = serde_json::json!({
+            "email": owner.member.email,
+            "temporary_password": owner.temporary_password,
+        });
+        println!("{shown}");
+    } else {
+        println!(
+            "organization {org} created with owner {}",
+            owner.member.email
+        );
+        println!(
+            "temporary password (shown once; change it at first sign-in): {}",
+            owner.temporary_password
+        );
+    }
+    Ok(())
+}
+
+/// `cluster set KUBECONFIG`: the kubeconfig Berth reaches the cluster with,
+/// stored as given or, with `--service-account`, one made for that account
+/// (stored only if the account is held to what Berth owns).
+async fn set_cluster(
+    state: &AppState,
+    kubeconfig: &std::path::Path,
+    context: Option<String>,
+    service_account: Option<ServiceAccountRef>,
+    token_duration: std::time::Duration,
+) -> Result<(), CommandError> {
+    let yaml =
+        std::fs::read_to_string(kubeconfig).map_err(|error| unreadable(kubeconfig, error))?;
+    let Some(account) = service_account else {
+        let summary = kubeconfig::store_kubeconfig(&state.store, yaml, context).await?;
+        println!(
+            "stored kubeconfig: context {}, cluster {} at {}",
+            summary.context, summary.cluster, summary.server
+        );
+        return Ok(());
+    };
+    let made = service_account::service_account_kubeconfig(
+        &yaml,
+        context.as_deref(),
+        &account,
+        token_duration,
+        state.config.cluster_timeout,
+    )
+    .await?;
+    // Stored only if the account is held to what Berth owns (the
+    // admission policy of infra/k8s is in force).
+    let as_account =
+        berth_api::access::client_from_kubeconfig(&made.yaml, None, state.config.cluster_timeout)
+            .await?;
+    install::require_confinement(&as_account).await?;
+    let summary = kubeconfig::store_kubeconfig(&state.store, made.yaml, None).await?;
+    println!(
+        "stored kubeconfig of service account {account}: cluster {} at {}",
+        summary.cluster, summary.server
+    );
+    println!(
+        "its token expires at {}: run this command again before then to renew it",
+        made.expires_at
+    );
+    Ok(())
+}
+
+/// `cluster show`: which cluster the stored kubeconfig reaches.
+async fn show_cluster(state: &AppState) -> Result<(), CommandError> {
+    match kubeconfig::load(&state.store).await? {
+        None => println!("no kubeconfig stored"),
+        Some(stored) => {
+            let summary = kubeconfig::summary(&stored)?;
+            println!("context:    {}", summary.context);
+            println!("cluster:    {}", summary.cluster);
+            println!("server:     {}", summary.server);
+            println!("updated at: {}", summary.updated_at);
         }
     }
+    Ok(())
+}
+
+/// `cluster install KUBECONFIG`: Berth's CRDs, with an administrator's
+/// kubeconfig.
+async fn install_cluster(
+    state: &AppState,
+    kubeconfig: &std::path::Path,
+    context: Option<&str>,
+) -> Result<(), CommandError> {
+    let client = administrator(kubeconfig, context, state).await?;
+    // Nothing without the admission policy's API: Berth's identities
+    // would not be held to what Berth owns.
+    install::require_admission_policies(&client).await?;
+    for name in install::install_crds(&client).await? {
+        println!("installed CRD {name}");
+    }
+    Ok(())
+}
+
+/// `cluster clear`: the stored kubeconfig removed.
+async fn clear_cluster(state: &AppState) -> Result<(), CommandError> {
+    if kubeconfig::clear(&state.store).await? {
+        println!("stored kubeconfig removed");
+    } else {
+        println!("no kubeconfig was stored");
+    }
+    Ok(())
+}
+
+/// `registry status KUBECONFIG`: the registry set, and which environments
+/// have their own pull credential yet.
+async fn registry_status(
+    state: &AppState,
+    kubeconfig: &std::path::Path,
+    context: Option<&str>,
+) -> Result<(), CommandError> {
+    let client = administrator(kubeconfig, context, state).await?;
+    let status = registry::status(&client).await?;
+    match &status.registry {
+        Some(registry) => println!(
+            "registry:     {} ({}), credentials {}",
+            registry.prefix,
+            registry.server,
+            registry.credentials.as_str()
+        ),
+        None => println!("registry:     not set"),
+    }
+    println!(
+        "environments: {} of {} have their own pull credential",
+        status.environments_with_own, status.environments
+    );
+    for name in &status.waiting {
+        println!("  waiting:    {name}");
+    }
+    Ok(())
+}
+
+/// `registry certificate`: the token service's certificate (PEM), made
+/// with its signing key, for the registry to trust.
+async fn registry_certificate(
+    state: &AppState,
+    signing_key: Option<String>,
+    days: u32,
+) -> Result<(), CommandError> {
+    let source = signing_key
+        .or_else(|| state.config.registry_signing_key.clone())
+        .ok_or_else(|| {
+            CommandError::Unreadable(
+                "name the signing key: --signing-key kms:KEY|file:PATH, or BERTH_REGISTRY_SIGNING_KEY"
+                    .into(),
+            )
+        })?;
+    let source = signing::KeySource::parse(&source).map_err(CommandError::Unreadable)?;
+    let signer = signing::Signer::load(&source)
+        .await
+        .map_err(|error| CommandError::Unreadable(error.to_string()))?;
+    let pem = signing::certificate(&signer, "Berth registry token service", days)
+        .await
+        .map_err(CommandError::Unreadable)?;
+    print!("{pem}");
+    eprintln!("key id (the tokens' kid): {}", signer.key_id());
     Ok(())
 }

@@ -4,31 +4,16 @@
 use std::time::Instant;
 
 use berth_records::health::{Subsystem, SubsystemStatus};
-use berth_store as store;
-use berth_store::{Store, keys};
+use berth_store::Store;
 
 /// DynamoDB answers a consistent read of the table; the same read tells how
 /// many audit events wait in the logs for replay.
 pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
     let started = Instant::now();
-    let read = store
-        .client()
-        .get_item()
-        .table_name(store.table())
-        .set_key(Some(store::key(keys::HEALTH.into(), keys::HEALTH)))
-        .consistent_read(true)
-        .send()
-        .await;
+    let read = berth_store::audit::waiting_for_replay(store).await;
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     match read {
-        Ok(answer) => {
-            let waiting = answer
-                .item
-                .as_ref()
-                .and_then(|item| item.get(berth_store::audit::FALLBACK_COUNT))
-                .and_then(|count| count.as_n().ok())
-                .and_then(|count| count.parse::<i64>().ok())
-                .unwrap_or(0);
+        Ok(waiting) => {
             let audit_detail = match waiting {
                 ..=0 => "every event is stored".to_owned(),
                 n => format!(
@@ -52,7 +37,7 @@ pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
             ]
         }
         Err(error) => {
-            tracing::warn!(error = %aws_sdk_dynamodb::error::DisplayErrorContext(&error), "health: dynamodb is down");
+            tracing::warn!(error = %error, "health: dynamodb is down");
             [
                 Subsystem {
                     name: "dynamodb".into(),

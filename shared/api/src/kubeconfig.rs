@@ -1,22 +1,13 @@
 //! The stored kubeconfig: how Berth reaches its cluster. The admin
-//! CLI writes it; functions that need the cluster read it.
+//! CLI writes it; functions that need the cluster read it. What may be
+//! stored is checked here; the item is the store's (`berth_store::kubeconfig`).
 
 use kube::config::Kubeconfig;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use berth_domain::{ApiError, clock};
-use berth_store as store;
-use berth_store::{Store, keys};
-
-#[derive(Serialize, Deserialize)]
-pub struct StoredKubeconfig {
-    pub pk: String,
-    pub sk: String,
-    /// The kubeconfig YAML. Holds credentials: never logged or printed.
-    pub kubeconfig: String,
-    pub context: Option<String>,
-    pub updated_at: i64,
-}
+use berth_store::Store;
+pub use berth_store::kubeconfig::{StoredKubeconfig, clear, load};
 
 /// What may be shown of a stored kubeconfig: no credentials.
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -92,10 +83,6 @@ pub fn summarize(
     Ok((context_name, cluster_name, server))
 }
 
-fn key() -> store::Item {
-    store::key(keys::CLUSTER_PK.to_owned(), keys::KUBECONFIG_SK)
-}
-
 pub async fn store_kubeconfig(
     store: &Store,
     kubeconfig: String,
@@ -104,19 +91,9 @@ pub async fn store_kubeconfig(
     summarize(&kubeconfig, context.as_deref())?;
     check_credentials(&kubeconfig)
         .map_err(|why| ApiError::ValidationFailed(format!("kubeconfig: {why}")))?;
-    let item = StoredKubeconfig {
-        pk: keys::CLUSTER_PK.to_owned(),
-        sk: keys::KUBECONFIG_SK.to_owned(),
-        kubeconfig,
-        context,
-        updated_at: clock::unix_seconds(),
-    };
-    store.put(store::to_item(&item)?).await?;
-    summary(&item)
-}
-
-pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, ApiError> {
-    store.get_as(key()).await
+    let stored =
+        berth_store::kubeconfig::put(store, kubeconfig, context, clock::unix_seconds()).await?;
+    summary(&stored)
 }
 
 pub fn summary(stored: &StoredKubeconfig) -> Result<KubeconfigSummary, ApiError> {
@@ -127,19 +104,6 @@ pub fn summary(stored: &StoredKubeconfig) -> Result<KubeconfigSummary, ApiError>
         server,
         updated_at: clock::rfc3339(stored.updated_at),
     })
-}
-
-/// Removes the stored kubeconfig; true when there was one.
-pub async fn clear(store: &Store) -> Result<bool, ApiError> {
-    let output = store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .set_key(Some(key()))
-        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
-        .send()
-        .await?;
-    Ok(output.attributes.is_some_and(|old| !old.is_empty()))
 }
 
 #[cfg(test)]

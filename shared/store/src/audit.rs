@@ -636,6 +636,21 @@ pub fn parse_fallback_line(line: &str) -> Option<FallbackEvent> {
     serde_json::from_str(json.trim()).ok()
 }
 
+/// How many audit events wait in the logs for replay (`berth-admin audit
+/// replay`), read consistently: the health report's check of DynamoDB and
+/// of the audit log, in one read.
+pub async fn waiting_for_replay(store: &Store) -> Result<i64, ApiError> {
+    let item = store
+        .get(store::key(keys::HEALTH.into(), keys::HEALTH))
+        .await?;
+    Ok(item
+        .as_ref()
+        .and_then(|item| item.get(FALLBACK_COUNT))
+        .and_then(|count| count.as_n().ok())
+        .and_then(|count| count.parse::<i64>().ok())
+        .unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,8 @@ pub mod endpoint;
 pub mod hooks;
 pub mod identity;
 pub mod keys;
+pub mod kubeconfig;
+pub mod registry_grants;
 pub mod round_trips;
 pub mod schema;
 

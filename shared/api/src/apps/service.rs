@@ -5,7 +5,7 @@
 
 use super::body;
 use super::change::{Change, Writer};
-use super::hosts::{self, HostRules};
+use super::hosts::HostRules;
 use super::leftovers;
 use super::record::{self, record_of};
 use super::releases::{self, StoredRelease};
@@ -128,7 +128,7 @@ pub async fn check_domains(
     caller: &Principal,
     path: &AppPath,
 ) -> Result<Vec<berth_records::apps::record::DomainCheck>, ApiError> {
-    use super::proofs;
+    use super::{hosts, proofs};
     use berth_domain::certificate::{CertificateFinding, CertificateStanding};
     let org = caller.user.org.as_str();
     let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;

@@ -2,6 +2,7 @@
 //! authentication, audit, logging), the extractors whose rejections are
 //! Problem Details, and the per-route operation tag.
 
+pub mod answer;
 pub mod extract;
 pub mod forgery;
 pub mod pipeline;
@@ -16,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use tower_http::catch_panic::CatchPanicLayer;
 
+pub use answer::{Accepted, Created};
 pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
 use crate::AppState;
