@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 
 scripts/install-tools.sh
 CACHE=${BERTH_CACHE:-~/.cache/berth}
+# A test run builds each crate once: incremental caches would only cost disk
+# (gigabytes per clone) and time. Whoever sets it keeps their choice.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 echo "== sam validate --lint (template.yaml)"
 # Offline: no credentials are needed, only a region; no usage data is sent.
