@@ -208,7 +208,8 @@ pub fn labels(build: &Build) -> BTreeMap<String, String> {
 /// reference); or why it cannot run, in words a tenant may read.
 /// `git_credential`: the Secret the controller copies the app's git
 /// credential into for this build (keys `token`, `username` if it has
-/// one), which only the `source` step reads.
+/// one), which only the `source` step reads. Its pod runs the steps in
+/// order, one container each (see the module's comment).
 pub fn job(
     build: &Build,
     owner: OwnerReference,
@@ -218,7 +219,6 @@ pub fn job(
 ) -> Result<Job, String> {
     let name = object_names::build_job(&build.metadata.name.clone().unwrap_or_default());
     let spec = &build.spec;
-    let source = &spec.source;
     let repository = target
         .registry
         .repository(&spec.org, &spec.project, &spec.app);
@@ -227,244 +227,20 @@ pub fn job(
         .ok_or_else(|| {
             format!("{repository} is not an image repository the build tools can name")
         })?;
-    // A repository stored before the host rules keeps building: the
-    // `source` step checks where its name leads.
-    let git_repo = GitRepo::parse_stored(&source.git_repo)
-        .map_err(|_| format!("{} is not a repository Berth can fetch", source.git_repo))?;
-    let git_origin = git_repo.origin().to_owned();
-    // Where the repository's name may lead: public addresses only, unless
-    // the operator allows its host a private network.
-    let addresses = if settings
-        .private_git_hosts
-        .iter()
-        .any(|host| host.eq_ignore_ascii_case(git_repo.host()))
-    {
-        "any"
-    } else {
-        "public"
+    let steps = Steps {
+        settings,
+        repository: &repository,
+        app_layout: &app_layout,
     };
-    let facts = |read_only: bool| VolumeMount {
-        read_only: read_only.then_some(true),
-        ..mount("facts", FACTS)
-    };
-    let common = [var("FACTS", FACTS), var("TERMINATION_LOG", TERMINATION_LOG)];
-    let with_common =
-        |vars: Vec<EnvVar>| -> Vec<EnvVar> { common.iter().cloned().chain(vars).collect() };
-
-    let mut source_env = with_common(vec![
-        var("HOME", "/tmp/berth-git"),
-        var("SOURCE", WORKSPACE),
-        var("GIT_REPO", &source.git_repo),
-        var("GIT_ORIGIN", &git_origin),
-        var("GIT_REF", source.git_ref.as_deref().unwrap_or("")),
-        var("STRATEGY", source.build.strategy.as_str()),
-        var(
-            "CONTEXT_DIR",
-            source
-                .build
-                .context_dir
-                .as_deref()
-                .unwrap_or("")
-                .trim_matches('/'),
-        ),
-        var(
-            "DOCKERFILE",
-            source.build.dockerfile.as_deref().unwrap_or("Dockerfile"),
-        ),
-        var("GIT_BRANCH", spec.branch.as_deref().unwrap_or("")),
-        var("GIT_ADDRESSES", addresses),
-    ]);
-    if let Some(secret) = git_credential {
-        // `username` is optional: without it the step says `x-access-token`.
-        let key = |env: &str, key: &str, optional: bool| EnvVar {
-            name: env.to_owned(),
-            value: None,
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: secret.to_owned(),
-                    key: key.to_owned(),
-                    optional: optional.then_some(true),
-                }),
-                ..Default::default()
-            }),
-        };
-        source_env.push(key("GIT_TOKEN", "token", false));
-        source_env.push(key("GIT_USERNAME", "username", true));
-    }
-    let clone = Container {
-        name: SOURCE.to_owned(),
-        image: Some(settings.git_image.clone()),
-        command: Some(shell(scripts::SOURCE)),
-        env: Some(source_env),
-        volume_mounts: Some(vec![mount("workspace", WORKSPACE), facts(false)]),
-        resources: Some(resources(SMALL_STEP)),
-        security_context: Some(confined(Some(BUILD_USER))),
-        ..step()
-    };
-
-    let pull_auth = format!("{PULL_CONFIG}/config.json");
-    let run_image = Container {
-        name: RUN_IMAGE.to_owned(),
-        image: Some(settings.push_image.clone()),
-        command: Some(shell(scripts::RUN_IMAGE)),
-        env: Some(with_common(vec![
-            var("HOME", "/tmp"),
-            var("RUN_IMAGE", &settings.run_image.pull_ref()),
-            var(
-                "RUN_IMAGE_LAYOUT",
-                &format!("{IMAGES}/{}", settings.run_image.layout_path()),
-            ),
-            var("PULL_AUTH", &pull_auth),
-        ])),
-        volume_mounts: Some(vec![
-            facts(true),
-            mount("image", IMAGES),
-            read_only(mount("pull", PULL_CONFIG)),
-        ]),
-        resources: Some(resources(SMALL_STEP)),
-        security_context: Some(confined(Some(BUILD_USER))),
-        ..step()
-    };
-
-    let buildkit = Container {
-        name: DOCKERFILE.to_owned(),
-        image: Some(settings.buildkit_image.clone()),
-        command: Some(shell(scripts::DOCKERFILE)),
-        env: Some(with_common(vec![
-            var("BUILDKITD_FLAGS", "--oci-worker-no-process-sandbox"),
-            var("BUILDCTL_CONNECT_RETRIES_MAX", BUILDCTL_CONNECT_RETRIES_MAX),
-            var("DOCKER_CONFIG", PULL_CONFIG),
-            var("APP_LAYOUT", &app_layout),
-        ])),
-        volume_mounts: Some(vec![
-            read_only(mount("workspace", WORKSPACE)),
-            facts(true),
-            mount("image", IMAGES),
-            mount("buildkit", BUILDKIT_STATE),
-            read_only(mount("pull", PULL_CONFIG)),
-        ]),
-        resources: Some(resources(BUILDER_STEP)),
-        // What rootless BuildKit needs (see the module's comment): its own
-        // user, no seccomp filter, AppArmor unconfined, and `newuidmap`'s
-        // setuid. Nothing more.
-        security_context: Some(SecurityContext {
-            run_as_user: Some(BUILD_USER),
-            run_as_group: Some(BUILD_GROUP),
-            run_as_non_root: Some(true),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "Unconfined".to_owned(),
-                localhost_profile: None,
-            }),
-            app_armor_profile: (target.apparmor == AppArmor::Field).then(|| AppArmorProfile {
-                type_: "Unconfined".to_owned(),
-                localhost_profile: None,
-            }),
-            ..Default::default()
-        }),
-        ..step()
-    };
-
-    let buildpacks = Container {
-        name: BUILDPACKS.to_owned(),
-        image: Some(settings.builder_image.clone()),
-        command: Some(shell(scripts::BUILDPACKS)),
-        env: Some(with_common(vec![
-            var("CNB_PLATFORM_API", CNB_PLATFORM_API),
-            var("CNB_EXPERIMENTAL_MODE", "warn"),
-            var("CNB_USE_LAYOUT", "true"),
-            var("CNB_LAYOUT_DIR", IMAGES),
-            // Where builder images keep the lifecycle's phases.
-            var("LIFECYCLE", "/cnb/lifecycle"),
-            var("LAYERS", LAYERS),
-            var("IMAGE", &repository),
-            var("APP_LAYOUT", &app_layout),
-            var("RUN_IMAGE", &settings.run_image.pull_ref()),
-        ])),
-        volume_mounts: Some(vec![
-            mount("workspace", WORKSPACE),
-            facts(true),
-            mount("image", IMAGES),
-            mount("layers", LAYERS),
-        ]),
-        resources: Some(resources(BUILDER_STEP)),
-        // The builder image's own user (its CNB user), in the build group.
-        security_context: Some(confined(None)),
-        ..step()
-    };
-
-    let push = Container {
-        name: PUSH.to_owned(),
-        image: Some(settings.push_image.clone()),
-        command: Some(shell(scripts::PUSH)),
-        env: Some(with_common(vec![
-            var("HOME", "/tmp"),
-            var("IMAGE", &repository),
-            var("APP_LAYOUT", &app_layout),
-            var("PUSH_AUTH", &format!("{PUSH_CONFIG}/config.json")),
-        ])),
-        volume_mounts: Some(vec![
-            facts(false),
-            read_only(mount("image", IMAGES)),
-            read_only(mount("push", PUSH_CONFIG)),
-        ]),
-        resources: Some(resources(SMALL_STEP)),
-        security_context: Some(confined(Some(BUILD_USER))),
-        ..step()
-    };
-
-    let result = Container {
-        name: RESULT.to_owned(),
-        image: Some(settings.git_image.clone()),
-        command: Some(shell(scripts::RESULT)),
-        env: Some(common.to_vec()),
-        volume_mounts: Some(vec![facts(true)]),
-        resources: Some(resources(RESULT_STEP)),
-        security_context: Some(confined(Some(BUILD_USER))),
-        ..step()
-    };
-
-    let empty = |name: &str, limit: &str| Volume {
-        name: name.to_owned(),
-        empty_dir: Some(EmptyDirVolumeSource {
-            medium: None,
-            size_limit: Some(Quantity(limit.to_owned())),
-        }),
-        ..Default::default()
-    };
-    let docker_config = |name: &str, secret: &str, optional: bool| Volume {
-        name: name.to_owned(),
-        secret: Some(SecretVolumeSource {
-            secret_name: Some(secret.to_owned()),
-            items: Some(vec![KeyToPath {
-                key: DOCKER_CONFIG_KEY.to_owned(),
-                path: "config.json".to_owned(),
-                mode: None,
-            }]),
-            default_mode: Some(0o440),
-            optional: optional.then_some(true),
-        }),
-        ..Default::default()
-    };
-    let credentials = target.credentials;
-    // Each within the pod's 12 GiB (BUILDER_STEP), which bounds them
-    // together: the kubelet evicts a pod past it.
-    let mut volumes = vec![
-        empty("workspace", "4Gi"),
-        empty("facts", "16Mi"),
-        empty("image", "8Gi"),
-        empty("buildkit", "8Gi"),
-        empty("layers", "8Gi"),
-        docker_config("push", &credentials.push_secret, false),
-    ];
-    // Without a pull credential the volume is an empty directory: the
-    // builders pull anonymously.
-    volumes.push(match &credentials.pull_secret {
-        Some(secret) => docker_config("pull", secret, true),
-        None => empty("pull", "1Mi"),
-    });
     let pod = PodSpec {
-        init_containers: Some(vec![clone, run_image, buildkit, buildpacks, push]),
-        containers: vec![result],
+        init_containers: Some(vec![
+            steps.source(build, git_credential)?,
+            steps.run_image(),
+            steps.dockerfile(target.apparmor),
+            steps.buildpacks(),
+            steps.push(),
+        ]),
+        containers: vec![steps.result()],
         restart_policy: Some("Never".to_owned()),
         // A build talks to its git host and registry, never to the cluster.
         automount_service_account_token: Some(false),
@@ -474,7 +250,7 @@ pub fn job(
             fs_group: Some(BUILD_GROUP),
             ..Default::default()
         }),
-        volumes: Some(volumes),
+        volumes: Some(volumes(target.credentials)),
         ..Default::default()
     };
     let annotations = (target.apparmor == AppArmor::Annotation).then(|| {
@@ -508,6 +284,287 @@ pub fn job(
         }),
         status: None,
     })
+}
+
+/// What every step of one build is made from: the tools, and where the
+/// image goes (its repository, and its OCI layout on the `image` volume).
+struct Steps<'a> {
+    settings: &'a BuilderSettings,
+    repository: &'a str,
+    app_layout: &'a str,
+}
+
+impl Steps<'_> {
+    /// `source`: clones the repository at its ref, from public addresses
+    /// only unless the operator allows its host a private network.
+    fn source(&self, build: &Build, git_credential: Option<&str>) -> Result<Container, String> {
+        let spec = &build.spec;
+        let source = &spec.source;
+        // A repository stored before the host rules keeps building: the
+        // step checks where its name leads.
+        let git_repo = GitRepo::parse_stored(&source.git_repo)
+            .map_err(|_| format!("{} is not a repository Berth can fetch", source.git_repo))?;
+        let addresses = if self
+            .settings
+            .private_git_hosts
+            .iter()
+            .any(|host| host.eq_ignore_ascii_case(git_repo.host()))
+        {
+            "any"
+        } else {
+            "public"
+        };
+        let mut env = with_common(vec![
+            var("HOME", "/tmp/berth-git"),
+            var("SOURCE", WORKSPACE),
+            var("GIT_REPO", &source.git_repo),
+            var("GIT_ORIGIN", git_repo.origin()),
+            var("GIT_REF", source.git_ref.as_deref().unwrap_or("")),
+            var("STRATEGY", source.build.strategy.as_str()),
+            var(
+                "CONTEXT_DIR",
+                source
+                    .build
+                    .context_dir
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_matches('/'),
+            ),
+            var(
+                "DOCKERFILE",
+                source.build.dockerfile.as_deref().unwrap_or("Dockerfile"),
+            ),
+            var("GIT_BRANCH", spec.branch.as_deref().unwrap_or("")),
+            var("GIT_ADDRESSES", addresses),
+        ]);
+        if let Some(secret) = git_credential {
+            // `username` is optional: without it the step says `x-access-token`.
+            let key = |env: &str, key: &str, optional: bool| EnvVar {
+                name: env.to_owned(),
+                value: None,
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: secret.to_owned(),
+                        key: key.to_owned(),
+                        optional: optional.then_some(true),
+                    }),
+                    ..Default::default()
+                }),
+            };
+            env.push(key("GIT_TOKEN", "token", false));
+            env.push(key("GIT_USERNAME", "username", true));
+        }
+        Ok(Container {
+            name: SOURCE.to_owned(),
+            image: Some(self.settings.git_image.clone()),
+            command: Some(shell(scripts::SOURCE)),
+            env: Some(env),
+            volume_mounts: Some(vec![mount("workspace", WORKSPACE), facts(false)]),
+            resources: Some(resources(SMALL_STEP)),
+            security_context: Some(confined(Some(BUILD_USER))),
+            ..step()
+        })
+    }
+
+    /// `run-image`: the run image buildpacks build on, into the layout.
+    fn run_image(&self) -> Container {
+        let settings = self.settings;
+        Container {
+            name: RUN_IMAGE.to_owned(),
+            image: Some(settings.push_image.clone()),
+            command: Some(shell(scripts::RUN_IMAGE)),
+            env: Some(with_common(vec![
+                var("HOME", "/tmp"),
+                var("RUN_IMAGE", &settings.run_image.pull_ref()),
+                var(
+                    "RUN_IMAGE_LAYOUT",
+                    &format!("{IMAGES}/{}", settings.run_image.layout_path()),
+                ),
+                var("PULL_AUTH", &format!("{PULL_CONFIG}/config.json")),
+            ])),
+            volume_mounts: Some(vec![
+                facts(true),
+                mount("image", IMAGES),
+                read_only(mount("pull", PULL_CONFIG)),
+            ]),
+            resources: Some(resources(SMALL_STEP)),
+            security_context: Some(confined(Some(BUILD_USER))),
+            ..step()
+        }
+    }
+
+    /// `dockerfile`: rootless BuildKit, for a build of the `dockerfile`
+    /// strategy (the others skip it).
+    fn dockerfile(&self, apparmor: AppArmor) -> Container {
+        Container {
+            name: DOCKERFILE.to_owned(),
+            image: Some(self.settings.buildkit_image.clone()),
+            command: Some(shell(scripts::DOCKERFILE)),
+            env: Some(with_common(vec![
+                var("BUILDKITD_FLAGS", "--oci-worker-no-process-sandbox"),
+                var("BUILDCTL_CONNECT_RETRIES_MAX", BUILDCTL_CONNECT_RETRIES_MAX),
+                var("DOCKER_CONFIG", PULL_CONFIG),
+                var("APP_LAYOUT", self.app_layout),
+            ])),
+            volume_mounts: Some(vec![
+                read_only(mount("workspace", WORKSPACE)),
+                facts(true),
+                mount("image", IMAGES),
+                mount("buildkit", BUILDKIT_STATE),
+                read_only(mount("pull", PULL_CONFIG)),
+            ]),
+            resources: Some(resources(BUILDER_STEP)),
+            // What rootless BuildKit needs (see the module's comment): its own
+            // user, no seccomp filter, AppArmor unconfined, and `newuidmap`'s
+            // setuid. Nothing more.
+            security_context: Some(SecurityContext {
+                run_as_user: Some(BUILD_USER),
+                run_as_group: Some(BUILD_GROUP),
+                run_as_non_root: Some(true),
+                seccomp_profile: Some(SeccompProfile {
+                    type_: "Unconfined".to_owned(),
+                    localhost_profile: None,
+                }),
+                app_armor_profile: (apparmor == AppArmor::Field).then(|| AppArmorProfile {
+                    type_: "Unconfined".to_owned(),
+                    localhost_profile: None,
+                }),
+                ..Default::default()
+            }),
+            ..step()
+        }
+    }
+
+    /// `buildpacks`: the builder image's lifecycle, for a build of the
+    /// `buildpacks` strategy (the others skip it).
+    fn buildpacks(&self) -> Container {
+        let settings = self.settings;
+        Container {
+            name: BUILDPACKS.to_owned(),
+            image: Some(settings.builder_image.clone()),
+            command: Some(shell(scripts::BUILDPACKS)),
+            env: Some(with_common(vec![
+                var("CNB_PLATFORM_API", CNB_PLATFORM_API),
+                var("CNB_EXPERIMENTAL_MODE", "warn"),
+                var("CNB_USE_LAYOUT", "true"),
+                var("CNB_LAYOUT_DIR", IMAGES),
+                // Where builder images keep the lifecycle's phases.
+                var("LIFECYCLE", "/cnb/lifecycle"),
+                var("LAYERS", LAYERS),
+                var("IMAGE", self.repository),
+                var("APP_LAYOUT", self.app_layout),
+                var("RUN_IMAGE", &settings.run_image.pull_ref()),
+            ])),
+            volume_mounts: Some(vec![
+                mount("workspace", WORKSPACE),
+                facts(true),
+                mount("image", IMAGES),
+                mount("layers", LAYERS),
+            ]),
+            resources: Some(resources(BUILDER_STEP)),
+            // The builder image's own user (its CNB user), in the build group.
+            security_context: Some(confined(None)),
+            ..step()
+        }
+    }
+
+    /// `push`: the layout's image to the app's repository.
+    fn push(&self) -> Container {
+        Container {
+            name: PUSH.to_owned(),
+            image: Some(self.settings.push_image.clone()),
+            command: Some(shell(scripts::PUSH)),
+            env: Some(with_common(vec![
+                var("HOME", "/tmp"),
+                var("IMAGE", self.repository),
+                var("APP_LAYOUT", self.app_layout),
+                var("PUSH_AUTH", &format!("{PUSH_CONFIG}/config.json")),
+            ])),
+            volume_mounts: Some(vec![
+                facts(false),
+                read_only(mount("image", IMAGES)),
+                read_only(mount("push", PUSH_CONFIG)),
+            ]),
+            resources: Some(resources(SMALL_STEP)),
+            security_context: Some(confined(Some(BUILD_USER))),
+            ..step()
+        }
+    }
+
+    /// `result`: what the steps found, as the pod's termination message.
+    fn result(&self) -> Container {
+        Container {
+            name: RESULT.to_owned(),
+            image: Some(self.settings.git_image.clone()),
+            command: Some(shell(scripts::RESULT)),
+            env: Some(with_common(Vec::new())),
+            volume_mounts: Some(vec![facts(true)]),
+            resources: Some(resources(RESULT_STEP)),
+            security_context: Some(confined(Some(BUILD_USER))),
+            ..step()
+        }
+    }
+}
+
+/// The pod's volumes: scratch space for each step's work, and the push and
+/// pull credentials.
+fn volumes(credentials: &BuildCredentials) -> Vec<Volume> {
+    let empty = |name: &str, limit: &str| Volume {
+        name: name.to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: None,
+            size_limit: Some(Quantity(limit.to_owned())),
+        }),
+        ..Default::default()
+    };
+    let docker_config = |name: &str, secret: &str, optional: bool| Volume {
+        name: name.to_owned(),
+        secret: Some(SecretVolumeSource {
+            secret_name: Some(secret.to_owned()),
+            items: Some(vec![KeyToPath {
+                key: DOCKER_CONFIG_KEY.to_owned(),
+                path: "config.json".to_owned(),
+                mode: None,
+            }]),
+            default_mode: Some(0o440),
+            optional: optional.then_some(true),
+        }),
+        ..Default::default()
+    };
+    // Each within the pod's 12 GiB (BUILDER_STEP), which bounds them
+    // together: the kubelet evicts a pod past it.
+    let mut volumes = vec![
+        empty("workspace", "4Gi"),
+        empty("facts", "16Mi"),
+        empty("image", "8Gi"),
+        empty("buildkit", "8Gi"),
+        empty("layers", "8Gi"),
+        docker_config("push", &credentials.push_secret, false),
+    ];
+    // Without a pull credential the volume is an empty directory: the
+    // builders pull anonymously.
+    volumes.push(match &credentials.pull_secret {
+        Some(secret) => docker_config("pull", secret, true),
+        None => empty("pull", "1Mi"),
+    });
+    volumes
+}
+
+/// The facts every step reads (and `source` and `push` write).
+fn facts(read_only: bool) -> VolumeMount {
+    VolumeMount {
+        read_only: read_only.then_some(true),
+        ..mount("facts", FACTS)
+    }
+}
+
+/// Every step's variables start with where the facts are and where its
+/// failure is told.
+fn with_common(vars: Vec<EnvVar>) -> Vec<EnvVar> {
+    [var("FACTS", FACTS), var("TERMINATION_LOG", TERMINATION_LOG)]
+        .into_iter()
+        .chain(vars)
+        .collect()
 }
 
 fn var(name: &str, value: &str) -> EnvVar {
