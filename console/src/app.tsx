@@ -1,6 +1,6 @@
 // The shell: who is signed in, the navigation, and which page a path shows.
 import { useEffect, useState } from "preact/hooks";
-import { api, ok, whenSignedOut, type Identity } from "./api/client";
+import { api, ok, settled, whenSignedOut, type Identity } from "./api/client";
 import { Link, match, navigate, useLocation } from "./router";
 import { SessionContext } from "./session";
 import { ActionButton } from "./ui";
@@ -34,6 +34,9 @@ const routes: Route[] = [
 export function App() {
   const path = useLocation();
   const [me, setMe] = useState<Identity | null | undefined>(undefined);
+  // Signing out: the page is gone (its polls stopped), its last requests
+  // are being answered, then the session ends.
+  const [leaving, setLeaving] = useState(false);
   const refresh = async () => {
     try {
       setMe(await ok(api.GET("/api/v1/me")));
@@ -86,10 +89,16 @@ export function App() {
   return (
     <SessionContext.Provider value={{ me, refresh }}>
       <Frame me={me} signOut={async () => {
-        await ok(api.POST("/api/v1/auth/logout"));
-        setMe(null);
+        setLeaving(true);
+        try {
+          await settled();
+          await ok(api.POST("/api/v1/auth/logout"));
+          setMe(null);
+        } finally {
+          setLeaving(false);
+        }
       }}>
-        {page}
+        {leaving ? <p class="muted">Signing out…</p> : page}
       </Frame>
     </SessionContext.Provider>
   );

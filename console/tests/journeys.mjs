@@ -169,7 +169,9 @@ journey("sign in with a temporary password and replace it", async () => {
     throw new Error(`the page's Content-Security-Policy is not strict: ${csp}`);
   }
   await heading(s, "Sign in to Berth");
-  if (!s.page.url().includes("/signin")) throw new Error(`not sent to /signin: ${s.page.url()}`);
+  // Sent there: the page shows the sign-in form first, and the address
+  // follows in the next moment (app.tsx), so it is waited for.
+  await signInShown(s.page);
   await axe(s, "sign in");
   await shot(s, "signin");
   // A wrong password: the Problem's words.
@@ -513,6 +515,45 @@ journey("run a scheduled process now and see its job started", async () => {
   await axe(s, "app with a scheduled process, run");
   await shot(s, "app-run");
   s.check();
+});
+
+journey("sign out while the page's requests are on their way: none is refused", async () => {
+  // A session of its own, so that the admin's stays signed in.
+  const s = await session("sign-out");
+  s.expect("GET", /^\/api\/v1\/me$/, 401);
+  await s.page.goto(BASE + "/");
+  await signInShown(s.page);
+  await signIn(s, ADMIN, NEW_PASSWORD);
+  await heading(s, "Projects");
+  // The app page's domain check is held on its way while the user signs out.
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  let holding;
+  const isHeld = new Promise((resolve) => (holding = resolve));
+  await s.page.route("**/apps/web/domains", async (route) => {
+    holding();
+    await held;
+    await route.continue();
+  });
+  const order = [];
+  s.page.on("request", (request) => {
+    if (new URL(request.url()).pathname === "/api/v1/auth/logout") order.push("logout sent");
+  });
+  s.page.on("response", (response) => {
+    if (new URL(response.url()).pathname.endsWith("/apps/web/domains")) order.push("check answered");
+  });
+  await s.page.goto(BASE + "/projects/shop/environments/staging/apps/web");
+  await heading(s, "web");
+  await isHeld;
+  await s.page.getByRole("button", { name: "Sign out" }).click();
+  // The page is gone; the session ends only once its last request is answered.
+  await s.page.getByText("Signing out…").waitFor();
+  if (order.length) throw new Error(`before the check was answered: ${order.join(", ")}`);
+  release();
+  await signInShown(s.page);
+  if (order.join(", ") !== "check answered, logout sent") throw new Error(`in this order: ${order.join(", ")}`);
+  s.check();
+  await s.context.close();
 });
 
 let failed = 0;

@@ -11,6 +11,35 @@ export type Identity = Schemas["CurrentUser"];
 
 export const api = createClient<paths>({ baseUrl: "", credentials: "same-origin" });
 
+// The requests on their way: sign-out waits for them (see `settled`).
+let inFlight = 0;
+let whenSettled: Array<() => void> = [];
+function ended() {
+  inFlight -= 1;
+  if (inFlight === 0) {
+    const waiting = whenSettled;
+    whenSettled = [];
+    waiting.forEach((resolve) => resolve());
+  }
+}
+api.use({
+  onRequest() {
+    inFlight += 1;
+  },
+  onResponse() {
+    ended();
+  },
+  onError() {
+    ended();
+  },
+});
+
+/** Resolves once no API request is on its way: a request the server
+ * answers after the session is gone would be refused (401). */
+export function settled(): Promise<void> {
+  return inFlight === 0 ? Promise.resolve() : new Promise((resolve) => whenSettled.push(resolve));
+}
+
 /** An answer's error in plain words: Problem Details' title and detail. */
 export class ApiProblem extends Error {
   constructor(
