@@ -11,7 +11,6 @@ use http::Method;
 use kube::api::Api;
 use serde_json::{Value, json};
 
-use berth_api::apps::leftovers;
 use berth_api::environments::purges::{self, Sweep, Swept};
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
@@ -176,7 +175,7 @@ impl Kept {
     }
 
     async fn has_entry(&self, app: &TestApp) -> bool {
-        leftovers::entries(&app.state.store, &self.namespace)
+        berth_store::app_entries::in_environment(&app.state.store, &self.namespace)
             .await
             .expect("reading the entries")
             .iter()

@@ -11,12 +11,14 @@
 //! Storage failures become [`ApiError::StorageUnavailable`] through `?`; call
 //! sites that expect a condition to fail look at the error first.
 
+pub mod app_entries;
 pub mod audit;
 pub mod endpoint;
 pub mod hooks;
 pub mod identity;
 pub mod keys;
 pub mod kubeconfig;
+pub mod purges;
 pub mod registry_grants;
 pub mod round_trips;
 pub mod schema;

@@ -8,7 +8,9 @@
 //! The entry is how the rest is found once nothing in the cluster names the
 //! app any more (its environment purged): every write of the app's
 //! configuration puts it, in the transaction that writes its revisions
-//! (`releases::prepare`), so no history exists without one.
+//! (`releases::prepare`), so no history exists without one. The entry's
+//! item is the store's (`berth_store::app_entries`), as is the record of a
+//! purge (`berth_store::purges`).
 //!
 //! [`remove`] takes an app's leftovers away in an order that any cut
 //! (a timeout, a crash, a store fault) leaves resumable: first the claims
@@ -18,79 +20,40 @@
 //! entry still leads to whatever is left, and every step is idempotent, so
 //! running it again finishes it.
 
-use aws_sdk_dynamodb::types::{Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::hosts;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use berth_domain::{ApiError, clock};
 use berth_store as store;
+use berth_store::app_entries::{AppEntry, Place};
 use berth_store::{Item, Store, keys};
 
-/// An app's entry in its environment's list.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Entry {
-    pk: String,
-    sk: String,
-    pub org: String,
-    pub project: String,
-    pub environment: String,
-    pub app: String,
-    pub history: String,
-    /// Unix milliseconds of the last write that put it: a younger write may
-    /// still be creating or replacing its App.
-    pub at: i64,
-}
-
-impl Entry {
-    /// The entry of `app` (labelled and annotated as it is or will be
-    /// written); None for an App without a release history id (not made
-    /// by Berth's API).
-    pub fn of(app: &App) -> Option<Self> {
-        let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
-        let history = app.annotations().get(ANNOTATION_HISTORY)?.clone();
-        Some(Self {
-            pk: keys::environment_apps(&app.namespace().unwrap_or_default()),
-            sk: keys::environment_app_sk(&history),
-            org: label(LABEL_ORG),
-            project: label(LABEL_PROJECT),
-            environment: label(LABEL_ENVIRONMENT),
-            app: app.name_any(),
-            history,
-            at: clock::unix_millis(),
-        })
-    }
+/// The entry of `app` (labelled and annotated as it is or will be
+/// written); None for an App without a release history id (not made by
+/// Berth's API).
+pub fn entry_of(app: &App) -> Option<AppEntry> {
+    let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
+    let history = app.annotations().get(ANNOTATION_HISTORY)?.clone();
+    let namespace = app.namespace().unwrap_or_default();
+    let place = Place {
+        namespace: &namespace,
+        org: label(LABEL_ORG),
+        project: label(LABEL_PROJECT),
+        environment: label(LABEL_ENVIRONMENT),
+        app: app.name_any(),
+    };
+    Some(AppEntry::new(place, history, clock::unix_millis()))
 }
 
 /// The entry of `app`, put in the transaction of each of its writes.
 pub fn entry_put(store: &Store, app: &App) -> Result<TransactWriteItem, ApiError> {
-    let entry = Entry::of(app)
-        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?;
-    store::tx_put(
-        Put::builder()
-            .table_name(store.table())
-            .set_item(Some(store::to_item(&entry)?)),
-    )
-}
-
-/// The entries of every app an environment's namespace has held (and whose
-/// leftovers are still there), read consistently.
-pub async fn entries(store: &Store, namespace: &str) -> Result<Vec<Entry>, ApiError> {
-    store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::environment_apps(namespace)))
-            .consistent_read(true),
-    )
-    .await?
-    .into_iter()
-    .map(store::from_item)
-    .collect()
+    entry_of(app)
+        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?
+        .put(store)
 }
 
 /// What a revision's snapshot says that the clean-up needs: its hostnames.

@@ -29,9 +29,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::apps::leftovers;
 use berth_cluster::apps as cluster_apps;
@@ -40,24 +39,9 @@ use berth_cluster::crd::{App, Environment};
 use berth_cluster::environments as cluster_environments;
 use berth_cluster::ownership;
 use berth_domain::{ApiError, clock};
-use berth_store as store;
-use berth_store::{Store, keys};
-
-/// A deletion asked through the API whose purge's leftovers are still to
-/// be removed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PurgeRecord {
-    pk: String,
-    sk: String,
-    pub org: String,
-    pub project: String,
-    pub environment: String,
-    /// The environment's cluster name, its namespace's.
-    pub namespace: String,
-    pub uid: String,
-    /// Unix milliseconds of the deletion request.
-    pub at: i64,
-}
+use berth_store::Store;
+use berth_store::app_entries;
+use berth_store::purges::{self as store_purges, PurgeRecord};
 
 /// Records that `environment`, holding `apps`, is to be deleted; written
 /// before its purge is scheduled (again at every deletion request: a
@@ -69,25 +53,16 @@ pub async fn record(
     environment: &Environment,
     apps: &[App],
 ) -> Result<(), ApiError> {
-    let namespace = environment.name_any();
-    let uid = environment.uid().unwrap_or_default();
-    let record = PurgeRecord {
-        pk: keys::PURGES_PK.to_owned(),
-        sk: keys::environment_purge_sk(&namespace, &uid),
-        org: environment.spec.org.clone(),
-        project: environment.spec.project.clone(),
-        environment: environment.spec.name.clone(),
-        namespace,
-        uid,
-        at: clock::unix_millis(),
-    };
-    let mut items = apps
-        .iter()
-        .filter_map(leftovers::Entry::of)
-        .map(|entry| store::to_item(&entry))
-        .collect::<Result<Vec<_>, _>>()?;
-    items.push(store::to_item(&record)?);
-    store.put_batch(items).await
+    let record = PurgeRecord::new(
+        environment.spec.org.clone(),
+        environment.spec.project.clone(),
+        environment.spec.name.clone(),
+        environment.name_any(),
+        environment.uid().unwrap_or_default(),
+        clock::unix_millis(),
+    );
+    let entries: Vec<_> = apps.iter().filter_map(leftovers::entry_of).collect();
+    store_purges::record(store, &record, &entries).await
 }
 
 /// How a sweep runs.
@@ -122,19 +97,7 @@ pub struct Swept {
 
 /// Sweeps every recorded deletion, oldest first (see the module docs).
 pub async fn sweep(store: &Store, client: &kube::Client, how: Sweep) -> Result<Swept, ApiError> {
-    let mut records: Vec<PurgeRecord> = store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::PURGES_PK))
-            .consistent_read(true),
-    )
-    .await?
-    .into_iter()
-    .map(store::from_item)
-    .collect::<Result<_, _>>()?;
+    let mut records = store_purges::all(store).await?;
     records.sort_by_key(|record| record.at);
     let mut swept = Swept::default();
     for record in &records {
@@ -191,7 +154,7 @@ async fn sweep_one(
             if found.is_deleting() {
                 swept.waiting += 1;
             } else {
-                forget(store, record).await?;
+                store_purges::forget(store, record).await?;
                 swept.restored += 1;
             }
             return Ok(Turn::Done);
@@ -219,7 +182,7 @@ async fn sweep_one(
         None => HashSet::new(),
     };
     let mut left = false;
-    for entry in leftovers::entries(store, &record.namespace).await? {
+    for entry in app_entries::in_environment(store, &record.namespace).await? {
         if alive.contains(&entry.history) {
             continue;
         }
@@ -244,27 +207,8 @@ async fn sweep_one(
     if left {
         swept.waiting += 1;
     } else {
-        forget(store, record).await?;
+        store_purges::forget(store, record).await?;
         swept.environments += 1;
     }
     Ok(Turn::Done)
-}
-
-/// Deletes the record, unless a newer deletion request renewed it.
-async fn forget(store: &Store, record: &PurgeRecord) -> Result<(), ApiError> {
-    let outcome = store
-        .client()
-        .delete_item()
-        .table_name(store.table())
-        .set_key(Some(store::key(record.pk.clone(), &record.sk)))
-        .condition_expression("#at = :at")
-        .expression_attribute_names("#at", "at")
-        .expression_attribute_values(":at", AttributeValue::N(record.at.to_string()))
-        .send()
-        .await;
-    match outcome {
-        Ok(_) => Ok(()),
-        Err(error) if store::is_condition_failure(&error) => Ok(()),
-        Err(error) => Err(error.into()),
-    }
 }
