@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use berth_domain::ApiError;
 
-use crate::{Store, from_item, keys, query_all, s, to_item, tx_put};
+use crate::{Store, keys, to_item, tx_put};
 
 /// An app's entry in its environment's list.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,17 +63,5 @@ impl AppEntry {
 /// The entries of every app an environment's namespace has held (and whose
 /// leftovers are still there), read consistently.
 pub async fn in_environment(store: &Store, namespace: &str) -> Result<Vec<AppEntry>, ApiError> {
-    query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(keys::environment_apps(namespace)))
-            .consistent_read(true),
-    )
-    .await?
-    .into_iter()
-    .map(from_item)
-    .collect()
+    store.partition_as(keys::environment_apps(namespace)).await
 }

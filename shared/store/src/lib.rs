@@ -358,6 +358,22 @@ impl Store {
         Ok(output.item)
     }
 
+    /// Every item of partition `pk`, read consistently and decoded.
+    pub async fn partition_as<T: DeserializeOwned>(&self, pk: String) -> Result<Vec<T>, ApiError> {
+        query_all(
+            self.client
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :pk")
+                .expression_attribute_values(":pk", s(pk))
+                .consistent_read(true),
+        )
+        .await?
+        .into_iter()
+        .map(from_item)
+        .collect()
+    }
+
     /// One item, read consistently and decoded.
     pub async fn get_as<T: DeserializeOwned>(&self, key: Item) -> Result<Option<T>, ApiError> {
         self.get(key).await?.map(from_item).transpose()

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use berth_domain::ApiError;
 
 use crate::app_entries::AppEntry;
-use crate::{Store, from_item, is_condition_failure, key, keys, query_all, s, to_item};
+use crate::{Store, is_condition_failure, key, keys, to_item};
 
 /// A deletion asked through the API whose purge's leftovers are still to
 /// be removed.
@@ -62,19 +62,7 @@ pub async fn record(
 
 /// Every recorded deletion, read consistently.
 pub async fn all(store: &Store) -> Result<Vec<PurgeRecord>, ApiError> {
-    query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", s(keys::PURGES_PK))
-            .consistent_read(true),
-    )
-    .await?
-    .into_iter()
-    .map(from_item)
-    .collect()
+    store.partition_as(keys::PURGES_PK.to_owned()).await
 }
 
 /// Deletes the record, unless a newer deletion request renewed it.
