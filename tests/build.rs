@@ -7,16 +7,8 @@
 //!
 //! It reruns only when that variable changes (or when it is itself edited,
 //! which recompiles it).
-//!
-//! It also names the repository's root (`BERTH_REPO`, the parent of this
-//! package's folder) for the tests that read its files or run its scripts.
 
 fn main() {
-    let manifest = std::path::PathBuf::from(
-        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo names the package's folder"),
-    );
-    let repo = manifest.parent().expect("tests/ stands in the repository");
-    println!("cargo::rustc-env=BERTH_REPO={}", repo.display());
     println!("cargo::rustc-check-cfg=cfg(berth_real_cluster)");
     println!("cargo::rerun-if-env-changed=BERTH_TEST_KUBECONFIG");
     if std::env::var_os("BERTH_TEST_KUBECONFIG").is_some_and(|v| !v.is_empty()) {

@@ -192,7 +192,7 @@ async fn every_command_of_the_clusters_deploy_works() {
         ("APPS_DOMAIN", "apps.deploy.test".to_owned()),
         ("INSTALLATION", installation.clone()),
     ];
-    let clone = Path::new(env!("BERTH_REPO"));
+    let clone = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     // The section sets the registry: on a real cluster the run's other
     // tests wait meanwhile with theirs; a shared push credential one of them
     // left there is not this installation's.

@@ -80,7 +80,7 @@ const EXPECTED: &[(&str, u16)] = &[
 
 /// The API Gateway events: of every function but the scheduled ones.
 fn event_files() -> BTreeSet<String> {
-    let root = Path::new(env!("BERTH_REPO")).join("events");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("events");
     let mut files = BTreeSet::new();
     for function in std::fs::read_dir(&root).unwrap() {
         let function = function.unwrap().path();
@@ -115,7 +115,7 @@ async fn every_event_file_is_answered_by_its_function() {
     );
 
     let app = TestApp::with_cluster().await;
-    let root = Path::new(env!("BERTH_REPO")).join("events");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("events");
     // The samples' project `web`, under a name of this run's: project names
     // are platform-wide, and a real cluster keeps earlier runs' projects.
     let project = unique("web");
@@ -186,7 +186,7 @@ async fn every_event_file_is_answered_by_its_function() {
 #[tokio::test]
 async fn the_scheduled_event_runs_a_sweep() {
     let app = TestApp::with_cluster().await;
-    let root = Path::new(env!("BERTH_REPO")).join("events/cleanup");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("events/cleanup");
     let mut samples = 0;
     for file in std::fs::read_dir(&root).unwrap() {
         let event: Value =
@@ -210,7 +210,7 @@ async fn the_scheduled_event_runs_a_sweep() {
 #[tokio::test]
 async fn the_health_function_answers_the_default_route() {
     let app = TestApp::new().await;
-    let root = Path::new(env!("BERTH_REPO")).join("events");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("events");
     let sample: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("health/liveness.json")).unwrap())
             .unwrap();
@@ -250,7 +250,7 @@ async fn the_health_function_answers_the_default_route() {
 /// placeholder: every event that names a caller carries exactly that one.
 #[test]
 fn authenticated_events_carry_the_placeholder_make_invoke_replaces() {
-    let root = Path::new(env!("BERTH_REPO"));
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
     let script = std::fs::read_to_string(root.join("scripts/lambda.sh")).unwrap();
     let placeholder = script
         .lines()

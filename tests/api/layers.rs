@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const ROOT: &str = env!("BERTH_REPO");
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 /// The README's table: each crate (or `prefix-*`) and the crates it may use.
 fn allowed() -> Vec<(String, BTreeSet<String>)> {
@@ -365,13 +365,14 @@ fn every_crate_stands_where_the_design_puts_it() {
         "the root manifest is the workspace's alone"
     );
     let metadata = metadata(true);
+    let canonical_root = root.canonicalize().unwrap();
     let mut misplaced = Vec::new();
     for package in metadata["packages"].as_array().unwrap() {
         let name = package["name"].as_str().unwrap();
         let folder = Path::new(package["manifest_path"].as_str().unwrap())
             .parent()
             .unwrap()
-            .strip_prefix(root.canonicalize().unwrap())
+            .strip_prefix(&canonical_root)
             .unwrap()
             .to_path_buf();
         let expected = match name {
@@ -391,7 +392,7 @@ fn every_crate_stands_where_the_design_puts_it() {
         }
         for target in package["targets"].as_array().unwrap() {
             let source = Path::new(target["src_path"].as_str().unwrap());
-            if !source.starts_with(root.canonicalize().unwrap().join(&folder)) {
+            if !source.starts_with(canonical_root.join(&folder)) {
                 misplaced.push(format!("{name}'s target {}", source.display()));
             }
         }

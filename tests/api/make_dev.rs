@@ -53,7 +53,7 @@ struct MakeDev {
 
 impl MakeDev {
     fn start() -> Self {
-        let clone = Path::new(env!("BERTH_REPO"));
+        let clone = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
         let state = std::env::temp_dir().join(unique("berth-make-dev"));
         let (api_port, controller_port) = (free_port(), free_port());
         let mut command = Command::new("make");

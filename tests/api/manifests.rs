@@ -9,7 +9,12 @@ use crate::support::identities::{self, documents};
 use crate::support::{TestCluster, stdout_of};
 
 fn manifest(name: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("BERTH_REPO")).join("infra/k8s").join(name)).unwrap()
+    std::fs::read_to_string(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .join("infra/k8s")
+            .join(name),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -17,7 +22,7 @@ fn crds_file_matches_the_code() {
     let generated = berth_cluster::crd::definitions_yaml();
     if std::env::var_os("BERTH_WRITE_CRDS").is_some() {
         std::fs::write(
-            Path::new(env!("BERTH_REPO")).join("infra/k8s/crds.yaml"),
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("infra/k8s/crds.yaml"),
             &generated,
         )
         .unwrap();
@@ -65,7 +70,7 @@ fn rendered() -> Vec<serde_yaml::Value> {
     let output = stdout_of(
         Command::new("kubectl")
             .args(["kustomize", "infra/k8s"])
-            .current_dir(env!("BERTH_REPO")),
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")),
     );
     serde_yaml::Deserializer::from_str(&output)
         .map(|doc| serde::Deserialize::deserialize(doc).expect("a YAML document"))

@@ -21,7 +21,7 @@ use berth_store::keys::SYSTEM_ORG;
 const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
 fn committed_path() -> std::path::PathBuf {
-    Path::new(env!("BERTH_REPO")).join(openapi::FILE)
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(openapi::FILE)
 }
 
 fn document() -> Value {
@@ -129,7 +129,10 @@ async fn every_operation_is_described_once_at_the_route_that_serves_it() {
 
     // The template routes the same methods and paths to the same functions.
     let template: serde_yaml::Value = serde_yaml::from_str(
-        &std::fs::read_to_string(Path::new(env!("BERTH_REPO")).join("template.yaml")).unwrap(),
+        &std::fs::read_to_string(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("template.yaml"),
+        )
+        .unwrap(),
     )
     .unwrap();
     let mut template_routes = BTreeSet::new();

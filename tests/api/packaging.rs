@@ -12,7 +12,8 @@ use berth_domain::Operation;
 use berth_store::keys;
 
 fn template() -> Value {
-    let path = std::path::Path::new(env!("BERTH_REPO")).join("template.yaml");
+    let path =
+        std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("template.yaml");
     serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -217,7 +218,7 @@ async fn every_template_route_reaches_its_functions_operation() {
 fn linked_packages(function: &str) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = std::process::Command::new(cargo)
-        .current_dir(env!("BERTH_REPO"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .args(["tree", "--locked", "--offline", "--prefix", "none"])
         .args(["-e", "normal", "-f", "{p} [{f}]", "-p"])
         .arg(format!("berth-fn-{function}"))

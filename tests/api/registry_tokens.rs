@@ -1462,7 +1462,11 @@ async fn a_secret_put_where_an_id_belongs_is_repeated_nowhere() {
     };
 
     let document: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("BERTH_REPO"), "/openapi/openapi.json")).unwrap(),
+        &std::fs::read_to_string(concat!(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
+            "/openapi/openapi.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     let mut calls = 0;

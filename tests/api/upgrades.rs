@@ -26,7 +26,7 @@ async fn kubectl(admin_kubeconfig: &std::path::Path, args: &[&str]) {
     let output = Command::new("kubectl")
         .args(args)
         .env("KUBECONFIG", admin_kubeconfig)
-        .current_dir(env!("BERTH_REPO"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .output()
         .await
         .expect("kubectl runs");

@@ -43,7 +43,7 @@ pub const RBAC_KINDS: [&str; 8] = [
 ];
 
 fn k8s_dir() -> PathBuf {
-    Path::new(env!("BERTH_REPO")).join("infra/k8s")
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("infra/k8s")
 }
 
 /// Every document of a manifest of `infra/k8s`.

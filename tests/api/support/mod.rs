@@ -766,7 +766,7 @@ pub fn workspace_binary(package: &str, bin: &str) -> &'static Path {
     let target = crate::controller_image::target_dir();
     let status = std::process::Command::new(env!("CARGO"))
         .args(["build", "--locked", "-p", package, "--bin", bin])
-        .current_dir(env!("BERTH_REPO"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
         .env("CARGO_TARGET_DIR", &target)
         .status()
         .expect("cargo runs");

@@ -6,7 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const SCRIPT: &str = concat!(env!("BERTH_REPO"), "/infra/registry/registry.sh");
+const SCRIPT: &str = concat!(
+    concat!(env!("CARGO_MANIFEST_DIR"), "/.."),
+    "/infra/registry/registry.sh"
+);
 
 /// How the registry lets clients in.
 pub enum Access<'a> {
