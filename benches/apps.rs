@@ -32,6 +32,7 @@ use berth_cluster::crd::{App, Environment};
 use berth_cluster::install;
 use berth_domain::config::Config;
 use berth_domain::credentials;
+use berth_domain::stored::Stored;
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::{keys, schema};
 
@@ -138,7 +139,7 @@ async fn baseline_update(
         .find(|found| found.name_any() == app)
         .unwrap();
     let revision = baseline.revision.fetch_add(1, Ordering::SeqCst) as i64 + 1;
-    next.spec.config.image = Some(body["image"].as_str().unwrap().to_owned());
+    next.spec.config.image = Some(Stored::read(body["image"].as_str().unwrap()));
     next.spec.release.revision = revision;
     let history = format!("RELEASES#baseline-{app}");
     let release = |revision: i64| {

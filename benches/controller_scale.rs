@@ -48,6 +48,7 @@ use berth_cluster::crd::{
 };
 use berth_cluster::install;
 use berth_domain::app::{AppConfig, AppProcess};
+use berth_domain::stored::Stored;
 
 const ORG: &str = "bench";
 const APPS_PER_ENVIRONMENT: usize = 10;
@@ -307,7 +308,7 @@ async fn create_app(
     tag: &str,
 ) {
     let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
-    config.image = Some(image(tag));
+    config.image = Some(Stored::read(&image(tag)));
     let app = App::test(name, config).in_environment(ORG, project, environment);
     Api::<App>::namespaced(client.clone(), &format!("{project}-{environment}"))
         .create(&PostParams::default(), &app)
@@ -320,7 +321,7 @@ async fn create_app(
 async fn deploy(apps: &Api<App>, name: &str, tag: &str) {
     let app = apps.get(name).await.expect("App");
     let mut config = app.spec.config.clone();
-    config.image = Some(image(tag));
+    config.image = Some(Stored::read(&image(tag)));
     let release = ReleaseMark::now(app.next_revision(), ReleaseReason::Deploy, None, None);
     apps.replace(
         name,
@@ -389,7 +390,7 @@ impl Watched {
             .state()
             .iter()
             .filter(|app| {
-                app.spec.config.image.as_deref() == Some(wanted.as_str())
+                app.spec.config.image.as_ref().map(Stored::text) == Some(wanted.as_str())
                     && app.status.as_ref().and_then(|s| s.observed_generation)
                         == app.metadata.generation
                     && app.uid().and_then(|uid| images.get(&uid)) == Some(&wanted)

@@ -65,6 +65,7 @@ use berth_cluster::crd::{
 use berth_cluster::ownership;
 use berth_cluster::{delete_only, is_conflict, is_not_found};
 use berth_domain::clock;
+use berth_domain::stored::Stored;
 
 use crate::build_engine::{self, AppArmor, Outcome, Pushed, Target};
 use crate::context::{Context, FIELD_MANAGER};
@@ -480,13 +481,13 @@ async fn deploy(build: &Build, app: &App, context: &Context) -> Result<Action, E
     let note = format!("build {} of {short}", spec.number);
     let release = &app.spec.release;
     // Written already by an earlier round whose status write was lost.
-    let revision = if app.spec.config.image.as_deref() == Some(image.as_str())
+    let revision = if app.spec.config.image.as_ref().map(Stored::text) == Some(image.as_str())
         && release.note.as_deref() == Some(note.as_str())
     {
         release.revision
     } else {
         let mut config = app.spec.config.clone();
-        config.image = Some(image.clone());
+        config.image = Some(Stored::read(&image));
         let release = ReleaseMark::now(
             app.next_revision(),
             ReleaseReason::Deploy,

@@ -443,7 +443,7 @@ mod tests {
 
     fn app(revision: i64, image: &str, release_command: &[&str]) -> App {
         let mut config = AppConfig::test(vec![AppProcess::test("web", Some(8080))]);
-        config.image = Some(image.to_owned());
+        config.image = Some(Stored::read(image));
         config.release_command = release_command.iter().map(|s| (*s).to_owned()).collect();
         config.domains = vec![Stored::read(&format!("r{revision}.example.com"))];
         let mut app = App::test("shop", config).stored();
@@ -492,7 +492,10 @@ mod tests {
         // What runs meanwhile: revision 1's config, revision 2's domains.
         let previous = previous(&next, &status).unwrap();
         assert_eq!(previous.revision, 1);
-        assert_eq!(previous.app.spec.config.image.as_deref(), Some("shop:1"));
+        assert_eq!(
+            previous.app.spec.config.image.as_ref().map(Stored::text),
+            Some("shop:1")
+        );
         assert_eq!(
             previous.app.spec.config.domains,
             [Stored::read("r2.example.com")]
@@ -517,7 +520,10 @@ mod tests {
                 "automatic: revision 2 did not become available (Deployment shop-web made no progress within its deadline (600 s): its pods did not become ready); rolled back to revision 1"
             )
         );
-        assert_eq!(back.spec.config.image.as_deref(), Some("shop:1"));
+        assert_eq!(
+            back.spec.config.image.as_ref().map(Stored::text),
+            Some("shop:1")
+        );
         assert_eq!(back.spec.config.domains, [Stored::read("r2.example.com")]);
         // Revision 3 failing in turn is not rolled back: no loop.
         assert!(rollback(&back, &status, why).is_none());

@@ -209,7 +209,7 @@ async fn a_web_app_becomes_a_deployment_a_service_and_an_ingress() {
     web.size = Stored::read("750m/1536Mi");
     web.command = vec!["./serve".to_owned(), "--port=8080".to_owned()];
     let mut config = AppConfig::test(vec![web]);
-    config.health_check_path = Some("/healthz".to_owned());
+    config.health_check_path = Some(Stored::read("/healthz"));
     config.fs_group = Some(2000);
     config.domains = vec![Stored::read("shop.example.com")];
     config.env = vec![
@@ -404,11 +404,11 @@ async fn autoscaling_comes_and_goes_with_max_replicas() {
 async fn scheduled_processes_become_cron_jobs() {
     let env = Environment::new().await;
     let mut nightly = AppProcess::test("nightly", None);
-    nightly.schedule = Some("30 2 * * *".to_owned());
-    nightly.time_zone = Some("Europe/Berlin".to_owned());
+    nightly.schedule = Some(Stored::read("30 2 * * *"));
+    nightly.time_zone = Some(Stored::read("Europe/Berlin"));
     nightly.command = vec!["./report".to_owned()];
     let mut hourly = AppProcess::test("hourly", None);
-    hourly.schedule = Some("0 * * * *".to_owned());
+    hourly.schedule = Some(Stored::read("0 * * * *"));
     let app = env
         .create("reports", AppConfig::test(vec![nightly, hourly]))
         .await;
@@ -580,7 +580,7 @@ async fn a_dropped_process_loses_its_objects() {
     let mut api = AppProcess::test("api", Some(9000));
     api.max_replicas = 3;
     let mut nightly = AppProcess::test("nightly", None);
-    nightly.schedule = Some("30 2 * * *".to_owned());
+    nightly.schedule = Some(Stored::read("30 2 * * *"));
     let app = env
         .create(
             "multi",
@@ -761,7 +761,7 @@ async fn a_new_image_does_not_wait_for_another_app_making_its_objects() {
     .await;
 
     let image = "registry.example.com/shop/web:2";
-    env.update(&fast, |spec| spec.config.image = Some(image.to_owned()))
+    env.update(&fast, |spec| spec.config.image = Some(Stored::read(image)))
         .await;
     env.wait_for::<Deployment>("fast-web", "fast's new image", |deployment| {
         container(deployment).image.as_deref() == Some(image)

@@ -19,6 +19,7 @@ use berth_cluster::crd::{
 };
 use berth_cluster::registry::{self, Credential, Registry};
 use berth_domain::app::{AppConfig, AppProcess, AppSource, BuildSettings, BuildStrategy};
+use berth_domain::stored::Stored;
 
 use crate::support::cluster::hold_registry_settings_for_the_test;
 use crate::support::kubelet::{BuildEnd, end_build_pods};
@@ -358,7 +359,10 @@ async fn a_successful_build_becomes_the_apps_next_revision_pinned_by_digest() {
     assert!(status.finished_at.is_some() && status.started_at.is_some());
 
     let app = fixture.app_now().await;
-    assert_eq!(app.spec.config.image.as_deref(), Some(image.as_str()));
+    assert_eq!(
+        app.spec.config.image.as_ref().map(Stored::text),
+        Some(image.as_str())
+    );
     let release = &app.spec.release;
     assert_eq!(release.revision, 2);
     assert_eq!(release.reason, "deploy");

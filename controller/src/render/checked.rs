@@ -18,9 +18,11 @@ use berth_cluster::crd::{
 };
 use berth_domain::app::{AppConfig, AppProcess, AppVolume};
 use berth_domain::certificate::CertificateFinding;
-use berth_domain::container_paths::MountPath;
+use berth_domain::container_paths::{HealthCheckPath, MountPath};
+use berth_domain::image::ImageRef;
 use berth_domain::names::{Hostname, Label, OBJECT_NAME, VolumeName};
 use berth_domain::protocol::Protocol;
+use berth_domain::schedule::{Schedule, TimeZone};
 use berth_domain::size::{Size, VolumeSize};
 use berth_domain::stored::{Stored, TextForm};
 
@@ -55,7 +57,10 @@ pub struct CheckedApp<'a> {
     pub(super) app: &'a App,
     /// The image every container runs: an App without one (awaiting its
     /// first build) is never checked, see [`CheckedApp::of`].
-    pub(super) image: &'a str,
+    pub(super) image: &'a ImageRef,
+    /// The path the probes of its always-on `http` processes with a port
+    /// request.
+    pub(super) health_check_path: Option<&'a HealthCheckPath>,
     pub(super) context: AppContext<'a>,
     pub(super) processes: Vec<CheckedProcess<'a>>,
     pub(super) volumes: Vec<CheckedVolume<'a>>,
@@ -74,9 +79,12 @@ impl<'a> CheckedApp<'a> {
         check_lists(config)?;
         let image = config
             .image
-            .as_deref()
-            .filter(|image| !image.trim().is_empty())
+            .as_ref()
             .ok_or_else(|| RenderError::new("spec.image", "must be an image reference"))?;
+        let image = parsed(image, "spec.image".to_owned())?;
+        let health_check_path = (config.health_check_path.as_ref())
+            .map(|path| parsed(path, "spec.healthCheckPath".to_owned()))
+            .transpose()?;
         let volumes = config
             .volumes
             .iter()
@@ -86,10 +94,9 @@ impl<'a> CheckedApp<'a> {
         let mut processes = Vec::with_capacity(config.processes.len());
         for (index, process) in config.processes.iter().enumerate() {
             let field = format!("spec.processes[{index}]");
-            let process = CheckedProcess::of(&context, process, &field)?;
-            check_container(config, &process)?;
-            processes.push(process);
+            processes.push(CheckedProcess::of(&context, process, &field)?);
         }
+        check_env(config)?;
         let domains = domains(app)?;
         // The release Job's name is a label of its pods (`job-name`).
         if !config.release_command.is_empty()
@@ -106,6 +113,7 @@ impl<'a> CheckedApp<'a> {
         Ok(Self {
             app,
             image,
+            health_check_path,
             context,
             processes,
             volumes,
@@ -124,21 +132,8 @@ impl<'a> CheckedApp<'a> {
     }
 }
 
-/// What the process's container takes from the app: a health check path its probes can use, and environment variables.
-fn check_container(config: &AppConfig, process: &CheckedProcess<'_>) -> Result<(), RenderError> {
-    // Only the probes of an always-on `http` process with a port use the path.
-    let probed = process.spec.port.is_some()
-        && !process.spec.is_scheduled()
-        && process.protocol == Protocol::Http;
-    if probed
-        && let Some(path) = &config.health_check_path
-        && !path.starts_with('/')
-    {
-        return Err(RenderError::new(
-            "spec.healthCheckPath",
-            "must be an absolute HTTP path",
-        ));
-    }
+/// The environment variables every container of the app takes.
+fn check_env(config: &AppConfig) -> Result<(), RenderError> {
     for (index, var) in config.env.iter().enumerate() {
         let field = format!("spec.env[{index}]");
         if var.name.is_empty() || var.name.contains('=') {
@@ -356,6 +351,10 @@ pub(super) struct CheckedProcess<'a> {
     /// The Deployment, Service, HPA or CronJob name.
     pub(super) object_name: String,
     pub(super) size: &'a Size,
+    /// When it runs, as a CronJob: None for an always-on process.
+    pub(super) schedule: Option<&'a Schedule>,
+    /// The time zone of its schedule: None for the default.
+    pub(super) time_zone: Option<&'a TimeZone>,
     pub(super) protocol: Protocol,
     pub(super) labels: BTreeMap<String, String>,
 }
@@ -408,19 +407,19 @@ impl<'a> CheckedProcess<'a> {
                 "must be at least minReplicas",
             ));
         }
-        if let Some(schedule) = &spec.schedule
-            && schedule.trim().is_empty()
-        {
-            return Err(RenderError::new(
-                format!("{field}.schedule"),
-                "must be a 5-field cron expression",
-            ));
-        }
+        let schedule = (spec.schedule.as_ref())
+            .map(|schedule| parsed(schedule, format!("{field}.schedule")))
+            .transpose()?;
+        let time_zone = (spec.time_zone.as_ref())
+            .map(|zone| parsed(zone, format!("{field}.timeZone")))
+            .transpose()?;
         Ok(Self {
             spec,
             labels: context.process_labels(&spec.name),
             object_name,
             size,
+            schedule,
+            time_zone,
             protocol,
         })
     }

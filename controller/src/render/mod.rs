@@ -46,10 +46,12 @@ use berth_cluster::crd::{
 };
 use berth_domain::app::AppConfig;
 use berth_domain::certificate::CertificateFinding;
+use berth_domain::container_paths::HealthCheckPath;
+use berth_domain::image::ImageRef;
 use berth_domain::names::Hostname;
 use berth_domain::protocol::Protocol;
 use berth_domain::registry::ProjectRepository;
-use berth_domain::schedule::DEFAULT_TIME_ZONE;
+use berth_domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
 use kube::{Resource, ResourceExt};
 
 use checked::{AppContext, CheckedProcess, CheckedVolume, MAX_LABEL};
@@ -147,6 +149,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
         volumes,
         domains,
         certificates,
+        ..
     } = checked;
     let config = &app.spec.config;
     let volumes = rendered_volumes(context, volumes);
@@ -154,7 +157,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
 
     let mut rendered = Rendered::default();
     for process in processes {
-        let container = container(config, image, process, &volumes);
+        let container = container(checked, process, &volumes);
         let serving = container.lifecycle.is_some();
         let pod_spec = PodSpec {
             containers: vec![container],
@@ -174,7 +177,7 @@ pub fn render(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Rendered {
         };
         // What no App can change: every pod is confined (see `unconfined`).
         debug_assert_eq!(unconfined(&pod_spec), Vec::<String>::new());
-        if let Some(schedule) = &process.spec.schedule {
+        if let Some(schedule) = process.schedule {
             rendered
                 .cron_jobs
                 .push(cron_job(context, process, schedule, pod_spec));
@@ -245,12 +248,12 @@ pub fn hosts_of(checked: &CheckedApp<'_>, settings: &RenderSettings) -> Vec<Serv
 /// sibling's of its organization, or another organization's) gets no
 /// credential for it, and its pull fails.
 fn pull_secrets(
-    image: &str,
+    image: &ImageRef,
     context: &AppContext<'_>,
     settings: &RenderSettings,
 ) -> Option<Vec<LocalObjectReference>> {
     let prefix = settings.registry_prefix.as_deref()?;
-    ProjectRepository::of_image(prefix, image)
+    ProjectRepository::of_image(prefix, image.as_str())
         .is_some_and(|found| found.is_of(context.org, context.project))
         .then(|| {
             vec![LocalObjectReference {
@@ -428,21 +431,22 @@ fn rendered_volumes(
 /// `Always` makes the node ask the registry with the pod's own pull
 /// credential, which only reaches its own project's images; a digest
 /// is checked against the cache by content, as the registry would.
-pub fn pull_policy(image: &str) -> &'static str {
-    let pinned = berth_domain::image::ImageRef::parse(image)
-        .ok()
-        .is_some_and(|image| image.digest().is_some());
-    if pinned { "IfNotPresent" } else { "Always" }
+pub fn pull_policy(image: &ImageRef) -> &'static str {
+    if image.digest().is_some() {
+        "IfNotPresent"
+    } else {
+        "Always"
+    }
 }
 
 /// The process's one container: image, command, env, resources, port,
 /// probes and mounts.
 fn container(
-    config: &AppConfig,
-    image: &str,
+    checked: &CheckedApp<'_>,
     process: &CheckedProcess<'_>,
     volumes: &[RenderedVolume],
 ) -> Container {
+    let (config, image) = (&checked.app.spec.config, checked.image);
     let resources: BTreeMap<String, K8sQuantity> = BTreeMap::from([
         (
             "cpu".to_owned(),
@@ -457,12 +461,12 @@ fn container(
     // fails a liveness probe would be killed mid-run).
     let port = process.spec.port.filter(|_| !process.spec.is_scheduled());
     let (readiness_probe, liveness_probe) = match port {
-        Some(port) => probes(config, process, port),
+        Some(port) => probes(checked.health_check_path, process, port),
         None => (None, None),
     };
     Container {
         name: process.spec.name.clone(),
-        image: Some(image.to_owned()),
+        image: Some(image.to_string()),
         image_pull_policy: Some(pull_policy(image).to_owned()),
         command: (!process.spec.command.is_empty()).then(|| process.spec.command.clone()),
         env: (!config.env.is_empty()).then(|| env(config)),
@@ -535,7 +539,7 @@ fn env(config: &AppConfig) -> Vec<EnvVar> {
 /// that no pod gets requests (or counts as available in a rollout) before it
 /// listens.
 fn probes(
-    config: &AppConfig,
+    health_check_path: Option<&HealthCheckPath>,
     process: &CheckedProcess<'_>,
     port: i32,
 ) -> (Option<Probe>, Option<Probe>) {
@@ -547,10 +551,10 @@ fn probes(
         success_threshold: Some(1),
         ..probe
     };
-    match (process.protocol, &config.health_check_path) {
+    match (process.protocol, health_check_path) {
         (Protocol::Http, Some(path)) => {
             let http_get = || HTTPGetAction {
-                path: Some(path.clone()),
+                path: Some(path.to_string()),
                 port: IntOrString::Int(port),
                 scheme: Some("HTTP".to_owned()),
                 ..Default::default()
@@ -733,12 +737,7 @@ struct CommandJob<'a> {
 /// A Job that runs a command once in the app's image with its env, no
 /// volumes, ports or probes, with the confinement of every pod Berth renders.
 fn command_job(checked: &CheckedApp<'_>, settings: &RenderSettings, job: CommandJob<'_>) -> Job {
-    let CheckedApp {
-        app,
-        image,
-        context,
-        ..
-    } = checked;
+    let CheckedApp { image, context, .. } = checked;
     let container = Container {
         name: job.container.to_owned(),
         command: Some(job.command),
@@ -746,7 +745,7 @@ fn command_job(checked: &CheckedApp<'_>, settings: &RenderSettings, job: Command
         readiness_probe: None,
         liveness_probe: None,
         lifecycle: None,
-        ..container(&app.spec.config, image, job.size_of, &[])
+        ..container(checked, job.size_of, &[])
     };
     let pod_spec = PodSpec {
         containers: vec![container],
@@ -827,20 +826,19 @@ fn autoscaler(context: &AppContext<'_>, process: &CheckedProcess<'_>) -> Horizon
 fn cron_job(
     context: &AppContext<'_>,
     process: &CheckedProcess<'_>,
-    schedule: &str,
+    schedule: &Schedule,
     mut pod_spec: PodSpec,
 ) -> CronJob {
     pod_spec.restart_policy = Some("OnFailure".to_owned());
     CronJob {
         metadata: context.metadata(process.object_name.clone(), process.labels.clone()),
         spec: Some(CronJobSpec {
-            schedule: schedule.to_owned(),
+            schedule: schedule.to_string(),
             time_zone: Some(
                 process
-                    .spec
                     .time_zone
-                    .clone()
-                    .unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned()),
+                    .map_or(DEFAULT_TIME_ZONE, TimeZone::as_str)
+                    .to_owned(),
             ),
             // A run that is still going when the next is due is left alone:
             // nightly jobs rarely expect to overlap.
@@ -1048,7 +1046,7 @@ mod tests {
     #[test]
     fn a_web_app_is_a_deployment_a_service_and_an_ingress() {
         let mut app = web_app();
-        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        app.spec.config.health_check_path = Some(Stored::read("/healthz"));
         app.spec.config.env = vec![AppEnvVar {
             name: "MODE".to_owned(),
             value: Some("production".to_owned()),
@@ -1178,10 +1176,10 @@ mod tests {
         worker.size = Stored::read("750m/1536Mi");
         worker.command = vec!["./work".to_owned()];
         let mut nightly = AppProcess::test("nightly", None);
-        nightly.schedule = Some("0 3 * * *".to_owned());
+        nightly.schedule = Some(Stored::read("0 3 * * *"));
         nightly.command = vec!["./report".to_owned()];
         let mut app = app(vec![AppProcess::test("web", Some(8080)), worker, nightly]);
-        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        app.spec.config.health_check_path = Some(Stored::read("/healthz"));
         let rendered = render(&app, &settings()).unwrap();
 
         let names: Vec<_> = rendered
@@ -1239,8 +1237,8 @@ mod tests {
     #[test]
     fn a_time_zone_is_kept() {
         let mut job = AppProcess::test("job", None);
-        job.schedule = Some("*/5 * * * *".to_owned());
-        job.time_zone = Some("Europe/Berlin".to_owned());
+        job.schedule = Some(Stored::read("*/5 * * * *"));
+        job.time_zone = Some(Stored::read("Europe/Berlin"));
         let rendered = render(&app(vec![job]), &settings()).unwrap();
         let spec = rendered.cron_jobs[0].spec.as_ref().unwrap();
         assert_eq!(spec.time_zone.as_deref(), Some("Europe/Berlin"));
@@ -1563,7 +1561,7 @@ mod tests {
             (digest.as_str(), "IfNotPresent"),
         ] {
             let mut app = web_app();
-            app.spec.config.image = Some(image.to_owned());
+            app.spec.config.image = Some(Stored::read(image));
             let rendered = render(&app, &settings()).unwrap();
             let container = only_container(pod_spec(&rendered.deployments[0]));
             assert_eq!(
@@ -1624,7 +1622,7 @@ mod tests {
         let mut db = AppProcess::test("db", Some(5432));
         db.protocol = Stored::read("tcp");
         let mut app = app(vec![db]);
-        app.spec.config.health_check_path = Some("/healthz".to_owned());
+        app.spec.config.health_check_path = Some(Stored::read("/healthz"));
         let rendered = render(&app, &settings()).unwrap();
         let container = only_container(pod_spec(&rendered.deployments[0]));
         let readiness = container.readiness_probe.as_ref().unwrap();
@@ -1719,9 +1717,11 @@ mod tests {
             registry_prefix: Some("registry.example.com/berth".to_owned()),
             ..settings()
         };
+        // Pinned by digest, as a build pins it.
+        let digest = format!("sha256:{}", "ab".repeat(32));
         let pull_secrets = |image: &str| {
             let mut built = shop.clone();
-            built.spec.config.image = Some(image.to_owned());
+            built.spec.config.image = Some(Stored::read(image));
             let rendered = render(&built, &settings).unwrap();
             let job = release_job(&CheckedApp::of(&built).unwrap(), &settings).unwrap();
             let of_job = job.spec.unwrap().template.spec.unwrap().image_pull_secrets;
@@ -1737,18 +1737,25 @@ mod tests {
             of_deployment.map(|secrets| secrets[0].name.clone())
         };
         assert_eq!(
-            pull_secrets("registry.example.com/berth/acme/store/shop@sha256:ab").as_deref(),
+            pull_secrets(&format!(
+                "registry.example.com/berth/acme/store/shop@{digest}"
+            ))
+            .as_deref(),
             Some(PULL_SECRET)
         );
         // Another image, or one whose path only starts like the prefix: none.
         assert_eq!(pull_secrets("ghcr.io/acme/shop:1"), None);
         // Another organization's build: none, so its pull fails.
         assert_eq!(
-            pull_secrets("registry.example.com/berth/globex/store/shop@sha256:ab"),
+            pull_secrets(&format!(
+                "registry.example.com/berth/globex/store/shop@{digest}"
+            )),
             None
         );
         assert_eq!(
-            pull_secrets("registry.example.com/berth/acmex/store/shop@sha256:ab"),
+            pull_secrets(&format!(
+                "registry.example.com/berth/acmex/store/shop@{digest}"
+            )),
             None
         );
         assert_eq!(pull_secrets("registry.example.com/berthx/shop:1"), None);
@@ -1756,7 +1763,9 @@ mod tests {
         // another organization's, so the shared credential of before does
         // not pull it.
         assert_eq!(
-            pull_secrets("registry.example.com/berth/acme/billing/shop@sha256:ab"),
+            pull_secrets(&format!(
+                "registry.example.com/berth/acme/billing/shop@{digest}"
+            )),
             None
         );
         assert_eq!(
@@ -2027,7 +2036,7 @@ mod tests {
             },
             {
                 let mut job = AppProcess::test("nightly", None);
-                job.schedule = Some("0 3 * * *".to_owned());
+                job.schedule = Some(Stored::read("0 3 * * *"));
                 job
             },
             {
@@ -2037,7 +2046,7 @@ mod tests {
             },
         ]);
         everything.spec.config.fs_group = Some(999);
-        everything.spec.config.health_check_path = Some("/healthz".to_owned());
+        everything.spec.config.health_check_path = Some(Stored::read("/healthz"));
         everything.spec.config.domains = vec![Stored::read("shop.example.com")];
         everything.spec.config.volumes = vec![AppVolume::test("data", "/var/lib/data", "1Ti")];
         everything.spec.config.env = vec![AppEnvVar {
@@ -2196,6 +2205,23 @@ mod tests {
         assert_eq!(refusal(&bad).field, "spec.domains[0]");
 
         let mut bad = web_app();
+        bad.spec.config.image = Some(Stored::read("Shop:Latest!"));
+        assert_eq!(refusal(&bad).field, "spec.image");
+
+        let mut bad = web_app();
+        bad.spec.config.health_check_path = Some(Stored::read("healthz"));
+        assert_eq!(refusal(&bad).field, "spec.healthCheckPath");
+
+        let mut job = AppProcess::test("nightly", None);
+        job.schedule = Some(Stored::read("every night"));
+        let mut bad = app(vec![job.clone()]);
+        assert_eq!(refusal(&bad).field, "spec.processes[0].schedule");
+        job.schedule = Some(Stored::read("0 3 * * *"));
+        job.time_zone = Some(Stored::read("Mars/Olympus_Mons"));
+        bad.spec.config.processes = vec![job];
+        assert_eq!(refusal(&bad).field, "spec.processes[0].timeZone");
+
+        let mut bad = web_app();
         bad.metadata.labels.as_mut().unwrap().remove(LABEL_PROJECT);
         assert_eq!(refusal(&bad).field, "metadata.labels[berth.dev/project]");
 
@@ -2214,7 +2240,7 @@ mod tests {
 
         // A CronJob's name is at most 52 characters.
         let mut job = AppProcess::test(&"j".repeat(15), None);
-        job.schedule = Some("0 * * * *".to_owned());
+        job.schedule = Some(Stored::read("0 * * * *"));
         let mut cron = app(vec![job.clone()]);
         cron.metadata.name = Some("a".repeat(40));
         assert_eq!(refusal(&cron).field, "spec.processes[0].name");
@@ -2253,7 +2279,7 @@ mod tests {
         let mut autoscaled = AppProcess::test("api", Some(8080));
         autoscaled.max_replicas = 4;
         let mut scheduled = AppProcess::test("nightly", None);
-        scheduled.schedule = Some("0 3 * * *".to_owned());
+        scheduled.schedule = Some(Stored::read("0 3 * * *"));
         let mut tcp = AppProcess::test("db", Some(5432));
         tcp.protocol = Stored::read("tcp");
         let stopped = AppProcess {

@@ -873,6 +873,7 @@ mod tests {
     use super::*;
     use berth_domain::names::Hostname;
     use berth_domain::protocol::Protocol;
+    use berth_domain::stored::Stored;
 
     #[test]
     fn a_certificate_secret_is_named_for_its_app_and_host_alone() {
@@ -938,11 +939,14 @@ mod tests {
             let mut release = app.spec.release.clone();
             release.revision = revision;
             let mut config = app.spec.config.clone();
-            config.image = Some(format!("shop:{revision}"));
+            config.image = Some(Stored::read(&format!("shop:{revision}")));
             app = app.superseded(config, release);
         }
         assert_eq!(app.spec.release.revision, 30);
-        assert_eq!(app.spec.config.image.as_deref(), Some("shop:30"));
+        assert_eq!(
+            app.spec.config.image.as_ref().map(Stored::text),
+            Some("shop:30")
+        );
         let kept: Vec<i64> = app
             .spec
             .unrecorded
@@ -951,7 +955,11 @@ mod tests {
             .collect();
         assert_eq!(kept, (10..=29).rev().collect::<Vec<_>>());
         assert_eq!(
-            app.spec.unrecorded[0].config.image.as_deref(),
+            app.spec.unrecorded[0]
+                .config
+                .image
+                .as_ref()
+                .map(Stored::text),
             Some("shop:29")
         );
     }
@@ -1006,7 +1014,10 @@ mod tests {
                 {"name": "web", "command": [], "port": 8080, "size": "250m/512Mi",
                  "minReplicas": 1, "maxReplicas": 3, "protocol": "http"},
                 {"name": "db", "command": [], "port": 5432, "size": "galactic",
-                 "minReplicas": 1, "maxReplicas": 1, "protocol": "udp"}
+                 "minReplicas": 1, "maxReplicas": 1, "protocol": "udp"},
+                {"name": "nightly", "command": [], "size": "small", "minReplicas": 1,
+                 "maxReplicas": 1, "schedule": "every  night", "timeZone": "Mars/Base",
+                 "protocol": "http"}
             ],
             "env": [],
             "domains": ["shop.example.com", "Not A Host", "WWW.Example.com."],
@@ -1014,10 +1025,23 @@ mod tests {
                 {"name": "data", "mountPath": "/var/lib/data", "size": "5Gi"},
                 {"name": "Bad_Name", "mountPath": "relative", "size": "2Ti"}
             ],
+            "healthCheckPath": "health",
             "release": {"revision": 3, "reason": "deploy", "createdAt": 1}
         });
         let spec: AppSpec = serde_json::from_value(stored.clone()).expect("it decodes");
         assert_eq!(serde_json::to_value(&spec).unwrap(), stored);
+        let mut edited = stored.clone();
+        edited["image"] = "Shop:Latest!".into();
+        let spec: AppSpec = serde_json::from_value(edited.clone()).expect("it decodes");
+        assert_eq!(serde_json::to_value(&spec).unwrap(), edited);
+        assert_eq!(
+            spec.config
+                .first_refused()
+                .map(|(field, _)| field)
+                .as_deref(),
+            Some("image")
+        );
+        let spec: AppSpec = serde_json::from_value(stored.clone()).unwrap();
 
         let config = &spec.config;
         assert!(config.processes[0].size.parsed().is_ok());
@@ -1037,6 +1061,11 @@ mod tests {
             .collect();
         assert_eq!(refused, [true; 3]);
         assert!(config.domains[1].parsed().is_err());
+        let nightly = &config.processes[2];
+        assert!(nightly.schedule.as_ref().unwrap().parsed().is_err());
+        assert!(nightly.time_zone.as_ref().unwrap().parsed().is_err());
+        assert!(config.health_check_path.as_ref().unwrap().parsed().is_err());
+        assert!(config.image.as_ref().unwrap().parsed().is_ok());
         // What claims a host is its normal form: the edited `WWW.Example.com.`
         // is `www.example.com`, never a second key beside it.
         let hostnames: Vec<&str> = config.hostnames().map(Hostname::as_str).collect();

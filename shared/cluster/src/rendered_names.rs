@@ -122,6 +122,7 @@ pub fn first_clash<'a>(
 mod tests {
     use super::*;
     use berth_domain::app::{AppProcess, AppVolume};
+    use berth_domain::stored::Stored;
 
     fn volume(name: &str) -> AppVolume {
         AppVolume::test(name, &format!("/{name}"), "1Gi")
@@ -159,7 +160,7 @@ mod tests {
         assert_eq!(first_clash("shop", &shop, [("shop-web", &shop_web)]), None);
         // A CronJob and a Deployment of one name.
         let mut job = AppProcess::test("x", None);
-        job.schedule = Some("0 3 * * *".to_owned());
+        job.schedule = Some(Stored::read("0 3 * * *"));
         let scheduled = config(vec![job], Vec::new());
         let always_on = config(vec![AppProcess::test("web-x", None)], Vec::new());
         assert_eq!(

@@ -10,10 +10,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::Invalid;
-use crate::container_paths::MountPath;
+use crate::container_paths::{HealthCheckPath, MountPath};
+use crate::image::ImageRef;
 use crate::names::{Hostname, VolumeName};
 use crate::parts::SecretKeyRef;
 use crate::protocol::Protocol;
+use crate::schedule::{Schedule, TimeZone};
 use crate::size::{Size, VolumeSize};
 use crate::stored::{Stored, TextForm};
 
@@ -32,7 +34,7 @@ pub struct AppConfig {
     /// first build has not succeeded: it renders no workloads
     /// (`AwaitingBuild`). A built image is pinned by digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
+    pub image: Option<Stored<ImageRef>>,
     /// Where Berth builds the app's image from, when it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<AppSource>,
@@ -45,7 +47,7 @@ pub struct AppConfig {
     pub volumes: Vec<AppVolume>,
     /// The HTTP path of readiness and liveness probes of `http` processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub health_check_path: Option<String>,
+    pub health_check_path: Option<Stored<HealthCheckPath>>,
     /// The pods' `fsGroup`, owning the volumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs_group: Option<i64>,
@@ -106,9 +108,14 @@ impl AppConfig {
         ) -> Option<(String, &Invalid)> {
             value.parsed().err().map(|rule| (field(), rule))
         }
+        let image = (self.image.iter()).map(|image| refused(image, || "image".to_owned()));
         let processes = self.processes.iter().enumerate().flat_map(|(i, process)| {
             [
                 refused(&process.size, || format!("processes[{i}].size")),
+                (process.schedule.as_ref())
+                    .and_then(|schedule| refused(schedule, || format!("processes[{i}].schedule"))),
+                (process.time_zone.as_ref())
+                    .and_then(|zone| refused(zone, || format!("processes[{i}].time_zone"))),
                 refused(&process.protocol, || format!("processes[{i}].protocol")),
             ]
         });
@@ -121,7 +128,15 @@ impl AppConfig {
                 refused(&volume.size, || format!("volumes[{i}].size")),
             ]
         });
-        processes.chain(domains).chain(volumes).flatten().next()
+        let health_check_path = (self.health_check_path.iter())
+            .map(|path| refused(path, || "health_check_path".to_owned()));
+        image
+            .chain(processes)
+            .chain(domains)
+            .chain(volumes)
+            .chain(health_check_path)
+            .flatten()
+            .next()
     }
 
     /// This configuration restored over `current`: a volume that has grown
@@ -213,10 +228,10 @@ pub struct AppProcess {
     pub max_replicas: i32,
     /// A 5-field cron expression: the process runs as a scheduled job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
+    pub schedule: Option<Stored<Schedule>>,
     /// The IANA time zone of `schedule`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_zone: Option<String>,
+    pub time_zone: Option<Stored<TimeZone>>,
     /// `http` or `tcp`.
     pub protocol: Stored<Protocol>,
 }

@@ -15,9 +15,11 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Invalid;
 use super::certificate::CertificateState;
-use super::container_paths::MountPath;
+use super::container_paths::{HealthCheckPath, MountPath};
+use super::image::ImageRef;
 use super::names::{Hostname, VolumeName};
 use super::protocol::Protocol;
+use super::schedule::{Schedule, TimeZone};
 use super::size::{Size, VolumeSize};
 
 /// A value with one text form: what it is parsed from and stored as.
@@ -47,7 +49,11 @@ text_form!(
     MountPath,
     VolumeName,
     Protocol,
-    CertificateState
+    CertificateState,
+    ImageRef,
+    HealthCheckPath,
+    Schedule,
+    TimeZone
 );
 
 /// A value of a resource: parsed when the resource was read, or refused

@@ -19,7 +19,7 @@ use berth_domain::names::{
 use berth_domain::numbers::{FsGroup, Port, Replicas};
 use berth_domain::parts::SecretKeyRef;
 use berth_domain::protocol::Protocol;
-use berth_domain::schedule::{DEFAULT_TIME_ZONE, Schedule, TimeZone};
+use berth_domain::schedule::{Schedule, TimeZone};
 use berth_domain::size::{Size, VolumeSize};
 use berth_domain::stored::Stored;
 use berth_domain::{ApiError, Permission};
@@ -306,11 +306,8 @@ fn field(prefix: &str, name: &str) -> String {
     }
 }
 
-fn parse_image(image: &str) -> Result<String, ApiError> {
-    Ok(ImageRef::parse(image)
-        .map_err(|e| e.at("image"))?
-        .as_str()
-        .to_owned())
+fn parse_image(image: &str) -> Result<Stored<ImageRef>, ApiError> {
+    Ok(ImageRef::parse(image).map_err(|e| e.at("image"))?.into())
 }
 
 /// A process from its body; `existing` (in an update) supplies what the body
@@ -333,8 +330,7 @@ fn parse_process(
         Some(schedule) => Some(
             Schedule::parse(schedule)
                 .map_err(|e| e.at(&field(prefix, "schedule")))?
-                .as_str()
-                .to_owned(),
+                .into(),
         ),
         None => existing.and_then(|p| p.schedule.clone()),
     };
@@ -342,13 +338,12 @@ fn parse_process(
         Some(zone) => Some(
             TimeZone::parse(zone)
                 .map_err(|e| e.at(&field(prefix, "time_zone")))?
-                .as_str()
-                .to_owned(),
+                .into(),
         ),
         None => existing.and_then(|p| p.time_zone.clone()),
     };
     let time_zone = match (&schedule, time_zone) {
-        (Some(_), zone) => Some(zone.unwrap_or_else(|| DEFAULT_TIME_ZONE.to_owned())),
+        (Some(_), zone) => Some(zone.unwrap_or_else(|| TimeZone::default().into())),
         (None, _) if body.time_zone.is_some() => {
             return Err(ApiError::ValidationFailed(format!(
                 "{}: needs a schedule",
@@ -580,12 +575,13 @@ fn parse_volumes(
         .collect()
 }
 
-fn parse_health_check_path(path: Option<&str>) -> Result<Option<String>, ApiError> {
+fn parse_health_check_path(
+    path: Option<&str>,
+) -> Result<Option<Stored<HealthCheckPath>>, ApiError> {
     path.map(|path| {
         Ok(HealthCheckPath::parse(path)
             .map_err(|e| e.at("health_check_path"))?
-            .as_str()
-            .to_owned())
+            .into())
     })
     .transpose()
 }
@@ -738,7 +734,10 @@ mod tests {
         let job =
             config(serde_json::json!({"name": "shop", "image": "nginx", "schedule": "0 3 * * *"}));
         assert_eq!(job.processes[0].name, "job");
-        assert_eq!(job.processes[0].time_zone.as_deref(), Some("UTC"));
+        assert_eq!(
+            job.processes[0].time_zone.as_ref().map(Stored::text),
+            Some("UTC")
+        );
         let worker = config(serde_json::json!({"name": "shop", "image": "nginx"}));
         assert_eq!(worker.processes[0].name, "worker");
     }
@@ -897,7 +896,10 @@ mod tests {
         assert_eq!(app.processes.len(), 3);
         assert_eq!(app.processes[0].max_replicas, 5);
         assert_eq!(app.processes[1].command, ["bin/worker"]);
-        assert_eq!(app.processes[2].time_zone.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(
+            app.processes[2].time_zone.as_ref().map(Stored::text),
+            Some("Europe/Berlin")
+        );
     }
 
     #[test]
@@ -915,7 +917,7 @@ mod tests {
             ),
             (3, 3)
         );
-        assert_eq!(next.image.as_deref(), Some("nginx:1"));
+        assert_eq!(next.image.as_ref().map(Stored::text), Some("nginx:1"));
         // Entries with only a name keep their value or reference.
         let next = update(
             &current,
@@ -1163,7 +1165,7 @@ mod tests {
             serde_json::json!({"git_repo": "https://github.com/acme/shop"}),
         )
         .expect("a source added");
-        assert_eq!(with_source.image.as_deref(), Some("nginx"));
+        assert_eq!(with_source.image.as_ref().map(Stored::text), Some("nginx"));
         assert!(permissions_for(&image_app, &with_source).contains(&Permission::AppDeploy));
         let new_ref = update(&with_source, serde_json::json!({"git_ref": "v2"})).expect("a ref");
         assert_eq!(

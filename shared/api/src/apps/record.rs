@@ -66,7 +66,7 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
         project: environment.project.to_string(),
         environment: environment.environment.to_string(),
         namespace: app.namespace().unwrap_or_default(),
-        image: config.image.clone(),
+        image: config.image.as_ref().map(ToString::to_string),
         git_repo: source.map(|source| source.git_repo.clone()),
         git_ref: source.and_then(|source| source.git_ref.clone()),
         build: source.map(|source| BuildSettingsRecord {
@@ -89,7 +89,7 @@ pub fn app_record(app: &App, environment: &EnvironmentPath, values: EnvValues) -
             .map(|domain| domain.text().to_owned())
             .collect(),
         volumes: config.volumes.iter().map(volume_record).collect(),
-        health_check_path: config.health_check_path.clone(),
+        health_check_path: config.health_check_path.as_ref().map(ToString::to_string),
         fs_group: config.fs_group,
         release_command: config.release_command.clone(),
         auto_rollback: config.auto_rollback,
@@ -107,8 +107,8 @@ fn process_record(process: &AppProcess) -> ProcessRecord {
         size: process.size.to_string(),
         min_replicas: process.min_replicas,
         max_replicas: process.max_replicas,
-        schedule: process.schedule.clone(),
-        time_zone: process.time_zone.clone(),
+        schedule: process.schedule.as_ref().map(ToString::to_string),
+        time_zone: process.time_zone.as_ref().map(ToString::to_string),
         protocol: process.protocol.to_string(),
     }
 }

@@ -77,7 +77,7 @@ impl StoredRelease {
             note: mark.note.clone(),
             actor: mark.actor.clone(),
             created_at: mark.created_at,
-            image: config.image.clone(),
+            image: config.image.as_ref().map(ToString::to_string),
             config: serde_json::to_string(config)
                 .map_err(|e| ApiError::Internal(format!("encoding a release: {e}")))?,
             confirmed,

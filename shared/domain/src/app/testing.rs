@@ -41,7 +41,7 @@ impl AppConfig {
     /// [`IMAGE`] with these processes and nothing else.
     pub fn test(processes: Vec<AppProcess>) -> Self {
         Self {
-            image: Some(IMAGE.to_owned()),
+            image: Some(Stored::read(IMAGE)),
             source: None,
             processes,
             env: Vec::new(),
