@@ -15,18 +15,24 @@ pub mod app_entries;
 pub mod audit;
 pub mod endpoint;
 pub mod hooks;
+pub mod hostnames;
 pub mod identity;
 pub mod keys;
 pub mod kubeconfig;
 pub mod purges;
 pub mod registry_grants;
+pub mod registry_settings;
+pub mod releases;
 pub mod round_trips;
 pub mod schema;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::Client;
+/// The SDK's client a [`Store`] is made from: the process builds it from
+/// its AWS configuration, the tests with their interceptors; nothing else
+/// of the SDK leaves this crate.
+pub use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
