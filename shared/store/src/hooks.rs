@@ -313,7 +313,9 @@ async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, Api
 
 /// Deletes the hook's delivery records. Not atomic: an error may leave some.
 pub async fn delete_deliveries(store: &Store, hook_id: &str) -> Result<(), ApiError> {
-    store.delete_batch(delivery_records(store, hook_id).await?).await
+    store
+        .delete_batch(delivery_records(store, hook_id).await?)
+        .await
 }
 
 /// Deletes the delivery records of a hook that is gone (deleted or

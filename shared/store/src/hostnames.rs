@@ -148,9 +148,7 @@ impl HostItem {
             if name == "owner" {
                 parsed.owner = Some(from_attribute(value)?);
             } else if let Some(org) = name.strip_prefix(CLAIM_PREFIX) {
-                parsed
-                    .claims
-                    .insert(org.to_owned(), from_attribute(value)?);
+                parsed.claims.insert(org.to_owned(), from_attribute(value)?);
             } else if let Some(org) = name.strip_prefix(CHALLENGE_PREFIX)
                 && let Ok(challenge) = value.as_s()
             {
@@ -433,7 +431,11 @@ pub enum OwnerChange {
     /// `owner` becomes the owner, if there is none.
     Claim(Owner),
     /// The owner `org`, verified at `seen`, becomes `owner`.
-    Replace { org: String, seen: i64, owner: Owner },
+    Replace {
+        org: String,
+        seen: i64,
+        owner: Owner,
+    },
     /// The owner `org`, verified at `seen`, is no longer the owner.
     Remove { org: String, seen: i64 },
     /// The owner `org`, verified at `seen`, is listed on its app now.
@@ -453,16 +455,17 @@ pub async fn change_owner(
         .table_name(store.table())
         .set_key(Some(host_key(hostname)))
         .expression_attribute_names("#owner", "owner");
-    let as_read = |update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
-                   org: &str,
-                   seen: i64| {
-        update
-            .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
-            .expression_attribute_names("#org", "org")
-            .expression_attribute_names("#at", "verified_at")
-            .expression_attribute_values(":org", s(org))
-            .expression_attribute_values(":seen", n(seen))
-    };
+    let as_read =
+        |update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
+         org: &str,
+         seen: i64| {
+            update
+                .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
+                .expression_attribute_names("#org", "org")
+                .expression_attribute_names("#at", "verified_at")
+                .expression_attribute_values(":org", s(org))
+                .expression_attribute_values(":seen", n(seen))
+        };
     let update = match change {
         OwnerChange::Claim(owner) => update
             .update_expression("SET #owner = :owner")

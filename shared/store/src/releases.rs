@@ -186,7 +186,12 @@ pub async fn prepare(store: &Store, write: RevisionWrite<'_>) -> Result<(), NotP
         .enumerate()
         .skip(claims_at)
         .filter(|(at, _)| failed(*at))
-        .map(|(at, reason)| Ok((at - claims_at, crate::hostnames::refused_item(reason.item())?)))
+        .map(|(at, reason)| {
+            Ok((
+                at - claims_at,
+                crate::hostnames::refused_item(reason.item())?,
+            ))
+        })
         .collect::<Result<Vec<_>, ApiError>>()?;
     if !refused.is_empty() {
         return Err(NotPrepared::Refused(refused));

@@ -409,8 +409,7 @@ pub async fn release(
     committed: Option<i64>,
     hostnames: &[String],
 ) {
-    if let Err(error) = hostnames::release_claims(store, org, history, committed, hostnames).await
-    {
+    if let Err(error) = hostnames::release_claims(store, org, history, committed, hostnames).await {
         tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
     }
 }

@@ -260,9 +260,7 @@ pub async fn settle(store: &Store, client: &kube::Client, item: &mut HostItem, o
         if hostnames::change_owner(store, &item.hostname, &synced).await? {
             Ok(())
         } else {
-            Err(ApiError::Conflict(
-                "the owner changed meanwhile".into(),
-            ))
+            Err(ApiError::Conflict("the owner changed meanwhile".into()))
         }
     };
     match settled.await {

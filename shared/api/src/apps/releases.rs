@@ -152,8 +152,7 @@ pub async fn list(
     current: &StoredRelease,
     unrecorded: &[StoredRelease],
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
-    let older =
-        store::releases::older(store, history, current.revision, HISTORY_KEPT - 1).await?;
+    let older = store::releases::older(store, history, current.revision, HISTORY_KEPT - 1).await?;
     let mut records = vec![record(current)];
     records.extend(unrecorded.iter().map(record));
     for stored in older {
