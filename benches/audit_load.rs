@@ -15,6 +15,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use http::{Method, StatusCode};
 
 use berth_api::AppState;
@@ -124,16 +125,21 @@ async fn main() {
     );
 
     // The log: every call's event, once, and paging that shows them all.
-    let stored = berth_store::query_all(
-        client
-            .query()
-            .table_name(&table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
-            .expression_attribute_values(":pk", berth_store::s(keys::audit("load")))
-            .expression_attribute_values(":events", berth_store::s(keys::AUDIT_EVENT_SK_PREFIX)),
-    )
-    .await
-    .unwrap();
+    let stored: Vec<_> = client
+        .query()
+        .table_name(&table)
+        .key_condition_expression("pk = :pk AND begins_with(sk, :events)")
+        .expression_attribute_values(":pk", AttributeValue::S(keys::audit("load")))
+        .expression_attribute_values(
+            ":events",
+            AttributeValue::S(keys::AUDIT_EVENT_SK_PREFIX.to_owned()),
+        )
+        .into_paginator()
+        .items()
+        .send()
+        .try_collect()
+        .await
+        .unwrap();
     let getting_me = stored
         .iter()
         .filter(|item| item["action"].as_s().is_ok_and(|a| a == "getCurrentUser"))

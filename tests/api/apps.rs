@@ -498,13 +498,11 @@ async fn deleting_an_app_removes_it_and_its_history() {
     create(&app, &apps, json!({"name": "shop", "image": "nginx:3"})).await;
     assert_eq!(revisions(&releases(&app, &shop).await), [1]);
     let items = app
-        .state
-        .store
-        .client()
+        .dynamodb
         .scan()
         .table_name(app.state.store.table())
         .filter_expression("begins_with(pk, :releases)")
-        .expression_attribute_values(":releases", berth_store::s("RELEASES#"))
+        .expression_attribute_values(":releases", crate::support::table::s("RELEASES#"))
         .send()
         .await
         .expect("scanning the test table");

@@ -388,7 +388,7 @@ async fn organizations_see_only_their_own_events() {
 async fn paging_while_others_write_never_skips_or_repeats() {
     let app = TestApp::new().await;
     let second_instance = berth_local::app(AppState::new(
-        app.state.store.client().clone(),
+        app.dynamodb.clone(),
         (*app.state.config).clone(),
     ));
     for _ in 0..30 {

@@ -16,11 +16,11 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 
+use crate::support::table as store;
 use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD, object_names};
 use berth_cluster::registry::{self, Registry};
 use berth_domain::Role;
 use berth_domain::app::AppSource;
-use berth_store as store;
 use berth_store::keys;
 
 use crate::builds_running::{PREFIX, set_registry, token_secret};
@@ -759,11 +759,10 @@ async fn a_replayed_delivery_never_builds_and_a_force_push_does() {
 
     // Its records carry no expiry: DynamoDB never removes them.
     let hook_id = hook.url.rsplit('/').next().unwrap();
-    let store = &test.state.store;
-    let records = store
-        .client()
+    let records = test
+        .dynamodb
         .query()
-        .table_name(store.table())
+        .table_name(test.state.store.table())
         .key_condition_expression("pk = :pk")
         .expression_attribute_values(":pk", store::s(keys::hook(hook_id)))
         .send()

@@ -139,8 +139,8 @@ async fn health_reports_the_cluster() {
 /// refuse at load time: 503 naming the problem, and nothing is run.
 #[tokio::test]
 async fn a_stored_exec_kubeconfig_is_refused_as_misconfigured() {
+    use crate::support::table as store;
     use berth_api::kubeconfig::StoredKubeconfig;
-    use berth_store as store;
     use berth_store::keys;
 
     let app = TestApp::new().await;
@@ -159,9 +159,7 @@ async fn a_stored_exec_kubeconfig_is_refused_as_misconfigured() {
         context: None,
         updated_at: 0,
     };
-    app.state
-        .store
-        .client()
+    app.dynamodb
         .put_item()
         .table_name(app.state.store.table())
         .set_item(Some(store::to_item(&item).unwrap()))

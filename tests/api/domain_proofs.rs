@@ -9,8 +9,8 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use serde_json::Value;
 
+use crate::support::table as store;
 use berth_cluster::apps::ANNOTATION_VERIFIED;
-use berth_store as store;
 use berth_store::keys;
 
 use crate::hostnames::Place;
@@ -197,9 +197,7 @@ async fn a_proof_that_disappears_is_reported_and_after_its_grace_ends() {
     // The grace over (its end moved to the past, as seven days would):
     // the sweep ends it, the app stops serving it, and the name is open
     // to whoever proves it next.
-    app.state
-        .store
-        .client()
+    app.dynamodb
         .update_item()
         .table_name(app.state.store.table())
         .set_key(Some(store::key(keys::host(&shop), keys::HOST_SK)))

@@ -8,10 +8,10 @@ use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
+use crate::support::table as store;
 use berth_cluster::crd::{App, Environment};
 use berth_domain::ApiError;
 use berth_records::audit::Outcome;
-use berth_store as store;
 
 const OVERLONG: usize = 3 * 1024;
 
@@ -25,9 +25,7 @@ async fn a_dynamodb_validation_error_is_internal_not_unavailable() {
     // A partition key over DynamoDB's 2048-byte limit: the service refuses it
     // with a ValidationException, which no retry cures.
     let refused = app
-        .state
-        .store
-        .client()
+        .dynamodb
         .get_item()
         .table_name(app.state.store.table())
         .set_key(Some(store::key("k".repeat(OVERLONG), "sk")))
@@ -45,9 +43,7 @@ async fn a_dynamodb_validation_error_is_internal_not_unavailable() {
     // unavailable.
     app.store_faults.fail_next("GetItem", 1);
     let failed = app
-        .state
-        .store
-        .client()
+        .dynamodb
         .get_item()
         .table_name(app.state.store.table())
         .set_key(Some(store::key("k".into(), "sk")))

@@ -41,9 +41,7 @@ async fn details_answer_503_when_the_store_is_gone() {
     let app = TestApp::new().await;
     // The table disappears; the credentials were checked against it, so the
     // caller is told the store is unavailable rather than unauthenticated.
-    app.state
-        .store
-        .client()
+    app.dynamodb
         .delete_table()
         .table_name(app.state.store.table())
         .send()

@@ -15,10 +15,10 @@ use http::Method;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
+use crate::support::table as store;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
 use berth_domain::config::Config;
-use berth_store as store;
 use berth_store::keys;
 
 use crate::support::cluster::APPS_DOMAIN;
@@ -155,26 +155,21 @@ async fn two_projects(adjust: impl FnOnce(&mut Config)) -> (TestApp, Place, Plac
 /// Who holds the claim of `hostname` in the store: (organization, project,
 /// environment, app, history id) of the one organization's claim there is.
 async fn holder(app: &TestApp, hostname: &str) -> Option<[String; 5]> {
-    let item = app
-        .state
-        .store
-        .get(store::key(keys::host(hostname), keys::HOST_SK))
+    let item = berth_store::hostnames::read(&app.state.store, hostname)
         .await
         .expect("reading a claim")?;
-    let claims: Vec<_> = (item.iter())
-        .filter(|(name, _)| name.starts_with("claim:"))
-        .filter_map(|(_, claim)| claim.as_m().ok())
-        .collect();
-    assert!(claims.len() <= 1, "{hostname}: one organization claims it");
-    let claim = claims.first()?;
-    let text = |name: &str| {
-        claim
-            .get(name)
-            .and_then(|value| value.as_s().ok())
-            .cloned()
-            .unwrap_or_default()
-    };
-    Some(["org", "project", "environment", "app", "history"].map(text))
+    assert!(
+        item.claims.len() <= 1,
+        "{hostname}: one organization claims it"
+    );
+    let claim = item.claims.into_values().next()?;
+    Some([
+        claim.org,
+        claim.project,
+        claim.environment,
+        claim.app,
+        claim.history,
+    ])
 }
 
 /// Asserts that `hostname` is claimed by `name` at `place`, by the very
@@ -375,9 +370,11 @@ async fn promote_claims_the_targets_hostnames() {
     // An app from before claims existed holds none: here its claim is
     // removed by hand, and another organization takes the free name. Its
     // next write, a promotion, finds the name taken and changes nothing.
-    app.state
-        .store
-        .delete(store::key(keys::host(&shop), keys::HOST_SK))
+    app.dynamodb
+        .delete_item()
+        .table_name(app.state.store.table())
+        .set_key(Some(store::key(keys::host(&shop), keys::HOST_SK)))
+        .send()
         .await
         .unwrap();
     other.create(&app, "web", &[&shop]).await.assert_status(201);

@@ -16,11 +16,11 @@ use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use crate::support::table as store;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
 use berth_controller::isolation::{NETWORK_POLICY_NAME, POD_SECURITY_LABELS};
 use berth_controller::render::unconfined;
-use berth_store as store;
 use berth_store::keys;
 
 use crate::support::cluster::INGRESS_NAMESPACE;
@@ -506,9 +506,7 @@ async fn limits_a_tenant_cannot_exceed() {
         .annotations()[ANNOTATION_HISTORY]
         .clone();
     let stored = app
-        .state
-        .store
-        .client()
+        .dynamodb
         .query()
         .table_name(app.state.store.table())
         .key_condition_expression("pk = :pk")

@@ -2,10 +2,11 @@
 //! `cargo metadata`: a workspace crate depends only on the crates its row
 //! allows, every crate has a row, and the controller's whole dependency
 //! graph is free of DynamoDB, the HTTP API's Lambda runtime and password
-//! hashing, and the records a client links are free of axum, DynamoDB and
-//! kube. Inside `berth-api`, where the compiler holds no order between
-//! modules, its top-level modules import each other without a loop (apps
-//! is below builds, webhooks, environments and templates).
+//! hashing, the records a client links are free of axum, DynamoDB and
+//! kube, and of the product's crates only the store links DynamoDB's SDK.
+//! Inside `berth-api`, where the compiler holds no order between modules,
+//! its top-level modules import each other without a loop (apps is below
+//! builds, webhooks, environments and templates).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -117,6 +118,42 @@ fn every_crate_depends_only_on_the_layers_below_it() {
     assert!(
         upward.is_empty(),
         "dependencies the README's table does not allow: {upward:?}"
+    );
+}
+
+/// The folders of the product's crates: what is shipped or run by users.
+/// The local server, the admin CLI, the stand-in, the tests and the
+/// benchmarks are outside them.
+const PRODUCT_FOLDERS: [&str; 4] = ["shared/", "functions/", "controller/", "cli/"];
+
+#[test]
+fn only_the_store_links_the_dynamodb_sdk() {
+    let metadata = metadata(true);
+    let root = Path::new(ROOT).canonicalize().unwrap();
+    let mut linking = BTreeSet::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let folder = manifest
+            .strip_prefix(&root)
+            .expect("a member's manifest lies in the workspace");
+        let product = PRODUCT_FOLDERS
+            .iter()
+            .any(|product| folder.starts_with(product));
+        if !product || name == "berth-store" {
+            continue;
+        }
+        let direct = package["dependencies"].as_array().unwrap().iter();
+        if direct
+            .map(|dependency| dependency["name"].as_str().unwrap())
+            .any(|dependency| dependency == "aws-sdk-dynamodb")
+        {
+            linking.insert(name);
+        }
+    }
+    assert!(
+        linking.is_empty(),
+        "crates of the product that link aws-sdk-dynamodb, which only berth-store may: {linking:?}"
     );
 }
 

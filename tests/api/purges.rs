@@ -11,10 +11,10 @@ use http::Method;
 use kube::api::Api;
 use serde_json::{Value, json};
 
+use crate::support::table as store;
 use berth_api::environments::purges::{self, Sweep, Swept};
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
-use berth_store as store;
 use berth_store::keys;
 
 use crate::support::{TestApp, TestUser, eventually, unique};
@@ -184,15 +184,10 @@ impl Kept {
 
     /// The release history id of the claim of its hostname, if claimed.
     async fn claimed_by(&self, app: &TestApp) -> Option<String> {
-        app.state
-            .store
-            .get(store::key(keys::host(&self.hostname), keys::HOST_SK))
+        berth_store::hostnames::read(&app.state.store, &self.hostname)
             .await
             .expect("reading the claim")
-            .and_then(|item| {
-                let (_, claim) = item.iter().find(|(name, _)| name.starts_with("claim:"))?;
-                claim.as_m().ok()?.get("history")?.as_s().ok().cloned()
-            })
+            .and_then(|item| Some(item.claims.into_values().next()?.history))
     }
 
     async fn hook_stored(&self, app: &TestApp) -> bool {
@@ -252,9 +247,7 @@ async fn sweep(app: &TestApp) -> Swept {
 /// How many items the table holds under `pk`.
 async fn partition_size(app: &TestApp, pk: String) -> usize {
     store::query_all(
-        app.state
-            .store
-            .client()
+        app.dynamodb
             .query()
             .table_name(app.state.store.table())
             .key_condition_expression("pk = :pk")
@@ -280,12 +273,14 @@ async fn a_purged_environment_leaves_nothing_behind_and_its_hostname_is_anyones(
     let hook = shop.hook.clone().expect("a hook");
     // As an app last written before entries existed: the deletion puts its
     // entry back.
-    app.state
-        .store
-        .delete(store::key(
+    app.dynamodb
+        .delete_item()
+        .table_name(app.state.store.table())
+        .set_key(Some(store::key(
             keys::environment_apps(&shop.namespace),
             &keys::environment_app_sk(&shop.history),
-        ))
+        )))
+        .send()
         .await
         .expect("deleting the entry");
     assert!(!shop.has_entry(&app).await);

@@ -719,9 +719,7 @@ async fn values_never_leave() {
     );
     // Nothing in Berth's table either (release records, audit events).
     let items = app
-        .state
-        .store
-        .client()
+        .dynamodb
         .scan()
         .table_name(app.state.store.table())
         .send()

@@ -154,17 +154,15 @@ async fn expired_tokens_stop_working() {
     let token = created.json()["token"].as_str().unwrap().to_owned();
     // Age the token in the store: expiry is checked on read, whatever TTL does.
     let digest = berth_domain::credentials::digest(&token);
-    app.state
-        .store
-        .client()
+    app.dynamodb
         .update_item()
         .table_name(app.state.store.table())
-        .set_key(Some(berth_store::key(
+        .set_key(Some(crate::support::table::key(
             berth_store::keys::user(&app.owner.id),
             &berth_store::keys::token_sk(&digest),
         )))
         .update_expression("SET expires_at = :past")
-        .expression_attribute_values(":past", berth_store::n(1_000))
+        .expression_attribute_values(":past", crate::support::table::n(1_000))
         .send()
         .await
         .unwrap();

@@ -198,8 +198,8 @@ async fn an_installation_from_before_moves_to_the_new_grants() {
 /// claim is refused from the adoption on.
 #[tokio::test]
 async fn domains_claimed_before_stay_served_and_are_to_be_proven() {
+    use crate::support::table as store;
     use berth_cluster::apps::ANNOTATION_VERIFIED;
-    use berth_store as store;
     use berth_store::keys;
     use k8s_openapi::api::networking::v1::Ingress;
 
@@ -221,9 +221,11 @@ async fn domains_claimed_before_stay_served_and_are_to_be_proven() {
         .clone();
     for hostname in [&swept, &met] {
         let key = store::key(keys::host(hostname), keys::HOST_SK);
-        app.state
-            .store
-            .delete(key)
+        app.dynamodb
+            .delete_item()
+            .table_name(app.state.store.table())
+            .set_key(Some(key))
+            .send()
             .await
             .expect("the new item goes");
         let mut item = store::key(keys::host(hostname), keys::HOST_SK);
@@ -239,7 +241,13 @@ async fn domains_claimed_before_stay_served_and_are_to_be_proven() {
         }
         item.insert("revision".to_owned(), store::n(1));
         item.insert("claimed_at".to_owned(), store::n(1));
-        app.state.store.put(item).await.expect("a claim of before");
+        app.dynamodb
+            .put_item()
+            .table_name(app.state.store.table())
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("a claim of before");
     }
     let namespace = format!("{}-dev", acme.project);
     let apps = Api::<berth_cluster::crd::App>::namespaced(app.cluster().client.clone(), &namespace);

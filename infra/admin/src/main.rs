@@ -26,8 +26,7 @@ use berth_domain::names::{Hostname, OrgName};
 use berth_fn_registry::signing;
 use berth_records::audit::ActorKind;
 use berth_store::audit::Call;
-use berth_store::identity::members;
-use berth_store::keys;
+use berth_store::identity::{members, profile};
 use berth_store::schema::{self, TableCreation};
 
 use failure::Failure;
@@ -237,7 +236,9 @@ async fn admin(command: Command) -> Result<(), Failure> {
         .await
         .map_err(|error| Failure::plain(error.to_string()))?;
     let location = StoreLocation::new(&sdk);
-    let state = AppState::new(aws_sdk_dynamodb::Client::new(&sdk), config);
+    // Its own client, for the preflight's look at the table.
+    let dynamodb = aws_sdk_dynamodb::Client::new(&sdk);
+    let state = AppState::new(dynamodb.clone(), config);
     // What `registry set` is given is checked before anything is asked.
     let registry_input = match &command {
         Command::Registry {
@@ -262,7 +263,8 @@ async fn admin(command: Command) -> Result<(), Failure> {
         }
     );
     if !cluster_only {
-        let table_exists = preflight::check(&sdk, &state.store, &location).await?;
+        let table = state.store.table();
+        let table_exists = preflight::check(&sdk, &dynamodb, table, &location).await?;
         if !table_exists && !matches!(command, Command::CreateTable) {
             return Err(preflight::missing_table(state.store.table(), &location));
         }
@@ -485,7 +487,7 @@ async fn run(
 /// `create-table`.
 async fn create_table(state: &AppState) -> Result<(), CommandError> {
     let table = state.store.table();
-    match schema::create_table(state.store.client(), table).await? {
+    match schema::create(&state.store).await? {
         TableCreation::Created => println!("created table {table}"),
         TableCreation::AlreadyExisted => println!("table {table} already exists"),
     }
@@ -512,11 +514,7 @@ async fn verify_domain(state: &AppState, hostname: &str, org: &str) -> Result<()
         .map_err(|error| ApiError::ValidationFailed(format!("hostname: {error}")))?;
     let org = OrgName::parse(org)
         .map_err(|error| ApiError::ValidationFailed(format!("--org: {error}")))?;
-    let exists = state
-        .store
-        .get(berth_store::key(keys::org(org.as_str()), keys::ORG_SK))
-        .await?;
-    if exists.is_none() {
+    if !profile::organization_exists(&state.store, org.as_str()).await? {
         return Err(ApiError::ValidationFailed(format!("no organization {org}")).into());
     }
     // The App is updated now when the cluster can be reached; else

@@ -8,7 +8,6 @@ use aws_config::SdkConfig;
 use aws_sdk_dynamodb::config::ProvideCredentials;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
-use berth_store::Store;
 use berth_store::endpoint::Endpoint;
 
 use crate::failure::Failure;
@@ -45,7 +44,8 @@ impl fmt::Display for StoreLocation {
 /// DynamoDB answers.
 pub async fn check(
     sdk: &SdkConfig,
-    store: &Store,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    table: &str,
     location: &StoreLocation,
 ) -> Result<bool, Failure> {
     if sdk.region().is_none() {
@@ -65,13 +65,7 @@ pub async fn check(
     if let Err(error) = credentials.provide_credentials().await {
         return Err(Failure::chain(no_credentials(), &error));
     }
-    match store
-        .client()
-        .describe_table()
-        .table_name(store.table())
-        .send()
-        .await
-    {
+    match dynamodb.describe_table().table_name(table).send().await {
         Ok(_) => Ok(true),
         Err(SdkError::ServiceError(refusal)) if refusal.err().is_resource_not_found_exception() => {
             Ok(false)

@@ -30,31 +30,14 @@ pub struct RegistrySettings {
     pub shared: Vec<SharedCredential>,
 }
 
-const PK: &str = "REGISTRY";
-const SK: &str = "SETTINGS";
-
-#[derive(Serialize, Deserialize)]
-struct SettingsItem {
-    pk: String,
-    sk: String,
-    #[serde(flatten)]
-    settings: RegistrySettings,
-}
-
 impl RegistrySettings {
     /// Stores them, replacing what was there.
     pub async fn store(&self, store: &Store) -> Result<(), ApiError> {
-        let item = SettingsItem {
-            pk: PK.to_owned(),
-            sk: SK.to_owned(),
-            settings: self.clone(),
-        };
-        store.put(store::to_item(&item)?).await
+        store::registry_settings::save(store, self).await
     }
 
     /// The stored settings; None before `berth-admin registry set`.
     pub async fn load(store: &Store) -> Result<Option<Self>, ApiError> {
-        let item: Option<SettingsItem> = store.get_as(store::key(PK.to_owned(), SK)).await?;
-        Ok(item.map(|item| item.settings))
+        store::registry_settings::load(store).await
     }
 }

@@ -9,7 +9,8 @@ use aws_config::environment::{
 use aws_config::meta::region::RegionProviderChain;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_dynamodb::config::{Credentials, SharedCredentialsProvider};
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
 use aws_smithy_http_client::ConnectorBuilder;
 use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
@@ -34,7 +35,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(client: aws_sdk_dynamodb::Client, config: Config) -> Self {
+    pub fn new(client: berth_store::Client, config: Config) -> Self {
         let store = Store::new(client, config.table.as_str());
         Self {
             audit: Arc::new(AuditLog::new(store.clone())),
@@ -70,8 +71,8 @@ pub fn store_timeouts() -> TimeoutConfig {
 }
 
 /// The DynamoDB client as [`aws_config`] describes it.
-pub async fn dynamodb_client() -> Result<aws_sdk_dynamodb::Client, ConfigError> {
-    Ok(aws_sdk_dynamodb::Client::new(&aws_config().await?))
+pub async fn dynamodb_client() -> Result<berth_store::Client, ConfigError> {
+    Ok(berth_store::Client::new(&aws_config().await?))
 }
 
 /// The AWS SDK's configuration, from its own chain, with three exceptions.

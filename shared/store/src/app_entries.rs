@@ -51,7 +51,7 @@ impl AppEntry {
     }
 
     /// Its put, for the transaction of the app's write.
-    pub fn put(&self, store: &Store) -> Result<TransactWriteItem, ApiError> {
+    pub(crate) fn put(&self, store: &Store) -> Result<TransactWriteItem, ApiError> {
         tx_put(
             Put::builder()
                 .table_name(store.table())

@@ -56,7 +56,7 @@ fn pointer_key(history: &str) -> Item {
     crate::key(keys::releases(history), keys::WEBHOOK_SK)
 }
 
-pub fn hook_key(hook_id: &str) -> Item {
+pub(crate) fn hook_key(hook_id: &str) -> Item {
     crate::key(keys::hook(hook_id), keys::HOOK_SK)
 }
 
@@ -293,7 +293,7 @@ pub async fn delivery_start_failed(
 }
 
 /// The keys of the hook's delivery records (its item itself left out).
-pub async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
+async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
     let found = crate::query_all(
         store
             .client()
@@ -311,16 +311,19 @@ pub async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>,
         .collect())
 }
 
+/// Deletes the hook's delivery records. Not atomic: an error may leave some.
+pub async fn delete_deliveries(store: &Store, hook_id: &str) -> Result<(), ApiError> {
+    store
+        .delete_batch(delivery_records(store, hook_id).await?)
+        .await
+}
+
 /// Deletes the delivery records of a hook that is gone (deleted or
 /// replaced): signed with a secret no hook has any more, a replay of them
 /// is refused before they are read, so they only take room. Best effort: a
 /// record left behind is as harmless.
 pub async fn forget_deliveries(store: &Store, hook_id: &str) {
-    let outcome = match delivery_records(store, hook_id).await {
-        Ok(records) => store.delete_batch(records).await,
-        Err(error) => Err(error),
-    };
-    if let Err(error) = outcome {
+    if let Err(error) = delete_deliveries(store, hook_id).await {
         tracing::warn!(error = %error.cause(), "the delivery records of a deleted webhook were left behind");
     }
 }
@@ -328,7 +331,7 @@ pub async fn forget_deliveries(store: &Store, hook_id: &str) {
 /// For the removal of an app's leftovers (`apps::leftovers`): the id of
 /// the hook an item of the history points to, if it is the app's pointer to
 /// its hook (read with its `hook` attribute).
-pub fn hook_of_history_item(item: &Item) -> Option<&str> {
+pub(crate) fn hook_of_history_item(item: &Item) -> Option<&str> {
     if crate::sort_key(item) != keys::WEBHOOK_SK {
         return None;
     }

@@ -15,18 +15,24 @@ pub mod app_entries;
 pub mod audit;
 pub mod endpoint;
 pub mod hooks;
+pub mod hostnames;
 pub mod identity;
 pub mod keys;
 pub mod kubeconfig;
 pub mod purges;
 pub mod registry_grants;
+pub mod registry_settings;
+pub mod releases;
 pub mod round_trips;
 pub mod schema;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use aws_sdk_dynamodb::Client;
+/// The SDK's client a [`Store`] is made from: the process builds it from
+/// its AWS configuration, the tests with their interceptors; nothing else
+/// of the SDK leaves this crate.
+pub use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::http::HttpResponse;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
@@ -40,7 +46,7 @@ use serde::de::DeserializeOwned;
 
 use berth_domain::ApiError;
 
-pub type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 
 /// The table and the client that reaches it. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -57,7 +63,7 @@ impl Store {
         }
     }
 
-    pub fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         &self.client
     }
 
@@ -67,7 +73,7 @@ impl Store {
 }
 
 /// The primary key of an item.
-pub fn key(pk: String, sk: &str) -> Item {
+pub(crate) fn key(pk: String, sk: &str) -> Item {
     HashMap::from([
         (keys::PK.to_owned(), AttributeValue::S(pk)),
         (keys::SK.to_owned(), AttributeValue::S(sk.to_owned())),
@@ -75,42 +81,42 @@ pub fn key(pk: String, sk: &str) -> Item {
 }
 
 /// An item's sort key (empty if it has none).
-pub fn sort_key(item: &Item) -> &str {
+pub(crate) fn sort_key(item: &Item) -> &str {
     item.get(keys::SK)
         .and_then(|v| v.as_s().ok())
         .map_or("", String::as_str)
 }
 
-pub fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
+pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
     serde_dynamo::to_item(value).map_err(|e| ApiError::Internal(format!("encoding an item: {e}")))
 }
 
-pub fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
+pub(crate) fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
     serde_dynamo::from_item(item).map_err(|e| ApiError::Internal(format!("decoding an item: {e}")))
 }
 
 /// One value of an item (a map attribute, for a struct).
-pub fn to_attribute<T: Serialize>(value: &T) -> Result<AttributeValue, ApiError> {
+pub(crate) fn to_attribute<T: Serialize>(value: &T) -> Result<AttributeValue, ApiError> {
     serde_dynamo::to_attribute_value(value)
         .map_err(|e| ApiError::Internal(format!("encoding an attribute: {e}")))
 }
 
-pub fn from_attribute<T: DeserializeOwned>(value: AttributeValue) -> Result<T, ApiError> {
+pub(crate) fn from_attribute<T: DeserializeOwned>(value: AttributeValue) -> Result<T, ApiError> {
     serde_dynamo::from_attribute_value(value)
         .map_err(|e| ApiError::Internal(format!("decoding an attribute: {e}")))
 }
 
-pub fn s(value: impl Into<String>) -> AttributeValue {
+pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
 }
 
-pub fn n(value: impl ToString) -> AttributeValue {
+pub(crate) fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
 /// Whether an SDK error is a failed condition (the expected "already exists",
 /// "changed meanwhile" outcomes of conditional writes).
-pub fn is_condition_failure<E, R>(error: &SdkError<E, R>) -> bool
+pub(crate) fn is_condition_failure<E, R>(error: &SdkError<E, R>) -> bool
 where
     E: aws_sdk_dynamodb::error::ProvideErrorMetadata,
 {
@@ -118,7 +124,7 @@ where
 }
 
 /// For a cancelled transaction: why each of its items was refused.
-pub fn cancellation_reasons<R>(
+pub(crate) fn cancellation_reasons<R>(
     error: &SdkError<TransactWriteItemsError, R>,
 ) -> Option<&[CancellationReason]> {
     match error {
@@ -133,7 +139,9 @@ pub fn cancellation_reasons<R>(
 }
 
 /// For a cancelled transaction: which of its items failed their condition.
-pub fn cancelled_conditions<R>(error: &SdkError<TransactWriteItemsError, R>) -> Option<Vec<bool>> {
+pub(crate) fn cancelled_conditions<R>(
+    error: &SdkError<TransactWriteItemsError, R>,
+) -> Option<Vec<bool>> {
     cancellation_reasons(error).map(|reasons| {
         reasons
             .iter()
@@ -144,7 +152,9 @@ pub fn cancelled_conditions<R>(error: &SdkError<TransactWriteItemsError, R>) -> 
 
 /// A failed transaction that no condition explains: a concurrent transaction
 /// on the same items won (409), or the store failed (503).
-pub fn transaction_failure(error: SdkError<TransactWriteItemsError, HttpResponse>) -> ApiError {
+pub(crate) fn transaction_failure(
+    error: SdkError<TransactWriteItemsError, HttpResponse>,
+) -> ApiError {
     let conflicted = cancellation_reasons(&error).is_some_and(|reasons| {
         reasons
             .iter()
@@ -162,25 +172,25 @@ fn built<T>(result: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T,
 }
 
 /// One item of a `TransactWriteItems` call, from its builder.
-pub fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, ApiError> {
     Ok(TransactWriteItem::builder()
         .put(built(put.build())?)
         .build())
 }
 
-pub fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, ApiError> {
     Ok(TransactWriteItem::builder()
         .update(built(update.build())?)
         .build())
 }
 
-pub fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, ApiError> {
     Ok(TransactWriteItem::builder()
         .delete(built(delete.build())?)
         .build())
 }
 
-pub fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiError> {
     Ok(TransactWriteItem::builder()
         .condition_check(built(check.build())?)
         .build())
@@ -189,7 +199,7 @@ pub fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiEr
 /// Every item a query finds, following its pages.
 /// Every item of partition `gsi1pk` of index `gsi1` (eventually consistent,
 /// as an index is).
-pub async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, ApiError> {
+pub(crate) async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, ApiError> {
     query_all(
         store
             .client()
@@ -202,7 +212,7 @@ pub async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>,
     .await
 }
 
-pub async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
+pub(crate) async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
@@ -216,12 +226,15 @@ pub async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError>
 }
 
 /// The error of a `TransactWriteItems` call.
-pub type TransactError =
+pub(crate) type TransactError =
     SdkError<TransactWriteItemsError, aws_sdk_dynamodb::config::http::HttpResponse>;
 
 impl Store {
     /// Writes items in one transaction: all of them or none.
-    pub async fn transact(&self, writes: Vec<TransactWriteItem>) -> Result<(), TransactError> {
+    pub(crate) async fn transact(
+        &self,
+        writes: Vec<TransactWriteItem>,
+    ) -> Result<(), TransactError> {
         self.client
             .transact_write_items()
             .set_transact_items(Some(writes))
@@ -231,7 +244,7 @@ impl Store {
     }
 
     /// Deletes an item, if it is there.
-    pub async fn delete(&self, key: Item) -> Result<(), ApiError> {
+    pub(crate) async fn delete(&self, key: Item) -> Result<(), ApiError> {
         self.client
             .delete_item()
             .table_name(self.table())
@@ -242,7 +255,7 @@ impl Store {
     }
 
     /// Deletes items by key ([`Store::write_batch`]).
-    pub async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
+    pub(crate) async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
         let requests = keys
             .into_iter()
             .map(|key| {
@@ -260,7 +273,7 @@ impl Store {
     }
 
     /// Puts items whole ([`Store::write_batch`]).
-    pub async fn put_batch(&self, items: Vec<Item>) -> Result<(), ApiError> {
+    pub(crate) async fn put_batch(&self, items: Vec<Item>) -> Result<(), ApiError> {
         let requests = items
             .into_iter()
             .map(|item| {
@@ -314,7 +327,7 @@ impl Store {
 
     /// Reads several items in one round trip, consistently. DynamoDB may
     /// leave keys unprocessed under load; those are asked for again.
-    pub async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
+    pub(crate) async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
         let mut wanted = built(
             aws_sdk_dynamodb::types::KeysAndAttributes::builder()
                 .set_keys(Some(keys))
@@ -346,7 +359,7 @@ impl Store {
     }
 
     /// One item, read consistently.
-    pub async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
+    pub(crate) async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
         let output = self
             .client
             .get_item()
@@ -359,7 +372,10 @@ impl Store {
     }
 
     /// Every item of partition `pk`, read consistently and decoded.
-    pub async fn partition_as<T: DeserializeOwned>(&self, pk: String) -> Result<Vec<T>, ApiError> {
+    pub(crate) async fn partition_as<T: DeserializeOwned>(
+        &self,
+        pk: String,
+    ) -> Result<Vec<T>, ApiError> {
         query_all(
             self.client
                 .query()
@@ -375,12 +391,15 @@ impl Store {
     }
 
     /// One item, read consistently and decoded.
-    pub async fn get_as<T: DeserializeOwned>(&self, key: Item) -> Result<Option<T>, ApiError> {
+    pub(crate) async fn get_as<T: DeserializeOwned>(
+        &self,
+        key: Item,
+    ) -> Result<Option<T>, ApiError> {
         self.get(key).await?.map(from_item).transpose()
     }
 
     /// One item, replacing what has its key.
-    pub async fn put(&self, item: Item) -> Result<(), ApiError> {
+    pub(crate) async fn put(&self, item: Item) -> Result<(), ApiError> {
         self.client
             .put_item()
             .table_name(self.table())
@@ -391,7 +410,7 @@ impl Store {
     }
 
     /// Writes a new item; fails (as a storage error) if one with its key exists.
-    pub async fn put_new(&self, item: Item) -> Result<(), ApiError> {
+    pub(crate) async fn put_new(&self, item: Item) -> Result<(), ApiError> {
         self.client
             .put_item()
             .table_name(self.table())

@@ -36,6 +36,11 @@ fn string_attribute(name: &str) -> Result<AttributeDefinition, ApiError> {
         .map_err(|e| ApiError::Internal(e.to_string()))
 }
 
+/// Creates the store's table ([`create_table`]).
+pub async fn create(store: &crate::Store) -> Result<TableCreation, ApiError> {
+    create_table(store.client(), store.table()).await
+}
+
 /// Creates the table (on-demand billing, index `gsi1`, TTL on `ttl`) and waits
 /// until it is active. An existing table is left as it is.
 pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation, ApiError> {

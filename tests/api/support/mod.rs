@@ -11,6 +11,7 @@ pub mod kubelet;
 pub mod logs;
 pub mod registry;
 pub mod store_faults;
+pub mod table;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -32,13 +33,13 @@ use berth_api::access::{ClusterAccess, RequestCounter};
 use berth_domain::Role;
 use berth_domain::config::Config;
 use berth_records::audit::AuditEvent;
-use berth_store as store;
 use berth_store::identity::members;
 use berth_store::identity::{Credential, Principal, User, password, tokens};
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::{keys, schema};
 pub use cluster::{TestCluster, eventually, unique, wait_bound};
 pub use store_faults::StoreFaults;
+use table as store;
 
 /// Runs a tool and returns what it printed, trimmed; panics, with what it
 /// said, unless it succeeds.
@@ -134,6 +135,9 @@ impl TestUser {
 /// The whole API over its own fresh table.
 pub struct TestApp {
     pub state: AppState,
+    /// The client the API's store was made with (its round trips counted,
+    /// its faults injected): the tests' own reach into the table.
+    pub dynamodb: aws_sdk_dynamodb::Client,
     pub app: Router,
     pub round_trips: RoundTripCounter,
     /// Requests sent to the cluster.
@@ -161,7 +165,7 @@ impl TestApp {
             .expect("creating the test table");
         let mut config = Config::for_table(&table);
         adjust(&mut config);
-        let mut state = AppState::new(client, config);
+        let mut state = AppState::new(client.clone(), config);
         let cluster_requests = RequestCounter::default();
         state.cluster = std::sync::Arc::new(
             ClusterAccess::new(
@@ -172,9 +176,10 @@ impl TestApp {
             .counting(cluster_requests.clone()),
         );
         let app = berth_local::app(state.clone());
-        let owner = bootstrap_org(&state, "acme").await;
+        let owner = bootstrap_org(&state, &client, "acme").await;
         Self {
             state,
+            dynamodb: client,
             app,
             round_trips,
             cluster_requests,
@@ -190,18 +195,18 @@ impl TestApp {
         logs::capture();
         let round_trips = RoundTripCounter::default();
         let store_faults = StoreFaults::default();
-        let state = AppState::new(
-            dynamodb_client(&round_trips, &store_faults),
-            Config::for_table(table),
-        );
+        let dynamodb = dynamodb_client(&round_trips, &store_faults);
+        let state = AppState::new(dynamodb.clone(), Config::for_table(table));
         let app = berth_local::app(state.clone());
         let owner = bootstrap_org(
             &state,
+            &dynamodb,
             &format!("o{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
         )
         .await;
         Self {
             state,
+            dynamodb,
             app,
             round_trips,
             cluster_requests: RequestCounter::default(),
@@ -462,7 +467,7 @@ impl TestApp {
     }
 
     pub async fn other_org(&self, org: &str) -> TestUser {
-        bootstrap_org(&self.state, org).await
+        bootstrap_org(&self.state, &self.dynamodb, org).await
     }
 
     /// A member of the owner's organization with `role`.
@@ -480,7 +485,15 @@ impl TestApp {
         let invited = members::invite(&self.state.store, &owner.principal(), &email, role, None)
             .await
             .expect("inviting a test member");
-        activate(&self.state, &invited.member.id, &owner.org, &email, role).await
+        activate(
+            &self.state,
+            &self.dynamodb,
+            &invited.member.id,
+            &owner.org,
+            &email,
+            role,
+        )
+        .await
     }
 
     pub fn request(&self, method: Method, path: &str) -> TestRequest<'_> {
@@ -570,20 +583,29 @@ impl TestApp {
     }
 }
 
-async fn bootstrap_org(state: &AppState, org: &str) -> TestUser {
+async fn bootstrap_org(
+    state: &AppState,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    org: &str,
+) -> TestUser {
     let email = format!("owner-{}@{org}.example", uuid::Uuid::new_v4().simple());
     let owner = members::bootstrap(&state.store, org, &email)
         .await
         .expect("bootstrapping");
-    activate(state, &owner.member.id, org, &email, Role::Owner).await
+    activate(state, dynamodb, &owner.member.id, org, &email, Role::Owner).await
 }
 
 /// Gives a fixture account the known password and a token, as if its owner
 /// had signed in and replaced the temporary password.
-async fn activate(state: &AppState, id: &str, org: &str, email: &str, role: Role) -> TestUser {
-    state
-        .store
-        .client()
+async fn activate(
+    state: &AppState,
+    dynamodb: &aws_sdk_dynamodb::Client,
+    id: &str,
+    org: &str,
+    email: &str,
+    role: Role,
+) -> TestUser {
+    dynamodb
         .update_item()
         .table_name(state.store.table())
         .set_key(Some(store::key(keys::user(id), keys::PROFILE_SK)))

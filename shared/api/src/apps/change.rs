@@ -271,23 +271,25 @@ async fn record_revision(
     let store = writer.store;
     let mut claims = Claims::of(writer.rules, next)?;
     let history = history_of(next)?;
-    let release = StoredRelease::new(&next.spec.release, &next.spec.config, false)?;
+    let release = releases::stored(&next.spec.release, &next.spec.config, false)?;
     let (own, unrecorded) = held_revisions(current)?;
     for attempt in 1..=ATTEMPTS {
-        let entry = leftovers::entry_put(store, next)?;
-        let with = claims.writes(store, next)?;
+        let entry = leftovers::entry_for_write(next)?;
+        let with = claims.writes(next)?;
         let prepared = releases::prepare(
             store,
             &history,
             own.as_ref(),
             &unrecorded,
             &release,
-            entry,
-            with,
+            &entry,
+            &with,
         );
         match prepared.await {
             Ok(()) => return Ok(()),
             Err(NotPrepared::Failed(error)) => return Err(error),
+            // Another change committed this revision first.
+            Err(NotPrepared::Superseded) => return Err(cluster_apps::changed_meanwhile()),
             Err(NotPrepared::Contended) => back_off(attempt).await,
             Err(NotPrepared::Refused(refused)) => {
                 let (client, rules) = (writer.client, writer.rules);

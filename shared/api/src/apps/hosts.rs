@@ -56,22 +56,19 @@
 //! they name one app by construction, and no custom domain may fall under
 //! the apps domain, nor under a name the operator reserved.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 use kube::ResourceExt;
-use serde::{Deserialize, Serialize};
 
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use berth_domain::config::Config;
-use berth_domain::names::{AppName, EnvironmentName, Hostname, ProjectName};
-use berth_domain::paths::AppPath;
+use berth_domain::names::Hostname;
 use berth_domain::stored::Stored;
 use berth_domain::{ApiError, clock};
-use berth_store as store;
-use berth_store::{Store, keys};
+use berth_store::Store;
+use berth_store::hostnames::{self, ClaimWrite};
 
 /// The annotation of an App listing the hostnames verified for its
 /// organization when the API last wrote it: the controller serves only
@@ -125,145 +122,22 @@ impl HostRules {
     }
 }
 
-/// One organization's claim of a hostname (`claim:{org}` of its item).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Claim {
-    pub org: String,
-    pub project: String,
-    pub environment: String,
-    pub app: String,
-    pub history: String,
-    /// The revision whose write made the claim.
-    pub revision: i64,
-    /// Unix milliseconds.
-    pub claimed_at: i64,
-    /// Random, new at every write: what a takeover is conditioned on.
-    pub claim: String,
-}
+pub use berth_store::hostnames::{Claim, HostItem, Owner, VerifiedBy};
 
-impl Claim {
-    /// The claim of `app` (labelled and annotated as it will be written)
-    /// at its release's revision.
-    fn by(app: &App) -> Result<Self, ApiError> {
-        let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
-        Ok(Self {
-            org: label(LABEL_ORG),
-            project: label(LABEL_PROJECT),
-            environment: label(LABEL_ENVIRONMENT),
-            app: app.name_any(),
-            history: cluster_apps::history_of(app)?,
-            revision: app.spec.release.revision,
-            claimed_at: clock::unix_millis(),
-            claim: uuid::Uuid::new_v4().simple().to_string(),
-        })
-    }
-
-    /// Where the app holding the claim is: none when the names stored
-    /// cannot be an app's (no App can hold the claim then).
-    pub fn holder(&self) -> Option<AppPath> {
-        Some(AppPath {
-            project: ProjectName::parse(&self.project).ok()?,
-            environment: EnvironmentName::parse(&self.environment).ok()?,
-            app: AppName::parse(&self.app).ok()?,
-        })
-    }
-}
-
-/// How an organization came to own a hostname.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VerifiedBy {
-    /// Its TXT record was found.
-    Dns,
-    /// The platform's operator said so (`berth-admin domains verify`).
-    Operator,
-    /// It held the hostname's claim before domains were proven.
-    Upgrade,
-}
-
-/// The organization that proved control of a hostname (`owner`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Owner {
-    pub org: String,
-    pub by: VerifiedBy,
-    /// Unix milliseconds.
-    pub verified_at: i64,
-    /// Set while its proof is missing: when it stops being the owner's
-    /// (Unix milliseconds).
-    #[serde(default)]
-    pub lapses_at: Option<i64>,
-    /// Its holder's App may not list it yet (the owner was written and the
-    /// App's annotation not, or not yet): settled at the next look.
-    #[serde(default)]
-    pub unsynced: bool,
-}
-
-/// The item of one hostname, as read.
-#[derive(Debug, Clone, Default)]
-pub struct HostItem {
-    pub hostname: String,
-    pub owner: Option<Owner>,
-    /// By organization.
-    pub claims: BTreeMap<String, Claim>,
-    /// By organization.
-    pub challenges: BTreeMap<String, String>,
-    /// The one claim of an item from before domains were proven.
-    pub legacy: Option<Claim>,
-}
-
-const CLAIM_PREFIX: &str = "claim:";
-const CHALLENGE_PREFIX: &str = "challenge:";
-/// A top-level field only an item from before has.
-const LEGACY_FIELD: &str = "history";
-
-fn claim_attribute(org: &str) -> String {
-    format!("{CLAIM_PREFIX}{org}")
-}
-
-fn challenge_attribute(org: &str) -> String {
-    format!("{CHALLENGE_PREFIX}{org}")
-}
-
-impl HostItem {
-    pub fn parse(item: store::Item) -> Result<Self, ApiError> {
-        let hostname = (item.get("hostname").and_then(|v| v.as_s().ok()))
-            .cloned()
-            .unwrap_or_else(|| {
-                let pk = item.get(keys::PK).and_then(|v| v.as_s().ok());
-                pk.and_then(|pk| pk.strip_prefix("HOST#"))
-                    .unwrap_or_default()
-                    .to_owned()
-            });
-        let legacy = if item.contains_key(LEGACY_FIELD) {
-            Some(store::from_item::<Claim>(item.clone())?)
-        } else {
-            None
-        };
-        let mut parsed = Self {
-            hostname,
-            legacy,
-            ..Self::default()
-        };
-        for (name, value) in item {
-            if name == "owner" {
-                parsed.owner = Some(store::from_attribute(value)?);
-            } else if let Some(org) = name.strip_prefix(CLAIM_PREFIX) {
-                parsed
-                    .claims
-                    .insert(org.to_owned(), store::from_attribute(value)?);
-            } else if let Some(org) = name.strip_prefix(CHALLENGE_PREFIX)
-                && let Ok(challenge) = value.as_s()
-            {
-                parsed.challenges.insert(org.to_owned(), challenge.clone());
-            }
-        }
-        Ok(parsed)
-    }
-
-    /// Whether `org` owns it.
-    pub fn is_verified_for(&self, org: &str) -> bool {
-        self.owner.as_ref().is_some_and(|owner| owner.org == org)
-    }
+/// The claim of `app` (labelled and annotated as it will be written) at
+/// its release's revision.
+fn claim_by(app: &App) -> Result<Claim, ApiError> {
+    let label = |key: &str| app.labels().get(key).cloned().unwrap_or_default();
+    Ok(Claim {
+        org: label(LABEL_ORG),
+        project: label(LABEL_PROJECT),
+        environment: label(LABEL_ENVIRONMENT),
+        app: app.name_any(),
+        history: cluster_apps::history_of(app)?,
+        revision: app.spec.release.revision,
+        claimed_at: clock::unix_millis(),
+        claim: uuid::Uuid::new_v4().simple().to_string(),
+    })
 }
 
 /// The items of `hostnames` (those that exist).
@@ -271,23 +145,7 @@ pub async fn read_items(
     store: &Store,
     hostnames: impl IntoIterator<Item = &str>,
 ) -> Result<Vec<HostItem>, ApiError> {
-    let keys: Vec<store::Item> = hostnames
-        .into_iter()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .map(|hostname| store::key(keys::host(hostname), keys::HOST_SK))
-        .collect();
-    if keys.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut items = Vec::new();
-    // A batch read takes at most 100 keys.
-    for chunk in keys.chunks(100) {
-        for item in store.get_many(chunk.to_vec()).await? {
-            items.push(HostItem::parse(item)?);
-        }
-    }
-    Ok(items)
+    hostnames::read_many(store, hostnames).await
 }
 
 /// Of `app`'s hostnames, those verified for its organization, in its order:
@@ -373,59 +231,6 @@ impl VerifiedDomains {
     }
 }
 
-/// A new challenge: random, so no organization can foresee another's.
-pub fn new_challenge() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// The claim write of `hostname` for `app`: where the hostname is not
-/// another organization's and the organization's claim is free or already
-/// the app's, or, for a takeover, still the stale claim `seen`. It makes
-/// the organization's challenge if it has none.
-fn claim_write(
-    store: &Store,
-    app: &App,
-    hostname: &str,
-    seen: Option<&str>,
-) -> Result<TransactWriteItem, ApiError> {
-    let claim = Claim::by(app)?;
-    let update = Update::builder()
-        .table_name(store.table())
-        .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
-        .update_expression(
-            "SET #claim = :claim, #challenge = if_not_exists(#challenge, :challenge), \
-             #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname",
-        )
-        .expression_attribute_names("#claim", claim_attribute(&claim.org))
-        .expression_attribute_names("#challenge", challenge_attribute(&claim.org))
-        .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_names("#legacy", LEGACY_FIELD)
-        .expression_attribute_names("#owner", "owner")
-        .expression_attribute_names("#org", "org")
-        .expression_attribute_values(":claim", store::to_attribute(&claim)?)
-        .expression_attribute_values(":challenge", store::s(new_challenge()))
-        .expression_attribute_values(":hostname", store::s(hostname))
-        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
-        .expression_attribute_values(":org", store::s(&claim.org))
-        // The refusal carries the item: no read to find who holds it.
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    let open =
-        "attribute_not_exists(#legacy) AND (attribute_not_exists(#owner) OR #owner.#org = :org)";
-    let update = match seen {
-        None => update
-            .condition_expression(format!(
-                "{open} AND (attribute_not_exists(#claim) OR #claim.#history = :history)"
-            ))
-            .expression_attribute_names("#history", "history")
-            .expression_attribute_values(":history", store::s(claim.history)),
-        Some(seen) => update
-            .condition_expression(format!("{open} AND #claim.#id = :seen"))
-            .expression_attribute_names("#id", "claim")
-            .expression_attribute_values(":seen", store::s(seen)),
-    };
-    store::tx_update(update)
-}
-
 /// The claims of the hostnames of `next` (the App about to be created or
 /// to replace the current one), written by the transaction that records
 /// its revision (`super::change`); see the module docs.
@@ -454,13 +259,19 @@ impl Claims {
     }
 
     /// Their writes, in the order of the hostnames (which a refusal's
-    /// positions follow), for one attempt: each claim is new.
-    pub fn writes(&self, store: &Store, next: &App) -> Result<Vec<TransactWriteItem>, ApiError> {
+    /// positions follow), for one attempt: each claim is new. Each is
+    /// written where the hostname is not another organization's and the
+    /// organization's claim is free or already the app's, or, for a
+    /// takeover, still the stale claim it saw.
+    pub fn writes(&self, next: &App) -> Result<Vec<ClaimWrite>, ApiError> {
         self.hostnames
             .iter()
             .map(|hostname| {
-                let seen = self.takeovers.get(hostname).map(String::as_str);
-                claim_write(store, next, hostname, seen)
+                Ok(ClaimWrite {
+                    hostname: hostname.clone(),
+                    claim: claim_by(next)?,
+                    seen: self.takeovers.get(hostname).cloned(),
+                })
             })
             .collect()
     }
@@ -475,7 +286,7 @@ impl Claims {
         client: &kube::Client,
         rules: &HostRules,
         next: &App,
-        refused: Vec<(usize, Option<store::Item>)>,
+        refused: Vec<(usize, Option<HostItem>)>,
     ) -> Result<(), ApiError> {
         let org = next.labels().get(LABEL_ORG).cloned().unwrap_or_default();
         let refused = refused.into_iter().filter_map(|(at, found)| {
@@ -497,19 +308,15 @@ async fn stale_claims(
     client: &kube::Client,
     rules: &HostRules,
     org: &str,
-    refused: impl Iterator<Item = (&str, Option<store::Item>)>,
+    refused: impl Iterator<Item = (&str, Option<HostItem>)>,
 ) -> Result<Vec<(String, String)>, ApiError> {
     let checks = refused.map(|(hostname, found)| async move {
         let found = match found {
             Some(item) => Some(item),
-            None => {
-                store
-                    .get(store::key(keys::host(hostname), keys::HOST_SK))
-                    .await?
-            }
+            None => hostnames::read(store, hostname).await?,
         };
         // Gone meanwhile: the next attempt claims it as free.
-        let Some(item) = found.map(HostItem::parse).transpose()? else {
+        let Some(item) = found else {
             return Ok(None);
         };
         if item.owner.as_ref().is_some_and(|owner| owner.org != org) {
@@ -572,11 +379,10 @@ pub const UPGRADE_GRACE: Duration = Duration::from_secs(30 * 86_400);
 /// [`UPGRADE_GRACE`] unless its proof is published (`super::proofs`).
 /// Whether it adopted one.
 pub async fn adopt_legacy(store: &Store, hostname: &str, now: i64) -> Result<bool, ApiError> {
-    let key = store::key(keys::host(hostname), keys::HOST_SK);
-    let Some(item) = store.get(key.clone()).await? else {
-        return Ok(false);
-    };
-    let Some(claim) = HostItem::parse(item)?.legacy else {
+    let Some(claim) = hostnames::read(store, hostname)
+        .await?
+        .and_then(|item| item.legacy)
+    else {
         return Ok(false);
     };
     let grace = i64::try_from(UPGRADE_GRACE.as_millis()).unwrap_or(i64::MAX);
@@ -588,48 +394,8 @@ pub async fn adopt_legacy(store: &Store, hostname: &str, now: i64) -> Result<boo
         // The App of before is served as it was; its next write lists it.
         unsynced: false,
     };
-    let mut update = store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(key))
-        .update_expression(
-            "SET #claim = :claim, #challenge = if_not_exists(#challenge, :challenge), \
-             #owner = :owner, #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname \
-             REMOVE #f0, #f1, #f2, #f3, #f4, #f5, #f6, #legacy",
-        )
-        .condition_expression("#legacy = :history AND #f6 = :seen")
-        .expression_attribute_names("#claim", claim_attribute(&claim.org))
-        .expression_attribute_names("#challenge", challenge_attribute(&claim.org))
-        .expression_attribute_names("#owner", "owner")
-        .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_names("#legacy", LEGACY_FIELD)
-        .expression_attribute_values(":claim", store::to_attribute(&claim)?)
-        .expression_attribute_values(":challenge", store::s(new_challenge()))
-        .expression_attribute_values(":owner", store::to_attribute(&owner)?)
-        .expression_attribute_values(":hostname", store::s(hostname))
-        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
-        .expression_attribute_values(":history", store::s(&claim.history))
-        .expression_attribute_values(":seen", store::s(&claim.claim));
-    // The claim's fields of before, but `history` (`#legacy`), last `claim`.
-    let fields = [
-        "org",
-        "project",
-        "environment",
-        "app",
-        "revision",
-        "claimed_at",
-        "claim",
-    ];
-    for (i, field) in fields.into_iter().enumerate() {
-        update = update.expression_attribute_names(format!("#f{i}"), field);
-    }
-    match update.send().await {
-        Ok(_) => Ok(true),
-        // Adopted (or changed) by another meanwhile.
-        Err(error) if store::is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+    // False when adopted (or changed) by another meanwhile.
+    hostnames::adopt_legacy(store, hostname, &claim, &owner).await
 }
 
 /// Releases claims of `history` on `hostnames`, after the change that
@@ -643,72 +409,9 @@ pub async fn release(
     committed: Option<i64>,
     hostnames: &[String],
 ) {
-    if let Err(error) = release_claims(store, org, history, committed, hostnames).await {
+    if let Err(error) = hostnames::release_claims(store, org, history, committed, hostnames).await {
         tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
     }
-}
-
-/// Removes `org`'s claims of `history` on `hostnames` (those claimed no
-/// later than `committed`, when given), a transaction per hundred; a claim
-/// that is no longer this history's (or was claimed again since) is left
-/// as it is. An error when the store failed: then some may be left.
-pub async fn release_claims(
-    store: &Store,
-    org: &str,
-    history: &str,
-    committed: Option<i64>,
-    hostnames: &[String],
-) -> Result<(), ApiError> {
-    let distinct: Vec<&String> = hostnames
-        .iter()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    // A transaction takes at most 100 items.
-    for chunk in distinct.chunks(100) {
-        let mut left = chunk.to_vec();
-        // A second attempt without those claimed again meanwhile.
-        for _ in 0..2 {
-            if left.is_empty() {
-                break;
-            }
-            let removals = left
-                .iter()
-                .map(|hostname| {
-                    let update = Update::builder()
-                        .table_name(store.table())
-                        .set_key(Some(store::key(keys::host(hostname), keys::HOST_SK)))
-                        .update_expression("REMOVE #claim")
-                        .expression_attribute_names("#claim", claim_attribute(org))
-                        .expression_attribute_names("#history", "history")
-                        .expression_attribute_values(":history", store::s(history));
-                    store::tx_update(match committed {
-                        None => update.condition_expression("#claim.#history = :history"),
-                        Some(revision) => update
-                            .condition_expression(
-                                "#claim.#history = :history AND #claim.#revision <= :revision",
-                            )
-                            .expression_attribute_names("#revision", "revision")
-                            .expression_attribute_values(":revision", store::n(revision)),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            match store.transact(removals).await {
-                Ok(()) => break,
-                Err(error) => match store::cancelled_conditions(&error) {
-                    Some(failed) if failed.contains(&true) => {
-                        left = left
-                            .into_iter()
-                            .zip(failed)
-                            .filter_map(|(hostname, failed)| (!failed).then_some(hostname))
-                            .collect();
-                    }
-                    _ => return Err(store::transaction_failure(error)),
-                },
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

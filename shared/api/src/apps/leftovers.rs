@@ -20,17 +20,16 @@
 //! entry still leads to whatever is left, and every step is idempotent, so
 //! running it again finishes it.
 
-use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 use kube::ResourceExt;
 use serde::Deserialize;
 
-use super::hosts;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
 use berth_domain::{ApiError, clock};
-use berth_store as store;
+use berth_store::Store;
 use berth_store::app_entries::{AppEntry, Place};
-use berth_store::{Item, Store, keys};
+use berth_store::hostnames;
+use berth_store::releases::{self, HistoryItems};
 
 /// The entry of `app` (labelled and annotated as it is or will be
 /// written); None for an App without a release history id (not made by
@@ -50,10 +49,9 @@ pub fn entry_of(app: &App) -> Option<AppEntry> {
 }
 
 /// The entry of `app`, put in the transaction of each of its writes.
-pub fn entry_put(store: &Store, app: &App) -> Result<TransactWriteItem, ApiError> {
+pub fn entry_for_write(app: &App) -> Result<AppEntry, ApiError> {
     entry_of(app)
-        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?
-        .put(store)
+        .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))
 }
 
 /// What a revision's snapshot says that the clean-up needs: its hostnames.
@@ -74,79 +72,27 @@ pub async fn remove(
     namespace: &str,
     history: &str,
 ) -> Result<(), ApiError> {
-    let items = store::query_all(
-        store
-            .client()
-            .query()
-            .table_name(store.table())
-            .key_condition_expression("pk = :pk")
-            .expression_attribute_values(":pk", store::s(keys::releases(history)))
-            .projection_expression("pk, sk, #hook, #config")
-            .expression_attribute_names("#hook", "hook")
-            .expression_attribute_names("#config", "config")
-            .consistent_read(true),
-    )
-    .await?;
+    let items = HistoryItems::read(store, history).await?;
     let mut hostnames: Vec<String> = Vec::new();
-    for item in &items {
-        let Some(config) = item.get("config").and_then(|value| value.as_s().ok()) else {
-            continue;
-        };
+    for (sk, config) in items.configs() {
         match serde_json::from_str::<Hostnames>(config) {
             Ok(found) => hostnames.extend(found.domains),
             // Its claims, if any, stay stale: taken over when claimed.
             Err(error) => {
-                tracing::warn!(history, sk = store::sort_key(item), error = %error, "a revision's hostnames cannot be read");
+                tracing::warn!(history, sk, error = %error, "a revision's hostnames cannot be read");
             }
         }
     }
-    hosts::release_claims(store, org, history, None, &hostnames).await?;
+    hostnames::release_claims(store, org, history, None, &hostnames).await?;
 
-    let hook = items
-        .iter()
-        .find_map(berth_store::hooks::hook_of_history_item);
-    let revisions: Vec<Item> = items
-        .iter()
-        .filter(|item| store::sort_key(item) != keys::WEBHOOK_SK)
-        .map(key_of)
-        .collect();
-    store.delete_batch(revisions).await?;
+    items.delete_revisions(store).await?;
     // The hook's delivery records are kept while it exists (no expiry):
     // they go before it, so a cut leaves the hook that leads to them.
-    if let Some(hook_id) = hook {
-        let records = berth_store::hooks::delivery_records(store, hook_id).await?;
-        store.delete_batch(records).await?;
+    if let Some(hook_id) = items.hook() {
+        berth_store::hooks::delete_deliveries(store, hook_id).await?;
     }
 
     // Last and at once: the entry that leads here, and the hook with the
     // pointer that leads to it.
-    let delete = |key: Item| {
-        store::tx_delete(
-            Delete::builder()
-                .table_name(store.table())
-                .set_key(Some(key)),
-        )
-    };
-    let mut last = vec![delete(store::key(
-        keys::environment_apps(namespace),
-        &keys::environment_app_sk(history),
-    ))?];
-    if let Some(hook_id) = hook {
-        last.push(delete(berth_store::hooks::hook_key(hook_id))?);
-        last.push(delete(store::key(
-            keys::releases(history),
-            keys::WEBHOOK_SK,
-        ))?);
-    }
-    store
-        .transact(last)
-        .await
-        .map_err(store::transaction_failure)
-}
-
-/// The primary key of an item read with it.
-fn key_of(item: &Item) -> Item {
-    let mut key = item.clone();
-    key.retain(|name, _| name == keys::PK || name == keys::SK);
-    key
+    releases::forget_app(store, namespace, history, items.hook()).await
 }

@@ -24,15 +24,14 @@
 
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use kube::ResourceExt;
 
 use super::hosts::{self, HostItem, Owner, VerifiedBy};
 use berth_cluster::apps as cluster_apps;
 use berth_domain::{ApiError, clock};
 use berth_records::apps::record::{DomainVerification, VerificationState};
-use berth_store as store;
-use berth_store::{Store, keys};
+use berth_store::Store;
+use berth_store::hostnames::{self, OwnerChange};
 
 /// How long a verified hostname whose proof went missing is still its
 /// organization's (and served).
@@ -171,10 +170,6 @@ pub fn standing(
     }
 }
 
-fn owner_key(hostname: &str) -> std::collections::HashMap<String, AttributeValue> {
-    store::key(keys::host(hostname), keys::HOST_SK)
-}
-
 /// Writes `step` for `org` on `item`'s hostname, conditioned on the owner
 /// as it was read (a concurrent step wins, this one changes nothing), and
 /// answers the item as it now stands. A lapse first takes the hostname off
@@ -187,13 +182,7 @@ pub async fn apply(
     step: Step,
 ) -> Result<HostItem, ApiError> {
     let now = clock::unix_millis();
-    let update = store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(owner_key(&item.hostname)))
-        .expression_attribute_names("#owner", "owner");
-    let (update, owner) = match step {
+    let (change, owner) = match step {
         Step::Stay => return Ok(item),
         Step::Verify => {
             let owner = Owner {
@@ -203,11 +192,7 @@ pub async fn apply(
                 lapses_at: None,
                 unsynced: true,
             };
-            let update = update
-                .update_expression("SET #owner = :owner")
-                .condition_expression("attribute_not_exists(#owner)")
-                .expression_attribute_values(":owner", store::to_attribute(&owner)?);
-            (update, Some(owner))
+            (OwnerChange::Claim(owner.clone()), Some(owner))
         }
         Step::Proven | Step::Missing { .. } => {
             let Some(mut owner) = item.owner.clone() else {
@@ -220,15 +205,12 @@ pub async fn apply(
             } else if let Step::Missing { lapses_at } = step {
                 owner.lapses_at = Some(lapses_at);
             }
-            let update = update
-                .update_expression("SET #owner = :owner")
-                .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
-                .expression_attribute_names("#org", "org")
-                .expression_attribute_names("#at", "verified_at")
-                .expression_attribute_values(":owner", store::to_attribute(&owner)?)
-                .expression_attribute_values(":org", store::s(org))
-                .expression_attribute_values(":seen", store::n(seen));
-            (update, Some(owner))
+            let change = OwnerChange::Replace {
+                org: org.to_owned(),
+                seen,
+                owner: owner.clone(),
+            };
+            (change, Some(owner))
         }
         Step::Lapse => {
             let Some(owner) = item.owner.clone() else {
@@ -236,25 +218,18 @@ pub async fn apply(
             };
             item.owner = None;
             sync_holder(store, client, &item, org).await?;
-            let update = update
-                .update_expression("REMOVE #owner")
-                .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
-                .expression_attribute_names("#org", "org")
-                .expression_attribute_names("#at", "verified_at")
-                .expression_attribute_values(":org", store::s(org))
-                .expression_attribute_values(":seen", store::n(owner.verified_at));
-            (update, None)
+            let change = OwnerChange::Remove {
+                org: org.to_owned(),
+                seen: owner.verified_at,
+            };
+            (change, None)
         }
     };
-    match update.send().await {
-        Ok(_) => {}
+    if !hostnames::change_owner(store, &item.hostname, &change).await? {
         // Another step (or organization) got there first: as it stands now.
-        Err(error) if store::is_condition_failure(&error) => {
-            return reread(store, &item.hostname)
-                .await
-                .map(|found| found.unwrap_or(item));
-        }
-        Err(error) => return Err(error.into()),
+        return hostnames::read(store, &item.hostname)
+            .await
+            .map(|found| found.unwrap_or(item));
     }
     let verified_now = step == Step::Verify;
     item.owner = owner;
@@ -278,26 +253,18 @@ pub async fn settle(store: &Store, client: &kube::Client, item: &mut HostItem, o
     let seen = owner.verified_at;
     let settled = async {
         sync_holder(store, client, item, org).await?;
-        store
-            .client()
-            .update_item()
-            .table_name(store.table())
-            .set_key(Some(owner_key(&item.hostname)))
-            .update_expression("SET #owner.#unsynced = :false")
-            .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
-            .expression_attribute_names("#owner", "owner")
-            .expression_attribute_names("#unsynced", "unsynced")
-            .expression_attribute_names("#org", "org")
-            .expression_attribute_names("#at", "verified_at")
-            .expression_attribute_values(":false", AttributeValue::Bool(false))
-            .expression_attribute_values(":org", store::s(org))
-            .expression_attribute_values(":seen", store::n(seen))
-            .send()
-            .await
-            .map_err(ApiError::from)
+        let synced = OwnerChange::Synced {
+            org: org.to_owned(),
+            seen,
+        };
+        if hostnames::change_owner(store, &item.hostname, &synced).await? {
+            Ok(())
+        } else {
+            Err(ApiError::Conflict("the owner changed meanwhile".into()))
+        }
     };
     match settled.await {
-        Ok(_) => {
+        Ok(()) => {
             if let Some(owner) = item.owner.as_mut() {
                 owner.unsynced = false;
             }
@@ -308,14 +275,6 @@ pub async fn settle(store: &Store, client: &kube::Client, item: &mut HostItem, o
                 "a verified hostname is not yet on its app (the next look settles it)");
         }
     }
-}
-
-async fn reread(store: &Store, hostname: &str) -> Result<Option<HostItem>, ApiError> {
-    store
-        .get(owner_key(hostname))
-        .await?
-        .map(HostItem::parse)
-        .transpose()
 }
 
 /// Writes the verified hostnames of `org`'s app holding `item`'s hostname
@@ -381,37 +340,12 @@ pub async fn verify_by_operator(
         lapses_at: None,
         unsynced: true,
     };
-    let written = store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(owner_key(hostname)))
-        .update_expression(
-            "SET #owner = :owner, #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname, \
-             #challenge = if_not_exists(#challenge, :challenge)",
-        )
-        .condition_expression("attribute_not_exists(#owner) OR #owner.#org = :org")
-        .expression_attribute_names("#owner", "owner")
-        .expression_attribute_names("#org", "org")
-        .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_names("#challenge", format!("challenge:{org}"))
-        .expression_attribute_values(":owner", store::to_attribute(&owner)?)
-        .expression_attribute_values(":org", store::s(org))
-        .expression_attribute_values(":hostname", store::s(hostname))
-        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
-        .expression_attribute_values(":challenge", store::s(hosts::new_challenge()))
-        .send()
-        .await;
-    match written {
-        Ok(_) => {}
-        Err(error) if store::is_condition_failure(&error) => {
-            return Err(ApiError::DomainVerifiedElsewhere {
-                hostname: hostname.to_owned(),
-            });
-        }
-        Err(error) => return Err(error.into()),
+    if !hostnames::own_unless_another(store, hostname, &owner).await? {
+        return Err(ApiError::DomainVerifiedElsewhere {
+            hostname: hostname.to_owned(),
+        });
     }
-    if let (Some(client), Some(mut item)) = (client, reread(store, hostname).await?) {
+    if let (Some(client), Some(mut item)) = (client, hostnames::read(store, hostname).await?) {
         settle(store, client, &mut item, org).await;
     }
     Ok(())
@@ -423,29 +357,7 @@ pub async fn challenge_of(store: &Store, item: &HostItem, org: &str) -> Result<S
     if let Some(challenge) = item.challenges.get(org) {
         return Ok(challenge.clone());
     }
-    let attribute = format!("challenge:{org}");
-    let written = store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(owner_key(&item.hostname)))
-        .update_expression(
-            "SET #challenge = if_not_exists(#challenge, :challenge), #hostname = :hostname, \
-             gsi1pk = :index, gsi1sk = :hostname",
-        )
-        .expression_attribute_names("#challenge", &attribute)
-        .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_values(":challenge", store::s(hosts::new_challenge()))
-        .expression_attribute_values(":hostname", store::s(&item.hostname))
-        .expression_attribute_values(":index", store::s(keys::DOMAINS_INDEX))
-        .return_values(aws_sdk_dynamodb::types::ReturnValue::AllNew)
-        .send()
-        .await?;
-    written
-        .attributes
-        .and_then(|mut attributes| attributes.remove(&attribute))
-        .and_then(|value| value.as_s().ok().cloned())
-        .ok_or_else(|| ApiError::Internal("a challenge was written and not returned".into()))
+    hostnames::make_challenge(store, &item.hostname, org).await
 }
 
 #[cfg(feature = "dns")]
@@ -507,7 +419,7 @@ mod checked {
             adopted: adopt_all(store, deadline).await?,
             ..Checked::default()
         };
-        let items = store::index_partition(store, keys::DOMAINS_INDEX.to_owned()).await?;
+        let items = hostnames::all_claimed(store).await?;
         // Hostnames side by side (each lookup may wait its whole bound);
         // one hostname's organizations in turn, each seeing the last's step.
         let mut hostnames = futures::stream::iter(items)
@@ -530,14 +442,13 @@ mod checked {
         store: &Store,
         client: &kube::Client,
         checker: &DomainChecker,
-        item: store::Item,
+        mut item: HostItem,
         deadline: tokio::time::Instant,
     ) -> Result<Checked, ApiError> {
         let mut done = Checked::default();
         if tokio::time::Instant::now() >= deadline {
             return Ok(done);
         }
-        let mut item = HostItem::parse(item)?;
         let mut orgs: Vec<String> = item.claims.keys().cloned().collect();
         if let Some(owner) = &item.owner
             && !orgs.contains(&owner.org)
@@ -561,33 +472,21 @@ mod checked {
     /// Adopts every claim from before (`hosts::adopt_legacy`): a scan, once
     /// per installation (a marker item says it is done).
     async fn adopt_all(store: &Store, deadline: tokio::time::Instant) -> Result<usize, ApiError> {
-        let marker = store::key(keys::UPGRADES_PK.to_owned(), keys::LEGACY_CLAIMS_SK);
-        if store.get(marker.clone()).await?.is_some() {
+        if hostnames::legacy_adopted(store).await? {
             return Ok(0);
         }
         let mut adopted = 0;
-        let mut start = None;
+        let mut after = None;
         loop {
-            let page = store
-                .client()
-                .scan()
-                .table_name(store.table())
-                // Consistent: the marker written after it must not hide a claim.
-                .consistent_read(true)
-                .filter_expression("sk = :host AND attribute_exists(#legacy)")
-                .expression_attribute_names("#legacy", "history")
-                .expression_attribute_values(":host", store::s(keys::HOST_SK))
-                .set_exclusive_start_key(start)
-                .send()
-                .await?;
-            for item in page.items.unwrap_or_default() {
-                let hostname = HostItem::parse(item)?.hostname;
+            // Consistent: the marker written after it must not hide a claim.
+            let (page, next) = hostnames::legacy_page(store, after).await?;
+            for hostname in page {
                 if hosts::adopt_legacy(store, &hostname, clock::unix_millis()).await? {
                     adopted += 1;
                 }
             }
-            start = page.last_evaluated_key;
-            if start.is_none() {
+            after = next;
+            if after.is_none() {
                 break;
             }
             if tokio::time::Instant::now() >= deadline {
@@ -595,7 +494,7 @@ mod checked {
                 return Ok(adopted);
             }
         }
-        store.put(marker).await?;
+        hostnames::mark_legacy_adopted(store).await?;
         Ok(adopted)
     }
 }

@@ -12,15 +12,14 @@
 //!   readers ignore and the next attempt overwrites;
 //! - a revision below the resource's is always the confirmed snapshot.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
-use serde::{Deserialize, Serialize};
-
 use berth_cluster::crd::{App, AppStatus, OUTCOME_PENDING, ReleaseMark};
 use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
 use berth_records::apps::record::ReleaseRecord;
-use berth_store as store;
-use berth_store::{Store, keys};
+use berth_store::app_entries::AppEntry;
+use berth_store::hostnames::ClaimWrite;
+use berth_store::releases::RevisionWrite;
+use berth_store::{self as store, Store};
 
 /// Marks the newest revision `current` and the one whose configuration runs
 /// `running` (none, when nothing runs), each with its status from the
@@ -44,65 +43,47 @@ pub fn oldest_kept(head: i64) -> i64 {
     (head - HISTORY_KEPT + 1).max(1)
 }
 
-/// The revision that writing `revision` prunes, if any.
+/// The revision that writing `revision` prunes, if any (the one below the
+/// oldest kept: `berth_store::releases::prepare` deletes it).
+#[cfg(test)]
 fn pruned_by(revision: i64) -> Option<i64> {
     let oldest = oldest_kept(revision);
     (oldest > 1).then_some(oldest - 1)
 }
 
-/// One revision as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StoredRelease {
-    pub revision: i64,
-    pub reason: String,
-    #[serde(default)]
-    pub note: Option<String>,
-    #[serde(default)]
-    pub actor: Option<String>,
-    pub created_at: i64,
-    /// None for a revision of an app built from source before its first
-    /// build.
-    #[serde(default)]
-    pub image: Option<String>,
-    /// The configuration as JSON: restored as a whole by a rollback.
-    pub config: String,
-    pub confirmed: bool,
+pub use berth_store::releases::{NotPrepared, StoredRelease};
+
+/// A revision as the history records it.
+pub fn stored(
+    mark: &ReleaseMark,
+    config: &AppConfig,
+    confirmed: bool,
+) -> Result<StoredRelease, ApiError> {
+    Ok(StoredRelease {
+        revision: mark.revision,
+        reason: mark.reason.clone(),
+        note: mark.note.clone(),
+        actor: mark.actor.clone(),
+        created_at: mark.created_at,
+        image: config.image.as_ref().map(ToString::to_string),
+        config: StoredRelease::encode(config)?,
+        confirmed,
+    })
 }
 
-impl StoredRelease {
-    pub fn new(mark: &ReleaseMark, config: &AppConfig, confirmed: bool) -> Result<Self, ApiError> {
-        Ok(Self {
-            revision: mark.revision,
-            reason: mark.reason.clone(),
-            note: mark.note.clone(),
-            actor: mark.actor.clone(),
-            created_at: mark.created_at,
-            image: config.image.as_ref().map(ToString::to_string),
-            config: serde_json::to_string(config)
-                .map_err(|e| ApiError::Internal(format!("encoding a release: {e}")))?,
-            confirmed,
-        })
-    }
-
-    pub fn config(&self) -> Result<AppConfig, ApiError> {
-        serde_json::from_str(&self.config)
-            .map_err(|e| ApiError::Internal(format!("decoding release {}: {e}", self.revision)))
-    }
-
-    /// Its record, before [`with_outcomes`] says which is current, which
-    /// runs and what became of it.
-    fn record(&self) -> ReleaseRecord {
-        ReleaseRecord {
-            revision: self.revision,
-            image: self.image.clone(),
-            reason: self.reason.clone(),
-            note: self.note.clone(),
-            actor: self.actor.clone(),
-            created_at: self.created_at,
-            current: false,
-            running: false,
-            status: OUTCOME_PENDING.to_owned(),
-        }
+/// Its record, before [`with_outcomes`] says which is current, which
+/// runs and what became of it.
+fn record(release: &StoredRelease) -> ReleaseRecord {
+    ReleaseRecord {
+        revision: release.revision,
+        image: release.image.clone(),
+        reason: release.reason.clone(),
+        note: release.note.clone(),
+        actor: release.actor.clone(),
+        created_at: release.created_at,
+        current: false,
+        running: false,
+        status: OUTCOME_PENDING.to_owned(),
     }
 }
 
@@ -111,39 +92,13 @@ impl StoredRelease {
 /// hold yet (`AppSpec::unrecorded`).
 pub fn held_by(app: &App) -> Result<(StoredRelease, Vec<StoredRelease>), ApiError> {
     let spec = &app.spec;
-    let own = StoredRelease::new(&spec.release, &spec.config, true)?;
+    let own = stored(&spec.release, &spec.config, true)?;
     let unrecorded = spec
         .unrecorded
         .iter()
-        .map(|revision| StoredRelease::new(&revision.release, &revision.config, true))
+        .map(|revision| stored(&revision.release, &revision.config, true))
         .collect::<Result<_, _>>()?;
     Ok((own, unrecorded))
-}
-
-/// The stored shape: the release plus its key.
-#[derive(Serialize)]
-struct ReleaseItem<'a> {
-    pk: String,
-    sk: String,
-    #[serde(flatten)]
-    release: &'a StoredRelease,
-}
-
-/// Why a change's revisions were not written (nothing was).
-#[derive(Debug)]
-pub enum NotPrepared {
-    /// Writes of `with` failed their conditions: by position in `with`, each
-    /// with the item it found when DynamoDB returned it.
-    Refused(Vec<(usize, Option<store::Item>)>),
-    /// A concurrent transaction on the same items won; another try may not.
-    Contended,
-    Failed(ApiError),
-}
-
-impl From<ApiError> for NotPrepared {
-    fn from(error: ApiError) -> Self {
-        Self::Failed(error)
-    }
 }
 
 /// Writes a change's revisions before its commit (see the module docs):
@@ -151,104 +106,31 @@ impl From<ApiError> for NotPrepared {
 /// app) and `unrecorded` those the controller wrote over
 /// (`AppSpec::unrecorded`), all recorded as confirmed; `next` the revision
 /// about to be committed, `entry` the app's entry in its environment's list
-/// (`super::leftovers`), `with` the writes that
-/// must succeed with them in the same transaction (the claims of the app's
-/// hostnames, `super::hosts`). The same transaction deletes the revision that
-/// falls out of the [`HISTORY_KEPT`] newest, so the history never grows and
-/// pruning costs no round trip. (Should the commit then fail, the history is
-/// one revision short until the next change.)
+/// (`super::leftovers`), `claims` the claims of the app's hostnames
+/// (`super::hosts`), which must succeed with them in the same transaction.
+/// The same transaction deletes the revision that falls out of the
+/// [`HISTORY_KEPT`] newest, so the history never grows and pruning costs no
+/// round trip. (Should the commit then fail, the history is one revision
+/// short until the next change.)
 pub async fn prepare(
     store: &Store,
     history: &str,
     current: Option<&StoredRelease>,
     unrecorded: &[StoredRelease],
     next: &StoredRelease,
-    entry: TransactWriteItem,
-    with: Vec<TransactWriteItem>,
+    entry: &AppEntry,
+    claims: &[ClaimWrite],
 ) -> Result<(), NotPrepared> {
-    let mut writes = Vec::new();
-    // One write per revision (a transaction may not write an item twice),
-    // and none a prune would delete or the change itself writes.
-    let oldest = oldest_kept(next.revision);
-    let mut seen = std::collections::BTreeSet::new();
-    let own = |revision: i64| {
-        revision == next.revision || current.is_some_and(|c| c.revision == revision)
+    let write = RevisionWrite {
+        history,
+        current,
+        unrecorded,
+        next,
+        oldest_kept: oldest_kept(next.revision),
+        entry,
+        claims,
     };
-    for revision in unrecorded
-        .iter()
-        .filter(|r| r.revision >= oldest && !own(r.revision) && seen.insert(r.revision))
-    {
-        writes.push(store::tx_put(
-            Put::builder()
-                .table_name(store.table())
-                .set_item(Some(item(history, revision)?)),
-        )?);
-    }
-    if let Some(current) = current {
-        writes.push(store::tx_put(
-            Put::builder()
-                .table_name(store.table())
-                .set_item(Some(item(history, current)?)),
-        )?);
-    }
-    writes.push(store::tx_put(
-        Put::builder()
-            .table_name(store.table())
-            .set_item(Some(item(history, next)?))
-            .condition_expression("attribute_not_exists(pk) OR confirmed = :false")
-            .expression_attribute_values(":false", AttributeValue::Bool(false)),
-    )?);
-    let next_at = writes.len() - 1;
-    if let Some(pruned) = pruned_by(next.revision) {
-        writes.push(store::tx_delete(
-            Delete::builder()
-                .table_name(store.table())
-                .set_key(Some(store::key(
-                    keys::releases(history),
-                    &keys::release_sk(pruned),
-                ))),
-        )?);
-    }
-    writes.push(entry);
-    let with_at = writes.len();
-    writes.extend(with);
-    let error = match store.transact(writes).await {
-        Ok(()) => return Ok(()),
-        Err(error) => error,
-    };
-    let Some(reasons) = store::cancellation_reasons(&error) else {
-        return Err(NotPrepared::Failed(error.into()));
-    };
-    let failed = |at: usize| {
-        reasons
-            .get(at)
-            .is_some_and(|reason| reason.code() == Some("ConditionalCheckFailed"))
-    };
-    if failed(next_at) {
-        return Err(NotPrepared::Failed(berth_cluster::apps::changed_meanwhile()));
-    }
-    let refused: Vec<(usize, Option<store::Item>)> = reasons
-        .iter()
-        .enumerate()
-        .skip(with_at)
-        .filter(|(at, _)| failed(*at))
-        .map(|(at, reason)| (at - with_at, reason.item().cloned()))
-        .collect();
-    if !refused.is_empty() {
-        return Err(NotPrepared::Refused(refused));
-    }
-    match store::transaction_failure(error) {
-        ApiError::Conflict(_) => Err(NotPrepared::Contended),
-        other => Err(NotPrepared::Failed(other)),
-    }
-}
-
-fn item(history: &str, release: &StoredRelease) -> Result<store::Item, ApiError> {
-    store::to_item(&ReleaseItem {
-        pk: keys::releases(history),
-        sk: keys::release_sk(release.revision),
-        release,
-    })
+    store::releases::prepare(store, write).await
 }
 
 /// One stored revision, if it exists and the App has reached it.
@@ -257,12 +139,7 @@ pub async fn get(
     history: &str,
     revision: i64,
 ) -> Result<Option<StoredRelease>, ApiError> {
-    store
-        .get_as(store::key(
-            keys::releases(history),
-            &keys::release_sk(revision),
-        ))
-        .await
+    store::releases::get(store, history, revision).await
 }
 
 /// The newest revisions, newest first, as the App (whose own release is
@@ -275,25 +152,12 @@ pub async fn list(
     current: &StoredRelease,
     unrecorded: &[StoredRelease],
 ) -> Result<Vec<ReleaseRecord>, ApiError> {
-    let older = store
-        .client()
-        .query()
-        .table_name(store.table())
-        .key_condition_expression("pk = :pk AND sk < :current")
-        .expression_attribute_values(":pk", store::s(keys::releases(history)))
-        .expression_attribute_values(":current", store::s(keys::release_sk(current.revision)))
-        .scan_index_forward(false)
-        .limit(i32::try_from(HISTORY_KEPT - 1).unwrap_or(i32::MAX))
-        .consistent_read(true)
-        .select(Select::AllAttributes)
-        .send()
-        .await?;
-    let mut records = vec![current.record()];
-    records.extend(unrecorded.iter().map(StoredRelease::record));
-    for item in older.items.unwrap_or_default() {
-        let stored = store::from_item::<StoredRelease>(item)?;
+    let older = store::releases::older(store, history, current.revision, HISTORY_KEPT - 1).await?;
+    let mut records = vec![record(current)];
+    records.extend(unrecorded.iter().map(record));
+    for stored in older {
         if !unrecorded.iter().any(|r| r.revision == stored.revision) {
-            records.push(stored.record());
+            records.push(record(&stored));
         }
     }
     records.sort_by_key(|record| std::cmp::Reverse(record.revision));

@@ -8,7 +8,7 @@ use super::change::{Change, Writer};
 use super::hosts::HostRules;
 use super::leftovers;
 use super::record::{self, record_of};
-use super::releases::{self, StoredRelease};
+use super::releases;
 use berth_cluster::apps::{self as cluster_apps, history_of};
 use berth_cluster::crd::{App, ReleaseReason};
 use berth_cluster::environments as cluster_environments;
@@ -308,7 +308,7 @@ async fn restorable(store: &Store, current: &App, revision: i64) -> Result<AppCo
         .iter()
         .find(|r| r.release.revision == revision);
     let found = if let Some(unrecorded) = unrecorded {
-        Some(StoredRelease::new(
+        Some(releases::stored(
             &unrecorded.release,
             &unrecorded.config,
             true,

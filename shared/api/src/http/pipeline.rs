@@ -16,10 +16,9 @@ use super::scope::{AuditNotes, RequestScope};
 use crate::AppState;
 use berth_domain::{ApiError, Operation};
 use berth_records::audit::{ActorKind, Outcome};
-use berth_store as store;
 use berth_store::audit::Call;
 use berth_store::identity::{Authentication, authenticate::authenticate};
-use berth_store::keys::{self, SYSTEM_ORG};
+use berth_store::keys::SYSTEM_ORG;
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
@@ -163,9 +162,8 @@ fn describe_call(
 /// timing: no user enumeration), an unknown email makes up the second event's round trips
 /// with reads of the system partition's audit counter, which change nothing.
 async fn equal_login_round_trips(state: &AppState) {
-    let key = store::key(keys::audit(SYSTEM_ORG), keys::AUDIT_COUNTER_SK);
     for _ in 0..berth_store::audit::ROUND_TRIPS_PER_EVENT {
-        if let Err(error) = state.store.get_many(vec![key.clone()]).await {
+        if let Err(error) = berth_store::audit::padding_read(&state.store).await {
             tracing::warn!(error = %error.cause(), "the login's padding read failed");
         }
     }

@@ -106,6 +106,14 @@ pub struct OrgItem {
     pub created_at: i64,
 }
 
+/// Whether organization `org` exists.
+pub async fn organization_exists(store: &Store, org: &str) -> Result<bool, ApiError> {
+    Ok(store
+        .get(store::key(keys::org(org), keys::ORG_SK))
+        .await?
+        .is_some())
+}
+
 pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileItem>, ApiError> {
     store
         .get_as(store::key(keys::user(user_id), keys::PROFILE_SK))

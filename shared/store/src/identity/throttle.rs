@@ -93,7 +93,7 @@ pub fn caller_network(ip: &str) -> String {
     }
 }
 
-pub fn key(subject: Subject, value: &str) -> Item {
+pub(crate) fn key(subject: Subject, value: &str) -> Item {
     store::key(subject.pk(value), keys::THROTTLE_SK)
 }
 
@@ -116,7 +116,7 @@ impl Attempts {
     }
 
     /// The slots of a subject's item; anything unreadable counts as empty.
-    pub fn from_item(subject: Subject, item: &Item) -> Self {
+    pub(crate) fn from_item(subject: Subject, item: &Item) -> Self {
         Self {
             slots: (0..subject.limit())
                 .map(|slot| {

@@ -244,7 +244,7 @@ fn made_by<'a>(tokens: &'a [TokenItem], maker: &str) -> Vec<&'a TokenItem> {
 
 /// Records a use of the token whose item is at `key` (a personal or a
 /// deploy token's), at most once per [`LAST_USED_PRECISION_SECS`].
-pub async fn touch(store: &Store, key: store::Item, last_used_at: Option<i64>) {
+pub(crate) async fn touch(store: &Store, key: store::Item, last_used_at: Option<i64>) {
     let now = clock::unix_seconds();
     if last_used_at.is_some_and(|at| now - at < LAST_USED_PRECISION_SECS) {
         return;
