@@ -339,6 +339,99 @@ async fn a_value_edited_in_the_cluster_is_given_anew_before_a_change() {
     assert_eq!(fixed.json()["processes"][0]["size"], "nano");
 }
 
+/// The image, a schedule and its time zone are parsed values too: edited in
+/// the cluster into what the API refuses, the App is still read (and listed,
+/// beside the others), shows what is stored, and a change needs them anew.
+#[tokio::test]
+async fn an_image_and_a_schedule_edited_in_the_cluster_are_read_and_given_anew() {
+    use kube::api::{Api, Patch, PatchParams};
+
+    let app = TestApp::with_cluster().await;
+    let (project, apps) = environment(&app).await;
+    create(
+        &app,
+        &apps,
+        json!({"name": "web", "image": "nginx:1.27", "port": 80}),
+    )
+    .await;
+    create(
+        &app,
+        &apps,
+        json!({"name": "nightly", "image": "nginx:1.27", "schedule": "0 3 * * *"}),
+    )
+    .await;
+    let resources: Api<berth_cluster::crd::App> =
+        Api::namespaced(app.cluster().client.clone(), &format!("{project}-staging"));
+    for (name, edit) in [
+        (
+            "web",
+            json!([{"op": "replace", "path": "/spec/image", "value": "Nginx:Latest"}]),
+        ),
+        (
+            "nightly",
+            json!([
+                {"op": "replace", "path": "/spec/processes/0/schedule", "value": "every night"},
+                {"op": "replace", "path": "/spec/processes/0/timeZone", "value": "Mars/Base"}
+            ]),
+        ),
+    ] {
+        resources
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Json::<()>(serde_json::from_value(edit).unwrap()),
+            )
+            .await
+            .unwrap();
+    }
+    let listed = app.get(&apps).by(&app.owner).send().await;
+    listed.assert_status(200);
+    assert_eq!(
+        listed.json().as_array().unwrap().len(),
+        2,
+        "{}",
+        listed.json()
+    );
+    let web = format!("{apps}/web");
+    let shown = app.get(&web).by(&app.owner).send().await;
+    assert_eq!(shown.json()["app"]["image"], "Nginx:Latest");
+    let nightly = format!("{apps}/nightly");
+    let shown = app.get(&nightly).by(&app.owner).send().await;
+    assert_eq!(
+        shown.json()["app"]["processes"][0]["schedule"],
+        "every night"
+    );
+    assert_eq!(
+        shown.json()["app"]["processes"][0]["time_zone"],
+        "Mars/Base"
+    );
+
+    for (path, field) in [(&web, "image"), (&nightly, "processes[0].schedule")] {
+        let refused = patch(&app, path, json!({"replicas": 2})).await;
+        refused.assert_problem(422, "validation_failed");
+        let detail = refused.json()["detail"].as_str().unwrap().to_owned();
+        assert!(
+            detail.starts_with(&format!("{field}: the value stored in the cluster must be")),
+            "{detail}"
+        );
+        assert!(
+            !detail.contains("Nginx") && !detail.contains("every night"),
+            "{detail}"
+        );
+    }
+    patch(&app, &web, json!({"image": "nginx:1.28"}))
+        .await
+        .assert_status(200);
+    let fixed = patch(
+        &app,
+        &nightly,
+        json!({"schedule": "0 4 * * *", "time_zone": "UTC"}),
+    )
+    .await;
+    fixed.assert_status(200);
+    assert_eq!(fixed.json()["processes"][0]["time_zone"], "UTC");
+}
+
 #[tokio::test]
 async fn promotion_copies_image_and_processes() {
     let app = TestApp::with_cluster().await;
