@@ -128,9 +128,10 @@ async fn create_build(
     responses((status = 202, description = "Being cancelled.", body = BuildRecord)),
 )]
 async fn cancel_build(call: Call<BuildPath>) -> Result<Accepted<BuildRecord>, ApiError> {
-    let (client, path) = (call.cluster().await?, &call.path);
-    let build = service::cancel(&client, &call.caller, &path.app_path(), path.build).await?;
-    Ok(Accepted::new(build))
+    let client = call.cluster().await?;
+    Ok(Accepted::new(
+        service::cancel(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -185,10 +186,8 @@ async fn list_builds(
     responses((status = 200, description = "The build.", body = BuildRecord)),
 )]
 async fn get_build(call: Call<BuildPath>) -> Result<Json<BuildRecord>, ApiError> {
-    let (client, path) = (call.cluster().await?, &call.path);
-    Ok(Json(
-        service::get(&client, &call.caller, &path.app_path(), path.build).await?,
-    ))
+    let client = call.cluster().await?;
+    Ok(Json(service::get(&client, &call.caller, &call.path).await?))
 }
 
 /// Build logs
@@ -209,7 +208,8 @@ async fn get_build_logs(
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
     // getAppLogs' bounds, checked by its query's rules.
     let window = query.window()?;
-    let (client, path) = (call.cluster().await?, &call.path);
-    let logs = service::logs(&client, &call.caller, &path.app_path(), path.build, window).await?;
-    Ok(Json(logs))
+    let client = call.cluster().await?;
+    Ok(Json(
+        service::logs(&client, &call.caller, &call.path, window).await?,
+    ))
 }
