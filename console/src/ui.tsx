@@ -54,6 +54,39 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (da
   return <p class="muted" aria-live="polite">Loading…</p>;
 }
 
+/** A loaded list as a table: a row per item, headed by COLUMNS (and a last
+ * column of buttons named for screen readers only, with ACTIONS), captioned
+ * for screen readers; EMPTY said instead when there is none. */
+export function ListTable<T>(props: {
+  loaded: Loaded<T[]>;
+  caption: string;
+  empty: string;
+  columns: string[];
+  actions?: boolean;
+  row: (item: T) => ComponentChildren;
+}) {
+  return (
+    <Show loaded={props.loaded}>
+      {(list) =>
+        list.length === 0 ? (
+          <p>{props.empty}</p>
+        ) : (
+          <table>
+            <caption class="sr-only">{props.caption}</caption>
+            <thead>
+              <tr>
+                {props.columns.map((column) => <th scope="col">{column}</th>)}
+                {props.actions && <th scope="col"><span class="sr-only">Actions</span></th>}
+              </tr>
+            </thead>
+            <tbody>{list.map((item) => props.row(item))}</tbody>
+          </table>
+        )
+      }
+    </Show>
+  );
+}
+
 /** A form that calls ACTION, shows its problem, and says DONE when it worked. */
 export function ActionForm(props: {
   label: string;

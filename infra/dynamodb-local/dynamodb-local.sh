@@ -11,6 +11,8 @@ PACKAGE_VERSION=10.3.0 # the last version that installs on Node 20
 CACHE=${BERTH_CACHE:-~/.cache/berth}
 PREFIX=$CACHE/dynamodb-local-$PACKAGE_VERSION
 
+source "$(dirname "${BASH_SOURCE[0]}")/../pidfile.sh"
+
 say() { printf 'dynamodb-local: %s\n' "$*" >&2; }
 
 need_java() {
@@ -90,18 +92,8 @@ start() {
   exit 1
 }
 
-stop() {
-  local pidfile=$1
-  [ -f "$pidfile" ] || return 0
-  local pid
-  pid=$(cat "$pidfile")
-  # Only ever stop a DynamoDB Local: the pid may have been reused since.
-  if grep -q DynamoDBLocal "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-}
+# Only ever stops a DynamoDB Local.
+stop() { stop_pidfile "$1" DynamoDBLocal; }
 
 case "${1:-}" in
   install) install ;;

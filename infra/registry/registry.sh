@@ -21,6 +21,8 @@
 #   registry.sh stop DIR
 set -euo pipefail
 
+source "$(dirname "${BASH_SOURCE[0]}")/../pidfile.sh"
+
 say() { printf 'registry: %s\n' "$*" >&2; }
 
 need() {
@@ -80,17 +82,8 @@ start() {
   exit 1
 }
 
-stop() {
-  local pidfile=$1/registry.pid pid
-  [ -f "$pidfile" ] || return 0
-  pid=$(cat "$pidfile")
-  # Only ever stop a registry: the pid may have been reused since.
-  if grep -q docker-registry "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pidfile"
-}
+# Only ever stops a registry.
+stop() { stop_pidfile "$1/registry.pid" docker-registry; }
 
 case "${1:-}" in
   install) install ;;

@@ -2,7 +2,7 @@ import { api, ok, type Schemas } from "../api/client";
 import { may } from "../permissions";
 import { Link, seg } from "../router";
 import { useMe } from "../session";
-import { ActionButton, ActionForm, Badge, Field, Show, useLoad, text } from "../ui";
+import { ActionButton, ActionForm, Badge, Field, ListTable, Show, useLoad, text } from "../ui";
 import { Crumbs, envState } from "./project";
 
 type EnvProps = { project: string; environment: string };
@@ -103,32 +103,22 @@ export function EnvironmentPage({ project, environment }: EnvProps) {
         )}
       </Show>
       <h2>Apps</h2>
-      <Show loaded={apps}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No apps yet.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">Apps</caption>
-              <thead>
-                <tr><th scope="col">App</th><th scope="col">Status</th><th scope="col">Pods ready</th><th scope="col">Revision</th><th scope="col">Image</th><th scope="col">URL</th></tr>
-              </thead>
-              <tbody>
-                {list.map((a) => (
-                  <tr>
-                    <td><Link href={`${base}/apps/${seg(a.name)}`}>{a.name}</Link></td>
-                    <td>{appState(a)}</td>
-                    <td data-testid={`pods-${a.name}`}>{pods.data?.get(a.name) ?? "—"}</td>
-                    <td>{a.revision}{a.running_revision !== undefined && a.running_revision !== a.revision ? ` (running ${a.running_revision ?? "none"})` : ""}</td>
-                    <td><code>{a.image ?? a.git_repo ?? "—"}</code></td>
-                    <td>{a.url ? <a href={a.url}>{a.url}</a> : "—"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={apps}
+        caption="Apps"
+        empty="No apps yet."
+        columns={["App", "Status", "Pods ready", "Revision", "Image", "URL"]}
+        row={(a) => (
+          <tr>
+            <td><Link href={`${base}/apps/${seg(a.name)}`}>{a.name}</Link></td>
+            <td>{appState(a)}</td>
+            <td data-testid={`pods-${a.name}`}>{pods.data?.get(a.name) ?? "—"}</td>
+            <td>{a.revision}{a.running_revision !== undefined && a.running_revision !== a.revision ? ` (running ${a.running_revision ?? "none"})` : ""}</td>
+            <td><code>{a.image ?? a.git_repo ?? "—"}</code></td>
+            <td>{a.url ? <a href={a.url}>{a.url}</a> : "—"}</td>
+          </tr>
+        )}
+      />
       {may(me, "app-write", project) && (
         <>
           <h2>New app</h2>
@@ -175,41 +165,32 @@ function Secrets({ project, environment }: EnvProps) {
     <section aria-labelledby="secrets">
       <h2 id="secrets">Secrets</h2>
       <p>Names and keys only: values are never shown.</p>
-      <Show loaded={secrets}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No secrets.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">Secrets</caption>
-              <thead>
-                <tr><th scope="col">Secret</th><th scope="col">Keys</th><th scope="col"><span class="sr-only">Actions</span></th></tr>
-              </thead>
-              <tbody>
-                {list.map((s) => (
-                  <tr>
-                    <td>{s.name}</td>
-                    <td>{s.keys.join(", ")}</td>
-                    <td>
-                      {may(me, "secret-write", project) && (
-                        <ActionButton
-                          label={`Delete ${s.name}`}
-                          class="danger"
-                          confirm={`Delete the secret ${s.name}?`}
-                          action={() =>
-                            ok(api.DELETE("/api/v1/projects/{project}/environments/{environment}/secrets/{secret}", { params: { path: { ...path, secret: s.name } } }))
-                          }
-                          done={secrets.reload}
-                        />
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={secrets}
+        caption="Secrets"
+        empty="No secrets."
+        columns={["Secret", "Keys"]}
+        actions
+        row={(s) => (
+          <tr>
+            <td>{s.name}</td>
+            <td>{s.keys.join(", ")}</td>
+            <td>
+              {may(me, "secret-write", project) && (
+                <ActionButton
+                  label={`Delete ${s.name}`}
+                  class="danger"
+                  confirm={`Delete the secret ${s.name}?`}
+                  action={() =>
+                    ok(api.DELETE("/api/v1/projects/{project}/environments/{environment}/secrets/{secret}", { params: { path: { ...path, secret: s.name } } }))
+                  }
+                  done={secrets.reload}
+                />
+              )}
+            </td>
+          </tr>
+        )}
+      />
       {may(me, "secret-write", project) && (
         <>
           <h3>Set or replace a secret</h3>

@@ -3,7 +3,7 @@ import { api, ok, type Schemas } from "../api/client";
 import { may } from "../permissions";
 import { Link, navigate, seg } from "../router";
 import { useMe } from "../session";
-import { ActionButton, ActionForm, Badge, Field, Select, Show, useLoad, when, text } from "../ui";
+import { ActionButton, ActionForm, Badge, Field, ListTable, Select, Show, useLoad, when, text } from "../ui";
 import { AuditLog } from "./audit";
 import { ShownOnce } from "./shown-once";
 
@@ -16,30 +16,20 @@ export function Overview() {
   return (
     <>
       <h1>Projects</h1>
-      <Show loaded={projects}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No projects yet.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">Projects</caption>
-              <thead>
-                <tr><th scope="col">Project</th><th scope="col">Environments</th><th scope="col">State</th><th scope="col">Created</th></tr>
-              </thead>
-              <tbody>
-                {list.map((p) => (
-                  <tr>
-                    <td><Link href={`/projects/${seg(p.name)}`}>{p.display_name || p.name}</Link> <span class="muted">{p.name}</span></td>
-                    <td>{p.environments}</td>
-                    <td>{p.deleting ? <Badge tone="bad">deleting</Badge> : p.ready ? <Badge tone="ok">ready</Badge> : <Badge tone="wait">setting up</Badge>}</td>
-                    <td>{when(p.created_at)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={projects}
+        caption="Projects"
+        empty="No projects yet."
+        columns={["Project", "Environments", "State", "Created"]}
+        row={(p) => (
+          <tr>
+            <td><Link href={`/projects/${seg(p.name)}`}>{p.display_name || p.name}</Link> <span class="muted">{p.name}</span></td>
+            <td>{p.environments}</td>
+            <td>{p.deleting ? <Badge tone="bad">deleting</Badge> : p.ready ? <Badge tone="ok">ready</Badge> : <Badge tone="wait">setting up</Badge>}</td>
+            <td>{when(p.created_at)}</td>
+          </tr>
+        )}
+      />
       <Health />
       {may(me, "project-write") && (
         <>
@@ -159,39 +149,30 @@ export function Tokens() {
     <>
       <h1>API tokens</h1>
       <p>Tokens act as you, for the CLI and scripts.</p>
-      <Show loaded={tokens}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No tokens.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">API tokens</caption>
-              <thead>
-                <tr><th scope="col">Name</th><th scope="col">Ceiling</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="sr-only">Actions</span></th></tr>
-              </thead>
-              <tbody>
-                {list.map((t) => (
-                  <tr>
-                    <td>{t.name}</td>
-                    <td>{t.ceiling ?? "your rights"}</td>
-                    <td>{when(t.expires_at) === "—" ? "never" : when(t.expires_at)}</td>
-                    <td>{when(t.last_used_at)}</td>
-                    <td>
-                      <ActionButton
-                        label={`Delete ${t.name}`}
-                        class="danger"
-                        confirm={`Delete the token ${t.name}? What uses it stops working.`}
-                        action={() => ok(api.DELETE("/api/v1/tokens/{token}", { params: { path: { token: t.id } } }))}
-                        done={tokens.reload}
-                      />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={tokens}
+        caption="API tokens"
+        empty="No tokens."
+        columns={["Name", "Ceiling", "Expires", "Last used"]}
+        actions
+        row={(t) => (
+          <tr>
+            <td>{t.name}</td>
+            <td>{t.ceiling ?? "your rights"}</td>
+            <td>{when(t.expires_at) === "—" ? "never" : when(t.expires_at)}</td>
+            <td>{when(t.last_used_at)}</td>
+            <td>
+              <ActionButton
+                label={`Delete ${t.name}`}
+                class="danger"
+                confirm={`Delete the token ${t.name}? What uses it stops working.`}
+                action={() => ok(api.DELETE("/api/v1/tokens/{token}", { params: { path: { token: t.id } } }))}
+                done={tokens.reload}
+              />
+            </td>
+          </tr>
+        )}
+      />
       {created && (
         <ShownOnce label={`Token ${created.name}`} secret={created.token} done={() => setCreated(undefined)}>
           Copy it now: it is shown only this once.

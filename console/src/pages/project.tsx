@@ -3,7 +3,7 @@ import { api, ok, type Schemas } from "../api/client";
 import { may } from "../permissions";
 import { Link, seg } from "../router";
 import { useMe } from "../session";
-import { ActionButton, ActionForm, Badge, Field, Select, Show, useLoad, when, text } from "../ui";
+import { ActionButton, ActionForm, Badge, Field, ListTable, Select, Show, useLoad, when, text } from "../ui";
 import { AuditLog } from "./audit";
 import { PROJECT_ROLES } from "./organization";
 import { ShownOnce } from "./shown-once";
@@ -62,30 +62,20 @@ export function ProjectPage({ project }: { project: string }) {
       {info.data?.description && <p>{info.data.description}</p>}
       <ProjectNav project={project} />
       <h2>Environments</h2>
-      <Show loaded={envs}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No environments yet.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">Environments</caption>
-              <thead>
-                <tr><th scope="col">Environment</th><th scope="col">Type</th><th scope="col">State</th><th scope="col">Namespace</th></tr>
-              </thead>
-              <tbody>
-                {list.map((e) => (
-                  <tr>
-                    <td><Link href={`/projects/${seg(project)}/environments/${seg(e.name)}`}>{e.name}</Link></td>
-                    <td>{e.env_type}</td>
-                    <td>{envState(e)}{e.message && <span class="muted"> {e.message}</span>}</td>
-                    <td><code>{e.namespace}</code></td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={envs}
+        caption="Environments"
+        empty="No environments yet."
+        columns={["Environment", "Type", "State", "Namespace"]}
+        row={(e) => (
+          <tr>
+            <td><Link href={`/projects/${seg(project)}/environments/${seg(e.name)}`}>{e.name}</Link></td>
+            <td>{e.env_type}</td>
+            <td>{envState(e)}{e.message && <span class="muted"> {e.message}</span>}</td>
+            <td><code>{e.namespace}</code></td>
+          </tr>
+        )}
+      />
       {may(me, "env-write", project) && (
         <>
           <h2>New environment</h2>
@@ -190,41 +180,32 @@ export function ProjectTokens({ project }: { project: string }) {
       <h1>{project}: deploy tokens</h1>
       <ProjectNav project={project} />
       <p>Deploy tokens belong to the project, not to whoever made them: for CI.</p>
-      <Show loaded={tokens}>
-        {(list) =>
-          list.length === 0 ? (
-            <p>No deploy tokens.</p>
-          ) : (
-            <table>
-              <caption class="sr-only">Deploy tokens</caption>
-              <thead>
-                <tr><th scope="col">Name</th><th scope="col">Ceiling</th><th scope="col">Environments</th><th scope="col">Expires</th><th scope="col"><span class="sr-only">Actions</span></th></tr>
-              </thead>
-              <tbody>
-                {list.map((t) => (
-                  <tr>
-                    <td>{t.name}</td>
-                    <td>{t.ceiling ?? "admin"}</td>
-                    <td>{t.environments?.join(", ") || "all"}</td>
-                    <td>{t.expires_at ? when(t.expires_at) : "never"}</td>
-                    <td>
-                      {may(me, "project-write", project) && (
-                        <ActionButton
-                          label={`Delete ${t.name}`}
-                          class="danger"
-                          confirm={`Delete the deploy token ${t.name}?`}
-                          action={() => ok(api.DELETE("/api/v1/projects/{project}/tokens/{token}", { params: { path: { project, token: t.id } } }))}
-                          done={tokens.reload}
-                        />
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          )
-        }
-      </Show>
+      <ListTable
+        loaded={tokens}
+        caption="Deploy tokens"
+        empty="No deploy tokens."
+        columns={["Name", "Ceiling", "Environments", "Expires"]}
+        actions
+        row={(t) => (
+          <tr>
+            <td>{t.name}</td>
+            <td>{t.ceiling ?? "admin"}</td>
+            <td>{t.environments?.join(", ") || "all"}</td>
+            <td>{t.expires_at ? when(t.expires_at) : "never"}</td>
+            <td>
+              {may(me, "project-write", project) && (
+                <ActionButton
+                  label={`Delete ${t.name}`}
+                  class="danger"
+                  confirm={`Delete the deploy token ${t.name}?`}
+                  action={() => ok(api.DELETE("/api/v1/projects/{project}/tokens/{token}", { params: { path: { project, token: t.id } } }))}
+                  done={tokens.reload}
+                />
+              )}
+            </td>
+          </tr>
+        )}
+      />
       {created && (
         <ShownOnce label={`Deploy token ${created.name}`} secret={created.token} done={() => setCreated(undefined)}>
           Copy it now: it is shown only this once. Its calls are made as {created.actor}.

@@ -1020,6 +1020,10 @@ mod tests {
         template.spec.as_ref().unwrap()
     }
 
+    fn template_meta(template: &PodTemplateSpec) -> &ObjectMeta {
+        template.metadata.as_ref().unwrap()
+    }
+
     fn pod_spec(deployment: &Deployment) -> &PodSpec {
         template_spec(&deployment.spec.as_ref().unwrap().template)
     }
@@ -1073,23 +1077,9 @@ mod tests {
                 (LABEL_PROCESS.to_owned(), "web".to_owned()),
             ]))
         );
-        let template_labels = spec
-            .template
-            .metadata
-            .as_ref()
-            .unwrap()
-            .labels
-            .as_ref()
-            .unwrap();
+        let template_labels = template_meta(&spec.template).labels.as_ref().unwrap();
         assert_eq!(template_labels[LABEL_PROCESS], "web");
-        assert!(
-            spec.template
-                .metadata
-                .as_ref()
-                .unwrap()
-                .annotations
-                .is_none()
-        );
+        assert!(template_meta(&spec.template).annotations.is_none());
 
         let pod = pod_spec(deployment);
         let security = pod.security_context.as_ref().unwrap();
@@ -1399,13 +1389,7 @@ mod tests {
         app.spec.restarted_at = Some("2025-05-01T10:00:00Z".to_owned());
         let rendered = render(&app, &settings()).unwrap();
         let template = &rendered.deployments[0].spec.as_ref().unwrap().template;
-        let annotations = template
-            .metadata
-            .as_ref()
-            .unwrap()
-            .annotations
-            .as_ref()
-            .unwrap();
+        let annotations = template_meta(template).annotations.as_ref().unwrap();
         assert_eq!(annotations[RESTARTED_AT_ANNOTATION], "2025-05-01T10:00:00Z");
     }
 
@@ -1617,6 +1601,12 @@ mod tests {
         assert_eq!(hosts[0].certificate, tls::HostCertificate::NotServed);
     }
 
+    /// The container of the first Deployment, and its readiness probe.
+    fn first_readiness(rendered: &Rendered) -> (&Container, &Probe) {
+        let container = only_container(pod_spec(&rendered.deployments[0]));
+        (container, container.readiness_probe.as_ref().unwrap())
+    }
+
     #[test]
     fn tcp_processes_get_a_tcp_readiness_probe_and_no_ingress() {
         let mut db = AppProcess::test("db", Some(5432));
@@ -1624,8 +1614,7 @@ mod tests {
         let mut app = app(vec![db]);
         app.spec.config.health_check_path = Some(Stored::read("/healthz"));
         let rendered = render(&app, &settings()).unwrap();
-        let container = only_container(pod_spec(&rendered.deployments[0]));
-        let readiness = container.readiness_probe.as_ref().unwrap();
+        let (container, readiness) = first_readiness(&rendered);
         assert_eq!(
             readiness.tcp_socket.as_ref().unwrap().port,
             IntOrString::Int(5432)
@@ -1645,8 +1634,7 @@ mod tests {
     #[test]
     fn http_processes_without_a_health_check_path_are_ready_when_they_listen() {
         let rendered = render(&web_app(), &settings()).unwrap();
-        let container = only_container(pod_spec(&rendered.deployments[0]));
-        let readiness = container.readiness_probe.as_ref().unwrap();
+        let (container, readiness) = first_readiness(&rendered);
         assert_eq!(
             readiness.tcp_socket.as_ref().unwrap().port,
             IntOrString::Int(8080)
@@ -1795,14 +1783,7 @@ mod tests {
         let spec = job.spec.as_ref().unwrap();
         assert_eq!(spec.backoff_limit, Some(1));
         assert_eq!(spec.active_deadline_seconds, Some(300));
-        let template_labels = spec
-            .template
-            .metadata
-            .as_ref()
-            .unwrap()
-            .labels
-            .as_ref()
-            .unwrap();
+        let template_labels = template_meta(&spec.template).labels.as_ref().unwrap();
         assert_eq!(template_labels[LABEL_RELEASE], "7");
         assert!(!template_labels.contains_key(LABEL_PROCESS));
         let pod = template_spec(&spec.template);

@@ -3,16 +3,13 @@
 //! `berth_api::domain_check`); this crate maps HTTP onto them.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use berth_api::AppState;
 use berth_api::apps::commands::{self, NewCommand};
-use berth_api::apps::hosts::HostRules;
 use berth_api::apps::operate::{self, LogQuery, LogWindow, TailQuery};
 use berth_api::apps::service;
-use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::http::{Accepted, Call, Created, JsonBody, Located, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::{AppName, EnvironmentName};
 use berth_domain::paths::{AppPath, CommandPath, EnvironmentPath};
@@ -98,12 +95,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     failures
 }
 
-/// The path of one app, noted as the call's audit target.
-fn app_path(path: AppPath) -> AppPath {
-    scope::audit_target("app", &path.app);
-    path
-}
-
 /// List apps
 ///
 /// The apps of an environment, with their readiness.
@@ -113,14 +104,11 @@ fn app_path(path: AppPath) -> AppPath {
     params(EnvironmentPath),
     responses((status = 200, description = "The apps.", body = Vec<AppRecord>)),
 )]
-async fn list_apps(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(environment): ObjectPath<EnvironmentPath>,
-) -> Result<Json<Vec<AppRecord>>, ApiError> {
-    scope::audit_target("environment", &environment);
-    let client = state.cluster.client().await?;
-    Ok(Json(service::list(&client, &caller, &environment).await?))
+async fn list_apps(call: Call<EnvironmentPath>) -> Result<Json<Vec<AppRecord>>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(
+        service::list(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 /// Create an app
@@ -139,29 +127,28 @@ async fn list_apps(
         headers(("Location" = String, description = "The new app's URL.")))),
 )]
 async fn create_app(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     ObjectPath(environment): ObjectPath<EnvironmentPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<Created<AppRecord>, ApiError> {
     if let Ok(name) = AppName::parse(&body.name) {
         scope::audit_target("app", &name);
     }
-    let client = state.cluster.client().await?;
+    let client = call.cluster().await?;
+    let rules = call.host_rules();
     let created = service::create(
-        &state.store,
+        &call.state.store,
         &client,
-        &HostRules::new(&state.config),
-        &caller,
+        &rules,
+        &call.caller,
         &environment,
         body,
     )
     .await?;
-    let location = format!(
-        "/api/v1/projects/{}/environments/{}/apps/{}",
-        environment.project, environment.environment, created.name
-    );
-    Ok(Created::at(location, created))
+    Ok(Created::at(
+        environment.child("apps", &created.name),
+        created,
+    ))
 }
 
 /// Get an app
@@ -173,14 +160,9 @@ async fn create_app(
     params(AppPath),
     responses((status = 200, description = "The app.", body = AppDetail)),
 )]
-async fn get_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Json<AppDetail>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
-    Ok(Json(service::get(&client, &caller, &path).await?))
+async fn get_app(call: Call<AppPath>) -> Result<Json<AppDetail>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(service::get(&client, &call.caller, &call.path).await?))
 }
 
 /// Change an app
@@ -199,23 +181,13 @@ async fn get_app(
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn update_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
-        service::update(
-            &state.store,
-            &client,
-            &HostRules::new(&state.config),
-            &caller,
-            &path,
-            &body,
-        )
-        .await?,
+        service::update(store, &client, &rules, caller, &call.path, &body).await?,
     ))
 }
 
@@ -239,14 +211,12 @@ struct DeleteQuery {
     responses((status = 204, description = "Deleted.")),
 )]
 async fn delete_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     QueryParams(query): QueryParams<DeleteQuery>,
 ) -> Result<StatusCode, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
-    service::delete(&state.store, &client, &caller, &path, query.delete_volumes).await?;
+    let client = call.cluster().await?;
+    let (store, caller, volumes) = (&call.state.store, &call.caller, query.delete_volumes);
+    service::delete(store, &client, caller, &call.path, volumes).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -262,15 +232,11 @@ async fn delete_app(
     params(AppPath),
     responses((status = 200, description = "The releases.", body = Vec<ReleaseRecord>)),
 )]
-async fn list_releases(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+async fn list_releases(call: Call<AppPath>) -> Result<Json<Vec<ReleaseRecord>>, ApiError> {
+    let client = call.cluster().await?;
+    let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
-        service::list_releases(&state.store, &client, &caller, &path).await?,
+        service::list_releases(store, &client, caller, &call.path).await?,
     ))
 }
 
@@ -288,23 +254,13 @@ async fn list_releases(
     responses((status = 200, description = "The app.", body = AppRecord)),
 )]
 async fn rollback_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (store, caller, revision) = (&call.state.store, &call.caller, body.revision);
     Ok(Json(
-        service::rollback(
-            &state.store,
-            &client,
-            &HostRules::new(&state.config),
-            &caller,
-            &path,
-            body.revision,
-        )
-        .await?,
+        service::rollback(store, &client, &rules, caller, &call.path, revision).await?,
     ))
 }
 
@@ -322,24 +278,14 @@ async fn rollback_app(
     responses((status = 200, description = "The app in the target environment.", body = AppRecord)),
 )]
 async fn promote_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
-    let path = app_path(path);
     let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
-    let client = state.cluster.client().await?;
+    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
-        service::promote(
-            &state.store,
-            &client,
-            &HostRules::new(&state.config),
-            &caller,
-            &path,
-            &target,
-        )
-        .await?,
+        service::promote(store, &client, &rules, caller, &call.path, &target).await?,
     ))
 }
 
@@ -380,16 +326,15 @@ struct LogsQuery {
     responses((status = 200, description = "One entry per pod.", body = Vec<LogEntry>)),
 )]
 async fn get_app_logs(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     QueryParams(query): QueryParams<LogsQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
-    let path = app_path(path);
     let window = LogWindow::new(query.tail, query.previous, query.since)?;
     let query = LogQuery::new(window, query.process, query.release)?;
-    let client = state.cluster.client().await?;
-    Ok(Json(operate::logs(&client, &caller, &path, &query).await?))
+    let client = call.cluster().await?;
+    Ok(Json(
+        operate::logs(&client, &call.caller, &call.path, &query).await?,
+    ))
 }
 
 /// Restart
@@ -401,15 +346,10 @@ async fn get_app_logs(
     params(AppPath),
     responses((status = 202, description = "Restarting.", body = AppRecord)),
 )]
-async fn restart_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Accepted<AppRecord>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+async fn restart_app(call: Call<AppPath>) -> Result<Accepted<AppRecord>, ApiError> {
+    let client = call.cluster().await?;
     Ok(Accepted::new(
-        operate::restart(&client, &caller, &path).await?,
+        operate::restart(&client, &call.caller, &call.path).await?,
     ))
 }
 
@@ -426,15 +366,12 @@ async fn restart_app(
     responses((status = 202, description = "Started.", body = RunAnswer)),
 )]
 async fn run_app(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     body: Option<JsonBody<RunBody>>,
 ) -> Result<Accepted<RunAnswer>, ApiError> {
-    let path = app_path(path);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
-    let client = state.cluster.client().await?;
-    let job = operate::run_now(&client, &caller, &path, body.process.as_deref()).await?;
+    let client = call.cluster().await?;
+    let job = operate::run_now(&client, &call.caller, &call.path, body.process.as_deref()).await?;
     Ok(Accepted::new(RunAnswer { job }))
 }
 
@@ -455,23 +392,19 @@ async fn run_app(
         headers(("Location" = String, description = "The command's URL.")))),
 )]
 async fn run_command(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     JsonBody(body): JsonBody<CommandBody>,
 ) -> Result<Accepted<CommandRecord>, ApiError> {
-    let path = app_path(path);
     // Noted before the body is checked, so that a refused command is on
     // record too.
     scope::audit_detail(&commands::for_audit(&body.command));
     let new = NewCommand::parse(body)?;
-    let client = state.cluster.client().await?;
-    let command = commands::run(&client, &caller, &path, new).await?;
-    let location = format!(
-        "/api/v1/projects/{}/environments/{}/apps/{}/commands/{}",
-        path.project, path.environment, path.app, command.name
-    );
-    Ok(Accepted::at(location, command))
+    let client = call.cluster().await?;
+    let command = commands::run(&client, &call.caller, &call.path, new).await?;
+    Ok(Accepted::at(
+        call.path.child("commands", &command.name),
+        command,
+    ))
 }
 
 /// List commands
@@ -484,14 +417,11 @@ async fn run_command(
     params(AppPath),
     responses((status = 200, description = "The commands.", body = Vec<CommandRecord>)),
 )]
-async fn list_commands(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Json<Vec<CommandRecord>>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
-    Ok(Json(commands::list(&client, &caller, &path).await?))
+async fn list_commands(call: Call<AppPath>) -> Result<Json<Vec<CommandRecord>>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(
+        commands::list(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 /// Get a command
@@ -504,14 +434,11 @@ async fn list_commands(
     params(CommandPath),
     responses((status = 200, description = "The command.", body = CommandRecord)),
 )]
-async fn get_command(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<CommandPath>,
-) -> Result<Json<CommandRecord>, ApiError> {
-    scope::audit_target("command", &path);
-    let client = state.cluster.client().await?;
-    Ok(Json(commands::get(&client, &caller, &path).await?))
+async fn get_command(call: Call<CommandPath>) -> Result<Json<CommandRecord>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(
+        commands::get(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 /// Command output
@@ -525,15 +452,14 @@ async fn get_command(
     responses((status = 200, description = "The command's pod's log.", body = Vec<LogEntry>)),
 )]
 async fn get_command_logs(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<CommandPath>,
+    call: Call<CommandPath>,
     QueryParams(query): QueryParams<TailQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
-    scope::audit_target("command", &path);
     let window = query.window()?;
-    let client = state.cluster.client().await?;
-    Ok(Json(commands::logs(&client, &caller, &path, window).await?))
+    let client = call.cluster().await?;
+    Ok(Json(
+        commands::logs(&client, &call.caller, &call.path, window).await?,
+    ))
 }
 
 /// Check domains
@@ -546,14 +472,11 @@ async fn get_command_logs(
     params(AppPath),
     responses((status = 200, description = "One entry per domain.", body = Vec<DomainCheck>)),
 )]
-async fn check_app_domains(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Json<Vec<DomainCheck>>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+async fn check_app_domains(call: Call<AppPath>) -> Result<Json<Vec<DomainCheck>>, ApiError> {
+    let client = call.cluster().await?;
+    let (state, caller) = (&call.state, &call.caller);
+    let checker = &state.domain_check;
     Ok(Json(
-        service::check_domains(&state.store, &client, &state.domain_check, &caller, &path).await?,
+        service::check_domains(&state.store, &client, checker, caller, &call.path).await?,
     ))
 }

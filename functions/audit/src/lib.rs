@@ -1,10 +1,8 @@
 //! The `audit` function: the caller's organization's audit log.
 
 use axum::Json;
-use axum::extract::State;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, QueryParams};
+use berth_api::http::{Call, QueryParams};
 use berth_domain::ApiError;
 use berth_records::audit::{AuditPage, PageQuery};
 
@@ -29,20 +27,14 @@ berth_api::operations! {
     responses((status = 200, description = "A page of events.", body = AuditPage)),
 )]
 async fn list_audit_events(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
     let request = query.checked()?;
+    let (org, log) = (call.caller.user.org.as_str(), &call.state.audit);
+    let (limit, before) = (request.limit, request.before);
     Ok(Json(
-        state
-            .audit
-            .filtered_page(
-                caller.user.org.as_str(),
-                request.limit,
-                request.before,
-                &request.filter,
-            )
+        log.filtered_page(org, limit, before, &request.filter)
             .await?,
     ))
 }

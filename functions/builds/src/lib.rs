@@ -6,14 +6,15 @@
 mod webhooks;
 
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::routing::MethodRouter;
 use serde::Deserialize;
 
 use berth_api::AppState;
 use berth_api::apps::operate::TailQuery;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
-use berth_api::http::{Accepted, Caller, JsonBody, ObjectPath, QueryParams, scope};
+use berth_api::http::call::Target;
+use berth_api::http::{Accepted, Call, JsonBody, Located, QueryParams};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::MAX_DELIVERY_BYTES;
 use berth_domain::git::GitRef;
@@ -79,19 +80,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     failures
 }
 
-/// The path of one app, noted as the call's audit target.
-fn app_path(path: AppPath) -> AppPath {
-    scope::audit_target("app", &path.app);
-    path
-}
-
-/// The path of one build, noted as the call's audit target
-/// (`{app}/{build}`).
-fn build_path(path: BuildPath) -> BuildPath {
-    scope::audit_target("build", &path);
-    path
-}
-
 /// Build an app
 ///
 /// Queues a build of the app's source: its `git_ref`, or the `ref` given.
@@ -109,34 +97,19 @@ fn build_path(path: BuildPath) -> BuildPath {
         headers(("Location" = String, description = "The build's URL.")))),
 )]
 async fn create_build(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     body: Option<JsonBody<CreateBuildBody>>,
 ) -> Result<Accepted<BuildRecord>, ApiError> {
-    let path = app_path(path);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
     let requested_ref = body
         .git_ref
         .as_deref()
         .map(|git_ref| GitRef::parse(git_ref).map_err(|e| e.at("ref")))
         .transpose()?;
-    let client = state.cluster.client().await?;
-    let build = service::create(&client, &caller, &path, requested_ref).await?;
-    scope::audit_target(
-        "build",
-        &BuildPath {
-            project: path.project.clone(),
-            environment: path.environment.clone(),
-            app: path.app.clone(),
-            build: build.id,
-        },
-    );
-    let location = format!(
-        "/api/v1/projects/{}/environments/{}/apps/{}/builds/{}",
-        path.project, path.environment, path.app, build.id
-    );
-    Ok(Accepted::at(location, build))
+    let (client, path) = (call.cluster().await?, &call.path);
+    let build = service::create(&client, &call.caller, path, requested_ref).await?;
+    path.build(build.id).note();
+    Ok(Accepted::at(path.child("builds", build.id), build))
 }
 
 /// Cancel a build
@@ -154,15 +127,11 @@ async fn create_build(
     params(BuildPath),
     responses((status = 202, description = "Being cancelled.", body = BuildRecord)),
 )]
-async fn cancel_build(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<BuildPath>,
-) -> Result<Accepted<BuildRecord>, ApiError> {
-    let path = build_path(path);
-    let client = state.cluster.client().await?;
-    let build = service::cancel(&client, &caller, &path.app_path(), path.build).await?;
-    Ok(Accepted::new(build))
+async fn cancel_build(call: Call<BuildPath>) -> Result<Accepted<BuildRecord>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Accepted::new(
+        service::cancel(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -188,12 +157,9 @@ struct PageQuery {
     responses((status = 200, description = "A page of builds.", body = BuildPage)),
 )]
 async fn list_builds(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
+    call: Call<AppPath>,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<BuildPage>, ApiError> {
-    let path = app_path(path);
     let limit = query.limit.unwrap_or(DEFAULT_PAGE);
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(ApiError::InvalidRequest(format!(
@@ -205,10 +171,9 @@ async fn list_builds(
             "before: must be a build's id (1 or more)".into(),
         ));
     }
-    let client = state.cluster.client().await?;
-    Ok(Json(
-        service::list(&client, &caller, &path, limit, query.before).await?,
-    ))
+    let client = call.cluster().await?;
+    let page = service::list(&client, &call.caller, &call.path, limit, query.before).await?;
+    Ok(Json(page))
 }
 
 /// Get a build
@@ -220,16 +185,9 @@ async fn list_builds(
     params(BuildPath),
     responses((status = 200, description = "The build.", body = BuildRecord)),
 )]
-async fn get_build(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<BuildPath>,
-) -> Result<Json<BuildRecord>, ApiError> {
-    let path = build_path(path);
-    let client = state.cluster.client().await?;
-    Ok(Json(
-        service::get(&client, &caller, &path.app_path(), path.build).await?,
-    ))
+async fn get_build(call: Call<BuildPath>) -> Result<Json<BuildRecord>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(service::get(&client, &call.caller, &call.path).await?))
 }
 
 /// Build logs
@@ -245,16 +203,13 @@ async fn get_build(
     responses((status = 200, description = "One entry per step.", body = Vec<LogEntry>)),
 )]
 async fn get_build_logs(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<BuildPath>,
+    call: Call<BuildPath>,
     QueryParams(query): QueryParams<TailQuery>,
 ) -> Result<Json<Vec<LogEntry>>, ApiError> {
-    let path = build_path(path);
     // getAppLogs' bounds, checked by its query's rules.
     let window = query.window()?;
-    let client = state.cluster.client().await?;
+    let client = call.cluster().await?;
     Ok(Json(
-        service::logs(&client, &caller, &path.app_path(), path.build, window).await?,
+        service::logs(&client, &call.caller, &call.path, window).await?,
     ))
 }

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use berth_api::AppState;
-use berth_api::http::{Accepted, Caller, Created, ObjectPath};
+use berth_api::http::{Accepted, Call, Created};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::{self, Received};
 use berth_domain::ApiError;
@@ -18,8 +18,6 @@ use berth_domain::ids::RecordId;
 use berth_domain::paths::AppPath;
 use berth_records::builds::BuildRecord;
 use berth_records::webhooks::{CreatedWebhook, IgnoredDelivery, WebhookRecord};
-
-use super::app_path;
 
 /// `/api/v1/hooks/{hook}`.
 #[derive(utoipa::IntoParams)]
@@ -60,14 +58,9 @@ pub fn receiver_failures() -> Vec<ApiError> {
     responses((status = 201, description = "Made; `secret` is shown this once.",
         body = CreatedWebhook)),
 )]
-pub async fn create_webhook(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Created<CreatedWebhook>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
-    let created = service::create(&state.store, &client, &caller, &path).await?;
+pub async fn create_webhook(call: Call<AppPath>) -> Result<Created<CreatedWebhook>, ApiError> {
+    let client = call.cluster().await?;
+    let created = service::create(&call.state.store, &client, &call.caller, &call.path).await?;
     Ok(Created::new(created))
 }
 
@@ -80,15 +73,10 @@ pub async fn create_webhook(
     params(AppPath),
     responses((status = 200, description = "The webhook.", body = WebhookRecord)),
 )]
-pub async fn get_webhook(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<Json<WebhookRecord>, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
+pub async fn get_webhook(call: Call<AppPath>) -> Result<Json<WebhookRecord>, ApiError> {
+    let client = call.cluster().await?;
     Ok(Json(
-        service::get(&state.store, &client, &caller, &path).await?,
+        service::get(&call.state.store, &client, &call.caller, &call.path).await?,
     ))
 }
 
@@ -102,14 +90,9 @@ pub async fn get_webhook(
     params(AppPath),
     responses((status = 204, description = "Deleted.")),
 )]
-pub async fn delete_webhook(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<AppPath>,
-) -> Result<StatusCode, ApiError> {
-    let path = app_path(path);
-    let client = state.cluster.client().await?;
-    service::delete(&state.store, &client, &caller, &path).await?;
+pub async fn delete_webhook(call: Call<AppPath>) -> Result<StatusCode, ApiError> {
+    let client = call.cluster().await?;
+    service::delete(&call.state.store, &client, &call.caller, &call.path).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -1,11 +1,10 @@
 //! The `environments` function: the environments of a project.
 
 use axum::Json;
-use axum::extract::State;
 
-use berth_api::AppState;
 use berth_api::environments::{self, NewEnvironment};
-use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::call::Target;
+use berth_api::http::{Accepted, Call, Created, JsonBody, Located, ObjectPath};
 use berth_api::openapi::cluster_failures;
 use berth_domain::names::EnvironmentName;
 use berth_domain::paths::{EnvironmentPath, ProjectPath};
@@ -52,13 +51,12 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     responses((status = 200, description = "The environments.", body = Vec<EnvironmentRecord>)),
 )]
 async fn list_environments(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
+    call: Call<ProjectPath>,
 ) -> Result<Json<Vec<EnvironmentRecord>>, ApiError> {
-    scope::audit_target("project", &project);
-    let client = state.cluster.client().await?;
-    Ok(Json(environments::list(&client, &caller, &project).await?))
+    let client = call.cluster().await?;
+    Ok(Json(
+        environments::list(&client, &call.caller, &call.path.project).await?,
+    ))
 }
 
 /// Create an environment
@@ -76,27 +74,31 @@ async fn list_environments(
         headers(("Location" = String, description = "The new environment's URL.")))),
 )]
 async fn create_environment(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
+    call: Call,
+    ObjectPath(project): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<Created<EnvironmentRecord>, ApiError> {
     if let Ok(environment) = EnvironmentName::parse(&body.name) {
-        audit_environment(&EnvironmentPath {
-            project: project.clone(),
+        let project = project.project.clone();
+        EnvironmentPath {
+            project,
             environment,
-        });
+        }
+        .note();
     }
     let new = NewEnvironment {
         name: body.name,
         env_type: body.env_type,
         quota: body.quota,
     };
-    let new = environments::validate(&project, new, &state.config.reserved_namespaces)?;
-    let client = state.cluster.client().await?;
-    let created = environments::create(&client, &caller.user.org, new).await?;
-    let location = format!("/api/v1/projects/{project}/environments/{}", created.name);
-    Ok(Created::at(location, created))
+    let reserved = &call.state.config.reserved_namespaces;
+    let new = environments::validate(&project.project, new, reserved)?;
+    let client = call.cluster().await?;
+    let created = environments::create(&client, &call.caller.user.org, new).await?;
+    Ok(Created::at(
+        project.child("environments", &created.name),
+        created,
+    ))
 }
 
 /// Get an environment
@@ -108,15 +110,10 @@ async fn create_environment(
     params(EnvironmentPath),
     responses((status = 200, description = "The environment.", body = EnvironmentRecord)),
 )]
-async fn get_environment(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<EnvironmentPath>,
-) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&path);
-    let client = state.cluster.client().await?;
+async fn get_environment(call: Call<EnvironmentPath>) -> Result<Json<EnvironmentRecord>, ApiError> {
+    let client = call.cluster().await?;
     Ok(Json(
-        environments::get(&client, &caller.user.org, &path).await?,
+        environments::get(&client, &call.caller.user.org, &call.path).await?,
     ))
 }
 
@@ -134,20 +131,12 @@ async fn get_environment(
         `deletion_scheduled_at` set.", body = EnvironmentRecord)),
 )]
 async fn delete_environment(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<EnvironmentPath>,
+    call: Call<EnvironmentPath>,
 ) -> Result<Accepted<EnvironmentRecord>, ApiError> {
-    audit_environment(&path);
-    let client = state.cluster.client().await?;
-    let deleted = environments::delete(
-        &state.store,
-        &client,
-        &caller,
-        &path,
-        state.config.production_grace,
-    )
-    .await?;
+    let client = call.cluster().await?;
+    let (state, caller) = (&call.state, &call.caller);
+    let grace = state.config.production_grace;
+    let deleted = environments::delete(&state.store, &client, caller, &call.path, grace).await?;
     Ok(Accepted::new(deleted))
 }
 
@@ -164,16 +153,10 @@ async fn delete_environment(
         body = EnvironmentRecord)),
 )]
 async fn restore_environment(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<EnvironmentPath>,
+    call: Call<EnvironmentPath>,
 ) -> Result<Json<EnvironmentRecord>, ApiError> {
-    audit_environment(&path);
-    let client = state.cluster.client().await?;
-    Ok(Json(environments::restore(&client, &caller, &path).await?))
-}
-
-/// Environments are audited by their cluster name, `{project}-{environment}`.
-fn audit_environment(path: &EnvironmentPath) {
-    scope::audit_target("environment", path);
+    let client = call.cluster().await?;
+    Ok(Json(
+        environments::restore(&client, &call.caller, &call.path).await?,
+    ))
 }

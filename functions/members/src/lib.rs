@@ -1,11 +1,9 @@
 //! The `members` function: the caller's organization and its roles.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::{Call, Created, JsonBody, scope};
 use berth_domain::paths::MemberPath;
 use berth_domain::{ApiError, Operation, Role};
 use berth_records::members::{Invitation, RoleChange};
@@ -53,11 +51,10 @@ fn parse_role(role: &str) -> Result<Role, ApiError> {
     path = "/api/v1/members",
     responses((status = 200, description = "The members.", body = Vec<MemberRecord>)),
 )]
-async fn list_members(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Json<Vec<MemberRecord>>, ApiError> {
-    Ok(Json(members::list(&state.store, &caller.user.org).await?))
+async fn list_members(call: Call) -> Result<Json<Vec<MemberRecord>>, ApiError> {
+    Ok(Json(
+        members::list(&call.state.store, &call.caller.user.org).await?,
+    ))
 }
 
 /// Invite a member
@@ -73,13 +70,12 @@ async fn list_members(
         body = NewMember)),
 )]
 async fn invite_member(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     JsonBody(body): JsonBody<Invitation>,
 ) -> Result<Created<NewMember>, ApiError> {
     let role = parse_role(&body.role)?;
-    let invited =
-        members::invite(&state.store, &caller, &body.email, role, body.display_name).await?;
+    let (store, caller) = (&call.state.store, &call.caller);
+    let invited = members::invite(store, caller, &body.email, role, body.display_name).await?;
     scope::audit_target("member", &invited.member);
     Ok(Created::new(invited))
 }
@@ -95,15 +91,13 @@ async fn invite_member(
     responses((status = 200, description = "The member.", body = MemberRecord)),
 )]
 async fn update_member(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(MemberPath { member }): ObjectPath<MemberPath>,
+    call: Call<MemberPath>,
     JsonBody(body): JsonBody<RoleChange>,
 ) -> Result<Json<MemberRecord>, ApiError> {
-    scope::audit_target("member", &member);
     let role = parse_role(&body.role)?;
+    let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
-        members::change_role(&state.store, &caller, &member, role).await?,
+        members::change_role(store, caller, &call.path.member, role).await?,
     ))
 }
 
@@ -116,12 +110,7 @@ async fn update_member(
     params(MemberPath),
     responses((status = 204, description = "Removed.")),
 )]
-async fn remove_member(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(MemberPath { member }): ObjectPath<MemberPath>,
-) -> Result<StatusCode, ApiError> {
-    scope::audit_target("member", &member);
-    members::remove(&state.store, &caller, &member).await?;
+async fn remove_member(call: Call<MemberPath>) -> Result<StatusCode, ApiError> {
+    members::remove(&call.state.store, &call.caller, &call.path.member).await?;
     Ok(StatusCode::NO_CONTENT)
 }

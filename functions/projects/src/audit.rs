@@ -2,14 +2,13 @@
 //! may read the audit log in the project only (its admins).
 
 use axum::Json;
-use axum::extract::State;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, ObjectPath, QueryParams, scope};
-use berth_api::projects;
+use berth_api::http::{Call, QueryParams};
 use berth_domain::ApiError;
 use berth_domain::paths::ProjectPath;
 use berth_records::audit::{AuditPage, PageQuery};
+
+use super::identify;
 
 /// List a project's audit events
 ///
@@ -24,24 +23,15 @@ use berth_records::audit::{AuditPage, PageQuery};
     responses((status = 200, description = "A page of the project's events.", body = AuditPage)),
 )]
 pub async fn list_project_audit_events(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
+    call: Call<ProjectPath>,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Json<AuditPage>, ApiError> {
-    scope::audit_target("project", &project);
     let request = query.checked()?;
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &project).await?;
+    let project = identify(&call, &call.path.project).await?;
+    let (org, since) = (call.caller.user.org.as_str(), project.created * 1000);
+    let log = &call.state.audit;
     Ok(Json(
-        state
-            .audit
-            .project_page(
-                caller.user.org.as_str(),
-                project.name.as_str(),
-                project.created * 1000,
-                &request,
-            )
+        log.project_page(org, project.name.as_str(), since, &request)
             .await?,
     ))
 }

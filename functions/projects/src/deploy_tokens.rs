@@ -2,16 +2,15 @@
 //! owned by the project, which its admins make, list and revoke.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
-use berth_api::projects;
+use berth_api::http::{Call, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_domain::ApiError;
 use berth_domain::paths::{DeployTokenPath, ProjectPath};
 use berth_records::tokens::{CreatedDeployToken, DeployTokenRecord, NewDeployToken};
 use berth_store::identity::deploy_tokens;
+
+use super::identify;
 
 /// List a project's deploy tokens
 ///
@@ -23,14 +22,10 @@ use berth_store::identity::deploy_tokens;
     responses((status = 200, description = "The deploy tokens.", body = Vec<DeployTokenRecord>)),
 )]
 pub async fn list_deploy_tokens(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
+    call: Call<ProjectPath>,
 ) -> Result<Json<Vec<DeployTokenRecord>>, ApiError> {
-    scope::audit_target("project", &project);
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &project).await?;
-    let tokens = deploy_tokens::list(&state.store, &project.uid).await?;
+    let project = identify(&call, &call.path.project).await?;
+    let tokens = deploy_tokens::list(&call.state.store, &project.uid).await?;
     Ok(Json(tokens.iter().map(|token| token.record()).collect()))
 }
 
@@ -51,17 +46,17 @@ pub async fn list_deploy_tokens(
         body = CreatedDeployToken)),
 )]
 pub async fn create_deploy_token(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
     JsonBody(body): JsonBody<NewDeployToken>,
 ) -> Result<Created<CreatedDeployToken>, ApiError> {
     scope::audit_target("deploy-token", &body.name);
-    refuse_deploy_tokens(&caller)?;
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &project).await?;
-    let created = deploy_tokens::create(&state.store, &caller, project.granted(), body).await?;
-    Ok(Created::new(created))
+    refuse_deploy_tokens(&call.caller)?;
+    let project = identify(&call, &project).await?;
+    let (store, caller) = (&call.state.store, &call.caller);
+    Ok(Created::new(
+        deploy_tokens::create(store, caller, project.granted(), body).await?,
+    ))
 }
 
 /// Revoke a deploy token
@@ -73,16 +68,10 @@ pub async fn create_deploy_token(
     params(DeployTokenPath),
     responses((status = 204, description = "Revoked.")),
 )]
-pub async fn delete_deploy_token(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<DeployTokenPath>,
-) -> Result<StatusCode, ApiError> {
-    scope::audit_target("deploy-token", &path.token);
-    refuse_deploy_tokens(&caller)?;
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &path.project).await?;
-    deploy_tokens::revoke(&state.store, project.granted(), &path.token).await?;
+pub async fn delete_deploy_token(call: Call<DeployTokenPath>) -> Result<StatusCode, ApiError> {
+    refuse_deploy_tokens(&call.caller)?;
+    let project = identify(&call, &call.path.project).await?;
+    deploy_tokens::revoke(&call.state.store, project.granted(), &call.path.token).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -11,10 +11,9 @@ use deploy_tokens::*;
 use members::*;
 
 use axum::Json;
-use axum::extract::State;
 
 use berth_api::AppState;
-use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::{Accepted, Call, Caller, Created, JsonBody, Located, Root, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::projects::{self, NewProject};
 use berth_domain::names::ProjectName;
@@ -66,12 +65,9 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     path = "/api/v1/projects",
     responses((status = 200, description = "The projects.", body = Vec<ProjectRecord>)),
 )]
-async fn list_projects(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
-    let client = state.cluster.client().await?;
-    let mut records = projects::list(&client, &caller).await?;
+async fn list_projects(call: Call) -> Result<Json<Vec<ProjectRecord>>, ApiError> {
+    let caller = &call.caller;
+    let mut records = projects::list(&call.cluster().await?, caller).await?;
     records.retain(|record| {
         caller.sees_project(
             &record.name,
@@ -93,8 +89,7 @@ async fn list_projects(
         headers(("Location" = String, description = "The new project's URL.")))),
 )]
 async fn create_project(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     JsonBody(body): JsonBody<CreateBody>,
 ) -> Result<Created<ProjectRecord>, ApiError> {
     if let Ok(name) = ProjectName::parse(&body.name) {
@@ -105,12 +100,11 @@ async fn create_project(
         display_name: body.display_name,
         description: body.description,
     };
-    let new = projects::validate(new, &state.config.reserved_namespaces)?;
-    let client = state.cluster.client().await?;
-    let created = projects::create(&client, &caller.user.org, new).await?;
+    let new = projects::validate(new, &call.state.config.reserved_namespaces)?;
+    let client = call.cluster().await?;
+    let created = projects::create(&client, &call.caller.user.org, new).await?;
     scope::audit_project(&created.name);
-    let location = format!("/api/v1/projects/{}", created.name);
-    Ok(Created::at(location, created))
+    Ok(Created::at(Root.child("projects", &created.name), created))
 }
 
 /// Get a project
@@ -122,14 +116,11 @@ async fn create_project(
     params(ProjectPath),
     responses((status = 200, description = "The project.", body = ProjectRecord)),
 )]
-async fn get_project(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
-) -> Result<Json<ProjectRecord>, ApiError> {
-    scope::audit_target("project", &project);
-    let client = state.cluster.client().await?;
-    Ok(Json(projects::get(&client, &caller, &project).await?))
+async fn get_project(call: Call<ProjectPath>) -> Result<Json<ProjectRecord>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(
+        projects::get(&client, &call.caller, &call.path.project).await?,
+    ))
 }
 
 /// Delete a project
@@ -142,17 +133,25 @@ async fn get_project(
     responses((status = 202, description = "Being deleted: the record, `deleting` true.",
         body = ProjectRecord)),
 )]
-async fn delete_project(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
-) -> Result<Accepted<ProjectRecord>, ApiError> {
-    scope::audit_target("project", &project);
-    let client = state.cluster.client().await?;
-    let identity = projects::identify(&client, &caller.user.org, &project).await?;
-    let deleted = projects::delete(&client, &caller.user.org, &project).await?;
-    forget(&state, &caller, &identity).await;
+async fn delete_project(call: Call<ProjectPath>) -> Result<Accepted<ProjectRecord>, ApiError> {
+    let (client, org, project) = (
+        call.cluster().await?,
+        &call.caller.user.org,
+        &call.path.project,
+    );
+    let identity = projects::identify(&client, org, project).await?;
+    let deleted = projects::delete(&client, org, project).await?;
+    forget(&call.state, &call.caller, &identity).await;
     Ok(Accepted::new(deleted))
+}
+
+/// The project the call names, as the cluster knows it: its uid, which
+/// its members' roles and its deploy tokens name.
+async fn identify<P>(
+    call: &Call<P>,
+    project: &ProjectName,
+) -> Result<projects::ProjectIdentity, ApiError> {
+    projects::identify(&call.cluster().await?, &call.caller.user.org, project).await
 }
 
 /// Tidies away what named a deleted project: its members' roles and its

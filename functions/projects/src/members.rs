@@ -3,16 +3,15 @@
 //! is the organization's).
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
-use berth_api::projects;
+use berth_api::http::{Call, JsonBody};
 use berth_domain::ApiError;
 use berth_domain::paths::{ProjectMemberPath, ProjectPath};
 use berth_records::members::{ProjectMemberRecord, ProjectRoleChange};
 use berth_store::identity::project_roles;
+
+use super::identify;
 
 /// List a project's members
 ///
@@ -26,15 +25,12 @@ use berth_store::identity::project_roles;
         body = Vec<ProjectMemberRecord>)),
 )]
 pub async fn list_project_members(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(ProjectPath { project }): ObjectPath<ProjectPath>,
+    call: Call<ProjectPath>,
 ) -> Result<Json<Vec<ProjectMemberRecord>>, ApiError> {
-    scope::audit_target("project", &project);
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &project).await?;
+    let project = identify(&call, &call.path.project).await?;
+    let (store, org) = (&call.state.store, &call.caller.user.org);
     Ok(Json(
-        project_roles::list(&state.store, &caller.user.org, project.granted()).await?,
+        project_roles::list(store, org, project.granted()).await?,
     ))
 }
 
@@ -53,23 +49,13 @@ pub async fn list_project_members(
         body = ProjectMemberRecord)),
 )]
 pub async fn set_project_member(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<ProjectMemberPath>,
+    call: Call<ProjectMemberPath>,
     JsonBody(body): JsonBody<ProjectRoleChange>,
 ) -> Result<Json<ProjectMemberRecord>, ApiError> {
-    scope::audit_target("member", &path.member);
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &path.project).await?;
+    let project = identify(&call, &call.path.project).await?;
+    let (store, caller, member) = (&call.state.store, &call.caller, &call.path.member);
     Ok(Json(
-        project_roles::grant(
-            &state.store,
-            &caller,
-            &path.member,
-            project.granted(),
-            body.role,
-        )
-        .await?,
+        project_roles::grant(store, caller, member, project.granted(), body.role).await?,
     ))
 }
 
@@ -82,14 +68,9 @@ pub async fn set_project_member(
     params(ProjectMemberPath),
     responses((status = 204, description = "The role is taken away.")),
 )]
-pub async fn remove_project_member(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<ProjectMemberPath>,
-) -> Result<StatusCode, ApiError> {
-    scope::audit_target("member", &path.member);
-    let client = state.cluster.client().await?;
-    let project = projects::identify(&client, &caller.user.org, &path.project).await?;
-    project_roles::revoke(&state.store, &caller, &path.member, project.granted()).await?;
+pub async fn remove_project_member(call: Call<ProjectMemberPath>) -> Result<StatusCode, ApiError> {
+    let project = identify(&call, &call.path.project).await?;
+    let (store, caller, member) = (&call.state.store, &call.caller, &call.path.member);
+    project_roles::revoke(store, caller, member, project.granted()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,14 +2,14 @@
 //! `berth_api::secrets`; this crate maps HTTP onto them.
 
 use axum::Json;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::DefaultBodyLimit;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde_json::Value;
 
 use berth_api::AppState;
-use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::{Call, Created, JsonBody, Located};
 use berth_api::openapi::cluster_failures;
 use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome};
 use berth_domain::paths::{EnvironmentPath, SecretPath};
@@ -50,12 +50,6 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     failures
 }
 
-/// The path of one secret, noted as the call's audit target.
-fn secret_path(path: SecretPath) -> SecretPath {
-    scope::audit_target("secret", &path.secret);
-    path
-}
-
 /// List secrets
 ///
 /// The secrets of an environment: names and keys, never values.
@@ -65,14 +59,11 @@ fn secret_path(path: SecretPath) -> SecretPath {
     params(EnvironmentPath),
     responses((status = 200, description = "The secrets.", body = Vec<SecretSummary>)),
 )]
-async fn list_secrets(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(environment): ObjectPath<EnvironmentPath>,
-) -> Result<Json<Vec<SecretSummary>>, ApiError> {
-    scope::audit_target("environment", &environment);
-    let client = state.cluster.client().await?;
-    Ok(Json(secrets::list(&client, &caller, &environment).await?))
+async fn list_secrets(call: Call<EnvironmentPath>) -> Result<Json<Vec<SecretSummary>>, ApiError> {
+    let client = call.cluster().await?;
+    Ok(Json(
+        secrets::list(&client, &call.caller, &call.path).await?,
+    ))
 }
 
 /// The body is taken as plain JSON: `berth_api::secrets::parse_data`
@@ -93,23 +84,22 @@ async fn list_secrets(
     ),
 )]
 async fn put_secret(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<SecretPath>,
+    call: Call<SecretPath>,
     JsonBody(body): JsonBody<Value>,
 ) -> Result<Response, ApiError> {
-    let path = secret_path(path);
-    let client = state.cluster.client().await?;
-    Ok(match secrets::put(&client, &caller, &path, &body).await? {
-        (PutOutcome::Created, answer) => {
-            let location = format!(
-                "/api/v1/projects/{}/environments/{}/secrets/{}",
-                path.project, path.environment, answer.secret.name
-            );
-            Created::at(location, answer).into_response()
-        }
-        (PutOutcome::Replaced, answer) => Json(answer).into_response(),
-    })
+    let client = call.cluster().await?;
+    Ok(
+        match secrets::put(&client, &call.caller, &call.path, &body).await? {
+            (PutOutcome::Created, answer) => {
+                let location = call
+                    .path
+                    .environment_path()
+                    .child("secrets", &answer.secret.name);
+                Created::at(location, answer).into_response()
+            }
+            (PutOutcome::Replaced, answer) => Json(answer).into_response(),
+        },
+    )
 }
 
 /// Delete a secret
@@ -121,13 +111,8 @@ async fn put_secret(
     params(SecretPath),
     responses((status = 204, description = "Deleted.")),
 )]
-async fn delete_secret(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<SecretPath>,
-) -> Result<StatusCode, ApiError> {
-    let path = secret_path(path);
-    let client = state.cluster.client().await?;
-    secrets::delete(&client, &caller, &path).await?;
+async fn delete_secret(call: Call<SecretPath>) -> Result<StatusCode, ApiError> {
+    let client = call.cluster().await?;
+    secrets::delete(&client, &call.caller, &call.path).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -2,11 +2,8 @@
 //! template into an environment. The rules live in `berth_api::templates`.
 
 use axum::Json;
-use axum::extract::State;
 
-use berth_api::AppState;
-use berth_api::apps::hosts::HostRules;
-use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::{Call, Caller, Created, JsonBody};
 use berth_api::openapi::cluster_failures;
 use berth_api::templates;
 use berth_domain::paths::TemplatePath;
@@ -84,22 +81,12 @@ async fn list_templates(_caller: Caller) -> Json<Vec<TemplateRecord>> {
     responses((status = 201, description = "Deployed.", body = Deployed)),
 )]
 async fn deploy_template(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(path): ObjectPath<TemplatePath>,
+    call: Call<TemplatePath>,
     body: Option<JsonBody<DeployBody>>,
 ) -> Result<Created<Deployed>, ApiError> {
-    scope::audit_target("template", &path.template);
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
-    let client = state.cluster.client().await?;
-    let deployed = templates::deploy(
-        &state.store,
-        &client,
-        &HostRules::new(&state.config),
-        &caller,
-        &path,
-        body,
-    )
-    .await?;
+    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (store, caller) = (&call.state.store, &call.caller);
+    let deployed = templates::deploy(store, &client, &rules, caller, &call.path, body).await?;
     Ok(Created::new(deployed))
 }

@@ -1,11 +1,9 @@
 //! The `tokens` function: the caller's personal API tokens.
 
 use axum::Json;
-use axum::extract::State;
 use axum::http::StatusCode;
 
-use berth_api::AppState;
-use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
+use berth_api::http::{Call, Created, JsonBody, scope};
 use berth_domain::paths::TokenPath;
 use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
@@ -32,11 +30,8 @@ fn failures(operation: Operation) -> Vec<ApiError> {
     path = "/api/v1/tokens",
     responses((status = 200, description = "The tokens.", body = Vec<TokenRecord>)),
 )]
-async fn list_tokens(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Json<Vec<TokenRecord>>, ApiError> {
-    let tokens = tokens::list(&state.store, &caller.user.id).await?;
+async fn list_tokens(call: Call) -> Result<Json<Vec<TokenRecord>>, ApiError> {
+    let tokens = tokens::list(&call.state.store, &call.caller.user.id).await?;
     Ok(Json(tokens.iter().map(tokens::TokenItem::record).collect()))
 }
 
@@ -52,10 +47,10 @@ async fn list_tokens(
         body = CreatedToken)),
 )]
 async fn create_token(
-    State(state): State<AppState>,
-    caller: Caller,
+    call: Call,
     JsonBody(body): JsonBody<NewToken>,
 ) -> Result<Created<CreatedToken>, ApiError> {
+    let caller = &call.caller;
     if let Some(own) = caller.ceiling
         && !own.covers(body.ceiling)
     {
@@ -85,7 +80,7 @@ async fn create_token(
         _ => None,
     };
     let created = tokens::create(
-        &state.store,
+        &call.state.store,
         &caller.user.id,
         tokens::NewToken {
             name: &body.name,
@@ -109,18 +104,14 @@ async fn create_token(
     params(TokenPath),
     responses((status = 204, description = "Revoked.")),
 )]
-async fn delete_token(
-    State(state): State<AppState>,
-    caller: Caller,
-    ObjectPath(TokenPath { token: token_id }): ObjectPath<TokenPath>,
-) -> Result<StatusCode, ApiError> {
-    scope::audit_target("token", &token_id);
+async fn delete_token(call: Call<TokenPath>) -> Result<StatusCode, ApiError> {
+    let (caller, token_id) = (&call.caller, &call.path.token);
     // A limited token may revoke itself (a leaked CI token), no other.
     let itself =
         matches!(&caller.credential, Credential::Token { id, .. } if id == token_id.as_str());
     if !itself {
         caller.require_owners_rights("revoke other tokens")?;
     }
-    tokens::revoke(&state.store, &caller.user.id, &token_id).await?;
+    tokens::revoke(&call.state.store, &caller.user.id, token_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

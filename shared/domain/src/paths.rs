@@ -125,6 +125,16 @@ impl AppPath {
         }
     }
 
+    /// Its build numbered `build`.
+    pub fn build(&self, build: i64) -> BuildPath {
+        BuildPath {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            app: self.app.clone(),
+            build,
+        }
+    }
+
     /// The audit target: `project/environment/app`.
     pub fn target(&self) -> String {
         format!("{}/{}/{}", self.project, self.environment, self.app)

@@ -318,19 +318,11 @@ impl AuditLog {
         filter: &AuditFilter,
     ) -> Result<AuditPage, ApiError> {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
-        let query = self
-            .store
-            .client()
-            .query()
-            .table_name(self.store.table())
-            .expression_attribute_values(":pk", store::s(keys::audit(org)))
-            .scan_index_forward(false)
-            .consistent_read(true);
-        let Some(query) = older_than(query, ("pk", "sk"), before) else {
+        let Some(query) = self.newest_first(None, keys::audit(org), before) else {
             return Ok(AuditPage::empty());
         };
-        let settled_before =
-            clock::unix_millis() - i64::try_from(SETTLED_AFTER.as_millis()).unwrap_or(i64::MAX);
+        let query = query.consistent_read(true);
+        let settled_before = settled_before(SETTLED_AFTER);
         let mut shown = PageBuilder::new(limit, settled_before, filter);
         let mut start = None;
         loop {
@@ -381,20 +373,11 @@ impl AuditLog {
     ) -> Result<AuditPage, ApiError> {
         let (limit, before, filter) = (request.limit, request.before, &request.filter);
         let limit = limit.clamp(1, MAX_PAGE) as usize;
-        let query = self
-            .store
-            .client()
-            .query()
-            .table_name(self.store.table())
-            .index_name(keys::GSI1)
-            .expression_attribute_values(":pk", store::s(keys::audit_of_project(org, project)))
-            .scan_index_forward(false);
-        let Some(query) = older_than(query, ("gsi1pk", "gsi1sk"), before) else {
+        let partition = keys::audit_of_project(org, project);
+        let Some(query) = self.newest_first(Some(keys::GSI1), partition, before) else {
             return Ok(AuditPage::empty());
         };
-        let settled = SETTLED_AFTER + INDEX_LAG;
-        let settled_before =
-            clock::unix_millis() - i64::try_from(settled.as_millis()).unwrap_or(i64::MAX);
+        let settled_before = settled_before(SETTLED_AFTER + INDEX_LAG);
         let mut events = Vec::with_capacity(limit + 1);
         let mut start = None;
         // With a filter: the `seq` below which reading stopped, its budget spent.
@@ -450,6 +433,38 @@ impl AuditLog {
             next_before,
         })
     }
+}
+
+impl AuditLog {
+    /// A query of one partition of events, newest first, older than
+    /// `before`: the table's (keyed `pk`, `sk`) or index `gsi1`'s (keyed
+    /// `gsi1pk`, `gsi1sk`); none when no event can be older.
+    fn newest_first(
+        &self,
+        index: Option<&str>,
+        partition: String,
+        before: Option<u64>,
+    ) -> Option<aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder> {
+        let query = self
+            .store
+            .client()
+            .query()
+            .table_name(self.store.table())
+            .set_index_name(index.map(str::to_owned))
+            .expression_attribute_values(":pk", store::s(partition))
+            .scan_index_forward(false);
+        let keys = match index {
+            Some(_) => ("gsi1pk", "gsi1sk"),
+            None => ("pk", "sk"),
+        };
+        older_than(query, keys, before)
+    }
+}
+
+/// The time (Unix milliseconds) before which events are settled, `after`
+/// they happened: no event can still arrive among them.
+fn settled_before(after: std::time::Duration) -> i64 {
+    clock::unix_millis() - i64::try_from(after.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Narrows a query of a partition of events (keyed `keys`, `:pk` given) to

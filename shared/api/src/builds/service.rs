@@ -17,7 +17,7 @@ use berth_cluster::builds as cluster_builds;
 use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, object_names};
 use berth_domain::ApiError;
 use berth_domain::git::GitRef;
-use berth_domain::paths::AppPath;
+use berth_domain::paths::{AppPath, BuildPath};
 use berth_records::apps::record::LogEntry;
 use berth_records::builds::{BuildPage, BuildRecord};
 use berth_store::identity::Principal;
@@ -42,19 +42,17 @@ pub async fn create(
     ))
 }
 
-/// Asks the controller to cancel build `number` of the app
-/// (`cancelBuild`): it deletes the build's Job and marks it `cancelled`.
-/// `409` for a build already finished (or already built: its image is
-/// becoming the app's revision). Allowed in an environment being deleted
-/// too: stopping work is always allowed.
+/// Asks the controller to cancel the build (`cancelBuild`): it deletes
+/// the build's Job and marks it `cancelled`. `409` for a build already
+/// finished (or already built: its image is becoming the app's revision).
+/// Allowed in an environment being deleted too: stopping work is always
+/// allowed.
 pub async fn cancel(
     client: &kube::Client,
     caller: &Principal,
-    path: &AppPath,
-    number: i64,
+    path: &BuildPath,
 ) -> Result<BuildRecord, ApiError> {
-    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    let build = find(client, &app, path, number).await?;
+    let build = visible(client, caller, path).await?;
     let why = format!("cancelled by {}", caller.user.email);
     Ok(build_record(
         &build_queue::cancel(client, build, &why).await?,
@@ -89,11 +87,20 @@ pub async fn list(
 pub async fn get(
     client: &kube::Client,
     caller: &Principal,
-    path: &AppPath,
-    number: i64,
+    path: &BuildPath,
 ) -> Result<BuildRecord, ApiError> {
-    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
-    Ok(build_record(&find(client, &app, path, number).await?))
+    Ok(build_record(&visible(client, caller, path).await?))
+}
+
+/// The build the path names, of the App the caller sees there.
+async fn visible(
+    client: &kube::Client,
+    caller: &Principal,
+    path: &BuildPath,
+) -> Result<Build, ApiError> {
+    let app_path = path.app_path();
+    let app = cluster_apps::get_visible(client, &caller.user.org, &app_path).await?;
+    find(client, &app, &app_path, path.build).await
 }
 
 /// The output of a build: each container of its newest pod, in the order
@@ -101,14 +108,14 @@ pub async fn get(
 pub async fn logs(
     client: &kube::Client,
     caller: &Principal,
-    path: &AppPath,
-    number: i64,
+    path: &BuildPath,
     window: LogWindow,
 ) -> Result<Vec<LogEntry>, ApiError> {
-    let app = cluster_apps::get_visible(client, &caller.user.org, path).await?;
+    let (app_path, number) = (path.app_path(), path.build);
+    let app = cluster_apps::get_visible(client, &caller.user.org, &app_path).await?;
     let uid = uid_of(&app)?;
     let (build, pods) = tokio::join!(
-        find(client, &app, path, number),
+        find(client, &app, &app_path, number),
         cluster_builds::pods(client, &uid, number)
     );
     build?;

@@ -215,6 +215,16 @@ mod tests {
         Credential::Session { digest: "d".into() }
     }
 
+    /// What a change sent with the session cookie to the local server's
+    /// origin meets.
+    fn local(
+        method: &Method,
+        pairs: &[(&'static str, &str)],
+        has_body: bool,
+    ) -> Option<&'static str> {
+        code(method.clone(), LOCAL, pairs, has_body, session())
+    }
+
     const HOST: (&str, &str) = ("host", "berth.example.com");
     const JSON: (&str, &str) = ("content-type", "application/json");
     const LOCAL: &str = "/api/v1/x";
@@ -222,50 +232,31 @@ mod tests {
     #[test]
     fn changes_without_a_browsers_headers_pass_with_or_without_a_content_type() {
         for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
-            assert_eq!(code(method.clone(), LOCAL, &[HOST], false, session()), None);
-            assert_eq!(code(method.clone(), LOCAL, &[], false, session()), None);
+            assert_eq!(local(&method, &[HOST], false), None);
+            assert_eq!(local(&method, &[], false), None);
             for form in [
                 "text/plain",
                 "application/x-www-form-urlencoded",
                 "multipart/form-data",
             ] {
                 // Nothing sent: what it says it is does not matter.
-                assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
-                        &[HOST, ("content-type", form)],
-                        false,
-                        session()
-                    ),
-                    None
-                );
+                assert_eq!(local(&method, &[HOST, ("content-type", form)], false), None);
                 // A body the browser could send unasked is not JSON.
                 assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
-                        &[HOST, ("content-type", form)],
-                        true,
-                        session()
-                    ),
+                    local(&method, &[HOST, ("content-type", form)], true),
                     Some("unsupported_media_type"),
                     "{method} {form}"
                 );
             }
             assert_eq!(
-                code(method.clone(), LOCAL, &[HOST], true, session()),
+                local(&method, &[HOST], true),
                 Some("unsupported_media_type")
             );
-            assert_eq!(
-                code(method.clone(), LOCAL, &[HOST, JSON], true, session()),
-                None
-            );
+            assert_eq!(local(&method, &[HOST, JSON], true), None);
         }
         assert_eq!(
-            code(
-                Method::POST,
-                LOCAL,
+            local(
+                &Method::POST,
                 &[
                     HOST,
                     (
@@ -273,8 +264,7 @@ mod tests {
                         "application/merge-patch+json; charset=utf-8"
                     )
                 ],
-                true,
-                session()
+                true
             ),
             None
         );
@@ -284,16 +274,7 @@ mod tests {
     fn changes_from_another_origin_or_site_are_forbidden() {
         for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
             for same in ["http://berth.example.com", "HTTP://Berth.Example.com:80"] {
-                assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
-                        &[HOST, ("origin", same)],
-                        false,
-                        session()
-                    ),
-                    None
-                );
+                assert_eq!(local(&method, &[HOST, ("origin", same)], false), None);
             }
             for foreign in [
                 // A sibling subdomain: the same site for SameSite=Lax.
@@ -321,58 +302,46 @@ mod tests {
             }
             for site in ["cross-site", "same-site", "something-new"] {
                 assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
-                        &[HOST, ("sec-fetch-site", site)],
-                        false,
-                        session()
-                    ),
+                    local(&method, &[HOST, ("sec-fetch-site", site)], false),
                     Some("forbidden"),
                     "{method} {site}"
                 );
                 // Whatever Origin says: each header is a defence of its own.
                 assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
+                    local(
+                        &method,
                         &[
                             HOST,
                             ("origin", "http://berth.example.com"),
                             ("sec-fetch-site", site)
                         ],
-                        false,
-                        session()
+                        false
                     ),
                     Some("forbidden")
                 );
             }
             for own in ["same-origin", "none"] {
                 assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
+                    local(
+                        &method,
                         &[
                             HOST,
                             ("origin", "http://berth.example.com"),
                             ("sec-fetch-site", own)
                         ],
-                        false,
-                        session()
+                        false
                     ),
                     None
                 );
                 assert_eq!(
-                    code(
-                        method.clone(),
-                        LOCAL,
+                    local(
+                        &method,
                         &[
                             HOST,
                             ("origin", "http://pages.example.com"),
                             ("sec-fetch-site", own)
                         ],
-                        false,
-                        session()
+                        false
                     ),
                     Some("forbidden")
                 );
@@ -380,12 +349,10 @@ mod tests {
         }
         // No Host at all: no origin is the API's own.
         assert_eq!(
-            code(
-                Method::POST,
-                LOCAL,
+            local(
+                &Method::POST,
                 &[("origin", "http://berth.example.com")],
-                false,
-                session()
+                false
             ),
             Some("forbidden")
         );
@@ -408,17 +375,15 @@ mod tests {
         );
         // Behind a TLS proxy, the local server learns the scheme from it.
         assert_eq!(
-            code(
-                Method::POST,
-                LOCAL,
+            local(
+                &Method::POST,
                 &[
                     HOST,
                     JSON,
                     ("x-forwarded-proto", "https"),
                     ("origin", "https://berth.example.com:443")
                 ],
-                true,
-                session()
+                true
             ),
             None
         );

@@ -3,6 +3,7 @@
 //! Problem Details, and the per-route operation tag.
 
 pub mod answer;
+pub mod call;
 pub mod extract;
 pub mod forgery;
 pub mod pipeline;
@@ -18,6 +19,7 @@ use axum::routing::MethodRouter;
 use tower_http::catch_panic::CatchPanicLayer;
 
 pub use answer::{Accepted, Created};
+pub use call::{Call, Located, Root};
 pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
 use crate::AppState;
