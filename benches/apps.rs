@@ -30,7 +30,7 @@ use berth_api::AppState;
 use berth_api::access;
 use berth_cluster::crd::{App, Environment};
 use berth_cluster::install;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_domain::credentials;
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::{keys, schema};

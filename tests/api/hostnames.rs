@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_store as store;
 use berth_store::keys;
 

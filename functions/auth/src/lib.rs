@@ -65,7 +65,7 @@ async fn login(
     // event follows the account it names, even if it fails below.
     scope::audit_login(None, false);
     let attempt =
-        login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
+        login::login(&state.store, state.config.sessions(), &body.email, body.password, &ip).await?;
     if let Some(account) = &attempt.account {
         scope::audit_target("user", account);
     }
@@ -96,7 +96,7 @@ async fn logout(
     }
     Ok((
         StatusCode::NO_CONTENT,
-        [(SET_COOKIE, sessions::clearing_cookie(&state.config))],
+        [(SET_COOKIE, sessions::clearing_cookie(state.config.sessions()))],
     ))
 }
 

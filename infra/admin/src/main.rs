@@ -21,7 +21,7 @@ use berth_api::service_account::{self, ServiceAccountRef};
 use berth_cluster::install;
 use berth_cluster::registry::{self, Credential, Registry};
 use berth_domain::ApiError;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_domain::names::{Hostname, OrgName};
 use berth_fn_registry::signing;
 use berth_records::audit::ActorKind;

@@ -1,7 +1,7 @@
 //! Berth's HTTP API, the top layer: the request pipeline, extractors and
 //! per-route operation tags ([`http`]), what every function's part of the
-//! OpenAPI description shares ([`openapi`]), the process ([`state`],
-//! [`runtime`]), the health report ([`health`]), and the services of each
+//! OpenAPI description shares ([`openapi`]), the process ([`config`], [`state`],
+//! [`runtime`], [`telemetry`]), the health report ([`health`]), and the services of each
 //! resource, each holding its rules: [`projects`], [`environments`],
 //! [`apps`] (the DNS check of its domains, [`domain_check`], under feature
 //! `dns`),
@@ -22,6 +22,7 @@ pub mod access;
 pub mod apps;
 #[cfg(feature = "cluster")]
 pub mod builds;
+pub mod config;
 #[cfg(feature = "dns")]
 pub mod domain_check;
 #[cfg(feature = "cluster")]
@@ -40,6 +41,7 @@ pub mod secrets;
 #[cfg(feature = "cluster")]
 pub mod service_account;
 pub mod state;
+pub mod telemetry;
 #[cfg(feature = "cluster")]
 pub mod templates;
 pub mod webhooks;

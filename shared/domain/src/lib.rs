@@ -14,7 +14,6 @@
 pub mod app;
 pub mod certificate;
 pub mod clock;
-pub mod config;
 pub mod container_paths;
 pub mod credentials;
 pub mod error;
@@ -36,7 +35,6 @@ pub mod schedule;
 pub mod scope;
 pub mod size;
 pub mod stored;
-pub mod telemetry;
 
 pub use error::{ApiError, Missing};
 pub use operation::Operation;

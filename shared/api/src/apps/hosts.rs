@@ -65,7 +65,7 @@ use serde::{Deserialize, Serialize};
 
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use berth_domain::config::Config;
+use crate::config::Config;
 use berth_domain::names::{AppName, EnvironmentName, Hostname, ProjectName};
 use berth_domain::paths::AppPath;
 use berth_domain::stored::Stored;

@@ -8,7 +8,6 @@ use super::throttle::{self, Attempts, Subject};
 use super::{Credential, MAX_EMAIL_LEN, Principal, User, normalize_email, password};
 use crate as store;
 use crate::{Item, Store, keys};
-use berth_domain::config::Config;
 use berth_domain::{ApiError, credentials};
 
 /// What a login attempt found out, whatever its outcome: the account the email
@@ -20,7 +19,7 @@ pub struct LoginAttempt {
 
 pub async fn login(
     store: &Store,
-    config: &Config,
+    session_settings: sessions::SessionSettings,
     email: &str,
     password: String,
     client_ip: &str,
@@ -77,7 +76,7 @@ pub async fn login(
         throttle::clear(store, Subject::Email, &email),
         ip_slot.release(store),
     )?;
-    let session = sessions::create(store, config, &account.id, account.session_epoch).await?;
+    let session = sessions::create(store, session_settings, &account.id, account.session_epoch).await?;
     let user = account.user();
     Ok(LoginAttempt {
         account: Some(user.clone()),
