@@ -361,7 +361,7 @@ async fn main() -> ExitCode {
     let in_cluster = std::env::var_os("KUBECONFIG").is_none();
     if in_cluster && let Err(error) = berth_cluster::install::require_confinement(&client).await {
         eprintln!("berth-controller: refusing to run: {error}");
-        if let berth_domain::ApiError::ClusterMisconfigured { detail, .. } = &error {
+        if let berth_cluster::ClusterError::Misconfigured { detail, .. } = &error {
             eprintln!("berth-controller: {detail}");
         }
         return ExitCode::FAILURE;
@@ -396,7 +396,7 @@ async fn main() -> ExitCode {
                 every.tick().await;
                 match berth_cluster::install::require_confinement(&client).await {
                     Ok(()) => {}
-                    Err(berth_domain::ApiError::ClusterMisconfigured { detail, .. }) => {
+                    Err(berth_cluster::ClusterError::Misconfigured { detail, .. }) => {
                         tracing::error!(detail = %detail, "no longer confined: stopping");
                         let _ = unconfined_tx.send(());
                         return;

@@ -8,8 +8,8 @@ use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use serde_json::{Value, json};
 
 use crate::support::TestApp;
+use berth_api::ApiError;
 use berth_cluster::crd::{App, Environment};
-use berth_domain::ApiError;
 use berth_records::audit::Outcome;
 use berth_store as store;
 

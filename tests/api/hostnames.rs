@@ -15,9 +15,9 @@ use http::Method;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
+use berth_api::config::Config;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
-use berth_api::config::Config;
 use berth_store as store;
 use berth_store::keys;
 

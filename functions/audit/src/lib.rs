@@ -3,9 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Caller, QueryParams};
-use berth_domain::ApiError;
 use berth_records::audit::{AuditPage, PageQuery};
 
 berth_api::operations! {

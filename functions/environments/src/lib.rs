@@ -3,13 +3,14 @@
 use axum::Json;
 use axum::extract::State;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::environments::{self, NewEnvironment};
 use berth_api::http::{Accepted, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
+use berth_domain::Operation;
 use berth_domain::names::EnvironmentName;
 use berth_domain::paths::{EnvironmentPath, ProjectPath};
-use berth_domain::{ApiError, Operation};
 use berth_records::environments::{CreateBody, EnvironmentRecord};
 
 berth_api::operations! {

@@ -4,10 +4,10 @@
 use axum::Json;
 use axum::extract::State;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Caller, ObjectPath, QueryParams, scope};
 use berth_api::projects;
-use berth_domain::ApiError;
 use berth_domain::paths::ProjectPath;
 use berth_records::audit::{AuditPage, PageQuery};
 

@@ -5,10 +5,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::projects;
-use berth_domain::ApiError;
 use berth_domain::paths::{DeployTokenPath, ProjectPath};
 use berth_records::tokens::{CreatedDeployToken, DeployTokenRecord, NewDeployToken};
 use berth_store::identity::deploy_tokens;

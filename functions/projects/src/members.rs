@@ -6,10 +6,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Caller, JsonBody, ObjectPath, scope};
 use berth_api::projects;
-use berth_domain::ApiError;
 use berth_domain::paths::{ProjectMemberPath, ProjectPath};
 use berth_records::members::{ProjectMemberRecord, ProjectRoleChange};
 use berth_store::identity::project_roles;

@@ -4,13 +4,14 @@
 use axum::Json;
 use axum::extract::State;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::apps::hosts::HostRules;
 use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::templates;
+use berth_domain::Operation;
 use berth_domain::paths::TemplatePath;
-use berth_domain::{ApiError, Operation};
 use berth_records::templates::{DeployBody, Deployed, TemplateRecord};
 
 berth_api::operations! {

@@ -4,10 +4,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Caller, Created, JsonBody, ObjectPath, scope};
+use berth_domain::Operation;
 use berth_domain::paths::TokenPath;
-use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 use berth_store::identity::{Credential, tokens};
 

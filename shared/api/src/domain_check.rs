@@ -26,7 +26,7 @@ use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, timeout_at};
 
-use berth_domain::ApiError;
+use crate::ApiError;
 use crate::config::Config;
 use berth_records::apps::record::{CertificateCheck, DomainCheck, DomainVerification};
 

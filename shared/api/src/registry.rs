@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::ApiError;
 use berth_store as store;
 use berth_store::Store;
 
@@ -49,7 +49,7 @@ impl RegistrySettings {
             sk: SK.to_owned(),
             settings: self.clone(),
         };
-        store.put(store::to_item(&item)?).await
+        Ok(store.put(store::to_item(&item)?).await?)
     }
 
     /// The stored settings; None before `berth-admin registry set`.

@@ -29,8 +29,8 @@ use tower::ServiceExt;
 
 use berth_api::AppState;
 use berth_api::access::{ClusterAccess, RequestCounter};
-use berth_domain::Role;
 use berth_api::config::Config;
+use berth_domain::Role;
 use berth_records::audit::AuditEvent;
 use berth_store as store;
 use berth_store::identity::members;

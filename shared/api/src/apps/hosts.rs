@@ -63,13 +63,14 @@ use aws_sdk_dynamodb::types::{ReturnValuesOnConditionCheckFailure, TransactWrite
 use kube::ResourceExt;
 use serde::{Deserialize, Serialize};
 
+use crate::ApiError;
+use crate::config::Config;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use crate::config::Config;
+use berth_domain::clock;
 use berth_domain::names::{AppName, EnvironmentName, Hostname, ProjectName};
 use berth_domain::paths::AppPath;
 use berth_domain::stored::Stored;
-use berth_domain::{ApiError, clock};
 use berth_store as store;
 use berth_store::{Store, keys};
 
@@ -423,7 +424,7 @@ fn claim_write(
             .expression_attribute_names("#id", "claim")
             .expression_attribute_values(":seen", store::s(seen)),
     };
-    store::tx_update(update)
+    Ok(store::tx_update(update)?)
 }
 
 /// The claims of the hostnames of `next` (the App about to be created or
@@ -703,7 +704,7 @@ pub async fn release_claims(
                             .filter_map(|(hostname, failed)| (!failed).then_some(hostname))
                             .collect();
                     }
-                    _ => return Err(store::transaction_failure(error)),
+                    _ => return Err(store::transaction_failure(error).into()),
                 },
             }
         }

@@ -25,9 +25,10 @@ use kube::ResourceExt;
 use serde::Deserialize;
 
 use super::hosts;
+use crate::ApiError;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_store as store;
 use berth_store::app_entries::{AppEntry, Place};
 use berth_store::{Item, Store, keys};
@@ -54,6 +55,7 @@ pub fn entry_put(store: &Store, app: &App) -> Result<TransactWriteItem, ApiError
     entry_of(app)
         .ok_or_else(|| ApiError::Internal(format!("app {} has no history id", app.name_any())))?
         .put(store)
+        .map_err(ApiError::from)
 }
 
 /// What a revision's snapshot says that the clean-up needs: its hostnames.
@@ -138,10 +140,10 @@ pub async fn remove(
             keys::WEBHOOK_SK,
         ))?);
     }
-    store
+    Ok(store
         .transact(last)
         .await
-        .map_err(store::transaction_failure)
+        .map_err(store::transaction_failure)?)
 }
 
 /// The primary key of an item read with it.

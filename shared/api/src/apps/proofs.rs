@@ -28,8 +28,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use kube::ResourceExt;
 
 use super::hosts::{self, HostItem, Owner, VerifiedBy};
+use crate::ApiError;
 use berth_cluster::apps as cluster_apps;
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_records::apps::record::{DomainVerification, VerificationState};
 use berth_store as store;
 use berth_store::{Store, keys};
@@ -361,7 +362,7 @@ pub async fn sync_holder(
     if current.as_ref().map(|listed| listed.join(",")) == Some(order.join(",")) {
         return Ok(());
     }
-    cluster_apps::patch_verified_domains(client, &app, &order).await
+    Ok(cluster_apps::patch_verified_domains(client, &app, &order).await?)
 }
 
 /// The operator's word that `org` controls `hostname`

@@ -15,8 +15,8 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
+use crate::ApiError;
 use berth_cluster::crd::{App, AppStatus, OUTCOME_PENDING, ReleaseMark};
-use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
 use berth_records::apps::record::ReleaseRecord;
 use berth_store as store;
@@ -146,6 +146,12 @@ impl From<ApiError> for NotPrepared {
     }
 }
 
+impl From<berth_store::StoreError> for NotPrepared {
+    fn from(error: berth_store::StoreError) -> Self {
+        Self::Failed(error.into())
+    }
+}
+
 /// Writes a change's revisions before its commit (see the module docs):
 /// `current` is the App's revision as the resource holds it (None for a new
 /// app) and `unrecorded` those the controller wrote over
@@ -225,7 +231,9 @@ pub async fn prepare(
             .is_some_and(|reason| reason.code() == Some("ConditionalCheckFailed"))
     };
     if failed(next_at) {
-        return Err(NotPrepared::Failed(berth_cluster::apps::changed_meanwhile()));
+        return Err(NotPrepared::Failed(
+            berth_cluster::apps::changed_meanwhile().into(),
+        ));
     }
     let refused: Vec<(usize, Option<store::Item>)> = reasons
         .iter()
@@ -238,17 +246,17 @@ pub async fn prepare(
         return Err(NotPrepared::Refused(refused));
     }
     match store::transaction_failure(error) {
-        ApiError::Conflict(_) => Err(NotPrepared::Contended),
-        other => Err(NotPrepared::Failed(other)),
+        berth_store::StoreError::Conflict(_) => Err(NotPrepared::Contended),
+        other => Err(NotPrepared::Failed(other.into())),
     }
 }
 
 fn item(history: &str, release: &StoredRelease) -> Result<store::Item, ApiError> {
-    store::to_item(&ReleaseItem {
+    Ok(store::to_item(&ReleaseItem {
         pk: keys::releases(history),
         sk: keys::release_sk(release.revision),
         release,
-    })
+    })?)
 }
 
 /// One stored revision, if it exists and the App has reached it.
@@ -263,6 +271,7 @@ pub async fn get(
             &keys::release_sk(revision),
         ))
         .await
+        .map_err(ApiError::from)
 }
 
 /// The newest revisions, newest first, as the App (whose own release is

@@ -20,8 +20,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 pub use answer::{Accepted, Created};
 pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
+use crate::ApiError;
 use crate::AppState;
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_store::identity::Authentication;
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;

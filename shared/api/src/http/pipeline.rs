@@ -13,8 +13,9 @@ use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 
 use super::scope::{AuditNotes, RequestScope};
+use crate::ApiError;
 use crate::AppState;
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_records::audit::{ActorKind, Outcome};
 use berth_store as store;
 use berth_store::audit::Call;
@@ -166,7 +167,7 @@ async fn equal_login_round_trips(state: &AppState) {
     let key = store::key(keys::audit(SYSTEM_ORG), keys::AUDIT_COUNTER_SK);
     for _ in 0..berth_store::audit::ROUND_TRIPS_PER_EVENT {
         if let Err(error) = state.store.get_many(vec![key.clone()]).await {
-            tracing::warn!(error = %error.cause(), "the login's padding read failed");
+            tracing::warn!(error = %error, "the login's padding read failed");
         }
     }
 }

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
-use berth_domain::ApiError;
 use berth_domain::credentials;
 
 pub const COOKIE: &str = "berth_session";
@@ -39,7 +39,7 @@ pub async fn create(
     settings: SessionSettings,
     user_id: &str,
     epoch: u64,
-) -> Result<NewSession, ApiError> {
+) -> Result<NewSession, StoreError> {
     let secret = credentials::new_session_secret(user_id);
     let now = berth_domain::clock::unix_seconds();
     let lifetime = i64::try_from(settings.lifetime.as_secs()).unwrap_or(i64::MAX);
@@ -57,7 +57,7 @@ pub async fn create(
     Ok(NewSession { set_cookie })
 }
 
-pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), ApiError> {
+pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), StoreError> {
     store
         .delete(store::key(keys::user(user_id), &keys::session_sk(digest)))
         .await
