@@ -28,9 +28,9 @@ use serde_json::{Value, json};
 
 use berth_api::AppState;
 use berth_api::access;
+use berth_api::config::Config;
 use berth_cluster::crd::{App, Environment};
 use berth_cluster::install;
-use berth_domain::config::Config;
 use berth_domain::credentials;
 use berth_domain::stored::Stored;
 use berth_store::round_trips::RoundTripCounter;

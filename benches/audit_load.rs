@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use http::{Method, StatusCode};
 
 use berth_api::AppState;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_store::identity::{members, tokens};
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::{keys, schema};

@@ -35,9 +35,9 @@ use tokio::sync::oneshot;
 
 use berth_api::AppState;
 use berth_api::access;
+use berth_api::config::Config;
 use berth_cluster::crd::Environment;
 use berth_cluster::install;
-use berth_domain::config::Config;
 use berth_store::round_trips::RoundTripCounter;
 use berth_store::schema;
 

@@ -18,7 +18,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use berth_api::AppState;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_domain::credentials;
 use berth_store::identity::members;
 use berth_store::round_trips::RoundTripCounter;

@@ -15,7 +15,7 @@ use serde::de::{
 };
 use serde_json::Value;
 
-use berth_domain::error::Problem;
+use berth_records::problem::Problem;
 
 use crate::failure::{Failure, Result};
 

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::process::ExitCode;
 
-use berth_domain::error::Problem;
+use berth_records::problem::Problem;
 
 /// Everything a command can fail with. Each maps to one documented exit
 /// code ([`Failure::exit_code`]) and prints as one line.

@@ -88,7 +88,7 @@ use berth_controller::{
     DEFAULT_LEASE_DURATION_SECONDS, DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, Replica,
     ReplicaSettings, Settings, replica_identity,
 };
-use berth_domain::names::NamespaceName;
+use berth_domain::names::{Hostname, NamespaceName};
 
 const DEFAULT_ADDR: &str = "0.0.0.0:8080";
 /// How often the controller asks again whether it is held to what Berth
@@ -101,6 +101,19 @@ fn setting(name: &str) -> Option<String> {
         .ok()
         .map(|value| value.trim().to_owned())
         .filter(|value| !value.is_empty())
+}
+
+/// Logs through `tracing`, as readable text (the controller runs in a pod or
+/// beside `make dev`, never on Lambda), coloured only on a terminal; `RUST_LOG`
+/// filters, `info` by default.
+fn init_logs() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _already_set = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal())
+        .try_init();
 }
 
 fn settings() -> Result<Settings, String> {
@@ -177,8 +190,10 @@ fn settings() -> Result<Settings, String> {
         egress: egress_settings()?,
         render: RenderSettings {
             ingress_class: setting("BERTH_INGRESS_CLASS"),
-            apps_domain: berth_domain::config::apps_domain(setting("BERTH_APPS_DOMAIN"))
-                .map_err(|e| e.to_string())?
+            apps_domain: setting("BERTH_APPS_DOMAIN")
+                .map(|domain| Hostname::parse(&domain))
+                .transpose()
+                .map_err(|e| format!("invalid configuration: BERTH_APPS_DOMAIN: {e}"))?
                 .map(|domain| domain.into_inner()),
             progress_deadline_seconds,
             release_deadline_seconds,
@@ -326,7 +341,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    berth_domain::telemetry::init();
+    init_logs();
     let (settings, (replica, addr)) = match settings().and_then(|s| Ok((s, replica_settings()?))) {
         Ok(settings) => settings,
         Err(error) => {
@@ -346,7 +361,7 @@ async fn main() -> ExitCode {
     let in_cluster = std::env::var_os("KUBECONFIG").is_none();
     if in_cluster && let Err(error) = berth_cluster::install::require_confinement(&client).await {
         eprintln!("berth-controller: refusing to run: {error}");
-        if let berth_domain::ApiError::ClusterMisconfigured { detail, .. } = &error {
+        if let berth_cluster::ClusterError::Misconfigured { detail, .. } = &error {
             eprintln!("berth-controller: {detail}");
         }
         return ExitCode::FAILURE;
@@ -381,7 +396,7 @@ async fn main() -> ExitCode {
                 every.tick().await;
                 match berth_cluster::install::require_confinement(&client).await {
                     Ok(()) => {}
-                    Err(berth_domain::ApiError::ClusterMisconfigured { detail, .. }) => {
+                    Err(berth_cluster::ClusterError::Misconfigured { detail, .. }) => {
                         tracing::error!(detail = %detail, "no longer confined: stopping");
                         let _ = unconfined_tx.send(());
                         return;

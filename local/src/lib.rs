@@ -78,7 +78,7 @@ pub async fn sweep_regularly(state: AppState) {
         ticks.tick().await;
         let deadline = tokio::time::Instant::now() + CLEANUP_INTERVAL / 2;
         match berth_fn_cleanup::run(state.clone(), deadline).await {
-            Ok(_) | Err(berth_domain::ApiError::NoCluster) => {}
+            Ok(_) | Err(berth_api::ApiError::NoCluster) => {}
             Err(error) => tracing::warn!(error = %error.cause(), "the cleanup sweep failed"),
         }
     }

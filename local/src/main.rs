@@ -3,8 +3,7 @@
 
 use std::process::ExitCode;
 
-use berth_api::{AppState, runtime};
-use berth_domain::telemetry;
+use berth_api::{AppState, runtime, telemetry};
 
 #[tokio::main]
 async fn main() -> ExitCode {

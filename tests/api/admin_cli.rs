@@ -894,6 +894,7 @@ async fn neither_identity_is_confined(cluster: &support::TestCluster) {
         let error = berth_cluster::install::require_confinement(&client)
             .await
             .expect_err("not confined without Berth's policy");
+        let error = berth_api::ApiError::from(error);
         assert_eq!(error.code(), "cluster_unavailable", "{error:?}");
     }
 }

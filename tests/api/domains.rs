@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::TestApp;
 use crate::support::dns::{GATEWAY_ADDRESS, GATEWAY_HOSTNAME, TestDns};
-use berth_domain::config::Config;
+use berth_api::config::Config;
 
 const NO_GATEWAY: &str = "no gateway is configured (BERTH_GATEWAY_HOSTNAME or \
                           BERTH_GATEWAY_ADDRESSES), so this name cannot be checked";

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::support::TestApp;
 use crate::support::table as store;
+use berth_api::ApiError;
 use berth_cluster::crd::{App, Environment};
-use berth_domain::ApiError;
 use berth_records::audit::Outcome;
 
 const OVERLONG: usize = 3 * 1024;
@@ -32,7 +32,7 @@ async fn a_dynamodb_validation_error_is_internal_not_unavailable() {
         .send()
         .await
         .expect_err("DynamoDB refuses an oversized key");
-    let error = ApiError::from(refused);
+    let error = ApiError::from(berth_store::StoreError::from(refused));
     assert_eq!(
         (error.status().as_u16(), error.code()),
         (500, "internal"),
@@ -50,7 +50,7 @@ async fn a_dynamodb_validation_error_is_internal_not_unavailable() {
         .send()
         .await
         .expect_err("the injected fault");
-    let error = ApiError::from(failed);
+    let error = ApiError::from(berth_store::StoreError::from(failed));
     assert_eq!(
         (error.status().as_u16(), error.code()),
         (503, "storage_unavailable")

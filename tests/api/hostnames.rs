@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::support::table as store;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
-use berth_domain::config::Config;
+use berth_api::config::Config;
 use berth_store::keys;
 
 use crate::support::cluster::APPS_DOMAIN;

@@ -3,10 +3,12 @@
 //! allows, every crate has a row, and the controller's whole dependency
 //! graph is free of DynamoDB, the HTTP API's Lambda runtime and password
 //! hashing, the records a client links are free of axum, DynamoDB and
-//! kube, and of the product's crates only the store links DynamoDB's SDK.
-//! Inside `berth-api`, where the compiler holds no order between modules,
-//! its top-level modules import each other without a loop (apps is below
-//! builds, webhooks, environments and templates).
+//! kube, of the product's crates only the store links DynamoDB's SDK, and
+//! each framework (Lambda's runtime, axum, kube) is a direct dependency only
+//! of the layers that speak it — none of `berth-domain`. Inside `berth-api`,
+//! where the compiler holds no order between modules, its top-level modules
+//! import each other without a loop (apps is below builds, webhooks,
+//! environments and templates).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -214,6 +216,87 @@ fn the_controller_links_neither_dynamodb_nor_the_api_pipeline() {
     assert!(linked.contains("berth-cluster") && linked.contains("kube-client"));
 }
 
+/// Which crates of the product (`shared/*`, `functions/*`, the controller,
+/// the CLI) may name each framework as a direct dependency, so that a
+/// framework's types stay in the layer that speaks it: Lambda's runtime in
+/// the HTTP layer and the functions it runs; axum there too and in the
+/// controller (probes, metrics); kube in the
+/// cluster layer, the controller and the HTTP layer (its `cluster`
+/// feature). `berth-domain` names none of them (nor any AWS crate): its
+/// errors have no HTTP, DynamoDB or cluster in them, and each layer's own
+/// error becomes the API's in `berth_api::error`. The whole system in one
+/// process (`local/`), the admin CLI, the stand-in, the tests and the
+/// benchmarks use what they test or run.
+#[test]
+fn frameworks_stay_in_their_layers() {
+    fn may_name(framework: &str, name: &str) -> bool {
+        let function = name.starts_with("berth-fn-");
+        match framework {
+            "lambda_http" => name == "berth-api" || function,
+            "axum" => ["berth-api", "berth-controller"].contains(&name) || function,
+            // berth-fn-registry reads a Build's and an Environment's
+            // credentials with its own kube calls (`functions/registry/src/
+            // verify.rs`): the one crate left to move them into berth-cluster.
+            "kube" => [
+                "berth-cluster",
+                "berth-controller",
+                "berth-api",
+                "berth-fn-registry",
+            ]
+            .contains(&name),
+            _ => true,
+        }
+    }
+    let metadata = metadata(true);
+    let root = Path::new(ROOT).canonicalize().unwrap();
+    let mut broken = BTreeSet::new();
+    let mut product = BTreeSet::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let name = package["name"].as_str().unwrap();
+        let folder = Path::new(package["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap()
+            .strip_prefix(&root)
+            .unwrap()
+            .to_path_buf();
+        let in_product = ["shared", "functions"]
+            .iter()
+            .any(|group| folder.parent() == Some(Path::new(group)))
+            || folder == Path::new("controller")
+            || folder == Path::new("cli");
+        if !in_product {
+            continue;
+        }
+        product.insert(name.to_owned());
+        // What the crate itself builds with; its tests' dependencies aside.
+        let direct = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
+            .map(|dependency| dependency["name"].as_str().unwrap());
+        for dependency in direct {
+            if !may_name(dependency, name) {
+                broken.insert(format!("{name} → {dependency}"));
+            }
+            if name == "berth-domain"
+                && (["axum", "kube", "lambda_http"].contains(&dependency)
+                    || dependency.starts_with("aws-"))
+            {
+                broken.insert(format!("{name} → {dependency}"));
+            }
+        }
+    }
+    assert!(
+        product.contains("berth-domain") && product.contains("berth-controller"),
+        "{product:?}"
+    );
+    assert!(
+        broken.is_empty(),
+        "frameworks outside their layers: {broken:?}"
+    );
+}
+
 /// The top-level modules of `berth-api` each file of `shared/api/src` imports
 /// (`crate::x`, `use crate::{x, …}`), comments aside.
 fn api_imports() -> BTreeMap<String, BTreeSet<String>> {
@@ -327,9 +410,7 @@ fn the_api_modules_import_each_other_without_a_loop() {
 
 /// What a client building `berth-records` alone links: `cargo tree`
 /// resolves the features of that one package, as a client's build does
-/// (`cargo metadata`'s resolve unifies them over the workspace, where the
-/// API turns on berth-domain's optional axum, kube and DynamoDB
-/// conversions).
+/// (`cargo metadata`'s resolve unifies them over the workspace).
 #[test]
 fn the_records_link_neither_axum_nor_dynamodb_nor_kube() {
     let output = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))

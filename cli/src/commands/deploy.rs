@@ -269,7 +269,7 @@ pub fn run(session: &Session, app: &AppPath, process: Option<String>) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use berth_domain::error::Problem;
+    use berth_records::problem::Problem;
 
     #[test]
     fn a_wait_given_up_says_the_deploy_goes_on() {

@@ -6,14 +6,15 @@ use axum::Json;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
+use berth_api::ApiError;
 use berth_api::apps::commands::{self, NewCommand};
 use berth_api::apps::operate::{self, LogQuery, LogWindow, TailQuery};
 use berth_api::apps::service;
 use berth_api::http::{Accepted, Call, Created, JsonBody, Located, ObjectPath, QueryParams, scope};
 use berth_api::openapi::cluster_failures;
+use berth_domain::Operation;
 use berth_domain::names::{AppName, EnvironmentName};
 use berth_domain::paths::{AppPath, CommandPath, EnvironmentPath};
-use berth_domain::{ApiError, Operation};
 use berth_records::apps::actions::{PromoteBody, RollbackBody, RunAnswer, RunBody};
 use berth_records::apps::body::{CreateBody, UpdateBody};
 use berth_records::apps::commands::{CommandRecord, RunBody as CommandBody};

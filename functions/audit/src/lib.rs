@@ -3,7 +3,7 @@
 use axum::Json;
 
 use berth_api::http::{Call, QueryParams};
-use berth_domain::ApiError;
+use berth_api::ApiError;
 use berth_records::audit::{AuditPage, PageQuery};
 
 berth_api::operations! {

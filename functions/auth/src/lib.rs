@@ -6,10 +6,11 @@ use axum::http::header::SET_COOKIE;
 use axum::response::IntoResponse;
 use axum::{Extension, Json};
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::pipeline::ClientIp;
 use berth_api::http::{Caller, JsonBody, scope};
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_records::auth::{CurrentUser, Identity};
 use berth_records::auth::{LoginBody, PasswordChange, PasswordChanged};
 use berth_store::identity::{Credential, login, sessions};
@@ -64,8 +65,14 @@ async fn login(
     // A login attempt from here on, whatever else the request carries: its
     // event follows the account it names, even if it fails below.
     scope::audit_login(None, false);
-    let attempt =
-        login::login(&state.store, &state.config, &body.email, body.password, &ip).await?;
+    let attempt = login::login(
+        &state.store,
+        state.config.sessions(),
+        &body.email,
+        body.password,
+        &ip,
+    )
+    .await?;
     if let Some(account) = &attempt.account {
         scope::audit_target("user", account);
     }
@@ -96,7 +103,10 @@ async fn logout(
     }
     Ok((
         StatusCode::NO_CONTENT,
-        [(SET_COOKIE, sessions::clearing_cookie(&state.config))],
+        [(
+            SET_COOKIE,
+            sessions::clearing_cookie(state.config.sessions()),
+        )],
     ))
 }
 

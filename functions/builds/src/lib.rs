@@ -10,6 +10,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::MethodRouter;
 use serde::Deserialize;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::apps::operate::TailQuery;
 use berth_api::builds::service::{self, DEFAULT_PAGE, MAX_PAGE};
@@ -17,9 +18,9 @@ use berth_api::http::call::Target;
 use berth_api::http::{Accepted, Call, JsonBody, Located, QueryParams};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::MAX_DELIVERY_BYTES;
+use berth_domain::Operation;
 use berth_domain::git::GitRef;
 use berth_domain::paths::{AppPath, BuildPath};
-use berth_domain::{ApiError, Operation};
 use berth_records::apps::record::LogEntry;
 use berth_records::builds::{BuildPage, BuildRecord, CreateBuildBody};
 use webhooks::{

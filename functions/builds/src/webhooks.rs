@@ -9,11 +9,11 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Accepted, Call, Created};
 use berth_api::openapi::cluster_failures;
 use berth_api::webhooks::service::{self, Received};
-use berth_domain::ApiError;
 use berth_domain::ids::RecordId;
 use berth_domain::paths::AppPath;
 use berth_records::builds::BuildRecord;

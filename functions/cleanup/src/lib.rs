@@ -7,10 +7,10 @@
 
 use serde::Serialize;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::apps::proofs::{self, Checked};
 use berth_api::environments::purges::{self, Sweep, Swept};
-use berth_domain::ApiError;
 
 /// What one run did.
 #[derive(Debug, Serialize)]

@@ -2,13 +2,14 @@
 
 use axum::Json;
 
+use berth_api::ApiError;
 use berth_api::environments::{self, NewEnvironment};
 use berth_api::http::call::Target;
 use berth_api::http::{Accepted, Call, Created, JsonBody, Located, ObjectPath};
 use berth_api::openapi::cluster_failures;
+use berth_domain::Operation;
 use berth_domain::names::EnvironmentName;
 use berth_domain::paths::{EnvironmentPath, ProjectPath};
-use berth_domain::{ApiError, Operation};
 use berth_records::environments::{CreateBody, EnvironmentRecord};
 
 berth_api::operations! {

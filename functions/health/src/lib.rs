@@ -5,10 +5,11 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::health;
 use berth_api::http::Caller;
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_records::health::{HealthReport, Liveness};
 
 /// The whole API's description, generated from the code of every function

@@ -3,9 +3,10 @@
 use axum::Json;
 use axum::http::StatusCode;
 
+use berth_api::ApiError;
 use berth_api::http::{Call, Created, JsonBody, scope};
 use berth_domain::paths::MemberPath;
-use berth_domain::{ApiError, Operation, Role};
+use berth_domain::{Operation, Role};
 use berth_records::members::{Invitation, RoleChange};
 use berth_records::members::{MemberRecord, NewMember};
 use berth_store::identity::members;
@@ -27,7 +28,7 @@ fn failures(operation: Operation) -> Vec<ApiError> {
         Operation::InviteMember => vec![
             ApiError::ValidationFailed(String::new()),
             conflict,
-            ApiError::NotFound(berth_domain::error::Missing::Route),
+            ApiError::NotFound(berth_domain::Missing::Route),
         ],
         Operation::UpdateMember => vec![ApiError::ValidationFailed(String::new()), conflict],
         Operation::RemoveMember => vec![conflict],

@@ -12,13 +12,14 @@ use members::*;
 
 use axum::Json;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Accepted, Call, Caller, Created, JsonBody, Located, Root, scope};
 use berth_api::openapi::cluster_failures;
 use berth_api::projects::{self, NewProject};
+use berth_domain::Operation;
 use berth_domain::names::ProjectName;
 use berth_domain::paths::ProjectPath;
-use berth_domain::{ApiError, Operation};
 use berth_records::projects::{CreateBody, ProjectRecord};
 
 berth_api::operations! {
@@ -168,7 +169,7 @@ async fn forget(state: &AppState, caller: &Caller, project: &projects::ProjectId
     let (roles, tokens) = tokio::join!(roles, tokens);
     for (what, outcome) in [("members' roles", roles), ("deploy tokens", tokens)] {
         if let Err(error) = outcome {
-            tracing::warn!(project = %project.name, error = %error.cause(), "forgetting a deleted project's {what} failed");
+            tracing::warn!(project = %project.name, error = %error, "forgetting a deleted project's {what} failed");
         }
     }
 }

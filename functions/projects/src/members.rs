@@ -6,7 +6,7 @@ use axum::Json;
 use axum::http::StatusCode;
 
 use berth_api::http::{Call, JsonBody};
-use berth_domain::ApiError;
+use berth_api::ApiError;
 use berth_domain::paths::{ProjectMemberPath, ProjectPath};
 use berth_records::members::{ProjectMemberRecord, ProjectRoleChange};
 use berth_store::identity::project_roles;

@@ -41,6 +41,7 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::pipeline::ClientIp;
 use berth_api::http::scope as audit;
@@ -48,7 +49,7 @@ use berth_api::openapi::cluster_failures;
 use berth_api::registry::RegistrySettings;
 use berth_domain::names::OrgName;
 use berth_domain::registry::RegistryUser;
-use berth_domain::{ApiError, Operation, clock};
+use berth_domain::{Operation, clock};
 
 berth_api::operations! {
     tag: "registry",

@@ -51,7 +51,7 @@ impl Failures {
         let read = throttle::read_many(store, &subjects)
             .await
             .unwrap_or_else(|error| {
-                tracing::warn!(error = %error.cause(),
+                tracing::warn!(error = %error,
                     "the registry throttle could not be read; judging without it");
                 Vec::new()
             });
@@ -93,12 +93,12 @@ impl Failures {
             ),
         );
         if let Err(error) = &source {
-            tracing::warn!(error = %error.cause(), "a registry failure of a source was not counted");
+            tracing::warn!(error = %error, "a registry failure of a source was not counted");
         }
         match username {
             Ok(within) => within,
             Err(error) => {
-                tracing::warn!(error = %error.cause(),
+                tracing::warn!(error = %error,
                     "a registry failure of a user name was not counted");
                 true
             }

@@ -14,9 +14,9 @@
 
 use kube::Api;
 
+use berth_api::ApiError;
 use berth_api::registry::RegistrySettings;
 use berth_cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
-use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials::{digest, same_secret};
 use berth_domain::registry::{Reach, RegistryUser, prefix_path, repository_name};

@@ -8,12 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::MethodRouter;
 use serde_json::Value;
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::http::{Call, Created, JsonBody, Located};
 use berth_api::openapi::cluster_failures;
 use berth_api::secrets::{self, MAX_PUT_BODY_BYTES, PutOutcome};
+use berth_domain::Operation;
 use berth_domain::paths::{EnvironmentPath, SecretPath};
-use berth_domain::{ApiError, Operation};
 use berth_records::secrets::{PutAnswer, PutBody, SecretSummary};
 
 berth_api::operations! {

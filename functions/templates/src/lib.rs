@@ -3,11 +3,12 @@
 
 use axum::Json;
 
+use berth_api::ApiError;
 use berth_api::http::{Call, Caller, Created, JsonBody};
 use berth_api::openapi::cluster_failures;
 use berth_api::templates;
+use berth_domain::Operation;
 use berth_domain::paths::TemplatePath;
-use berth_domain::{ApiError, Operation};
 use berth_records::templates::{DeployBody, Deployed, TemplateRecord};
 
 berth_api::operations! {

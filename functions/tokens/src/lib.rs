@@ -3,9 +3,10 @@
 use axum::Json;
 use axum::http::StatusCode;
 
+use berth_api::ApiError;
 use berth_api::http::{Call, Created, JsonBody, scope};
+use berth_domain::Operation;
 use berth_domain::paths::TokenPath;
-use berth_domain::{ApiError, Operation};
 use berth_records::tokens::{CreatedToken, NewToken, TokenRecord};
 use berth_store::identity::{Credential, tokens};
 

@@ -17,7 +17,7 @@ impl Failure {
         }
     }
 
-    /// A failure whose cause is a message, e.g. one an [`berth_domain::ApiError`] carries.
+    /// A failure whose cause is a message, e.g. one an [`berth_api::ApiError`] carries.
     pub fn caused(message: impl Into<String>, cause: impl Display) -> Self {
         Self {
             message: message.into(),

@@ -13,15 +13,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use berth_api::ApiError;
 use berth_api::AppState;
 use berth_api::apps::proofs;
+use berth_api::config::Config;
 use berth_api::kubeconfig;
 use berth_api::registry::{RegistrySettings, SharedCredential};
 use berth_api::service_account::{self, ServiceAccountRef};
 use berth_cluster::install;
 use berth_cluster::registry::{self, Credential, Registry};
-use berth_domain::ApiError;
-use berth_domain::config::Config;
 use berth_domain::names::{Hostname, OrgName};
 use berth_fn_registry::signing;
 use berth_records::audit::ActorKind;
@@ -308,6 +308,19 @@ enum CommandError {
 impl From<ApiError> for CommandError {
     fn from(error: ApiError) -> Self {
         Self::Api(error)
+    }
+}
+
+/// Said as the API says it (`explain` reads the API's error).
+impl From<berth_store::StoreError> for CommandError {
+    fn from(error: berth_store::StoreError) -> Self {
+        Self::Api(error.into())
+    }
+}
+
+impl From<berth_cluster::ClusterError> for CommandError {
+    fn from(error: berth_cluster::ClusterError) -> Self {
+        Self::Api(error.into())
     }
 }
 

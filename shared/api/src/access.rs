@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use tokio::sync::Mutex;
 
+use crate::ApiError;
 use crate::kubeconfig;
 use berth_cluster::retry::RetryLayer;
-use berth_domain::ApiError;
 use berth_store::Store;
 
 struct Loaded {

@@ -26,8 +26,8 @@ use hickory_resolver::proto::rr::{Name, RData, RecordType};
 use tokio::sync::OnceCell;
 use tokio::time::{Instant, timeout_at};
 
-use berth_domain::ApiError;
-use berth_domain::config::Config;
+use crate::ApiError;
+use crate::config::Config;
 use berth_records::apps::record::{CertificateCheck, DomainCheck, DomainVerification};
 
 /// The bound on everything one hostname's check waits for.

@@ -64,13 +64,15 @@ pub async fn dynamodb_and_audit(store: &Store) -> [Subsystem; 2] {
 pub async fn cluster(access: &crate::access::ClusterAccess) -> Subsystem {
     let started = Instant::now();
     let answer = match access.client().await {
-        Ok(client) => berth_cluster::cluster_version(&client).await,
+        Ok(client) => berth_cluster::cluster_version(&client)
+            .await
+            .map_err(crate::ApiError::from),
         Err(error) => Err(error),
     };
     let latency_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (status, detail) = match answer {
         Ok(version) => (SubsystemStatus::Up, Some(format!("Kubernetes {version}"))),
-        Err(berth_domain::ApiError::NoCluster) => (
+        Err(crate::ApiError::NoCluster) => (
             SubsystemStatus::Down,
             Some("no cluster configured".to_owned()),
         ),

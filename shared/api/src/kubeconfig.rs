@@ -5,7 +5,8 @@
 use kube::config::Kubeconfig;
 use serde::Serialize;
 
-use berth_domain::{ApiError, clock};
+use crate::ApiError;
+use berth_domain::clock;
 use berth_store::Store;
 pub use berth_store::kubeconfig::{StoredKubeconfig, clear, load};
 

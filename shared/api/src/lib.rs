@@ -1,7 +1,9 @@
 //! Berth's HTTP API, the top layer: the request pipeline, extractors and
-//! per-route operation tags ([`http`]), what every function's part of the
-//! OpenAPI description shares ([`openapi`]), the process ([`state`],
-//! [`runtime`]), the health report ([`health`]), and the services of each
+//! per-route operation tags ([`http`]), the one error the caller reads and
+//! where every lower layer's failure becomes it ([`error`]), what every
+//! function's part of the OpenAPI description shares ([`openapi`]), the
+//! process ([`config`], [`state`], [`runtime`], [`telemetry`]), the health
+//! report ([`health`]), and the services of each
 //! resource, each holding its rules: [`projects`], [`environments`],
 //! [`apps`] (the DNS check of its domains, [`domain_check`], under feature
 //! `dns`),
@@ -22,10 +24,12 @@ pub mod access;
 pub mod apps;
 #[cfg(feature = "cluster")]
 pub mod builds;
+pub mod config;
 #[cfg(feature = "dns")]
 pub mod domain_check;
 #[cfg(feature = "cluster")]
 pub mod environments;
+pub mod error;
 pub mod health;
 pub mod http;
 #[cfg(feature = "cluster")]
@@ -40,10 +44,12 @@ pub mod secrets;
 #[cfg(feature = "cluster")]
 pub mod service_account;
 pub mod state;
+pub mod telemetry;
 #[cfg(feature = "cluster")]
 pub mod templates;
 pub mod webhooks;
 
+pub use error::ApiError;
 /// For [`operations!`]: the handlers' `__path_` types.
 #[doc(hidden)]
 pub use paste::paste as __paste;

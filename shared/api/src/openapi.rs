@@ -17,9 +17,11 @@ use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{self, Header, OpenApi, Ref, RefOr, Response, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
-use berth_domain::error::{Missing, Problem};
+use crate::ApiError;
+use berth_domain::Missing;
+use berth_domain::Operation;
 use berth_domain::operation::Access;
-use berth_domain::{ApiError, Operation};
+use berth_records::problem::Problem;
 
 /// The security scheme of the session cookie (`berth_session`).
 pub const SESSION: &str = "session";

@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
+use crate::ApiError;
+use crate::error::EnvironmentLeft;
 use berth_cluster::crd::{Environment, LABEL_MANAGED_BY, LABEL_ORG, MANAGER, Project, ProjectSpec};
 use berth_cluster::{
     environments as cluster_environments, projects as cluster_projects, timestamp,
 };
-use berth_domain::error::EnvironmentLeft;
+use berth_domain::name_rules;
 use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{OrgName, ProjectName};
-use berth_domain::{ApiError, name_rules};
 use berth_records::projects::ProjectRecord;
 use berth_store::identity::Principal;
 

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::ApiError;
 use berth_store as store;
 use berth_store::Store;
 
@@ -33,11 +33,11 @@ pub struct RegistrySettings {
 impl RegistrySettings {
     /// Stores them, replacing what was there.
     pub async fn store(&self, store: &Store) -> Result<(), ApiError> {
-        store::registry_settings::save(store, self).await
+        Ok(store::registry_settings::save(store, self).await?)
     }
 
     /// The stored settings; None before `berth-admin registry set`.
     pub async fn load(store: &Store) -> Result<Option<Self>, ApiError> {
-        store::registry_settings::load(store).await
+        Ok(store::registry_settings::load(store).await?)
     }
 }

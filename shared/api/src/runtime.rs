@@ -10,8 +10,8 @@ use axum::body::Bytes;
 use http_body_util::Full;
 use tower::ServiceExt;
 
-use crate::{AppState, http};
-use berth_domain::{ApiError, telemetry};
+use crate::ApiError;
+use crate::{AppState, http, telemetry};
 
 pub const DEFAULT_PORT: u16 = 3000;
 

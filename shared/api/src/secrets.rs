@@ -11,12 +11,12 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use serde_json::Value;
 
+use crate::ApiError;
 use crate::http::extract::body_words;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::App;
 use berth_cluster::secrets as cluster_secrets;
 use berth_cluster::{environments as cluster_environments, timestamp};
-use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
 use berth_domain::names::{OrgName, SecretKey, SecretName};
 use berth_domain::paths::{AppPath, EnvironmentPath, SecretPath};
@@ -234,8 +234,8 @@ async fn restart_readers(
         match cluster_apps::stamp_restart(client, app, &stamp).await {
             Ok(_) => restarted.push(app.name_any()),
             // Deleted meanwhile: nothing to restart.
-            Err(ApiError::NotFound(_)) => {}
-            Err(error) => return Err(error),
+            Err(berth_cluster::ClusterError::Missing(_)) => {}
+            Err(error) => return Err(error.into()),
         }
     }
     Ok(restarted)
@@ -265,7 +265,7 @@ pub async fn delete(
             readers.join(", ")
         )));
     }
-    cluster_secrets::delete(client, &current).await
+    Ok(cluster_secrets::delete(client, &current).await?)
 }
 
 /// Why `name` is a secret Berth keeps in every environment's namespace for

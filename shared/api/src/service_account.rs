@@ -16,10 +16,10 @@ use kube::api::{Api, PostParams};
 use kube::config::Kubeconfig;
 use serde_json::json;
 
+use crate::ApiError;
 use crate::access;
 use crate::kubeconfig;
-use berth_domain::ApiError;
-use berth_domain::error::status_of;
+use berth_cluster::status_of;
 
 /// A ServiceAccount, written `namespace/name`.
 #[derive(Debug, Clone, PartialEq, Eq)]

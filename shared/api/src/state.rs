@@ -16,7 +16,7 @@ use aws_smithy_http_client::proxy::ProxyConfig;
 use aws_smithy_http_client::tls::{self, TlsContext, TrustStore};
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 
-use berth_domain::config::{AwsTrustRoots, Config, ConfigError};
+use crate::config::{AwsTrustRoots, Config, ConfigError};
 use berth_store::Store;
 use berth_store::audit::AuditLog;
 use berth_store::endpoint::Endpoint;
@@ -96,7 +96,7 @@ pub async fn aws_config() -> Result<SdkConfig, ConfigError> {
             RegionProviderChain::first_try(EnvironmentVariableRegionProvider::new())
                 .or_else(Region::from_static("us-east-1")),
         );
-    } else if berth_domain::telemetry::on_lambda() {
+    } else if crate::telemetry::on_lambda() {
         loader = loader
             .credentials_provider(EnvironmentVariableCredentialsProvider::new())
             .region(EnvironmentVariableRegionProvider::new());

@@ -8,15 +8,16 @@ use std::sync::LazyLock;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::ApiError;
 use crate::apps::body;
 use crate::apps::change::{Change, Writer};
 use crate::apps::hosts::HostRules;
 use crate::apps::service;
 use berth_cluster::crd::ReleaseReason;
 use berth_cluster::secrets as cluster_secrets;
+use berth_domain::credentials;
 use berth_domain::names::{AppName, SecretName};
 use berth_domain::paths::{AppPath, SecretPath, TemplatePath};
-use berth_domain::{ApiError, credentials};
 use berth_records::apps::body::CreateBody;
 use berth_records::templates::{DeployBody, Deployed, TemplateEnv, TemplateRecord};
 use berth_store::Store;
@@ -209,7 +210,7 @@ pub async fn deploy(
             if let Some(secret) = secret
                 && let Err(cleanup) = cluster_secrets::delete(client, &secret).await
             {
-                tracing::warn!(secret = %secret_path.secret, error = %cleanup.cause(),
+                tracing::warn!(secret = %secret_path.secret, error = %cleanup,
                     "a template's generated secret was left behind");
             }
             Err(error)

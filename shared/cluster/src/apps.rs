@@ -12,9 +12,10 @@ use super::crd::{
     LABEL_PROJECT, LABEL_RELEASE, MANAGER,
 };
 use super::{environments, is_conflict, is_not_found};
+use crate::ClusterError;
+use berth_domain::Missing;
 use berth_domain::names::OrgName;
 use berth_domain::paths::{AppPath, EnvironmentPath};
-use berth_domain::{ApiError, Missing};
 
 /// The key of an app's release history in Berth's table (see
 /// `apps::releases`); chosen when the app is created, kept for its life.
@@ -46,7 +47,7 @@ pub async fn patch_verified_domains(
     client: &kube::Client,
     app: &App,
     hostnames: &[String],
-) -> Result<(), ApiError> {
+) -> Result<(), ClusterError> {
     let patch = serde_json::json!({
         "metadata": { "annotations": { ANNOTATION_VERIFIED: hostnames.join(",") } }
     });
@@ -58,7 +59,7 @@ async fn merge_patch(
     client: &kube::Client,
     app: &App,
     patch: &serde_json::Value,
-) -> Result<App, ApiError> {
+) -> Result<App, ClusterError> {
     match api(client, &app.namespace().unwrap_or_default())
         .patch(
             &app.name_any(),
@@ -74,12 +75,12 @@ async fn merge_patch(
 }
 
 /// The release history id of an App Berth's API made (every one has it).
-pub fn history_of(app: &App) -> Result<String, ApiError> {
+pub fn history_of(app: &App) -> Result<String, ClusterError> {
     app.annotations()
         .get(ANNOTATION_HISTORY)
         .cloned()
         .ok_or_else(|| {
-            ApiError::Internal(format!(
+            ClusterError::Broken(format!(
                 "app {} has no {ANNOTATION_HISTORY} annotation",
                 app.name_any()
             ))
@@ -88,15 +89,15 @@ pub fn history_of(app: &App) -> Result<String, ApiError> {
 
 /// The conflict of a write conditioned on the App as it was read, when it
 /// changed meanwhile: this write changed nothing.
-pub fn changed_meanwhile() -> ApiError {
-    ApiError::Conflict("the app was changed meanwhile; read it again and retry".into())
+pub fn changed_meanwhile() -> ClusterError {
+    ClusterError::Conflict("the app was changed meanwhile; read it again and retry".into())
 }
 
 /// The 404 of an App that was read and has gone since.
-fn gone(app: &App) -> ApiError {
+fn gone(app: &App) -> ClusterError {
     let labels = app.labels();
     let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
-    ApiError::NotFound(Missing::App {
+    ClusterError::Missing(Missing::App {
         project: label(LABEL_PROJECT),
         environment: label(LABEL_ENVIRONMENT),
         app: app.name_any(),
@@ -123,7 +124,7 @@ pub async fn get_visible(
     client: &kube::Client,
     org: &OrgName,
     path: &AppPath,
-) -> Result<App, ApiError> {
+) -> Result<App, ClusterError> {
     let environment = path.environment_path();
     match api(client, &path.namespace())
         .get_opt(path.app.as_str())
@@ -136,18 +137,22 @@ pub async fn get_visible(
         Err(error) => return Err(error.into()),
     }
     environments::get_visible(client, org, &environment).await?;
-    Err(path.missing())
+    Err(path.missing().into())
 }
 
 /// Sets the App's restart stamp (a merge patch of that field alone: no
 /// release revision, and nothing a concurrent change set is lost).
-pub async fn stamp_restart(client: &kube::Client, app: &App, stamp: &str) -> Result<App, ApiError> {
+pub async fn stamp_restart(
+    client: &kube::Client,
+    app: &App,
+    stamp: &str,
+) -> Result<App, ClusterError> {
     let patch = serde_json::json!({ "spec": { "restartedAt": stamp } });
     merge_patch(client, app, &patch).await
 }
 
 /// The App as it is now (after a write was refused as stale).
-pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ClusterError> {
     api(client, &app.namespace().unwrap_or_default())
         .get_opt(&app.name_any())
         .await?
@@ -155,7 +160,7 @@ pub async fn reread(client: &kube::Client, app: &App) -> Result<App, ApiError> {
 }
 
 /// The App at that path, whoever's it is (never shown to a caller as such).
-pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, ApiError> {
+pub async fn find(client: &kube::Client, path: &AppPath) -> Result<Option<App>, ClusterError> {
     match api(client, &path.namespace())
         .get_opt(path.app.as_str())
         .await
@@ -173,7 +178,7 @@ pub async fn list(
     client: &kube::Client,
     org: &OrgName,
     environment: &EnvironmentPath,
-) -> Result<Vec<App>, ApiError> {
+) -> Result<Vec<App>, ClusterError> {
     let namespace = environment.namespace();
     let params = ListParams::default().labels(&format!("{LABEL_ORG}={org}"));
     let mut apps: Vec<App> = match super::list_decoded(client, Some(&namespace), &params).await {
@@ -188,7 +193,10 @@ pub async fn list(
 
 /// Every App of a namespace, whoever's (one list): what the controller
 /// renders there. None when the namespace is gone.
-pub async fn in_namespace(client: &kube::Client, namespace: &str) -> Result<Vec<App>, ApiError> {
+pub async fn in_namespace(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<Vec<App>, ClusterError> {
     match super::list_decoded(client, Some(namespace), &ListParams::default()).await {
         Ok(apps) => Ok(apps),
         Err(error) if is_not_found(&error) => Ok(Vec::new()),
@@ -205,19 +213,19 @@ pub fn take_visible(apps: &mut Vec<App>, org: &OrgName, path: &AppPath) -> Optio
     Some(apps.swap_remove(index))
 }
 
-pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+pub async fn create(client: &kube::Client, app: &App) -> Result<App, ClusterError> {
     let namespace = app.namespace().unwrap_or_default();
     match api(client, &namespace)
         .create(&PostParams::default(), app)
         .await
     {
         Ok(created) => Ok(created),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(format!(
+        Err(error) if is_conflict(&error) => Err(ClusterError::Conflict(format!(
             "an app named {} already exists in this environment",
             app.name_any()
         ))),
         // The namespace went away since it was looked at.
-        Err(error) if is_not_found(&error) => Err(ApiError::EnvironmentNotReady(
+        Err(error) if is_not_found(&error) => Err(ClusterError::EnvironmentNotReady(
             "the environment's namespace is not there (any more); try again in a few seconds"
                 .into(),
         )),
@@ -227,7 +235,7 @@ pub async fn create(client: &kube::Client, app: &App) -> Result<App, ApiError> {
 
 /// Replaces an App whose `resourceVersion` is the one read: a concurrent
 /// change that won is a conflict, and this one changes nothing.
-pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> {
+pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ClusterError> {
     let namespace = app.namespace().unwrap_or_default();
     match api(client, &namespace)
         .replace(&app.name_any(), &PostParams::default(), app)
@@ -242,7 +250,7 @@ pub async fn replace(client: &kube::Client, app: &App) -> Result<App, ApiError> 
 
 /// Deletes the App that was read (uid precondition); its workloads follow
 /// through their owner references.
-pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ApiError> {
+pub async fn delete(client: &kube::Client, app: &App) -> Result<(), ClusterError> {
     match api(client, &app.namespace().unwrap_or_default())
         .delete(&app.name_any(), &super::delete_only(app.uid()))
         .await
@@ -264,7 +272,7 @@ pub async fn pods(
     org: &OrgName,
     path: &AppPath,
     of: PodsOf<'_>,
-) -> Result<Vec<Pod>, ApiError> {
+) -> Result<Vec<Pod>, ClusterError> {
     let app = app_selector(org, path);
     let selector = match of {
         PodsOf::Processes => format!("{app},!{LABEL_RELEASE},!{LABEL_COMMAND}"),
@@ -285,7 +293,7 @@ pub enum PodsOf<'a> {
 
 /// Deletes the claims of the app's volumes: those labelled with its uid,
 /// each only if it is still that very claim. Answers how many there were.
-pub async fn delete_claims(client: &kube::Client, app: &App) -> Result<usize, ApiError> {
+pub async fn delete_claims(client: &kube::Client, app: &App) -> Result<usize, ClusterError> {
     let Some(uid) = app.uid() else {
         return Ok(0);
     };
@@ -307,7 +315,7 @@ pub async fn delete_left_claims(
     client: &kube::Client,
     org: &OrgName,
     path: &AppPath,
-) -> Result<usize, ApiError> {
+) -> Result<usize, ClusterError> {
     let namespace = path.namespace();
     let params = ListParams::default().labels(&format!(
         "{LABEL_MANAGED_BY}={MANAGER},{}",
@@ -344,7 +352,7 @@ async fn delete_each(
     client: &kube::Client,
     namespace: &str,
     mut found: Vec<PersistentVolumeClaim>,
-) -> Result<usize, ApiError> {
+) -> Result<usize, ClusterError> {
     found.retain(|claim| claim.metadata.deletion_timestamp.is_none());
     let api = claims(client, namespace);
     for claim in &found {

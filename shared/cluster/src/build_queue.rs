@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
+use crate::ClusterError;
 use crate::builds::{self as cluster_builds, Created};
 use crate::crd::{
     App, BUILDS_NAMESPACE, Build, BuildSpec, LABEL_APP, LABEL_APP_UID, LABEL_ENVIRONMENT,
     LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER, object_names,
 };
-use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::git::GitRef;
 
@@ -66,9 +66,13 @@ impl<'a> Asked<'a> {
 ///
 /// 409 when the app has no source to build. The caller has checked the
 /// app is the caller's and that it may build it.
-pub async fn start(client: &kube::Client, app: &App, asked: Asked<'_>) -> Result<Build, ApiError> {
+pub async fn start(
+    client: &kube::Client,
+    app: &App,
+    asked: Asked<'_>,
+) -> Result<Build, ClusterError> {
     let Some(mut source) = app.spec.config.source.clone() else {
-        return Err(ApiError::Conflict(format!(
+        return Err(ClusterError::Conflict(format!(
             "app {} has no git_repo to build: set one with updateApp",
             app.name_any()
         )));
@@ -133,7 +137,7 @@ pub async fn start(client: &kube::Client, app: &App, asked: Asked<'_>) -> Result
             Created::NameTaken => number += 1,
         }
     }
-    Err(ApiError::Conflict(
+    Err(ClusterError::Conflict(
         "other builds of this app were being made at the same time; try again".into(),
     ))
 }
@@ -142,18 +146,18 @@ pub async fn start(client: &kube::Client, app: &App, asked: Asked<'_>) -> Result
 /// over the Build as read: a build already finished, or whose image was
 /// pushed meanwhile (its revision is being written), is `409`. Returns the
 /// Build as written.
-pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Build, ApiError> {
+pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Build, ClusterError> {
     let mut build = build;
     for _ in 0..CANCEL_ATTEMPTS {
         if build.is_finished() {
-            return Err(ApiError::Conflict(format!(
+            return Err(ClusterError::Conflict(format!(
                 "build {} already finished ({}): there is nothing to cancel",
                 build.spec.number,
                 build.phase()
             )));
         }
         if build.is_built() {
-            return Err(ApiError::Conflict(format!(
+            return Err(ClusterError::Conflict(format!(
                 "build {} already finished building: its image is becoming the app's next \
                  revision; roll back to undo it",
                 build.spec.number
@@ -173,7 +177,7 @@ pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Bu
                 // Gone, or another build of that name: nothing of this one
                 // is left to cancel.
                 _ => {
-                    return Err(ApiError::Conflict(format!(
+                    return Err(ClusterError::Conflict(format!(
                         "build {} is gone: there is nothing to cancel",
                         build.spec.number
                     )));
@@ -181,16 +185,16 @@ pub async fn cancel(client: &kube::Client, build: Build, why: &str) -> Result<Bu
             },
         }
     }
-    Err(ApiError::Conflict(format!(
+    Err(ClusterError::Conflict(format!(
         "build {} kept changing meanwhile; try again",
         build.spec.number
     )))
 }
 
 /// The uid of an App read from the cluster (which always has one).
-pub fn uid_of(app: &App) -> Result<String, ApiError> {
+pub fn uid_of(app: &App) -> Result<String, ClusterError> {
     app.uid()
-        .ok_or_else(|| ApiError::Internal("an App read from the cluster has no uid".into()))
+        .ok_or_else(|| ClusterError::Broken("an App read from the cluster has no uid".into()))
 }
 
 /// Cancels the app's unfinished builds that `hook` started (its deletion
@@ -200,7 +204,7 @@ pub async fn cancel_of_hook(
     client: &kube::Client,
     app_uid: &str,
     hook: &str,
-) -> Result<usize, ApiError> {
+) -> Result<usize, ClusterError> {
     let mut cancelled = 0;
     for build in cluster_builds::of_app(client, app_uid).await? {
         if build.spec.hook.as_deref() != Some(hook) || build.is_finished() || build.is_built() {
@@ -209,7 +213,7 @@ pub async fn cancel_of_hook(
         match cancel(client, build, "its webhook was deleted").await {
             Ok(_) => cancelled += 1,
             // Finished or built meanwhile.
-            Err(ApiError::Conflict(_)) => {}
+            Err(ClusterError::Conflict(_)) => {}
             Err(error) => return Err(error),
         }
     }
@@ -217,7 +221,7 @@ pub async fn cancel_of_hook(
 }
 
 /// Deletes the oldest finished builds beyond [`BUILDS_KEPT`].
-async fn prune(client: &kube::Client, builds: Vec<Build>) -> Result<(), ApiError> {
+async fn prune(client: &kube::Client, builds: Vec<Build>) -> Result<(), ClusterError> {
     for build in beyond_kept(builds) {
         cluster_builds::delete(client, &build).await?;
     }

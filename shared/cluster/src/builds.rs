@@ -10,14 +10,14 @@ use kube::api::{Api, ListParams, PostParams};
 
 use super::crd::{BUILDS_NAMESPACE, Build, LABEL_APP_UID, LABEL_BUILD};
 use super::{is_conflict, is_not_found};
-use berth_domain::ApiError;
+use crate::ClusterError;
 
 fn api(client: &kube::Client) -> Api<Build> {
     Api::namespaced(client.clone(), BUILDS_NAMESPACE)
 }
 
-fn builds_namespace_missing() -> ApiError {
-    ApiError::ClusterMisconfigured {
+fn builds_namespace_missing() -> ClusterError {
+    ClusterError::Misconfigured {
         detail: format!(
             "the namespace {BUILDS_NAMESPACE} where builds run is not there: apply \
              infra/k8s (`kubectl apply -k infra/k8s`, docs/deploy.md; `berth-admin cluster \
@@ -28,7 +28,7 @@ fn builds_namespace_missing() -> ApiError {
 }
 
 /// The builds of the App with that uid, in no particular order.
-pub async fn of_app(client: &kube::Client, app_uid: &str) -> Result<Vec<Build>, ApiError> {
+pub async fn of_app(client: &kube::Client, app_uid: &str) -> Result<Vec<Build>, ClusterError> {
     let params = ListParams::default().labels(&format!("{LABEL_APP_UID}={app_uid}"));
     match super::list_decoded(client, Some(BUILDS_NAMESPACE), &params).await {
         Ok(builds) => Ok(builds),
@@ -38,7 +38,7 @@ pub async fn of_app(client: &kube::Client, app_uid: &str) -> Result<Vec<Build>, 
 }
 
 /// The Build of that name, if it is there.
-pub async fn get(client: &kube::Client, name: &str) -> Result<Option<Build>, ApiError> {
+pub async fn get(client: &kube::Client, name: &str) -> Result<Option<Build>, ClusterError> {
     match api(client).get_opt(name).await {
         Ok(found) => Ok(found),
         Err(error) if is_not_found(&error) => Ok(None),
@@ -53,7 +53,7 @@ pub enum Created {
     NameTaken,
 }
 
-pub async fn create(client: &kube::Client, build: &Build) -> Result<Created, ApiError> {
+pub async fn create(client: &kube::Client, build: &Build) -> Result<Created, ClusterError> {
     match api(client).create(&PostParams::default(), build).await {
         Ok(made) => Ok(Created::Made(Box::new(made))),
         Err(error) if is_conflict(&error) => Ok(Created::NameTaken),
@@ -65,7 +65,7 @@ pub async fn create(client: &kube::Client, build: &Build) -> Result<Created, Api
 /// Replaces the Build (its spec: the status is the controller's),
 /// conditioned on the version read; `None` when it changed or went
 /// meanwhile.
-pub async fn replace(client: &kube::Client, build: &Build) -> Result<Option<Build>, ApiError> {
+pub async fn replace(client: &kube::Client, build: &Build) -> Result<Option<Build>, ClusterError> {
     match api(client)
         .replace(&build.name_any(), &PostParams::default(), build)
         .await
@@ -79,7 +79,7 @@ pub async fn replace(client: &kube::Client, build: &Build) -> Result<Option<Buil
 /// Deletes that very Build (uid precondition): one gone or made again
 /// meanwhile is left alone. Its Job, pod and credential copy follow through
 /// their owner references.
-pub async fn delete(client: &kube::Client, build: &Build) -> Result<(), ApiError> {
+pub async fn delete(client: &kube::Client, build: &Build) -> Result<(), ClusterError> {
     match api(client)
         .delete(&build.name_any(), &super::delete_only(build.uid()))
         .await
@@ -92,7 +92,11 @@ pub async fn delete(client: &kube::Client, build: &Build) -> Result<(), ApiError
 
 /// The pods of a build (its Job's, labelled with the app's uid and the
 /// build's number), newest first.
-pub async fn pods(client: &kube::Client, app_uid: &str, number: i64) -> Result<Vec<Pod>, ApiError> {
+pub async fn pods(
+    client: &kube::Client,
+    app_uid: &str,
+    number: i64,
+) -> Result<Vec<Pod>, ClusterError> {
     let selector = format!("{LABEL_APP_UID}={app_uid},{LABEL_BUILD}={number}");
     super::pods_newest_first(client, BUILDS_NAMESPACE, &selector).await
 }

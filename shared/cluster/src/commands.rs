@@ -8,13 +8,13 @@ use kube::api::{Api, ListParams, PostParams};
 
 use super::crd::{App, Command};
 use super::{is_conflict, is_not_found, list_decoded};
-use berth_domain::ApiError;
+use crate::ClusterError;
 
 /// Every command of the namespace (of all its apps), ended ones included.
 pub async fn in_namespace(
     client: &kube::Client,
     namespace: &str,
-) -> Result<Vec<Command>, ApiError> {
+) -> Result<Vec<Command>, ClusterError> {
     match list_decoded::<Command>(client, Some(namespace), &ListParams::default()).await {
         Ok(commands) => Ok(commands),
         Err(error) if is_not_found(&error) => Ok(Vec::new()),
@@ -43,7 +43,7 @@ pub async fn get(
     client: &kube::Client,
     app: &App,
     name: &str,
-) -> Result<Option<Command>, ApiError> {
+) -> Result<Option<Command>, ClusterError> {
     let namespace = app.namespace().unwrap_or_default();
     let found = match Api::<Command>::namespaced(client.clone(), &namespace)
         .get_opt(name)
@@ -57,7 +57,10 @@ pub async fn get(
 }
 
 /// Makes the command; `None` if one of its name exists already.
-pub async fn create(client: &kube::Client, command: &Command) -> Result<Option<Command>, ApiError> {
+pub async fn create(
+    client: &kube::Client,
+    command: &Command,
+) -> Result<Option<Command>, ClusterError> {
     let namespace = command.namespace().unwrap_or_default();
     match Api::<Command>::namespaced(client.clone(), &namespace)
         .create(&PostParams::default(), command)

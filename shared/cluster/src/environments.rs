@@ -10,18 +10,25 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use super::crd::{Environment, LABEL_ORG, LABEL_PROJECT};
 use super::ownership::{self, NamespaceOwner};
 use super::{is_conflict, is_not_found, list_decoded, projects};
+use crate::ClusterError;
+use berth_domain::Missing;
 use berth_domain::names::{OrgName, ProjectName};
 use berth_domain::paths::EnvironmentPath;
-use berth_domain::{ApiError, Missing};
 
 /// The namespace of that name, whoever's it is.
-pub async fn namespace(client: &kube::Client, name: &str) -> Result<Option<Namespace>, ApiError> {
+pub async fn namespace(
+    client: &kube::Client,
+    name: &str,
+) -> Result<Option<Namespace>, ClusterError> {
     Ok(Api::<Namespace>::all(client.clone()).get_opt(name).await?)
 }
 
 /// The environment of that cluster name (`{project}-{environment}`),
 /// whoever's.
-pub async fn by_name(client: &kube::Client, name: &str) -> Result<Option<Environment>, ApiError> {
+pub async fn by_name(
+    client: &kube::Client,
+    name: &str,
+) -> Result<Option<Environment>, ClusterError> {
     Ok(Api::<Environment>::all(client.clone())
         .get_opt(name)
         .await?)
@@ -34,7 +41,7 @@ pub async fn get_visible(
     client: &kube::Client,
     org: &OrgName,
     path: &EnvironmentPath,
-) -> Result<Environment, ApiError> {
+) -> Result<Environment, ClusterError> {
     match Api::<Environment>::all(client.clone())
         .get_opt(&path.namespace())
         .await?
@@ -48,7 +55,7 @@ pub async fn get_visible(
         }
         _ => {
             projects::get_visible(client, org, &path.project).await?;
-            Err(path.missing())
+            Err(path.missing().into())
         }
     }
 }
@@ -57,7 +64,7 @@ pub async fn get_visible(
 pub async fn list_of_org(
     client: &kube::Client,
     org: &OrgName,
-) -> Result<Vec<Environment>, ApiError> {
+) -> Result<Vec<Environment>, ClusterError> {
     let environments: Vec<Environment> = list_decoded(client, None, &projects::of_org(org)).await?;
     Ok(environments
         .into_iter()
@@ -70,7 +77,7 @@ pub async fn list(
     client: &kube::Client,
     org: &OrgName,
     project: &ProjectName,
-) -> Result<Vec<Environment>, ApiError> {
+) -> Result<Vec<Environment>, ClusterError> {
     let params =
         ListParams::default().labels(&format!("{LABEL_PROJECT}={project},{LABEL_ORG}={org}"));
     let environments: Vec<Environment> = list_decoded(client, None, &params).await?;
@@ -85,7 +92,7 @@ pub async fn list(
 pub async fn of_project(
     client: &kube::Client,
     project: &ProjectName,
-) -> Result<Vec<Environment>, ApiError> {
+) -> Result<Vec<Environment>, ClusterError> {
     let params = ListParams::default().labels(&format!("{LABEL_PROJECT}={project}"));
     Ok(Api::<Environment>::all(client.clone())
         .list(&params)
@@ -97,7 +104,7 @@ pub async fn of_project(
 pub async fn create(
     client: &kube::Client,
     environment: &Environment,
-) -> Result<Option<Environment>, ApiError> {
+) -> Result<Option<Environment>, ClusterError> {
     match Api::<Environment>::all(client.clone())
         .create(&PostParams::default(), environment)
         .await
@@ -115,7 +122,7 @@ pub async fn schedule_purge(
     client: &kube::Client,
     found: &Environment,
     at: Option<String>,
-) -> Result<Option<Environment>, ApiError> {
+) -> Result<Option<Environment>, ClusterError> {
     let patch = serde_json::json!({
         "metadata": { "resourceVersion": found.resource_version() },
         "spec": { "deletionScheduledAt": at },
@@ -145,29 +152,29 @@ pub async fn schedule_purge(
 pub fn check_namespace(
     environment: &Environment,
     namespace: Option<&Namespace>,
-) -> Result<(), ApiError> {
+) -> Result<(), ClusterError> {
     let name = environment.name_any();
     let short = &environment.spec.name;
     let Some(namespace) = namespace else {
-        return Err(ApiError::EnvironmentNotReady(format!(
+        return Err(ClusterError::EnvironmentNotReady(format!(
             "environment {short} is still being provisioned: its namespace {name} does not \
              exist yet; try again in a few seconds"
         )));
     };
     match ownership::namespace_owner(namespace, environment) {
         NamespaceOwner::ThisEnvironment if namespace.metadata.deletion_timestamp.is_some() => {
-            Err(ApiError::EnvironmentNotReady(format!(
+            Err(ClusterError::EnvironmentNotReady(format!(
                 "the namespace {name} of environment {short} is being deleted and will be made \
                  again; try again in a few seconds"
             )))
         }
         NamespaceOwner::ThisEnvironment => Ok(()),
-        NamespaceOwner::EarlierEnvironment => Err(ApiError::EnvironmentNotReady(format!(
+        NamespaceOwner::EarlierEnvironment => Err(ClusterError::EnvironmentNotReady(format!(
             "the namespace {name} still belongs to an earlier environment of that name, which is \
              being removed; environment {short} gets it once it is gone; try again in a few \
              seconds"
         ))),
-        NamespaceOwner::Other => Err(ApiError::NamespaceTaken(format!(
+        NamespaceOwner::Other => Err(ClusterError::NamespaceTaken(format!(
             "the namespace {name} of environment {short} was not created by Berth for this \
              environment, so Berth writes nothing into it; delete the environment and create \
              one with another name"
@@ -183,7 +190,7 @@ pub async fn writable(
     client: &kube::Client,
     org: &OrgName,
     path: &EnvironmentPath,
-) -> Result<Environment, ApiError> {
+) -> Result<Environment, ClusterError> {
     let namespace_name = path.namespace();
     let (found, namespace) = tokio::join!(
         get_visible(client, org, path),
@@ -191,11 +198,11 @@ pub async fn writable(
     );
     let found = found?;
     if found.is_deleting() {
-        return Err(ApiError::EnvironmentDeleting);
+        return Err(ClusterError::EnvironmentDeleting);
     }
     check_namespace(&found, namespace?.as_ref())?;
     if !is_provisioned(&found) {
-        return Err(ApiError::EnvironmentNotReady(format!(
+        return Err(ClusterError::EnvironmentNotReady(format!(
             "environment {} is still being provisioned; try again in a few seconds",
             found.spec.name
         )));

@@ -10,11 +10,11 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::{conditions, wait::await_condition};
 
 use super::crd;
-use berth_domain::ApiError;
+use crate::ClusterError;
 
 /// Applies the CRDs (server-side apply, so re-running updates them) and waits
 /// until the API server serves them.
-pub async fn install_crds(client: &kube::Client) -> Result<Vec<String>, ApiError> {
+pub async fn install_crds(client: &kube::Client) -> Result<Vec<String>, ClusterError> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let params = PatchParams::apply(crd::MANAGER).force();
     let mut names = Vec::new();
@@ -28,9 +28,9 @@ pub async fn install_crds(client: &kube::Client) -> Result<Vec<String>, ApiError
         let established = await_condition(api.clone(), name, conditions::is_crd_established());
         match tokio::time::timeout(Duration::from_secs(30), established).await {
             Ok(Ok(_)) => {}
-            Ok(Err(error)) => return Err(ApiError::ClusterUnavailable(error.to_string())),
+            Ok(Err(error)) => return Err(ClusterError::Unavailable(error.to_string())),
             Err(_) => {
-                return Err(ApiError::ClusterUnavailable(format!(
+                return Err(ClusterError::Unavailable(format!(
                     "CRD {name} was not established within 30 s"
                 )));
             }
@@ -51,7 +51,7 @@ pub const ADMISSION_POLICY_NEEDED: &str = "Berth needs ValidatingAdmissionPolicy
 /// `admissionregistration.k8s.io/v1`, or `v1beta1` on 1.28 and 1.29 with
 /// the feature gate on): without it, nothing would hold Berth's identities
 /// to what Berth owns, so nothing is installed.
-pub async fn require_admission_policies(client: &kube::Client) -> Result<(), ApiError> {
+pub async fn require_admission_policies(client: &kube::Client) -> Result<(), ClusterError> {
     for version in [
         "admissionregistration.k8s.io/v1",
         "admissionregistration.k8s.io/v1beta1",
@@ -70,7 +70,7 @@ pub async fn require_admission_policies(client: &kube::Client) -> Result<(), Api
             Err(error) => return Err(error.into()),
         }
     }
-    Err(ApiError::ClusterMisconfigured {
+    Err(ClusterError::Misconfigured {
         detail: format!(
             "this cluster serves no ValidatingAdmissionPolicy. {ADMISSION_POLICY_NEEDED}"
         ),
@@ -93,7 +93,7 @@ pub const CONFINEMENT_PROBE_NAMESPACE: &str = "default";
 /// through means the policy is not in force (not installed, not bound, or
 /// the cluster does not enforce it), and the caller refuses to go on. The
 /// controller asks again every few minutes: a policy deleted later stops it.
-pub async fn require_confinement(client: &kube::Client) -> Result<(), ApiError> {
+pub async fn require_confinement(client: &kube::Client) -> Result<(), ClusterError> {
     use k8s_openapi::api::core::v1::Namespace;
     use kube::api::PostParams;
     let label = Api::<Namespace>::all(client.clone())
@@ -135,7 +135,7 @@ pub async fn require_confinement(client: &kube::Client) -> Result<(), ApiError> 
         match outcome {
             Err(error) if super::status_of(&error) == Some(403) => {}
             Ok(()) => {
-                return Err(ApiError::ClusterMisconfigured {
+                return Err(ClusterError::Misconfigured {
                     detail: format!(
                         "Berth's identity may {what} (a dry run was let through): the admission \
                          policy berth-owned-namespaces of infra/k8s is not in force. \

@@ -4,7 +4,10 @@
 //! reads and writes of each resource, one call to the cluster each; what
 //! they mean is the API's (`berth-api`), and the controller renders with
 //! them. Nothing here reaches DynamoDB: the API builds its client from the
-//! stored kubeconfig (`berth_api::access`).
+//! stored kubeconfig (`berth_api::access`). Every failure is a
+//! [`ClusterError`], in this layer's words (a `kube::Error` becomes one by
+//! cause through `?`); the API turns it into what the caller reads, the
+//! controller reads it as it is.
 
 pub mod apps;
 pub mod build_queue;
@@ -12,6 +15,7 @@ pub mod builds;
 pub mod commands;
 pub mod crd;
 pub mod environments;
+mod error;
 pub mod install;
 pub mod ownership;
 pub mod projects;
@@ -23,8 +27,7 @@ pub mod secrets;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 
-use berth_domain::ApiError;
-use berth_domain::error::{is_missing_resource_type, status_of};
+pub use error::{ClusterError, is_missing_resource_type, status_of};
 
 /// An object that is not there (not a missing resource type, which is a
 /// misconfiguration: see [`is_missing_resource_type`]).
@@ -87,7 +90,7 @@ pub async fn pods_newest_first(
     client: &kube::Client,
     namespace: &str,
     selector: &str,
-) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, ApiError> {
+) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, ClusterError> {
     use kube::ResourceExt;
     let params = kube::api::ListParams::default().labels(selector);
     let mut pods =
@@ -117,7 +120,7 @@ pub fn timestamp(time: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) ->
     time.0.to_string()
 }
 
-pub async fn cluster_version(client: &kube::Client) -> Result<String, ApiError> {
+pub async fn cluster_version(client: &kube::Client) -> Result<String, ClusterError> {
     Ok(client.apiserver_version().await?.git_version)
 }
 
@@ -140,40 +143,40 @@ mod tests {
         kube::Error::Api(Box::new(status))
     }
 
-    fn mapped(error: kube::Error) -> (u16, &'static str, String) {
-        let error = ApiError::from(error);
-        let problem = error.problem();
-        (
-            problem.status,
-            error.code(),
-            problem.detail.unwrap_or_default(),
-        )
+    /// Which kind of failure, and the misconfiguration's detail if any.
+    fn mapped(error: kube::Error) -> (&'static str, String) {
+        match ClusterError::from(error) {
+            ClusterError::Unavailable(_) => ("unavailable", String::new()),
+            ClusterError::Misconfigured { detail, .. } => ("misconfigured", detail),
+            ClusterError::Refused(_) => ("refused", String::new()),
+            ClusterError::Missing(_) => ("missing", String::new()),
+            ClusterError::Conflict(_) => ("conflict", String::new()),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]
     fn cluster_faults_are_mapped_by_cause() {
         for code in [429, 500, 503, 504] {
-            assert_eq!(
-                mapped(answered(code, None)).1,
-                "cluster_unavailable",
-                "{code}"
-            );
+            assert_eq!(mapped(answered(code, None)).0, "unavailable", "{code}");
         }
-        let (status, code, detail) = mapped(answered(403, None));
-        assert_eq!((status, code), (503, "cluster_unavailable"));
+        let (kind, detail) = mapped(answered(403, None));
+        assert_eq!(kind, "misconfigured");
         assert!(detail.contains("403 Forbidden") && detail.contains("api-rbac.yaml"));
-        let (_, _, detail) = mapped(answered(401, None));
+        let (_, detail) = mapped(answered(401, None));
         assert!(detail.contains("401"), "{detail}");
         // No route for the type: the CRDs are not installed.
         let missing_type = answered(404, None);
         assert!(!is_not_found(&missing_type));
-        let (status, _, detail) = mapped(missing_type);
-        assert_eq!(status, 503);
+        let (kind, detail) = mapped(missing_type);
+        assert_eq!(kind, "misconfigured");
         assert!(detail.contains("berth-admin cluster install"), "{detail}");
         // An object that is not there is still "not found".
         assert!(is_not_found(&answered(404, Some("shop"))));
+        assert_eq!(mapped(answered(404, Some("shop"))).0, "missing");
+        assert_eq!(mapped(answered(409, Some("shop"))).0, "conflict");
         // What the apiserver finds invalid in what Berth sent is a bug.
-        assert_eq!(mapped(answered(422, Some("shop"))).1, "internal");
-        assert_eq!(mapped(answered(400, None)).1, "internal");
+        assert_eq!(mapped(answered(422, Some("shop"))).0, "refused");
+        assert_eq!(mapped(answered(400, None)).0, "refused");
     }
 }

@@ -7,7 +7,7 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams, Preconditions};
 
 use super::crd::{LABEL_ORG, Project};
 use super::{is_conflict, is_not_found, list_decoded};
-use berth_domain::ApiError;
+use crate::ClusterError;
 use berth_domain::names::{OrgName, ProjectName};
 
 /// The label selector of an organization's objects.
@@ -16,7 +16,7 @@ pub fn of_org(org: &OrgName) -> ListParams {
 }
 
 /// The organization's projects (any order).
-pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<Project>, ApiError> {
+pub async fn list(client: &kube::Client, org: &OrgName) -> Result<Vec<Project>, ClusterError> {
     let projects: Vec<Project> = list_decoded(client, None, &of_org(org)).await?;
     Ok(projects
         .into_iter()
@@ -30,7 +30,7 @@ pub async fn get_visible(
     client: &kube::Client,
     org: &OrgName,
     name: &ProjectName,
-) -> Result<Project, ApiError> {
+) -> Result<Project, ClusterError> {
     match Api::<Project>::all(client.clone())
         .get_opt(name.as_str())
         .await?
@@ -42,7 +42,10 @@ pub async fn get_visible(
 
 /// Creates the project; `None` when its name is taken (by anyone: names are
 /// unique across the platform).
-pub async fn create(client: &kube::Client, project: &Project) -> Result<Option<Project>, ApiError> {
+pub async fn create(
+    client: &kube::Client,
+    project: &Project,
+) -> Result<Option<Project>, ClusterError> {
     match Api::<Project>::all(client.clone())
         .create(&PostParams::default(), project)
         .await
@@ -55,7 +58,7 @@ pub async fn create(client: &kube::Client, project: &Project) -> Result<Option<P
 
 /// Deletes the project that was read (uid precondition); one already gone
 /// is no failure.
-pub async fn delete(client: &kube::Client, project: &Project) -> Result<(), ApiError> {
+pub async fn delete(client: &kube::Client, project: &Project) -> Result<(), ClusterError> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: project.uid(),
@@ -69,7 +72,7 @@ pub async fn delete(client: &kube::Client, project: &Project) -> Result<(), ApiE
     {
         Ok(_) => Ok(()),
         Err(error) if is_not_found(&error) => Ok(()),
-        Err(error) if is_conflict(&error) => Err(ApiError::Conflict(
+        Err(error) if is_conflict(&error) => Err(ClusterError::Conflict(
             "the project was replaced meanwhile".into(),
         )),
         Err(error) => Err(error.into()),

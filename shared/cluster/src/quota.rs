@@ -5,7 +5,7 @@
 //! ResourceQuota, with its NetworkPolicy and Pod Security labels
 //! (`berth_controller::isolation`).
 
-use berth_domain::ApiError;
+use crate::ClusterError;
 use berth_domain::parts::Quota;
 use berth_domain::size::Quantity;
 
@@ -31,7 +31,7 @@ fn quantity(text: &str) -> Option<Quantity> {
 /// quantities, 1 to [`MAX_PODS`] pods, storage at most [`MAX_STORAGE`] and at
 /// most [`MAX_VOLUMES`] volumes (zero of either is an environment without
 /// volumes).
-pub fn check(quota: &Quota) -> Result<(), ApiError> {
+pub fn check(quota: &Quota) -> Result<(), ClusterError> {
     if let Some(cpu) = &quota.cpu {
         Quantity::parse_plain(cpu).map_err(|rule| rule.at("quota.cpu"))?;
     }
@@ -41,7 +41,7 @@ pub fn check(quota: &Quota) -> Result<(), ApiError> {
     if let Some(pods) = quota.pods
         && !(1..=MAX_PODS).contains(&pods)
     {
-        return Err(ApiError::ValidationFailed(format!(
+        return Err(ClusterError::Invalid(format!(
             "quota.pods: must be 1 to {MAX_PODS}"
         )));
     }
@@ -51,7 +51,7 @@ pub fn check(quota: &Quota) -> Result<(), ApiError> {
             _ => false,
         };
         if !within {
-            return Err(ApiError::ValidationFailed(format!(
+            return Err(ClusterError::Invalid(format!(
                 "quota.storage: must be a Kubernetes quantity from 0 to {MAX_STORAGE}, such as 500Gi"
             )));
         }
@@ -59,7 +59,7 @@ pub fn check(quota: &Quota) -> Result<(), ApiError> {
     if let Some(volumes) = quota.volumes
         && !(0..=MAX_VOLUMES).contains(&volumes)
     {
-        return Err(ApiError::ValidationFailed(format!(
+        return Err(ClusterError::Invalid(format!(
             "quota.volumes: must be 0 to {MAX_VOLUMES}"
         )));
     }

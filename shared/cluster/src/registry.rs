@@ -28,7 +28,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::crd::{BUILDS_NAMESPACE, LABEL_MANAGED_BY, MANAGER};
-use berth_domain::ApiError;
+use crate::ClusterError;
 use berth_domain::registry::app_path;
 
 /// Where Berth's own configuration lives.
@@ -196,7 +196,7 @@ pub enum Credentials<'a> {
 /// them (`kubectl apply -k`), not `berth-admin cluster install`, which
 /// installs only the CRDs. Asked before anything is written, so that a
 /// cluster without them is left as it was, and the table too.
-pub async fn check_namespaces(client: &kube::Client) -> Result<(), ApiError> {
+pub async fn check_namespaces(client: &kube::Client) -> Result<(), ClusterError> {
     let namespaces = Api::<Namespace>::all(client.clone());
     let mut missing = Vec::new();
     for name in [SYSTEM_NAMESPACE, BUILDS_NAMESPACE] {
@@ -207,7 +207,7 @@ pub async fn check_namespaces(client: &kube::Client) -> Result<(), ApiError> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(ApiError::ClusterMisconfigured {
+    Err(ClusterError::Misconfigured {
         detail: format!(
             "the cluster has no namespace {}: apply infra/k8s first (`kubectl apply -k \
              infra/k8s`, or your installation's kustomization, docs/deploy.md); `berth-admin \
@@ -226,7 +226,7 @@ pub async fn set(
     client: &kube::Client,
     registry: &Registry,
     credentials: Credentials<'_>,
-) -> Result<(), ApiError> {
+) -> Result<(), ClusterError> {
     let params = PatchParams::apply(MANAGER).force();
     let mode = match credentials {
         Credentials::Scoped => CredentialMode::Scoped,
@@ -289,7 +289,7 @@ pub async fn set(
 /// Deletes the shared credentials' Secrets (`berth-system` and the builds
 /// namespace): the last step of the upgrade to scoped credentials, once
 /// every environment has its own.
-pub async fn forget_shared(client: &kube::Client) -> Result<(), ApiError> {
+pub async fn forget_shared(client: &kube::Client) -> Result<(), ClusterError> {
     let builds = Api::<Secret>::namespaced(client.clone(), BUILDS_NAMESPACE);
     delete_if_there(&builds, PUSH_SECRET).await?;
     delete_if_there(&builds, PULL_SECRET).await?;
@@ -310,7 +310,7 @@ pub struct Status {
 
 /// The registry's settings and which environments have their own pull
 /// credential (its digest in their status).
-pub async fn status(client: &kube::Client) -> Result<Status, ApiError> {
+pub async fn status(client: &kube::Client) -> Result<Status, ClusterError> {
     let config = Api::<ConfigMap>::namespaced(client.clone(), SYSTEM_NAMESPACE)
         .get_opt(CONFIG_MAP)
         .await?;
@@ -337,7 +337,7 @@ pub async fn status(client: &kube::Client) -> Result<Status, ApiError> {
     })
 }
 
-async fn delete_if_there(api: &Api<Secret>, name: &str) -> Result<(), ApiError> {
+async fn delete_if_there(api: &Api<Secret>, name: &str) -> Result<(), ClusterError> {
     match api.delete(name, &Default::default()).await {
         Ok(_) => Ok(()),
         Err(error) if super::is_not_found(&error) => Ok(()),

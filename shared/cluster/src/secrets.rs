@@ -16,9 +16,10 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
 use super::crd::{LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG, LABEL_PROJECT, MANAGER};
 use super::{is_conflict, is_not_found};
+use crate::ClusterError;
+use berth_domain::Missing;
 use berth_domain::names::OrgName;
 use berth_domain::paths::{EnvironmentPath, SecretPath};
-use berth_domain::{ApiError, Missing};
 
 /// The only type Berth creates: arbitrary keys and values.
 pub const OPAQUE: &str = "Opaque";
@@ -49,7 +50,7 @@ pub fn is_managed(secret: &Secret, org: &OrgName, environment: &EnvironmentPath)
 }
 
 /// The secret of that name in the environment's namespace, whoever made it.
-pub async fn get(client: &kube::Client, path: &SecretPath) -> Result<Option<Secret>, ApiError> {
+pub async fn get(client: &kube::Client, path: &SecretPath) -> Result<Option<Secret>, ClusterError> {
     match api(client, &path.namespace())
         .get_opt(path.secret.as_str())
         .await
@@ -62,7 +63,7 @@ pub async fn get(client: &kube::Client, path: &SecretPath) -> Result<Option<Secr
 }
 
 /// Every secret of the namespace (Berth's or not), for checking references.
-pub async fn list_all(client: &kube::Client, namespace: &str) -> Result<Vec<Secret>, ApiError> {
+pub async fn list_all(client: &kube::Client, namespace: &str) -> Result<Vec<Secret>, ClusterError> {
     match api(client, namespace).list(&ListParams::default()).await {
         Ok(list) => Ok(list.items),
         Err(error) if is_not_found(&error) => Ok(Vec::new()),
@@ -76,7 +77,7 @@ pub async fn list_managed(
     client: &kube::Client,
     org: &OrgName,
     environment: &EnvironmentPath,
-) -> Result<Vec<Secret>, ApiError> {
+) -> Result<Vec<Secret>, ClusterError> {
     let namespace = environment.namespace();
     let params =
         ListParams::default().labels(&format!("{LABEL_MANAGED_BY}={MANAGER},{LABEL_ORG}={org}"));
@@ -103,9 +104,9 @@ pub async fn create(
     org: &OrgName,
     path: &SecretPath,
     values: BTreeMap<String, String>,
-) -> Result<Secret, ApiError> {
+) -> Result<Secret, ClusterError> {
     try_create(client, org, path, values).await?.ok_or_else(|| {
-        ApiError::Conflict(format!(
+        ClusterError::Conflict(format!(
             "the secret {} was created meanwhile; try again",
             path.secret
         ))
@@ -119,7 +120,7 @@ pub async fn try_create(
     org: &OrgName,
     path: &SecretPath,
     values: BTreeMap<String, String>,
-) -> Result<Option<Secret>, ApiError> {
+) -> Result<Option<Secret>, ClusterError> {
     let secret = Secret {
         metadata: ObjectMeta {
             name: Some(path.secret.to_string()),
@@ -138,7 +139,7 @@ pub async fn try_create(
         Ok(created) => Ok(Some(created)),
         Err(error) if is_conflict(&error) => Ok(None),
         // The controller has not made the namespace yet.
-        Err(error) if is_not_found(&error) => Err(ApiError::Conflict(
+        Err(error) if is_not_found(&error) => Err(ClusterError::Conflict(
             "the environment is still being provisioned; try again in a moment".into(),
         )),
         Err(error) => Err(error.into()),
@@ -152,7 +153,7 @@ pub async fn replace(
     client: &kube::Client,
     current: &Secret,
     values: BTreeMap<String, String>,
-) -> Result<Option<Secret>, ApiError> {
+) -> Result<Option<Secret>, ClusterError> {
     let mut next = Secret {
         metadata: current.metadata.clone(),
         type_: Some(OPAQUE.to_owned()),
@@ -172,15 +173,15 @@ pub async fn replace(
     }
 }
 
-fn changed_meanwhile(name: &str) -> ApiError {
-    ApiError::Conflict(format!(
+fn changed_meanwhile(name: &str) -> ClusterError {
+    ClusterError::Conflict(format!(
         "the secret {name} was changed or deleted meanwhile; read it again and retry"
     ))
 }
 
 /// Deletes the secret that was read (uid and resourceVersion preconditions,
 /// so never one that replaced it meanwhile).
-pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ApiError> {
+pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ClusterError> {
     let name = current.name_any();
     let params = DeleteParams {
         preconditions: Some(Preconditions {
@@ -198,7 +199,7 @@ pub async fn delete(client: &kube::Client, current: &Secret) -> Result<(), ApiEr
             // Only Berth's own secrets are deleted, and they carry their path.
             let labels = current.labels();
             let label = |key: &str| labels.get(key).cloned().unwrap_or_default();
-            Err(ApiError::NotFound(Missing::Secret {
+            Err(ClusterError::Missing(Missing::Secret {
                 project: label(LABEL_PROJECT),
                 environment: label(LABEL_ENVIRONMENT),
                 secret: name,

@@ -1,8 +1,9 @@
 //! Berth's values and the rules that need no I/O, the floor every other
 //! crate stands on: values parsed once at the API's edge (each type can
 //! only hold a valid value, so code past the edge never checks again), roles
-//! and operations, credentials' forms and digests, the one error type and
-//! its Problem Details, the process's settings and logging. The App model
+//! and operations, credentials' forms and digests, what the rules refuse
+//! (`error`: a value that breaks a rule, a thing that is not there; no
+//! HTTP, which is the API's). The App model
 //! (`app`) is built of these values; what a cluster resource may hold
 //! unparsed, because anyone with access to the cluster can edit it, is read
 //! as a `stored::Stored` value.
@@ -14,7 +15,6 @@
 pub mod app;
 pub mod certificate;
 pub mod clock;
-pub mod config;
 pub mod container_paths;
 pub mod credentials;
 pub mod error;
@@ -36,9 +36,8 @@ pub mod schedule;
 pub mod scope;
 pub mod size;
 pub mod stored;
-pub mod telemetry;
 
-pub use error::{ApiError, Missing};
+pub use error::{InvalidInput, Missing};
 pub use operation::Operation;
 pub use roles::{Ceiling, Permission, ProjectRole, Role};
 
@@ -95,10 +94,10 @@ impl Invalid {
         Self(rule.into())
     }
 
-    /// The API's error for this value in `field` (a JSON path such as
+    /// This value's refusal in `field` (a JSON path such as
     /// `processes[1].schedule`).
-    pub fn at(self, field: &str) -> ApiError {
-        ApiError::ValidationFailed(format!("{field}: {}", self.0))
+    pub fn at(self, field: &str) -> InvalidInput {
+        InvalidInput(format!("{field}: {}", self.0))
     }
 }
 

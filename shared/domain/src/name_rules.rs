@@ -1,6 +1,6 @@
 //! Name rules: display texts and reserved namespaces.
 
-use crate::ApiError;
+use crate::InvalidInput;
 
 /// What [`text`] asks beyond its length, as the description states it
 /// (ECMA-262's and Python's regular expressions alike): a character that
@@ -11,9 +11,9 @@ pub const NOT_BLANK: &str =
     r"[^\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
 
 /// Text of 1 to `max` characters that is not only white space.
-pub fn text(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+pub fn text(field: &str, value: &str, max: usize) -> Result<(), InvalidInput> {
     if value.trim().is_empty() || value.chars().count() > max {
-        return Err(ApiError::ValidationFailed(format!(
+        return Err(InvalidInput(format!(
             "{field}: must be 1 to {max} characters"
         )));
     }

@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 
 use super::ids::{RecordId, UserId};
 use super::names::{AppName, CommandName, EnvironmentName, ProjectName, SecretName, TemplateName};
-use crate::{ApiError, Missing};
+use crate::Missing;
 
 /// What every place inside an environment (its `project` and `environment`)
 /// has: its environment's path, and the namespace that is where it lives.
@@ -98,8 +98,8 @@ impl EnvironmentPath {
         format!("{}-{}", self.project, self.environment)
     }
 
-    pub fn missing(&self) -> ApiError {
-        Missing::environment(self.project.as_str(), self.environment.as_str()).into()
+    pub fn missing(&self) -> Missing {
+        Missing::environment(self.project.as_str(), self.environment.as_str())
     }
 }
 
@@ -140,12 +140,12 @@ impl AppPath {
         format!("{}/{}/{}", self.project, self.environment, self.app)
     }
 
-    pub fn missing(&self) -> ApiError {
-        ApiError::NotFound(Missing::App {
+    pub fn missing(&self) -> Missing {
+        Missing::App {
             project: self.project.to_string(),
             environment: self.environment.to_string(),
             app: self.app.to_string(),
-        })
+        }
     }
 }
 
@@ -199,13 +199,13 @@ impl CommandPath {
         }
     }
 
-    pub fn missing(&self) -> ApiError {
-        ApiError::NotFound(Missing::Command {
+    pub fn missing(&self) -> Missing {
+        Missing::Command {
             project: self.project.to_string(),
             environment: self.environment.to_string(),
             app: self.app.to_string(),
             command: self.command.to_string(),
-        })
+        }
     }
 }
 
@@ -233,12 +233,12 @@ impl SecretPath {
         }
     }
 
-    pub fn missing(&self) -> ApiError {
-        ApiError::NotFound(Missing::Secret {
+    pub fn missing(&self) -> Missing {
+        Missing::Secret {
             project: self.project.to_string(),
             environment: self.environment.to_string(),
             secret: self.secret.to_string(),
-        })
+        }
     }
 }
 

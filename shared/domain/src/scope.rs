@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ApiError;
+use crate::InvalidInput;
 use crate::names::{EnvironmentName, ProjectName};
 
 /// One project of a token's scope. Entries add up: a project named twice
@@ -58,15 +58,15 @@ pub fn reach(scope: &[ScopeEntry], project: &str, environment: Option<&str>) -> 
 
 /// A scope as a body gives it: at least one project, and an environment
 /// list, when given, not empty (the description states both).
-pub fn validate(scope: &[ScopeEntry]) -> Result<(), ApiError> {
+pub fn validate(scope: &[ScopeEntry]) -> Result<(), InvalidInput> {
     if scope.is_empty() {
-        return Err(ApiError::ValidationFailed(
+        return Err(InvalidInput(
             "scope: must name at least one project (omit it for every project)".into(),
         ));
     }
     for (index, entry) in scope.iter().enumerate() {
         if entry.environments.as_ref().is_some_and(Vec::is_empty) {
-            return Err(ApiError::ValidationFailed(format!(
+            return Err(InvalidInput(format!(
                 "scope[{index}].environments: must name at least one environment \
                  (omit it for every environment)"
             )));

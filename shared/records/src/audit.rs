@@ -164,40 +164,37 @@ pub struct PageRequest {
 
 impl PageQuery {
     /// The page's size, where it starts and its filter, or why they cannot be.
-    pub fn checked(&self) -> Result<PageRequest, berth_domain::ApiError> {
+    pub fn checked(&self) -> Result<PageRequest, InvalidPageQuery> {
         let limit = self.limit.unwrap_or(DEFAULT_PAGE);
         if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(berth_domain::ApiError::InvalidRequest(format!(
-                "limit: must be 1 to {MAX_PAGE}"
-            )));
+            return Err(InvalidPageQuery(format!("limit: must be 1 to {MAX_PAGE}")));
         }
         if self
             .before
             .is_some_and(|before| i64::try_from(before).is_err())
         {
-            return Err(berth_domain::ApiError::InvalidRequest(format!(
+            return Err(InvalidPageQuery(format!(
                 "before: must be 0 to {}",
                 i64::MAX
             )));
         }
-        let invalid = |why: String| berth_domain::ApiError::InvalidRequest(why);
         let filter = AuditFilter {
             actor: (self.actor.as_deref())
                 .map(ActorFilter::parse)
                 .transpose()
-                .map_err(invalid)?,
+                .map_err(InvalidPageQuery)?,
             action: (self.action.as_deref())
                 .map(ActionFilter::parse)
                 .transpose()
-                .map_err(invalid)?,
+                .map_err(InvalidPageQuery)?,
             target: (self.target.as_deref())
                 .map(TargetFilter::parse)
                 .transpose()
-                .map_err(invalid)?,
+                .map_err(InvalidPageQuery)?,
             target_kind: (self.target_kind.as_deref())
                 .map(TargetKindFilter::parse)
                 .transpose()
-                .map_err(invalid)?,
+                .map_err(InvalidPageQuery)?,
         };
         Ok(PageRequest {
             limit,
@@ -206,6 +203,19 @@ impl PageQuery {
         })
     }
 }
+
+/// Why a page's query cannot be served, naming the parameter (the API
+/// answers `invalid_request`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidPageQuery(pub String);
+
+impl std::fmt::Display for InvalidPageQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidPageQuery {}
 
 /// Which events of a log a page shows: those matching every filter given
 /// (none: every event).

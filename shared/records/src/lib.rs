@@ -14,6 +14,7 @@
 //! - [`auth`], [`tokens`], [`members`], [`audit`]: signing in and the
 //!   caller's Identity, tokens, members and the audit log's events, their
 //!   bodies and records (`berth-store` makes the records from its items);
+//! - [`problem`]: the body of every error, Problem Details;
 //! - [`object`]: the serde helpers that read a body's nested objects as
 //!   JSON objects only.
 
@@ -30,6 +31,7 @@ pub mod environments;
 pub mod health;
 pub mod members;
 pub mod object;
+pub mod problem;
 pub mod projects;
 pub mod secrets;
 pub mod templates;

@@ -7,7 +7,7 @@
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 use crate::{Store, keys, to_item, tx_put};
 
@@ -51,7 +51,7 @@ impl AppEntry {
     }
 
     /// Its put, for the transaction of the app's write.
-    pub(crate) fn put(&self, store: &Store) -> Result<TransactWriteItem, ApiError> {
+    pub(crate) fn put(&self, store: &Store) -> Result<TransactWriteItem, StoreError> {
         tx_put(
             Put::builder()
                 .table_name(store.table())
@@ -62,6 +62,6 @@ impl AppEntry {
 
 /// The entries of every app an environment's namespace has held (and whose
 /// leftovers are still there), read consistently.
-pub async fn in_environment(store: &Store, namespace: &str) -> Result<Vec<AppEntry>, ApiError> {
+pub async fn in_environment(store: &Store, namespace: &str) -> Result<Vec<AppEntry>, StoreError> {
     store.partition_as(keys::environment_apps(namespace)).await
 }

@@ -19,8 +19,9 @@ use aws_sdk_dynamodb::types::ReturnValue;
 use serde::{Deserialize, Serialize};
 
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_records::audit::{ActorKind, AuditEvent, AuditFilter, AuditPage, Outcome, PageRequest};
 
 pub use berth_records::audit::{DEFAULT_PAGE, MAX_PAGE};
@@ -40,7 +41,7 @@ pub const ROUND_TRIPS_PER_EVENT: usize = 2;
 /// One round trip that changes nothing (a batch read of the system
 /// partition's counter): what makes up, round trip for round trip, an
 /// event that is not stored, where one might have been.
-pub async fn padding_read(store: &Store) -> Result<(), ApiError> {
+pub async fn padding_read(store: &Store) -> Result<(), StoreError> {
     let counter = store::key(keys::audit(keys::SYSTEM_ORG), keys::AUDIT_COUNTER_SK);
     store.get_many(vec![counter]).await.map(drop)
 }
@@ -155,7 +156,7 @@ impl AuditLog {
         }
     }
 
-    async fn take_seq(&self, org: &str) -> Result<u64, ApiError> {
+    async fn take_seq(&self, org: &str) -> Result<u64, StoreError> {
         let updated = self
             .store
             .client()
@@ -173,12 +174,12 @@ impl AuditLog {
             .and_then(|item| item.get("seq"))
             .and_then(|seq| seq.as_n().ok())
             .and_then(|seq| seq.parse().ok())
-            .ok_or_else(|| ApiError::Internal(format!("the audit counter of {org} has no seq")))
+            .ok_or_else(|| StoreError::Broken(format!("the audit counter of {org} has no seq")))
     }
 
     /// Stores an event under its `seq`; `false` if that `seq` was already
     /// stored (by an earlier attempt whose answer was lost, or a replay).
-    async fn store_event(&self, org: &str, event: &AuditEvent) -> Result<bool, ApiError> {
+    async fn store_event(&self, org: &str, event: &AuditEvent) -> Result<bool, StoreError> {
         let sk = keys::audit_event_sk(event.seq);
         let item = EventItem {
             pk: keys::audit(org),
@@ -208,7 +209,7 @@ impl AuditLog {
         org: &str,
         seq: Option<u64>,
         event: AuditEvent,
-        error: &ApiError,
+        error: &StoreError,
     ) -> Recorded {
         let fallback = FallbackEvent {
             org: org.to_owned(),
@@ -217,7 +218,7 @@ impl AuditLog {
         };
         let json = serde_json::to_string(&fallback).unwrap_or_default();
         let line = format!("{FALLBACK_MARKER} {json}");
-        tracing::error!(cause = %error.cause(), "an audit event could not be stored: logged for replay");
+        tracing::error!(cause = %error, "an audit event could not be stored: logged for replay");
         // The line alone, so that its JSON ends the line whatever the format.
         tracing::error!("{line}");
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
@@ -230,7 +231,7 @@ impl AuditLog {
         Recorded::LoggedForReplay(line)
     }
 
-    async fn count_fallbacks(&self, by: i64) -> Result<(), ApiError> {
+    async fn count_fallbacks(&self, by: i64) -> Result<(), StoreError> {
         self.store
             .client()
             .update_item()
@@ -248,7 +249,7 @@ impl AuditLog {
     /// are ignored); returns how many were stored. Replaying twice stores
     /// nothing twice: an event keeps its `seq`, and one logged without a `seq`
     /// is recognized by its id.
-    pub async fn replay(&self, log: &str) -> Result<usize, ApiError> {
+    pub async fn replay(&self, log: &str) -> Result<usize, StoreError> {
         let mut stored = 0;
         for fallback in log.lines().filter_map(parse_fallback_line) {
             let FallbackEvent {
@@ -271,7 +272,7 @@ impl AuditLog {
         Ok(stored)
     }
 
-    async fn holds_event_id(&self, org: &str, id: &str) -> Result<bool, ApiError> {
+    async fn holds_event_id(&self, org: &str, id: &str) -> Result<bool, StoreError> {
         let query = self
             .store
             .client()
@@ -291,7 +292,7 @@ impl AuditLog {
         org: &str,
         limit: u32,
         before: Option<u64>,
-    ) -> Result<AuditPage, ApiError> {
+    ) -> Result<AuditPage, StoreError> {
         self.filtered_page(org, limit, before, &AuditFilter::default())
             .await
     }
@@ -316,7 +317,7 @@ impl AuditLog {
         limit: u32,
         before: Option<u64>,
         filter: &AuditFilter,
-    ) -> Result<AuditPage, ApiError> {
+    ) -> Result<AuditPage, StoreError> {
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let Some(query) = self.newest_first(None, keys::audit(org), before) else {
             return Ok(AuditPage::empty());
@@ -370,7 +371,7 @@ impl AuditLog {
         project: &str,
         since: i64,
         request: &PageRequest,
-    ) -> Result<AuditPage, ApiError> {
+    ) -> Result<AuditPage, StoreError> {
         let (limit, before, filter) = (request.limit, request.before, &request.filter);
         let limit = limit.clamp(1, MAX_PAGE) as usize;
         let partition = keys::audit_of_project(org, project);
@@ -631,15 +632,11 @@ fn event_of(call: &Call, seq: u64) -> AuditEvent {
 }
 
 async fn within_budget<T>(
-    step: impl std::future::Future<Output = Result<T, ApiError>>,
-) -> Result<T, ApiError> {
+    step: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
     tokio::time::timeout(STEP_BUDGET, step)
         .await
-        .unwrap_or_else(|_| {
-            Err(ApiError::StorageUnavailable(
-                "the audit write timed out".into(),
-            ))
-        })
+        .unwrap_or_else(|_| Err(StoreError::Unavailable("the audit write timed out".into())))
 }
 
 /// The event of one `audit_fallback` line, as `tracing` wrote it: plain text
@@ -662,7 +659,7 @@ pub fn parse_fallback_line(line: &str) -> Option<FallbackEvent> {
 /// How many audit events wait in the logs for replay (`berth-admin audit
 /// replay`), read consistently: the health report's check of DynamoDB and
 /// of the audit log, in one read.
-pub async fn waiting_for_replay(store: &Store) -> Result<i64, ApiError> {
+pub async fn waiting_for_replay(store: &Store) -> Result<i64, StoreError> {
     let item = store
         .get(store::key(keys::HEALTH.into(), keys::HEALTH))
         .await?;

@@ -9,8 +9,8 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Update};
 use serde::{Deserialize, Serialize};
 
+use crate::StoreError;
 use crate::{Item, Store, keys};
-use berth_domain::ApiError;
 use berth_domain::clock;
 use berth_domain::credentials;
 use berth_domain::ids::RecordId;
@@ -61,7 +61,7 @@ pub(crate) fn hook_key(hook_id: &str) -> Item {
 }
 
 /// The app's pointer to its hook, if it has one.
-pub async fn pointer(store: &Store, history: &str) -> Result<Option<PointerItem>, ApiError> {
+pub async fn pointer(store: &Store, history: &str) -> Result<Option<PointerItem>, StoreError> {
     store.get_as(pointer_key(history)).await
 }
 
@@ -71,7 +71,7 @@ pub async fn pointer(store: &Store, history: &str) -> Result<Option<PointerItem>
 pub async fn create(
     store: &Store,
     app: &HookedApp,
-) -> Result<(HookItem, Option<String>), ApiError> {
+) -> Result<(HookItem, Option<String>), StoreError> {
     // A replacement racing another is tried again on what the other left.
     for _ in 0..3 {
         let previous = pointer(store, &app.history).await?;
@@ -132,14 +132,14 @@ pub async fn create(
             Err(error) => return Err(crate::transaction_failure(error)),
         }
     }
-    Err(ApiError::Conflict(
+    Err(StoreError::Conflict(
         "the app's webhook kept changing meanwhile; try again".into(),
     ))
 }
 
 /// Deletes the app's hook; the id of the hook deleted, `None` if it had
 /// none.
-pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiError> {
+pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, StoreError> {
     let Some(current) = pointer(store, history).await? else {
         return Ok(None);
     };
@@ -163,7 +163,7 @@ pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiE
         // Replaced or deleted meanwhile: what is there now is not the hook
         // this call found, and a replacement is the newer wish.
         Err(error) if crate::cancelled_conditions(&error).is_some_and(|c| c.contains(&true)) => {
-            Err(ApiError::Conflict(
+            Err(StoreError::Conflict(
                 "the app's webhook changed meanwhile; try again".into(),
             ))
         }
@@ -174,7 +174,10 @@ pub async fn delete(store: &Store, history: &str) -> Result<Option<String>, ApiE
 /// The hook of a receiver URL (`None`: its id did not parse). Every id
 /// costs one read, a malformed one too (of a key no hook has), so that no
 /// answer's timing tells ids apart.
-pub async fn find(store: &Store, hook_id: Option<&RecordId>) -> Result<Option<HookItem>, ApiError> {
+pub async fn find(
+    store: &Store,
+    hook_id: Option<&RecordId>,
+) -> Result<Option<HookItem>, StoreError> {
     let key = hook_key(hook_id.map_or("-", RecordId::as_str));
     let found: Option<HookItem> = store.get_as(key).await?;
     Ok(found.filter(|_| hook_id.is_some()))
@@ -219,7 +222,7 @@ pub async fn record_delivery(
     hook_id: &str,
     delivery_id: Option<&str>,
     body: &[u8],
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     let (keys, payload) = delivery_keys(hook_id, delivery_id, body);
     let writes = keys
         .into_iter()
@@ -287,13 +290,13 @@ pub async fn delivery_start_failed(
         Err(error) => Err(error),
     };
     if let Err(error) = outcome {
-        tracing::warn!(error = %error.cause(),
+        tracing::warn!(error = %error,
             "marking a webhook delivery whose build failed to start (its retry will be ignored)");
     }
 }
 
 /// The keys of the hook's delivery records (its item itself left out).
-async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, ApiError> {
+async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, StoreError> {
     let found = crate::query_all(
         store
             .client()
@@ -312,7 +315,7 @@ async fn delivery_records(store: &Store, hook_id: &str) -> Result<Vec<Item>, Api
 }
 
 /// Deletes the hook's delivery records. Not atomic: an error may leave some.
-pub async fn delete_deliveries(store: &Store, hook_id: &str) -> Result<(), ApiError> {
+pub async fn delete_deliveries(store: &Store, hook_id: &str) -> Result<(), StoreError> {
     store
         .delete_batch(delivery_records(store, hook_id).await?)
         .await
@@ -324,7 +327,7 @@ pub async fn delete_deliveries(store: &Store, hook_id: &str) -> Result<(), ApiEr
 /// record left behind is as harmless.
 pub async fn forget_deliveries(store: &Store, hook_id: &str) {
     if let Err(error) = delete_deliveries(store, hook_id).await {
-        tracing::warn!(error = %error.cause(), "the delivery records of a deleted webhook were left behind");
+        tracing::warn!(error = %error, "the delivery records of a deleted webhook were left behind");
     }
 }
 

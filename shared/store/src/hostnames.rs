@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 use berth_domain::names::{AppName, EnvironmentName, ProjectName};
 use berth_domain::paths::AppPath;
 
@@ -125,7 +125,7 @@ fn host_key(hostname: &str) -> Item {
 }
 
 impl HostItem {
-    fn parse(item: Item) -> Result<Self, ApiError> {
+    fn parse(item: Item) -> Result<Self, StoreError> {
         let hostname = (item.get("hostname").and_then(|v| v.as_s().ok()))
             .cloned()
             .unwrap_or_else(|| {
@@ -165,7 +165,7 @@ impl HostItem {
 }
 
 /// The item of `hostname`, read consistently, if it exists.
-pub async fn read(store: &Store, hostname: &str) -> Result<Option<HostItem>, ApiError> {
+pub async fn read(store: &Store, hostname: &str) -> Result<Option<HostItem>, StoreError> {
     store
         .get(host_key(hostname))
         .await?
@@ -177,7 +177,7 @@ pub async fn read(store: &Store, hostname: &str) -> Result<Option<HostItem>, Api
 pub async fn read_many(
     store: &Store,
     hostnames: impl IntoIterator<Item = &str>,
-) -> Result<Vec<HostItem>, ApiError> {
+) -> Result<Vec<HostItem>, StoreError> {
     let keys: Vec<Item> = hostnames
         .into_iter()
         .collect::<BTreeSet<_>>()
@@ -196,7 +196,7 @@ pub async fn read_many(
 
 /// Every claimed or owned hostname's item (from index `gsi1`: eventually
 /// consistent).
-pub async fn all_claimed(store: &Store) -> Result<Vec<HostItem>, ApiError> {
+pub async fn all_claimed(store: &Store) -> Result<Vec<HostItem>, StoreError> {
     crate::index_partition(store, keys::DOMAINS_INDEX.to_owned())
         .await?
         .into_iter()
@@ -219,7 +219,7 @@ pub struct ClaimWrite {
 }
 
 impl ClaimWrite {
-    pub(crate) fn write(&self, store: &Store) -> Result<TransactWriteItem, ApiError> {
+    pub(crate) fn write(&self, store: &Store) -> Result<TransactWriteItem, StoreError> {
         let Self {
             hostname,
             claim,
@@ -263,7 +263,7 @@ impl ClaimWrite {
 }
 
 /// The item a refused claim write found, when DynamoDB returned it.
-pub(crate) fn refused_item(item: Option<&Item>) -> Result<Option<HostItem>, ApiError> {
+pub(crate) fn refused_item(item: Option<&Item>) -> Result<Option<HostItem>, StoreError> {
     item.cloned().map(HostItem::parse).transpose()
 }
 
@@ -275,7 +275,7 @@ pub async fn adopt_legacy(
     hostname: &str,
     claim: &Claim,
     owner: &Owner,
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     let mut update = store
         .client()
         .update_item()
@@ -325,7 +325,7 @@ pub async fn adopt_legacy(
 pub async fn legacy_page(
     store: &Store,
     after: Option<ScanCursor>,
-) -> Result<(Vec<String>, Option<ScanCursor>), ApiError> {
+) -> Result<(Vec<String>, Option<ScanCursor>), StoreError> {
     let page = store
         .client()
         .scan()
@@ -348,12 +348,12 @@ pub async fn legacy_page(
 pub struct ScanCursor(Item);
 
 /// Whether the claims from before were all adopted (a marker item says so).
-pub async fn legacy_adopted(store: &Store) -> Result<bool, ApiError> {
+pub async fn legacy_adopted(store: &Store) -> Result<bool, StoreError> {
     Ok(store.get(legacy_marker()).await?.is_some())
 }
 
 /// Says that every claim from before was adopted.
-pub async fn mark_legacy_adopted(store: &Store) -> Result<(), ApiError> {
+pub async fn mark_legacy_adopted(store: &Store) -> Result<(), StoreError> {
     store.put(legacy_marker()).await
 }
 
@@ -371,7 +371,7 @@ pub async fn release_claims(
     history: &str,
     committed: Option<i64>,
     hostnames: &[String],
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let distinct: Vec<&String> = hostnames
         .iter()
         .collect::<BTreeSet<_>>()
@@ -448,7 +448,7 @@ pub async fn change_owner(
     store: &Store,
     hostname: &str,
     change: &OwnerChange,
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     let update = store
         .client()
         .update_item()
@@ -496,7 +496,7 @@ pub async fn own_unless_another(
     store: &Store,
     hostname: &str,
     owner: &Owner,
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     let written = store
         .client()
         .update_item()
@@ -526,7 +526,7 @@ pub async fn own_unless_another(
 }
 
 /// `org`'s challenge for `hostname`, made now if it has none.
-pub async fn make_challenge(store: &Store, hostname: &str, org: &str) -> Result<String, ApiError> {
+pub async fn make_challenge(store: &Store, hostname: &str, org: &str) -> Result<String, StoreError> {
     let attribute = challenge_attribute(org);
     let written = store
         .client()
@@ -549,5 +549,5 @@ pub async fn make_challenge(store: &Store, hostname: &str, org: &str) -> Result<
         .attributes
         .and_then(|mut attributes| attributes.remove(&attribute))
         .and_then(|value| value.as_s().ok().cloned())
-        .ok_or_else(|| ApiError::Internal("a challenge was written and not returned".into()))
+        .ok_or_else(|| StoreError::Broken("a challenge was written and not returned".into()))
 }

@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::ReturnValue;
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 use crate::{Item, Store, key as item_key, keys, to_item};
 
@@ -29,7 +29,7 @@ pub async fn put(
     kubeconfig: String,
     context: Option<String>,
     updated_at: i64,
-) -> Result<StoredKubeconfig, ApiError> {
+) -> Result<StoredKubeconfig, StoreError> {
     let item = StoredKubeconfig {
         pk: keys::CLUSTER_PK.to_owned(),
         sk: keys::KUBECONFIG_SK.to_owned(),
@@ -41,12 +41,12 @@ pub async fn put(
     Ok(item)
 }
 
-pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, ApiError> {
+pub async fn load(store: &Store) -> Result<Option<StoredKubeconfig>, StoreError> {
     store.get_as(key()).await
 }
 
 /// Removes the stored kubeconfig; true when there was one.
-pub async fn clear(store: &Store) -> Result<bool, ApiError> {
+pub async fn clear(store: &Store) -> Result<bool, StoreError> {
     let output = store
         .client()
         .delete_item()

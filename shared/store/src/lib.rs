@@ -8,12 +8,16 @@
 //! - [`keys`]: how each kind of item is addressed.
 //! - [`round_trips`]: an SDK interceptor that counts requests (benchmarks, tests).
 //!
-//! Storage failures become [`ApiError::StorageUnavailable`] through `?`; call
-//! sites that expect a condition to fail look at the error first.
+//! Every failure is a [`StoreError`], in the store's own words: DynamoDB's
+//! errors become one through `?` (by cause: [`StoreError::Unavailable`] for
+//! what a retry may cure); call sites that expect a condition to fail look
+//! at the error first and say what it means. The HTTP layer turns a
+//! `StoreError` into what the caller reads.
 
 pub mod app_entries;
 pub mod audit;
 pub mod endpoint;
+mod error;
 pub mod hooks;
 pub mod hostnames;
 pub mod identity;
@@ -25,6 +29,8 @@ pub mod registry_settings;
 pub mod releases;
 pub mod round_trips;
 pub mod schema;
+
+pub use error::StoreError;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,8 +49,6 @@ use aws_sdk_dynamodb::types::builders::{
 use aws_sdk_dynamodb::types::{AttributeValue, CancellationReason, TransactWriteItem};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-use berth_domain::ApiError;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 
@@ -87,23 +91,23 @@ pub(crate) fn sort_key(item: &Item) -> &str {
         .map_or("", String::as_str)
 }
 
-pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, ApiError> {
-    serde_dynamo::to_item(value).map_err(|e| ApiError::Internal(format!("encoding an item: {e}")))
+pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, StoreError> {
+    serde_dynamo::to_item(value).map_err(|e| StoreError::Malformed(format!("encoding an item: {e}")))
 }
 
-pub(crate) fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, ApiError> {
-    serde_dynamo::from_item(item).map_err(|e| ApiError::Internal(format!("decoding an item: {e}")))
+pub(crate) fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
+    serde_dynamo::from_item(item).map_err(|e| StoreError::Malformed(format!("decoding an item: {e}")))
 }
 
 /// One value of an item (a map attribute, for a struct).
-pub(crate) fn to_attribute<T: Serialize>(value: &T) -> Result<AttributeValue, ApiError> {
+pub(crate) fn to_attribute<T: Serialize>(value: &T) -> Result<AttributeValue, StoreError> {
     serde_dynamo::to_attribute_value(value)
-        .map_err(|e| ApiError::Internal(format!("encoding an attribute: {e}")))
+        .map_err(|e| StoreError::Malformed(format!("encoding an attribute: {e}")))
 }
 
-pub(crate) fn from_attribute<T: DeserializeOwned>(value: AttributeValue) -> Result<T, ApiError> {
+pub(crate) fn from_attribute<T: DeserializeOwned>(value: AttributeValue) -> Result<T, StoreError> {
     serde_dynamo::from_attribute_value(value)
-        .map_err(|e| ApiError::Internal(format!("decoding an attribute: {e}")))
+        .map_err(|e| StoreError::Malformed(format!("decoding an attribute: {e}")))
 }
 
 pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
@@ -154,43 +158,43 @@ pub(crate) fn cancelled_conditions<R>(
 /// on the same items won (409), or the store failed (503).
 pub(crate) fn transaction_failure(
     error: SdkError<TransactWriteItemsError, HttpResponse>,
-) -> ApiError {
+) -> StoreError {
     let conflicted = cancellation_reasons(&error).is_some_and(|reasons| {
         reasons
             .iter()
             .any(|r| r.code() == Some("TransactionConflict"))
     });
     if conflicted {
-        ApiError::Conflict("a concurrent change won; try again".into())
+        StoreError::Conflict("a concurrent change won; try again".into())
     } else {
         error.into()
     }
 }
 
-fn built<T>(result: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, ApiError> {
-    result.map_err(|e| ApiError::Internal(format!("building a request: {e}")))
+fn built<T>(result: Result<T, aws_sdk_dynamodb::error::BuildError>) -> Result<T, StoreError> {
+    result.map_err(|e| StoreError::Broken(format!("building a request: {e}")))
 }
 
 /// One item of a `TransactWriteItems` call, from its builder.
-pub(crate) fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_put(put: PutBuilder) -> Result<TransactWriteItem, StoreError> {
     Ok(TransactWriteItem::builder()
         .put(built(put.build())?)
         .build())
 }
 
-pub(crate) fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_update(update: UpdateBuilder) -> Result<TransactWriteItem, StoreError> {
     Ok(TransactWriteItem::builder()
         .update(built(update.build())?)
         .build())
 }
 
-pub(crate) fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_delete(delete: DeleteBuilder) -> Result<TransactWriteItem, StoreError> {
     Ok(TransactWriteItem::builder()
         .delete(built(delete.build())?)
         .build())
 }
 
-pub(crate) fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, ApiError> {
+pub(crate) fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem, StoreError> {
     Ok(TransactWriteItem::builder()
         .condition_check(built(check.build())?)
         .build())
@@ -199,7 +203,7 @@ pub(crate) fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem
 /// Every item a query finds, following its pages.
 /// Every item of partition `gsi1pk` of index `gsi1` (eventually consistent,
 /// as an index is).
-pub(crate) async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, ApiError> {
+pub(crate) async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, StoreError> {
     query_all(
         store
             .client()
@@ -212,7 +216,7 @@ pub(crate) async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec
     .await
 }
 
-pub(crate) async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, ApiError> {
+pub(crate) async fn query_all(query: QueryFluentBuilder) -> Result<Vec<Item>, StoreError> {
     let mut items = Vec::new();
     let mut start = None;
     loop {
@@ -244,7 +248,7 @@ impl Store {
     }
 
     /// Deletes an item, if it is there.
-    pub(crate) async fn delete(&self, key: Item) -> Result<(), ApiError> {
+    pub(crate) async fn delete(&self, key: Item) -> Result<(), StoreError> {
         self.client
             .delete_item()
             .table_name(self.table())
@@ -255,7 +259,7 @@ impl Store {
     }
 
     /// Deletes items by key ([`Store::write_batch`]).
-    pub(crate) async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), ApiError> {
+    pub(crate) async fn delete_batch(&self, keys: Vec<Item>) -> Result<(), StoreError> {
         let requests = keys
             .into_iter()
             .map(|key| {
@@ -268,12 +272,12 @@ impl Store {
                     .delete_request(delete)
                     .build())
             })
-            .collect::<Result<Vec<_>, ApiError>>()?;
+            .collect::<Result<Vec<_>, StoreError>>()?;
         self.write_batch(requests).await
     }
 
     /// Puts items whole ([`Store::write_batch`]).
-    pub(crate) async fn put_batch(&self, items: Vec<Item>) -> Result<(), ApiError> {
+    pub(crate) async fn put_batch(&self, items: Vec<Item>) -> Result<(), StoreError> {
         let requests = items
             .into_iter()
             .map(|item| {
@@ -286,7 +290,7 @@ impl Store {
                     .put_request(put)
                     .build())
             })
-            .collect::<Result<Vec<_>, ApiError>>()?;
+            .collect::<Result<Vec<_>, StoreError>>()?;
         self.write_batch(requests).await
     }
 
@@ -296,7 +300,7 @@ impl Store {
     async fn write_batch(
         &self,
         requests: Vec<aws_sdk_dynamodb::types::WriteRequest>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), StoreError> {
         for chunk in requests.chunks(25) {
             let mut requests = chunk.to_vec();
             for attempt in 1.. {
@@ -312,7 +316,7 @@ impl Store {
                 {
                     Some(left) if !left.is_empty() => {
                         if attempt == 5 {
-                            return Err(ApiError::StorageUnavailable(
+                            return Err(StoreError::Unavailable(
                                 "DynamoDB kept writes of a batch unprocessed".into(),
                             ));
                         }
@@ -327,7 +331,7 @@ impl Store {
 
     /// Reads several items in one round trip, consistently. DynamoDB may
     /// leave keys unprocessed under load; those are asked for again.
-    pub(crate) async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, ApiError> {
+    pub(crate) async fn get_many(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         let mut wanted = built(
             aws_sdk_dynamodb::types::KeysAndAttributes::builder()
                 .set_keys(Some(keys))
@@ -353,13 +357,13 @@ impl Store {
                 _ => return Ok(found),
             }
         }
-        Err(ApiError::StorageUnavailable(
+        Err(StoreError::Unavailable(
             "DynamoDB kept keys of a batch read unprocessed".into(),
         ))
     }
 
     /// One item, read consistently.
-    pub(crate) async fn get(&self, key: Item) -> Result<Option<Item>, ApiError> {
+    pub(crate) async fn get(&self, key: Item) -> Result<Option<Item>, StoreError> {
         let output = self
             .client
             .get_item()
@@ -375,7 +379,7 @@ impl Store {
     pub(crate) async fn partition_as<T: DeserializeOwned>(
         &self,
         pk: String,
-    ) -> Result<Vec<T>, ApiError> {
+    ) -> Result<Vec<T>, StoreError> {
         query_all(
             self.client
                 .query()
@@ -394,12 +398,12 @@ impl Store {
     pub(crate) async fn get_as<T: DeserializeOwned>(
         &self,
         key: Item,
-    ) -> Result<Option<T>, ApiError> {
+    ) -> Result<Option<T>, StoreError> {
         self.get(key).await?.map(from_item).transpose()
     }
 
     /// One item, replacing what has its key.
-    pub(crate) async fn put(&self, item: Item) -> Result<(), ApiError> {
+    pub(crate) async fn put(&self, item: Item) -> Result<(), StoreError> {
         self.client
             .put_item()
             .table_name(self.table())
@@ -410,7 +414,7 @@ impl Store {
     }
 
     /// Writes a new item; fails (as a storage error) if one with its key exists.
-    pub(crate) async fn put_new(&self, item: Item) -> Result<(), ApiError> {
+    pub(crate) async fn put_new(&self, item: Item) -> Result<(), StoreError> {
         self.client
             .put_item()
             .table_name(self.table())

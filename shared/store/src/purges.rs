@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 use crate::app_entries::AppEntry;
 use crate::{Store, is_condition_failure, key, keys, to_item};
@@ -54,19 +54,19 @@ pub async fn record(
     store: &Store,
     record: &PurgeRecord,
     entries: &[AppEntry],
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let mut items = entries.iter().map(to_item).collect::<Result<Vec<_>, _>>()?;
     items.push(to_item(record)?);
     store.put_batch(items).await
 }
 
 /// Every recorded deletion, read consistently.
-pub async fn all(store: &Store) -> Result<Vec<PurgeRecord>, ApiError> {
+pub async fn all(store: &Store) -> Result<Vec<PurgeRecord>, StoreError> {
     store.partition_as(keys::PURGES_PK.to_owned()).await
 }
 
 /// Deletes the record, unless a newer deletion request renewed it.
-pub async fn forget(store: &Store, record: &PurgeRecord) -> Result<(), ApiError> {
+pub async fn forget(store: &Store, record: &PurgeRecord) -> Result<(), StoreError> {
     let outcome = store
         .client()
         .delete_item()

@@ -5,7 +5,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 use crate::{Store, is_condition_failure, keys, s};
 
@@ -17,7 +17,7 @@ pub async fn first_of_hour(
     username: &str,
     hour: i64,
     expires_at: i64,
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     let put = store
         .client()
         .put_item()

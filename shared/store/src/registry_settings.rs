@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 use crate::{Store, key, to_item};
 
@@ -21,7 +21,7 @@ struct SettingsItem<T> {
 }
 
 /// Stores `settings`, replacing what was there.
-pub async fn save<T: Serialize>(store: &Store, settings: &T) -> Result<(), ApiError> {
+pub async fn save<T: Serialize>(store: &Store, settings: &T) -> Result<(), StoreError> {
     let item = SettingsItem {
         pk: PK.to_owned(),
         sk: SK.to_owned(),
@@ -31,7 +31,7 @@ pub async fn save<T: Serialize>(store: &Store, settings: &T) -> Result<(), ApiEr
 }
 
 /// The stored settings, if any.
-pub async fn load<T: DeserializeOwned>(store: &Store) -> Result<Option<T>, ApiError> {
+pub async fn load<T: DeserializeOwned>(store: &Store) -> Result<Option<T>, StoreError> {
     let item: Option<SettingsItem<T>> = store.get_as(key(PK.to_owned(), SK)).await?;
     Ok(item.map(|item| item.settings))
 }

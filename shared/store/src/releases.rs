@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, Select, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 use berth_domain::app::AppConfig;
 
 use crate::app_entries::AppEntry;
@@ -41,14 +41,14 @@ pub struct StoredRelease {
 
 impl StoredRelease {
     /// The configuration as stored.
-    pub fn encode(config: &AppConfig) -> Result<String, ApiError> {
+    pub fn encode(config: &AppConfig) -> Result<String, StoreError> {
         serde_json::to_string(config)
-            .map_err(|e| ApiError::Internal(format!("encoding a release: {e}")))
+            .map_err(|e| StoreError::Malformed(format!("encoding a release: {e}")))
     }
 
-    pub fn config(&self) -> Result<AppConfig, ApiError> {
+    pub fn config(&self) -> Result<AppConfig, StoreError> {
         serde_json::from_str(&self.config)
-            .map_err(|e| ApiError::Internal(format!("decoding release {}: {e}", self.revision)))
+            .map_err(|e| StoreError::Malformed(format!("decoding release {}: {e}", self.revision)))
     }
 }
 
@@ -61,7 +61,7 @@ struct ReleaseItem<'a> {
     release: &'a StoredRelease,
 }
 
-fn item(history: &str, release: &StoredRelease) -> Result<Item, ApiError> {
+fn item(history: &str, release: &StoredRelease) -> Result<Item, StoreError> {
     to_item(&ReleaseItem {
         pk: keys::releases(history),
         sk: keys::release_sk(release.revision),
@@ -100,11 +100,11 @@ pub enum NotPrepared {
     Refused(Vec<(usize, Option<HostItem>)>),
     /// A concurrent transaction on the same items won; another try may not.
     Contended,
-    Failed(ApiError),
+    Failed(StoreError),
 }
 
-impl From<ApiError> for NotPrepared {
-    fn from(error: ApiError) -> Self {
+impl From<StoreError> for NotPrepared {
+    fn from(error: StoreError) -> Self {
         Self::Failed(error)
     }
 }
@@ -192,12 +192,12 @@ pub async fn prepare(store: &Store, write: RevisionWrite<'_>) -> Result<(), NotP
                 crate::hostnames::refused_item(reason.item())?,
             ))
         })
-        .collect::<Result<Vec<_>, ApiError>>()?;
+        .collect::<Result<Vec<_>, StoreError>>()?;
     if !refused.is_empty() {
         return Err(NotPrepared::Refused(refused));
     }
     match transaction_failure(error) {
-        ApiError::Conflict(_) => Err(NotPrepared::Contended),
+        StoreError::Conflict(_) => Err(NotPrepared::Contended),
         other => Err(NotPrepared::Failed(other)),
     }
 }
@@ -207,7 +207,7 @@ pub async fn get(
     store: &Store,
     history: &str,
     revision: i64,
-) -> Result<Option<StoredRelease>, ApiError> {
+) -> Result<Option<StoredRelease>, StoreError> {
     store
         .get_as(key(keys::releases(history), &keys::release_sk(revision)))
         .await
@@ -220,7 +220,7 @@ pub async fn older(
     history: &str,
     below: i64,
     limit: i64,
-) -> Result<Vec<StoredRelease>, ApiError> {
+) -> Result<Vec<StoredRelease>, StoreError> {
     let older = store
         .client()
         .query()
@@ -254,7 +254,7 @@ pub struct HistoryItems {
 }
 
 impl HistoryItems {
-    pub async fn read(store: &Store, history: &str) -> Result<Self, ApiError> {
+    pub async fn read(store: &Store, history: &str) -> Result<Self, StoreError> {
         let items = crate::query_all(
             store
                 .client()
@@ -300,7 +300,7 @@ impl HistoryItems {
     }
 
     /// Deletes the revisions (not the pointer to the webhook). Not atomic.
-    pub async fn delete_revisions(&self, store: &Store) -> Result<(), ApiError> {
+    pub async fn delete_revisions(&self, store: &Store) -> Result<(), StoreError> {
         store.delete_batch(self.revisions.clone()).await
     }
 }
@@ -320,8 +320,8 @@ pub async fn forget_app(
     namespace: &str,
     history: &str,
     hook: Option<&str>,
-) -> Result<(), ApiError> {
-    let delete = |key: Item| -> Result<TransactWriteItem, ApiError> {
+) -> Result<(), StoreError> {
+    let delete = |key: Item| -> Result<TransactWriteItem, StoreError> {
         tx_delete(
             Delete::builder()
                 .table_name(store.table())

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::keys::{GSI1, GSI1_PK, GSI1_SK, PK, SK, TTL};
-use berth_domain::ApiError;
+use crate::StoreError;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum TableCreation {
@@ -20,30 +20,30 @@ pub enum TableCreation {
     AlreadyExisted,
 }
 
-fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, ApiError> {
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, StoreError> {
     KeySchemaElement::builder()
         .attribute_name(name)
         .key_type(kind)
         .build()
-        .map_err(|e| ApiError::Internal(e.to_string()))
+        .map_err(|e| StoreError::Broken(e.to_string()))
 }
 
-fn string_attribute(name: &str) -> Result<AttributeDefinition, ApiError> {
+fn string_attribute(name: &str) -> Result<AttributeDefinition, StoreError> {
     AttributeDefinition::builder()
         .attribute_name(name)
         .attribute_type(ScalarAttributeType::S)
         .build()
-        .map_err(|e| ApiError::Internal(e.to_string()))
+        .map_err(|e| StoreError::Broken(e.to_string()))
 }
 
 /// Creates the store's table ([`create_table`]).
-pub async fn create(store: &crate::Store) -> Result<TableCreation, ApiError> {
+pub async fn create(store: &crate::Store) -> Result<TableCreation, StoreError> {
     create_table(store.client(), store.table()).await
 }
 
 /// Creates the table (on-demand billing, index `gsi1`, TTL on `ttl`) and waits
 /// until it is active. An existing table is left as it is.
-pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation, ApiError> {
+pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation, StoreError> {
     let members_index = GlobalSecondaryIndex::builder()
         .index_name(GSI1)
         .key_schema(key(GSI1_PK, KeyType::Hash)?)
@@ -54,7 +54,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation,
                 .build(),
         )
         .build()
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+        .map_err(|e| StoreError::Broken(e.to_string()))?;
     let created = client
         .create_table()
         .table_name(table)
@@ -85,7 +85,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation,
                     .attribute_name(TTL)
                     .enabled(true)
                     .build()
-                    .map_err(|e| ApiError::Internal(e.to_string()))?,
+                    .map_err(|e| StoreError::Broken(e.to_string()))?,
             )
             .send()
             .await?;
@@ -93,7 +93,7 @@ pub async fn create_table(client: &Client, table: &str) -> Result<TableCreation,
     Ok(creation)
 }
 
-async fn wait_until_active(client: &Client, table: &str) -> Result<(), ApiError> {
+async fn wait_until_active(client: &Client, table: &str) -> Result<(), StoreError> {
     for _ in 0..600 {
         let described = client.describe_table().table_name(table).send().await?;
         if described.table().and_then(|t| t.table_status()) == Some(&TableStatus::Active) {
@@ -101,7 +101,7 @@ async fn wait_until_active(client: &Client, table: &str) -> Result<(), ApiError>
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    Err(ApiError::StorageUnavailable(format!(
+    Err(StoreError::Unavailable(format!(
         "table {table} did not become active"
     )))
 }

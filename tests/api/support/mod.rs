@@ -30,8 +30,8 @@ use tower::ServiceExt;
 
 use berth_api::AppState;
 use berth_api::access::{ClusterAccess, RequestCounter};
+use berth_api::config::Config;
 use berth_domain::Role;
-use berth_domain::config::Config;
 use berth_records::audit::AuditEvent;
 use berth_store::identity::members;
 use berth_store::identity::{Credential, Principal, User, password, tokens};

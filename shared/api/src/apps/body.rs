@@ -5,8 +5,10 @@
 
 use std::collections::HashSet;
 
+use crate::ApiError;
 use berth_cluster::crd::object_names;
 use berth_domain::CommandArg;
+use berth_domain::Permission;
 use berth_domain::app::{
     AppConfig, AppEnvVar, AppProcess, AppSource, AppVolume, BuildSettings, BuildStrategy,
 };
@@ -22,7 +24,6 @@ use berth_domain::protocol::Protocol;
 use berth_domain::schedule::{Schedule, TimeZone};
 use berth_domain::size::{Size, VolumeSize};
 use berth_domain::stored::Stored;
-use berth_domain::{ApiError, Permission};
 use berth_records::apps::body::{
     BuildBody, CreateBody, EnvBody, ProcessBody, UpdateBody, VolumeBody,
 };

@@ -35,7 +35,9 @@ use super::hosts::{self, Claims, HostRules, VerifiedDomains};
 use super::leftovers;
 use super::record::record_of;
 use super::releases::{self, NotPrepared, StoredRelease};
+use crate::ApiError;
 use crate::secrets;
+use berth_cluster::ClusterError;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY, history_of};
 use berth_cluster::build_queue;
 use berth_cluster::crd::{
@@ -43,7 +45,6 @@ use berth_cluster::crd::{
     ReleaseMark, ReleaseReason,
 };
 use berth_cluster::rendered_names;
-use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
 use berth_domain::names::Hostname;
 use berth_domain::paths::AppPath;
@@ -287,9 +288,9 @@ async fn record_revision(
         );
         match prepared.await {
             Ok(()) => return Ok(()),
-            Err(NotPrepared::Failed(error)) => return Err(error),
+            Err(NotPrepared::Failed(error)) => return Err(error.into()),
             // Another change committed this revision first.
-            Err(NotPrepared::Superseded) => return Err(cluster_apps::changed_meanwhile()),
+            Err(NotPrepared::Superseded) => return Err(cluster_apps::changed_meanwhile().into()),
             Err(NotPrepared::Contended) => back_off(attempt).await,
             Err(NotPrepared::Refused(refused)) => {
                 let (client, rules) = (writer.client, writer.rules);
@@ -348,7 +349,7 @@ async fn create(
     {
         tracing::warn!(error = %cleanup.cause(), "an unused release history was left behind");
     }
-    Err(error)
+    Err(error.into())
 }
 
 /// Replaces `current` with `next`, conditioned on the version that was
@@ -369,12 +370,12 @@ async fn replace(
         next.metadata = read.metadata.clone();
         verified.write_on(Some(&read), &mut next);
         match cluster_apps::replace(client, &next).await {
-            Err(ApiError::Conflict(_)) => {
+            Err(ClusterError::Conflict(_)) => {
                 let again = cluster_apps::reread(client, current).await?;
                 if again.metadata.generation != current.metadata.generation
                     || again.metadata.uid != current.metadata.uid
                 {
-                    return Err(cluster_apps::changed_meanwhile());
+                    return Err(cluster_apps::changed_meanwhile().into());
                 }
                 read = again;
             }
@@ -383,10 +384,10 @@ async fn replace(
                 release_dropped(writer.store, org, &history, current, &next).await;
                 return Ok(replaced);
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(error.into()),
         }
     }
-    Err(cluster_apps::changed_meanwhile())
+    Err(cluster_apps::changed_meanwhile().into())
 }
 
 /// Releases the hostnames `current` had and `next` (committed) dropped:
@@ -416,7 +417,7 @@ async fn queue_first_build(writer: &Writer<'_>, path: &AppPath, created: &App) {
     }
     let asked = build_queue::Asked::by(&writer.caller.user.email, None);
     if let Err(error) = build_queue::start(writer.client, created, asked).await {
-        tracing::warn!(app = %path.target(), error = %error.cause(),
+        tracing::warn!(app = %path.target(), error = %error,
             "the first build of an app from source could not be queued");
     }
 }

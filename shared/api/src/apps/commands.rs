@@ -14,15 +14,16 @@ use kube::{Resource, ResourceExt};
 
 use super::operate::{LogSource, LogWindow, read_logs};
 use super::service;
+use crate::ApiError;
 use berth_cluster::apps::{self as cluster_apps, PodsOf};
 use berth_cluster::commands as cluster_commands;
 use berth_cluster::crd::{
     COMMAND_CONTAINER, COMMAND_KEPT_SECONDS, Command, CommandPhase, CommandSpec,
 };
+use berth_domain::clock;
 use berth_domain::credentials::{DEPLOY_TOKEN_PREFIX, TOKEN_PREFIX};
 use berth_domain::names::CommandName;
 use berth_domain::paths::{AppPath, CommandPath};
-use berth_domain::{ApiError, clock};
 use berth_records::apps::commands::{CommandRecord, CommandState, RunBody};
 use berth_records::apps::record::LogEntry;
 use berth_store::identity::Principal;
@@ -250,7 +251,7 @@ async fn find(
     let app = cluster_apps::get_visible(client, &caller.user.org, &path.app_path()).await?;
     cluster_commands::get(client, &app, path.command.as_str())
         .await?
-        .ok_or_else(|| path.missing())
+        .ok_or_else(|| path.missing().into())
 }
 
 fn phase(command: &Command) -> CommandPhase {

@@ -61,12 +61,13 @@ use std::time::Duration;
 
 use kube::ResourceExt;
 
+use crate::ApiError;
+use crate::config::Config;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use berth_domain::config::Config;
 use berth_domain::names::Hostname;
 use berth_domain::stored::Stored;
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_store::Store;
 use berth_store::hostnames::{self, ClaimWrite};
 
@@ -145,7 +146,7 @@ pub async fn read_items(
     store: &Store,
     hostnames: impl IntoIterator<Item = &str>,
 ) -> Result<Vec<HostItem>, ApiError> {
-    hostnames::read_many(store, hostnames).await
+    Ok(hostnames::read_many(store, hostnames).await?)
 }
 
 /// Of `app`'s hostnames, those verified for its organization, in its order:
@@ -395,7 +396,7 @@ pub async fn adopt_legacy(store: &Store, hostname: &str, now: i64) -> Result<boo
         unsynced: false,
     };
     // False when adopted (or changed) by another meanwhile.
-    hostnames::adopt_legacy(store, hostname, &claim, &owner).await
+    Ok(hostnames::adopt_legacy(store, hostname, &claim, &owner).await?)
 }
 
 /// Releases claims of `history` on `hostnames`, after the change that
@@ -410,7 +411,7 @@ pub async fn release(
     hostnames: &[String],
 ) {
     if let Err(error) = hostnames::release_claims(store, org, history, committed, hostnames).await {
-        tracing::warn!(error = %error.cause(), "hostname claims left behind (stale: taken over when claimed)");
+        tracing::warn!(error = %error, "hostname claims left behind (stale: taken over when claimed)");
     }
 }
 

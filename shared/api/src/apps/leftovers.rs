@@ -25,7 +25,8 @@ use serde::Deserialize;
 
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use berth_domain::{ApiError, clock};
+use crate::ApiError;
+use berth_domain::clock;
 use berth_store::Store;
 use berth_store::app_entries::{AppEntry, Place};
 use berth_store::hostnames;
@@ -94,5 +95,5 @@ pub async fn remove(
 
     // Last and at once: the entry that leads here, and the hook with the
     // pointer that leads to it.
-    releases::forget_app(store, namespace, history, items.hook()).await
+    Ok(releases::forget_app(store, namespace, history, items.hook()).await?)
 }

@@ -11,13 +11,14 @@ use kube::{Resource, ResourceExt};
 
 use super::record::record_of;
 use super::service;
+use crate::ApiError;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{LABEL_PROCESS, Run, RunSpec, object_names};
 use berth_cluster::ownership;
+use berth_cluster::status_of;
 use berth_cluster::{is_conflict, is_not_found};
-use berth_domain::error::status_of;
+use berth_domain::clock;
 use berth_domain::paths::AppPath;
-use berth_domain::{ApiError, clock};
 use berth_records::apps::record::{AppRecord, LogEntry};
 use berth_store::identity::Principal;
 
@@ -564,7 +565,7 @@ pub async fn run_now(
             "a run of that name exists already; try again".into(),
         )),
         // The namespace went with its environment meanwhile.
-        Err(error) if is_not_found(&error) => Err(path.environment_path().missing()),
+        Err(error) if is_not_found(&error) => Err(path.environment_path().missing().into()),
         Err(error) => Err(error.into()),
     }
 }

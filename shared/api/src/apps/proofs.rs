@@ -27,8 +27,9 @@ use std::time::Duration;
 use kube::ResourceExt;
 
 use super::hosts::{self, HostItem, Owner, VerifiedBy};
+use crate::ApiError;
 use berth_cluster::apps as cluster_apps;
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_records::apps::record::{DomainVerification, VerificationState};
 use berth_store::Store;
 use berth_store::hostnames::{self, OwnerChange};
@@ -227,9 +228,9 @@ pub async fn apply(
     };
     if !hostnames::change_owner(store, &item.hostname, &change).await? {
         // Another step (or organization) got there first: as it stands now.
-        return hostnames::read(store, &item.hostname)
-            .await
-            .map(|found| found.unwrap_or(item));
+        return Ok(hostnames::read(store, &item.hostname)
+            .await?
+            .unwrap_or(item));
     }
     let verified_now = step == Step::Verify;
     item.owner = owner;
@@ -320,7 +321,7 @@ pub async fn sync_holder(
     if current.as_ref().map(|listed| listed.join(",")) == Some(order.join(",")) {
         return Ok(());
     }
-    cluster_apps::patch_verified_domains(client, &app, &order).await
+    Ok(cluster_apps::patch_verified_domains(client, &app, &order).await?)
 }
 
 /// The operator's word that `org` controls `hostname`
@@ -357,7 +358,7 @@ pub async fn challenge_of(store: &Store, item: &HostItem, org: &str) -> Result<S
     if let Some(challenge) = item.challenges.get(org) {
         return Ok(challenge.clone());
     }
-    hostnames::make_challenge(store, &item.hostname, org).await
+    Ok(hostnames::make_challenge(store, &item.hostname, org).await?)
 }
 
 #[cfg(feature = "dns")]

@@ -12,8 +12,8 @@
 //!   readers ignore and the next attempt overwrites;
 //! - a revision below the resource's is always the confirmed snapshot.
 
+use crate::ApiError;
 use berth_cluster::crd::{App, AppStatus, OUTCOME_PENDING, ReleaseMark};
-use berth_domain::ApiError;
 use berth_domain::app::AppConfig;
 use berth_records::apps::record::ReleaseRecord;
 use berth_store::app_entries::AppEntry;
@@ -139,7 +139,7 @@ pub async fn get(
     history: &str,
     revision: i64,
 ) -> Result<Option<StoredRelease>, ApiError> {
-    store::releases::get(store, history, revision).await
+    Ok(store::releases::get(store, history, revision).await?)
 }
 
 /// The newest revisions, newest first, as the App (whose own release is

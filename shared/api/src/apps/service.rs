@@ -9,13 +9,15 @@ use super::hosts::HostRules;
 use super::leftovers;
 use super::record::{self, record_of};
 use super::releases;
+use crate::ApiError;
+use berth_cluster::ClusterError;
 use berth_cluster::apps::{self as cluster_apps, history_of};
 use berth_cluster::crd::{App, ReleaseReason};
 use berth_cluster::environments as cluster_environments;
+use berth_domain::Missing;
 use berth_domain::app::AppConfig;
 use berth_domain::names::{AppName, EnvironmentName, OrgName};
 use berth_domain::paths::{AppPath, EnvironmentPath};
-use berth_domain::{ApiError, Missing};
 use berth_records::apps::body::{CreateBody, UpdateBody};
 use berth_records::apps::record::{AppDetail, AppRecord, ReleaseRecord};
 use berth_store::Store;
@@ -35,7 +37,7 @@ pub(crate) async fn environment_apps(
         cluster_apps::in_namespace(client, &namespace)
     );
     writable?;
-    apps
+    Ok(apps?)
 }
 
 /// The app at `path`, about to change: visible to the organization, in a
@@ -51,7 +53,7 @@ pub(crate) async fn app_to_change(
         cluster_apps::get_visible(client, org, path)
     );
     environment?;
-    app
+    Ok(app?)
 }
 
 /// The app at `path`, about to change its configuration, and the other Apps
@@ -318,11 +320,11 @@ async fn restorable(store: &Store, current: &App, revision: i64) -> Result<AppCo
     } else {
         None
     };
-    found
+    Ok(found
         .ok_or_else(|| {
             ApiError::ValidationFailed(format!("revision: the app has no revision {revision}"))
         })?
-        .config()
+        .config()?)
 }
 
 /// Copies image and processes to the app of the same name in another
@@ -450,13 +452,13 @@ pub async fn delete(
     let app = match cluster_apps::get_visible(client, org, path).await {
         Ok(app) => app,
         // Said only once the environment was found to be there.
-        Err(missing @ ApiError::NotFound(Missing::App { .. })) if delete_volumes => {
+        Err(missing @ ClusterError::Missing(Missing::App { .. })) if delete_volumes => {
             return match cluster_apps::delete_left_claims(client, org, path).await? {
-                0 => Err(missing),
+                0 => Err(missing.into()),
                 _ => Ok(()),
             };
         }
-        Err(error) => return Err(error),
+        Err(error) => return Err(error.into()),
     };
     cluster_apps::delete(client, &app).await?;
     if let Ok(history) = history_of(&app) {

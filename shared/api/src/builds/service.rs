@@ -9,13 +9,13 @@ use kube::ResourceExt;
 use kube::api::Api;
 
 use super::record::build_record;
+use crate::ApiError;
 use crate::apps::operate::{LogSource, LogWindow, read_logs};
 use crate::apps::service::app_to_change;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::build_queue::{self, uid_of};
 use berth_cluster::builds as cluster_builds;
 use berth_cluster::crd::{App, BUILDS_NAMESPACE, Build, object_names};
-use berth_domain::ApiError;
 use berth_domain::git::GitRef;
 use berth_domain::paths::{AppPath, BuildPath};
 use berth_records::apps::record::LogEntry;

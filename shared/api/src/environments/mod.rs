@@ -15,6 +15,7 @@ use std::time::Duration;
 use kube::ResourceExt;
 use kube::api::ObjectMeta;
 
+use crate::ApiError;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::crd::{
     EnvType, Environment, EnvironmentSpec, LABEL_ENVIRONMENT, LABEL_MANAGED_BY, LABEL_ORG,
@@ -27,7 +28,7 @@ use berth_domain::name_rules::ReservedNamespaces;
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
 use berth_domain::parts::Quota;
 use berth_domain::paths::EnvironmentPath;
-use berth_domain::{ApiError, Permission, clock};
+use berth_domain::{Permission, clock};
 use berth_records::environments::EnvironmentRecord;
 use berth_store::Store;
 use berth_store::identity::Principal;

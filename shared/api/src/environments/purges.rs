@@ -32,13 +32,14 @@ use std::time::Duration;
 use kube::ResourceExt;
 use serde::Serialize;
 
+use crate::ApiError;
 use crate::apps::leftovers;
 use berth_cluster::apps as cluster_apps;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, Environment};
 use berth_cluster::environments as cluster_environments;
 use berth_cluster::ownership;
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 use berth_store::Store;
 use berth_store::app_entries;
 use berth_store::purges::{self as store_purges, PurgeRecord};
@@ -62,7 +63,7 @@ pub async fn record(
         clock::unix_millis(),
     );
     let entries: Vec<_> = apps.iter().filter_map(leftovers::entry_of).collect();
-    store_purges::record(store, &record, &entries).await
+    Ok(store_purges::record(store, &record, &entries).await?)
 }
 
 /// How a sweep runs.

@@ -10,7 +10,6 @@ use std::fmt::Display;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use berth_domain::ApiError;
 use berth_domain::paths::{
     AppPath, BuildPath, CommandPath, DeployTokenPath, EnvironmentPath, MemberPath,
     ProjectMemberPath, ProjectPath, SecretPath, TemplatePath, TokenPath,
@@ -18,7 +17,7 @@ use berth_domain::paths::{
 
 use super::extract::{Caller, ObjectPath};
 use super::scope;
-use crate::AppState;
+use crate::{ApiError, AppState};
 
 /// One call of an operation: the state, the caller and the path `P` its
 /// route names (`()` for a route without one). Extracted in that order —

@@ -9,12 +9,13 @@ use axum::extract::{FromRequest, FromRequestParts, Path, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 
-use berth_domain::error::Missing;
+use crate::ApiError;
+use berth_domain::Missing;
+use berth_domain::Operation;
 use berth_domain::ids::{RecordId, UserId};
 use berth_domain::names::{
     AppName, CommandName, EnvironmentName, ProjectName, SecretName, TemplateName,
 };
-use berth_domain::{ApiError, Operation};
 use berth_records::object;
 use berth_store::identity::{Authentication, Principal};
 
@@ -572,8 +573,8 @@ async fn read_project(
             uid: found.metadata.uid.clone().unwrap_or_default(),
             created: (found.metadata.creation_timestamp.as_ref()).map(|at| at.0.as_second()),
         })),
-        Err(ApiError::NotFound(_)) => Ok(None),
-        Err(error) => Err(error),
+        Err(berth_cluster::ClusterError::Missing(_)) => Ok(None),
+        Err(error) => Err(error.into()),
     }
 }
 

@@ -20,7 +20,8 @@
 
 use axum::http::{HeaderMap, Method, Uri, header};
 
-use berth_domain::{ApiError, Operation};
+use crate::ApiError;
+use berth_domain::Operation;
 use berth_store::identity::{Authentication, Credential};
 
 /// What the check reads of a request.

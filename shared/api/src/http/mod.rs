@@ -22,8 +22,9 @@ pub use answer::{Accepted, Created};
 pub use call::{Call, Located, Root};
 pub use extract::{Caller, JsonBody, ObjectPath, QueryParams};
 
+use crate::ApiError;
 use crate::AppState;
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_store::identity::Authentication;
 
 pub const MAX_BODY_BYTES: usize = 256 * 1024;

@@ -13,8 +13,9 @@ use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 
 use super::scope::{AuditNotes, RequestScope};
+use crate::ApiError;
 use crate::AppState;
-use berth_domain::{ApiError, Operation};
+use berth_domain::Operation;
 use berth_records::audit::{ActorKind, Outcome};
 use berth_store::audit::Call;
 use berth_store::identity::{Authentication, authenticate::authenticate};
@@ -164,7 +165,7 @@ fn describe_call(
 async fn equal_login_round_trips(state: &AppState) {
     for _ in 0..berth_store::audit::ROUND_TRIPS_PER_EVENT {
         if let Err(error) = berth_store::audit::padding_read(&state.store).await {
-            tracing::warn!(error = %error.cause(), "the login's padding read failed");
+            tracing::warn!(error = %error, "the login's padding read failed");
         }
     }
 }

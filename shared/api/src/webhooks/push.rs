@@ -15,7 +15,7 @@
 use serde::Deserialize;
 
 use super::delivery::{Delivery, Provider};
-use berth_domain::ApiError;
+use crate::ApiError;
 use berth_domain::git::REPOSITORY_HEAD;
 
 /// What to do with a delivery.

@@ -7,6 +7,7 @@ use axum::http::HeaderMap;
 
 use super::delivery::{DUMMY_SECRET, Delivery, github_signature};
 use super::push::{self, Decision};
+use crate::ApiError;
 use crate::AppState;
 use crate::apps::service::app_to_change;
 use crate::builds::record::build_record;
@@ -14,11 +15,11 @@ use crate::http::scope;
 use berth_cluster::apps::{self as cluster_apps, history_of};
 use berth_cluster::build_queue::{self, Asked, Pushed};
 use berth_cluster::crd::App;
+use berth_domain::Missing;
 use berth_domain::git::GitRef;
 use berth_domain::ids::RecordId;
 use berth_domain::names::{AppName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::paths::AppPath;
-use berth_domain::{ApiError, Missing};
 use berth_records::builds::BuildRecord;
 use berth_records::webhooks::{CreatedWebhook, WebhookRecord};
 use berth_store::Store;
@@ -202,7 +203,7 @@ pub async fn receive(
     let app = app_to_change(&client, &org, &path).await?;
     if history_of(&app)? != hook.history {
         // The app was deleted and made again: this hook was the old one's.
-        return Err(path.missing());
+        return Err(path.missing().into());
     }
     let Some(source) = app.spec.config.source.as_ref() else {
         return Ok(Received::Ignored(
@@ -238,7 +239,7 @@ pub async fn receive(
         Ok(build) => Ok(Received::Started(Box::new(build_record(&build)))),
         Err(error) => {
             hooks::delivery_start_failed(&state.store, &hook.id, delivery_id, body).await;
-            Err(error)
+            Err(error.into())
         }
     }
 }

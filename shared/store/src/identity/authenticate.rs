@@ -12,9 +12,10 @@ use super::sessions::{self, SessionItem};
 use super::tokens::{self, TokenItem};
 use super::{Authentication, Credential, Principal, TokenScope};
 use crate as store;
+use crate::StoreError;
 use crate::{Item, Store, keys};
+use berth_domain::clock;
 use berth_domain::credentials;
-use berth_domain::{ApiError, clock};
 
 /// A credential found in the request headers.
 enum Presented<'a> {
@@ -50,13 +51,13 @@ pub async fn authenticate(store: &Store, headers: &HeaderMap) -> Authentication 
         Ok(Some(principal)) => Authentication::Authenticated(Arc::new(principal)),
         Ok(None) => Authentication::Rejected,
         Err(error) => {
-            tracing::warn!(error = %error.cause(), "authentication could not reach the store");
+            tracing::warn!(error = %error, "authentication could not reach the store");
             Authentication::Unavailable
         }
     }
 }
 
-async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Principal>, ApiError> {
+async fn resolve(store: &Store, presented: Presented<'_>) -> Result<Option<Principal>, StoreError> {
     let (user_id, secret, credential_sk) = match presented {
         Presented::Token(token) if token.starts_with(credentials::DEPLOY_TOKEN_PREFIX) => {
             return super::deploy_tokens::resolve(store, token).await;
@@ -117,7 +118,7 @@ async fn read_pair(
     store: &Store,
     user_id: &str,
     credential_sk: &str,
-) -> Result<Option<(Item, Item)>, ApiError> {
+) -> Result<Option<(Item, Item)>, StoreError> {
     let mut found = store
         .get_many(vec![
             store::key(keys::user(user_id), keys::PROFILE_SK),

@@ -15,11 +15,12 @@ use serde::{Deserialize, Serialize};
 use super::project_roles::GrantedProject;
 use super::{Credential, Principal, ProjectGrant, TokenScope, User, tokens};
 use crate as store;
+use crate::StoreError;
 use crate::{Item, Store, keys};
 use berth_domain::ids::RecordId;
 use berth_domain::names::{DeployTokenName, EnvironmentName, OrgName, ProjectName};
 use berth_domain::scope::ScopeEntry;
-use berth_domain::{ApiError, Ceiling, Missing, ProjectRole, Role, clock, credentials};
+use berth_domain::{Ceiling, Missing, ProjectRole, Role, clock, credentials};
 use berth_records::tokens::{CreatedDeployToken, DeployTokenRecord, NewDeployToken};
 
 /// The reserved domain (RFC 2606's `.invalid`) of deploy tokens' actors.
@@ -126,11 +127,11 @@ pub async fn create(
     caller: &Principal,
     project: GrantedProject<'_>,
     new: NewDeployToken,
-) -> Result<CreatedDeployToken, ApiError> {
+) -> Result<CreatedDeployToken, StoreError> {
     if let Some(environments) = &new.environments
         && environments.is_empty()
     {
-        return Err(ApiError::ValidationFailed(
+        return Err(StoreError::Invalid(
             "environments: must name at least one environment (omit it for every environment)"
                 .into(),
         ));
@@ -182,7 +183,7 @@ pub async fn create(
     ];
     if let Err(error) = store.transact(writes).await {
         return Err(match store::cancelled_conditions(&error).as_deref() {
-            Some([true, ..]) => ApiError::Conflict(format!(
+            Some([true, ..]) => StoreError::Conflict(format!(
                 "project {} already has a deploy token named {}",
                 item.project, item.name
             )),
@@ -196,7 +197,7 @@ pub async fn create(
 }
 
 /// The project's live deploy tokens, newest first.
-pub async fn list(store: &Store, project_uid: &str) -> Result<Vec<DeployTokenItem>, ApiError> {
+pub async fn list(store: &Store, project_uid: &str) -> Result<Vec<DeployTokenItem>, StoreError> {
     let now = clock::unix_seconds();
     let items = store::query_all(
         store
@@ -226,9 +227,9 @@ pub async fn revoke(
     store: &Store,
     project: GrantedProject<'_>,
     token_id: &RecordId,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let missing = || {
-        ApiError::NotFound(Missing::DeployToken {
+        StoreError::Missing(Missing::DeployToken {
             project: project.name.to_string(),
             token: token_id.clone(),
         })
@@ -262,7 +263,7 @@ pub async fn revoke(
 
 /// Deletes every deploy token of a deleted project. None of them works any
 /// more (no other project has its uid): this is the deletion's tidying up.
-pub async fn forget_project(store: &Store, project_uid: &str) -> Result<(), ApiError> {
+pub async fn forget_project(store: &Store, project_uid: &str) -> Result<(), StoreError> {
     let items = store::query_all(
         store
             .client()
@@ -280,7 +281,7 @@ pub async fn forget_project(store: &Store, project_uid: &str) -> Result<(), ApiE
 }
 
 /// The caller a presented deploy token is, if it is live; one read.
-pub async fn resolve(store: &Store, token: &str) -> Result<Option<Principal>, ApiError> {
+pub async fn resolve(store: &Store, token: &str) -> Result<Option<Principal>, StoreError> {
     let Some(project_uid) = credentials::project_of_deploy_token(token) else {
         return Ok(None);
     };

@@ -7,24 +7,24 @@ use super::sessions::{self, NewSession, SessionItem};
 use super::throttle::{self, Attempts, Subject};
 use super::{Credential, MAX_EMAIL_LEN, Principal, User, normalize_email, password};
 use crate as store;
+use crate::StoreError;
 use crate::{Item, Store, keys};
-use berth_domain::config::Config;
-use berth_domain::{ApiError, credentials};
+use berth_domain::credentials;
 
 /// What a login attempt found out, whatever its outcome: the account the email
 /// belongs to (for the audit log), and the session or the refusal.
 pub struct LoginAttempt {
     pub account: Option<User>,
-    pub outcome: Result<(User, NewSession), ApiError>,
+    pub outcome: Result<(User, NewSession), StoreError>,
 }
 
 pub async fn login(
     store: &Store,
-    config: &Config,
+    session_settings: sessions::SessionSettings,
     email: &str,
     password: String,
     client_ip: &str,
-) -> Result<LoginAttempt, ApiError> {
+) -> Result<LoginAttempt, StoreError> {
     let email = login_key(email);
     let client = throttle::caller_network(client_ip);
     let client_ip = client.as_str();
@@ -50,12 +50,12 @@ pub async fn login(
     let email_slot =
         match throttle::reserve(store, Subject::Email, &email, lookup.email_attempts).await {
             Ok(slot) => slot,
-            Err(error @ ApiError::TooManyRequests { .. }) => return throttled(error),
+            Err(error @ StoreError::Throttled { .. }) => return throttled(error),
             Err(error) => return Err(error),
         };
     let ip_slot = match throttle::reserve(store, Subject::Ip, client_ip, lookup.ip_attempts).await {
         Ok(slot) => slot,
-        Err(error @ ApiError::TooManyRequests { .. }) => {
+        Err(error @ StoreError::Throttled { .. }) => {
             // Refused for the address, not the email: no guess at this email
             // was made, so it does not count against it.
             email_slot.release(store).await?;
@@ -70,14 +70,15 @@ pub async fn login(
     let verified = password::verify(password, stored_hash).await?;
     let Some(account) = account.filter(|_| verified) else {
         // Both attempts stay counted: they were failures.
-        return throttled(ApiError::InvalidCredentials);
+        return throttled(StoreError::InvalidCredentials);
     };
     // A success forgets the email's failures and is no failure of the address.
     tokio::try_join!(
         throttle::clear(store, Subject::Email, &email),
         ip_slot.release(store),
     )?;
-    let session = sessions::create(store, config, &account.id, account.session_epoch).await?;
+    let session =
+        sessions::create(store, session_settings, &account.id, account.session_epoch).await?;
     let user = account.user();
     Ok(LoginAttempt {
         account: Some(user.clone()),
@@ -107,7 +108,7 @@ struct LoginLookup {
 }
 
 impl LoginLookup {
-    async fn read(store: &Store, email: &str, client_ip: &str) -> Result<Self, ApiError> {
+    async fn read(store: &Store, email: &str, client_ip: &str) -> Result<Self, StoreError> {
         let items = store
             .get_many(vec![
                 store::key(keys::email(email), keys::EMAIL_SK),
@@ -144,10 +145,10 @@ pub async fn change_password(
     principal: &Principal,
     current_password: String,
     new_password: String,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     password::check_policy("new_password", &new_password)?;
     if credentials::same_secret(&current_password, &new_password) {
-        return Err(ApiError::ValidationFailed(
+        return Err(StoreError::Invalid(
             "new_password: must differ from the current password".into(),
         ));
     }
@@ -168,12 +169,12 @@ pub async fn change_password(
             attempts = Attempts::from_item(Subject::Email, &item);
         }
     }
-    let profile = profile.ok_or(ApiError::Unauthenticated)?;
+    let profile = profile.ok_or(StoreError::Unauthenticated)?;
     // The current password is a guess like a login's: counted before it is
     // checked, so parallel guesses through a stolen session are bounded too.
     let slot = throttle::reserve(store, Subject::Email, &user.email, attempts).await?;
     if !password::verify(current_password, Some(profile.password_hash.clone())).await? {
-        return Err(ApiError::ValidationFailed(
+        return Err(StoreError::Invalid(
             "current_password: is not correct".into(),
         ));
     }
@@ -210,7 +211,7 @@ pub async fn change_password(
     match store.transact(writes).await {
         Ok(()) => {}
         Err(e) if store::cancelled_conditions(&e).is_some_and(|failed| failed.contains(&true)) => {
-            return Err(ApiError::Conflict(
+            return Err(StoreError::Conflict(
                 "the password was changed meanwhile; sign in again".into(),
             ));
         }
@@ -222,7 +223,7 @@ pub async fn change_password(
     Ok(())
 }
 
-async fn delete_stale_sessions(store: &Store, user_id: &str, epoch: u64) -> Result<(), ApiError> {
+async fn delete_stale_sessions(store: &Store, user_id: &str, epoch: u64) -> Result<(), StoreError> {
     // A session of another epoch is dead already, and so is one that
     // cannot be read: both go.
     profile::delete_user_items(store, user_id, keys::SESSION_SK_PREFIX, |item| {

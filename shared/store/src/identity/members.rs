@@ -8,11 +8,12 @@ use aws_sdk_dynamodb::types::{ConditionCheck, Delete, Put, TransactWriteItem, Up
 use super::profile::{self, EmailItem, NewProfile, OrgItem, ProfileItem};
 use super::{Principal, ProjectGrant, normalize_email, password, validate_email};
 use crate as store;
+use crate::StoreError;
 use crate::{Item, Store, keys};
 use berth_domain::ids::UserId;
 use berth_domain::names::OrgName;
 use berth_domain::roles::Permission;
-use berth_domain::{ApiError, Role, clock, credentials};
+use berth_domain::{Role, clock, credentials};
 use berth_records::members::{MemberRecord, NewMember};
 
 pub const MAX_DISPLAY_NAME_LEN: usize = 100;
@@ -32,7 +33,7 @@ impl From<&ProfileItem> for MemberRecord {
 }
 
 /// The members of an organization, by email.
-pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, ApiError> {
+pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, StoreError> {
     Ok(profiles(store, org)
         .await?
         .iter()
@@ -41,7 +42,7 @@ pub async fn list(store: &Store, org: &OrgName) -> Result<Vec<MemberRecord>, Api
 }
 
 /// The profiles of an organization's members, by email.
-pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<ProfileItem>, ApiError> {
+pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<ProfileItem>, StoreError> {
     let items = store::index_partition(store, keys::members_of(org.as_str())).await?;
     items
         .into_iter()
@@ -49,15 +50,19 @@ pub(super) async fn profiles(store: &Store, org: &OrgName) -> Result<Vec<Profile
         .collect()
 }
 
-fn validate_display_name(display_name: Option<&str>) -> Result<(), ApiError> {
+fn validate_display_name(display_name: Option<&str>) -> Result<(), StoreError> {
     display_name.map_or(Ok(()), |name| {
-        berth_domain::name_rules::text("display_name", name, MAX_DISPLAY_NAME_LEN)
+        Ok(berth_domain::name_rules::text(
+            "display_name",
+            name,
+            MAX_DISPLAY_NAME_LEN,
+        )?)
     })
 }
 
-pub(super) fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), ApiError> {
+pub(super) fn require_owner_rights(caller: &Principal, roles: &[Role]) -> Result<(), StoreError> {
     if roles.contains(&Role::Owner) && !caller.can(Permission::ManageOwners) {
-        return Err(ApiError::Forbidden("only owners manage owners".into()));
+        return Err(StoreError::Forbidden("only owners manage owners".into()));
     }
     Ok(())
 }
@@ -70,7 +75,7 @@ pub async fn invite(
     email: &str,
     role: Role,
     display_name: Option<String>,
-) -> Result<NewMember, ApiError> {
+) -> Result<NewMember, StoreError> {
     validate_display_name(display_name.as_deref())?;
     require_owner_rights(caller, &[role])?;
     let account = NewAccount {
@@ -83,7 +88,7 @@ pub async fn invite(
 }
 
 /// Creates an organization and its first owner (the admin CLI's bootstrap).
-pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMember, ApiError> {
+pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMember, StoreError> {
     let org = org_name(org)?;
     let account = NewAccount {
         email,
@@ -95,8 +100,8 @@ pub async fn bootstrap(store: &Store, org: &str, email: &str) -> Result<NewMembe
 }
 
 /// A new organization's name, as the admin CLI gives it.
-pub fn org_name(org: &str) -> Result<OrgName, ApiError> {
-    OrgName::parse(org).map_err(|e| e.at("org"))
+pub fn org_name(org: &str) -> Result<OrgName, StoreError> {
+    OrgName::parse(org).map_err(|e| e.at("org").into())
 }
 
 struct NewAccount<'a> {
@@ -119,7 +124,7 @@ async fn create_account(
     store: &Store,
     account: NewAccount<'_>,
     org: OrgWrite,
-) -> Result<NewMember, ApiError> {
+) -> Result<NewMember, StoreError> {
     let email = normalize_email(account.email);
     validate_email(&email)?;
     let temporary_password = credentials::new_temporary_password();
@@ -171,13 +176,13 @@ async fn create_account(
     if let Err(e) = store.transact(writes).await {
         return Err(match store::cancelled_conditions(&e).as_deref() {
             Some([true, ..]) => {
-                ApiError::Conflict("an account with this email already exists".into())
+                StoreError::Conflict("an account with this email already exists".into())
             }
             Some([_, _, true]) => match org {
                 OrgWrite::Create => {
-                    ApiError::Conflict(format!("organization {} already exists", profile.org))
+                    StoreError::Conflict(format!("organization {} already exists", profile.org))
                 }
-                OrgWrite::Existing => ApiError::NotFound(berth_domain::Missing::Organization {
+                OrgWrite::Existing => StoreError::Missing(berth_domain::Missing::Organization {
                     org: profile.org.to_string(),
                 }),
             },
@@ -196,7 +201,7 @@ pub async fn change_role(
     caller: &Principal,
     member_id: &UserId,
     role: Role,
-) -> Result<MemberRecord, ApiError> {
+) -> Result<MemberRecord, StoreError> {
     let mut target = profile::get_member(store, &caller.user.org, member_id).await?;
     require_owner_rights(caller, &[target.role, role])?;
     if target.role == role {
@@ -229,7 +234,11 @@ pub async fn change_role(
 
 /// Removes a member: the account, its sessions and its tokens. The account is
 /// deleted first, in one transaction, so every credential stops working at once.
-pub async fn remove(store: &Store, caller: &Principal, member_id: &UserId) -> Result<(), ApiError> {
+pub async fn remove(
+    store: &Store,
+    caller: &Principal,
+    member_id: &UserId,
+) -> Result<(), StoreError> {
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
     require_owner_rights(caller, &[target.role])?;
     let mut writes = vec![
@@ -266,12 +275,12 @@ pub async fn remove(store: &Store, caller: &Principal, member_id: &UserId) -> Re
 
 /// A member change's transaction refused: the member changed meanwhile (the
 /// first item), or the organization would lose its last owner (the last).
-fn member_change_failure(error: store::TransactError) -> ApiError {
+fn member_change_failure(error: store::TransactError) -> StoreError {
     let conditions = store::cancelled_conditions(&error).unwrap_or_default();
     if conditions.first() == Some(&true) {
-        ApiError::Conflict("the member was changed meanwhile; try again".into())
+        StoreError::Conflict("the member was changed meanwhile; try again".into())
     } else if conditions.len() > 1 && conditions.last() == Some(&true) {
-        ApiError::Conflict("an organization must keep at least one owner".into())
+        StoreError::Conflict("an organization must keep at least one owner".into())
     } else {
         store::transaction_failure(error)
     }
@@ -282,7 +291,7 @@ fn owner_count_change(
     store: &Store,
     org: &OrgName,
     delta: i64,
-) -> Result<TransactWriteItem, ApiError> {
+) -> Result<TransactWriteItem, StoreError> {
     let update = Update::builder()
         .table_name(store.table())
         .set_key(Some(store::key(keys::org(org.as_str()), keys::ORG_SK)))
@@ -297,7 +306,7 @@ fn owner_count_change(
     })
 }
 
-async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), ApiError> {
+async fn delete_credentials(store: &Store, user_id: &str) -> Result<(), StoreError> {
     for prefix in [keys::SESSION_SK_PREFIX, keys::TOKEN_SK_PREFIX] {
         profile::delete_user_items(store, user_id, prefix, |_| true).await?;
     }

@@ -18,10 +18,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::StoreError;
 use berth_domain::names::{EnvironmentName, OrgName, ProjectName};
 use berth_domain::roles::{Ceiling, Permission};
 use berth_domain::scope::{self, Reach, ScopeEntry};
-use berth_domain::{ApiError, Missing, Operation, ProjectRole, Role};
+use berth_domain::{Missing, Operation, ProjectRole, Role};
 use berth_records::auth::Identity;
 use berth_records::members::ProjectGrantRecord;
 
@@ -190,14 +191,14 @@ impl Principal {
     }
 
     /// `forbidden`, naming the permission, unless the caller holds it.
-    pub fn require(&self, permission: Permission) -> Result<(), berth_domain::ApiError> {
+    pub fn require(&self, permission: Permission) -> Result<(), StoreError> {
         if self.can(permission) {
             return Ok(());
         }
         let needs = format!("this needs the {} permission", permission.as_str());
         // The roles would do: the token's ceiling is what stops it.
         let stopped_by = self.ceiling.filter(|_| self.roles_grant(permission));
-        Err(berth_domain::ApiError::Forbidden(match stopped_by {
+        Err(StoreError::Forbidden(match stopped_by {
             Some(ceiling) => format!("{needs}, and this token is limited to {}", ceiling.as_str()),
             None => needs,
         }))
@@ -224,8 +225,8 @@ impl Principal {
         project: &ProjectName,
         environment: Option<&EnvironmentName>,
         needs: Option<Permission>,
-    ) -> Result<(), ApiError> {
-        let missing = || ApiError::NotFound(Missing::project(project.as_str()));
+    ) -> Result<(), StoreError> {
+        let missing = || StoreError::Missing(Missing::project(project.as_str()));
         if let Some(scope) = &self.scope {
             match scope::reach(
                 &scope.entries,
@@ -234,13 +235,13 @@ impl Principal {
             ) {
                 Reach::OutsideProject => return Err(missing()),
                 Reach::OutsideEnvironment => {
-                    return Err(ApiError::NotFound(Missing::Environment {
+                    return Err(StoreError::Missing(Missing::Environment {
                         project: project.to_string(),
                         environment: environment.map(ToString::to_string).unwrap_or_default(),
                     }));
                 }
                 Reach::ProjectOfLimitedEntry if needs != Some(Permission::Read) => {
-                    return Err(ApiError::Forbidden(format!(
+                    return Err(StoreError::Forbidden(format!(
                         "this token is limited to {}: it cannot change the project itself",
                         scope::describe(&scope.entries)
                     )));
@@ -276,14 +277,10 @@ impl Principal {
     /// `forbidden` unless the caller's scope reaches that environment of
     /// the project: for an environment a body names (a promotion's
     /// target), which the path's check cannot see.
-    pub fn require_reach(
-        &self,
-        project: &str,
-        environment: &str,
-    ) -> Result<(), berth_domain::ApiError> {
+    pub fn require_reach(&self, project: &str, environment: &str) -> Result<(), StoreError> {
         match &self.scope {
             Some(scope) if !self.reaches_environment(project, environment) => {
-                Err(berth_domain::ApiError::Forbidden(format!(
+                Err(StoreError::Forbidden(format!(
                     "this token is limited to {}: it cannot act in environment {environment}",
                     scope::describe(&scope.entries)
                 )))
@@ -294,10 +291,10 @@ impl Principal {
 
     /// `forbidden` for a token with a ceiling or a scope: what only the
     /// owner's full rights may do (`what`: "change the password", …).
-    pub fn require_owners_rights(&self, what: &str) -> Result<(), berth_domain::ApiError> {
+    pub fn require_owners_rights(&self, what: &str) -> Result<(), StoreError> {
         match self.limits() {
             None => Ok(()),
-            Some(limits) => Err(berth_domain::ApiError::Forbidden(format!(
+            Some(limits) => Err(StoreError::Forbidden(format!(
                 "this token is limited to {limits}: it cannot {what}"
             ))),
         }
@@ -345,7 +342,7 @@ pub fn normalize_email(email: &str) -> String {
 /// brackets). Every email that becomes a key is held to it.
 pub const MAX_EMAIL_LEN: usize = 254;
 
-pub fn validate_email(email: &str) -> Result<(), berth_domain::ApiError> {
+pub fn validate_email(email: &str) -> Result<(), StoreError> {
     let valid = email.len() <= MAX_EMAIL_LEN
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && matches!(email.split_once('@'), Some((local, domain))
@@ -353,7 +350,7 @@ pub fn validate_email(email: &str) -> Result<(), berth_domain::ApiError> {
     if valid {
         Ok(())
     } else {
-        Err(berth_domain::ApiError::ValidationFailed(
+        Err(StoreError::Invalid(
             "email: not a valid email address".into(),
         ))
     }

@@ -7,33 +7,33 @@ use argon2::password_hash::phc::PasswordHash;
 use argon2::password_hash::{PasswordHasher, PasswordVerifier};
 use argon2::{Algorithm, Argon2, Params, Version};
 
-use berth_domain::ApiError;
+use crate::StoreError;
 
 pub const MIN_LEN: usize = 12;
 pub const MAX_LEN: usize = 256;
 
-fn hasher() -> Result<Argon2<'static>, ApiError> {
+fn hasher() -> Result<Argon2<'static>, StoreError> {
     let params = Params::new(19_456, 2, 1, None)
-        .map_err(|e| ApiError::Internal(format!("argon2 parameters: {e}")))?;
+        .map_err(|e| StoreError::Broken(format!("argon2 parameters: {e}")))?;
     Ok(Argon2::new(Algorithm::Argon2id, Version::V0x13, params))
 }
 
 /// Checks the length rule; `field` names the body field in the error.
-pub fn check_policy(field: &str, password: &str) -> Result<(), ApiError> {
+pub fn check_policy(field: &str, password: &str) -> Result<(), StoreError> {
     let len = password.chars().count();
     if (MIN_LEN..=MAX_LEN).contains(&len) {
         Ok(())
     } else {
-        Err(ApiError::ValidationFailed(format!(
+        Err(StoreError::Invalid(format!(
             "{field}: must be {MIN_LEN} to {MAX_LEN} characters"
         )))
     }
 }
 
-fn hash_blocking(password: &str) -> Result<String, ApiError> {
+fn hash_blocking(password: &str) -> Result<String, StoreError> {
     let hash: PasswordHash = hasher()?
         .hash_password(password.as_bytes())
-        .map_err(|e| ApiError::Internal(format!("hashing a password: {e}")))?;
+        .map_err(|e| StoreError::Broken(format!("hashing a password: {e}")))?;
     Ok(hash.to_string())
 }
 
@@ -53,10 +53,10 @@ fn verify_blocking(password: &str, stored_hash: &str) -> bool {
 /// [`hasher`]'s.
 const DECOY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$8E7wzPRf1tQ6a+C6/5OhGw$annX8mvf3QoAA7lfMS25DMi+w/dosSPxL5SAp2DOHV4";
 
-pub async fn hash(password: String) -> Result<String, ApiError> {
+pub async fn hash(password: String) -> Result<String, StoreError> {
     tokio::task::spawn_blocking(move || hash_blocking(&password))
         .await
-        .map_err(|e| ApiError::Internal(format!("password hashing task: {e}")))?
+        .map_err(|e| StoreError::Broken(format!("password hashing task: {e}")))?
 }
 
 thread_local! {
@@ -73,7 +73,7 @@ pub fn verifications_on_this_thread() -> u64 {
 
 /// Verifies `password` against `stored_hash`, or against the decoy when there
 /// is no account, taking the same time either way.
-pub async fn verify(password: String, stored_hash: Option<String>) -> Result<bool, ApiError> {
+pub async fn verify(password: String, stored_hash: Option<String>) -> Result<bool, StoreError> {
     VERIFICATIONS.with(|count| count.set(count.get() + 1));
     tokio::task::spawn_blocking(move || match stored_hash {
         Some(hash) => verify_blocking(&password, &hash),
@@ -83,7 +83,7 @@ pub async fn verify(password: String, stored_hash: Option<String>) -> Result<boo
         }
     })
     .await
-    .map_err(|e| ApiError::Internal(format!("password verification task: {e}")))
+    .map_err(|e| StoreError::Broken(format!("password verification task: {e}")))
 }
 
 #[cfg(test)]

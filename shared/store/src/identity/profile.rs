@@ -5,10 +5,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{ProjectGrant, User};
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
+use berth_domain::Role;
 use berth_domain::ids::UserId;
 use berth_domain::names::OrgName;
-use berth_domain::{ApiError, Role};
 
 /// A user profile as stored. No `Debug`: it holds the password hash.
 #[derive(Clone, Serialize, Deserialize)]
@@ -107,14 +108,14 @@ pub struct OrgItem {
 }
 
 /// Whether organization `org` exists.
-pub async fn organization_exists(store: &Store, org: &str) -> Result<bool, ApiError> {
+pub async fn organization_exists(store: &Store, org: &str) -> Result<bool, StoreError> {
     Ok(store
         .get(store::key(keys::org(org), keys::ORG_SK))
         .await?
         .is_some())
 }
 
-pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileItem>, ApiError> {
+pub async fn get_profile(store: &Store, user_id: &str) -> Result<Option<ProfileItem>, StoreError> {
     store
         .get_as(store::key(keys::user(user_id), keys::PROFILE_SK))
         .await
@@ -125,10 +126,10 @@ pub async fn get_member(
     store: &Store,
     org: &OrgName,
     user_id: &UserId,
-) -> Result<ProfileItem, ApiError> {
+) -> Result<ProfileItem, StoreError> {
     match get_profile(store, user_id.as_str()).await? {
         Some(profile) if &profile.org == org => Ok(profile),
-        _ => Err(ApiError::NotFound(berth_domain::Missing::Member {
+        _ => Err(StoreError::Missing(berth_domain::Missing::Member {
             member: user_id.clone(),
         })),
     }
@@ -141,7 +142,7 @@ pub async fn delete_user_items(
     user_id: &str,
     prefix: &str,
     doomed: impl Fn(&store::Item) -> bool,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     for item in user_items(store, user_id, prefix).await? {
         if doomed(&item) {
             store
@@ -157,7 +158,7 @@ pub async fn user_items(
     store: &Store,
     user_id: &str,
     prefix: &str,
-) -> Result<Vec<store::Item>, ApiError> {
+) -> Result<Vec<store::Item>, StoreError> {
     store::query_all(
         store
             .client()

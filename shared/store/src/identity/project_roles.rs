@@ -8,10 +8,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use super::profile::{self, ProfileItem};
 use super::{Principal, ProjectGrant};
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
 use berth_domain::ids::UserId;
 use berth_domain::names::{OrgName, ProjectName};
-use berth_domain::{ApiError, Missing, ProjectRole};
+use berth_domain::{Missing, ProjectRole};
 use berth_records::members::ProjectMemberRecord;
 
 /// A project as its grants know it: its name, and the uid that tells it
@@ -43,7 +44,7 @@ pub async fn list(
     store: &Store,
     org: &OrgName,
     project: GrantedProject<'_>,
-) -> Result<Vec<ProjectMemberRecord>, ApiError> {
+) -> Result<Vec<ProjectMemberRecord>, StoreError> {
     let profiles = super::members::profiles(store, org).await?;
     Ok(profiles
         .iter()
@@ -62,7 +63,7 @@ pub async fn grant(
     member_id: &UserId,
     project: GrantedProject<'_>,
     role: ProjectRole,
-) -> Result<ProjectMemberRecord, ApiError> {
+) -> Result<ProjectMemberRecord, StoreError> {
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
     super::members::require_owner_rights(caller, &[target.role])?;
     let mut grants: Vec<ProjectGrant> = target
@@ -88,11 +89,11 @@ pub async fn revoke(
     caller: &Principal,
     member_id: &UserId,
     project: GrantedProject<'_>,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let target = profile::get_member(store, &caller.user.org, member_id).await?;
     super::members::require_owner_rights(caller, &[target.role])?;
     if !target.projects.iter().any(|grant| project.holds(grant)) {
-        return Err(ApiError::NotFound(Missing::ProjectMember {
+        return Err(StoreError::Missing(Missing::ProjectMember {
             project: project.name.to_string(),
             member: member_id.clone(),
         }));
@@ -113,7 +114,7 @@ pub async fn forget_project(
     store: &Store,
     org: &OrgName,
     project: GrantedProject<'_>,
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     for profile in super::members::profiles(store, org).await? {
         if !profile.projects.iter().any(|grant| project.holds(grant)) {
             continue;
@@ -135,7 +136,7 @@ async fn write_grants(
     store: &Store,
     target: &ProfileItem,
     grants: &[ProjectGrant],
-) -> Result<(), ApiError> {
+) -> Result<(), StoreError> {
     let update = store
         .client()
         .update_item()
@@ -158,7 +159,7 @@ async fn write_grants(
     };
     match update.send().await {
         Ok(_) => Ok(()),
-        Err(error) if store::is_condition_failure(&error) => Err(ApiError::Conflict(
+        Err(error) if store::is_condition_failure(&error) => Err(StoreError::Conflict(
             "the member was changed meanwhile; try again".into(),
         )),
         Err(error) => Err(error.into()),
@@ -166,11 +167,11 @@ async fn write_grants(
 }
 
 /// Grants as the profile stores them (a list of maps).
-fn as_list(grants: &[ProjectGrant]) -> Result<AttributeValue, ApiError> {
+fn as_list(grants: &[ProjectGrant]) -> Result<AttributeValue, StoreError> {
     let item = store::to_item(&Wrapped { projects: grants })?;
     item.get("projects")
         .cloned()
-        .ok_or_else(|| ApiError::Internal("grants did not serialize to a list".into()))
+        .ok_or_else(|| StoreError::Broken("grants did not serialize to a list".into()))
 }
 
 #[derive(serde::Serialize)]

@@ -3,12 +3,20 @@
 use serde::{Deserialize, Serialize};
 
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
-use berth_domain::ApiError;
-use berth_domain::config::Config;
 use berth_domain::credentials;
 
 pub const COOKIE: &str = "berth_session";
+
+/// What the process's settings say of sessions (`berth_api::config::Config::sessions`).
+#[derive(Debug, Clone, Copy)]
+pub struct SessionSettings {
+    /// How long a session lasts from sign-in, whatever its use.
+    pub lifetime: std::time::Duration,
+    /// Whether the cookie carries `Secure` (off only for plain-http local runs).
+    pub secure_cookies: bool,
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SessionItem {
@@ -28,13 +36,13 @@ pub struct NewSession {
 
 pub async fn create(
     store: &Store,
-    config: &Config,
+    settings: SessionSettings,
     user_id: &str,
     epoch: u64,
-) -> Result<NewSession, ApiError> {
+) -> Result<NewSession, StoreError> {
     let secret = credentials::new_session_secret(user_id);
     let now = berth_domain::clock::unix_seconds();
-    let lifetime = i64::try_from(config.session_lifetime.as_secs()).unwrap_or(i64::MAX);
+    let lifetime = i64::try_from(settings.lifetime.as_secs()).unwrap_or(i64::MAX);
     let expires_at = now.saturating_add(lifetime);
     let item = SessionItem {
         pk: keys::user(user_id),
@@ -45,18 +53,18 @@ pub async fn create(
         ttl: expires_at,
     };
     store.put_new(store::to_item(&item)?).await?;
-    let set_cookie = cookie(config, &secret, lifetime);
+    let set_cookie = cookie(settings, &secret, lifetime);
     Ok(NewSession { set_cookie })
 }
 
-pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), ApiError> {
+pub async fn delete(store: &Store, user_id: &str, digest: &str) -> Result<(), StoreError> {
     store
         .delete(store::key(keys::user(user_id), &keys::session_sk(digest)))
         .await
 }
 
-fn cookie(config: &Config, value: &str, max_age: i64) -> String {
-    let secure = if config.secure_cookies {
+fn cookie(settings: SessionSettings, value: &str, max_age: i64) -> String {
+    let secure = if settings.secure_cookies {
         "; Secure"
     } else {
         ""
@@ -65,8 +73,8 @@ fn cookie(config: &Config, value: &str, max_age: i64) -> String {
 }
 
 /// The `Set-Cookie` value that removes the session cookie.
-pub fn clearing_cookie(config: &Config) -> String {
-    cookie(config, "", 0)
+pub fn clearing_cookie(settings: SessionSettings) -> String {
+    cookie(settings, "", 0)
 }
 
 /// The session secret in a `Cookie` header, if any.
@@ -95,15 +103,17 @@ mod tests {
 
     #[test]
     fn cookies_have_the_design_attributes() {
-        let mut config = Config::for_table("tbl");
-        config.secure_cookies = true;
+        let mut settings = SessionSettings {
+            lifetime: std::time::Duration::from_secs(60),
+            secure_cookies: true,
+        };
         assert_eq!(
-            cookie(&config, "v", 60),
+            cookie(settings, "v", 60),
             "berth_session=v; HttpOnly; SameSite=Lax; Path=/; Max-Age=60; Secure"
         );
-        config.secure_cookies = false;
+        settings.secure_cookies = false;
         assert_eq!(
-            clearing_cookie(&config),
+            clearing_cookie(settings),
             "berth_session=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0"
         );
     }

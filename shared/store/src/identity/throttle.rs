@@ -32,8 +32,9 @@ use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use rand::seq::IndexedRandom;
 
 use crate as store;
+use crate::StoreError;
 use crate::{Item, Store, keys};
-use berth_domain::{ApiError, clock};
+use berth_domain::clock;
 
 pub const WINDOW_SECS: i64 = 15 * 60;
 
@@ -167,7 +168,7 @@ pub async fn reserve(
     subject: Subject,
     value: &str,
     mut seen: Attempts,
-) -> Result<Reserved, ApiError> {
+) -> Result<Reserved, StoreError> {
     // Every refused write means another attempt took a slot meanwhile, so
     // after `limit` of them no slot is left and the answer is 429.
     for _ in 0..=subject.limit() {
@@ -175,7 +176,7 @@ pub async fn reserve(
         let free = seen.free_slots(now);
         // A random free slot, so that racing attempts rarely pick the same one.
         let Some(&slot) = free.choose(&mut rand::rng()) else {
-            return Err(ApiError::TooManyRequests {
+            return Err(StoreError::Throttled {
                 retry_after_secs: seen.blocked_for(now).unwrap_or(1),
             });
         };
@@ -213,13 +214,13 @@ pub async fn reserve(
             _ => return Err(error.into()),
         };
     }
-    Err(ApiError::StorageUnavailable(
+    Err(StoreError::Unavailable(
         "the login throttle kept changing".into(),
     ))
 }
 
 /// A subject's attempts, read consistently.
-async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, ApiError> {
+async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, StoreError> {
     let found = store.get(key(subject, value)).await?;
     Ok(found.map_or_else(
         || Attempts::none(subject),
@@ -232,7 +233,7 @@ async fn read(store: &Store, subject: Subject, value: &str) -> Result<Attempts, 
 pub async fn read_many(
     store: &Store,
     subjects: &[(Subject, &str)],
-) -> Result<Vec<Attempts>, ApiError> {
+) -> Result<Vec<Attempts>, StoreError> {
     let items = store
         .get_many(
             subjects
@@ -265,11 +266,11 @@ pub async fn count_failure(
     subject: Subject,
     value: &str,
     seen: Attempts,
-) -> Result<bool, ApiError> {
+) -> Result<bool, StoreError> {
     match reserve(store, subject, value, seen).await {
         // Kept: a failure stays counted until it leaves the window.
         Ok(_counted) => Ok(true),
-        Err(ApiError::TooManyRequests { .. }) => Ok(false),
+        Err(StoreError::Throttled { .. }) => Ok(false),
         Err(error) => Err(error),
     }
 }
@@ -277,7 +278,7 @@ pub async fn count_failure(
 impl Reserved {
     /// Gives the slot back: the attempt was not a failure of this subject.
     /// A slot already emptied or taken again is left as it is.
-    pub async fn release(self, store: &Store) -> Result<(), ApiError> {
+    pub async fn release(self, store: &Store) -> Result<(), StoreError> {
         let released = store
             .client()
             .update_item()
@@ -298,7 +299,7 @@ impl Reserved {
 }
 
 /// Forgets all of a subject's attempts (after a successful login).
-pub async fn clear(store: &Store, subject: Subject, value: &str) -> Result<(), ApiError> {
+pub async fn clear(store: &Store, subject: Subject, value: &str) -> Result<(), StoreError> {
     store.delete(key(subject, value)).await
 }
 

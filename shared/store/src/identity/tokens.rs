@@ -4,12 +4,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate as store;
+use crate::StoreError;
 use crate::{Store, keys};
+use berth_domain::Ceiling;
 use berth_domain::clock;
 use berth_domain::credentials;
 use berth_domain::ids::RecordId;
 use berth_domain::scope::ScopeEntry;
-use berth_domain::{ApiError, Ceiling};
 use berth_records::tokens::{CreatedToken, TokenRecord};
 
 pub const MAX_NAME_LEN: usize = 64;
@@ -82,17 +83,17 @@ impl TokenItem {
     }
 }
 
-pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), ApiError> {
+pub fn validate(name: &str, expires_in_days: Option<u32>) -> Result<(), StoreError> {
     berth_domain::name_rules::text("name", name, MAX_NAME_LEN)?;
     expiry(expires_in_days, clock::unix_seconds()).map(|_| ())
 }
 
 /// When a token made `now` to live `expires_in_days` expires (none: never).
-pub fn expiry(expires_in_days: Option<u32>, now: i64) -> Result<Option<i64>, ApiError> {
+pub fn expiry(expires_in_days: Option<u32>, now: i64) -> Result<Option<i64>, StoreError> {
     if let Some(days) = expires_in_days
         && !(1..=MAX_LIFETIME_DAYS).contains(&days)
     {
-        return Err(ApiError::ValidationFailed(format!(
+        return Err(StoreError::Invalid(format!(
             "expires_in_days: must be 1 to {MAX_LIFETIME_DAYS}"
         )));
     }
@@ -126,7 +127,7 @@ pub async fn create(
     store: &Store,
     user_id: &str,
     new: NewToken<'_>,
-) -> Result<CreatedToken, ApiError> {
+) -> Result<CreatedToken, StoreError> {
     let NewToken {
         name,
         expires_in_days,
@@ -171,7 +172,7 @@ pub async fn create(
 }
 
 /// The user's live tokens, newest first.
-pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiError> {
+pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, StoreError> {
     let now = clock::unix_seconds();
     let mut tokens: Vec<TokenItem> =
         super::profile::user_items(store, user_id, keys::TOKEN_SK_PREFIX)
@@ -192,9 +193,9 @@ pub async fn list(store: &Store, user_id: &str) -> Result<Vec<TokenItem>, ApiErr
 /// made); someone else's token id is not found. The tokens it made go
 /// first: a failure leaves it alive, to be revoked again, never a token
 /// it made alive without it.
-pub async fn revoke(store: &Store, user_id: &str, token_id: &RecordId) -> Result<(), ApiError> {
+pub async fn revoke(store: &Store, user_id: &str, token_id: &RecordId) -> Result<(), StoreError> {
     let missing = || {
-        ApiError::NotFound(berth_domain::Missing::Token {
+        StoreError::Missing(berth_domain::Missing::Token {
             token: token_id.clone(),
         })
     };

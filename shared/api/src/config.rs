@@ -3,8 +3,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::name_rules::ReservedNamespaces;
-use crate::names::Hostname;
+use berth_domain::name_rules::ReservedNamespaces;
+use berth_domain::names::Hostname;
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -69,6 +69,14 @@ impl Config {
     /// about to be created, a deletion about to be scheduled).
     pub fn write_in_flight(&self) -> Duration {
         self.request_deadline + self.cluster_timeout
+    }
+
+    /// What the store's sessions take of these settings.
+    pub fn sessions(&self) -> berth_store::identity::sessions::SessionSettings {
+        berth_store::identity::sessions::SessionSettings {
+            lifetime: self.session_lifetime,
+            secure_cookies: self.secure_cookies,
+        }
     }
 }
 
