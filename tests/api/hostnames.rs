@@ -16,9 +16,9 @@ use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
 
 use crate::support::table as store;
+use berth_api::config::Config;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::App;
-use berth_api::config::Config;
 use berth_store::keys;
 
 use crate::support::cluster::APPS_DOMAIN;

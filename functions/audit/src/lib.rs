@@ -2,8 +2,8 @@
 
 use axum::Json;
 
-use berth_api::http::{Call, QueryParams};
 use berth_api::ApiError;
+use berth_api::http::{Call, QueryParams};
 use berth_records::audit::{AuditPage, PageQuery};
 
 berth_api::operations! {

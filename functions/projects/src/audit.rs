@@ -3,8 +3,8 @@
 
 use axum::Json;
 
-use berth_api::http::{Call, QueryParams};
 use berth_api::ApiError;
+use berth_api::http::{Call, QueryParams};
 use berth_domain::paths::ProjectPath;
 use berth_records::audit::{AuditPage, PageQuery};
 

@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::http::StatusCode;
 
-use berth_api::http::{Call, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_api::ApiError;
+use berth_api::http::{Call, Caller, Created, JsonBody, ObjectPath, scope};
 use berth_domain::paths::{DeployTokenPath, ProjectPath};
 use berth_records::tokens::{CreatedDeployToken, DeployTokenRecord, NewDeployToken};
 use berth_store::identity::deploy_tokens;

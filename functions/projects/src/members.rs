@@ -5,8 +5,8 @@
 use axum::Json;
 use axum::http::StatusCode;
 
-use berth_api::http::{Call, JsonBody};
 use berth_api::ApiError;
+use berth_api::http::{Call, JsonBody};
 use berth_domain::paths::{ProjectMemberPath, ProjectPath};
 use berth_records::members::{ProjectMemberRecord, ProjectRoleChange};
 use berth_store::identity::project_roles;

@@ -526,7 +526,11 @@ pub async fn own_unless_another(
 }
 
 /// `org`'s challenge for `hostname`, made now if it has none.
-pub async fn make_challenge(store: &Store, hostname: &str, org: &str) -> Result<String, StoreError> {
+pub async fn make_challenge(
+    store: &Store,
+    hostname: &str,
+    org: &str,
+) -> Result<String, StoreError> {
     let attribute = challenge_attribute(org);
     let written = store
         .client()

@@ -92,11 +92,13 @@ pub(crate) fn sort_key(item: &Item) -> &str {
 }
 
 pub(crate) fn to_item<T: Serialize>(value: &T) -> Result<Item, StoreError> {
-    serde_dynamo::to_item(value).map_err(|e| StoreError::Malformed(format!("encoding an item: {e}")))
+    serde_dynamo::to_item(value)
+        .map_err(|e| StoreError::Malformed(format!("encoding an item: {e}")))
 }
 
 pub(crate) fn from_item<T: DeserializeOwned>(item: Item) -> Result<T, StoreError> {
-    serde_dynamo::from_item(item).map_err(|e| StoreError::Malformed(format!("decoding an item: {e}")))
+    serde_dynamo::from_item(item)
+        .map_err(|e| StoreError::Malformed(format!("decoding an item: {e}")))
 }
 
 /// One value of an item (a map attribute, for a struct).
@@ -203,7 +205,10 @@ pub(crate) fn tx_check(check: ConditionCheckBuilder) -> Result<TransactWriteItem
 /// Every item a query finds, following its pages.
 /// Every item of partition `gsi1pk` of index `gsi1` (eventually consistent,
 /// as an index is).
-pub(crate) async fn index_partition(store: &Store, gsi1pk: String) -> Result<Vec<Item>, StoreError> {
+pub(crate) async fn index_partition(
+    store: &Store,
+    gsi1pk: String,
+) -> Result<Vec<Item>, StoreError> {
     query_all(
         store
             .client()

@@ -65,9 +65,9 @@ use crate::ApiError;
 use crate::config::Config;
 use berth_cluster::apps::{self as cluster_apps, ANNOTATION_HISTORY};
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
+use berth_domain::clock;
 use berth_domain::names::Hostname;
 use berth_domain::stored::Stored;
-use berth_domain::clock;
 use berth_store::Store;
 use berth_store::hostnames::{self, ClaimWrite};
 

@@ -23,9 +23,9 @@
 use kube::ResourceExt;
 use serde::Deserialize;
 
+use crate::ApiError;
 use berth_cluster::apps::ANNOTATION_HISTORY;
 use berth_cluster::crd::{App, LABEL_ENVIRONMENT, LABEL_ORG, LABEL_PROJECT};
-use crate::ApiError;
 use berth_domain::clock;
 use berth_store::Store;
 use berth_store::app_entries::{AppEntry, Place};
