@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use berth_api::ApiError;
 use berth_api::apps::commands::{self, NewCommand};
+use berth_api::apps::hosts::HostRules;
 use berth_api::apps::operate::{self, LogQuery, LogWindow, TailQuery};
 use berth_api::apps::service;
 use berth_api::http::{Accepted, Call, Created, JsonBody, Located, ObjectPath, QueryParams, scope};
@@ -136,7 +137,7 @@ async fn create_app(
         scope::audit_target("app", &name);
     }
     let client = call.cluster().await?;
-    let rules = call.host_rules();
+    let rules = HostRules::new(&call.state.config);
     let created = service::create(
         &call.state.store,
         &client,
@@ -185,7 +186,7 @@ async fn update_app(
     call: Call<AppPath>,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
-    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (client, rules) = (call.cluster().await?, HostRules::new(&call.state.config));
     let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
         service::update(store, &client, &rules, caller, &call.path, &body).await?,
@@ -258,7 +259,7 @@ async fn rollback_app(
     call: Call<AppPath>,
     JsonBody(body): JsonBody<RollbackBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
-    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (client, rules) = (call.cluster().await?, HostRules::new(&call.state.config));
     let (store, caller, revision) = (&call.state.store, &call.caller, body.revision);
     Ok(Json(
         service::rollback(store, &client, &rules, caller, &call.path, revision).await?,
@@ -283,7 +284,7 @@ async fn promote_app(
     JsonBody(body): JsonBody<PromoteBody>,
 ) -> Result<Json<AppRecord>, ApiError> {
     let target = EnvironmentName::parse(&body.environment).map_err(|e| e.at("environment"))?;
-    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (client, rules) = (call.cluster().await?, HostRules::new(&call.state.config));
     let (store, caller) = (&call.state.store, &call.caller);
     Ok(Json(
         service::promote(store, &client, &rules, caller, &call.path, &target).await?,

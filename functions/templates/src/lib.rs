@@ -4,6 +4,7 @@
 use axum::Json;
 
 use berth_api::ApiError;
+use berth_api::apps::hosts::HostRules;
 use berth_api::http::{Call, Caller, Created, JsonBody};
 use berth_api::openapi::cluster_failures;
 use berth_api::templates;
@@ -86,7 +87,7 @@ async fn deploy_template(
     body: Option<JsonBody<DeployBody>>,
 ) -> Result<Created<Deployed>, ApiError> {
     let body = body.map(|JsonBody(body)| body).unwrap_or_default();
-    let (client, rules) = (call.cluster().await?, call.host_rules());
+    let (client, rules) = (call.cluster().await?, HostRules::new(&call.state.config));
     let (store, caller) = (&call.state.store, &call.caller);
     let deployed = templates::deploy(store, &client, &rules, caller, &call.path, body).await?;
     Ok(Created::new(deployed))

@@ -53,12 +53,6 @@ impl<P> Call<P> {
     pub async fn cluster(&self) -> Result<kube::Client, ApiError> {
         self.state.cluster.client().await
     }
-
-    /// The hostname rules of this installation, for the changes that
-    /// claim domains.
-    pub fn host_rules(&self) -> crate::apps::hosts::HostRules {
-        crate::apps::hosts::HostRules::new(&self.state.config)
-    }
 }
 
 /// What a route's path names, as the audit log names it: each kind of
