@@ -118,7 +118,7 @@ pub fn release_sk(revision: i64) -> String {
 
 /// The item of a hostname (in its normal form, see
 /// `domain::names::Hostname`): who claims it, who proved it is theirs
-/// (`apps::hosts`).
+/// (`crate::hostnames`).
 pub fn host(hostname: &str) -> String {
     format!("HOST#{hostname}")
 }
@@ -128,7 +128,7 @@ pub const HOST_SK: &str = "HOST";
 /// Done upgrades: one item each, written when its work is over.
 pub const UPGRADES_PK: &str = "UPGRADES";
 /// The hostname claims of before domains were proven are adopted
-/// (`berth_api::apps::proofs`).
+/// (`crate::hostnames::legacy_adopted`).
 pub const LEGACY_CLAIMS_SK: &str = "LEGACY_CLAIMS";
 
 /// The partition of index `gsi1` holding every claimed hostname's item:
