@@ -234,16 +234,7 @@ fn frameworks_stay_in_their_layers() {
         match framework {
             "lambda_http" => name == "berth-api" || function,
             "axum" => ["berth-api", "berth-controller"].contains(&name) || function,
-            // berth-fn-registry reads a Build's and an Environment's
-            // credentials with its own kube calls (`functions/registry/src/
-            // verify.rs`): the one crate left to move them into berth-cluster.
-            "kube" => [
-                "berth-cluster",
-                "berth-controller",
-                "berth-api",
-                "berth-fn-registry",
-            ]
-            .contains(&name),
+            "kube" => ["berth-cluster", "berth-controller", "berth-api"].contains(&name),
             _ => true,
         }
     }

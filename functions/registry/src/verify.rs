@@ -12,11 +12,10 @@
 //! object is missing), so neither the answer nor its time tells an unknown
 //! user from a wrong password.
 
-use kube::Api;
-
 use berth_api::ApiError;
 use berth_api::registry::RegistrySettings;
-use berth_cluster::crd::{BUILD_RUNNING, BUILDS_NAMESPACE, Build, Environment};
+use berth_cluster::crd::BUILD_RUNNING;
+use berth_cluster::{builds, environments};
 use berth_domain::clock;
 use berth_domain::credentials::{digest, same_secret};
 use berth_domain::registry::{Reach, RegistryUser, prefix_path, repository_name};
@@ -46,7 +45,7 @@ fn nobody(holds: impl Fn(Option<&str>) -> bool) -> Checked {
 }
 
 pub async fn check(
-    client: &kube::Client,
+    client: &berth_cluster::Client,
     settings: &RegistrySettings,
     user: &RegistryUser,
     password: &str,
@@ -55,10 +54,7 @@ pub async fn check(
     let holds = |stored: Option<&str>| same_secret(&presented, stored.unwrap_or(NOBODYS));
     match user {
         RegistryUser::BuildPush { build } | RegistryUser::BuildPull { build } => {
-            let found = Api::<Build>::namespaced(client.clone(), BUILDS_NAMESPACE)
-                .get_opt(build)
-                .await?;
-            let Some(build) = found else {
+            let Some(build) = builds::get(client, build).await? else {
                 return Ok(nobody(holds));
             };
             let spec = &build.spec;
@@ -96,10 +92,7 @@ pub async fn check(
             })
         }
         RegistryUser::EnvironmentPull { environment } => {
-            let found = Api::<Environment>::all(client.clone())
-                .get_opt(environment)
-                .await?;
-            let Some(environment) = found else {
+            let Some(environment) = environments::by_name(client, environment).await? else {
                 return Ok(nobody(holds));
             };
             let stored = environment

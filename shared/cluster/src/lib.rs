@@ -28,6 +28,9 @@ pub mod secrets;
 pub mod testing;
 
 pub use error::{ClusterError, is_missing_resource_type, status_of};
+/// The cluster as Berth reaches it: what a function passes to this layer
+/// without linking kube itself.
+pub use kube::Client;
 
 /// An object that is not there (not a missing resource type, which is a
 /// misconfiguration: see [`is_missing_resource_type`]).
