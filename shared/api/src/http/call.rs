@@ -2,8 +2,8 @@
 //! the caller, and the object its path names, noted as the call's audit
 //! target as it is read — and answers with what the service answered.
 //! What every handler would otherwise derive again (the cluster's client,
-//! the hostname rules, the audit target, a new object's URL) is said here
-//! once.
+//! the audit target, a new object's URL) is said here once. It knows no
+//! resource's rules: the HTTP layer sits below the resource modules.
 
 use std::fmt::Display;
 
