@@ -197,11 +197,7 @@ impl AuditLog {
             .condition_expression("attribute_not_exists(pk)")
             .send()
             .await;
-        match put {
-            Ok(_) => Ok(true),
-            Err(error) if store::is_condition_failure(&error) => Ok(false),
-            Err(error) => Err(error.into()),
-        }
+        store::written(put)
     }
 
     async fn fall_back(

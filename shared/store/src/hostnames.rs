@@ -28,8 +28,8 @@ use berth_domain::names::{AppName, EnvironmentName, ProjectName};
 use berth_domain::paths::AppPath;
 
 use crate::{
-    Item, Store, cancelled_conditions, from_attribute, from_item, is_condition_failure, key, keys,
-    n, s, to_attribute, transaction_failure, tx_update,
+    Item, Store, cancelled_conditions, from_attribute, from_item, key, keys, n, s, to_attribute,
+    transaction_failure, tx_update, written,
 };
 
 /// One organization's claim of a hostname (`claim:{org}` of its item).
@@ -312,11 +312,7 @@ pub async fn adopt_legacy(
     for (i, field) in fields.into_iter().enumerate() {
         update = update.expression_attribute_names(format!("#f{i}"), field);
     }
-    match update.send().await {
-        Ok(_) => Ok(true),
-        Err(error) if is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+    written(update.send().await)
 }
 
 /// The hostnames of the items from before, a page at a time: `after` is
@@ -482,11 +478,7 @@ pub async fn change_owner(
             .expression_attribute_names("#unsynced", "unsynced")
             .expression_attribute_values(":false", AttributeValue::Bool(false)),
     };
-    match update.send().await {
-        Ok(_) => Ok(true),
-        Err(error) if is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+    written(update.send().await)
 }
 
 /// The operator's word: `owner` becomes the owner of `hostname` unless
@@ -497,7 +489,7 @@ pub async fn own_unless_another(
     hostname: &str,
     owner: &Owner,
 ) -> Result<bool, StoreError> {
-    let written = store
+    let update = store
         .client()
         .update_item()
         .table_name(store.table())
@@ -515,14 +507,8 @@ pub async fn own_unless_another(
         .expression_attribute_values(":org", s(&owner.org))
         .expression_attribute_values(":hostname", s(hostname))
         .expression_attribute_values(":index", s(keys::DOMAINS_INDEX))
-        .expression_attribute_values(":challenge", s(new_challenge()))
-        .send()
-        .await;
-    match written {
-        Ok(_) => Ok(true),
-        Err(error) if is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+        .expression_attribute_values(":challenge", s(new_challenge()));
+    written(update.send().await)
 }
 
 /// `org`'s challenge for `hostname`, made now if it has none.

@@ -129,6 +129,22 @@ where
     matches!(error, SdkError::ServiceError(service) if service.err().code() == Some("ConditionalCheckFailedException"))
 }
 
+/// Whether a conditional write was made: false when its condition failed
+/// (another got there first, or it was already so), the store's error for
+/// any other failure.
+pub(crate) fn written<T, E>(
+    outcome: Result<T, SdkError<E, HttpResponse>>,
+) -> Result<bool, StoreError>
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + 'static,
+{
+    match outcome {
+        Ok(_) => Ok(true),
+        Err(error) if is_condition_failure(&error) => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// For a cancelled transaction: why each of its items was refused.
 pub(crate) fn cancellation_reasons<R>(
     error: &SdkError<TransactWriteItemsError, R>,

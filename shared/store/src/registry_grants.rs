@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::StoreError;
 
-use crate::{Store, is_condition_failure, keys, s};
+use crate::{Store, keys, s, written};
 
 /// Records `username`'s grant in `hour` (Unix hours) unless one is recorded
 /// already: whether this grant is the hour's first. The record expires at
@@ -28,9 +28,5 @@ pub async fn first_of_hour(
         .condition_expression("attribute_not_exists(pk)")
         .send()
         .await;
-    match put {
-        Ok(_) => Ok(true),
-        Err(error) if is_condition_failure(&error) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
+    written(put)
 }
