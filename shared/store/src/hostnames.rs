@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
@@ -451,17 +452,14 @@ pub async fn change_owner(
         .table_name(store.table())
         .set_key(Some(host_key(hostname)))
         .expression_attribute_names("#owner", "owner");
-    let as_read =
-        |update: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder,
-         org: &str,
-         seen: i64| {
-            update
-                .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
-                .expression_attribute_names("#org", "org")
-                .expression_attribute_names("#at", "verified_at")
-                .expression_attribute_values(":org", s(org))
-                .expression_attribute_values(":seen", n(seen))
-        };
+    let as_read = |update: UpdateItemFluentBuilder, org: &str, seen: i64| {
+        update
+            .condition_expression("#owner.#org = :org AND #owner.#at = :seen")
+            .expression_attribute_names("#org", "org")
+            .expression_attribute_names("#at", "verified_at")
+            .expression_attribute_values(":org", s(org))
+            .expression_attribute_values(":seen", n(seen))
+    };
     let update = match change {
         OwnerChange::Claim(owner) => update
             .update_expression("SET #owner = :owner")
@@ -489,26 +487,34 @@ pub async fn own_unless_another(
     hostname: &str,
     owner: &Owner,
 ) -> Result<bool, StoreError> {
-    let update = store
+    let update = listed_update(store, hostname, &owner.org, "#owner = :owner, ")
+        .condition_expression("attribute_not_exists(#owner) OR #owner.#org = :org")
+        .expression_attribute_names("#owner", "owner")
+        .expression_attribute_names("#org", "org")
+        .expression_attribute_values(":owner", to_attribute(owner)?)
+        .expression_attribute_values(":org", s(&owner.org));
+    written(update.send().await)
+}
+
+/// An update of `hostname`'s item that first `set`s what it is for (an
+/// assignment and its comma, or nothing), then keeps the item listed in the
+/// domains index and gives `org` a challenge if it has none: what every
+/// write that may make the item does.
+fn listed_update(store: &Store, hostname: &str, org: &str, set: &str) -> UpdateItemFluentBuilder {
+    store
         .client()
         .update_item()
         .table_name(store.table())
         .set_key(Some(host_key(hostname)))
-        .update_expression(
-            "SET #owner = :owner, #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname, \
-             #challenge = if_not_exists(#challenge, :challenge)",
-        )
-        .condition_expression("attribute_not_exists(#owner) OR #owner.#org = :org")
-        .expression_attribute_names("#owner", "owner")
-        .expression_attribute_names("#org", "org")
+        .update_expression(format!(
+            "SET {set}#challenge = if_not_exists(#challenge, :challenge), \
+             #hostname = :hostname, gsi1pk = :index, gsi1sk = :hostname"
+        ))
+        .expression_attribute_names("#challenge", challenge_attribute(org))
         .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_names("#challenge", challenge_attribute(&owner.org))
-        .expression_attribute_values(":owner", to_attribute(owner)?)
-        .expression_attribute_values(":org", s(&owner.org))
+        .expression_attribute_values(":challenge", s(new_challenge()))
         .expression_attribute_values(":hostname", s(hostname))
         .expression_attribute_values(":index", s(keys::DOMAINS_INDEX))
-        .expression_attribute_values(":challenge", s(new_challenge()));
-    written(update.send().await)
 }
 
 /// `org`'s challenge for `hostname`, made now if it has none.
@@ -518,20 +524,7 @@ pub async fn make_challenge(
     org: &str,
 ) -> Result<String, StoreError> {
     let attribute = challenge_attribute(org);
-    let written = store
-        .client()
-        .update_item()
-        .table_name(store.table())
-        .set_key(Some(host_key(hostname)))
-        .update_expression(
-            "SET #challenge = if_not_exists(#challenge, :challenge), #hostname = :hostname, \
-             gsi1pk = :index, gsi1sk = :hostname",
-        )
-        .expression_attribute_names("#challenge", &attribute)
-        .expression_attribute_names("#hostname", "hostname")
-        .expression_attribute_values(":challenge", s(new_challenge()))
-        .expression_attribute_values(":hostname", s(hostname))
-        .expression_attribute_values(":index", s(keys::DOMAINS_INDEX))
+    let written = listed_update(store, hostname, org, "")
         .return_values(ReturnValue::AllNew)
         .send()
         .await?;
