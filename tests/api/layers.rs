@@ -128,27 +128,40 @@ fn every_crate_depends_only_on_the_layers_below_it() {
 /// benchmarks are outside them.
 const PRODUCT_FOLDERS: [&str; 4] = ["shared/", "functions/", "controller/", "cli/"];
 
+/// The product's crates (those in [`PRODUCT_FOLDERS`]), each with its
+/// direct dependencies as cargo's metadata lists them (name and kind).
+fn product_crates(metadata: &Value) -> Vec<(String, Vec<Value>)> {
+    let root = Path::new(ROOT).canonicalize().unwrap();
+    metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|package| {
+            let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+            let folder = manifest
+                .strip_prefix(&root)
+                .expect("a member's manifest lies in the workspace");
+            PRODUCT_FOLDERS
+                .iter()
+                .any(|product| folder.starts_with(product))
+        })
+        .map(|package| {
+            (
+                package["name"].as_str().unwrap().to_owned(),
+                package["dependencies"].as_array().unwrap().clone(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn only_the_store_links_the_dynamodb_sdk() {
-    let metadata = metadata(true);
-    let root = Path::new(ROOT).canonicalize().unwrap();
     let mut linking = BTreeSet::new();
-    for package in metadata["packages"].as_array().unwrap() {
-        let name = package["name"].as_str().unwrap();
-        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
-        let folder = manifest
-            .strip_prefix(&root)
-            .expect("a member's manifest lies in the workspace");
-        let product = PRODUCT_FOLDERS
-            .iter()
-            .any(|product| folder.starts_with(product));
-        if !product || name == "berth-store" {
-            continue;
-        }
-        let direct = package["dependencies"].as_array().unwrap().iter();
-        if direct
-            .map(|dependency| dependency["name"].as_str().unwrap())
-            .any(|dependency| dependency == "aws-sdk-dynamodb")
+    for (name, dependencies) in product_crates(&metadata(true)) {
+        if name != "berth-store"
+            && dependencies
+                .iter()
+                .any(|dependency| dependency["name"] == "aws-sdk-dynamodb")
         {
             linking.insert(name);
         }
@@ -238,36 +251,16 @@ fn frameworks_stay_in_their_layers() {
             _ => true,
         }
     }
-    let metadata = metadata(true);
-    let root = Path::new(ROOT).canonicalize().unwrap();
     let mut broken = BTreeSet::new();
     let mut product = BTreeSet::new();
-    for package in metadata["packages"].as_array().unwrap() {
-        let name = package["name"].as_str().unwrap();
-        let folder = Path::new(package["manifest_path"].as_str().unwrap())
-            .parent()
-            .unwrap()
-            .strip_prefix(&root)
-            .unwrap()
-            .to_path_buf();
-        let in_product = ["shared", "functions"]
-            .iter()
-            .any(|group| folder.parent() == Some(Path::new(group)))
-            || folder == Path::new("controller")
-            || folder == Path::new("cli");
-        if !in_product {
-            continue;
-        }
-        product.insert(name.to_owned());
+    for (name, dependencies) in product_crates(&metadata(true)) {
         // What the crate itself builds with; its tests' dependencies aside.
-        let direct = package["dependencies"]
-            .as_array()
-            .unwrap()
+        let direct = dependencies
             .iter()
             .filter(|dependency| dependency["kind"].as_str() != Some("dev"))
             .map(|dependency| dependency["name"].as_str().unwrap());
         for dependency in direct {
-            if !may_name(dependency, name) {
+            if !may_name(dependency, &name) {
                 broken.insert(format!("{name} → {dependency}"));
             }
             if name == "berth-domain"
@@ -277,6 +270,7 @@ fn frameworks_stay_in_their_layers() {
                 broken.insert(format!("{name} → {dependency}"));
             }
         }
+        product.insert(name);
     }
     assert!(
         product.contains("berth-domain") && product.contains("berth-controller"),

@@ -52,6 +52,12 @@ impl StoredRelease {
     }
 }
 
+/// The revision a write deletes when `oldest_kept` is the oldest kept
+/// after it: the one just below, if there is one.
+pub fn pruned_below(oldest_kept: i64) -> Option<i64> {
+    (oldest_kept > 1).then_some(oldest_kept - 1)
+}
+
 /// The stored shape: the release plus its key.
 #[derive(Serialize)]
 struct ReleaseItem<'a> {
@@ -151,13 +157,13 @@ pub async fn prepare(store: &Store, write: RevisionWrite<'_>) -> Result<(), NotP
             .expression_attribute_values(":false", AttributeValue::Bool(false)),
     )?);
     let next_at = writes.len() - 1;
-    if oldest_kept > 1 {
+    if let Some(pruned) = pruned_below(oldest_kept) {
         writes.push(tx_delete(
             Delete::builder()
                 .table_name(store.table())
                 .set_key(Some(key(
                     keys::releases(history),
-                    &keys::release_sk(oldest_kept - 1),
+                    &keys::release_sk(pruned),
                 ))),
         )?);
     }

@@ -43,12 +43,11 @@ pub fn oldest_kept(head: i64) -> i64 {
     (head - HISTORY_KEPT + 1).max(1)
 }
 
-/// The revision that writing `revision` prunes, if any (the one below the
-/// oldest kept: `berth_store::releases::prepare` deletes it).
+/// The revision that writing `revision` prunes, if any: the store's rule
+/// (`berth_store::releases::prepare` deletes it) applied to this window.
 #[cfg(test)]
 fn pruned_by(revision: i64) -> Option<i64> {
-    let oldest = oldest_kept(revision);
-    (oldest > 1).then_some(oldest - 1)
+    berth_store::releases::pruned_below(oldest_kept(revision))
 }
 
 pub use berth_store::releases::{NotPrepared, StoredRelease};
