@@ -266,7 +266,8 @@ fn hostname_setting(name: &str, value: Option<String>) -> Result<Option<Hostname
         .map_err(|e| ConfigError(format!("{name}: {e}")))
 }
 
-/// `BERTH_APPS_DOMAIN` as both the API and the controller read it.
+/// `BERTH_APPS_DOMAIN` as the API reads it (the controller, which links no
+/// HTTP layer, parses the same setting as a `Hostname` in its own `main`).
 pub fn apps_domain(value: Option<String>) -> Result<Option<Hostname>, ConfigError> {
     hostname_setting("BERTH_APPS_DOMAIN", value)
 }
